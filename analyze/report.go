@@ -1,0 +1,199 @@
+// Package analyze turns decoded inputs into reports: allocator totals, fragmentation, categories, top consumers,
+// size distributions, the timeline and the live set at its peak, OOM events, recommendations, and the cross-input
+// views (ranks, iterations). Each report is computed once; every renderer (text, Markdown, JSON, msgpack, PNG)
+// reads the same model.
+package analyze
+
+// ReportVersion is bumped whenever a field of Report changes meaning or is removed.
+const ReportVersion = 1
+
+// Run is the result of analyzing one or many inputs in one invocation.
+type Run struct {
+	Version int       `json:"version" msgpack:"version"`
+	Tool    string    `json:"tool" msgpack:"tool"` // "memscan <version>"
+	Inputs  []*Report `json:"inputs" msgpack:"inputs"`
+	// Failures lists inputs that could not be analyzed, in input order.
+	Failures []Failure `json:"failures,omitempty" msgpack:"failures,omitempty"`
+	// Cross is set when more than one input was analyzed.
+	Cross *Cross `json:"cross,omitempty" msgpack:"cross,omitempty"`
+}
+
+// Failure is an input that could not be decoded or analyzed.
+type Failure struct {
+	File  string `json:"file" msgpack:"file"`
+	Error string `json:"error" msgpack:"error"`
+}
+
+// Report is the analysis of one input. The JSON form of a Report is one element of summary.json's inputs[].
+type Report struct {
+	File        string `json:"file" msgpack:"file"`
+	Format      string `json:"format" msgpack:"format"`             // e.g. "pickle-v4", "tracer-json"
+	TorchFormat string `json:"torch_format" msgpack:"torch_format"` // e.g. "2.0-history", "2.1+"
+	Rank        int    `json:"rank" msgpack:"rank"`                 // -1 when unknown
+	Iteration   int    `json:"iteration" msgpack:"iteration"`       // -1 when unknown
+	Devices     []int  `json:"devices" msgpack:"devices"`
+
+	Totals // reserved/allocated/... flattened into the input object
+
+	PerDevice      []GroupTotals `json:"per_device,omitempty" msgpack:"per_device,omitempty"`
+	PerStream      []GroupTotals `json:"per_stream,omitempty" msgpack:"per_stream,omitempty"`
+	PerPool        []GroupTotals `json:"per_pool,omitempty" msgpack:"per_pool,omitempty"`
+	PerSegmentType []GroupTotals `json:"per_segment_type,omitempty" msgpack:"per_segment_type,omitempty"`
+
+	Categories    []CategoryStat `json:"categories" msgpack:"categories"`
+	Top           []Allocation   `json:"top" msgpack:"top"`
+	Sites         []SiteStat     `json:"sites,omitempty" msgpack:"sites,omitempty"`
+	ActiveSizes   []SizeBucket   `json:"active_size_histogram,omitempty" msgpack:"active_size_histogram,omitempty"`
+	FreeSizes     []SizeBucket   `json:"free_size_histogram,omitempty" msgpack:"free_size_histogram,omitempty"`
+	Fragmentation Fragmentation  `json:"fragmentation" msgpack:"fragmentation"`
+
+	// Timeline is the replayed device trace, downsampled for plotting; not in summary.json.
+	Timeline []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	Peak     *Peak            `json:"peak,omitempty" msgpack:"peak,omitempty"`
+	OOMs     []OOM            `json:"ooms" msgpack:"ooms"`
+
+	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
+	Warnings        []string         `json:"warnings" msgpack:"warnings"`
+}
+
+// Totals are allocator totals in bytes. reserved = requested + internal_free + external_free exactly, as in
+// PyTorch's _memory_viz stats.
+type Totals struct {
+	ReservedBytes  int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
+	AllocatedBytes int64 `json:"allocated_bytes" msgpack:"allocated_bytes"` // sum of size of active_allocated blocks
+	RequestedBytes int64 `json:"requested_bytes" msgpack:"requested_bytes"` // sum of requested size of active_allocated blocks
+	ActiveBytes    int64 `json:"active_bytes" msgpack:"active_bytes"`       // sum of size of blocks not inactive
+	InactiveBytes  int64 `json:"inactive_bytes" msgpack:"inactive_bytes"`   // sum of size of inactive blocks
+	// InternalFreeBytes is rounding slack inside active_allocated blocks (size - requested).
+	InternalFreeBytes int64 `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
+	// ExternalFreeBytes is every block that is not active_allocated (inactive and pending-free), full size.
+	ExternalFreeBytes     int64   `json:"external_free_bytes" msgpack:"external_free_bytes"`
+	EfficiencyPct         float64 `json:"efficiency_pct" msgpack:"efficiency_pct"` // requested / reserved × 100
+	LargestFreeBlockBytes int64   `json:"largest_free_block_bytes" msgpack:"largest_free_block_bytes"`
+	Segments              int     `json:"segments" msgpack:"segments"`
+	Blocks                int     `json:"blocks" msgpack:"blocks"`
+}
+
+// GroupTotals are totals restricted to one device, stream, pool or segment type.
+type GroupTotals struct {
+	Key    string `json:"key" msgpack:"key"` // "0", "stream 0x7f…", "(0, 1)", "large"
+	Totals `msgpack:",inline"`
+}
+
+// CategoryStat is the memory attributed to one category.
+type CategoryStat struct {
+	Name  string `json:"name" msgpack:"name"`
+	Bytes int64  `json:"bytes" msgpack:"bytes"`
+	Count int    `json:"count" msgpack:"count"`
+}
+
+// Allocation is one live block (or tensor) with where it came from.
+type Allocation struct {
+	Size          int64  `json:"size" msgpack:"size"`
+	RequestedSize int64  `json:"requested_size" msgpack:"requested_size"`
+	Address       uint64 `json:"address" msgpack:"address"`
+	Device        int    `json:"device" msgpack:"device"`
+	Stream        uint64 `json:"stream" msgpack:"stream"`
+	State         string `json:"state" msgpack:"state"`
+	Category      string `json:"category" msgpack:"category"`
+	Site          string `json:"site" msgpack:"site"` // file:line:function of the deciding frame
+	Rule          string `json:"rule,omitempty" msgpack:"rule,omitempty"`
+}
+
+// SiteStat is memory grouped by creation site.
+type SiteStat struct {
+	Site     string `json:"site" msgpack:"site"`
+	Category string `json:"category" msgpack:"category"`
+	Bytes    int64  `json:"bytes" msgpack:"bytes"`
+	Count    int    `json:"count" msgpack:"count"`
+}
+
+// SizeBucket is one histogram bucket [Lo, Hi) in bytes.
+type SizeBucket struct {
+	Lo    int64 `json:"lo" msgpack:"lo"`
+	Hi    int64 `json:"hi" msgpack:"hi"`
+	Count int   `json:"count" msgpack:"count"`
+	Bytes int64 `json:"bytes" msgpack:"bytes"`
+}
+
+// Fragmentation describes where reserved memory is not doing work.
+type Fragmentation struct {
+	InternalWasteBytes int64 `json:"internal_waste_bytes" msgpack:"internal_waste_bytes"`
+	CachedFreeBytes    int64 `json:"cached_free_bytes" msgpack:"cached_free_bytes"`
+	// MostlyFreeSegments are segments whose free share is at least MostlyFreeThreshold.
+	MostlyFreeSegments      int     `json:"mostly_free_segments" msgpack:"mostly_free_segments"`
+	MostlyFreeSegmentsBytes int64   `json:"mostly_free_segments_bytes" msgpack:"mostly_free_segments_bytes"`
+	MostlyFreeThreshold     float64 `json:"mostly_free_threshold" msgpack:"mostly_free_threshold"`
+	// LargeFreeBlocks are cached free blocks of at least 100 MB.
+	LargeFreeBlocks      int   `json:"large_free_blocks" msgpack:"large_free_blocks"`
+	LargeFreeBlocksBytes int64 `json:"large_free_blocks_bytes" msgpack:"large_free_blocks_bytes"`
+	// FragmentationPct is external free memory not in the largest free block, as a share of external free.
+	FragmentationPct float64 `json:"fragmentation_pct" msgpack:"fragmentation_pct"`
+}
+
+// TimelineSeries is memory over time on one device, from replaying its trace.
+type TimelineSeries struct {
+	Device int `json:"device" msgpack:"device"`
+	// Index is the trace event index of each point; TimeUS its time when the trace has times (else empty).
+	Index     []int   `json:"index" msgpack:"index"`
+	TimeUS    []int64 `json:"time_us,omitempty" msgpack:"time_us,omitempty"`
+	Allocated []int64 `json:"allocated" msgpack:"allocated"` // live requested bytes
+	Reserved  []int64 `json:"reserved" msgpack:"reserved"`   // segment bytes
+	// ByCategory holds, per category name, live bytes at each point (same length as Index).
+	Categories []string  `json:"categories,omitempty" msgpack:"categories,omitempty"`
+	ByCategory [][]int64 `json:"by_category,omitempty" msgpack:"by_category,omitempty"`
+}
+
+// Peak is the highest live allocated memory in a device trace and what was live then.
+type Peak struct {
+	Device     int            `json:"device" msgpack:"device"`
+	Bytes      int64          `json:"bytes" msgpack:"bytes"`
+	EventIndex int            `json:"event_index" msgpack:"event_index"`
+	TimeUS     int64          `json:"time_us,omitempty" msgpack:"time_us,omitempty"`
+	Categories []CategoryStat `json:"categories" msgpack:"categories"`
+	Sites      []SiteStat     `json:"sites" msgpack:"sites"`
+}
+
+// OOM is one out-of-memory event from a device trace.
+type OOM struct {
+	Device          int    `json:"device" msgpack:"device"`
+	EventIndex      int    `json:"event_index" msgpack:"event_index"`
+	TimeUS          int64  `json:"time_us,omitempty" msgpack:"time_us,omitempty"`
+	RequestedBytes  int64  `json:"requested_bytes" msgpack:"requested_bytes"`
+	DeviceFreeBytes int64  `json:"device_free_bytes" msgpack:"device_free_bytes"`
+	Site            string `json:"site,omitempty" msgpack:"site,omitempty"`
+}
+
+// Recommendation is advice with the number that triggered it.
+type Recommendation struct {
+	ID        string  `json:"id" msgpack:"id"` // stable identifier, e.g. "cache-overhead"
+	Severity  string  `json:"severity" msgpack:"severity"`
+	Title     string  `json:"title" msgpack:"title"`
+	Evidence  string  `json:"evidence" msgpack:"evidence"`
+	Value     float64 `json:"value" msgpack:"value"`         // the measured number
+	Threshold float64 `json:"threshold" msgpack:"threshold"` // the threshold it crossed
+	Advice    string  `json:"advice" msgpack:"advice"`
+}
+
+// Cross is the cross-input section: one row per input and imbalance statistics.
+type Cross struct {
+	Rows []CrossRow `json:"rows" msgpack:"rows"`
+	// Imbalance compares the maximum with the median over inputs, per metric.
+	MaxReservedBytes     int64    `json:"max_reserved_bytes" msgpack:"max_reserved_bytes"`
+	MedianReservedBytes  int64    `json:"median_reserved_bytes" msgpack:"median_reserved_bytes"`
+	MaxAllocatedBytes    int64    `json:"max_allocated_bytes" msgpack:"max_allocated_bytes"`
+	MedianAllocatedBytes int64    `json:"median_allocated_bytes" msgpack:"median_allocated_bytes"`
+	ImbalancePct         float64  `json:"imbalance_pct" msgpack:"imbalance_pct"` // (max/median − 1) × 100 of reserved
+	OutlierFiles         []string `json:"outlier_files,omitempty" msgpack:"outlier_files,omitempty"`
+}
+
+// CrossRow is one input in the cross-input table.
+type CrossRow struct {
+	File           string  `json:"file" msgpack:"file"`
+	Rank           int     `json:"rank" msgpack:"rank"`
+	Iteration      int     `json:"iteration" msgpack:"iteration"`
+	ReservedBytes  int64   `json:"reserved_bytes" msgpack:"reserved_bytes"`
+	AllocatedBytes int64   `json:"allocated_bytes" msgpack:"allocated_bytes"`
+	PeakBytes      int64   `json:"peak_bytes" msgpack:"peak_bytes"`
+	EfficiencyPct  float64 `json:"efficiency_pct" msgpack:"efficiency_pct"`
+}

@@ -1,0 +1,127 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Input is one decoded input file. Exactly one of the source fields is set.
+type Input struct {
+	Path string
+	// Format names what the content was, e.g. "pickle-v4", "snapshot-json", "tracer-json", "memory-timeline",
+	// "megatron-log".
+	Format string
+	// Snapshot is set for CUDA caching-allocator snapshots (pickle or their JSON rendition).
+	Snapshot *Snapshot
+}
+
+// Error is a decode failure with its position: the file, the byte offset where known (-1 otherwise), the
+// field or JSON path where known, and what was wrong.
+type Error struct {
+	File   string
+	Offset int64
+	Field  string
+	Msg    string
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b bytes.Buffer
+	b.WriteString(e.File)
+	if e.Offset >= 0 {
+		fmt.Fprintf(&b, ": byte %d", e.Offset)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": %s", e.Field)
+	}
+	fmt.Fprintf(&b, ": %s", e.Msg)
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrUnknownContent is wrapped by Decode when no decoder recognises the content.
+var ErrUnknownContent = errors.New("unrecognised content")
+
+// DecodeFile opens and decodes one input file.
+func DecodeFile(ctx context.Context, path string) (*Input, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Decode(ctx, path, f)
+}
+
+// maxGzipDepth bounds nested gzip layers so a gzip bomb of gzips cannot recurse forever.
+const maxGzipDepth = 2
+
+// Decode sniffs r and decodes it with the matching decoder. name is used in errors and as Input.Path.
+func Decode(ctx context.Context, name string, r io.Reader) (*Input, error) {
+	return decode(ctx, name, r, 0)
+}
+
+func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	head, err := br.Peek(512)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, &Error{File: name, Offset: 0, Msg: "cannot read", Err: err}
+	}
+	if len(head) == 0 {
+		return nil, &Error{File: name, Offset: 0, Msg: "empty file"}
+	}
+	switch {
+	case head[0] == 0x80: // PROTO opcode: a pickle of protocol 2 or later
+		return decodePickleInput(ctx, name, br)
+	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+		if depth >= maxGzipDepth {
+			return nil, &Error{File: name, Offset: 0, Msg: "too many nested gzip layers"}
+		}
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &Error{File: name, Offset: 0, Msg: "bad gzip header", Err: err}
+		}
+		defer zr.Close()
+		return decode(ctx, name, zr, depth+1)
+	}
+	switch firstNonSpace(head) {
+	case '{', '[':
+		return decodeJSONInput(ctx, name, br)
+	}
+	if looksLikeText(head) {
+		return decodeTextInput(ctx, name, br)
+	}
+	return nil, &Error{File: name, Offset: 0, Msg: fmt.Sprintf("not a snapshot pickle, JSON or log (first byte 0x%02x)", head[0]), Err: ErrUnknownContent}
+}
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case 0xEF, 0xBB, 0xBF: // UTF-8 byte order mark
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// looksLikeText reports whether the sniffed head is plausibly UTF-8 text (a training log).
+func looksLikeText(b []byte) bool {
+	for _, c := range b {
+		if c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != 0x1b) {
+			return false
+		}
+	}
+	return true
+}

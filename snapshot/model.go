@@ -1,0 +1,174 @@
+// Package snapshot decodes what PyTorch and its memory tracers write into one typed model: CUDA caching-allocator
+// snapshot pickles (every format from torch 1.13/2.0 to today), tracer peak-memory JSON, torch.profiler memory
+// timelines and training-log memory lines. Decode sniffs the content; the file extension is never trusted.
+package snapshot
+
+// Snapshot is one decoded CUDA caching-allocator snapshot (torch.cuda.memory._snapshot()).
+type Snapshot struct {
+	// Segments in the order the file lists them (sorted by address across devices in real files).
+	Segments []Segment
+	// DeviceTraces holds one trace per visible device, index = device ordinal; nil when the file has none
+	// (a bare list of segments).
+	DeviceTraces [][]TraceEntry
+	// AllocatorSettings is nil before torch 2.3.
+	AllocatorSettings *AllocatorSettings
+	// ExternalAnnotations are record_function START/END marks (torch 2.5+).
+	ExternalAnnotations []Annotation
+	// HostSegments and HostTraces describe pinned host memory (opt-in, 2026).
+	HostSegments []Segment
+	HostTraces   [][]TraceEntry
+
+	// BareList is true when the file held a bare list of segments (torch.cuda.memory_snapshot()).
+	BareList bool
+	// Protocol is the pickle protocol (2..5), 0 for JSON input.
+	Protocol int
+	// TorchFormat names the format generation inferred from the keys present, e.g. "2.0-history", "2.1+",
+	// "2.3+", "2.5+", "2.8+", "2.10+", "list".
+	TorchFormat string
+}
+
+// SegmentType is the allocator pool a segment came from.
+type SegmentType string
+
+const (
+	SegmentLarge SegmentType = "large"
+	SegmentSmall SegmentType = "small"
+)
+
+// PoolID identifies a memory pool; {0, 0} is the default pool, anything else a CUDA-graph or MemPool private pool.
+type PoolID [2]int64
+
+// Segment is one cudaMalloc (or one expandable-segment mapping) and the blocks carved out of it.
+type Segment struct {
+	Device        int
+	Address       uint64
+	TotalSize     int64 // bytes reserved; equals the sum of Blocks[*].Size in a consistent snapshot
+	AllocatedSize int64 // sum of Size over active_allocated blocks, as recorded by the allocator
+	ActiveSize    int64 // sum of Size over blocks not inactive
+	RequestedSize int64 // sum of requested sizes over active blocks (0 before torch 2.0)
+	Stream        uint64
+	Type          SegmentType
+	Pool          PoolID
+	IsExpandable  bool
+	// Stack is the stack of the cudaMalloc that created the segment; nil when none was recorded.
+	Stack  *Stack
+	Blocks []Block
+}
+
+// BlockState is the allocator state of a block.
+type BlockState uint8
+
+const (
+	BlockInactive BlockState = iota
+	BlockActiveAllocated
+	BlockActivePendingFree
+)
+
+// String returns PyTorch's name for the state.
+func (s BlockState) String() string {
+	switch s {
+	case BlockActiveAllocated:
+		return "active_allocated"
+	case BlockActivePendingFree:
+		return "active_pending_free"
+	default:
+		return "inactive"
+	}
+}
+
+// Active reports whether the block is in use (allocated or waiting for another stream to release it).
+func (s BlockState) Active() bool { return s != BlockInactive }
+
+// Block is a contiguous piece of a segment.
+type Block struct {
+	Address uint64 // computed cumulatively from the segment address when the file lacks it (before 2.1)
+	Size    int64  // rounded bytes
+	// RequestedSize is what the user asked for, resolved through PyTorch's fallback chain:
+	// requested_size, then history[0].real_size, then size. Stale (meaningless) for inactive blocks.
+	RequestedSize int64
+	State         BlockState
+	// Stack of the allocation that last used the block: frames, else history[0].frames; nil when none.
+	Stack *Stack
+	// History is the legacy (torch 1.13/2.0) per-block record, most recent first.
+	History []History
+}
+
+// History is one legacy block-history entry (torch 1.13 and 2.0).
+type History struct {
+	Addr     uint64
+	RealSize int64
+	Stack    *Stack
+}
+
+// Frame is one stack frame.
+type Frame struct {
+	Filename string
+	Line     int
+	Name     string
+}
+
+// Stack is a call stack, innermost frame first. Lists that the pickle shares through its memo decode to one
+// *Stack, so pointer identity can key caches (categorization, site grouping) without comparing frames.
+type Stack struct {
+	Frames []Frame
+}
+
+// Action is a trace-entry action as PyTorch names it.
+type Action string
+
+const (
+	ActionAlloc         Action = "alloc"
+	ActionFreeRequested Action = "free_requested"
+	ActionFreeCompleted Action = "free_completed"
+	ActionSegmentAlloc  Action = "segment_alloc"
+	ActionSegmentFree   Action = "segment_free"
+	ActionSegmentMap    Action = "segment_map"
+	ActionSegmentUnmap  Action = "segment_unmap"
+	ActionOOM           Action = "oom"
+	ActionSnapshot      Action = "snapshot"
+	ActionUserDefined   Action = "user_defined"
+	ActionAnnotate      Action = "annotate"
+)
+
+// TraceEntry is one allocator event from device_traces.
+type TraceEntry struct {
+	Action Action
+	Addr   uint64 // block or segment address; 0 for oom and snapshot
+	// Size: requested bytes for alloc/free, segment bytes for segment_*, requested bytes for oom,
+	// total allocated for snapshot.
+	Size       int64
+	Stream     uint64
+	TimeUS     int64 // Unix epoch microseconds; valid when HasTime
+	HasTime    bool
+	DeviceFree int64 // oom only: bytes cudaMemGetInfo reported free
+	Stack      *Stack
+	// Optional string fields; empty when absent.
+	CompileContext   string
+	UserMetadata     string
+	InternalMetadata string
+	Category         string // only in snapshots synthesised by profile_plot
+	Pool             PoolID
+}
+
+// AllocatorSettings is the allocator configuration recorded since torch 2.3.
+type AllocatorSettings struct {
+	AllocConf                     string            `json:"PYTORCH_CUDA_ALLOC_CONF"`
+	MaxSplitSize                  int64             `json:"max_split_size"`
+	GarbageCollectionThreshold    float64           `json:"garbage_collection_threshold"`
+	ExpandableSegments            bool              `json:"expandable_segments"`
+	PinnedNumRegisterThreads      int64             `json:"pinned_num_register_threads"`
+	ReleaseLockOnCudaMalloc       bool              `json:"release_lock_on_cudamalloc"`
+	PinnedUseCudaHostRegister     bool              `json:"pinned_use_cuda_host_register"`
+	GraphCaptureRecordStreamReuse bool              `json:"graph_capture_record_stream_reuse"`
+	RoundupPower2Divisions        map[string]int64  `json:"roundup_power2_divisions,omitempty"`
+	Other                         map[string]string `json:"other,omitempty"` // unknown keys, rendered as text
+}
+
+// Annotation is one external_annotations entry (a record_function START or END mark).
+type Annotation struct {
+	Stage  string // "START" or "END"
+	Name   string
+	Device int
+	TimeUS int64
+	Extra  map[string]string
+}

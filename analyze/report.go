@@ -49,11 +49,28 @@ type Report struct {
 
 	// Timeline is the replayed device trace, downsampled for plotting; not in summary.json.
 	Timeline []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
-	Peak     *Peak            `json:"peak,omitempty" msgpack:"peak,omitempty"`
-	OOMs     []OOM            `json:"ooms" msgpack:"ooms"`
+	// Peak is the highest of DevicePeaks.
+	Peak        *Peak  `json:"peak,omitempty" msgpack:"peak,omitempty"`
+	DevicePeaks []Peak `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
+	OOMs        []OOM  `json:"ooms" msgpack:"ooms"`
+	// LeakSuspects are sites whose live bytes grew across markers (snapshot actions or repeated annotations).
+	LeakSuspects []LeakSuspect `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
+	// TraceActions counts the device-trace events by action, over all devices.
+	TraceActions map[string]int `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
 
 	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
 	Warnings        []string         `json:"warnings" msgpack:"warnings"`
+
+	// Tracer JSON input: the primary device's peak_memory_mb in bytes, the sum of the listed tensors, and the
+	// phase and merged-module breakdowns (details under Tracer).
+	PeakBytes   int64        `json:"peak_bytes,omitempty" msgpack:"peak_bytes,omitempty"`
+	ListedBytes int64        `json:"listed_bytes,omitempty" msgpack:"listed_bytes,omitempty"`
+	Phases      []PhaseStat  `json:"phases,omitempty" msgpack:"phases,omitempty"`
+	Modules     []ModuleStat `json:"modules,omitempty" msgpack:"modules,omitempty"`
+	Tracer      *TracerView  `json:"tracer,omitempty" msgpack:"tracer,omitempty"`
+	// MemoryTimeline is set for torch.profiler memory timelines, Log for training logs.
+	MemoryTimeline *TimelineView `json:"memory_timeline,omitempty" msgpack:"memory_timeline,omitempty"`
+	Log            *LogView      `json:"log,omitempty" msgpack:"log,omitempty"`
 }
 
 // Totals are allocator totals in bytes. reserved = requested + internal_free + external_free exactly, as in
@@ -80,7 +97,9 @@ type GroupTotals struct {
 	Totals `msgpack:",inline"`
 }
 
-// CategoryStat is the memory attributed to one category.
+// CategoryStat is the memory attributed to one category. For allocator snapshots Bytes is the sum of block sizes
+// (rounding included) of live (active_allocated) blocks, so the categories add up to allocated_bytes; in a peak's
+// live set it is the requested bytes of the allocations live at the peak.
 type CategoryStat struct {
 	Name  string `json:"name" msgpack:"name"`
 	Bytes int64  `json:"bytes" msgpack:"bytes"`
@@ -120,14 +139,15 @@ type SizeBucket struct {
 type Fragmentation struct {
 	InternalWasteBytes int64 `json:"internal_waste_bytes" msgpack:"internal_waste_bytes"`
 	CachedFreeBytes    int64 `json:"cached_free_bytes" msgpack:"cached_free_bytes"`
-	// MostlyFreeSegments are segments whose free share is at least MostlyFreeThreshold.
+	// MostlyFreeSegments are segments whose free share is at least MostlyFreeThreshold; MostlyFreeSegmentsBytes
+	// is their reserved size.
 	MostlyFreeSegments      int     `json:"mostly_free_segments" msgpack:"mostly_free_segments"`
 	MostlyFreeSegmentsBytes int64   `json:"mostly_free_segments_bytes" msgpack:"mostly_free_segments_bytes"`
 	MostlyFreeThreshold     float64 `json:"mostly_free_threshold" msgpack:"mostly_free_threshold"`
-	// LargeFreeBlocks are cached free blocks of at least 100 MB.
+	// LargeFreeBlocks are cached free blocks of at least 100 MiB.
 	LargeFreeBlocks      int   `json:"large_free_blocks" msgpack:"large_free_blocks"`
 	LargeFreeBlocksBytes int64 `json:"large_free_blocks_bytes" msgpack:"large_free_blocks_bytes"`
-	// FragmentationPct is external free memory not in the largest free block, as a share of external free.
+	// FragmentationPct is cached free memory not in the largest free block, as a share of cached free.
 	FragmentationPct float64 `json:"fragmentation_pct" msgpack:"fragmentation_pct"`
 }
 
@@ -144,7 +164,8 @@ type TimelineSeries struct {
 	ByCategory [][]int64 `json:"by_category,omitempty" msgpack:"by_category,omitempty"`
 }
 
-// Peak is the highest live allocated memory in a device trace and what was live then.
+// Peak is the highest live allocated memory in a device trace and what was live then. EventIndex −1 means the
+// memory live before the first recorded event was never exceeded.
 type Peak struct {
 	Device     int            `json:"device" msgpack:"device"`
 	Bytes      int64          `json:"bytes" msgpack:"bytes"`
@@ -162,6 +183,22 @@ type OOM struct {
 	RequestedBytes  int64  `json:"requested_bytes" msgpack:"requested_bytes"`
 	DeviceFreeBytes int64  `json:"device_free_bytes" msgpack:"device_free_bytes"`
 	Site            string `json:"site,omitempty" msgpack:"site,omitempty"`
+	Category        string `json:"category,omitempty" msgpack:"category,omitempty"`
+	// AllocatedBytes and ReservedBytes are the replayed live requested bytes and segment bytes at the event.
+	AllocatedBytes int64 `json:"allocated_bytes" msgpack:"allocated_bytes"`
+	ReservedBytes  int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
+}
+
+// LeakSuspect is a site whose live bytes never dropped and grew across a trace's markers.
+type LeakSuspect struct {
+	Device      int    `json:"device" msgpack:"device"`
+	Site        string `json:"site" msgpack:"site"`
+	Category    string `json:"category" msgpack:"category"`
+	Markers     int    `json:"markers" msgpack:"markers"`
+	MarkerKind  string `json:"marker_kind" msgpack:"marker_kind"` // "snapshot actions" or `"ProfilerStep#…" annotations`
+	FirstBytes  int64  `json:"first_bytes" msgpack:"first_bytes"`
+	LastBytes   int64  `json:"last_bytes" msgpack:"last_bytes"`
+	GrowthBytes int64  `json:"growth_bytes" msgpack:"growth_bytes"`
 }
 
 // Recommendation is advice with the number that triggered it.
@@ -185,6 +222,10 @@ type Cross struct {
 	MedianAllocatedBytes int64    `json:"median_allocated_bytes" msgpack:"median_allocated_bytes"`
 	ImbalancePct         float64  `json:"imbalance_pct" msgpack:"imbalance_pct"` // (max/median − 1) × 100 of reserved
 	OutlierFiles         []string `json:"outlier_files,omitempty" msgpack:"outlier_files,omitempty"`
+	// Recommendations drawn from comparing the inputs (rank imbalance, growth across iterations).
+	Recommendations []Recommendation `json:"recommendations,omitempty" msgpack:"recommendations,omitempty"`
+	// Tracer compares tracer inputs across ranks (set when at least two inputs are tracer JSON).
+	Tracer *TracerCross `json:"tracer,omitempty" msgpack:"tracer,omitempty"`
 }
 
 // CrossRow is one input in the cross-input table.

@@ -1,0 +1,556 @@
+package analyze
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/categorize"
+	tu "github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/snapshot"
+)
+
+const (
+	KiB int64 = 1 << 10
+	MiB int64 = 1 << 20
+	sp        = "/opt/venv/lib/python3.11/site-packages/"
+)
+
+// Realistic stacks, innermost first, with torch's call plumbing between user frames.
+var (
+	stAttn = tu.Stack(sp+"torch/nn/functional.py:5500:scaled_dot_product_attention", "/work/proj/layers/attention.py:40:forward",
+		sp+"torch/nn/modules/module.py:1747:_call_impl", "/work/proj/train.py:90:main")
+	stOpt  = tu.Stack(sp+"torch/optim/adamw.py:95:_init_group", sp+"torch/optim/adamw.py:210:step", "/work/proj/train.py:99:main")
+	stRelu = tu.Stack(sp+"torch/nn/functional.py:1704:relu", "/work/proj/model.py:20:block", "/work/proj/train.py:90:main")
+	stGrad = tu.Stack(sp+"torch/autograd/__init__.py:347:backward", sp+"torch/_tensor.py:581:backward", "/work/proj/train.py:95:main")
+	stLoss = tu.Stack(sp+"torch/nn/functional.py:3494:cross_entropy", "/work/proj/train.py:93:main")
+)
+
+func analyzeBuilt(t *testing.T, b *tu.SnapBuilder) *Report {
+	t.Helper()
+	r, err := Analyze(context.Background(), b.Input("outputs/memory_snapshot/iteration_3/rank5_memory_snapshot.pickle"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// totalsSnapshot is three segments whose totals are worked out by hand in TestTotalsHandComputed.
+func totalsSnapshot() *tu.SnapBuilder {
+	b := tu.NewSnap(2)
+	b.Segment(tu.SegOpts{Device: 0}, tu.Live(4*MiB, 3*MiB+100, stAttn), tu.Free(2*MiB), tu.Live(1*MiB, 1*MiB, stOpt))
+	b.Segment(tu.SegOpts{Device: 0, Stream: 0x10, Type: snapshot.SegmentSmall}, tu.Live(512, 500, nil), tu.Pending(1024, 1000, nil), tu.Free(2*MiB-1536))
+	b.Segment(tu.SegOpts{Device: 1, Pool: snapshot.PoolID{0, 1}}, tu.Free(20*MiB))
+	return b
+}
+
+func TestTotalsHandComputed(t *testing.T) {
+	r := analyzeBuilt(t, totalsSnapshot())
+	// reserved  = 7 MiB + 2 MiB + 20 MiB                               = 30408704
+	// allocated = 4 MiB + 1 MiB + 512 (active_allocated sizes)          = 5243392
+	// requested = (3 MiB + 100) + 1 MiB + 500                           = 4194904
+	// internal  = (4 MiB − 3 MiB − 100) + 0 + (512 − 500)               = 1048488
+	// external  = 2 MiB + 1024 (pending) + (2 MiB − 1536) + 20 MiB      = 25165312
+	// active    = allocated + 1024 pending                              = 5244416
+	// inactive  = 2 MiB + (2 MiB − 1536) + 20 MiB                       = 25164288
+	want := Totals{
+		ReservedBytes: 30408704, AllocatedBytes: 5243392, RequestedBytes: 4194904, ActiveBytes: 5244416,
+		InactiveBytes: 25164288, InternalFreeBytes: 1048488, ExternalFreeBytes: 25165312,
+		EfficiencyPct: 4194904.0 / 30408704 * 100, LargestFreeBlockBytes: 20 * MiB, Segments: 3, Blocks: 7,
+	}
+	if r.Totals != want {
+		t.Errorf("totals\n got %+v\nwant %+v", r.Totals, want)
+	}
+	if r.RequestedBytes+r.InternalFreeBytes+r.ExternalFreeBytes != r.ReservedBytes {
+		t.Error("requested + internal + external != reserved")
+	}
+	if r.Rank != 5 || r.Iteration != 3 || !slices.Equal(r.Devices, []int{0, 1}) {
+		t.Errorf("rank %d iteration %d devices %v", r.Rank, r.Iteration, r.Devices)
+	}
+	groups := []struct {
+		name string
+		got  []GroupTotals
+		want map[string]int64 // key → reserved
+	}{
+		{"device", r.PerDevice, map[string]int64{"0": 9 * MiB, "1": 20 * MiB}},
+		{"stream", r.PerStream, map[string]int64{"stream 0x0": 27 * MiB, "stream 0x10": 2 * MiB}},
+		{"pool", r.PerPool, map[string]int64{"(0, 0)": 9 * MiB, "(0, 1)": 20 * MiB}},
+		{"segment type", r.PerSegmentType, map[string]int64{"large": 27 * MiB, "small": 2 * MiB}},
+	}
+	for _, g := range groups {
+		got := map[string]int64{}
+		var sum Totals
+		for _, x := range g.got {
+			got[x.Key] = x.ReservedBytes
+			sum.add(&x.Totals)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(g.want) {
+			t.Errorf("per %s: %v, want %v", g.name, got, g.want)
+		}
+		if sum.RequestedBytes != want.RequestedBytes || sum.ExternalFreeBytes != want.ExternalFreeBytes {
+			t.Errorf("per %s groups do not add up to the totals", g.name)
+		}
+	}
+	// Categories are block sizes of active_allocated blocks: they add up to allocated.
+	wantCats := []CategoryStat{{categorize.Attention, 4 * MiB, 1}, {categorize.OptimizerState, 1 * MiB, 1}, {categorize.Unknown, 512, 1}}
+	if !slices.Equal(r.Categories, wantCats) {
+		t.Errorf("categories %+v, want %+v", r.Categories, wantCats)
+	}
+	if len(r.Top) != 3 || r.Top[0].Size != 4*MiB || r.Top[0].Category != categorize.Attention ||
+		r.Top[0].Site != "/work/proj/layers/attention.py:40:forward" || r.Top[0].Rule != "attention-files" ||
+		r.Top[2].Site != NoStackSite {
+		t.Errorf("top %+v", r.Top)
+	}
+	if len(r.Warnings) != 0 {
+		t.Errorf("unexpected warnings %v", r.Warnings)
+	}
+	// Fragmentation: cached free 25164288, largest 20 MiB → (25164288 − 20971520) / 25164288.
+	f := r.Fragmentation
+	wantFrag := float64(25164288-20*MiB) / 25164288 * 100
+	if f.CachedFreeBytes != 25164288 || f.InternalWasteBytes != 1048488 || math.Abs(f.FragmentationPct-wantFrag) > 1e-9 ||
+		f.MostlyFreeSegments != 2 || f.MostlyFreeSegmentsBytes != 22*MiB || f.LargeFreeBlocks != 0 {
+		t.Errorf("fragmentation %+v (want pct %.4f)", f, wantFrag)
+	}
+}
+
+func TestHistograms(t *testing.T) {
+	r := analyzeBuilt(t, totalsSnapshot())
+	// Active sizes 512, 1 MiB, 4 MiB → buckets [2^9,2^10) .. [2^22,2^23), contiguous: 14 buckets.
+	a := r.ActiveSizes
+	if len(a) != 14 || a[0].Lo != 512 || a[0].Hi != 1024 || a[0].Count != 1 || a[13].Lo != 4*MiB || a[13].Count != 1 || a[11].Lo != 1*MiB || a[11].Count != 1 {
+		t.Fatalf("active histogram %+v", a)
+	}
+	var n int
+	var bytes int64
+	for _, bk := range a {
+		n += bk.Count
+		bytes += bk.Bytes
+	}
+	if n != 3 || bytes != r.AllocatedBytes {
+		t.Errorf("active histogram holds %d blocks / %d bytes", n, bytes)
+	}
+	// Free sizes 2 MiB − 1536 ([1,2) MiB), 2 MiB ([2,4) MiB), 20 MiB ([16,32) MiB).
+	fr := r.FreeSizes
+	if len(fr) != 5 || fr[0].Lo != 1*MiB || fr[0].Count != 1 || fr[1].Lo != 2*MiB || fr[1].Count != 1 || fr[4].Lo != 16*MiB || fr[4].Bytes != 20*MiB {
+		t.Fatalf("free histogram %+v", fr)
+	}
+	for _, tc := range []struct {
+		n      int64
+		lo, hi int64
+	}{{0, 0, 1}, {1, 1, 2}, {3, 2, 4}, {512, 512, 1024}, {1023, 512, 1024}} {
+		lo, hi := bucketBounds(bucketOf(tc.n))
+		if lo != tc.lo || hi != tc.hi {
+			t.Errorf("bucket of %d = [%d,%d), want [%d,%d)", tc.n, lo, hi, tc.lo, tc.hi)
+		}
+	}
+}
+
+// replaySnapshot is a hand-made trace on device 0; the expected series is worked out in TestTimelineReplay.
+func replaySnapshot() (*tu.SnapBuilder, uint64) {
+	b := tu.NewSnap(1)
+	// Final state: X0 live since before the trace, X1 allocated in the trace, W freed but pending, the rest free.
+	seg := b.Segment(tu.SegOpts{}, tu.Live(1024, 1000, stAttn), tu.Live(2048, 2000, stOpt), tu.Pending(512, 400, stLoss), tu.Free(4608))
+	x1, w := b.BlockAddr(0, 1), b.BlockAddr(0, 2)
+	z := w + 512
+	b.Event(0,
+		tu.Ev(snapshot.ActionSegmentAlloc, seg, 8192, nil),                                           // 0
+		tu.Ev(snapshot.ActionAlloc, x1, 2000, stOpt),                                                 // 1
+		tu.Ev(snapshot.ActionAlloc, w, 3000, stRelu),                                                 // 2: Y, at W's address before W
+		tu.Ev(snapshot.ActionFreeRequested, w, 3000, stRelu),                                         // 3
+		tu.Ev(snapshot.ActionFreeCompleted, w, 3000, stRelu),                                         // 4
+		tu.Ev(snapshot.ActionFreeCompleted, z, 700, stGrad),                                          // 5: allocated before the trace
+		tu.Ev(snapshot.ActionAlloc, w, 400, stLoss),                                                  // 6
+		tu.Ev(snapshot.ActionFreeRequested, w, 400, stLoss),                                          // 7: never completed (record_stream)
+		snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 100000, DeviceFree: 50, Stack: stRelu}, // 8
+	)
+	return b, seg
+}
+
+func TestTimelineReplay(t *testing.T) {
+	b, _ := replaySnapshot()
+	r := analyzeBuilt(t, b)
+	if len(r.Timeline) != 1 {
+		t.Fatalf("%d series", len(r.Timeline))
+	}
+	ts := r.Timeline[0]
+	// Live from the start: X0 (1000, a live block with no alloc in the trace) + Z (700, freed at 5) = 1700.
+	// 0 segment_alloc 1700 | 1 +2000 3700 | 2 +3000 6700 | 3 free_requested (completed later) 6700 |
+	// 4 −3000 3700 | 5 −700 3000 | 6 +400 3400 | 7 free_requested never completed −400 3000 | 8 oom 3000
+	wantAlloc := []int64{1700, 3700, 6700, 6700, 3700, 3000, 3400, 3000, 3000}
+	// Reserved is rebuilt from the final 8192 bytes backwards: 0 before the segment_alloc.
+	wantRes := []int64{8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192, 8192}
+	if !slices.Equal(ts.Allocated, wantAlloc) || !slices.Equal(ts.Reserved, wantRes) || !slices.Equal(ts.Index, []int{0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+		t.Errorf("allocated %v reserved %v index %v", ts.Allocated, ts.Reserved, ts.Index)
+	}
+	if len(ts.TimeUS) != 9 || ts.TimeUS[2] != 1002 {
+		t.Errorf("times %v", ts.TimeUS)
+	}
+	p := r.Peak
+	if p == nil || p.Bytes != 6700 || p.EventIndex != 2 || p.TimeUS != 1002 || p.Device != 0 {
+		t.Fatalf("peak %+v", p)
+	}
+	// Live at event 2: Y relu 3000, X1 adamw 2000, X0 attention 1000, Z backward 700.
+	wantCats := []CategoryStat{{categorize.Activation, 3000, 1}, {categorize.OptimizerState, 2000, 1}, {categorize.Attention, 1000, 1}, {categorize.Gradient, 700, 1}}
+	if !slices.Equal(p.Categories, wantCats) {
+		t.Errorf("peak categories %+v", p.Categories)
+	}
+	if len(p.Sites) != 4 || p.Sites[0].Site != "torch/nn/functional.py:1704:relu" || p.Sites[0].Bytes != 3000 {
+		t.Errorf("peak sites %+v", p.Sites)
+	}
+	// Per-category stacks add up to the allocated line at every point, in peak order.
+	if !slices.Equal(ts.Categories[:4], []string{categorize.Activation, categorize.OptimizerState, categorize.Attention, categorize.Gradient}) {
+		t.Errorf("series categories %v", ts.Categories)
+	}
+	for k := range ts.Index {
+		var sum int64
+		for c := range ts.Categories {
+			sum += ts.ByCategory[c][k]
+		}
+		if sum != ts.Allocated[k] {
+			t.Errorf("point %d: categories %d, allocated %d", k, sum, ts.Allocated[k])
+		}
+	}
+	if r.TraceActions["alloc"] != 3 || r.TraceActions["free_completed"] != 2 || r.TraceActions["oom"] != 1 {
+		t.Errorf("trace actions %v", r.TraceActions)
+	}
+	// OOM: requested vs device free, the state at the event, and the site from its frames.
+	want := OOM{Device: 0, EventIndex: 8, TimeUS: 1008, RequestedBytes: 100000, DeviceFreeBytes: 50,
+		Site: "torch/nn/functional.py:1704:relu", Category: categorize.Activation, AllocatedBytes: 3000, ReservedBytes: 8192}
+	if len(r.OOMs) != 1 || r.OOMs[0] != want {
+		t.Errorf("ooms %+v, want %+v", r.OOMs, want)
+	}
+	if len(r.Warnings) != 0 {
+		t.Errorf("warnings %v", r.Warnings)
+	}
+}
+
+func TestReservedReplayWithMapUnmap(t *testing.T) {
+	b := tu.NewSnap(1)
+	seg := b.Segment(tu.SegOpts{Expandable: true}, tu.Live(4*MiB, 4*MiB, stRelu))
+	b.Event(0,
+		tu.Ev(snapshot.ActionSegmentMap, seg, 2*MiB, nil),
+		tu.Ev(snapshot.ActionSegmentMap, seg+uint64(2*MiB), 4*MiB, nil),
+		tu.Ev(snapshot.ActionAlloc, seg, 4*MiB, stRelu),
+		tu.Ev(snapshot.ActionSegmentUnmap, seg+uint64(4*MiB), 2*MiB, nil),
+	)
+	r := analyzeBuilt(t, b)
+	// Final reserved 4 MiB; net +4 MiB over the trace → starts at 0: 2, 6, 6, 4 MiB.
+	if got := r.Timeline[0].Reserved; !slices.Equal(got, []int64{2 * MiB, 6 * MiB, 6 * MiB, 4 * MiB}) {
+		t.Errorf("reserved %v", got)
+	}
+	if got := r.Timeline[0].Allocated; !slices.Equal(got, []int64{0, 0, 4 * MiB, 4 * MiB}) {
+		t.Errorf("allocated %v", got)
+	}
+}
+
+func TestSampleIndicesKeepsBucketMax(t *testing.T) {
+	v := []int64{1, 9, 2, 3, 4, 5, 8, 6, 7, 0}
+	// 10 points into at most 3: buckets of 4 → [0,4) max at 1, [4,8) max at 6, [8,10) max at 8.
+	if got := sampleIndices(v, 3); !slices.Equal(got, []int{1, 6, 8}) {
+		t.Errorf("got %v", got)
+	}
+	if got := sampleIndices(v, 10); len(got) != 10 {
+		t.Errorf("no downsampling expected: %v", got)
+	}
+	big := make([]int64, 100001)
+	big[77777] = 5
+	idx := sampleIndices(big, DefaultMaxTimelinePoints)
+	if len(idx) > DefaultMaxTimelinePoints || !slices.Contains(idx, 77777) {
+		t.Errorf("%d points, peak kept: %v", len(idx), slices.Contains(idx, 77777))
+	}
+}
+
+// leakSnapshot allocates per step `leak` bytes from one site that are never freed and 4 MiB from another that are,
+// with a marker after each step: snapshot actions, or ProfilerStep annotations when useAnnotations is set.
+func leakSnapshot(steps int, leak int64, useAnnotations bool) *tu.SnapBuilder {
+	b := tu.NewSnap(1)
+	stLeak := tu.Stack("/work/proj/metrics.py:12:record", "/work/proj/train.py:90:main")
+	addr := uint64(0x7e0000000000)
+	for range steps {
+		if useAnnotations {
+			// The START mark shares its time with the step's first event (Event numbers times 1000, 1001, ...).
+			b.S.ExternalAnnotations = append(b.S.ExternalAnnotations, snapshot.Annotation{Stage: "START", Name: "ProfilerStep", Device: 0, TimeUS: int64(1000 + len(b.S.DeviceTraces[0]))})
+		}
+		tmp := addr + 1<<30
+		b.Event(0,
+			tu.Ev(snapshot.ActionAlloc, tmp, 4*MiB, stRelu),
+			tu.Ev(snapshot.ActionAlloc, addr, leak, stLeak),
+			tu.Ev(snapshot.ActionFreeRequested, tmp, 4*MiB, stRelu),
+			tu.Ev(snapshot.ActionFreeCompleted, tmp, 4*MiB, stRelu),
+		)
+		if !useAnnotations {
+			b.Event(0, tu.Ev(snapshot.ActionSnapshot, 0, 0, nil))
+		}
+		addr += uint64(leak)
+	}
+	return b
+}
+
+func TestLeakDetection(t *testing.T) {
+	tests := []struct {
+		name        string
+		steps       int
+		leak        int64
+		annotations bool
+		fire        bool
+	}{
+		// 4 markers; the site grows 3 × 512 KiB = 1.5 MiB ≥ 1 MiB.
+		{"growth over threshold", 4, 512 * KiB, false, true},
+		// 3 × 256 KiB = 768 KiB < 1 MiB.
+		{"growth under threshold", 4, 256 * KiB, false, false},
+		// 2 markers are too few to call a trend.
+		{"too few markers", 2, 8 * MiB, false, false},
+		{"annotation markers", 5, 1 * MiB, true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := analyzeBuilt(t, leakSnapshot(tc.steps, tc.leak, tc.annotations))
+			fired := slices.ContainsFunc(r.Recommendations, func(x Recommendation) bool { return x.ID == "possible-leak" })
+			if fired != tc.fire {
+				t.Fatalf("possible-leak fired=%v, want %v (suspects %+v)", fired, tc.fire, r.LeakSuspects)
+			}
+			if !tc.fire {
+				return
+			}
+			l := r.LeakSuspects[0]
+			if l.Site != "/work/proj/metrics.py:12:record" || l.GrowthBytes != int64(tc.steps-1)*tc.leak || len(r.LeakSuspects) != 1 {
+				t.Errorf("suspects %+v", r.LeakSuspects)
+			}
+		})
+	}
+}
+
+func hasRec(r *Report, id string) *Recommendation {
+	for i := range r.Recommendations {
+		if r.Recommendations[i].ID == id {
+			return &r.Recommendations[i]
+		}
+	}
+	return nil
+}
+
+func TestRecommendationThresholds(t *testing.T) {
+	small := func(n int) func(b *tu.SnapBuilder) {
+		return func(b *tu.SnapBuilder) {
+			for range n {
+				b.Segment(tu.SegOpts{Type: snapshot.SegmentSmall}, tu.Live(2*MiB, 2*MiB, stRelu))
+			}
+		}
+	}
+	tests := []struct {
+		name  string
+		id    string
+		build func(b *tu.SnapBuilder)
+		fire  bool
+		value float64
+	}{
+		// overhead = (reserved − requested) / reserved: 10 MiB / 100 MiB = 10 % exactly does not exceed 10.
+		{"cache overhead at 10%", "cache-overhead", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(90*MiB, 90*MiB, stRelu), tu.Free(10*MiB))
+		}, false, 0},
+		{"cache overhead above 10%", "cache-overhead", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(90*MiB, 90*MiB-512, stRelu), tu.Free(10*MiB))
+		}, true, float64(10*MiB+512) / float64(100*MiB) * 100},
+		{"unused block of 100 MiB", "large-unused-blocks", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(900*MiB, 900*MiB, stRelu), tu.Free(100*MiB))
+		}, true, float64(100 * MiB)},
+		{"unused block just under 100 MiB", "large-unused-blocks", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(900*MiB+512, 900*MiB+512, stRelu), tu.Free(100*MiB-512))
+		}, false, 0},
+		// cached 20 MiB in two 10 MiB blocks: 50 % outside the largest → not above 50.
+		{"fragmentation at 50%", "fragmentation", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
+			b.Segment(tu.SegOpts{}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
+		}, false, 0},
+		// cached 21 MiB, largest 10 MiB → 11/21 = 52.4 %.
+		{"fragmentation above 50%", "fragmentation", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
+			b.Segment(tu.SegOpts{}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
+			b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu), tu.Free(1*MiB))
+		}, true, 11.0 / 21 * 100},
+		{"fragmentation with expandable segments already on", "fragmentation", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{Expandable: true}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
+			b.Segment(tu.SegOpts{Expandable: true}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
+			b.Segment(tu.SegOpts{Expandable: true}, tu.Live(1*MiB, 1*MiB, stRelu), tu.Free(1*MiB))
+		}, false, 0},
+		// 1 MiB pending of 100 MiB reserved = 1 % → fires at the threshold.
+		{"pending free at 1%", "pending-free", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(99*MiB, 99*MiB, stRelu), tu.Pending(1*MiB, 1*MiB, stRelu))
+		}, true, 1},
+		{"pending free under 1%", "pending-free", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(99*MiB+512, 99*MiB+512, stRelu), tu.Pending(1*MiB-512, 1*MiB-512, stRelu))
+		}, false, 0},
+		{"100 small segments", "small-pool-segments", small(100), false, 0},
+		{"101 small segments", "small-pool-segments", small(101), true, 101},
+		// rounding 5 MiB of 100 MiB = 5 % → not above 5.
+		{"rounding at 5%", "rounding-waste", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(100*MiB, 95*MiB, stRelu))
+		}, false, 0},
+		{"rounding above 5%", "rounding-waste", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(100*MiB, 95*MiB-512, stRelu))
+		}, true, float64(5*MiB+512) / float64(100*MiB) * 100},
+		{"private pool at 10%", "private-pools", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(90*MiB, 90*MiB, stRelu))
+			b.Segment(tu.SegOpts{Pool: snapshot.PoolID{0, 1}}, tu.Live(10*MiB, 10*MiB, stRelu))
+		}, false, 0},
+		{"private pool above 10%", "private-pools", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(89*MiB, 89*MiB, stRelu))
+			b.Segment(tu.SegOpts{Pool: snapshot.PoolID{0, 1}}, tu.Live(11*MiB, 11*MiB, stRelu))
+		}, true, 11},
+		{"no oom", "oom", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu))
+			b.Event(0, tu.Ev(snapshot.ActionAlloc, 1, 100, stRelu))
+		}, false, 0},
+		{"oom", "oom", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu))
+			b.Event(0, snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 8 * MiB, DeviceFree: 1 * MiB})
+		}, true, 1},
+		// At the oom, reserved − allocated = 1 MiB of free cache (final 2 MiB segment, 1 MiB live before the
+		// trace) and 1 MiB requested: the cache could have served it if it were contiguous.
+		{"oom with enough cached memory", "oom-fragmentation", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu), tu.Free(1*MiB))
+			b.Event(0, snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 1 * MiB, DeviceFree: 0})
+		}, true, float64(1 * MiB)},
+		{"oom with too little cached memory", "oom-fragmentation", func(b *tu.SnapBuilder) {
+			b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu), tu.Free(1*MiB))
+			b.Event(0, snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 1*MiB + 1, DeviceFree: 0})
+		}, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tu.NewSnap(1)
+			tc.build(b)
+			r := analyzeBuilt(t, b)
+			rec := hasRec(r, tc.id)
+			if (rec != nil) != tc.fire {
+				t.Fatalf("%s fired=%v, want %v; recommendations %+v", tc.id, rec != nil, tc.fire, r.Recommendations)
+			}
+			if rec == nil {
+				return
+			}
+			if math.Abs(rec.Value-tc.value) > 1e-9 || rec.Evidence == "" || rec.Advice == "" || rec.Severity == "" {
+				t.Errorf("%s: value %v (want %v), evidence %q", tc.id, rec.Value, tc.value, rec.Evidence)
+			}
+			if tc.id == "fragmentation" && !strings.Contains(rec.Advice, "expandable_segments:True") {
+				t.Errorf("fragmentation advice %q", rec.Advice)
+			}
+		})
+	}
+}
+
+func TestInconsistentSnapshotWarns(t *testing.T) {
+	b := tu.NewSnap(1)
+	b.Segment(tu.SegOpts{}, tu.Live(4*MiB, 4*MiB, stRelu), tu.Free(1*MiB), tu.Free(1*MiB))
+	b.S.Segments[0].TotalSize = 8 * MiB // blocks sum to 6 MiB
+	b.S.Segments[0].AllocatedSize = 1
+	b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 2*MiB, stRelu))
+	r := analyzeBuilt(t, b)
+	for _, want := range []string{"blocks sum to 6291456 but total_size is 8388608", "allocated_size 1", "both inactive", "requested 2097152 > size 1048576"} {
+		if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+			t.Errorf("no warning containing %q in %q", want, r.Warnings)
+		}
+	}
+}
+
+func TestAnalyzeErrors(t *testing.T) {
+	if _, err := Analyze(context.Background(), &snapshot.Input{Path: "x.log", Format: "megatron-log"}, Options{}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("non-snapshot input: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b, _ := replaySnapshot()
+	if _, err := Analyze(ctx, b.Input("a.pickle"), Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: %v", err)
+	}
+	// An empty snapshot is valid: zero totals, no peak, empty (not nil) lists for JSON.
+	r, err := Analyze(context.Background(), tu.NewSnap(1).Input("empty.pickle"), Options{})
+	if err != nil || r.ReservedBytes != 0 || r.Peak != nil || r.Categories == nil || r.Top == nil || r.Recommendations == nil {
+		t.Errorf("empty snapshot: %+v, %v", r, err)
+	}
+}
+
+func TestTopNOption(t *testing.T) {
+	b := tu.NewSnap(1)
+	for i := range 10 {
+		b.Segment(tu.SegOpts{}, tu.Live(int64(i+1)*MiB, int64(i+1)*MiB, stRelu))
+	}
+	r, err := Analyze(context.Background(), b.Input("a.pickle"), Options{TopN: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Top) != 3 || r.Top[0].Size != 10*MiB || r.Top[2].Size != 8*MiB {
+		t.Errorf("top %+v", r.Top)
+	}
+}
+
+func TestUserRulesReachReport(t *testing.T) {
+	rules, err := categorize.Parse("r.yaml", []byte("rules:\n  - name: my-attn\n    category: MyAttention\n    priority: 99\n    file: [layers/attention.py]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(context.Background(), totalsSnapshot().Input("a.pickle"), Options{Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Categories[0].Name != "MyAttention" || r.Top[0].Rule != "my-attn" {
+		t.Errorf("categories %+v top %+v", r.Categories, r.Top[0])
+	}
+}
+
+// BenchmarkAnalyzeLarge analyzes a built snapshot of 200k blocks and a 400k-event trace from 500 distinct stacks.
+func BenchmarkAnalyzeLarge(b *testing.B) {
+	sb := tu.NewSnap(1)
+	stacks := make([]*snapshot.Stack, 500)
+	for i := range stacks {
+		stacks[i] = tu.Stack(sp+"torch/nn/functional.py:1704:relu", fmt.Sprintf("/work/proj/model%d.py:%d:forward", i%40, i),
+			sp+"torch/nn/modules/module.py:1747:_call_impl", "/work/proj/train.py:90:main")
+	}
+	for s := range 20000 {
+		var blocks []tu.BlockSpec
+		for k := range 10 {
+			if k%2 == 1 {
+				blocks = append(blocks, tu.Free(512*KiB))
+			} else {
+				blocks = append(blocks, tu.Live(2*MiB, 2*MiB-100, stacks[(s*10+k)%len(stacks)]))
+			}
+		}
+		sb.Segment(tu.SegOpts{}, blocks...)
+	}
+	for e := range 100000 {
+		addr := uint64(0x100000000 + e*4096)
+		st := stacks[e%len(stacks)]
+		sb.Event(0, tu.Ev(snapshot.ActionAlloc, addr, 1*MiB, st), tu.Ev(snapshot.ActionAlloc, addr+1, 1*MiB, st),
+			tu.Ev(snapshot.ActionFreeRequested, addr, 1*MiB, st), tu.Ev(snapshot.ActionFreeCompleted, addr, 1*MiB, st))
+	}
+	in := sb.Input("big.pickle")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Analyze(context.Background(), in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestReplayMissingFreeCompleted(t *testing.T) {
+	// Traces recorded with skip_actions=["free_completed"]: each free_requested ends its allocation, also when the
+	// address is reused; an alloc over a block that was never freed is reported.
+	b := tu.NewSnap(1)
+	b.Event(0,
+		tu.Ev(snapshot.ActionAlloc, 0x1000, 100, stRelu),
+		tu.Ev(snapshot.ActionFreeRequested, 0x1000, 100, stRelu),
+		tu.Ev(snapshot.ActionAlloc, 0x1000, 300, stRelu),
+		tu.Ev(snapshot.ActionAlloc, 0x1000, 50, stRelu),
+	)
+	r := analyzeBuilt(t, b)
+	// 100 | 0 (ended by its free_requested) | 300 | 50 (the 300 ends where the 50 replaces it)
+	if got := r.Timeline[0].Allocated; !slices.Equal(got, []int64{100, 0, 300, 50}) {
+		t.Errorf("allocated %v", got)
+	}
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "alloc at 0x1000, which is still allocated since event 2") {
+		t.Errorf("warnings %q", r.Warnings)
+	}
+}

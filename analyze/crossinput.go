@@ -1,0 +1,185 @@
+package analyze
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// OutlierPct is how far above the median (of the same iteration) an input's reserved bytes must be to be an outlier.
+const OutlierPct = 10.0
+
+var (
+	// torchtitan's newer layout file name: 000007_step_10.pickle → rank 7, step 10.
+	reRankStepFile = regexp.MustCompile(`^(\d+)_step_(\d+)\b`)
+	reRank         = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_-]?(\d+)`)
+	reShortRank    = regexp.MustCompile(`(?i)(?:^|[_.-])r(\d+)(?:[_.-]|$)`)
+	reIteration    = regexp.MustCompile(`(?i)(?:^|[^a-z])(?:iteration|iter|step)[_-]?(\d+)`)
+)
+
+// ParsePath extracts the rank and iteration (training step) from a snapshot path, −1 for each that is absent.
+// It knows torchtitan's layouts (iteration_3/rank5_memory_snapshot.pickle, step_000000000010/000007_step_10.pickle,
+// and the *_exit variants) and the usual spellings rank3, rank_3, _r3_, iter3, step_3. The file name is searched
+// first, then the directories from the innermost outward.
+func ParsePath(p string) (rank, iteration int) {
+	rank, iteration = -1, -1
+	parts := strings.Split(strings.ReplaceAll(p, `\`, "/"), "/")
+	atoi := func(s string) int {
+		n, err := strconv.Atoi(s)
+		if err != nil || n > 1<<30 {
+			return -1
+		}
+		return n
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		part := parts[i]
+		if i == len(parts)-1 {
+			part = strings.TrimSuffix(part, path.Ext(part))
+			if m := reRankStepFile.FindStringSubmatch(part); m != nil {
+				rank, iteration = atoi(m[1]), atoi(m[2])
+				continue
+			}
+		}
+		if rank < 0 {
+			if m := reRank.FindStringSubmatch(part); m != nil {
+				rank = atoi(m[1])
+			} else if m := reShortRank.FindStringSubmatch(part); m != nil {
+				rank = atoi(m[1])
+			}
+		}
+		if iteration < 0 {
+			if m := reIteration.FindStringSubmatch(part); m != nil {
+				iteration = atoi(m[1])
+			}
+		}
+	}
+	return rank, iteration
+}
+
+// median of a non-empty slice; the mean of the two middle values for even lengths.
+func median(v []int64) int64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return s[n/2-1] + (s[n/2]-s[n/2-1])/2
+}
+
+// CrossInputs compares several reports: one row per input (sorted by iteration, rank, file), the max and median of
+// reserved and allocated bytes, the imbalance (max/median − 1 of reserved), inputs more than OutlierPct above the
+// median of their own iteration, and recommendations for rank imbalance and growth across iterations.
+// It returns nil for an empty list.
+func CrossInputs(reports []*Report) *Cross {
+	var rows []CrossRow
+	for _, r := range reports {
+		if r == nil {
+			continue
+		}
+		row := CrossRow{File: r.File, Rank: r.Rank, Iteration: r.Iteration, ReservedBytes: r.ReservedBytes,
+			AllocatedBytes: r.AllocatedBytes, EfficiencyPct: r.EfficiencyPct}
+		if r.Peak != nil {
+			row.PeakBytes = r.Peak.Bytes
+		} else {
+			row.PeakBytes = r.PeakBytes // tracer inputs record their peak directly
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(rows, func(x, y CrossRow) int {
+		return cmp.Or(cmp.Compare(x.Iteration, y.Iteration), cmp.Compare(x.Rank, y.Rank), cmp.Compare(x.File, y.File))
+	})
+	c := &Cross{Rows: rows, Recommendations: []Recommendation{}}
+	var res, alloc []int64
+	for _, r := range rows {
+		res = append(res, r.ReservedBytes)
+		alloc = append(alloc, r.AllocatedBytes)
+	}
+	c.MaxReservedBytes, c.MedianReservedBytes = slices.Max(res), median(res)
+	c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), median(alloc)
+	if c.MedianReservedBytes > 0 {
+		c.ImbalancePct = (float64(c.MaxReservedBytes)/float64(c.MedianReservedBytes) - 1) * 100
+	}
+
+	// Outliers are judged within an iteration: ranks of the same step should hold similar memory.
+	byIter := map[int][]int{}
+	var iters []int
+	for i, r := range rows {
+		if _, ok := byIter[r.Iteration]; !ok {
+			iters = append(iters, r.Iteration)
+		}
+		byIter[r.Iteration] = append(byIter[r.Iteration], i)
+	}
+	worst, worstPct, worstMed := -1, 0.0, int64(0)
+	for _, it := range iters {
+		idx := byIter[it]
+		if len(idx) < 2 {
+			continue
+		}
+		var v []int64
+		for _, i := range idx {
+			v = append(v, rows[i].ReservedBytes)
+		}
+		med := median(v)
+		for _, i := range idx {
+			if med > 0 && float64(rows[i].ReservedBytes) > float64(med)*(1+OutlierPct/100) {
+				c.OutlierFiles = append(c.OutlierFiles, rows[i].File)
+				if p := pctOf(rows[i].ReservedBytes-med, med); p > worstPct {
+					worst, worstPct, worstMed = i, p, med
+				}
+			}
+		}
+	}
+	if worst >= 0 {
+		w := rows[worst]
+		c.Recommendations = append(c.Recommendations, Recommendation{ID: "rank-imbalance", Severity: SeverityWarning,
+			Title: "Memory imbalance between ranks", Value: worstPct, Threshold: OutlierPct,
+			Evidence: fmt.Sprintf("%s (rank %d, iteration %d) reserves %s, %.1f%% above the iteration's median %s; %d outlier input(s)",
+				w.File, w.Rank, w.Iteration, FormatBytes(w.ReservedBytes), worstPct, FormatBytes(worstMed), len(c.OutlierFiles)),
+			Advice: "Uneven pipeline stages, MoE expert load or rank-0-only work (logging, checkpointing, evaluation) make one rank the limit: balance it or size the job for that rank."})
+	}
+
+	// Growth across iterations on the same rank: allocated bytes that never drop and rise overall.
+	byRank := map[int][]CrossRow{}
+	var ranks []int
+	for _, r := range rows {
+		if r.Iteration < 0 {
+			continue
+		}
+		if _, ok := byRank[r.Rank]; !ok {
+			ranks = append(ranks, r.Rank)
+		}
+		byRank[r.Rank] = append(byRank[r.Rank], r)
+	}
+	for _, rk := range ranks {
+		rs := byRank[rk] // already in iteration order
+		if len(rs) < LeakMinMarkers {
+			continue
+		}
+		monotone, grew := true, 0
+		for k := 1; k < len(rs); k++ {
+			switch {
+			case rs[k].AllocatedBytes < rs[k-1].AllocatedBytes:
+				monotone = false
+			case rs[k].AllocatedBytes > rs[k-1].AllocatedBytes:
+				grew++
+			}
+		}
+		growth := rs[len(rs)-1].AllocatedBytes - rs[0].AllocatedBytes
+		if monotone && 2*grew >= len(rs)-1 && growth >= LeakMinGrowthBytes {
+			c.Recommendations = append(c.Recommendations, Recommendation{ID: "possible-leak-across-iterations", Severity: SeverityWarning,
+				Title: "Allocated memory grows from iteration to iteration", Value: float64(growth), Threshold: float64(LeakMinGrowthBytes),
+				Evidence: fmt.Sprintf("rank %d: allocated grew from %s (iteration %d) to %s (iteration %d) over %d snapshots without dropping",
+					rk, FormatBytes(rs[0].AllocatedBytes), rs[0].Iteration, FormatBytes(rs[len(rs)-1].AllocatedBytes), rs[len(rs)-1].Iteration, len(rs)),
+				Advice: "Compare the sites of the first and last snapshot (memscan compare) to find what accumulates."})
+		}
+	}
+	return c
+}

@@ -1,0 +1,488 @@
+package analyze
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/memscan/memscan/snapshot"
+)
+
+// Leak detection thresholds: a site is a leak suspect when its live bytes never drop across at least
+// LeakMinMarkers markers, grow in at least half of the intervals, and grow by at least LeakMinGrowthBytes overall.
+const (
+	LeakMinMarkers           = 3
+	LeakMinGrowthBytes int64 = 1 << 20
+	maxLeakMarkers           = 64
+)
+
+// element is one allocation in a replayed trace, live during events [start, end): start −1 means live before the
+// first recorded event, end == len(trace) means still live at the end.
+type element struct {
+	size       int64
+	start, end int
+	freeReq    int // index of a free_requested with no free_completed yet; −1 when none
+	cat, site  int // indices into the replay's category and site tables
+}
+
+// replay is the state of replaying one device trace.
+type replay struct {
+	a        *analysis
+	dev      int
+	trace    []snapshot.TraceEntry
+	elems    []element
+	catNames []string
+	catIdx   map[string]int
+	siteName []string
+	siteCat  []int
+	siteIdx  map[string]int
+	byStack  map[*snapshot.Stack][2]int // category and site index per shared stack
+	alloc    []int64                    // live requested bytes after each event
+	reserved []int64                    // segment bytes after each event
+	initial  int64                      // live bytes before the first event
+}
+
+func (r *replay) category(name string) int {
+	if i, ok := r.catIdx[name]; ok {
+		return i
+	}
+	r.catIdx[name] = len(r.catNames)
+	r.catNames = append(r.catNames, name)
+	return len(r.catNames) - 1
+}
+
+func (r *replay) classify(s *snapshot.Stack, traceCategory string) (cat, site int) {
+	if traceCategory == "" {
+		if cs, ok := r.byStack[s]; ok {
+			return cs[0], cs[1]
+		}
+		defer func() { r.byStack[s] = [2]int{cat, site} }()
+	}
+	d := r.a.decide(s)
+	if traceCategory != "" { // snapshots synthesised by profile_plot carry the profiler's category
+		d.Category = traceCategory
+	}
+	cat = r.category(d.Category)
+	name := siteName(d)
+	key := name + "\x00" + d.Category
+	if i, ok := r.siteIdx[key]; ok {
+		return cat, i
+	}
+	r.siteIdx[key] = len(r.siteName)
+	r.siteName = append(r.siteName, name)
+	r.siteCat = append(r.siteCat, cat)
+	return cat, len(r.siteName) - 1
+}
+
+// replayAll replays every non-empty device trace: timeline series, peaks, OOMs, leak suspects.
+func (a *analysis) replayAll() error {
+	var best *Peak
+	for dev, trace := range a.snap.DeviceTraces {
+		for _, e := range trace {
+			if a.rep.TraceActions == nil {
+				a.rep.TraceActions = map[string]int{}
+			}
+			a.rep.TraceActions[string(e.Action)]++
+		}
+		if len(trace) == 0 {
+			continue
+		}
+		r := &replay{a: a, dev: dev, trace: trace, catIdx: map[string]int{}, siteIdx: map[string]int{}, byStack: map[*snapshot.Stack][2]int{}}
+		if err := r.run(); err != nil {
+			return err
+		}
+		peak := r.peak()
+		a.rep.DevicePeaks = append(a.rep.DevicePeaks, peak)
+		if best == nil || peak.Bytes > best.Bytes {
+			best = &a.rep.DevicePeaks[len(a.rep.DevicePeaks)-1]
+		}
+		a.rep.Timeline = append(a.rep.Timeline, r.series(peak.EventIndex))
+		if err := r.leaks(); err != nil {
+			return err
+		}
+	}
+	if best != nil {
+		p := *best
+		a.rep.Peak = &p
+	}
+	return nil
+}
+
+// run builds the elements and the allocated/reserved series with the memory viewer's semantics: an alloc adds its
+// requested size; free_completed removes it (a free_requested removes it only when no free_completed follows);
+// frees whose alloc precedes the trace, and live blocks with no alloc in the trace, count from the start.
+func (r *replay) run() error {
+	a, n := r.a, len(r.trace)
+	open := map[uint64]int{} // address → element still allocated
+	r.elems = make([]element, 0, n/2+16)
+	resDelta := make([]int64, n)
+	for j := range r.trace {
+		if err := a.checkCtx(); err != nil {
+			return err
+		}
+		e := &r.trace[j]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			if i, ok := open[e.Addr]; ok {
+				if el := &r.elems[i]; el.freeReq >= 0 {
+					// Its free_completed was not recorded: the free_requested ended it.
+					el.end = el.freeReq
+				} else {
+					a.warns.add("alloc-over-live", fmt.Sprintf("device %d trace event %d: alloc at 0x%x, which is still allocated since event %d", r.dev, j, e.Addr, el.start))
+					el.end = j
+				}
+			}
+			cat, site := r.classify(e.Stack, e.Category)
+			open[e.Addr] = len(r.elems)
+			r.elems = append(r.elems, element{size: e.Size, start: j, end: n, freeReq: -1, cat: cat, site: site})
+		case snapshot.ActionFreeRequested:
+			if i, ok := open[e.Addr]; ok {
+				if r.elems[i].freeReq < 0 {
+					r.elems[i].freeReq = j
+				}
+				continue
+			}
+			// Allocated before the trace window: live from the start, stack taken from the free.
+			cat, site := r.classify(e.Stack, e.Category)
+			open[e.Addr] = len(r.elems)
+			r.elems = append(r.elems, element{size: e.Size, start: -1, end: n, freeReq: j, cat: cat, site: site})
+		case snapshot.ActionFreeCompleted:
+			if i, ok := open[e.Addr]; ok {
+				r.elems[i].end = j
+				r.elems[i].freeReq = -1
+				delete(open, e.Addr)
+				continue
+			}
+			cat, site := r.classify(e.Stack, e.Category)
+			r.elems = append(r.elems, element{size: e.Size, start: -1, end: j, freeReq: -1, cat: cat, site: site})
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			resDelta[j] += e.Size
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			resDelta[j] -= e.Size
+		case snapshot.ActionOOM:
+			r.oom(j, e)
+		}
+	}
+	// A free_requested never completed within the trace ends the allocation where it was requested.
+	for addr, i := range open {
+		if r.elems[i].freeReq >= 0 {
+			r.elems[i].end = r.elems[i].freeReq
+			delete(open, addr)
+		}
+	}
+	// Live blocks of the final state whose alloc is not in the trace were live all along.
+	liveAtEnd := make(map[uint64]bool, len(open))
+	for addr := range open {
+		liveAtEnd[addr] = true
+	}
+	for i := range a.snap.Segments {
+		seg := &a.snap.Segments[i]
+		if seg.Device != r.dev {
+			continue
+		}
+		for j := range seg.Blocks {
+			b := &seg.Blocks[j]
+			if b.State != snapshot.BlockActiveAllocated || liveAtEnd[b.Address] {
+				continue
+			}
+			cat, site := r.classify(b.Stack, "")
+			r.elems = append(r.elems, element{size: b.RequestedSize, start: -1, end: n, freeReq: -1, cat: cat, site: site})
+		}
+	}
+
+	delta := make([]int64, n)
+	for i := range r.elems {
+		el := &r.elems[i]
+		if el.start < 0 {
+			r.initial += el.size
+		} else {
+			delta[el.start] += el.size
+		}
+		if el.end < n {
+			delta[el.end] -= el.size
+		}
+	}
+	r.alloc = make([]int64, n)
+	r.reserved = make([]int64, n)
+	var finalRes, net int64
+	for _, g := range a.rep.PerDevice {
+		if g.Key == fmt.Sprint(r.dev) {
+			finalRes = g.ReservedBytes
+		}
+	}
+	for _, d := range resDelta {
+		net += d
+	}
+	// Reserved memory is rebuilt backwards from the final state, as the viewer's allocator-state view does.
+	res := finalRes - net
+	if res < 0 {
+		a.warns.add("reserved-negative", fmt.Sprintf("device %d: segment events free %d bytes more than the snapshot holds plus the trace allocated; reserved timeline starts at 0", r.dev, -res))
+		res = 0
+	}
+	cur := r.initial
+	for j := range n {
+		cur += delta[j]
+		res += resDelta[j]
+		r.alloc[j] = cur
+		r.reserved[j] = res
+	}
+	// OOM events get the memory state just before them (an oom event itself changes nothing).
+	for i := range a.rep.OOMs {
+		o := &a.rep.OOMs[i]
+		if o.Device == r.dev && o.EventIndex < n {
+			o.AllocatedBytes, o.ReservedBytes = r.alloc[o.EventIndex], r.reserved[o.EventIndex]
+		}
+	}
+	return nil
+}
+
+func (r *replay) oom(j int, e *snapshot.TraceEntry) {
+	d := r.a.decide(e.Stack)
+	o := OOM{Device: r.dev, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree, Category: d.Category}
+	if d.Site != "" {
+		o.Site = d.Site
+	}
+	if e.HasTime {
+		o.TimeUS = e.TimeUS
+	}
+	r.a.rep.OOMs = append(r.a.rep.OOMs, o)
+}
+
+// liveAt returns, for event index p (−1 = before the first event), the live bytes per category and per site.
+func (r *replay) liveAt(p int) (cats, sites []int64) {
+	cats = make([]int64, len(r.catNames))
+	sites = make([]int64, len(r.siteName))
+	for _, el := range r.elems {
+		if el.start <= p && p < el.end {
+			cats[el.cat] += el.size
+			sites[el.site] += el.size
+		}
+	}
+	return cats, sites
+}
+
+// peak finds the highest live allocated memory and the live set at that point.
+func (r *replay) peak() Peak {
+	// The first event at the maximum; −1 only when memory before the first event was higher than ever after.
+	p := Peak{Device: r.dev, Bytes: -1, EventIndex: -1}
+	for j, v := range r.alloc {
+		if v > p.Bytes {
+			p.Bytes, p.EventIndex = v, j
+		}
+	}
+	if r.initial > p.Bytes {
+		p.Bytes, p.EventIndex = r.initial, -1
+	}
+	if t := p.EventIndex; t >= 0 && r.trace[t].HasTime {
+		p.TimeUS = r.trace[t].TimeUS
+	} else if t < 0 && r.trace[0].HasTime {
+		p.TimeUS = r.trace[0].TimeUS
+	}
+	cats, sites := r.liveAt(p.EventIndex)
+	catStats := map[string]*CategoryStat{}
+	counts := make([]int, len(r.catNames))
+	siteCounts := make([]int, len(r.siteName))
+	for _, el := range r.elems {
+		if el.start <= p.EventIndex && p.EventIndex < el.end {
+			counts[el.cat]++
+			siteCounts[el.site]++
+		}
+	}
+	for i, b := range cats {
+		if counts[i] > 0 {
+			catStats[r.catNames[i]] = &CategoryStat{Name: r.catNames[i], Bytes: b, Count: counts[i]}
+		}
+	}
+	p.Categories = sortedCategories(catStats)
+	siteStats := map[int]*SiteStat{}
+	for i, b := range sites {
+		if siteCounts[i] > 0 {
+			siteStats[i] = &SiteStat{Site: r.siteName[i], Category: r.catNames[r.siteCat[i]], Bytes: b, Count: siteCounts[i]}
+		}
+	}
+	p.Sites = topSites(siteStats, r.a.opts.TopN)
+	return p
+}
+
+// sampleIndices downsamples n points to at most max, keeping the index of the largest value in each bucket
+// (so the peak always survives) plus the peak index itself.
+func sampleIndices(values []int64, maxPoints int) []int {
+	n := len(values)
+	if n <= maxPoints {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	bucket := (n + maxPoints - 1) / maxPoints
+	out := make([]int, 0, maxPoints)
+	for lo := 0; lo < n; lo += bucket {
+		hi := min(n, lo+bucket)
+		best := lo
+		for j := lo + 1; j < hi; j++ {
+			if values[j] > values[best] {
+				best = j
+			}
+		}
+		out = append(out, best)
+	}
+	return out
+}
+
+// series builds the downsampled timeline with per-category stacks.
+func (r *replay) series(peakIdx int) TimelineSeries {
+	idx := sampleIndices(r.alloc, r.a.opts.MaxTimelinePoints)
+	ts := TimelineSeries{Device: r.dev, Index: idx, Allocated: make([]int64, len(idx)), Reserved: make([]int64, len(idx))}
+	hasTime := r.trace[0].HasTime
+	if hasTime {
+		ts.TimeUS = make([]int64, len(idx))
+	}
+	for i, j := range idx {
+		ts.Allocated[i] = r.alloc[j]
+		ts.Reserved[i] = r.reserved[j]
+		if hasTime {
+			ts.TimeUS[i] = r.trace[j].TimeUS
+		}
+	}
+	// Category order: by live bytes at the peak, then by name; categories never live at a sample are still listed.
+	peakCats, _ := r.liveAt(peakIdx)
+	order := make([]int, len(r.catNames))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		return cmp.Or(cmp.Compare(peakCats[y], peakCats[x]), cmp.Compare(r.catNames[x], r.catNames[y]))
+	})
+	pos := make([]int, len(order))
+	for p, c := range order {
+		pos[c] = p
+		ts.Categories = append(ts.Categories, r.catNames[c])
+	}
+	ts.ByCategory = make([][]int64, len(order))
+	for p := range ts.ByCategory {
+		ts.ByCategory[p] = make([]int64, len(idx))
+	}
+	// Sweep the sample indices with the elements sorted by start and by end.
+	byStart := make([]int, len(r.elems))
+	byEnd := make([]int, len(r.elems))
+	for i := range r.elems {
+		byStart[i], byEnd[i] = i, i
+	}
+	sort.SliceStable(byStart, func(x, y int) bool { return r.elems[byStart[x]].start < r.elems[byStart[y]].start })
+	sort.SliceStable(byEnd, func(x, y int) bool { return r.elems[byEnd[x]].end < r.elems[byEnd[y]].end })
+	cur := make([]int64, len(order))
+	si, ei := 0, 0
+	for k, j := range idx {
+		for si < len(byStart) && r.elems[byStart[si]].start <= j {
+			el := &r.elems[byStart[si]]
+			cur[pos[el.cat]] += el.size
+			si++
+		}
+		for ei < len(byEnd) && r.elems[byEnd[ei]].end <= j {
+			el := &r.elems[byEnd[ei]]
+			cur[pos[el.cat]] -= el.size
+			ei++
+		}
+		for p := range cur {
+			ts.ByCategory[p][k] = cur[p]
+		}
+	}
+	return ts
+}
+
+// markers returns event indices that split the trace into comparable periods: `snapshot` actions, else the most
+// frequent record_function START annotation on this device (e.g. one per training step), mapped to event indices
+// by time. kind says which.
+func (r *replay) markers() (idx []int, kind string) {
+	for j, e := range r.trace {
+		if e.Action == snapshot.ActionSnapshot {
+			idx = append(idx, j)
+		}
+	}
+	if len(idx) >= LeakMinMarkers {
+		return idx, "snapshot actions"
+	}
+	idx = nil
+	if !r.trace[0].HasTime {
+		return nil, ""
+	}
+	byName := map[string][]int64{}
+	var names []string
+	for _, an := range r.a.snap.ExternalAnnotations {
+		if an.Device != r.dev || an.Stage != "START" {
+			continue
+		}
+		if _, ok := byName[an.Name]; !ok {
+			names = append(names, an.Name)
+		}
+		byName[an.Name] = append(byName[an.Name], an.TimeUS)
+	}
+	best := ""
+	for _, nm := range names {
+		if len(byName[nm]) > len(byName[best]) {
+			best = nm
+		}
+	}
+	if len(byName[best]) < LeakMinMarkers {
+		return nil, ""
+	}
+	for _, t := range byName[best] {
+		// The last event at or before the mark: its state is what was live when the mark was made.
+		j := sort.Search(len(r.trace), func(i int) bool { return r.trace[i].TimeUS > t }) - 1
+		if j >= 0 && (len(idx) == 0 || idx[len(idx)-1] != j) {
+			idx = append(idx, j)
+		}
+	}
+	return idx, fmt.Sprintf("%q annotations", best)
+}
+
+// leaks finds sites whose live bytes grow across markers.
+func (r *replay) leaks() error {
+	marks, kind := r.markers()
+	if len(marks) < LeakMinMarkers {
+		return nil
+	}
+	if len(marks) > maxLeakMarkers {
+		step := float64(len(marks)-1) / float64(maxLeakMarkers-1)
+		var sel []int
+		for i := range maxLeakMarkers {
+			sel = append(sel, marks[int(float64(i)*step+0.5)])
+		}
+		marks = sel
+	}
+	live := make([][]int64, len(marks))
+	for k, m := range marks {
+		if err := r.a.ctx.Err(); err != nil {
+			return err
+		}
+		_, live[k] = r.liveAt(m)
+	}
+	for s := range r.siteName {
+		first, last := live[0][s], live[len(marks)-1][s]
+		if last-first < LeakMinGrowthBytes {
+			continue
+		}
+		grew, monotone := 0, true
+		for k := 1; k < len(marks); k++ {
+			switch {
+			case live[k][s] < live[k-1][s]:
+				monotone = false
+			case live[k][s] > live[k-1][s]:
+				grew++
+			}
+		}
+		if !monotone || 2*grew < len(marks)-1 {
+			continue
+		}
+		r.a.rep.LeakSuspects = append(r.a.rep.LeakSuspects, LeakSuspect{
+			Device: r.dev, Site: r.siteName[s], Category: r.catNames[r.siteCat[s]], Markers: len(marks),
+			MarkerKind: kind, FirstBytes: first, LastBytes: last, GrowthBytes: last - first,
+		})
+	}
+	slices.SortFunc(r.a.rep.LeakSuspects, func(x, y LeakSuspect) int {
+		return cmp.Or(cmp.Compare(y.GrowthBytes, x.GrowthBytes), cmp.Compare(x.Device, y.Device), cmp.Compare(x.Site, y.Site))
+	})
+	return nil
+}

@@ -1,0 +1,395 @@
+// Package categorize maps an allocation's stack to a memory category (Expert/MoE, Attention, Optimizer State, ...)
+// with rules: an embedded default set plus optional user rule files. Every decision records the rule and the frame
+// that decided it, so a report can say why a block landed where it did.
+//
+// # How a stack is decided
+//
+// Frames are stored innermost first (index 0 is the deepest call). A frame is classified as
+//
+//   - noise: it matches a noise entry (stack-capture plumbing, interpreter frames, torch's generic module call
+//     machinery, unresolved C++ frames "??"). Noise frames never decide and are never reported as the site;
+//   - native: a C++ frame (its file does not end in .py and is not a "<frozen ...>" pseudo-file);
+//   - framework: a Python frame that matches a framework entry (torch, the standard library, generated code);
+//   - user: every other Python frame (the user's program and the libraries it calls).
+//
+// The walk then makes four passes, each innermost first, and stops at the first frame matched by an applicable rule:
+//
+//  1. user frames, ordinary rules — so a user's model.py:forward decides before torch/nn/modules/linear.py;
+//  2. framework frames, ordinary rules — torch/optim/adamw.py _init_group still decides when no user frame does;
+//  3. native frames, rules marked native (e.g. autograd's AccumulateGrad, NCCL);
+//  4. all meaningful frames, rules marked fallback (e.g. "inside some forward" → Activation).
+//
+// When several rules match the deciding frame, the highest priority wins; at equal priority the earlier rule in the
+// merged list (user rules before defaults) wins. A stack with no frames is Unknown with reason "no stack recorded";
+// a stack where nothing matched is Unknown with the first meaningful frame as its site.
+package categorize
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Category names used by the default rules. User rules may introduce others.
+const (
+	ExpertMoE      = "Expert/MoE"
+	Attention      = "Attention"
+	LinearMatMul   = "Linear/MatMul"
+	OptimizerState = "Optimizer State"
+	Communication  = "Communication"
+	FSDP           = "FSDP"
+	Gradient       = "Gradient"
+	Parameters     = "Parameters/Weights"
+	Embedding      = "Embedding"
+	Normalization  = "Normalization"
+	Activation     = "Activation"
+	LossLogits     = "Loss/Logits"
+	DataInput      = "Data/Input"
+	Autograd       = "Autograd"
+	Unknown        = "Unknown"
+)
+
+// DefaultCategories lists the built-in categories in report order.
+func DefaultCategories() []string {
+	return []string{ExpertMoE, Attention, LinearMatMul, OptimizerState, Communication, FSDP, Gradient, Parameters,
+		Embedding, Normalization, Activation, LossLogits, DataInput, Autograd, Unknown}
+}
+
+//go:embed defaults.yaml
+var defaultRulesYAML []byte
+
+// File is the on-disk form of a rule file (JSON or YAML).
+type File struct {
+	Version   int           `json:"version" yaml:"version"`
+	Noise     []MatcherSpec `json:"noise,omitempty" yaml:"noise,omitempty"`
+	Framework []MatcherSpec `json:"framework,omitempty" yaml:"framework,omitempty"`
+	Rules     []RuleSpec    `json:"rules,omitempty" yaml:"rules,omitempty"`
+}
+
+// MatcherSpec says which frames an entry applies to. Every field that is set must match (AND); within a list any
+// entry may match (OR). Substrings are case-insensitive and see the filename with backslashes turned into slashes;
+// regexps see the same text with its original case.
+type MatcherSpec struct {
+	Name     string `json:"name" yaml:"name"`
+	Disabled bool   `json:"disabled,omitempty" yaml:"disabled,omitempty"`
+	// File lists substrings of the frame's filename.
+	File []string `json:"file,omitempty" yaml:"file,omitempty"`
+	// Function lists substrings of the frame's function name.
+	Function []string `json:"function,omitempty" yaml:"function,omitempty"`
+	// Module lists dotted module paths matched on component boundaries against the module derived from the
+	// filename (the part after site-packages/, or from torch/ on, else the whole path).
+	Module         []string `json:"module,omitempty" yaml:"module,omitempty"`
+	FileRegexp     string   `json:"file_regexp,omitempty" yaml:"file_regexp,omitempty"`
+	FunctionRegexp string   `json:"function_regexp,omitempty" yaml:"function_regexp,omitempty"`
+	// ExcludeFile lists filename substrings that veto a match.
+	ExcludeFile []string `json:"exclude_file,omitempty" yaml:"exclude_file,omitempty"`
+}
+
+// RuleSpec is one categorization rule.
+type RuleSpec struct {
+	MatcherSpec `yaml:",inline"`
+	Category    string `json:"category" yaml:"category"`
+	Priority    int    `json:"priority,omitempty" yaml:"priority,omitempty"`
+	// Native rules apply to C++ frames (pass 3) instead of Python frames.
+	Native bool `json:"native,omitempty" yaml:"native,omitempty"`
+	// Fallback rules apply only when no ordinary or native rule decided (pass 4).
+	Fallback bool `json:"fallback,omitempty" yaml:"fallback,omitempty"`
+}
+
+// matcher is a compiled MatcherSpec.
+type matcher struct {
+	name      string
+	file      []string // lower-cased
+	function  []string // lower-cased
+	module    []string // lower-cased, dotted
+	fileRe    *regexp.Regexp
+	funcRe    *regexp.Regexp
+	exclude   []string // lower-cased
+	hasFilter bool
+}
+
+// rule is a compiled RuleSpec.
+type rule struct {
+	matcher
+	category string
+	priority int
+	native   bool
+	fallback bool
+}
+
+// Rules is a compiled, immutable rule set, safe for concurrent use.
+type Rules struct {
+	noise      []matcher
+	framework  []matcher
+	rules      []rule
+	categories []string
+	specs      File // merged specs, for Describe
+}
+
+var defaultRules = sync.OnceValues(func() (*Rules, error) {
+	f, err := parseFile("defaults.yaml", defaultRulesYAML)
+	if err != nil {
+		return nil, err
+	}
+	return compile("defaults.yaml", f)
+})
+
+// Default returns the embedded default rules. It panics only if the embedded file is broken, which the tests catch.
+func Default() *Rules {
+	r, err := defaultRules()
+	if err != nil {
+		panic(fmt.Sprintf("categorize: embedded default rules: %v", err))
+	}
+	return r
+}
+
+// LoadFile reads a user rule file (JSON or YAML) and merges it over base (Default() when base is nil).
+func LoadFile(path string, base *Rules) (*Rules, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	return Parse(path, data, base)
+}
+
+// Parse parses a user rule file and merges it over base (Default() when base is nil). An entry whose name matches
+// a base entry replaces it (or, with disabled: true, removes it); other entries are added, user rules first.
+func Parse(name string, data []byte, base *Rules) (*Rules, error) {
+	if base == nil {
+		base = Default()
+	}
+	f, err := parseFile(name, data)
+	if err != nil {
+		return nil, err
+	}
+	merged := File{
+		Version:   f.Version,
+		Noise:     mergeMatchers(f.Noise, base.specs.Noise),
+		Framework: mergeMatchers(f.Framework, base.specs.Framework),
+		Rules:     mergeRules(f.Rules, base.specs.Rules),
+	}
+	return compile(name, merged)
+}
+
+// parseFile decodes and validates one rule file. JSON is recognised by its first character; YAML otherwise.
+func parseFile(name string, data []byte) (File, error) {
+	var f File
+	trimmed := strings.TrimLeft(string(data), " \t\r\n\ufeff")
+	if trimmed == "" {
+		return f, fmt.Errorf("%s: empty rule file", name)
+	}
+	if trimmed[0] == '{' {
+		dec := json.NewDecoder(strings.NewReader(trimmed))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return f, fmt.Errorf("%s: byte %d: invalid JSON: %w", name, se.Offset, err)
+			}
+			return f, fmt.Errorf("%s: %w", name, err)
+		}
+	} else {
+		dec := yaml.NewDecoder(strings.NewReader(string(data)))
+		dec.KnownFields(true)
+		if err := dec.Decode(&f); err != nil {
+			return f, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if f.Version != 0 && f.Version != 1 {
+		return f, fmt.Errorf("%s: version: unsupported rule file version %d (want 1)", name, f.Version)
+	}
+	if err := validate(name, f); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// validate checks names, categories and that every enabled entry has something to match on.
+func validate(name string, f File) error {
+	checkMatcher := func(field string, i int, m MatcherSpec) error {
+		at := fmt.Sprintf("%s: %s[%d]", name, field, i)
+		if strings.TrimSpace(m.Name) == "" {
+			return fmt.Errorf("%s.name: missing rule name", at)
+		}
+		at = fmt.Sprintf("%s: %s[%d] (%q)", name, field, i, m.Name)
+		if m.Disabled {
+			return nil
+		}
+		if len(m.File) == 0 && len(m.Function) == 0 && len(m.Module) == 0 && m.FileRegexp == "" && m.FunctionRegexp == "" {
+			return fmt.Errorf("%s: no file, function, module, file_regexp or function_regexp to match on", at)
+		}
+		for _, list := range []struct {
+			field string
+			v     []string
+		}{{"file", m.File}, {"function", m.Function}, {"module", m.Module}, {"exclude_file", m.ExcludeFile}} {
+			for j, s := range list.v {
+				if s == "" {
+					return fmt.Errorf("%s.%s[%d]: empty pattern matches everything", at, list.field, j)
+				}
+			}
+		}
+		if m.FileRegexp != "" {
+			if _, err := regexp.Compile(m.FileRegexp); err != nil {
+				return fmt.Errorf("%s.file_regexp: %w", at, err)
+			}
+		}
+		if m.FunctionRegexp != "" {
+			if _, err := regexp.Compile(m.FunctionRegexp); err != nil {
+				return fmt.Errorf("%s.function_regexp: %w", at, err)
+			}
+		}
+		return nil
+	}
+	for _, sec := range []struct {
+		field string
+		list  []MatcherSpec
+	}{{"noise", f.Noise}, {"framework", f.Framework}} {
+		seen := map[string]bool{}
+		for i, m := range sec.list {
+			if err := checkMatcher(sec.field, i, m); err != nil {
+				return err
+			}
+			if seen[m.Name] {
+				return fmt.Errorf("%s: %s[%d].name: duplicate name %q", name, sec.field, i, m.Name)
+			}
+			seen[m.Name] = true
+		}
+	}
+	seen := map[string]bool{}
+	for i, r := range f.Rules {
+		if err := checkMatcher("rules", i, r.MatcherSpec); err != nil {
+			return err
+		}
+		if seen[r.Name] {
+			return fmt.Errorf("%s: rules[%d].name: duplicate rule name %q", name, i, r.Name)
+		}
+		seen[r.Name] = true
+		if !r.Disabled && strings.TrimSpace(r.Category) == "" {
+			return fmt.Errorf("%s: rules[%d] (%q).category: missing category", name, i, r.Name)
+		}
+		if r.Native && r.Fallback {
+			return fmt.Errorf("%s: rules[%d] (%q): native and fallback cannot both be set", name, i, r.Name)
+		}
+	}
+	return nil
+}
+
+// mergeMatchers puts the user's entries first, then the base entries they do not name.
+func mergeMatchers(user, base []MatcherSpec) []MatcherSpec {
+	named := map[string]bool{}
+	var out []MatcherSpec
+	for _, m := range user {
+		named[m.Name] = true
+		out = append(out, m)
+	}
+	for _, m := range base {
+		if !named[m.Name] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func mergeRules(user, base []RuleSpec) []RuleSpec {
+	named := map[string]bool{}
+	var out []RuleSpec
+	for _, r := range user {
+		named[r.Name] = true
+		out = append(out, r)
+	}
+	for _, r := range base {
+		if !named[r.Name] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// compile turns validated specs into matchers; disabled entries are kept in specs but not compiled.
+func compile(name string, f File) (*Rules, error) {
+	r := &Rules{specs: f}
+	for _, m := range f.Noise {
+		if m.Disabled {
+			continue
+		}
+		cm, err := compileMatcher(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: noise %q: %w", name, m.Name, err)
+		}
+		r.noise = append(r.noise, cm)
+	}
+	for _, m := range f.Framework {
+		if m.Disabled {
+			continue
+		}
+		cm, err := compileMatcher(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: framework %q: %w", name, m.Name, err)
+		}
+		r.framework = append(r.framework, cm)
+	}
+	seenCat := map[string]bool{}
+	for _, c := range DefaultCategories() {
+		seenCat[c] = true
+		r.categories = append(r.categories, c)
+	}
+	for _, s := range f.Rules {
+		if s.Disabled {
+			continue
+		}
+		cm, err := compileMatcher(s.MatcherSpec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: rule %q: %w", name, s.Name, err)
+		}
+		r.rules = append(r.rules, rule{matcher: cm, category: s.Category, priority: s.Priority, native: s.Native, fallback: s.Fallback})
+		if !seenCat[s.Category] {
+			seenCat[s.Category] = true
+			// Keep Unknown last: insert user categories before it.
+			r.categories = append(r.categories[:len(r.categories)-1], s.Category, Unknown)
+		}
+	}
+	return r, nil
+}
+
+func compileMatcher(m MatcherSpec) (matcher, error) {
+	cm := matcher{name: m.Name}
+	lower := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, s := range in {
+			out[i] = strings.ToLower(strings.ReplaceAll(s, `\`, "/"))
+		}
+		return out
+	}
+	cm.file = lower(m.File)
+	cm.function = lower(m.Function)
+	cm.exclude = lower(m.ExcludeFile)
+	for _, s := range m.Module {
+		cm.module = append(cm.module, strings.Trim(strings.ToLower(s), "."))
+	}
+	var err error
+	if m.FileRegexp != "" {
+		if cm.fileRe, err = regexp.Compile(m.FileRegexp); err != nil {
+			return cm, fmt.Errorf("file_regexp: %w", err)
+		}
+	}
+	if m.FunctionRegexp != "" {
+		if cm.funcRe, err = regexp.Compile(m.FunctionRegexp); err != nil {
+			return cm, fmt.Errorf("function_regexp: %w", err)
+		}
+	}
+	cm.hasFilter = len(cm.file)+len(cm.function)+len(cm.module) > 0 || cm.fileRe != nil || cm.funcRe != nil
+	return cm, nil
+}
+
+// Categories returns every category the rules can produce, defaults first and Unknown last.
+func (r *Rules) Categories() []string { return append([]string(nil), r.categories...) }
+
+// Specs returns the merged rule specifications (defaults plus user file), e.g. for printing the active rules.
+func (r *Rules) Specs() File { return r.specs }

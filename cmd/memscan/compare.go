@@ -1,12 +1,277 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/snapshot"
 )
 
-// runCompare is replaced by the compare work.
+const compareHelp = `Usage: memscan compare [flags] BEFORE AFTER
+       memscan compare [flags] --baseline BASE OTHER...
+
+Diff runs: allocator snapshots, tracer JSON, or memscan run directories (their report.msgpack). Totals,
+categories, creation sites (file:line:function) and modules side by side with deltas; the change of the trace
+peak attributed to source lines and categories; segments present in only one snapshot (keyed by device, address
+and size, as _memory_viz compare does). Every table's rows add up to its total: bytes an input's own rows do not
+cover (e.g. sites beyond a run directory's top list) go to one residual row.
+
+Writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with compare.md, compare.json, compare_categories.png and
+compare_sites.png (with --baseline and several inputs, the charts of the 2nd, 3rd, ... diff get _2, _3, ...),
+and points <out>/latest at it. The Markdown report goes to stdout, "wrote DIR" to stderr.
+
+Flags:
+%s
+Exit status: 0 ok; 1 usage error; 2 an input could not be read or analyzed.
+
+Examples:
+  memscan compare full_recompute.pickle selective_recompute.pickle
+  memscan compare results/20260101_120000_bs6 results/20260101_121500_bs8
+  memscan compare --baseline bs4.pickle bs6.pickle bs8.pickle --format json
+`
+
+// compareSiteLimit keeps every site of a snapshot in the comparison, so site deltas are exact.
+const compareSiteLimit = 1 << 30
+
+type compareFlags struct {
+	out, name, rules, baseline, format string
+	rows                               int
+	noPlots                            bool
+}
+
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return &exitError{code: exitUsage, err: errors.New("compare: not built yet")}
+	f := &compareFlags{}
+	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.out, "out", "results", "results root; the comparison gets a timestamped directory inside it")
+	fs.StringVar(&f.name, "name", "", "run name (default: compare_<before>_vs_<after>)")
+	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
+	fs.StringVar(&f.baseline, "baseline", "", "compare every INPUT with this one")
+	fs.StringVar(&f.format, "format", "md", "report on stdout: md (compare.md) or json (compare.json)")
+	fs.IntVar(&f.rows, "top", 25, "rows per table in compare.md (compare.json has all)")
+	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return usageErrorf("compare: %v (see memscan compare --help)", err)
+	}
+	if *help {
+		fmt.Fprintf(stdout, compareHelp, fs.FlagUsages())
+		return nil
+	}
+	paths := fs.Args()
+	if f.baseline != "" {
+		paths = append([]string{f.baseline}, paths...)
+	}
+	switch {
+	case f.baseline == "" && len(paths) != 2:
+		return usageErrorf("compare: want BEFORE AFTER (or --baseline BASE OTHER...), got %d input(s)", len(paths))
+	case len(paths) < 2:
+		return usageErrorf("compare: --baseline needs at least one other input")
+	case f.format != "md" && f.format != "json":
+		return usageErrorf("compare: --format must be md or json, got %q", f.format)
+	case f.rows < 1:
+		return usageErrorf("compare: --top must be at least 1, got %d", f.rows)
+	case f.out == "":
+		return usageErrorf("compare: --out must not be empty")
+	}
+	opts := analyze.Options{TopN: compareSiteLimit}
+	if f.rules != "" {
+		rules, err := categorize.LoadFile(f.rules, categorize.Default())
+		if err != nil {
+			return usageErrorf("compare: --rules: %v", err)
+		}
+		opts.Rules = rules
+	}
+	inputs := make([]analyze.CompareInput, len(paths))
+	for i, p := range paths {
+		in, err := loadCompareInput(ctx, p, opts)
+		if err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", err)}
+		}
+		inputs[i] = in
+	}
+	cmp, err := analyze.Compare("memscan "+version, inputs[0], inputs[1:])
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	name := f.name
+	if name == "" {
+		name = "compare_" + results.Stem(paths[0]) + "_vs_" + results.Stem(paths[1])
+		if len(paths) > 2 {
+			name = fmt.Sprintf("compare_%s_vs_%d", results.Stem(paths[0]), len(paths)-1)
+		}
+	}
+	dir, err := results.NewRunDir(f.out, name, time.Now())
+	if err != nil {
+		return err
+	}
+	images := map[int][]string{}
+	if !f.noPlots {
+		for i := range cmp.Diffs {
+			files, err := writeCompareCharts(dir, i, &cmp.Diffs[i])
+			if err != nil {
+				fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+			}
+			images[i] = files
+		}
+	}
+	mdOpt := analyze.CompareMarkdownOptions{Rows: f.rows, Images: images}
+	if err := writeFileWith(filepath.Join(dir, "compare.md"), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
+		return err
+	}
+	if err := writeFileWith(filepath.Join(dir, "compare.json"), func(w io.Writer) error { return writeCompareJSON(w, cmp) }); err != nil {
+		return err
+	}
+	if err := results.UpdateLatest(f.out, dir); err != nil {
+		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	}
+	if f.format == "json" {
+		err = writeCompareJSON(stdout, cmp)
+	} else {
+		err = analyze.WriteCompareMarkdown(stdout, cmp, analyze.CompareMarkdownOptions{Rows: f.rows})
+	}
+	if err != nil {
+		return fmt.Errorf("compare: writing the report: %w", err)
+	}
+	fmt.Fprintf(stderr, "wrote %s\n", dir)
+	return nil
+}
+
+// loadCompareInput reads a run directory's report.msgpack, or decodes and analyzes an input file.
+func loadCompareInput(ctx context.Context, path string, opts analyze.Options) (analyze.CompareInput, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return analyze.CompareInput{}, err
+	}
+	if fi.IsDir() {
+		mp := filepath.Join(path, results.FileMsgpack)
+		run, err := results.ReadMsgpack(mp)
+		if err != nil {
+			return analyze.CompareInput{}, fmt.Errorf("%s: not a memscan run directory: %w", path, err)
+		}
+		switch len(run.Inputs) {
+		case 0:
+			return analyze.CompareInput{}, fmt.Errorf("%s: the run has no analyzed input", mp)
+		case 1:
+		default:
+			return analyze.CompareInput{}, fmt.Errorf("%s: the run holds %d inputs; compare their files instead", mp, len(run.Inputs))
+		}
+		return analyze.CompareInput{Report: run.Inputs[0]}, nil
+	}
+	in, err := snapshot.DecodeFile(ctx, path)
+	if err != nil {
+		return analyze.CompareInput{}, err
+	}
+	ropts := analyze.RuntimeOptions{Top: opts.TopN, Rules: opts.Rules}
+	var rep *analyze.Report
+	switch {
+	case in.Snapshot != nil:
+		rep, err = analyze.Analyze(ctx, in, opts)
+	case in.Tracer != nil:
+		rep, err = analyze.AnalyzeTracer(ctx, in, ropts)
+	case in.Timeline != nil:
+		rep, err = analyze.AnalyzeTimeline(ctx, in, ropts)
+	case in.Log != nil:
+		rep, err = analyze.AnalyzeLog(ctx, in, ropts)
+	default:
+		rep, err = analyze.Analyze(ctx, in, opts)
+	}
+	if err != nil {
+		return analyze.CompareInput{}, err
+	}
+	out := analyze.CompareInput{Report: rep}
+	if in.Snapshot != nil {
+		out.Segments = analyze.SegmentIDs(in.Snapshot)
+	}
+	return out, nil
+}
+
+// compareChartRows bounds the rows drawn per chart (largest changes first).
+const compareChartRows = 15
+
+// writeCompareCharts draws compare_categories.png and compare_sites.png for diff i (suffixed _<i+1> after the
+// first) and returns the names of the files drawn.
+func writeCompareCharts(dir string, i int, d *analyze.Diff) ([]string, error) {
+	suffix := ""
+	if i > 0 {
+		suffix = fmt.Sprintf("_%d", i+1)
+	}
+	var files []string
+	var errs []error
+	for _, c := range []struct {
+		file, title string
+		t           analyze.Table
+		site        bool
+	}{
+		{"compare_categories" + suffix + ".png", "Live memory by category", d.Categories, false},
+		{"compare_sites" + suffix + ".png", "Live memory by creation site (largest changes)", d.Sites, true},
+	} {
+		var ch plots.CompareChart
+		ch.Title = c.title
+		ch.BeforeName, ch.AfterName = results.Stem(d.Before), results.Stem(d.After)
+		for j, r := range c.t.Rows {
+			if j == compareChartRows {
+				break
+			}
+			if r.Before == 0 && r.After == 0 {
+				continue
+			}
+			label := r.Name
+			if c.site && r.Category != "" {
+				label = r.Name + " [" + r.Category + "]"
+			}
+			ch.Labels = append(ch.Labels, label)
+			ch.Before = append(ch.Before, float64(r.Before))
+			ch.After = append(ch.After, float64(r.After))
+		}
+		if len(ch.Labels) == 0 {
+			continue
+		}
+		if err := plots.CompareBars(filepath.Join(dir, c.file), ch); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.file, err))
+			continue
+		}
+		files = append(files, c.file)
+	}
+	return files, errors.Join(errs...)
+}
+
+func writeCompareJSON(w io.Writer, c *analyze.Comparison) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(c)
+}
+
+// writeFileWith creates path and fills it through a buffered writer.
+func writeFileWith(path string, fill func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if err := fill(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,0 +1,179 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// compareFixture returns two reports built by hand. Before: 1000 allocated bytes in two categories plus 24 bytes
+// the categories miss; after: 1500 bytes, a new category, one vanished site.
+func compareFixture() (CompareInput, CompareInput) {
+	before := &Report{File: "before.pickle", Format: "pickle-v4",
+		Totals:     Totals{ReservedBytes: 4096, AllocatedBytes: 1024, RequestedBytes: 1000, Segments: 2, Blocks: 5},
+		Categories: []CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}},
+		Sites: []SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 600, Count: 3},
+			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1}},
+		Peak: &Peak{Device: 0, Bytes: 2000, Categories: []CategoryStat{{Name: "Activation", Bytes: 1600}, {Name: "Parameter", Bytes: 400}},
+			Sites: []SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1600}, {Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400}}},
+	}
+	after := &Report{File: "after.pickle", Format: "pickle-v4",
+		Totals: Totals{ReservedBytes: 8192, AllocatedBytes: 1500, RequestedBytes: 1400, Segments: 3, Blocks: 6},
+		Categories: []CategoryStat{{Name: "Activation", Bytes: 700, Count: 4}, {Name: "Parameter", Bytes: 400, Count: 1},
+			{Name: "Optimizer", Bytes: 400, Count: 2}},
+		Sites: []SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 700, Count: 4},
+			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1},
+			{Site: `C:\src\opt.py:7:step`, Category: "Optimizer", Bytes: 400, Count: 2}},
+		Peak: &Peak{Device: 0, Bytes: 2600, Categories: []CategoryStat{{Name: "Activation", Bytes: 1800}, {Name: "Parameter", Bytes: 400}, {Name: "Optimizer", Bytes: 400}},
+			Sites: []SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1800}}},
+		OOMs: []OOM{{Device: 0}},
+	}
+	segB := []SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 2048, 0}}
+	segA := []SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 4096, 0}, {1, 0x1000, 2048, 0}}
+	return CompareInput{Report: before, Segments: segB}, CompareInput{Report: after, Segments: segA}
+}
+
+func TestCompareFixture(t *testing.T) {
+	b, a := compareFixture()
+	c, err := Compare("memscan test", b, []CompareInput{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Diffs[0]
+	for _, tab := range []Table{d.Categories, d.Sites, d.Modules, *d.PeakCategories, *d.PeakSites} {
+		if err := tab.Check(); err != nil {
+			t.Error(err)
+		}
+	}
+	rows := func(tab Table) map[string]Delta {
+		m := map[string]Delta{}
+		for _, r := range tab.Rows {
+			m[r.Name] = r
+		}
+		return m
+	}
+	// By hand: allocated 1024 → 1500 (Δ 476); the categories cover 1000 → 1500, so the residual row is 24 → 0.
+	cats := rows(d.Categories)
+	wantCats := map[string][3]int64{"Activation": {600, 700, 100}, "Parameter": {400, 400, 0}, "Optimizer": {0, 400, 400}, Uncategorized: {24, 0, -24}}
+	if len(cats) != len(wantCats) {
+		t.Errorf("category rows %v", cats)
+	}
+	for name, w := range wantCats {
+		if r := cats[name]; r.Before != w[0] || r.After != w[1] || r.Delta != w[2] {
+			t.Errorf("category %s: %d → %d (Δ %d), want %v", name, r.Before, r.After, r.Delta, w)
+		}
+	}
+	if d.Categories.Total.Delta != 476 || d.Categories.Rows[0].Name != "Optimizer" {
+		t.Errorf("total Δ %d, first row %s (want 476 and the largest change, Optimizer)", d.Categories.Total.Delta, d.Categories.Rows[0].Name)
+	}
+	// Modules group sites by file; the Windows drive colon must not cut the file name.
+	if m := rows(d.Modules); m[`C:\src\opt.py`].After != 400 || m["/src/model.py"].Delta != 100 {
+		t.Errorf("modules %v", m)
+	}
+	// Peak 2000 → 2600: activation +200, optimizer +400; after's sites cover only 1800, the rest is residual.
+	pc, ps := rows(*d.PeakCategories), rows(*d.PeakSites)
+	if pc["Activation"].Delta != 200 || pc["Optimizer"].Delta != 400 || d.PeakCategories.Total.Delta != 600 {
+		t.Errorf("peak categories %v", pc)
+	}
+	if ps["/src/model.py:10:forward"].Delta != 200 || ps[OtherSites].After != 800 || ps["/src/init.py:5:build"].Delta != -400 {
+		t.Errorf("peak sites %v", ps)
+	}
+	// Segments keyed by (device, address, size): 0x2000 changed size, so it vanished and a new one appeared.
+	s := d.Segments
+	if s.Common != 1 || len(s.New) != 2 || len(s.Vanished) != 1 || s.NewBytes != 6144 || s.VanishedBytes != 2048 || s.New[0].Size != 4096 {
+		t.Errorf("segments %+v", s)
+	}
+	tot := rows(Table{Rows: d.Totals})
+	if tot["reserved_bytes"].Delta != 4096 || tot["segments"].Delta != 1 || tot[PeakBytesBasis].Delta != 600 || d.OOMs.Delta != 1 {
+		t.Errorf("totals %v", d.Totals)
+	}
+	var md bytes.Buffer
+	if err := WriteCompareMarkdown(&md, c, CompareMarkdownOptions{Images: map[int][]string{0: {"compare_categories.png"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| Optimizer | 0.0B | 400.0B | +400.0B | 0 → 2 |", "![compare_categories.png](compare_categories.png)",
+		"| " + Uncategorized + " | 24.0B | 0.0B | -24.0B |", "1 segments in both"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+func TestSiteFile(t *testing.T) {
+	for in, want := range map[string]string{
+		"/a/b.py:10:forward":        "/a/b.py",
+		`C:\x\y.py:3:f`:             `C:\x\y.py`,
+		"<no stack recorded>":       "<no stack recorded>",
+		"torch/nn/functional.py:1:": "torch/nn/functional.py",
+	} {
+		if got := SiteFile(in); got != want {
+			t.Errorf("SiteFile(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCompareRealSnapshots compares two real snapshots: every table adds up, and the totals are the allocator
+// totals summed independently from the decoded blocks.
+func TestCompareRealSnapshots(t *testing.T) {
+	dir := testutil.SharedDir(t, "real_snapshots")
+	ctx := context.Background()
+	var ins []CompareInput
+	var allocated []int64
+	for _, name := range []string{"HugePandaCoder__octree-nca-groupeq__my_snapshot__blob_1e496ac.pickle", "kkaitlyn111__cs336-a2-systems__cs336_systems_memory_logs_memory_ctx128_forward.pickle"} {
+		in, err := snapshot.DecodeFile(ctx, filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Analyze(ctx, in, Options{TopN: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var alloc int64
+		for _, seg := range in.Snapshot.Segments {
+			for _, b := range seg.Blocks {
+				if b.State == snapshot.BlockActiveAllocated {
+					alloc += b.Size
+				}
+			}
+		}
+		allocated = append(allocated, alloc)
+		ins = append(ins, CompareInput{Report: rep, Segments: SegmentIDs(in.Snapshot)})
+	}
+	c, err := Compare("memscan test", ins[0], ins[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Diffs[0]
+	for _, tab := range []*Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites} {
+		if tab == nil {
+			t.Fatal("a table is missing")
+		}
+		if err := tab.Check(); err != nil {
+			t.Error(err)
+		}
+	}
+	if d.Categories.Total.Before != allocated[0] || d.Categories.Total.After != allocated[1] {
+		t.Errorf("category totals %d → %d, blocks sum to %d → %d", d.Categories.Total.Before, d.Categories.Total.After, allocated[0], allocated[1])
+	}
+	// With every site kept, no residual row is needed.
+	for _, r := range d.Sites.Rows {
+		if r.Name == OtherSites {
+			t.Errorf("residual site row %+v although all sites were kept", r)
+		}
+	}
+	var sumCat int64
+	for _, r := range d.Categories.Rows {
+		sumCat += r.Delta
+	}
+	if sumCat != allocated[1]-allocated[0] {
+		t.Errorf("category deltas sum to %d, allocated changed by %d", sumCat, allocated[1]-allocated[0])
+	}
+	if s := d.Segments; s.Common+len(s.Vanished) != len(ins[0].Segments) || s.Common+len(s.New) != len(ins[1].Segments) {
+		t.Errorf("segment diff %d common, %d new, %d vanished for %d and %d segments", s.Common, len(s.New), len(s.Vanished), len(ins[0].Segments), len(ins[1].Segments))
+	}
+}

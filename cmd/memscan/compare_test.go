@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/results"
+)
+
+// writeRunDir writes a minimal run directory holding report.msgpack for rep.
+func writeRunDir(t *testing.T, dir string, rep *analyze.Report) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, results.FileMsgpack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: []*analyze.Report{rep}}
+	if err := results.WriteMsgpack(f, run); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readComparison(t *testing.T, out string) *analyze.Comparison {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, results.LatestName, "compare.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c analyze.Comparison
+	if err := json.Unmarshal(data, &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+func checkTables(t *testing.T, d analyze.Diff) {
+	t.Helper()
+	tables := []*analyze.Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites}
+	for _, tab := range tables {
+		if tab == nil {
+			continue
+		}
+		if err := tab.Check(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestCompareRunDirectories(t *testing.T) {
+	tmp := t.TempDir()
+	before := &analyze.Report{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1,
+		Totals:     analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20},
+		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}},
+		Sites:      []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}},
+	}
+	after := &analyze.Report{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1,
+		Totals:     analyze.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20},
+		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}},
+		Sites:      []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}},
+	}
+	writeRunDir(t, filepath.Join(tmp, "before"), before)
+	writeRunDir(t, filepath.Join(tmp, "after"), after)
+	out := filepath.Join(tmp, "results")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"compare", "--out", out, filepath.Join(tmp, "before"), filepath.Join(tmp, "after")}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	c := readComparison(t, out)
+	d := c.Diffs[0]
+	checkTables(t, d)
+	// By hand: +300 MiB of activations, parameters unchanged; sites cover only activations, the rest is residual.
+	if d.Categories.Total.Delta != 300<<20 || d.Categories.Rows[0].Name != "Activation" || d.Categories.Rows[0].Delta != 300<<20 {
+		t.Errorf("categories %+v", d.Categories)
+	}
+	if d.Segments != nil {
+		t.Error("run directories have no segments, but a segment diff was made")
+	}
+	for _, f := range []string{"compare.md", "compare_categories.png", "compare_sites.png"} {
+		if _, err := os.Stat(filepath.Join(out, results.LatestName, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	if !strings.Contains(stdout.String(), "| Activation | 400.0MiB | 700.0MiB | +300.0MiB | 4 → 7 |") {
+		t.Errorf("stdout report:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "wrote ") {
+		t.Errorf("stderr %q lacks the run directory", stderr.String())
+	}
+}
+
+func TestCompareUsageAndInputErrors(t *testing.T) {
+	tmp := t.TempDir()
+	notRun := filepath.Join(tmp, "plain")
+	os.MkdirAll(notRun, 0o755)
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		wantErr string
+	}{
+		{"one input", []string{"compare", "a"}, exitUsage, "want BEFORE AFTER"},
+		{"three inputs", []string{"compare", "a", "b", "c"}, exitUsage, "want BEFORE AFTER"},
+		{"baseline alone", []string{"compare", "--baseline", "a"}, exitUsage, "at least one other"},
+		{"bad format", []string{"compare", "--format", "xml", "a", "b"}, exitUsage, "--format"},
+		{"missing file", []string{"compare", "--out", tmp, filepath.Join(tmp, "nope.pickle"), filepath.Join(tmp, "nope2.pickle")}, exitFailed, "nope.pickle"},
+		{"not a run dir", []string{"compare", "--out", tmp, notRun, notRun}, exitFailed, "not a memscan run directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %s)", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestCompareRealSnapshots runs the command on real snapshots with --baseline: two diffs, tables that add up,
+// the segment diff, and numbered charts for the second diff.
+func TestCompareRealSnapshots(t *testing.T) {
+	dir := testutil.SharedDir(t, "real_snapshots")
+	files := []string{
+		filepath.Join(dir, "JasperSolt__EoR_NN__snapshot.pickle"),
+		filepath.Join(dir, "Nesta-gitU__discrete_diffusion__memory_snapshot_json.pickle"),
+		filepath.Join(dir, "shreyansh26__MLSys-Experiments__model_memory_usage_profile_grad_pkl.pickle"),
+	}
+	out := filepath.Join(t.TempDir(), "results")
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"compare", "--out", out, "--format", "json", "--baseline", files[0]}, files[1:]...)
+	if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	c := readComparison(t, out)
+	if len(c.Diffs) != 2 || c.Baseline != files[0] {
+		t.Fatalf("%d diffs against %s", len(c.Diffs), c.Baseline)
+	}
+	for _, d := range c.Diffs {
+		checkTables(t, d)
+		if d.Segments == nil || d.PeakCategories == nil {
+			t.Errorf("%s: segment diff or peak attribution missing", d.After)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, results.LatestName, "compare_sites_2.png")); err != nil {
+		t.Error(err)
+	}
+	var fromStdout analyze.Comparison
+	if err := json.Unmarshal(stdout.Bytes(), &fromStdout); err != nil || len(fromStdout.Diffs) != 2 {
+		t.Errorf("stdout is not the comparison JSON: %v", err)
+	}
+}

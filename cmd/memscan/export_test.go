@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/memscan/memscan/export"
+	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// writeExportFixture pickles a small hand-built snapshot: one 2 MiB segment on stream 0 with a live 1000-byte
+// tensor (block 1024) and a free remainder, and a trace that allocates and frees a 4096-byte tensor and then
+// allocates the live one.
+func writeExportFixture(t *testing.T, dir string) string {
+	t.Helper()
+	st := &snapshot.Stack{Frames: []snapshot.Frame{
+		{Filename: "/home/user/proj/model.py", Line: 12, Name: "forward"},
+		{Filename: "/home/user/proj/train.py", Line: 40, Name: "main"},
+	}}
+	const seg = 0x7f0000000000
+	s := &snapshot.Snapshot{
+		Segments: []snapshot.Segment{{Device: 0, Address: seg, TotalSize: 2 << 20, AllocatedSize: 1024, ActiveSize: 1024,
+			RequestedSize: 1000, Type: snapshot.SegmentSmall, Blocks: []snapshot.Block{
+				{Address: seg, Size: 1024, RequestedSize: 1000, State: snapshot.BlockActiveAllocated, Stack: st},
+				{Address: seg + 1024, Size: 2<<20 - 1024, State: snapshot.BlockInactive},
+			}}},
+		DeviceTraces: [][]snapshot.TraceEntry{{
+			{Action: snapshot.ActionSegmentAlloc, Addr: seg, Size: 2 << 20, TimeUS: 100, HasTime: true, Stack: st},
+			{Action: snapshot.ActionAlloc, Addr: seg + 4096, Size: 4096, TimeUS: 110, HasTime: true, Stack: st},
+			{Action: snapshot.ActionFreeRequested, Addr: seg + 4096, Size: 4096, TimeUS: 120, HasTime: true, Stack: st},
+			{Action: snapshot.ActionFreeCompleted, Addr: seg + 4096, Size: 4096, TimeUS: 120, HasTime: true, Stack: st},
+			{Action: snapshot.ActionAlloc, Addr: seg, Size: 1000, TimeUS: 130, HasTime: true, Stack: st},
+		}},
+		ExternalAnnotations: []snapshot.Annotation{},
+	}
+	path := filepath.Join(dir, "fixture.pickle")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := export.WritePickle(context.Background(), f, s); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestExportFormats(t *testing.T) {
+	tmp := t.TempDir()
+	in := writeExportFixture(t, tmp)
+	tests := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, data []byte)
+	}{
+		{"pprof", []string{"--format", "pprof"}, func(t *testing.T, data []byte) {
+			p, err := profile.ParseData(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Sample) != 1 || p.Sample[0].Value[1] != 1000 || p.Sample[0].Value[2] != 1024 {
+				t.Errorf("samples %v", p.Sample)
+			}
+		}},
+		// At the peak (after the 4096-byte alloc, event 1) the live set is that tensor alone: the 1000-byte one is
+		// allocated later, at event 4.
+		{"pprof-peak", []string{"--format", "pprof", "--at", "peak"}, func(t *testing.T, data []byte) {
+			p, err := profile.ParseData(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Sample) != 1 || p.Sample[0].Value[1] != 4096 {
+				t.Errorf("peak samples %v", p.Sample)
+			}
+		}},
+		{"collapsed", []string{"--format", "collapsed"}, func(t *testing.T, data []byte) {
+			want := "stream_0;active_allocated;train.py:40:main;model.py:12:forward 1000\n" +
+				"stream_0;active_allocated;<gaps> 24\n" +
+				"stream_0;inactive;<non-python> 0\n" +
+				"stream_0;inactive;<gaps> 2096128\n"
+			if string(data) != want {
+				t.Errorf("got\n%s\nwant\n%s", data, want)
+			}
+		}},
+		{"perfetto", []string{"--format", "perfetto", "--rank", "5"}, func(t *testing.T, data []byte) {
+			var tr export.Trace
+			if err := json.Unmarshal(data, &tr); err != nil {
+				t.Fatal(err)
+			}
+			var maxAlloc int64
+			for _, e := range tr.TraceEvents {
+				if e.PID != 5 {
+					t.Errorf("pid %d, want rank 5", e.PID)
+				}
+				if e.Name == "GPU0 memory" {
+					maxAlloc = max(maxAlloc, int64(e.Args["allocated"].(float64)))
+				}
+			}
+			if maxAlloc != 4096 {
+				t.Errorf("max allocated %d, want 4096", maxAlloc)
+			}
+		}},
+		{"json", []string{"--format", "json"}, func(t *testing.T, data []byte) {
+			var doc map[string]any
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc["segments"].([]any)) != 1 || len(doc["device_traces"].([]any)[0].([]any)) != 5 {
+				t.Errorf("json shape %v", doc)
+			}
+		}},
+		{"slice", []string{"--format", "slice", "--window", "1:4"}, func(t *testing.T, data []byte) {
+			in, err := snapshot.Decode(context.Background(), "slice", bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr := in.Snapshot.DeviceTraces[0]; len(tr) != 3 || tr[0].Action != snapshot.ActionAlloc || tr[0].Size != 4096 {
+				t.Errorf("sliced trace %+v", tr)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(tmp, tc.name+".out")
+			var stdout, stderr bytes.Buffer
+			args := append(append([]string{"export"}, tc.args...), "-o", out, in)
+			if code := run(context.Background(), args, &stdout, &stderr); code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, data)
+		})
+	}
+	// Text formats can go to stdout.
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"export", "--format", "collapsed", in}, &stdout, &stderr); code != exitOK || !strings.HasPrefix(stdout.String(), "stream_0;") {
+		t.Errorf("collapsed to stdout: exit %d, %q", code, stdout.String())
+	}
+}
+
+func TestExportErrors(t *testing.T) {
+	tmp := t.TempDir()
+	in := writeExportFixture(t, tmp)
+	logFile := filepath.Join(tmp, "train.log")
+	os.WriteFile(logFile, []byte("step 1 loss 2.0\n"), 0o644)
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		wantErr string
+	}{
+		{"no format", []string{"export", in}, exitUsage, "--format is required"},
+		{"bad format", []string{"export", "--format", "svg", in}, exitUsage, "unknown export format"},
+		{"at with perfetto", []string{"export", "--format", "perfetto", "--at", "peak", in}, exitUsage, "--at applies"},
+		{"bad at", []string{"export", "--format", "pprof", "--at", "end", in}, exitUsage, "--at"},
+		{"window with json", []string{"export", "--format", "json", "--window", "1:2", in}, exitUsage, "apply to --format slice"},
+		{"slice without cut", []string{"export", "--format", "slice", "-o", filepath.Join(tmp, "x"), in}, exitUsage, "needs --window"},
+		{"bad window", []string{"export", "--format", "slice", "--window", "5:1", in}, exitUsage, "end is before start"},
+		{"two inputs", []string{"export", "--format", "json", in, in}, exitUsage, "exactly one INPUT"},
+		{"missing input", []string{"export", "--format", "json", filepath.Join(tmp, "none.pickle")}, exitFailed, "none.pickle"},
+		{"not a snapshot", []string{"export", "--format", "json", "-o", filepath.Join(tmp, "y"), logFile}, exitFailed, "train.log"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %s)", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tc.wantErr)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "y")); err == nil {
+		t.Error("a failed export left its output file")
+	}
+}
+
+// TestExportRealSliceTop slices a real snapshot by its top 3 sites through the CLI and decodes the result: fewer
+// trace events, the same segments.
+func TestExportRealSliceTop(t *testing.T) {
+	dir := testutil.SharedDir(t, "real_snapshots")
+	in := filepath.Join(dir, "MAGMA27__assignment2-systems__memory_snapshot.pickle")
+	out := filepath.Join(t.TempDir(), "top.pickle")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"export", "--format", "slice", "--top", "3", "-o", out, in}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "kept site "); n != 3 {
+		t.Errorf("%d kept sites reported:\n%s", n, stderr.String())
+	}
+	orig, err := snapshot.DecodeFile(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := snapshot.DecodeFile(context.Background(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Snapshot.DeviceTraces[0]) >= len(orig.Snapshot.DeviceTraces[0]) || len(got.Snapshot.Segments) != len(orig.Snapshot.Segments) {
+		t.Errorf("slice kept %d of %d events and %d of %d segments", len(got.Snapshot.DeviceTraces[0]), len(orig.Snapshot.DeviceTraces[0]),
+			len(got.Snapshot.Segments), len(orig.Snapshot.Segments))
+	}
+}

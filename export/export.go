@@ -1,0 +1,119 @@
+// Package export writes a decoded snapshot in the formats other tools read: pprof profiles, Chrome/Perfetto trace
+// JSON, folded stacks, the snapshot as JSON, and smaller snapshot pickles that the PyTorch web viewer can open.
+package export
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// Format is an export format.
+type Format string
+
+const (
+	FormatPprof     Format = "pprof"
+	FormatPerfetto  Format = "perfetto"
+	FormatCollapsed Format = "collapsed"
+	FormatJSON      Format = "json"
+	FormatSlice     Format = "slice"
+)
+
+// Formats lists every export format in the order the CLI documents them.
+var Formats = []Format{FormatPprof, FormatPerfetto, FormatCollapsed, FormatJSON, FormatSlice}
+
+// ParseFormat validates a format name.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown export format %q (want one of pprof, perfetto, collapsed, json, slice)", s)
+}
+
+// Classifier maps an allocation stack to its category and creation site ("file:line:function"). The CLI passes
+// memscan's categorizer; DefaultClassifier is used when none is given.
+type Classifier func(st *snapshot.Stack) (category, site string)
+
+// DefaultClassifier puts everything in "uncategorized" and names the innermost frame the viewer would show as the
+// site.
+func DefaultClassifier(st *snapshot.Stack) (string, string) {
+	return "uncategorized", InnermostSite(st)
+}
+
+// InnermostSite formats the innermost frame that survives the viewer's filter as "file:line:function", or
+// "<non-python>" when there is none.
+func InnermostSite(st *snapshot.Stack) string {
+	if st != nil {
+		for _, f := range st.Frames {
+			if KeepFrame(f) {
+				return fmt.Sprintf("%s:%d:%s", f.Filename, f.Line, f.Name)
+			}
+		}
+	}
+	return "<non-python>"
+}
+
+// Frames hidden by both PyTorch's viewer and _memory_viz: unwinder and interpreter plumbing that says nothing about
+// who allocated.
+var (
+	omitFunctions = []string{"unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
+		"__libc_start_main", "PyEval_", "PyObject_", "PyFunction_"}
+	omitFilenames = []string{"core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c",
+		"Objects/call.c", "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h"}
+)
+
+// KeepFrame reports whether the viewer shows frame f.
+func KeepFrame(f snapshot.Frame) bool {
+	for _, s := range omitFunctions {
+		if strings.Contains(f.Name, s) {
+			return false
+		}
+	}
+	for _, s := range omitFilenames {
+		if strings.Contains(f.Filename, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// shortFrame formats a frame as _memory_viz does in folded stacks: basename(filename):line:name, where the basename
+// is taken after the last '/' only (so Windows paths stay whole, as upstream).
+func shortFrame(f snapshot.Frame) string {
+	name := f.Filename
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return fmt.Sprintf("%s:%d:%s", name, f.Line, f.Name)
+}
+
+// baseName is path.Base for the '/'-separated file names found in frames.
+func baseName(s string) string {
+	if s == "" {
+		return s
+	}
+	return path.Base(s)
+}
+
+// RulesClassifier categorizes stacks with memscan's category rules (categorize.Default() when nil) and names sites
+// exactly as memscan's analysis does, so exported labels match the report. Not safe for concurrent use.
+func RulesClassifier(rules *categorize.Rules) Classifier {
+	c := categorize.NewCategorizer(rules)
+	return func(st *snapshot.Stack) (string, string) {
+		if st != nil && len(st.Frames) == 0 {
+			st = nil // the analysis treats an empty stack like a missing one
+		}
+		d := c.Stack(st)
+		site := d.Site
+		if site == "" {
+			site = analyze.NoStackSite
+		}
+		return d.Category, site
+	}
+}

@@ -1,0 +1,175 @@
+package export
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/memscan/memscan/snapshot"
+)
+
+// TraceOptions configure the Chrome/Perfetto trace export.
+type TraceOptions struct {
+	// Rank becomes the trace process id, so traces of several ranks can be loaded side by side.
+	Rank     int
+	Classify Classifier // nil means DefaultClassifier
+	Source   string
+}
+
+// TraceEvent is one Chrome trace-event-format event (the subset memscan writes).
+type TraceEvent struct {
+	Name  string         `json:"name"`
+	Phase string         `json:"ph"`
+	TS    int64          `json:"ts"`
+	PID   int            `json:"pid"`
+	TID   int            `json:"tid"`
+	Scope string         `json:"s,omitempty"` // instant events: "p" (process) or "g" (global)
+	Args  map[string]any `json:"args,omitempty"`
+}
+
+// Trace is the JSON object format of a Chrome trace, which Perfetto and chrome://tracing load.
+type Trace struct {
+	TraceEvents     []TraceEvent      `json:"traceEvents"`
+	DisplayTimeUnit string            `json:"displayTimeUnit"`
+	OtherData       map[string]string `json:"otherData,omitempty"`
+}
+
+// BuildTrace replays every device trace and returns counter tracks of memory over time ("GPU<d> memory" with
+// allocated and reserved bytes, "GPU<d> by category" with live bytes per category), instant events for OOMs,
+// snapshot and annotate entries, and instant events for record_function annotations. Timestamps are the
+// allocator's microsecond clock when the trace has one (so the trace lines up with a Kineto trace of the same run),
+// else the event index plus one.
+func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*Trace, error) {
+	classify := opt.Classify
+	if classify == nil {
+		classify = DefaultClassifier
+	}
+	pid := opt.Rank
+	t := &Trace{DisplayTimeUnit: "ms", OtherData: map[string]string{"tool": "memscan", "source": opt.Source}}
+	t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "process_name", Phase: "M", PID: pid,
+		Args: map[string]any{"name": fmt.Sprintf("rank %d", opt.Rank)}})
+	catOf := make(map[*snapshot.Stack]string)
+	category := func(st *snapshot.Stack) string {
+		if c, ok := catOf[st]; ok {
+			return c
+		}
+		c, _ := classify(st)
+		catOf[st] = c
+		return c
+	}
+	for _, dev := range devices(s) {
+		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "thread_name", Phase: "M", PID: pid, TID: dev,
+			Args: map[string]any{"name": fmt.Sprintf("GPU %d", dev)}})
+		r, err := replayDevice(ctx, s, dev)
+		if err != nil {
+			return nil, err
+		}
+		if len(r.Trace) == 0 {
+			continue
+		}
+		timed := true
+		for i := range r.Trace {
+			if !r.Trace[i].HasTime {
+				timed = false
+				break
+			}
+		}
+		ts := func(i int) int64 {
+			if timed {
+				return r.Trace[i].TimeUS
+			}
+			return int64(i) + 1 // event indices from 1, so the initial state sits at 0
+		}
+		// The category set is fixed per device so every counter event carries every series.
+		cats := make(map[string]int64)
+		for _, p := range r.Pre {
+			cats[category(p.Stack)] += p.Size
+		}
+		for i := range r.Trace {
+			if r.Trace[i].Action == snapshot.ActionAlloc {
+				cats[category(r.Trace[i].Stack)] += 0
+			}
+		}
+		names := make([]string, 0, len(cats))
+		for c := range cats {
+			names = append(names, c)
+		}
+		slices.Sort(names)
+		memName := fmt.Sprintf("GPU%d memory", dev)
+		catName := fmt.Sprintf("GPU%d by category", dev)
+		counters := func(at int64, alloc, reserved int64) {
+			t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: memName, Phase: "C", TS: at, PID: pid, TID: dev,
+				Args: map[string]any{"allocated": alloc, "reserved": reserved}})
+			args := make(map[string]any, len(names))
+			for _, c := range names {
+				args[c] = cats[c]
+			}
+			t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: catName, Phase: "C", TS: at, PID: pid, TID: dev, Args: args})
+		}
+		counters(ts(0)-1, r.InitialAllocated, r.InitialReserved)
+		err = r.walk(ctx, len(r.Trace)-1, func(i int, delta int64, a *liveAlloc) {
+			e := &r.Trace[i]
+			if a != nil {
+				cats[category(a.Stack)] += delta
+			}
+			switch e.Action {
+			case snapshot.ActionOOM:
+				t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "OOM", Phase: "i", Scope: "p", TS: ts(i), PID: pid, TID: dev,
+					Args: map[string]any{"requested_bytes": e.Size, "device_free_bytes": e.DeviceFree, "site": InnermostSite(e.Stack)}})
+			case snapshot.ActionSnapshot:
+				t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "snapshot", Phase: "i", Scope: "p", TS: ts(i), PID: pid, TID: dev,
+					Args: map[string]any{"allocated_bytes": e.Size}})
+			case snapshot.ActionAnnotate, snapshot.ActionUserDefined:
+				t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "annotate", Phase: "i", Scope: "p", TS: ts(i), PID: pid, TID: dev,
+					Args: map[string]any{"text": e.UserMetadata, "addr": e.Addr}})
+			}
+			changed := delta != 0 || r.Reserved[i] != prevReserved(r, i)
+			if !changed {
+				return
+			}
+			// Events sharing a timestamp collapse into one point: the last state at that time.
+			if i+1 < len(r.Trace) && ts(i+1) == ts(i) {
+				return
+			}
+			counters(ts(i), r.Allocated[i], r.Reserved[i])
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		// Close the tracks at the final state even when the last events changed nothing.
+		last := len(r.Trace) - 1
+		counters(ts(last), r.Allocated[last], r.Reserved[last])
+	}
+	for _, a := range s.ExternalAnnotations {
+		args := map[string]any{"stage": a.Stage}
+		for k, v := range a.Extra {
+			args[k] = v
+		}
+		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: a.Name, Phase: "i", Scope: "p", TS: a.TimeUS, PID: pid, TID: a.Device, Args: args})
+	}
+	return t, nil
+}
+
+func prevReserved(r *deviceReplay, i int) int64 {
+	if i == 0 {
+		return r.InitialReserved
+	}
+	return r.Reserved[i-1]
+}
+
+// WritePerfetto writes the Chrome trace JSON.
+func WritePerfetto(ctx context.Context, w io.Writer, s *snapshot.Snapshot, opt TraceOptions) error {
+	t, err := BuildTrace(ctx, s, opt)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	enc := json.NewEncoder(bw)
+	if err := enc.Encode(t); err != nil {
+		return fmt.Errorf("writing trace JSON: %w", err)
+	}
+	return bw.Flush()
+}

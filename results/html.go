@@ -1,0 +1,244 @@
+package results
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+)
+
+// FileHTML is the one-page report of a run directory.
+const FileHTML = "index.html"
+
+// maxEmbeddedPNG bounds one embedded chart and maxEmbeddedTotal all of them (runs over many ranks draw many
+// charts); beyond them charts are linked relatively instead, so the page stays quick to load.
+const (
+	maxEmbeddedPNG   = 8 << 20
+	maxEmbeddedTotal = 32 << 20
+)
+
+// htmlRows bounds the category, site and allocation tables of the page (summary.json has them all).
+const htmlRows = 30
+
+// WriteHTML writes dir/index.html: one self-contained page (inline CSS, charts embedded as data URIs, no script,
+// no network) with each input's totals, categories, top sites and allocations, peak, OOMs, recommendations and
+// warnings, and the cross-input table. Call it after the charts are drawn so the page embeds them. Every byte
+// count is shown exactly, and tagged with data-field (the summary.json key) and data-value (integer bytes) so tools
+// and tests can read the numbers back.
+func WriteHTML(dir string, run *analyze.Run) error {
+	page, err := renderHTML(dir, run)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, FileHTML)
+	if err := os.WriteFile(path, page, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+type htmlImage struct {
+	Title string
+	Src   template.URL
+}
+
+type htmlInput struct {
+	Index  int
+	R      *analyze.Report
+	Totals []htmlField
+	Images []htmlImage
+}
+
+type htmlField struct {
+	Key   string
+	Label string
+	Value int64
+}
+
+func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
+	subdirs := inputSubdirs(run)
+	budget := int64(maxEmbeddedTotal)
+	var inputs []htmlInput
+	for i, r := range run.Inputs {
+		if r == nil {
+			continue
+		}
+		in := htmlInput{Index: i, R: r, Totals: []htmlField{
+			{"reserved_bytes", "reserved", r.ReservedBytes},
+			{"allocated_bytes", "allocated (block bytes)", r.AllocatedBytes},
+			{"requested_bytes", "requested (what tensors asked for)", r.RequestedBytes},
+			{"active_bytes", "active", r.ActiveBytes},
+			{"inactive_bytes", "inactive (cached free)", r.InactiveBytes},
+			{"internal_free_bytes", "internal free (rounding)", r.InternalFreeBytes},
+			{"external_free_bytes", "external free", r.ExternalFreeBytes},
+			{"largest_free_block_bytes", "largest free block", r.LargestFreeBlockBytes},
+		}}
+		imgs, err := embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget)
+		if err != nil {
+			return nil, err
+		}
+		in.Images = imgs
+		inputs = append(inputs, in)
+	}
+	var cross []htmlImage
+	if len(run.Inputs) > 1 {
+		var err error
+		if cross, err = embedPNGs(dir, "", &budget); err != nil {
+			return nil, err
+		}
+	}
+	var buf bytes.Buffer
+	err := htmlTemplate.Execute(&buf, map[string]any{"Run": run, "Inputs": inputs, "CrossImages": cross, "Rows": htmlRows})
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", FileHTML, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// embedPNGs returns the PNG charts directly in dir, sorted by name, as data URIs while *budget lasts (relative
+// links after that, and for huge files).
+func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing charts: %w", err)
+	}
+	var out []htmlImage
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".png") {
+			continue
+		}
+		title := strings.ReplaceAll(strings.TrimSuffix(e.Name(), ".png"), "_", " ")
+		info, err := e.Info()
+		if err != nil {
+			return nil, fmt.Errorf("reading chart %s: %w", e.Name(), err)
+		}
+		if info.Size() > maxEmbeddedPNG || info.Size() > *budget {
+			out = append(out, htmlImage{Title: title, Src: template.URL(filepath.ToSlash(filepath.Join(rel, e.Name())))})
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading chart %s: %w", e.Name(), err)
+		}
+		*budget -= int64(len(data))
+		out = append(out, htmlImage{Title: title, Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(data))})
+	}
+	slices.SortFunc(out, func(a, b htmlImage) int { return strings.Compare(a.Title, b.Title) })
+	return out, nil
+}
+
+var htmlFuncs = template.FuncMap{
+	"human":  HumanBytes,
+	"exact":  GroupDigits,
+	"pct":    func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"time":   FormatTimeUS,
+	"limit":  func(n int, xs any) any { return limitSlice(xs, n) },
+	"more":   func(n, total int) int { return total - n },
+	"hasMsg": func(s string) bool { return s != "" },
+}
+
+func limitSlice(xs any, n int) any {
+	switch v := xs.(type) {
+	case []analyze.CategoryStat:
+		return v[:min(n, len(v))]
+	case []analyze.SiteStat:
+		return v[:min(n, len(v))]
+	case []analyze.Allocation:
+		return v[:min(n, len(v))]
+	}
+	return xs
+}
+
+var htmlTemplate = template.Must(template.New("index").Funcs(htmlFuncs).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>memscan report</title>
+<style>
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
+main{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:22px;margin:8px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 6px}
+.meta{color:#555;font-size:13px}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;background:#fff;margin:4px 0 8px;font-size:13px}
+th,td{border:1px solid #e2e2e2;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}
+td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+td.site{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}
+small{color:#777}
+.rec{background:#fff;border-left:4px solid #c44e52;padding:6px 10px;margin:6px 0}
+.rec.info{border-color:#4c72b0}.rec.warning{border-color:#dd8452}
+.warn{color:#8a4b00}
+figure{margin:10px 0;background:#fff;border:1px solid #e2e2e2;padding:6px}
+figure img{max-width:100%;height:auto;display:block}
+figcaption{font-size:12px;color:#555}
+</style>
+</head>
+<body><main>
+<h1>memscan report</h1>
+<p class="meta">{{.Run.Tool}} · report version {{.Run.Version}} · {{len .Run.Inputs}} input(s){{if .Run.Failures}} · {{len .Run.Failures}} failed{{end}}</p>
+{{if .Run.Failures}}<h2>Inputs that could not be analyzed</h2><ul>{{range .Run.Failures}}<li><code>{{.File}}</code>: {{.Error}}</li>{{end}}</ul>{{end}}
+{{if .Run.Cross}}{{with .Run.Cross}}
+<h2>Across inputs</h2>
+<p>Reserved: max <span data-field="cross.max_reserved_bytes" data-value="{{.MaxReservedBytes}}">{{human .MaxReservedBytes}}</span>,
+median <span data-field="cross.median_reserved_bytes" data-value="{{.MedianReservedBytes}}">{{human .MedianReservedBytes}}</span>,
+imbalance {{pct .ImbalancePct}} %.</p>
+<div class="scroll"><table><tr><th>file</th><th>rank</th><th>iteration</th><th>reserved</th><th>allocated</th><th>peak</th><th>efficiency</th></tr>
+{{range .Rows}}<tr><td class="site">{{.File}}</td><td class="num">{{.Rank}}</td><td class="num">{{.Iteration}}</td>
+<td class="num">{{human .ReservedBytes}}</td><td class="num">{{human .AllocatedBytes}}</td><td class="num">{{human .PeakBytes}}</td><td class="num">{{pct .EfficiencyPct}} %</td></tr>{{end}}
+</table></div>{{end}}
+{{range $.CrossImages}}<figure><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Title}}</figcaption></figure>{{end}}
+{{end}}
+{{range .Inputs}}{{$i := .Index}}{{with .R}}
+<section data-input="{{$i}}">
+<h2>{{.File}}</h2>
+<p class="meta">format {{.Format}}{{if .TorchFormat}} · torch {{.TorchFormat}}{{end}}{{if ge .Rank 0}} · rank {{.Rank}}{{end}}{{if ge .Iteration 0}} · iteration {{.Iteration}}{{end}}{{if .Devices}} · devices {{range $k, $d := .Devices}}{{if $k}}, {{end}}{{$d}}{{end}}{{end}} · {{.Segments}} segments, {{.Blocks}} blocks</p>
+{{if .Recommendations}}<h3>Findings</h3>{{range .Recommendations}}<div class="rec {{.Severity}}"><b>{{.Title}}</b><br>{{.Evidence}}{{if .Advice}}<br><small>{{.Advice}}</small>{{end}}</div>{{end}}{{end}}
+{{end}}
+<h3>Totals</h3>
+<table><tr><th>measure</th><th>bytes</th><th>exact</th></tr>
+{{range .Totals}}<tr><td>{{.Label}}</td><td class="num">{{human .Value}}</td><td class="num" data-field="{{.Key}}" data-value="{{.Value}}">{{exact .Value}}</td></tr>{{end}}
+<tr><td>efficiency (requested / reserved)</td><td class="num" data-field="efficiency_pct" data-value="{{.R.EfficiencyPct}}">{{pct .R.EfficiencyPct}} %</td><td></td></tr>
+</table>
+{{with .R}}
+{{if .Peak}}{{with .Peak}}<h3>Peak</h3>
+<p>Device {{.Device}}: <span data-field="peak.bytes" data-value="{{.Bytes}}">{{human .Bytes}}</span> live at trace event {{.EventIndex}}{{if .TimeUS}} ({{time .TimeUS}}){{end}}.</p>
+{{if .Categories}}<table><tr><th>category at peak</th><th>bytes</th></tr>{{range .Categories}}<tr><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table>{{end}}
+{{if .Sites}}<div class="scroll"><table><tr><th>site at peak</th><th>category</th><th>bytes</th></tr>{{range limit $.Rows .Sites}}<tr><td class="site">{{.Site}}</td><td>{{.Category}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table></div>{{end}}
+{{end}}{{end}}
+{{if .Categories}}<h3>Categories (live at snapshot time)</h3>
+<table><tr><th>category</th><th>bytes</th><th>exact</th><th>count</th></tr>
+{{range .Categories}}<tr data-category="{{.Name}}"><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td><td class="num" data-field="categories.bytes" data-value="{{.Bytes}}">{{exact .Bytes}}</td><td class="num">{{.Count}}</td></tr>{{end}}
+</table>{{end}}
+{{if .Sites}}<h3>Top creation sites</h3>
+<div class="scroll"><table><tr><th>site</th><th>category</th><th>bytes</th><th>count</th></tr>
+{{range limit $.Rows .Sites}}<tr><td class="site">{{.Site}}</td><td>{{.Category}}</td><td class="num">{{human .Bytes}}</td><td class="num">{{.Count}}</td></tr>{{end}}
+</table></div>{{if gt (len .Sites) $.Rows}}<p><small>{{more $.Rows (len .Sites)}} more sites in summary.json</small></p>{{end}}{{end}}
+{{if .Top}}<h3>Largest live allocations</h3>
+<div class="scroll"><table><tr><th>size</th><th>requested</th><th>category</th><th>site</th><th>device</th></tr>
+{{range limit $.Rows .Top}}<tr><td class="num" data-field="top.size" data-value="{{.Size}}">{{human .Size}}</td><td class="num">{{human .RequestedSize}}</td><td>{{.Category}}</td><td class="site">{{.Site}}</td><td class="num">{{.Device}}</td></tr>{{end}}
+</table></div>{{end}}
+{{if .OOMs}}<h3>Out-of-memory events</h3>
+<table><tr><th>device</th><th>event</th><th>requested</th><th>free on device</th><th>site</th></tr>
+{{range .OOMs}}<tr><td class="num">{{.Device}}</td><td class="num">{{.EventIndex}}</td><td class="num" data-field="ooms.requested_bytes" data-value="{{.RequestedBytes}}">{{human .RequestedBytes}}</td><td class="num">{{human .DeviceFreeBytes}}</td><td class="site">{{.Site}}</td></tr>{{end}}
+</table>{{end}}
+{{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
+{{end}}
+{{range .Images}}<figure><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Title}}</figcaption></figure>{{end}}
+</section>
+{{end}}
+<p class="meta">Generated by memscan. This page is self-contained: it loads nothing from the network.</p>
+</main></body></html>
+`))

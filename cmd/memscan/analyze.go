@@ -3,10 +3,492 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/term"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/snapshot"
 )
 
-// runAnalyze is replaced by the analyze work.
+const analyzeHelp = `Usage: memscan analyze [flags] INPUT...
+
+Analyze PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles, any torch version), memory
+tracer JSON, torch.profiler memory timelines and training logs: where the GPU memory went, what held it at the
+peak, and what to change.
+
+INPUT is a file, a directory or a glob. Directories are searched for snapshot-like files (*.pickle, *.pkl,
+*snapshot*, memory/tracer/timeline *.json and *.json.gz, *.log), including both torchtitan layouts
+iteration_N/rankR_memory_snapshot.pickle and step_NNNNNNNNNNNN/RRRRRR_step_N.pickle; memscan's own run
+directories are skipped. The content decides the format, never the extension.
+
+Each run writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with analysis_report.txt, README.md (findings with the charts),
+summary.json (integer bytes), report.msgpack (the whole report) and PNG charts, and points <out>/latest at it.
+The report goes to stdout; progress, warnings and "wrote DIR" go to stderr.
+
+Flags:
+%s
+Exit status:
+  0  every input was analyzed
+  1  usage error (bad flag, unreadable rule file, ...)
+  2  no input could be analyzed
+  3  some inputs failed; the others were analyzed and written
+
+Examples:
+  memscan analyze outputs/memory_snapshot/iteration_1/rank0_memory_snapshot.pickle
+  memscan analyze --out results --name lbs6_baseline rank0_memory_snapshot.pickle
+  memscan analyze --jobs 8 --no-plots outputs/memory_snapshot/          # every rank and iteration
+  memscan analyze 'outputs/memory_snapshot/iteration_*/rank0_*.pickle'  # one rank across iterations
+  memscan analyze --format json --quiet snapshot.pickle > summary.json
+`
+
+// analyzeFlags are the parsed flags of memscan analyze.
+type analyzeFlags struct {
+	out      string
+	name     string
+	jobs     int
+	rules    string
+	top      int
+	format   string
+	noPlots  bool
+	progress string
+	rank     int
+	rankSet  bool
+	quiet    bool
+	static   string
+}
+
+func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, []string, error) {
+	f := &analyzeFlags{}
+	fs := pflag.NewFlagSet("analyze", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned and printed once by the caller
+	fs.StringVarP(&f.out, "out", "o", "results", "results root; each run gets a timestamped directory inside it")
+	fs.StringVar(&f.name, "name", "", "run name (default: derived from the inputs, e.g. iter1_rank0 or iter1_8ranks)")
+	fs.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "inputs decoded and analyzed (and charts drawn) at once, by default one per CPU")
+	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
+	fs.IntVar(&f.top, "top", analyze.DefaultTopN, "largest allocations and sites to report per input")
+	fs.StringVar(&f.format, "format", "text", "report on stdout: text, json (summary.json) or md (README.md findings)")
+	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
+	fs.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
+	fs.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no report, progress or \"wrote DIR\" line; failures still go to stderr")
+	fs.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, usageErrorf("analyze: %v (see memscan analyze --help)", err)
+	}
+	if *help {
+		// pflag marks boolean flags "[=true|false]"; blank it out (same width, so the columns stay aligned).
+		usages := strings.ReplaceAll(fs.FlagUsages(), "[=true|false]", strings.Repeat(" ", len("[=true|false]")))
+		fmt.Fprintf(stdout, analyzeHelp, usages)
+		return nil, nil, errHelp
+	}
+	f.rankSet = fs.Changed("rank")
+	switch {
+	case f.jobs < 1:
+		return nil, nil, usageErrorf("analyze: --jobs must be at least 1, got %d", f.jobs)
+	case f.top < 1:
+		return nil, nil, usageErrorf("analyze: --top must be at least 1, got %d", f.top)
+	case f.format != "text" && f.format != "json" && f.format != "md":
+		return nil, nil, usageErrorf("analyze: --format must be text, json or md, got %q", f.format)
+	case f.progress != "auto" && f.progress != "always" && f.progress != "never":
+		return nil, nil, usageErrorf("analyze: --progress must be auto, always or never, got %q", f.progress)
+	case f.rankSet && f.rank < 0:
+		return nil, nil, usageErrorf("analyze: --rank must be 0 or more, got %d", f.rank)
+	case f.out == "":
+		return nil, nil, usageErrorf("analyze: --out must not be empty")
+	}
+	if fs.NArg() == 0 {
+		return nil, nil, usageErrorf("analyze: no INPUT given (see memscan analyze --help)")
+	}
+	return f, fs.Args(), nil
+}
+
+// errHelp ends a run after --help with exit status 0.
+var errHelp = errors.New("help shown")
+
 func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return &exitError{code: exitUsage, err: errors.New("analyze: not built yet")}
+	flags, inputs, err := parseAnalyzeFlags(args, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	opts := analyze.Options{TopN: flags.top}
+	if flags.rules != "" {
+		rules, err := categorize.LoadFile(flags.rules, categorize.Default())
+		if err != nil {
+			return usageErrorf("analyze: --rules: %v", err)
+		}
+		opts.Rules = rules
+	}
+
+	files, failures := discoverInputs(inputs, flags.out)
+	for _, f := range failures {
+		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.File, f.Error)
+	}
+	if flags.rankSet && len(files) != 1 {
+		return usageErrorf("analyze: --rank applies to a single input, but %d were found", len(files))
+	}
+
+	total := len(files) + len(failures) // discovered files plus arguments that yielded none
+	reports, decodeFailures := analyzeFiles(ctx, files, opts, flags, stderr)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("analyze: interrupted: %w", err)
+	}
+	failures = append(failures, decodeFailures...)
+
+	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan " + version, Failures: failures}
+	for _, r := range reports {
+		if r != nil {
+			if flags.rankSet {
+				r.Rank = flags.rank
+			}
+			run.Inputs = append(run.Inputs, r)
+		}
+	}
+	if len(run.Inputs) == 0 {
+		return &exitError{code: exitFailed, err: fmt.Errorf("analyze: none of the %d input(s) could be analyzed", total)}
+	}
+	if len(run.Inputs) > 1 {
+		run.Cross = analyze.CrossInputs(run.Inputs)
+		if run.Cross != nil && run.Cross.Tracer == nil {
+			run.Cross.Tracer = analyze.CrossTracer(run.Inputs)
+		}
+	}
+
+	name := flags.name
+	if name == "" {
+		name = results.RunName(files)
+	}
+	dir, err := results.NewRunDir(flags.out, name, time.Now())
+	if err != nil {
+		return err
+	}
+	written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
+	if err != nil {
+		return fmt.Errorf("analyze: writing %s: %w", dir, err)
+	}
+	if written.ChartErr != nil {
+		fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
+	}
+	if err := results.UpdateLatest(flags.out, dir); err != nil {
+		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	}
+
+	if !flags.quiet {
+		switch flags.format {
+		case "json":
+			err = results.WriteJSON(stdout, run)
+		case "md":
+			err = results.WriteMarkdown(stdout, run, results.MarkdownOptions{})
+		default:
+			err = results.WriteText(stdout, run, results.TextOptions{Top: flags.top})
+		}
+		if err != nil {
+			return fmt.Errorf("analyze: writing the report: %w", err)
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", dir)
+	}
+	if flags.static != "" {
+		if err := analyzeStaticJoin(flags.static, run.Inputs, dir, flags.noPlots, flags.quiet || flags.format != "text", stdout, stderr); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed; the rest are in %s", len(failures), total, dir)}
+	}
+	return nil
+}
+
+// analyzeFiles decodes and analyzes files in a bounded pool. Results land in slots indexed like files, so the
+// output order is the (sorted) input order whatever the scheduling; failures are reported on stderr as they
+// happen and returned in input order.
+func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, flags *analyzeFlags, stderr io.Writer) ([]*analyze.Report, []analyze.Failure) {
+	reports := make([]*analyze.Report, len(files))
+	errs := make([]error, len(files))
+	bar := newProgress(len(files), flags, stderr)
+	var mu sync.Mutex // serializes stderr between the bar and failure lines
+	var g errgroup.Group
+	g.SetLimit(flags.jobs)
+	for i, path := range files {
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			reports[i], errs[i] = analyzeFile(ctx, path, opts)
+			mu.Lock()
+			defer mu.Unlock()
+			if errs[i] != nil && ctx.Err() == nil {
+				if bar != nil {
+					bar.Clear()
+				}
+				fmt.Fprintf(stderr, "memscan: %v\n", errs[i])
+			}
+			if bar != nil {
+				bar.Add(1)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	if bar != nil {
+		bar.Finish()
+	}
+	var failures []analyze.Failure
+	for i, err := range errs {
+		if err != nil {
+			failures = append(failures, analyze.Failure{File: files[i], Error: err.Error()})
+		}
+	}
+	return reports, failures
+}
+
+func analyzeFile(ctx context.Context, path string, opts analyze.Options) (*analyze.Report, error) {
+	in, err := snapshot.DecodeFile(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	// Allocator snapshots get the full analysis; the other kinds of input have their own analyzers.
+	ropts := analyze.RuntimeOptions{Top: opts.TopN, Rules: opts.Rules}
+	switch {
+	case in.Snapshot != nil:
+		return analyze.Analyze(ctx, in, opts)
+	case in.Tracer != nil:
+		return analyze.AnalyzeTracer(ctx, in, ropts)
+	case in.Timeline != nil:
+		return analyze.AnalyzeTimeline(ctx, in, ropts)
+	case in.Log != nil:
+		return analyze.AnalyzeLog(ctx, in, ropts)
+	}
+	return analyze.Analyze(ctx, in, opts) // reports the unsupported input kind
+}
+
+// newProgress returns a progress bar on stderr, or nil when it should not be shown.
+func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.ProgressBar {
+	show := false
+	switch {
+	case flags.quiet || flags.progress == "never":
+	case flags.progress == "always":
+		show = true
+	default:
+		f, ok := stderr.(*os.File)
+		show = ok && term.IsTerminal(int(f.Fd()))
+	}
+	if !show || n == 0 {
+		return nil
+	}
+	return progressbar.NewOptions(n,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("analyzing"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionThrottle(100*time.Millisecond),
+	)
+}
+
+// discoverInputs expands INPUT arguments into a sorted, de-duplicated file list. Named files are taken as they
+// are; directories are walked for snapshot-like files; anything else is tried as a glob. Arguments that yield
+// nothing become failures, so the other inputs are still analyzed.
+func discoverInputs(args []string, outRoot string) ([]string, []analyze.Failure) {
+	var files []string
+	var failures []analyze.Failure
+	outAbs, _ := filepath.Abs(outRoot)
+	for _, arg := range args {
+		fi, err := os.Stat(arg)
+		switch {
+		case err == nil && fi.IsDir():
+			found, err := walkInputs(arg, outAbs)
+			if err != nil {
+				failures = append(failures, analyze.Failure{File: arg, Error: err.Error()})
+			} else if len(found) == 0 {
+				failures = append(failures, analyze.Failure{File: arg, Error: "no snapshot, tracer, timeline or log files found in this directory"})
+			}
+			files = append(files, found...)
+		case err == nil:
+			files = append(files, arg)
+		case hasGlobMeta(arg):
+			matches, gerr := filepath.Glob(arg)
+			if gerr != nil {
+				failures = append(failures, analyze.Failure{File: arg, Error: "bad glob pattern: " + gerr.Error()})
+				continue
+			}
+			var n int
+			for _, m := range matches {
+				mi, err := os.Stat(m)
+				if err != nil {
+					continue
+				}
+				if mi.IsDir() {
+					found, _ := walkInputs(m, outAbs)
+					n += len(found)
+					files = append(files, found...)
+					continue
+				}
+				n++
+				files = append(files, m)
+			}
+			if n == 0 {
+				failures = append(failures, analyze.Failure{File: arg, Error: "no files match this pattern"})
+			}
+		default:
+			failures = append(failures, analyze.Failure{File: arg, Error: errorText(err)})
+		}
+	}
+	sort.SliceStable(files, func(i, j int) bool { return naturalLess(files[i], files[j]) })
+	files = dedupe(files)
+	return files, failures
+}
+
+// errorText strips the "stat NAME:" prefix that the failure line already carries.
+func errorText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+func hasGlobMeta(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// walkInputs lists the snapshot-like files under dir in lexical order, skipping hidden directories and
+// memscan's own results (run directories and the results root).
+func walkInputs(dir, outAbs string) ([]string, error) {
+	var found []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			return nil // an unreadable subdirectory is skipped, not fatal
+		}
+		if d.IsDir() {
+			if p != dir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__pycache__" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			if abs, err := filepath.Abs(p); err == nil && abs == outAbs && p != dir {
+				return filepath.SkipDir
+			}
+			if isRunDir(p) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !isInputName(d.Name()) {
+			return nil
+		}
+		regular := d.Type().IsRegular()
+		if d.Type()&fs.ModeSymlink != 0 {
+			// Follow links to files (not to directories, which could loop).
+			fi, err := os.Stat(p)
+			regular = err == nil && fi.Mode().IsRegular()
+		}
+		if regular {
+			found = append(found, p)
+		}
+		return nil
+	})
+	return found, err
+}
+
+// isRunDir reports whether dir is a memscan run directory (its report files are outputs, not inputs).
+func isRunDir(dir string) bool {
+	for _, f := range []string{results.FileSummary, results.FileMsgpack} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// isInputName reports whether a file found in a directory walk looks like something memscan reads. Named
+// files are always tried; this only keeps directory walks from picking up configs and checkpoints.
+func isInputName(name string) bool {
+	lower := strings.ToLower(name)
+	hint := func() bool {
+		for _, k := range []string{"snapshot", "memory", "mem_", "tracer", "timeline", "peak", "rank", "oom"} {
+			if strings.Contains(lower, k) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case strings.HasSuffix(lower, ".pickle"), strings.HasSuffix(lower, ".pkl"), strings.HasSuffix(lower, ".log"):
+		return true
+	case strings.HasSuffix(lower, ".json"), strings.HasSuffix(lower, ".json.gz"), strings.HasSuffix(lower, ".pt"):
+		return hint() // a run directory also holds configs and checkpoints
+	case strings.HasSuffix(lower, ".msgpack"), strings.HasSuffix(lower, ".png"), strings.HasSuffix(lower, ".md"), strings.HasSuffix(lower, ".txt"):
+		return false
+	}
+	return strings.Contains(lower, "snapshot")
+}
+
+// naturalLess orders paths with digit runs compared as numbers, so rank2 sorts before rank10.
+func naturalLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitPrefix(a), digitPrefix(b)
+		if da != "" && db != "" {
+			na, nb := strings.TrimLeft(da, "0"), strings.TrimLeft(db, "0")
+			if len(na) != len(nb) {
+				return len(na) < len(nb)
+			}
+			if na != nb {
+				return na < nb
+			}
+			if len(da) != len(db) {
+				return len(da) < len(db)
+			}
+			a, b = a[len(da):], b[len(db):]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func digitPrefix(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
+}
+
+// dedupe drops repeated paths (the same file named twice, or found by a glob and a directory) from a sorted list.
+func dedupe(files []string) []string {
+	seen := map[string]bool{}
+	out := files[:0]
+	for _, f := range files {
+		key := filepath.Clean(f)
+		if abs, err := filepath.Abs(f); err == nil {
+			key = abs
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, f)
+	}
+	return out
 }

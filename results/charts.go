@@ -1,0 +1,545 @@
+package results
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image/color"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/plots"
+)
+
+// Chart file names inside a run directory (or inside an input's subdirectory when a run has several inputs).
+const (
+	ChartOverview     = "memory_overview.png"
+	ChartTopConsumers = "top_consumers.png"
+	ChartCategories   = "category_breakdown.png"
+	ChartSizes        = "size_distribution.png"
+	ChartEfficiency   = "memory_efficiency.png"
+	ChartTimeline     = "memory_timeline.png"
+	ChartRanks        = "ranks_comparison.png"
+)
+
+// Chart limits: beyond these a chart stops being readable.
+const (
+	topConsumersInChart = 30
+	maxTimelineStacks   = 8
+)
+
+// ChartSet lists the charts written for a run.
+type ChartSet struct {
+	Inputs [][]PlotFile // indexed like run.Inputs
+	Cross  []PlotFile
+}
+
+// chartJob is one PNG to draw; jobs run in a bounded pool because rasterizing is CPU-bound.
+type chartJob struct {
+	input int // -1 for the cross-input charts
+	file  PlotFile
+	draw  func(path string) error
+}
+
+// WritePlots draws every chart of run into dir, at most jobs at a time. Inputs of a several-input run get a
+// subdirectory named after the input (iter1_rank0/, ...). A chart that fails to draw is reported in the
+// returned error while the others are still written; the ChartSet lists only the charts that exist.
+func WritePlots(ctx context.Context, dir string, run *analyze.Run, jobs int) (ChartSet, error) {
+	set := ChartSet{Inputs: make([][]PlotFile, len(run.Inputs))}
+	var all []chartJob
+	subdirs := inputSubdirs(run)
+	charted := chartedInputs(run)
+	for i, r := range run.Inputs {
+		if r == nil || !charted[i] {
+			continue
+		}
+		for _, j := range reportCharts(r) {
+			j.input = i
+			j.file.Path = path.Join(subdirs[i], j.file.Path)
+			all = append(all, j)
+		}
+	}
+	if c := run.Cross; c != nil && len(c.Rows) > 1 {
+		if c.Tracer != nil && len(c.Tracer.Ranks) > 1 && c.MaxReservedBytes == 0 {
+			all = append(all, tracerRanksChart(c.Tracer))
+			all = append(all, tracerCrossCharts(c.Tracer)...)
+		} else {
+			all = append(all, ranksChart(c))
+		}
+	}
+	if jobs < 1 {
+		jobs = 1
+	}
+	for i, sub := range subdirs {
+		if sub == "" || !charted[i] {
+			continue
+		}
+		if err := mkdirAll(filepath.Join(dir, filepath.FromSlash(sub))); err != nil {
+			return set, err
+		}
+	}
+
+	ok := make([]bool, len(all))
+	var mu sync.Mutex
+	var errs []error
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(jobs)
+	for k, j := range all {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			if err := j.draw(filepath.Join(dir, filepath.FromSlash(j.file.Path))); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", j.file.Path, err))
+				mu.Unlock()
+				return nil
+			}
+			ok[k] = true
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return set, err
+	}
+	for k, j := range all {
+		if !ok[k] {
+			continue
+		}
+		if j.input < 0 {
+			set.Cross = append(set.Cross, j.file)
+		} else {
+			set.Inputs[j.input] = append(set.Inputs[j.input], j.file)
+		}
+	}
+	sort.Slice(errs, func(a, b int) bool { return errs[a].Error() < errs[b].Error() })
+	return set, errors.Join(errs...)
+}
+
+// maxChartedInputs bounds the per-input charts of a large run (hundreds of ranks would mean thousands of PNGs);
+// the cross-input chart covers every input.
+const maxChartedInputs = 16
+
+// chartedInputs picks the inputs that get their own charts: all of them up to maxChartedInputs, else the
+// outliers first and then the inputs reserving the most memory.
+func chartedInputs(run *analyze.Run) map[int]bool {
+	out := map[int]bool{}
+	if len(run.Inputs) <= maxChartedInputs {
+		for i := range run.Inputs {
+			out[i] = true
+		}
+		return out
+	}
+	outlier := map[string]bool{}
+	if run.Cross != nil {
+		for _, f := range run.Cross.OutlierFiles {
+			outlier[f] = true
+		}
+	}
+	order := make([]int, 0, len(run.Inputs))
+	for i, r := range run.Inputs {
+		if r != nil {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ra, rb := run.Inputs[order[a]], run.Inputs[order[b]]
+		if outlier[ra.File] != outlier[rb.File] {
+			return outlier[ra.File]
+		}
+		return max(ra.ReservedBytes, ra.PeakBytes) > max(rb.ReservedBytes, rb.PeakBytes)
+	})
+	for _, i := range order[:min(len(order), maxChartedInputs)] {
+		out[i] = true
+	}
+	return out
+}
+
+// inputSubdirs names a subdirectory per input when there are several, unique within the run.
+func inputSubdirs(run *analyze.Run) []string {
+	out := make([]string, len(run.Inputs))
+	if len(run.Inputs) < 2 {
+		return out
+	}
+	used := map[string]int{}
+	for i, r := range run.Inputs {
+		if r == nil {
+			continue
+		}
+		name := InputName(r.File)
+		used[name]++
+		if n := used[name]; n > 1 {
+			name += "_" + strconv.Itoa(n)
+		}
+		out[i] = name
+	}
+	return out
+}
+
+// chartTitle names the file and its devices, as every chart title should.
+func chartTitle(what string, r *analyze.Report) string {
+	t := what + ": " + filepath.Base(r.File)
+	switch len(r.Devices) {
+	case 0:
+	case 1:
+		t += ", device " + strconv.Itoa(r.Devices[0])
+	default:
+		t += ", devices " + intList(r.Devices)
+	}
+	return t
+}
+
+// reportCharts maps one report to its charts; charts with nothing to show are left out.
+func reportCharts(r *analyze.Report) []chartJob {
+	var jobs []chartJob
+	add := func(name, title string, draw func(string) error) {
+		jobs = append(jobs, chartJob{file: PlotFile{Path: name, Title: title}, draw: draw})
+	}
+
+	if r.ReservedBytes > 0 || len(r.Categories) > 0 {
+		title := chartTitle("Memory overview", r)
+		add(ChartOverview, title, func(p string) error {
+			reserved := plots.PiePanel{
+				Title: "Reserved " + HumanBytes(r.ReservedBytes),
+				Slices: []plots.Slice{
+					{Label: "allocated", Value: float64(r.AllocatedBytes), Color: plots.ColorAllocated},
+					{Label: "cached / free", Value: float64(r.ReservedBytes - r.AllocatedBytes), Color: plots.ColorFree},
+				},
+			}
+			// A tracer file has a peak and the tensors it lists instead of allocator totals.
+			if tp := tracerPrimary(r); tp != nil && r.ReservedBytes == 0 {
+				reserved = plots.PiePanel{
+					Title: "Peak " + HumanBytes(tp.PeakBytes) + " on " + tp.Device,
+					Slices: []plots.Slice{
+						{Label: "listed tensors", Value: float64(tp.ListedBytes), Color: plots.ColorAllocated},
+						{Label: "not listed", Value: float64(max(tp.GapBytes, 0)), Color: plots.ColorFree},
+					},
+				}
+			}
+			cats := plots.PiePanel{Title: "Allocated by category"}
+			for _, c := range sortedCategories(r.Categories) {
+				cats.Slices = append(cats.Slices, plots.Slice{Label: c.Name, Value: float64(c.Bytes), Color: plots.CategoryColor(c.Name)})
+			}
+			return plots.Pies(p, title, reserved, cats)
+		})
+	}
+
+	if len(r.Top) > 0 {
+		title := chartTitle(fmt.Sprintf("Top %d allocations", min(len(r.Top), topConsumersInChart)), r)
+		add(ChartTopConsumers, title, func(p string) error {
+			c := plots.BarChart{Title: title, XLabel: "size"}
+			seen := map[string]bool{}
+			for _, a := range r.Top[:min(len(r.Top), topConsumersInChart)] {
+				label := shortSite(a.Site)
+				if label == "" {
+					label = fmt.Sprintf("(no stack) 0x%x", a.Address)
+				}
+				note := a.Category
+				if len(r.Devices) > 1 {
+					note += ", device " + strconv.Itoa(a.Device)
+				}
+				c.Labels = append(c.Labels, label)
+				c.Values = append(c.Values, float64(a.Size))
+				c.Colors = append(c.Colors, plots.CategoryColor(a.Category))
+				c.Notes = append(c.Notes, note)
+				if !seen[a.Category] {
+					seen[a.Category] = true
+					c.Legend = append(c.Legend, plots.LegendEntry{Label: a.Category, Color: plots.CategoryColor(a.Category)})
+				}
+			}
+			c.LabelWidth = 380
+			return plots.Bars(p, c)
+		})
+	}
+
+	if len(r.Categories) > 0 {
+		title := chartTitle("Memory by category", r)
+		add(ChartCategories, title, func(p string) error {
+			c := plots.BarChart{Title: title, XLabel: "allocated"}
+			var sum int64
+			for _, x := range r.Categories {
+				sum += x.Bytes
+			}
+			for _, x := range sortedCategories(r.Categories) {
+				c.Labels = append(c.Labels, x.Name)
+				c.Values = append(c.Values, float64(x.Bytes))
+				c.Colors = append(c.Colors, plots.CategoryColor(x.Name))
+				c.Notes = append(c.Notes, fmt.Sprintf("%s, %d blocks", Percent(x.Bytes, sum), x.Count))
+			}
+			c.LabelWidth = 200
+			return plots.Bars(p, c)
+		})
+	}
+
+	if len(r.ActiveSizes) > 0 || len(r.FreeSizes) > 0 {
+		title := chartTitle("Block sizes", r)
+		add(ChartSizes, title, func(p string) error {
+			los := bucketBounds(r.ActiveSizes, r.FreeSizes)
+			return plots.Histograms(p, title,
+				histogram("active allocations (blocks per size)", los, r.ActiveSizes, plots.ColorAllocated),
+				histogram("cached free blocks (blocks per size)", los, r.FreeSizes, plots.ColorFree))
+		})
+	}
+
+	if r.ReservedBytes > 0 {
+		title := chartTitle("Memory efficiency", r)
+		add(ChartEfficiency, title, func(p string) error {
+			return plots.Efficiency(p, title, plots.EfficiencyData{
+				Reserved:      float64(r.ReservedBytes),
+				Allocated:     float64(r.AllocatedBytes),
+				Requested:     float64(r.RequestedBytes),
+				Wasted:        float64(r.ReservedBytes - r.RequestedBytes),
+				EfficiencyPct: r.EfficiencyPct,
+			})
+		})
+	}
+
+	for k, s := range timelineOrder(r) {
+		if len(s.Index) == 0 {
+			continue
+		}
+		name := ChartTimeline
+		if k > 0 {
+			name = fmt.Sprintf("memory_timeline_device%d.png", s.Device)
+		}
+		title := fmt.Sprintf("Memory over time: %s, device %d", filepath.Base(r.File), s.Device)
+		add(name, title, func(p string) error { return plots.MemoryOverTime(p, timeChart(title, s, r.Peak)) })
+	}
+	jobs = append(jobs, runtimeInputCharts(r)...) // tracer phases/modules, profiler timeline, log lines
+	return jobs
+}
+
+// sortedCategories orders categories by bytes, largest first, then by name for a stable order.
+func sortedCategories(in []analyze.CategoryStat) []analyze.CategoryStat {
+	out := append([]analyze.CategoryStat(nil), in...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Bytes != out[j].Bytes {
+			return out[i].Bytes > out[j].Bytes
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// bucketBounds is the sorted union of the buckets' lower bounds, so both histograms share one size axis.
+func bucketBounds(sets ...[]analyze.SizeBucket) []int64 {
+	seen := map[int64]bool{}
+	var los []int64
+	for _, bs := range sets {
+		for _, b := range bs {
+			if !seen[b.Lo] {
+				seen[b.Lo] = true
+				los = append(los, b.Lo)
+			}
+		}
+	}
+	sort.Slice(los, func(i, j int) bool { return los[i] < los[j] })
+	return los
+}
+
+// histogram lays bs out on the shared bounds los; bounds bs lacks get zero.
+func histogram(title string, los []int64, bs []analyze.SizeBucket, c color.Color) plots.Histogram {
+	h := plots.Histogram{Title: title, Color: c}
+	at := map[int64]analyze.SizeBucket{}
+	for _, b := range bs {
+		x := at[b.Lo]
+		x.Count += b.Count
+		x.Bytes += b.Bytes
+		at[b.Lo] = x
+	}
+	for _, lo := range los {
+		b := at[lo]
+		h.Labels = append(h.Labels, shortSize(lo)+"+")
+		h.Counts = append(h.Counts, float64(b.Count))
+		h.Bytes = append(h.Bytes, float64(b.Bytes))
+	}
+	return h
+}
+
+// shortSite keeps the last three path components of a file:line:function site; the full site is in the text
+// report and summary.json.
+func shortSite(site string) string {
+	slash := strings.ReplaceAll(site, "\\", "/")
+	parts := strings.Split(slash, "/")
+	if len(parts) <= 3 {
+		return slash
+	}
+	return "…/" + strings.Join(parts[len(parts)-3:], "/")
+}
+
+// shortSize renders power-of-two bucket bounds compactly: "512 B", "4 KiB", "1.5 MiB".
+func shortSize(n int64) string {
+	s := HumanBytes(n)
+	return strings.Replace(s, ".0 ", " ", 1)
+}
+
+// timelineOrder puts the series of the peak's device first so it gets the main chart name.
+func timelineOrder(r *analyze.Report) []analyze.TimelineSeries {
+	out := append([]analyze.TimelineSeries(nil), r.Timeline...)
+	if r.Peak != nil {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Device == r.Peak.Device && out[j].Device != r.Peak.Device })
+	}
+	return out
+}
+
+// timeChart maps a replayed trace to the chart: seconds since the first event when the trace has times (else
+// event indexes), the largest categories stacked, allocated and reserved as lines, and the peak.
+func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak) plots.TimeChart {
+	n := len(s.Index)
+	c := plots.TimeChart{Title: title, X: make([]float64, n), PeakIndex: -1}
+	if len(s.TimeUS) == n && n > 0 {
+		c.XLabel = "time since first event (s)"
+		for i, t := range s.TimeUS {
+			c.X[i] = float64(t-s.TimeUS[0]) / 1e6
+		}
+	} else {
+		c.XLabel = "trace event"
+		for i, x := range s.Index {
+			c.X[i] = float64(x)
+		}
+	}
+
+	if len(s.Categories) > 0 && len(s.ByCategory) == len(s.Categories) {
+		type cat struct {
+			name string
+			vals []int64
+			max  int64
+		}
+		var cats []cat
+		for k, name := range s.Categories {
+			if len(s.ByCategory[k]) != n {
+				continue
+			}
+			cc := cat{name: name, vals: s.ByCategory[k]}
+			for _, v := range cc.vals {
+				cc.max = max(cc.max, v)
+			}
+			if cc.max > 0 {
+				cats = append(cats, cc)
+			}
+		}
+		sort.SliceStable(cats, func(i, j int) bool { return cats[i].max > cats[j].max })
+		var other []float64
+		for k, cc := range cats {
+			if k >= maxTimelineStacks-1 && len(cats) > maxTimelineStacks {
+				if other == nil {
+					other = make([]float64, n)
+				}
+				for i, v := range cc.vals {
+					other[i] += float64(v)
+				}
+				continue
+			}
+			c.Stacked = append(c.Stacked, plots.Series{Name: cc.name, Values: toFloats(cc.vals), Color: plots.CategoryColor(cc.name)})
+		}
+		if other != nil {
+			c.Stacked = append(c.Stacked, plots.Series{Name: fmt.Sprintf("other (%d categories)", len(cats)-(maxTimelineStacks-1)), Values: other, Color: color.RGBA{0xbd, 0xbd, 0xbd, 0xff}})
+		}
+	}
+	if len(s.Allocated) == n {
+		c.Lines = append(c.Lines, plots.Series{Name: "allocated", Values: toFloats(s.Allocated), Color: color.Black})
+	}
+	if len(s.Reserved) == n {
+		c.Lines = append(c.Lines, plots.Series{Name: "reserved", Values: toFloats(s.Reserved), Color: plots.ColorReserved})
+	}
+
+	// Mark the report's peak when it is on this device (the point at or just before its event), else the
+	// highest allocated point of the downsampled series.
+	if peak != nil && peak.Device == s.Device {
+		at := sort.SearchInts(s.Index, peak.EventIndex+1) - 1
+		if at >= 0 {
+			c.PeakIndex, c.PeakValue = at, float64(peak.Bytes)
+		}
+	}
+	if c.PeakIndex < 0 && len(s.Allocated) == n {
+		for i, v := range s.Allocated {
+			if c.PeakIndex < 0 || float64(v) > c.PeakValue {
+				c.PeakIndex, c.PeakValue = i, float64(v)
+			}
+		}
+	}
+	if c.PeakIndex >= 0 {
+		c.PeakLabel = "peak " + HumanBytes(int64(c.PeakValue))
+	}
+	return c
+}
+
+func toFloats(xs []int64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// ranksChart compares inputs: reserved, allocated and (when traced) peak bytes, with the median reserved line.
+func ranksChart(c *analyze.Cross) chartJob {
+	title := fmt.Sprintf("Across %d inputs: reserved, allocated and peak memory", len(c.Rows))
+	return chartJob{input: -1, file: PlotFile{Path: ChartRanks, Title: title}, draw: func(p string) error {
+		gc := plots.GroupedBarChart{Title: title, Reference: float64(c.MedianReservedBytes), ReferenceLabel: "median reserved"}
+		res := plots.Series{Name: "reserved", Color: plots.ColorReserved}
+		alloc := plots.Series{Name: "allocated", Color: plots.ColorAllocated}
+		peak := plots.Series{Name: "peak (trace)", Color: plots.ColorPeak}
+		hasPeak := false
+		for _, r := range c.Rows {
+			gc.Groups = append(gc.Groups, crossLabel(r))
+			res.Values = append(res.Values, float64(r.ReservedBytes))
+			alloc.Values = append(alloc.Values, float64(r.AllocatedBytes))
+			peak.Values = append(peak.Values, float64(r.PeakBytes))
+			hasPeak = hasPeak || r.PeakBytes > 0
+		}
+		gc.Series = []plots.Series{res, alloc}
+		if hasPeak {
+			gc.Series = append(gc.Series, peak)
+		}
+		return plots.GroupedBars(p, gc)
+	}}
+}
+
+// crossLabel is the short name of a row: "rank 3", "it 2 r 3", or the input name.
+func crossLabel(r analyze.CrossRow) string {
+	switch {
+	case r.Rank >= 0 && r.Iteration >= 0:
+		return fmt.Sprintf("it%d r%d", r.Iteration, r.Rank)
+	case r.Rank >= 0:
+		return "rank " + strconv.Itoa(r.Rank)
+	case r.Iteration >= 0:
+		return "iter " + strconv.Itoa(r.Iteration)
+	}
+	name := InputName(r.File)
+	if len([]rune(name)) > 24 {
+		name = string([]rune(name)[:23]) + "…" // the start of a file name tells inputs apart best
+	}
+	return name
+}
+
+// tracerRanksChart compares tracer inputs, which have a peak and listed bytes but no allocator totals.
+func tracerRanksChart(c *analyze.TracerCross) chartJob {
+	title := fmt.Sprintf("Across %d tracer inputs: peak and listed tensor memory", len(c.Ranks))
+	return chartJob{input: -1, file: PlotFile{Path: ChartRanks, Title: title}, draw: func(p string) error {
+		gc := plots.GroupedBarChart{Title: title, Reference: float64(c.MedianPeakBytes), ReferenceLabel: "median peak"}
+		peak := plots.Series{Name: "peak", Color: plots.ColorPeak}
+		listed := plots.Series{Name: "listed tensors", Color: plots.ColorAllocated}
+		for _, r := range c.Ranks {
+			gc.Groups = append(gc.Groups, crossLabel(analyze.CrossRow{File: r.File, Rank: r.Rank, Iteration: -1}))
+			peak.Values = append(peak.Values, float64(r.PeakBytes))
+			listed.Values = append(listed.Values, float64(r.ListedBytes))
+		}
+		gc.Series = []plots.Series{peak, listed}
+		return plots.GroupedBars(p, gc)
+	}}
+}
+
+func tracerPrimary(r *analyze.Report) *analyze.TracerDeviceView {
+	if r.Tracer == nil {
+		return nil
+	}
+	return r.Tracer.Primary()
+}

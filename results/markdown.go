@@ -1,0 +1,347 @@
+package results
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+)
+
+// PlotFile is one chart written into the run directory.
+type PlotFile struct {
+	Path  string // relative to the run directory, slash-separated
+	Title string
+}
+
+// MarkdownOptions tune the Markdown findings.
+type MarkdownOptions struct {
+	// Top limits the allocations listed per input (default 10; the text report has the long list).
+	Top int
+	// InputPlots holds the charts of each input, indexed like run.Inputs; CrossPlots those of the whole run.
+	// Nil when rendering for stdout, where relative image links would dangle.
+	InputPlots [][]PlotFile
+	CrossPlots []PlotFile
+}
+
+// WriteMarkdown renders run as README.md findings (and stdout with --format md): the key numbers, the
+// recommendations with their evidence, the main tables, and the charts embedded by relative link.
+func WriteMarkdown(w io.Writer, run *analyze.Run, opts MarkdownOptions) error {
+	bw := bufio.NewWriter(w)
+	m := &mdWriter{w: bw, opts: opts}
+	if m.opts.Top <= 0 {
+		m.opts.Top = 10
+	}
+	m.run(run)
+	return bw.Flush()
+}
+
+type mdWriter struct {
+	w    io.Writer
+	opts MarkdownOptions
+}
+
+func (m *mdWriter) printf(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
+
+func (m *mdWriter) run(run *analyze.Run) {
+	m.printf("# memscan findings\n\n")
+	tool := run.Tool
+	if tool == "" {
+		tool = "memscan"
+	}
+	m.printf("Written by %s. %d input(s) analyzed", tool, len(run.Inputs))
+	if len(run.Failures) > 0 {
+		m.printf(", %d failed", len(run.Failures))
+	}
+	m.printf(". The full text report is `analysis_report.txt`; machine-readable numbers are in `summary.json` " +
+		"(integer bytes) and `report.msgpack` (the whole report, readable back by memscan).\n")
+
+	if run.Cross != nil {
+		m.cross(run)
+	}
+	if m.opts.InputPlots != nil {
+		charted := 0
+		for _, ps := range m.opts.InputPlots {
+			if len(ps) > 0 {
+				charted++
+			}
+		}
+		if charted < len(run.Inputs) && len(run.Inputs) > 1 {
+			m.printf("\nCharts were drawn for %d of the %d inputs (the outliers and the largest); every input is in the tables.\n", charted, len(run.Inputs))
+		}
+	}
+	for i, r := range run.Inputs {
+		var plots []PlotFile
+		if i < len(m.opts.InputPlots) {
+			plots = m.opts.InputPlots[i]
+		}
+		m.report(r, plots, len(run.Inputs) > 1)
+	}
+	if len(run.Failures) > 0 {
+		m.printf("\n## Inputs that could not be analyzed\n\n")
+		for _, f := range run.Failures {
+			m.printf("- `%s`: %s\n", mdCode(f.File), mdText(f.Error))
+		}
+	}
+}
+
+func (m *mdWriter) report(r *analyze.Report, plots []PlotFile, several bool) {
+	level := "##"
+	if several {
+		level = "###"
+	}
+	m.printf("\n%s `%s`\n\n", level, mdCode(r.File))
+	format := r.Format
+	if r.TorchFormat != "" {
+		format += ", torch " + r.TorchFormat
+	}
+	m.printf("Format %s", format)
+	if len(r.Devices) > 0 {
+		m.printf("; device(s) %s", intList(r.Devices))
+	}
+	if r.Rank >= 0 {
+		m.printf("; rank %d", r.Rank)
+	}
+	if r.Iteration >= 0 {
+		m.printf("; iteration %d", r.Iteration)
+	}
+	m.printf(".\n\n")
+
+	m.printf("**Findings**\n\n")
+	for _, f := range findings(r) {
+		m.printf("- %s\n", f)
+	}
+
+	if r.Tracer == nil && r.MemoryTimeline == nil && r.Log == nil || r.ReservedBytes > 0 {
+		m.totals(r)
+	}
+
+	if len(r.Recommendations) > 0 {
+		m.printf("\n**Recommendations**\n\n")
+		m.recommendations(r.Recommendations)
+	}
+	m.tables(r)
+
+	if len(plots) > 0 {
+		m.printf("\n**Charts**\n\n")
+		for _, p := range plots {
+			m.printf("![%s](%s)\n\n", mdText(p.Title), mdLink(p.Path))
+		}
+	}
+}
+
+func (m *mdWriter) totals(r *analyze.Report) {
+	m.printf("\n| measure | size | bytes |\n|---|---:|---:|\n")
+	for _, row := range []struct {
+		name string
+		v    int64
+	}{
+		{"reserved", r.ReservedBytes},
+		{"allocated", r.AllocatedBytes},
+		{"requested", r.RequestedBytes},
+		{"internal free", r.InternalFreeBytes},
+		{"external free", r.ExternalFreeBytes},
+		{"largest free block", r.LargestFreeBlockBytes},
+	} {
+		m.printf("| %s | %s | %s |\n", row.name, HumanBytes(row.v), strconv.FormatInt(row.v, 10))
+	}
+}
+
+func (m *mdWriter) recommendations(recs []analyze.Recommendation) {
+	for _, rec := range recs {
+		m.printf("- **%s** (%s, `%s`): %s. Evidence: %s (measured %s, threshold %s).\n",
+			mdText(rec.Title), mdText(rec.Severity), rec.ID, mdText(strings.TrimSuffix(rec.Advice, ".")), mdText(rec.Evidence),
+			formatFloat(rec.Value), formatFloat(rec.Threshold))
+	}
+}
+
+// tables are the main per-input tables: categories, top allocations, the live set at the peak, OOMs, warnings.
+func (m *mdWriter) tables(r *analyze.Report) {
+	if len(r.Categories) > 0 {
+		var sum int64
+		for _, c := range r.Categories {
+			sum += c.Bytes
+		}
+		m.printf("\n**Memory by category**\n\n| category | size | share | count |\n|---|---:|---:|---:|\n")
+		for _, c := range r.Categories {
+			m.printf("| %s | %s | %s | %d |\n", mdCell(c.Name), HumanBytes(c.Bytes), Percent(c.Bytes, sum), c.Count)
+		}
+	}
+
+	if len(r.Top) > 0 {
+		n := limit(len(r.Top), m.opts.Top)
+		m.printf("\n**Top %d allocations**\n\n| # | size | category | site |\n|---:|---:|---|---|\n", n)
+		for i, a := range r.Top[:n] {
+			m.printf("| %d | %s | %s | `%s` |\n", i+1, HumanBytes(a.Size), mdCell(a.Category), mdCell(mdCode(orDash(a.Site))))
+		}
+	}
+
+	if p := r.Peak; p != nil && len(p.Categories) > 0 {
+		m.printf("\n**Live at the peak** (%s on device %d, event %d)\n\n| category | size | share |\n|---|---:|---:|\n",
+			HumanBytes(p.Bytes), p.Device, p.EventIndex)
+		for _, c := range p.Categories {
+			m.printf("| %s | %s | %s |\n", mdCell(c.Name), HumanBytes(c.Bytes), Percent(c.Bytes, p.Bytes))
+		}
+	}
+
+	if len(r.OOMs) > 0 {
+		m.printf("\n**Out-of-memory events**\n\n| device | event | requested | device free | site |\n|---:|---:|---:|---:|---|\n")
+		for _, o := range r.OOMs {
+			m.printf("| %d | %d | %s | %s | `%s` |\n", o.Device, o.EventIndex, HumanBytes(o.RequestedBytes), HumanBytes(o.DeviceFreeBytes), mdCell(mdCode(orDash(o.Site))))
+		}
+	}
+
+	if len(r.Warnings) > 0 {
+		m.printf("\n**Warnings**\n\n")
+		for _, w := range r.Warnings {
+			m.printf("- %s\n", mdText(w))
+		}
+	}
+}
+
+// findings are the few sentences a reader needs first, each with its number.
+func findings(r *analyze.Report) []string {
+	var out []string
+	if r.Tracer == nil && r.MemoryTimeline == nil && r.Log == nil || r.ReservedBytes > 0 {
+		out = allocatorFindings(r)
+	}
+	if v := r.Tracer; v != nil {
+		if p := v.Primary(); p != nil {
+			out = append(out, fmt.Sprintf("The tracer recorded a peak of **%s** on %s; the listed tensors account for %s (%s), %s is not attributable.",
+				HumanBytes(p.PeakBytes), mdText(p.Device), HumanBytes(p.ListedBytes), Percent(p.ListedBytes, p.PeakBytes), HumanBytes(p.GapBytes)))
+			if len(p.Phases) > 0 {
+				ph := p.Phases[0]
+				out = append(out, fmt.Sprintf("Phase **%s** holds the most: %s (%.1f %% of listed).", mdText(ph.Name), HumanBytes(ph.Bytes), ph.SharePct))
+			}
+			if len(p.Modules) > 0 {
+				m := p.Modules[0]
+				out = append(out, fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed, %d modules merged).", mdCode(m.Pattern), HumanBytes(m.Bytes), m.SharePct, m.MergedModules))
+			}
+		}
+	}
+	if v := r.MemoryTimeline; v != nil {
+		s := fmt.Sprintf("The profiler timeline peaks at **%s**", HumanBytes(v.PeakBytes))
+		if v.PeakTimeUS != 0 {
+			s += fmt.Sprintf(", %.3f s after the start", float64(v.PeakTimeUS-v.StartUS)/1e6)
+		}
+		if len(v.PeakComposition) > 0 {
+			c := v.PeakComposition[0]
+			s += fmt.Sprintf("; %s holds %s of it", mdText(c.Name), Percent(c.Bytes, v.PeakBytes))
+		}
+		out = append(out, s+".")
+	}
+	if v := r.Log; v != nil {
+		s := fmt.Sprintf("The %s log has %d memory records; peak allocated **%s**, peak reserved %s", mdText(v.Dialect), v.Records,
+			bytesOrDash(v.PeakAllocatedBytes), bytesOrDash(v.PeakReservedBytes))
+		if v.PeakRank >= 0 {
+			s += fmt.Sprintf(" (rank %d)", v.PeakRank)
+		}
+		out = append(out, s+".")
+		if v.TheoryGapPct != nil {
+			out = append(out, fmt.Sprintf("The measured peak is %+.1f %% off the log's theoretical estimate.", *v.TheoryGapPct))
+		}
+	}
+	if n := len(r.Recommendations); n > 0 {
+		out = append(out, fmt.Sprintf("%d recommendation(s) below.", n))
+	}
+	return out
+}
+
+// allocatorFindings are the headline numbers of an allocator snapshot.
+func allocatorFindings(r *analyze.Report) []string {
+	var out []string
+	out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
+		HumanBytes(r.ReservedBytes), HumanBytes(r.RequestedBytes), r.EfficiencyPct))
+	if free := r.ExternalFreeBytes + r.InternalFreeBytes; free > 0 && r.ReservedBytes > 0 {
+		out = append(out, fmt.Sprintf("%s (%s of reserved) is cached but not in use: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
+			HumanBytes(free), Percent(free, r.ReservedBytes), HumanBytes(r.ExternalFreeBytes), HumanBytes(r.InternalFreeBytes), HumanBytes(r.LargestFreeBlockBytes)))
+	}
+	if len(r.Categories) > 0 {
+		var sum int64
+		for _, c := range r.Categories {
+			sum += c.Bytes
+		}
+		c := r.Categories[0]
+		for _, x := range r.Categories[1:] {
+			if x.Bytes > c.Bytes {
+				c = x
+			}
+		}
+		out = append(out, fmt.Sprintf("The largest category is **%s** with %s (%s of categorized memory, %d allocations).",
+			mdText(c.Name), HumanBytes(c.Bytes), Percent(c.Bytes, sum), c.Count))
+	}
+	if len(r.Top) > 0 {
+		a := r.Top[0]
+		out = append(out, fmt.Sprintf("The largest single allocation is %s (%s) from `%s`.", HumanBytes(a.Size), mdText(a.Category), mdCode(orDash(a.Site))))
+	}
+	if p := r.Peak; p != nil {
+		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", HumanBytes(p.Bytes), p.Device, p.EventIndex)
+		if p.TimeUS != 0 {
+			s += ", " + FormatTimeUS(p.TimeUS)
+		}
+		out = append(out, s+").")
+	}
+	if n := len(r.OOMs); n > 0 {
+		o := r.OOMs[0]
+		out = append(out, fmt.Sprintf("**%d out-of-memory event(s)**; the first asked for %s with %s free on device %d.",
+			n, HumanBytes(o.RequestedBytes), HumanBytes(o.DeviceFreeBytes), o.Device))
+	}
+	if n := len(r.LeakSuspects); n > 0 {
+		l := r.LeakSuspects[0]
+		out = append(out, fmt.Sprintf("%d site(s) only grew across %s; the first, `%s`, went from %s to %s.",
+			n, mdText(l.MarkerKind), mdCode(l.Site), HumanBytes(l.FirstBytes), HumanBytes(l.LastBytes)))
+	}
+	return out
+}
+
+func (m *mdWriter) cross(run *analyze.Run) {
+	c := run.Cross
+	m.printf("\n## Across inputs\n\n")
+	m.printf("Reserved memory: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
+		HumanBytes(c.MaxReservedBytes), HumanBytes(c.MedianReservedBytes), c.ImbalancePct, HumanBytes(c.MaxAllocatedBytes), HumanBytes(c.MedianAllocatedBytes))
+	if len(c.OutlierFiles) > 0 {
+		m.printf("\nOutliers:\n\n")
+		for _, f := range c.OutlierFiles {
+			m.printf("- `%s`\n", mdCode(f))
+		}
+	}
+	m.printf("\n| file | rank | iteration | reserved | allocated | peak | efficiency |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range c.Rows {
+		peak := "-"
+		if r.PeakBytes > 0 {
+			peak = HumanBytes(r.PeakBytes)
+		}
+		m.printf("| `%s` | %s | %s | %s | %s | %s | %.2f %% |\n", mdCell(mdCode(r.File)), intOrDash(r.Rank), intOrDash(r.Iteration),
+			HumanBytes(r.ReservedBytes), HumanBytes(r.AllocatedBytes), peak, r.EfficiencyPct)
+	}
+	if len(c.Recommendations) > 0 {
+		m.printf("\n**Recommendations across inputs**\n\n")
+		m.recommendations(c.Recommendations)
+	}
+	for _, p := range m.opts.CrossPlots {
+		m.printf("\n![%s](%s)\n", mdText(p.Title), mdLink(p.Path))
+	}
+}
+
+// mdText escapes the characters that would start Markdown markup inside running text.
+func mdText(s string) string {
+	r := strings.NewReplacer("\\", "\\\\", "*", "\\*", "`", "\\`", "[", "\\[", "]", "\\]", "<", "&lt;", ">", "&gt;", "|", "\\|", "\n", " ")
+	return r.Replace(s)
+}
+
+// mdCode makes s safe inside a single-backtick code span.
+func mdCode(s string) string {
+	return strings.NewReplacer("`", "'", "\n", " ").Replace(s)
+}
+
+// mdCell escapes the table separator, which even code spans do not protect.
+func mdCell(s string) string {
+	return strings.ReplaceAll(s, "|", "\\|")
+}
+
+// mdLink escapes what would end or break a relative link target.
+func mdLink(p string) string {
+	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(p)
+}

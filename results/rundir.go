@@ -1,0 +1,287 @@
+// Package results writes memscan's run directories: a timestamped folder per run, the `latest` symlink, and the
+// renderers of one analyze.Run (text report, Markdown findings, summary.json, report.msgpack and the PNG charts).
+package results
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxRunDirSuffix bounds the collision loop; reaching it means something else keeps creating these names.
+const maxRunDirSuffix = 10000
+
+// TimestampLayout is the time prefix of run directory names.
+const TimestampLayout = "20060102_150405"
+
+// NewRunDir creates <root>/<YYYYMMDD_HHMMSS>_<name>/ and returns its path. It never reuses an existing
+// directory: os.Mkdir is the exclusive create, and on collision (two runs in the same second, in this process or
+// another) it tries _2, _3, ... so concurrent runs always get distinct directories.
+func NewRunDir(root, name string, now time.Time) (string, error) {
+	name = SanitizeName(name)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("creating results root: %w", err)
+	}
+	base := filepath.Join(root, now.Format(TimestampLayout)+"_"+name)
+	for i := 1; i <= maxRunDirSuffix; i++ {
+		dir := base
+		if i > 1 {
+			dir = base + "_" + strconv.Itoa(i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("creating run directory: %w", err)
+		}
+	}
+	return "", fmt.Errorf("creating run directory %s: %d names already taken", base, maxRunDirSuffix)
+}
+
+// LatestName is the name of the symlink in the results root that points at the most recent run.
+const LatestName = "latest"
+
+// UpdateLatest points <root>/latest at dir, replacing any previous link atomically: the new link is created under
+// a temporary name and renamed over the old one, so readers never see a missing or half-made link. The link
+// target is relative, so the results root can be moved or copied.
+func UpdateLatest(root, dir string) error {
+	latest := filepath.Join(root, LatestName)
+	if fi, err := os.Lstat(latest); err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+		return fmt.Errorf("updating %s: it exists and is not a symlink; not replacing it", latest)
+	}
+	target, err := filepath.Rel(root, dir)
+	if err != nil {
+		return fmt.Errorf("updating %s: %w", latest, err)
+	}
+	pid := os.Getpid()
+	for i := 0; i < maxRunDirSuffix; i++ {
+		tmp := filepath.Join(root, fmt.Sprintf(".%s.tmp-%d-%d", LatestName, pid, i))
+		err := os.Symlink(target, tmp)
+		if errors.Is(err, fs.ErrExist) {
+			continue // another goroutine of this process holds this temporary name
+		}
+		if err != nil {
+			return fmt.Errorf("updating %s: %w", latest, err)
+		}
+		if err := os.Rename(tmp, latest); err != nil {
+			os.Remove(tmp)
+			return fmt.Errorf("updating %s: %w", latest, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("updating %s: no free temporary name", latest)
+}
+
+// maxNameLen keeps run directory names well below file-system limits.
+const maxNameLen = 80
+
+// SanitizeName keeps [A-Za-z0-9._-], turns every other run of characters into one '_', trims separators from
+// both ends and bounds the length. An empty result becomes "run".
+func SanitizeName(name string) string {
+	var b strings.Builder
+	lastUnderscore := false
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'
+		if !ok {
+			if !lastUnderscore {
+				b.WriteByte('_')
+				lastUnderscore = true
+			}
+			continue
+		}
+		b.WriteRune(r)
+		lastUnderscore = r == '_'
+	}
+	s := strings.Trim(b.String(), "._-")
+	if len(s) > maxNameLen {
+		s = strings.TrimRight(s[:maxNameLen], "._-")
+	}
+	if s == "" || s == "latest" {
+		return "run"
+	}
+	return s
+}
+
+// PathInfo is what an input path says about where it came from.
+type PathInfo struct {
+	// Kind is "iter" for iteration_N directories, "step" for step_NNN directories, "" when neither.
+	Kind string
+	// Iteration is the iteration or step number, -1 when unknown.
+	Iteration int
+	// Rank is the rank, -1 when unknown.
+	Rank int
+}
+
+var (
+	iterDirRE  = regexp.MustCompile(`^iteration_?(\d+)$`)
+	stepDirRE  = regexp.MustCompile(`^step_?(\d+)$`)
+	rankFileRE = regexp.MustCompile(`(?:^|[^A-Za-z])rank_?(\d+)`)
+	// torchtitan's newer layout: step_000000000010/000007_step_10.pickle (rank first, then the step).
+	stepFileRE = regexp.MustCompile(`^(\d+)_step_?(\d+)`)
+)
+
+// ParsePath reads rank and iteration from the two torchtitan layouts, iteration_N/rankR_memory_snapshot.pickle
+// and step_NNNNNNNNNNNN/RRRRRR_step_N.pickle, and from a bare rankR in the file name.
+func ParsePath(path string) PathInfo {
+	info := PathInfo{Iteration: -1, Rank: -1}
+	slashed := filepath.ToSlash(path)
+	file := slashed[strings.LastIndexByte(slashed, '/')+1:]
+	parent := ""
+	if dir := slashed[:max(strings.LastIndexByte(slashed, '/'), 0)]; dir != "" {
+		parent = dir[strings.LastIndexByte(dir, '/')+1:]
+	}
+	if m := iterDirRE.FindStringSubmatch(parent); m != nil {
+		info.Kind, info.Iteration = "iter", atoi(m[1])
+	} else if m := stepDirRE.FindStringSubmatch(parent); m != nil {
+		info.Kind, info.Iteration = "step", atoi(m[1])
+	}
+	if m := stepFileRE.FindStringSubmatch(file); m != nil {
+		info.Rank = atoi(m[1])
+		if info.Kind == "" {
+			info.Kind, info.Iteration = "step", atoi(m[2])
+		}
+	} else if m := rankFileRE.FindStringSubmatch(file); m != nil {
+		info.Rank = atoi(m[1])
+	}
+	return info
+}
+
+// atoi parses a digit string that the regexps above matched; absurdly long numbers saturate instead of failing.
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return int(^uint(0) >> 1)
+	}
+	return n
+}
+
+// Stem is the file name without directory and without its extensions (.pickle, .json.gz, ...).
+func Stem(path string) string {
+	base := filepath.Base(path)
+	for {
+		ext := filepath.Ext(base)
+		if ext == "" || ext == base || !isKnownExt(ext) {
+			return base
+		}
+		base = strings.TrimSuffix(base, ext)
+	}
+}
+
+func isKnownExt(ext string) bool {
+	switch strings.ToLower(ext) {
+	case ".pickle", ".pkl", ".pt", ".json", ".gz", ".log", ".txt", ".msgpack", ".html":
+		return true
+	}
+	return false
+}
+
+// InputName is the short label of one input: iter1_rank0, step10_rank7, rank3, or the file stem.
+func InputName(path string) string {
+	info := ParsePath(path)
+	var parts []string
+	if info.Iteration >= 0 {
+		parts = append(parts, info.Kind+strconv.Itoa(info.Iteration))
+	}
+	if info.Rank >= 0 {
+		parts = append(parts, "rank"+strconv.Itoa(info.Rank))
+	}
+	if len(parts) == 0 {
+		return SanitizeName(Stem(path))
+	}
+	return SanitizeName(strings.Join(parts, "_"))
+}
+
+// RunName derives a run name from the input paths: InputName for one input; for several inputs from the same
+// layout a summary such as iter1_8ranks, iter1-5_rank0 or step10-20_4ranks; otherwise the common prefix of the
+// file stems (or of nothing) followed by the number of inputs, e.g. snapshot_3inputs.
+func RunName(paths []string) string {
+	switch len(paths) {
+	case 0:
+		return "run"
+	case 1:
+		return InputName(paths[0])
+	}
+	kinds := map[string]bool{}
+	iters := map[int]bool{}
+	ranks := map[int]bool{}
+	parsed := true
+	for _, p := range paths {
+		info := ParsePath(p)
+		if info.Rank < 0 && info.Iteration < 0 {
+			parsed = false
+			break
+		}
+		kinds[info.Kind] = true
+		iters[info.Iteration] = true
+		ranks[info.Rank] = true
+	}
+	if parsed && len(kinds) == 1 {
+		var parts []string
+		var kind string
+		for k := range kinds {
+			kind = k
+		}
+		if !iters[-1] || len(iters) > 1 {
+			parts = append(parts, kind+intSetLabel(iters))
+		}
+		if len(ranks) == 1 {
+			if !ranks[-1] {
+				parts = append(parts, "rank"+intSetLabel(ranks))
+			}
+		} else {
+			parts = append(parts, strconv.Itoa(len(ranks))+"ranks")
+		}
+		if len(parts) > 0 {
+			return SanitizeName(strings.Join(parts, "_"))
+		}
+	}
+	prefix := Stem(paths[0])
+	for _, p := range paths[1:] {
+		prefix = commonPrefix(prefix, Stem(p))
+	}
+	if prefix = strings.Trim(prefix, "._- "); prefix != "" {
+		prefix = strings.TrimRight(SanitizeName(prefix), "._-")
+	}
+	if len(prefix) < 3 {
+		prefix = ""
+	} else {
+		prefix += "_"
+	}
+	return SanitizeName(prefix + strconv.Itoa(len(paths)) + "inputs")
+}
+
+// intSetLabel renders a set of numbers as "5" or "1-5" (min-max); -1 (unknown) is ignored.
+func intSetLabel(set map[int]bool) string {
+	var xs []int
+	for x := range set {
+		if x >= 0 {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) == 0 {
+		return ""
+	}
+	sort.Ints(xs)
+	if len(xs) == 1 {
+		return strconv.Itoa(xs[0])
+	}
+	return strconv.Itoa(xs[0]) + "-" + strconv.Itoa(xs[len(xs)-1])
+}
+
+func commonPrefix(a, b string) string {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return a[:i]
+		}
+	}
+	return a[:n]
+}

@@ -1,0 +1,339 @@
+package results
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+)
+
+// TextOptions tune the text report.
+type TextOptions struct {
+	// Top limits the allocations and sites listed per input; 0 lists all that the report holds.
+	Top int
+}
+
+// maxSiteWidth keeps table rows readable; the full site is in summary.json.
+const maxSiteWidth = 90
+
+// WriteText renders run as the plain-text report (analysis_report.txt, and stdout with --format text).
+func WriteText(w io.Writer, run *analyze.Run, opts TextOptions) error {
+	bw := bufio.NewWriter(w)
+	tw := &textWriter{w: bw, opts: opts}
+	tw.run(run)
+	return bw.Flush()
+}
+
+type textWriter struct {
+	w    io.Writer
+	opts TextOptions
+}
+
+func (t *textWriter) printf(format string, args ...any) { fmt.Fprintf(t.w, format, args...) }
+
+func (t *textWriter) section(title string) {
+	t.printf("\n%s\n%s\n", title, strings.Repeat("-", len([]rune(title))))
+}
+
+func (t *textWriter) run(run *analyze.Run) {
+	title := "memscan memory analysis"
+	if run.Tool != "" {
+		title += " (" + run.Tool + ")"
+	}
+	t.printf("%s\n%s\n", title, strings.Repeat("=", len([]rune(title))))
+	t.printf("inputs analyzed: %d", len(run.Inputs))
+	if len(run.Failures) > 0 {
+		t.printf(", failed: %d", len(run.Failures))
+	}
+	t.printf("\n")
+	for i, r := range run.Inputs {
+		t.printf("\n\n")
+		head := fmt.Sprintf("Input %d of %d: %s", i+1, len(run.Inputs), r.File)
+		t.printf("%s\n%s\n", head, strings.Repeat("=", len([]rune(head))))
+		t.report(r)
+	}
+	if run.Cross != nil {
+		t.printf("\n\n")
+		head := "Across inputs"
+		t.printf("%s\n%s\n", head, strings.Repeat("=", len(head)))
+		t.cross(run.Cross)
+	}
+	if len(run.Failures) > 0 {
+		t.printf("\n\n")
+		head := "Inputs that could not be analyzed"
+		t.printf("%s\n%s\n", head, strings.Repeat("=", len(head)))
+		for _, f := range run.Failures {
+			t.printf("  %s: %s\n", f.File, f.Error)
+		}
+	}
+}
+
+func (t *textWriter) report(r *analyze.Report) {
+	format := r.Format
+	if r.TorchFormat != "" {
+		format += " (torch " + r.TorchFormat + ")"
+	}
+	t.printf("  format:     %s\n", format)
+	t.printf("  devices:    %s\n", intList(r.Devices))
+	if r.Rank >= 0 {
+		t.printf("  rank:       %d\n", r.Rank)
+	}
+	if r.Iteration >= 0 {
+		t.printf("  iteration:  %d\n", r.Iteration)
+	}
+	// Allocator sections apply to snapshots; tracer, timeline and log inputs have their own sections below.
+	allocator := r.Tracer == nil && r.MemoryTimeline == nil && r.Log == nil || r.ReservedBytes > 0
+	if allocator {
+		t.printf("  segments:   %d   blocks: %d\n", r.Segments, r.Blocks)
+		t.traceActions(r)
+		t.section("Totals")
+		t.totals(r.Totals)
+	}
+
+	t.groups("Per device", "device", r.PerDevice)
+	t.groups("Per stream", "stream", r.PerStream)
+	t.groups("Per pool", "pool", r.PerPool)
+	t.groups("Per segment type", "type", r.PerSegmentType)
+
+	if len(r.Categories) > 0 {
+		t.section("Categories (active allocated memory by what allocated it)")
+		var sum int64
+		for _, c := range r.Categories {
+			sum += c.Bytes
+		}
+		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share", "count")
+		for _, c := range r.Categories {
+			tb.add(c.Name, HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, sum), strconv.Itoa(c.Count))
+		}
+		tb.write(t.w, 2)
+	}
+
+	if len(r.Top) > 0 {
+		top := limit(len(r.Top), t.opts.Top)
+		t.section(fmt.Sprintf("Top %d allocations", top))
+		tb := newTable([]align{alignRight, alignRight, alignRight, alignLeft, alignLeft, alignLeft}, "#", "size", "requested", "category", "state", "site")
+		for i, a := range r.Top[:top] {
+			tb.add(strconv.Itoa(i+1), HumanBytes(a.Size), GroupDigits(a.RequestedSize), a.Category, a.State, truncate(orDash(a.Site), maxSiteWidth))
+		}
+		tb.write(t.w, 2)
+	}
+
+	if len(r.Sites) > 0 {
+		n := limit(len(r.Sites), t.opts.Top)
+		t.section(fmt.Sprintf("Top %d allocation sites", n))
+		tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft}, "size", "count", "category", "site")
+		for _, s := range r.Sites[:n] {
+			tb.add(HumanBytes(s.Bytes), strconv.Itoa(s.Count), s.Category, truncate(orDash(s.Site), maxSiteWidth))
+		}
+		tb.write(t.w, 2)
+	}
+
+	if allocator {
+		t.fragmentation(r.Fragmentation)
+	}
+
+	t.histogram("Size distribution of active allocations", r.ActiveSizes)
+	t.histogram("Size distribution of cached free blocks", r.FreeSizes)
+
+	if r.Peak != nil {
+		p := r.Peak
+		t.section("Peak (from the allocator trace)")
+		t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", HumanBytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
+		if p.TimeUS != 0 {
+			t.printf(", %s", FormatTimeUS(p.TimeUS))
+		}
+		t.printf("\n")
+		if len(p.Categories) > 0 {
+			t.printf("\n  live set at the peak by category:\n")
+			tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share", "count")
+			for _, c := range p.Categories {
+				tb.add(c.Name, HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, p.Bytes), strconv.Itoa(c.Count))
+			}
+			tb.write(t.w, 4)
+		}
+		if len(p.Sites) > 0 {
+			n := limit(len(p.Sites), t.opts.Top)
+			t.printf("\n  live set at the peak by site (top %d):\n", n)
+			tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft}, "size", "count", "category", "site")
+			for _, s := range p.Sites[:n] {
+				tb.add(HumanBytes(s.Bytes), strconv.Itoa(s.Count), s.Category, truncate(orDash(s.Site), maxSiteWidth))
+			}
+			tb.write(t.w, 4)
+		}
+	}
+
+	t.devicePeaks(r)
+
+	if len(r.OOMs) > 0 {
+		t.section(fmt.Sprintf("Out-of-memory events (%d)", len(r.OOMs)))
+		tb := newTable([]align{alignRight, alignRight, alignLeft, alignRight, alignRight, alignRight, alignRight, alignLeft},
+			"device", "event", "time", "requested", "device free", "allocated", "reserved", "site")
+		for _, o := range r.OOMs {
+			when := "-"
+			if o.TimeUS != 0 {
+				when = FormatTimeUS(o.TimeUS)
+			}
+			tb.add(strconv.Itoa(o.Device), strconv.Itoa(o.EventIndex), when, HumanBytes(o.RequestedBytes), HumanBytes(o.DeviceFreeBytes),
+				HumanBytes(o.AllocatedBytes), HumanBytes(o.ReservedBytes), truncate(orDash(o.Site), maxSiteWidth))
+		}
+		tb.write(t.w, 2)
+	}
+
+	t.leakSuspects(r)
+	t.tracer(r)
+	t.memoryTimeline(r)
+	t.trainingLog(r)
+	t.recommendations("Recommendations", r.Recommendations, true)
+
+	if len(r.Warnings) > 0 {
+		t.section("Warnings")
+		for _, w := range r.Warnings {
+			t.printf("  - %s\n", w)
+		}
+	}
+}
+
+func (t *textWriter) fragmentation(f analyze.Fragmentation) {
+	t.section("Fragmentation")
+	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
+	kv.add("internal waste (rounding inside allocated blocks)", HumanBytes(f.InternalWasteBytes), GroupDigits(f.InternalWasteBytes))
+	kv.add("cached free (inactive blocks held by the allocator)", HumanBytes(f.CachedFreeBytes), GroupDigits(f.CachedFreeBytes))
+	kv.add(fmt.Sprintf("segments at least %.0f %% free: %d", f.MostlyFreeThreshold*100, f.MostlyFreeSegments), HumanBytes(f.MostlyFreeSegmentsBytes), GroupDigits(f.MostlyFreeSegmentsBytes))
+	kv.add(fmt.Sprintf("free blocks of 100 MB or more: %d", f.LargeFreeBlocks), HumanBytes(f.LargeFreeBlocksBytes), GroupDigits(f.LargeFreeBlocksBytes))
+	kv.write(t.w, 2)
+	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
+}
+
+func (t *textWriter) totals(x analyze.Totals) {
+	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "measure", "size", "bytes", "of reserved")
+	row := func(name string, v int64) {
+		tb.add(name, HumanBytes(v), GroupDigits(v), Percent(v, x.ReservedBytes))
+	}
+	row("reserved (segments)", x.ReservedBytes)
+	row("allocated (active_allocated blocks)", x.AllocatedBytes)
+	row("requested (what tensors asked for)", x.RequestedBytes)
+	row("active (allocated + pending free)", x.ActiveBytes)
+	row("inactive (cached free)", x.InactiveBytes)
+	row("internal free (rounding)", x.InternalFreeBytes)
+	row("external free (not allocated)", x.ExternalFreeBytes)
+	row("largest free block", x.LargestFreeBlockBytes)
+	tb.write(t.w, 2)
+	t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
+}
+
+func (t *textWriter) groups(title, keyName string, gs []analyze.GroupTotals) {
+	if len(gs) == 0 {
+		return
+	}
+	t.section(title)
+	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight},
+		keyName, "reserved", "allocated", "requested", "internal free", "external free", "efficiency", "segments")
+	for _, g := range gs {
+		tb.add(g.Key, HumanBytes(g.ReservedBytes), HumanBytes(g.AllocatedBytes), HumanBytes(g.RequestedBytes),
+			HumanBytes(g.InternalFreeBytes), HumanBytes(g.ExternalFreeBytes), fmt.Sprintf("%.2f %%", g.EfficiencyPct), strconv.Itoa(g.Segments))
+	}
+	tb.write(t.w, 2)
+}
+
+func (t *textWriter) histogram(title string, bs []analyze.SizeBucket) {
+	if len(bs) == 0 {
+		return
+	}
+	t.section(title)
+	var maxCount int
+	for _, b := range bs {
+		maxCount = max(maxCount, b.Count)
+	}
+	tb := newTable([]align{alignLeft, alignRight, alignRight, alignLeft}, "size range", "count", "total", "")
+	for _, b := range bs {
+		bar := ""
+		if maxCount > 0 {
+			bar = strings.Repeat("#", (b.Count*30+maxCount-1)/maxCount)
+		}
+		tb.add(BucketLabel(b), strconv.Itoa(b.Count), HumanBytes(b.Bytes), bar)
+	}
+	tb.write(t.w, 2)
+}
+
+func (t *textWriter) cross(c *analyze.Cross) {
+	t.section("Per input")
+	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight},
+		"file", "rank", "iteration", "reserved", "allocated", "peak", "efficiency")
+	for _, r := range c.Rows {
+		peak := "-"
+		if r.PeakBytes > 0 {
+			peak = HumanBytes(r.PeakBytes)
+		}
+		tb.add(truncate(r.File, 60), intOrDash(r.Rank), intOrDash(r.Iteration), HumanBytes(r.ReservedBytes), HumanBytes(r.AllocatedBytes), peak, fmt.Sprintf("%.2f %%", r.EfficiencyPct))
+	}
+	tb.write(t.w, 2)
+	t.section("Imbalance")
+	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
+	kv.add("max reserved", HumanBytes(c.MaxReservedBytes), GroupDigits(c.MaxReservedBytes))
+	kv.add("median reserved", HumanBytes(c.MedianReservedBytes), GroupDigits(c.MedianReservedBytes))
+	kv.add("max allocated", HumanBytes(c.MaxAllocatedBytes), GroupDigits(c.MaxAllocatedBytes))
+	kv.add("median allocated", HumanBytes(c.MedianAllocatedBytes), GroupDigits(c.MedianAllocatedBytes))
+	kv.write(t.w, 2)
+	t.printf("  imbalance: %.2f %% (max reserved / median reserved - 1)\n", c.ImbalancePct)
+	if len(c.OutlierFiles) > 0 {
+		t.printf("  outliers:\n")
+		for _, f := range c.OutlierFiles {
+			t.printf("    - %s\n", f)
+		}
+	}
+	t.tracerCross(c.Tracer)
+	t.recommendations("Recommendations across inputs", c.Recommendations, false)
+}
+
+// BucketLabel renders a histogram bucket as "1.0 MiB - 2.0 MiB".
+func BucketLabel(b analyze.SizeBucket) string {
+	if b.Hi <= 0 {
+		return HumanBytes(b.Lo) + " and up"
+	}
+	return HumanBytes(b.Lo) + " - " + HumanBytes(b.Hi)
+}
+
+func limit(n, top int) int {
+	if top > 0 && top < n {
+		return top
+	}
+	return n
+}
+
+func intList(xs []int) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func intOrDash(x int) string {
+	if x < 0 {
+		return "-"
+	}
+	return strconv.Itoa(x)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// formatFloat prints a measured value or threshold as an integer when it is one ("104857600") and otherwise with
+// at most two decimals ("12.5").
+func formatFloat(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+}

@@ -1,0 +1,105 @@
+package results
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/memscan/memscan/analyze"
+)
+
+// Files written into every run directory.
+const (
+	FileTextReport = "analysis_report.txt"
+	FileReadme     = "README.md"
+	FileSummary    = "summary.json"
+	FileMsgpack    = "report.msgpack"
+)
+
+// WriteOptions tune Write.
+type WriteOptions struct {
+	Top   int  // allocations listed in the text report; 0 lists all in the report
+	Plots bool // draw the PNG charts
+	Jobs  int  // charts drawn at once
+}
+
+// Written says what Write produced.
+type Written struct {
+	Files  []string // paths relative to the run directory, in write order
+	Charts ChartSet
+	// ChartErr lists charts that could not be drawn; the other files were still written.
+	ChartErr error
+}
+
+// Write renders run into dir (normally a fresh directory from NewRunDir): the charts first, so README.md can
+// embed exactly the ones that exist, then analysis_report.txt, README.md, summary.json and report.msgpack.
+func Write(ctx context.Context, dir string, run *analyze.Run, opts WriteOptions) (*Written, error) {
+	out := &Written{}
+	if opts.Plots {
+		set, err := WritePlots(ctx, dir, run, opts.Jobs)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return out, ctxErr
+		}
+		out.Charts, out.ChartErr = set, err
+		for _, fs := range set.Inputs {
+			for _, f := range fs {
+				out.Files = append(out.Files, f.Path)
+			}
+		}
+		for _, f := range set.Cross {
+			out.Files = append(out.Files, f.Path)
+		}
+	}
+	steps := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{FileTextReport, func(w io.Writer) error { return WriteText(w, run, TextOptions{Top: opts.Top}) }},
+		{FileReadme, func(w io.Writer) error {
+			return WriteMarkdown(w, run, MarkdownOptions{InputPlots: out.Charts.Inputs, CrossPlots: out.Charts.Cross})
+		}},
+		{FileSummary, func(w io.Writer) error { return WriteJSON(w, run) }},
+		{FileMsgpack, func(w io.Writer) error { return WriteMsgpack(w, run) }},
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if err := writeFile(filepath.Join(dir, s.name), s.write); err != nil {
+			return out, err
+		}
+		out.Files = append(out.Files, s.name)
+	}
+	return out, nil
+}
+
+// writeFile creates path and fills it through a buffer, reporting the first write or close error.
+func writeFile(path string, fill func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := fill(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func mkdirAll(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	return nil
+}

@@ -324,6 +324,7 @@ func (a *analysis) liveBlocks() error {
 		a.rep.Top = append(a.rep.Top, Allocation{
 			Size: b.Size, RequestedSize: b.RequestedSize, Address: b.Address, Device: seg.Device,
 			Stream: seg.Stream, State: b.State.String(), Category: d.Category, Site: siteName(d), Rule: d.Rule,
+			Frame: decidingFrame(d),
 		})
 	}
 	return nil
@@ -491,4 +492,12 @@ func (w *warnings) lines() []string {
 		}
 	}
 	return out
+}
+
+// decidingFrame is the frame that decided the category, recorded only when it is not already the site.
+func decidingFrame(d categorize.Decision) string {
+	if d.Frame == d.Site {
+		return ""
+	}
+	return d.Frame
 }

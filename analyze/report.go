@@ -117,6 +117,8 @@ type Allocation struct {
 	Category      string `json:"category" msgpack:"category"`
 	Site          string `json:"site" msgpack:"site"` // file:line:function of the deciding frame
 	Rule          string `json:"rule,omitempty" msgpack:"rule,omitempty"`
+	// Frame is the frame that decided the category (file:line:function) when it differs from Site.
+	Frame string `json:"frame,omitempty" msgpack:"frame,omitempty"`
 }
 
 // SiteStat is memory grouped by creation site.

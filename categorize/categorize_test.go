@@ -176,9 +176,9 @@ func TestDecideDefaults(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := r.Decide(tc.frames)
-			if d.Category != tc.category || d.Rule != tc.rule || d.Site != tc.site || d.Pass != tc.pass {
-				t.Errorf("Decide = {cat %q rule %q site %q pass %q reason %q}, want {cat %q rule %q site %q pass %q}",
-					d.Category, d.Rule, d.Site, d.Pass, d.Reason, tc.category, tc.rule, tc.site, tc.pass)
+			if d.Category != tc.category || d.Rule != tc.rule || d.Frame != tc.site || d.Pass != tc.pass {
+				t.Errorf("Decide = {cat %q rule %q frame %q pass %q reason %q}, want {cat %q rule %q frame %q pass %q}",
+					d.Category, d.Rule, d.Frame, d.Pass, d.Reason, tc.category, tc.rule, tc.site, tc.pass)
 			}
 			if tc.frames == nil && d.Reason != ReasonNoStack {
 				t.Errorf("reason %q, want %q", d.Reason, ReasonNoStack)
@@ -422,4 +422,34 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("empty category: %+v", d)
 		}
 	})
+}
+
+// TestDecideUserSite checks that the reported site is the user's own innermost frame even when a torch frame
+// decides the category, and the deciding frame when the stack has no user frame.
+func TestDecideUserSite(t *testing.T) {
+	r := Default()
+	tests := []struct {
+		name        string
+		frames      []snapshot.Frame
+		site, frame string
+	}{
+		{
+			name:   "torch linear init called from the user's model",
+			frames: fr(sp+"torch/nn/modules/linear.py:106:__init__", user+"model.py:42:__init__", user+"train.py:9:main"),
+			site:   user + "model.py:42:__init__", frame: "torch/nn/modules/linear.py:106:__init__",
+		},
+		{
+			name:   "optimizer state with no user frame",
+			frames: fr(sp+"torch/optim/adamw.py:154:_init_group", sp+"torch/optim/optimizer.py:485:wrapper"),
+			site:   "torch/optim/adamw.py:154:_init_group", frame: "torch/optim/adamw.py:154:_init_group",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := r.Decide(tc.frames)
+			if d.Site != tc.site || d.Frame != tc.frame {
+				t.Errorf("site %q frame %q, want site %q frame %q", d.Site, d.Frame, tc.site, tc.frame)
+			}
+		})
+	}
 }

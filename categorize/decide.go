@@ -19,8 +19,12 @@ type Decision struct {
 	Category string
 	// Rule is the name of the deciding rule; empty for Unknown.
 	Rule string
-	// Site is the deciding frame as file:line:function (for Unknown: the first meaningful frame, if any).
+	// Site is where the allocation came from as the user sees it: the innermost user frame (file:line:function)
+	// when the stack has one, else the deciding frame, so that top-consumer tables point at the user's own line
+	// (model.py:42:__init__) rather than at torch/nn/modules/linear.py.
 	Site string
+	// Frame is the deciding frame as file:line:function (for Unknown: the first meaningful frame, if any).
+	Frame string
 	// FrameIndex is the index of the deciding frame in the stack (innermost = 0), -1 when none.
 	FrameIndex int
 	// Pass is the walk pass that decided: "user", "framework", "native", "fallback", or "" for Unknown.
@@ -214,8 +218,8 @@ func (r *Rules) decide(frames []snapshot.Frame, infos []frameInfo) Decision {
 	for _, p := range passes {
 		for i := range infos {
 			if j := p.rule(&infos[i]); j >= 0 {
-				return Decision{Category: r.rules[j].category, Rule: r.rules[j].name, Site: Site(&frames[i]),
-					FrameIndex: i, Pass: p.name}
+				return Decision{Category: r.rules[j].category, Rule: r.rules[j].name, Site: userSite(frames, infos, i),
+					Frame: Site(&frames[i]), FrameIndex: i, Pass: p.name}
 			}
 		}
 	}
@@ -223,11 +227,23 @@ func (r *Rules) decide(frames []snapshot.Frame, infos []frameInfo) Decision {
 	for _, want := range []frameKind{kindUser, kindFramework, kindNative} {
 		for i := range infos {
 			if infos[i].kind == want {
-				return Decision{Category: Unknown, Site: Site(&frames[i]), FrameIndex: i, Reason: ReasonNoMatch}
+				return Decision{Category: Unknown, Site: userSite(frames, infos, i), Frame: Site(&frames[i]), FrameIndex: i,
+					Reason: ReasonNoMatch}
 			}
 		}
 	}
-	return Decision{Category: Unknown, Site: Site(&frames[0]), FrameIndex: 0, Reason: ReasonOnlyNoise}
+	return Decision{Category: Unknown, Site: Site(&frames[0]), Frame: Site(&frames[0]), FrameIndex: 0,
+		Reason: ReasonOnlyNoise}
+}
+
+// userSite is the innermost user frame's site, or the deciding frame's when the stack has no user frame.
+func userSite(frames []snapshot.Frame, infos []frameInfo, deciding int) string {
+	for i := range infos {
+		if infos[i].kind == kindUser {
+			return Site(&frames[i])
+		}
+	}
+	return Site(&frames[deciding])
 }
 
 func pick(ok bool, j int) int {

@@ -19,6 +19,12 @@ type Input struct {
 	Format string
 	// Snapshot is set for CUDA caching-allocator snapshots (pickle or their JSON rendition).
 	Snapshot *Snapshot
+	// Tracer is set for memory-tracer peak-snapshot JSON ("tracer-json").
+	Tracer *Tracer
+	// Timeline is set for torch.profiler memory timelines ("memory-timeline").
+	Timeline *MemoryTimeline
+	// Log is set for training logs with memory lines ("megatron-log", "deepspeed-log", "torchtitan-log").
+	Log *Log
 }
 
 // Error is a decode failure with its position: the file, the byte offset where known (-1 otherwise), the
@@ -71,6 +77,7 @@ func Decode(ctx context.Context, name string, r io.Reader) (*Input, error) {
 }
 
 func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, error) {
+	rewind := rewinder(r)
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, err := br.Peek(512)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -81,7 +88,7 @@ func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, e
 	}
 	switch {
 	case head[0] == 0x80: // PROTO opcode: a pickle of protocol 2 or later
-		return decodePickleInput(ctx, name, br)
+		return decodePickleDispatch(ctx, name, br, rewind)
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
 		if depth >= maxGzipDepth {
 			return nil, &Error{File: name, Offset: 0, Msg: "too many nested gzip layers"}

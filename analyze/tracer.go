@@ -1,0 +1,664 @@
+package analyze
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// RuntimeOptions configure the analysis of tracer JSON, memory timelines and training logs.
+type RuntimeOptions struct {
+	// Top bounds the largest-tensor, site and stack tables (default 20).
+	Top int
+	// Rules categorize tracer tensors by their creation stack; nil uses categorize.Default().
+	Rules *categorize.Rules
+}
+
+func (o RuntimeOptions) top() int {
+	if o.Top <= 0 {
+		return 20
+	}
+	return o.Top
+}
+
+// TracerView is the analysis of one memory-tracer peak snapshot.
+type TracerView struct {
+	Rank int `json:"rank" msgpack:"rank"`
+	// Device is the primary device: the CUDA device with the highest peak (else the first device). Its numbers
+	// are also at the top level of the report (peak_bytes, listed_bytes, phases, modules).
+	Device  string             `json:"device" msgpack:"device"`
+	Devices []TracerDeviceView `json:"devices" msgpack:"devices"`
+}
+
+// Primary returns the view of the primary device, nil when the file had no device.
+func (v *TracerView) Primary() *TracerDeviceView {
+	for i := range v.Devices {
+		if v.Devices[i].Device == v.Device {
+			return &v.Devices[i]
+		}
+	}
+	return nil
+}
+
+// TracerDeviceView is everything memscan derives from one device entry of a tracer file.
+type TracerDeviceView struct {
+	Device string `json:"device" msgpack:"device"`
+	// PeakBytes is peak_memory_mb in bytes; ListedBytes the sum of the listed tensors; GapBytes the difference
+	// (peak − listed), which the file cannot attribute. GapExplanation says why it exists.
+	PeakBytes      int64  `json:"peak_bytes" msgpack:"peak_bytes"`
+	ListedBytes    int64  `json:"listed_bytes" msgpack:"listed_bytes"`
+	GapBytes       int64  `json:"gap_bytes" msgpack:"gap_bytes"`
+	GapExplanation string `json:"gap_explanation" msgpack:"gap_explanation"`
+	Tensors        int    `json:"tensors" msgpack:"tensors"`
+	// SmallestListedBytes is the smallest listed tensor; when it is at least 1 MiB the file was almost
+	// certainly saved with min_memory_mb ≥ 1 (the Megatron integration passes 1), so smaller tensors are missing.
+	SmallestListedBytes int64 `json:"smallest_listed_bytes" msgpack:"smallest_listed_bytes"`
+	// InferredMinMemoryMB is the largest whole MiB filter consistent with the listed sizes (0: no filter seen).
+	InferredMinMemoryMB int `json:"inferred_min_memory_mb" msgpack:"inferred_min_memory_mb"`
+	// ReleasedTensors counts listed tensors that also carry a release stack (freed later in the run).
+	ReleasedTensors int `json:"released_tensors" msgpack:"released_tensors"`
+
+	Phases     []PhaseStat        `json:"phases" msgpack:"phases"`
+	Modules    []ModuleStat       `json:"modules" msgpack:"modules"`
+	ModuleTree []ModuleNode       `json:"module_tree" msgpack:"module_tree"`
+	Categories []CategoryStat     `json:"categories" msgpack:"categories"`
+	Sites      []TracerSite       `json:"sites" msgpack:"sites"`
+	Stacks     []TracerStackGroup `json:"stacks" msgpack:"stacks"`
+	Top        []TracerTensorRow  `json:"top" msgpack:"top"`
+}
+
+// PhaseStat is the bytes and tensor count created in one phase (of those alive at the peak).
+type PhaseStat struct {
+	Name     string  `json:"name" msgpack:"name"`
+	Bytes    int64   `json:"bytes" msgpack:"bytes"`
+	Count    int     `json:"count" msgpack:"count"`
+	SharePct float64 `json:"share_pct" msgpack:"share_pct"` // of listed bytes
+}
+
+// ModuleStat is one merged module pattern: module paths that differ only in numeric components
+// (layers.0.mlp, layers.1.mlp → layers.*.mlp) are one pattern. Count is tensors; MergedModules the number of
+// distinct module paths merged into the pattern. Tensors without a module are the pattern "Unknown".
+type ModuleStat struct {
+	Pattern       string  `json:"pattern" msgpack:"pattern"`
+	Bytes         int64   `json:"bytes" msgpack:"bytes"`
+	Count         int     `json:"count" msgpack:"count"`
+	MergedModules int     `json:"merged_modules" msgpack:"merged_modules"`
+	SharePct      float64 `json:"share_pct" msgpack:"share_pct"` // of listed bytes
+}
+
+// ModuleNode is one node of the merged module hierarchy; Bytes and Count include every descendant, OwnBytes only
+// tensors attributed to exactly this path. Nodes are in depth-first order, children largest first.
+type ModuleNode struct {
+	Pattern       string `json:"pattern" msgpack:"pattern"`
+	Name          string `json:"name" msgpack:"name"` // the last path component
+	Depth         int    `json:"depth" msgpack:"depth"`
+	Bytes         int64  `json:"bytes" msgpack:"bytes"`
+	OwnBytes      int64  `json:"own_bytes" msgpack:"own_bytes"`
+	Count         int    `json:"count" msgpack:"count"`
+	MergedModules int    `json:"merged_modules" msgpack:"merged_modules"`
+}
+
+// TracerSite is memory grouped by creation site: the innermost frame of user or library code that asked for the
+// storage, below the tracer's own frames and torch's op plumbing.
+type TracerSite struct {
+	Site     string   `json:"site" msgpack:"site"` // file:line:function
+	Code     string   `json:"code,omitempty" msgpack:"code,omitempty"`
+	Category string   `json:"category" msgpack:"category"`
+	Bytes    int64    `json:"bytes" msgpack:"bytes"`
+	Count    int      `json:"count" msgpack:"count"`
+	Phases   []string `json:"phases" msgpack:"phases"`
+}
+
+// TracerStackGroup groups tensors whose whole creation stack (tracer frames removed) is identical.
+type TracerStackGroup struct {
+	Frames []string `json:"frames" msgpack:"frames"` // innermost first, file:line:function
+	Bytes  int64    `json:"bytes" msgpack:"bytes"`
+	Count  int      `json:"count" msgpack:"count"`
+}
+
+// TracerTensorRow is one of the largest tensors.
+type TracerTensorRow struct {
+	Bytes     int64   `json:"bytes" msgpack:"bytes"`
+	Shape     string  `json:"shape" msgpack:"shape"` // "[4096, 1, 2048]", or the file's text when unparsable
+	Dims      []int64 `json:"dims,omitempty" msgpack:"dims,omitempty"`
+	ElemBytes int     `json:"elem_bytes,omitempty" msgpack:"elem_bytes,omitempty"` // inferred; 0 unknown
+	Module    string  `json:"module" msgpack:"module"`
+	Pattern   string  `json:"pattern" msgpack:"pattern"`
+	Phase     string  `json:"phase" msgpack:"phase"`
+	Category  string  `json:"category" msgpack:"category"`
+	Rule      string  `json:"rule,omitempty" msgpack:"rule,omitempty"`
+	Site      string  `json:"site" msgpack:"site"`
+	Code      string  `json:"code,omitempty" msgpack:"code,omitempty"`
+	Released  bool    `json:"released" msgpack:"released"`
+}
+
+// UnknownModule is the module group of tensors created outside any module forward.
+const UnknownModule = "Unknown"
+
+// ModulePattern replaces every dot-separated path component made only of digits with "*":
+// "decoder.layers.3.mlp.experts.local_experts.17.linear_fc1" → "decoder.layers.*.mlp.experts.local_experts.*.linear_fc1".
+// An empty path or "Unknown" is UnknownModule.
+func ModulePattern(module string) string {
+	if module == "" || module == UnknownModule {
+		return UnknownModule
+	}
+	parts := strings.Split(module, ".")
+	for i, p := range parts {
+		if isAllDigits(p) {
+			parts[i] = "*"
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+func isAllDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// AnalyzeTracer analyzes a decoded tracer peak snapshot (in.Tracer) into a Report with format "tracer-json".
+func AnalyzeTracer(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*Report, error) {
+	if in == nil || in.Tracer == nil {
+		return nil, errors.New("analyze tracer: input has no tracer data")
+	}
+	tr := in.Tracer
+	r := &Report{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
+		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{}, Warnings: []string{}}
+	if r.Format == "" {
+		r.Format = snapshot.FormatTracerJSON
+	}
+	view := &TracerView{Rank: tr.Rank, Devices: []TracerDeviceView{}}
+	cz := categorize.NewCategorizer(opts.Rules)
+	var primaryPeak int64 = -1
+	for i := range tr.Devices {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d := &tr.Devices[i]
+		if d.IsCUDA() {
+			if o := d.Ordinal(); o >= 0 && !slices.Contains(r.Devices, o) {
+				r.Devices = append(r.Devices, o)
+			}
+		}
+		dv := analyzeTracerDevice(d, cz, opts.top())
+		view.Devices = append(view.Devices, dv)
+		// The primary device is the CUDA device with the highest peak; a file without CUDA falls back to its first.
+		if d.IsCUDA() && d.PeakBytes > primaryPeak {
+			primaryPeak, view.Device = d.PeakBytes, d.Name
+		}
+		if dv.GapBytes < 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: the listed tensors (%d bytes) exceed peak_memory_mb (%d bytes); the file is inconsistent", d.Name, dv.ListedBytes, dv.PeakBytes))
+		}
+	}
+	slices.Sort(r.Devices)
+	if view.Device == "" && len(view.Devices) > 0 {
+		view.Device = view.Devices[0].Device
+	}
+	r.Tracer = view
+	if p := view.Primary(); p != nil {
+		r.PeakBytes, r.ListedBytes = p.PeakBytes, p.ListedBytes
+		r.Phases, r.Modules = p.Phases, p.Modules
+		r.Categories = p.Categories
+		r.Sites = make([]SiteStat, 0, len(p.Sites))
+		for _, s := range p.Sites {
+			r.Sites = append(r.Sites, SiteStat{Site: s.Site, Category: s.Category, Bytes: s.Bytes, Count: s.Count})
+		}
+		for _, t := range p.Top {
+			r.Top = append(r.Top, Allocation{Size: t.Bytes, RequestedSize: t.Bytes, Device: tracerOrdinal(p.Device), State: "live at peak", Category: t.Category, Site: t.Site, Rule: t.Rule})
+		}
+		r.Recommendations = tracerRecommendations(p)
+	}
+	if len(view.Devices) == 0 {
+		r.Warnings = append(r.Warnings, "the tracer file lists no device")
+	}
+	return r, nil
+}
+
+func tracerOrdinal(name string) int {
+	d := snapshot.TracerDevice{Name: name}
+	return d.Ordinal()
+}
+
+// tensorFacts are the per-tensor derived values shared by every view.
+type tensorFacts struct {
+	pattern  string
+	category string
+	rule     string
+	site     string
+	code     string
+	userKey  *snapshot.TracerStack
+}
+
+func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, top int) TracerDeviceView {
+	dv := TracerDeviceView{Device: d.Name, PeakBytes: d.PeakBytes, Tensors: len(d.Tensors),
+		Phases: []PhaseStat{}, Modules: []ModuleStat{}, ModuleTree: []ModuleNode{}, Categories: []CategoryStat{},
+		Sites: []TracerSite{}, Stacks: []TracerStackGroup{}, Top: []TracerTensorRow{}}
+	userStacks := map[*snapshot.TracerStack]*snapshot.Stack{}
+	facts := make([]tensorFacts, len(d.Tensors))
+	for i := range d.Tensors {
+		t := &d.Tensors[i]
+		dv.ListedBytes += t.SizeBytes
+		if i == 0 || t.SizeBytes < dv.SmallestListedBytes {
+			dv.SmallestListedBytes = t.SizeBytes
+		}
+		if t.Release != nil {
+			dv.ReleasedTensors++
+		}
+		f := &facts[i]
+		f.pattern = ModulePattern(t.Module)
+		f.userKey = t.Create
+		f.site, f.code = tracerSite(t.Create)
+		f.category, f.rule = tracerCategory(t, userStack(userStacks, t.Create), cz)
+	}
+	dv.GapBytes = dv.PeakBytes - dv.ListedBytes
+	if len(d.Tensors) > 0 {
+		dv.InferredMinMemoryMB = int(dv.SmallestListedBytes >> 20)
+	}
+	dv.GapExplanation = gapExplanation(&dv)
+
+	// Phases, in order of bytes.
+	phaseIdx := map[string]int{}
+	for i := range d.Tensors {
+		t := &d.Tensors[i]
+		j, ok := phaseIdx[t.Phase]
+		if !ok {
+			j = len(dv.Phases)
+			phaseIdx[t.Phase] = j
+			dv.Phases = append(dv.Phases, PhaseStat{Name: t.Phase})
+		}
+		dv.Phases[j].Bytes += t.SizeBytes
+		dv.Phases[j].Count++
+	}
+	slices.SortStableFunc(dv.Phases, func(a, b PhaseStat) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
+	})
+	for i := range dv.Phases {
+		dv.Phases[i].SharePct = sharePctOf(dv.Phases[i].Bytes, dv.ListedBytes)
+	}
+
+	// Merged module patterns and the hierarchy.
+	dv.Modules, dv.ModuleTree = moduleViews(d, facts, dv.ListedBytes)
+
+	// Categories.
+	catIdx := map[string]int{}
+	for i := range d.Tensors {
+		c := facts[i].category
+		j, ok := catIdx[c]
+		if !ok {
+			j = len(dv.Categories)
+			catIdx[c] = j
+			dv.Categories = append(dv.Categories, CategoryStat{Name: c})
+		}
+		dv.Categories[j].Bytes += d.Tensors[i].SizeBytes
+		dv.Categories[j].Count++
+	}
+	slices.SortStableFunc(dv.Categories, func(a, b CategoryStat) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
+	})
+
+	// Sites and whole-stack groups.
+	siteIdx := map[string]int{}
+	stackIdx := map[*snapshot.TracerStack]int{}
+	var stackKeys []*snapshot.TracerStack
+	for i := range d.Tensors {
+		t, f := &d.Tensors[i], &facts[i]
+		j, ok := siteIdx[f.site]
+		if !ok {
+			j = len(dv.Sites)
+			siteIdx[f.site] = j
+			dv.Sites = append(dv.Sites, TracerSite{Site: f.site, Code: f.code, Category: f.category, Phases: []string{}})
+		}
+		s := &dv.Sites[j]
+		s.Bytes += t.SizeBytes
+		s.Count++
+		if !slices.Contains(s.Phases, t.Phase) {
+			s.Phases = append(s.Phases, t.Phase)
+		}
+		k, ok := stackIdx[t.Create]
+		if !ok {
+			k = len(dv.Stacks)
+			stackIdx[t.Create] = k
+			stackKeys = append(stackKeys, t.Create)
+			dv.Stacks = append(dv.Stacks, TracerStackGroup{Frames: userFrameStrings(t.Create)})
+		}
+		dv.Stacks[k].Bytes += t.SizeBytes
+		dv.Stacks[k].Count++
+	}
+	for i := range dv.Sites {
+		slices.Sort(dv.Sites[i].Phases)
+	}
+	slices.SortStableFunc(dv.Sites, func(a, b TracerSite) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Site, b.Site))
+	})
+	slices.SortStableFunc(dv.Stacks, func(a, b TracerStackGroup) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(strings.Join(a.Frames, "\n"), strings.Join(b.Frames, "\n")))
+	})
+	dv.Sites = dv.Sites[:min(len(dv.Sites), top)]
+	dv.Stacks = dv.Stacks[:min(len(dv.Stacks), top)]
+
+	// Largest tensors: stable by size so equal sizes keep the file's (creation) order.
+	order := make([]int, len(d.Tensors))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(d.Tensors[b].SizeBytes, d.Tensors[a].SizeBytes) })
+	for _, i := range order[:min(len(order), top)] {
+		t, f := &d.Tensors[i], &facts[i]
+		shape := t.Shape
+		if t.Dims != nil {
+			shape = formatShapeDims(t.Dims)
+		}
+		dv.Top = append(dv.Top, TracerTensorRow{Bytes: t.SizeBytes, Shape: shape, Dims: t.Dims, ElemBytes: t.ElementBytes(),
+			Module: moduleOrUnknown(t.Module), Pattern: f.pattern, Phase: t.Phase, Category: f.category, Rule: f.rule,
+			Site: f.site, Code: f.code, Released: t.Release != nil})
+	}
+	return dv
+}
+
+func moduleOrUnknown(m string) string {
+	if m == "" {
+		return UnknownModule
+	}
+	return m
+}
+
+func formatShapeDims(d []int64) string {
+	parts := make([]string, len(d))
+	for i, v := range d {
+		parts[i] = strconv.FormatInt(v, 10)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func sharePctOf(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole) * 100
+}
+
+// moduleViews builds the merged-pattern table and the merged hierarchy. Every tensor lands in exactly one
+// pattern (Unknown included), so the table's bytes sum to the listed bytes.
+func moduleViews(d *snapshot.TracerDevice, facts []tensorFacts, listed int64) ([]ModuleStat, []ModuleNode) {
+	type agg struct {
+		bytes, own int64
+		count      int
+		concrete   map[string]struct{}
+		children   []string
+	}
+	patterns := map[string]*agg{}
+	var patternOrder []string
+	nodes := map[string]*agg{}
+	var roots []string
+	for i := range d.Tensors {
+		t := &d.Tensors[i]
+		p := facts[i].pattern
+		a, ok := patterns[p]
+		if !ok {
+			a = &agg{concrete: map[string]struct{}{}}
+			patterns[p] = a
+			patternOrder = append(patternOrder, p)
+		}
+		a.bytes += t.SizeBytes
+		a.count++
+		a.concrete[moduleOrUnknown(t.Module)] = struct{}{}
+
+		// Hierarchy: every prefix of the pattern is a node; the concrete prefixes merged into it are counted.
+		pparts := strings.Split(p, ".")
+		cparts := strings.Split(moduleOrUnknown(t.Module), ".")
+		if p == UnknownModule {
+			cparts = []string{UnknownModule}
+		}
+		parent := ""
+		for depth := range pparts {
+			key := strings.Join(pparts[:depth+1], ".")
+			n, ok := nodes[key]
+			if !ok {
+				n = &agg{concrete: map[string]struct{}{}}
+				nodes[key] = n
+				if parent == "" {
+					roots = append(roots, key)
+				} else {
+					nodes[parent].children = append(nodes[parent].children, key)
+				}
+			}
+			n.bytes += t.SizeBytes
+			n.count++
+			if depth < len(cparts) {
+				n.concrete[strings.Join(cparts[:depth+1], ".")] = struct{}{}
+			}
+			if depth == len(pparts)-1 {
+				n.own += t.SizeBytes
+			}
+			parent = key
+		}
+	}
+	mods := make([]ModuleStat, 0, len(patternOrder))
+	for _, p := range patternOrder {
+		a := patterns[p]
+		mods = append(mods, ModuleStat{Pattern: p, Bytes: a.bytes, Count: a.count, MergedModules: len(a.concrete), SharePct: sharePctOf(a.bytes, listed)})
+	}
+	slices.SortStableFunc(mods, func(a, b ModuleStat) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Pattern, b.Pattern))
+	})
+
+	bySize := func(keys []string) {
+		slices.SortStableFunc(keys, func(a, b string) int {
+			return cmp.Or(cmp.Compare(nodes[b].bytes, nodes[a].bytes), strings.Compare(a, b))
+		})
+	}
+	var tree []ModuleNode
+	var walk func(key string, depth int)
+	walk = func(key string, depth int) {
+		n := nodes[key]
+		name := key[strings.LastIndexByte(key, '.')+1:]
+		tree = append(tree, ModuleNode{Pattern: key, Name: name, Depth: depth, Bytes: n.bytes, OwnBytes: n.own, Count: n.count, MergedModules: len(n.concrete)})
+		bySize(n.children)
+		for _, c := range n.children {
+			walk(c, depth+1)
+		}
+	}
+	bySize(roots)
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	if tree == nil {
+		tree = []ModuleNode{}
+	}
+	return mods, tree
+}
+
+// userStack returns the creation stack without the tracer's own frames, built once per distinct stack so the
+// categorizer's per-stack cache works.
+func userStack(cache map[*snapshot.TracerStack]*snapshot.Stack, s *snapshot.TracerStack) *snapshot.Stack {
+	if s == nil {
+		return nil
+	}
+	if u, ok := cache[s]; ok {
+		return u
+	}
+	u := &snapshot.Stack{Frames: s.Frames[s.FirstUserFrame():]}
+	cache[s] = u
+	return u
+}
+
+// isTorchPlumbing reports frames of torch's own op dispatch, functional wrappers and module call machinery: they
+// sit between the code that asked for a tensor and the tracer, and name no useful site. torch/optim frames are
+// kept because they are where optimizer state is created.
+func isTorchPlumbing(f snapshot.Frame) bool {
+	fn := strings.ReplaceAll(f.Filename, "\\", "/")
+	i := strings.LastIndex(fn, "/torch/")
+	if i < 0 && !strings.HasPrefix(fn, "torch/") {
+		return false
+	}
+	rest := fn[i+1:]
+	return !strings.HasPrefix(rest, "torch/optim/")
+}
+
+// tracerSite picks the creation site: the innermost frame that is neither the tracer's nor torch plumbing, else
+// the innermost non-tracer frame.
+func tracerSite(s *snapshot.TracerStack) (site, code string) {
+	if s == nil {
+		return "(no stack)", ""
+	}
+	first := s.FirstUserFrame()
+	if first >= len(s.Frames) {
+		return "(tracer frames only)", ""
+	}
+	pick := first
+	for i := first; i < len(s.Frames); i++ {
+		if !isTorchPlumbing(s.Frames[i]) {
+			pick = i
+			break
+		}
+	}
+	return categorize.Site(&s.Frames[pick]), s.Code[pick]
+}
+
+func userFrameStrings(s *snapshot.TracerStack) []string {
+	if s == nil {
+		return []string{}
+	}
+	first := s.FirstUserFrame()
+	out := make([]string, 0, len(s.Frames)-first)
+	for i := first; i < len(s.Frames); i++ {
+		out = append(out, categorize.Site(&s.Frames[i]))
+	}
+	return out
+}
+
+// tracerCategory decides a tensor's category from what the tracer format records (the scheme of its docs):
+// tensors created in an optimizer-step phase are optimizer state; setup-phase tensors are the parameter and
+// gradient buffers and the optimizer's fp32 main parameters, told apart by their creation site; tensors created
+// in a module's forward are activations. Only what is left (backward and batch tensors with module Unknown) goes
+// through the stack rules of the categorize package, since for the rest the phase and module are stronger
+// evidence than the frames.
+func tracerCategory(t *snapshot.TracerTensor, user *snapshot.Stack, cz *categorize.Categorizer) (string, string) {
+	phase := strings.ToLower(t.Phase)
+	known := t.Module != "" && t.Module != UnknownModule
+	switch {
+	case isOptimizerStepPhase(phase):
+		return categorize.OptimizerState, "tracer: optimizer-step phase"
+	case isSetupPhase(phase):
+		if user != nil {
+			for _, f := range user.Frames {
+				file, fn := strings.ToLower(f.Filename), strings.ToLower(f.Name)
+				if strings.Contains(file, "optim") || strings.Contains(fn, "main_param") {
+					return categorize.OptimizerState, "tracer: setup phase, created by optimizer code"
+				}
+			}
+		}
+		if user != nil && len(user.Frames) > 0 && strings.Contains(strings.ToLower(siteText(t.Create)), "grad") {
+			return categorize.Gradient, "tracer: setup phase, gradient buffer"
+		}
+		return categorize.Parameters, "tracer: setup phase"
+	case known:
+		return categorize.Activation, "tracer: created in a module forward"
+	}
+	if user != nil && len(user.Frames) > 0 {
+		if d := cz.Stack(user); d.Category != categorize.Unknown {
+			return d.Category, d.Rule
+		}
+	}
+	return categorize.Unknown, ""
+}
+
+// siteText is the creation site's function name and source line, where buffer names such as grad_data appear.
+func siteText(s *snapshot.TracerStack) string {
+	if s == nil {
+		return ""
+	}
+	first := s.FirstUserFrame()
+	if first >= len(s.Frames) {
+		return ""
+	}
+	return s.Frames[first].Name + " " + s.Code[first]
+}
+
+func isOptimizerStepPhase(phase string) bool {
+	for _, k := range []string{"optimizer_step", "optimizer-step", "optimizer step", "optim_step", "optimizer.step"} {
+		if strings.Contains(phase, k) {
+			return true
+		}
+	}
+	return strings.HasPrefix(phase, "optimizer") || phase == "step"
+}
+
+func isSetupPhase(phase string) bool {
+	for _, k := range []string{"setup", "init", "model_creation", "model-creation", "build", "load"} {
+		if strings.Contains(phase, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// gapExplanation says why peak_memory_mb exceeds the listed tensors.
+func gapExplanation(dv *TracerDeviceView) string {
+	switch {
+	case dv.GapBytes < 0:
+		return "The listed tensors exceed the recorded peak, which the tracer cannot produce; the file was edited or is corrupt."
+	case dv.GapBytes == 0:
+		return "The listed tensors account for the whole peak."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s of the %s peak is not in the tensor list. The tracer copies the live list just before the allocation that sets the peak, so that allocation is never listed",
+		humanIEC(dv.GapBytes), humanIEC(dv.PeakBytes))
+	if dv.InferredMinMemoryMB >= 1 {
+		fmt.Fprintf(&b, "; and every listed tensor is at least %s, so the file was saved with a size filter (min_memory_mb ≥ 1; Megatron's integration uses 1) that dropped all smaller tensors", humanIEC(dv.SmallestListedBytes))
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+// humanBytes renders bytes with a 1024-based unit for explanations.
+func humanIEC(n int64) string {
+	f := float64(n)
+	switch {
+	case n >= 1<<30 || n <= -(1<<30):
+		return strconv.FormatFloat(f/(1<<30), 'f', 2, 64) + " GiB"
+	case n >= 1<<20 || n <= -(1<<20):
+		return strconv.FormatFloat(f/(1<<20), 'f', 1, 64) + " MiB"
+	case n >= 1<<10 || n <= -(1<<10):
+		return strconv.FormatFloat(f/(1<<10), 'f', 1, 64) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+func tracerRecommendations(p *TracerDeviceView) []Recommendation {
+	out := []Recommendation{}
+	if p.PeakBytes > 0 {
+		share := sharePctOf(p.GapBytes, p.PeakBytes)
+		if share >= 10 {
+			out = append(out, Recommendation{ID: "tracer-unlisted-peak", Severity: "info", Title: "A large part of the peak is not listed",
+				Evidence: fmt.Sprintf("%s of %s (%.1f%%) is not in the tensor list", humanIEC(p.GapBytes), humanIEC(p.PeakBytes), share),
+				Value:    share, Threshold: 10,
+				Advice: "The allocation that set the peak is excluded by the tracer; save with min_memory_mb=0 to list small tensors too, and look at the largest forward tensors (e.g. logits) as the likely trigger."})
+		}
+	}
+	for _, m := range p.Modules {
+		if m.Pattern == UnknownModule {
+			share := sharePctOf(m.Bytes, p.ListedBytes)
+			if share >= 50 {
+				out = append(out, Recommendation{ID: "tracer-unknown-module", Severity: "info", Title: "Most memory was created outside any module forward",
+					Evidence: fmt.Sprintf("%s (%.1f%% of listed) has module Unknown", humanIEC(m.Bytes), share), Value: share, Threshold: 50,
+					Advice: "Parameters, gradients and optimizer state are created outside forward hooks; see the phase and category views for their split."})
+			}
+		}
+	}
+	return out
+}

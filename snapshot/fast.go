@@ -1,0 +1,1072 @@
+package snapshot
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"unicode/utf8"
+)
+
+// The fast decoder is a pickle VM specialised for allocator snapshots. It streams the file through a small
+// buffer and builds the model directly: no generic value tree exists at any time. Dicts are typed when their
+// items arrive (a dict with an 'action' key is a trace entry, one with 'filename' a frame, ...), lists are typed
+// by their items, strings and frames are interned, and the memo holds 8-byte cells instead of values, so a
+// multi-gigabyte snapshot decodes in memory proportional to the model, not to the pickle's object graph.
+//
+// Anything outside the shapes that PyTorch writes (an unusual opcode, an unexpected key type, a memo reference
+// to a converted record, ...) makes it give up with errFastUnsupported, and Decode falls back to the reference
+// decoder, which handles every pickle and produces the precise error for bad input. The fast decoder itself only
+// reports errors that no decoder could get past: truncation, an unknown opcode, a class or global opcode, and
+// cancellation.
+
+// errFastUnsupported means the fast decoder met a construct it does not handle; the input is not necessarily
+// malformed.
+var errFastUnsupported = errors.New("construct not handled by the fast snapshot decoder")
+
+// fastUnsupported records where and why the fast decoder gave up (for debugging and tests).
+type fastUnsupported struct {
+	Offset int64
+	Why    string
+}
+
+func (e *fastUnsupported) Error() string {
+	return fmt.Sprintf("byte %d: %s: %v", e.Offset, e.Why, errFastUnsupported)
+}
+func (e *fastUnsupported) Unwrap() error { return errFastUnsupported }
+
+// Limits that keep hostile input from exhausting memory. Real snapshots stay far below them.
+const (
+	fastMaxStack     = 1 << 22 // values on the VM stack at once
+	fastMaxMarks     = 1 << 16 // open MARKs
+	fastMaxMemoGap   = 1 << 10 // BINPUT indexes further past the memo's end go to the sparse memo
+	fastMaxGeneric   = 1 << 12 // items kept for a dict or tuple the model does not type
+	fastCheckEvery   = 1 << 16 // opcodes between context checks
+	fastInitialBuf   = 64 << 10
+	fastMaxLongBytes = 9 // LONG1/LONG4 payloads beyond 64 bits are not snapshot data
+)
+
+// vkind is the type of a VM value.
+type vkind uint8
+
+const (
+	vNone       vkind = iota
+	vBool             // n: 0 or 1
+	vInt              // n
+	vUint             // n: bit pattern of a value above math.MaxInt64
+	vFloat            // n: float64 bits
+	vStr              // s, n: interned string id
+	vPair             // a 2-tuple of ints: n, n2
+	vTuple            // any other tuple (l.items), only ever ignored
+	vDict             // a dict not filled yet; n: its memo index or -1
+	vList             // l
+	vFrame            // n: index into the frame table
+	vEntry            // n: index into the pending trace entries
+	vSegment          // n: index into the pending segments
+	vBlock            // n: index into the pending blocks
+	vHist             // n: index into the pending history entries
+	vAnnotation       // n: index into the pending annotations
+	vSettings         // the decoder's settings record
+	vTop              // the decoder's top-level snapshot
+	vGenDict          // a dict of no known shape; l.items holds key, value pairs
+)
+
+// val is one VM value. It holds no pointers (strings and lists are ids into the decoder's tables), so the
+// stack is copied without write barriers and never scanned by the garbage collector.
+type val struct {
+	k  vkind
+	n  int64 // the int, bool or float bits; the string id (vStr); the list id (vList, vTuple, vGenDict); ...
+	n2 int64
+}
+
+// sOf returns the string of a vStr value.
+func (d *fastDecoder) sOf(v val) string { return d.strs[v.n] }
+
+// lOf returns the list behind a vList, vTuple or vGenDict value.
+func (d *fastDecoder) lOf(v val) *listObj { return d.lists[v.n] }
+
+// newList registers a list object and returns its value.
+func (d *fastDecoder) newList(k vkind, l *listObj) val {
+	d.lists = append(d.lists, l)
+	return val{k: k, n: int64(len(d.lists) - 1)}
+}
+
+// lkind is what a list turned out to hold.
+type lkind uint8
+
+const (
+	lEmpty lkind = iota
+	lFrames
+	lEntries
+	lSegments
+	lBlocks
+	lHists
+	lTraces
+	lAnnotations
+	lOther // items the model does not use (cpp_frames strings, ...); only counted
+	lTupleItems
+	lDictItems
+)
+
+// listObj is a list (or the item store of a generic tuple or dict). Frame lists, the most numerous, only use
+// the first fields; the typed slices of the rarer lists live in more.
+type listObj struct {
+	kind   lkind
+	sealed bool    // consumed by a parent: later appends are not snapshot shape
+	idx    []int32 // frame ids of a frames list until sealed
+	st     *Stack  // the frames list once sealed (nil when empty)
+	more   *listMore
+}
+
+type listMore struct {
+	// Trace entries arrive in chunks of entryChunk and are joined once, when the list is used: growing one slice
+	// by append would copy every entry several times (a fifth of the decode time on large traces).
+	chunks  [][]TraceEntry
+	entries []TraceEntry
+	segs    []Segment
+	blocks  []Block
+	hists   []History
+	traces  [][]TraceEntry
+	anns    []Annotation
+	items   []val
+	count   int
+}
+
+const entryChunk = 8192
+
+func (m *listMore) addEntry(e *TraceEntry) {
+	n := len(m.chunks)
+	if n == 0 || len(m.chunks[n-1]) == entryChunk {
+		m.chunks = append(m.chunks, make([]TraceEntry, 0, entryChunk))
+		n++
+	}
+	m.chunks[n-1] = append(m.chunks[n-1], *e)
+}
+
+// traceEntries joins the chunks into one exactly sized slice.
+func (m *listMore) traceEntries() []TraceEntry {
+	if m.chunks != nil {
+		total := 0
+		for _, c := range m.chunks {
+			total += len(c)
+		}
+		m.entries = make([]TraceEntry, 0, total)
+		for _, c := range m.chunks {
+			m.entries = append(m.entries, c...)
+		}
+		m.chunks = nil
+	}
+	return m.entries
+}
+
+func (l *listObj) m() *listMore {
+	if l.more == nil {
+		l.more = &listMore{}
+	}
+	return l.more
+}
+
+// Memo cells: the kind in the top byte, a table index below.
+const (
+	cellEmpty   uint64 = 0
+	cellStr     uint64 = 1 << 56
+	cellFrame   uint64 = 2 << 56
+	cellList    uint64 = 3 << 56
+	cellVal     uint64 = 4 << 56 // any other value, in memoVals
+	cellPending uint64 = 5 << 56 // a dict that is still being filled
+	cellGone    uint64 = 6 << 56 // a dict already converted into a record
+	cellKind    uint64 = 0xff << 56
+)
+
+// frameKey identifies a frame by interned string ids.
+type frameKey struct {
+	file, name int32
+	line       int64
+}
+
+// fastDecoder holds the state of one decode.
+type fastDecoder struct {
+	ctx  context.Context
+	name string
+
+	// input buffer: buf[pos:end] is unread; base is the file offset of buf[0].
+	r    io.Reader
+	buf  []byte
+	pos  int
+	end  int
+	base int64
+	eof  bool
+
+	opStart  int64
+	proto    int
+	frameEnd int64 // file offset where the current FRAME ends; 0 outside frames
+
+	stack []val
+	marks []int
+
+	memo     []uint64
+	sparse   map[uint64]uint64 // memo cells far beyond len(memo) (only hand-made pickles have them)
+	memoN    uint64            // cells set, which MEMOIZE uses as its index (Python's len(memo))
+	memoVals []val
+	lists    []*listObj
+
+	strs    []string
+	strID   map[string]int32
+	strKey  []uint8 // field id of each interned string used as a dict key
+	frames  []Frame
+	frameID map[frameKey]int32
+	stacks  map[string]*Stack
+	keyBuf  []byte
+
+	// Records converted from dicts wait here until a list takes them; live counts those still on the stack so
+	// the buffers can be reused once all have been taken.
+	pEntries []TraceEntry
+	pSegs    []Segment
+	pBlocks  []Block
+	pHists   []History
+	pAnns    []Annotation
+	live     int
+
+	settings *AllocatorSettings
+	top      *Snapshot
+	fmt      formatFlags
+
+	fields  [fieldCount]val
+	extra   []int
+	scratch []int32
+}
+
+// formatFlags collects the keys that tell format generations apart.
+type formatFlags struct {
+	history, noBlockAddress, blockAddress, expandable, segFrames, poolID, timeUS, settings, annotations,
+	compileContext, userMetadata bool
+}
+
+// decodeFastPickle decodes a snapshot pickle from r with the fast decoder.
+func decodeFastPickle(ctx context.Context, name string, r io.Reader) (*Snapshot, error) {
+	d := &fastDecoder{
+		ctx:     ctx,
+		name:    name,
+		r:       r,
+		buf:     make([]byte, fastInitialBuf),
+		strID:   make(map[string]int32, 1024),
+		frameID: make(map[frameKey]int32, 1024),
+		stacks:  make(map[string]*Stack, 1024),
+	}
+	return d.run()
+}
+
+func (d *fastDecoder) fail(msg string, args ...any) error {
+	return &Error{File: d.name, Offset: d.opStart, Msg: fmt.Sprintf(msg, args...)}
+}
+
+func (d *fastDecoder) unsupported(why string, args ...any) error {
+	return &fastUnsupported{Offset: d.opStart, Why: fmt.Sprintf(why, args...)}
+}
+
+// need returns the next n bytes. The slice is valid until the next call.
+func (d *fastDecoder) need(n int) ([]byte, error) {
+	if d.frameEnd != 0 {
+		if err := d.inFrame(n); err != nil {
+			return nil, err
+		}
+	}
+	if d.end-d.pos >= n {
+		b := d.buf[d.pos : d.pos+n]
+		d.pos += n
+		return b, nil
+	}
+	return d.needSlow(n)
+}
+
+// needSlow refills the buffer. It grows the buffer only by doubling while real data keeps arriving, so a length
+// prefix larger than the rest of the file costs at most twice the bytes actually present before it fails.
+func (d *fastDecoder) needSlow(n int) ([]byte, error) {
+	if n < 0 {
+		return nil, d.fail("length prefix %d is negative", n)
+	}
+	if d.pos > 0 {
+		copy(d.buf, d.buf[d.pos:d.end])
+		d.base += int64(d.pos)
+		d.end -= d.pos
+		d.pos = 0
+	}
+	for d.end < n {
+		if d.eof {
+			return nil, &Error{File: d.name, Offset: d.opStart,
+				Msg: fmt.Sprintf("truncated: an opcode needs %d more bytes but only %d are left", n, d.end)}
+		}
+		if d.end == len(d.buf) {
+			nb := make([]byte, 2*len(d.buf))
+			copy(nb, d.buf[:d.end])
+			d.buf = nb
+		}
+		k, err := d.r.Read(d.buf[d.end:])
+		d.end += k
+		if err == io.EOF {
+			d.eof = true
+		} else if err != nil {
+			return nil, &Error{File: d.name, Offset: d.base + int64(d.end), Msg: "cannot read", Err: err}
+		}
+		if err := d.ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	b := d.buf[:n]
+	d.pos = n
+	return b, nil
+}
+
+// inFrame checks that n bytes at the current position do not cross the end of the current frame, as Python's
+// unpickler requires.
+func (d *fastDecoder) inFrame(n int) error {
+	cur := d.base + int64(d.pos)
+	if cur == d.frameEnd {
+		d.frameEnd = 0
+		return nil
+	}
+	if cur+int64(n) > d.frameEnd {
+		return d.unsupported("%d bytes crossing the end of a frame", n)
+	}
+	return nil
+}
+
+func (d *fastDecoder) byte1() (byte, error) {
+	if d.frameEnd != 0 {
+		if err := d.inFrame(1); err != nil {
+			return 0, err
+		}
+	}
+	if d.pos < d.end {
+		c := d.buf[d.pos]
+		d.pos++
+		return c, nil
+	}
+	b, err := d.needSlow(1)
+	if err != nil {
+		return 0, err
+	}
+	return b[0], nil
+}
+
+func (d *fastDecoder) push(v val) error {
+	if len(d.stack) >= fastMaxStack {
+		return d.unsupported("more than %d values on the pickle stack", fastMaxStack)
+	}
+	d.stack = append(d.stack, v)
+	return nil
+}
+
+// markBase returns the stack position of the innermost MARK.
+func (d *fastDecoder) popMark() (int, error) {
+	if len(d.marks) == 0 {
+		return 0, d.unsupported("no MARK on the stack")
+	}
+	m := d.marks[len(d.marks)-1]
+	d.marks = d.marks[:len(d.marks)-1]
+	return m, nil
+}
+
+// stackFloor is the lowest stack position the current opcode may pop (nothing below the innermost MARK).
+func (d *fastDecoder) stackFloor() int {
+	if len(d.marks) == 0 {
+		return 0
+	}
+	return d.marks[len(d.marks)-1]
+}
+
+func (d *fastDecoder) run() (*Snapshot, error) {
+	ops := 0
+	for {
+		ops++
+		if ops&(fastCheckEvery-1) == 0 {
+			if err := d.ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		d.opStart = d.base + int64(d.pos)
+		op, err := d.byte1()
+		if err != nil {
+			return nil, d.truncatedAtOp(err)
+		}
+		switch op {
+		case opProto:
+			b, err := d.need(1)
+			if err != nil {
+				return nil, err
+			}
+			if b[0] < 2 || b[0] > 5 {
+				return nil, d.unsupported("pickle protocol %d", b[0])
+			}
+			d.proto = int(b[0])
+		case opFrame:
+			if d.frameEnd != 0 {
+				return nil, d.unsupported("a FRAME inside a frame")
+			}
+			b, err := d.need(8)
+			if err != nil {
+				return nil, err
+			}
+			// That the frame is no longer than the rest of the file is checked at STOP (the file is streamed).
+			if n := binary.LittleEndian.Uint64(b); n > 0 {
+				if n > math.MaxInt64/2 {
+					return nil, d.unsupported("FRAME of %d bytes", n)
+				}
+				d.frameEnd = d.base + int64(d.pos) + int64(n)
+			}
+		case opEmptyDict:
+			err = d.push(val{k: vDict, n: -1})
+		case opEmptyList:
+			err = d.push(d.newList(vList, &listObj{}))
+		case opEmptyTuple:
+			err = d.push(d.newList(vTuple, &listObj{kind: lTupleItems}))
+		case opMark:
+			if len(d.marks) >= fastMaxMarks {
+				return nil, d.unsupported("more than %d nested MARKs", fastMaxMarks)
+			}
+			d.marks = append(d.marks, len(d.stack))
+		case opMemoize:
+			err = d.memoStore(d.memoN)
+		case opBinPut:
+			var b []byte
+			if b, err = d.need(1); err == nil {
+				err = d.memoStore(uint64(b[0]))
+			}
+		case opLongBinPut:
+			var b []byte
+			if b, err = d.need(4); err == nil {
+				err = d.memoStore(uint64(binary.LittleEndian.Uint32(b)))
+			}
+		case opBinGet:
+			var b []byte
+			if b, err = d.need(1); err == nil {
+				err = d.memoGet(uint64(b[0]))
+			}
+		case opLongBinGet:
+			var b []byte
+			if b, err = d.need(4); err == nil {
+				err = d.memoGet(uint64(binary.LittleEndian.Uint32(b)))
+			}
+		case opBinInt:
+			var b []byte
+			if b, err = d.need(4); err == nil {
+				err = d.push(val{k: vInt, n: int64(int32(binary.LittleEndian.Uint32(b)))})
+			}
+		case opBinInt1:
+			var c byte
+			if c, err = d.byte1(); err == nil {
+				err = d.push(val{k: vInt, n: int64(c)})
+			}
+		case opBinInt2:
+			var b []byte
+			if b, err = d.need(2); err == nil {
+				err = d.push(val{k: vInt, n: int64(binary.LittleEndian.Uint16(b))})
+			}
+		case opLong1:
+			var c byte
+			if c, err = d.byte1(); err == nil {
+				err = d.long(int(c))
+			}
+		case opLong4:
+			var b []byte
+			if b, err = d.need(4); err == nil {
+				n := int32(binary.LittleEndian.Uint32(b))
+				if n < 0 {
+					return nil, d.fail("LONG4 with negative length %d", n)
+				}
+				err = d.long(int(n))
+			}
+		case opBinFloat:
+			var b []byte
+			if b, err = d.need(8); err == nil {
+				err = d.push(val{k: vFloat, n: int64(binary.BigEndian.Uint64(b))})
+			}
+		case opShortBinUni:
+			var c byte
+			if c, err = d.byte1(); err == nil {
+				err = d.str(int(c))
+			}
+		case opBinUnicode:
+			var b []byte
+			if b, err = d.need(4); err == nil {
+				err = d.str(int(binary.LittleEndian.Uint32(b)))
+			}
+		case opBinUnicode8:
+			var b []byte
+			if b, err = d.need(8); err == nil {
+				n := binary.LittleEndian.Uint64(b)
+				if n > math.MaxInt32 {
+					return nil, d.unsupported("string of %d bytes", n)
+				}
+				err = d.str(int(n))
+			}
+		case opNewTrue:
+			err = d.push(val{k: vBool, n: 1})
+		case opNewFalse:
+			err = d.push(val{k: vBool})
+		case opNone:
+			err = d.push(val{k: vNone})
+		case opTuple1, opTuple2, opTuple3:
+			err = d.tupleN(int(op-opTuple1) + 1)
+		case opTuple:
+			var m int
+			if m, err = d.popMark(); err == nil {
+				err = d.tupleN(len(d.stack) - m)
+			}
+		case opSetItems:
+			var m int
+			if m, err = d.popMark(); err == nil {
+				err = d.setItems(m)
+			}
+		case opSetItem:
+			if len(d.stack)-d.stackFloor() < 3 {
+				return nil, d.unsupported("SETITEM needs a dict, a key and a value")
+			}
+			err = d.setItems(len(d.stack) - 2)
+		case opAppends:
+			var m int
+			if m, err = d.popMark(); err == nil {
+				err = d.appends(m)
+			}
+		case opAppend:
+			if len(d.stack)-d.stackFloor() < 2 {
+				return nil, d.unsupported("APPEND needs a list and an item")
+			}
+			err = d.appends(len(d.stack) - 1)
+		case opStop:
+			if d.frameEnd != 0 {
+				if err := d.frameFits(); err != nil {
+					return nil, err
+				}
+			}
+			return d.stop()
+		case opGlobal, opStackGlobal, opReduce, opBuild, opInst, opObj, opNewObj, opNewObjEx,
+			opExt1, opExt2, opExt4, opPersID, opBinPersID:
+			return nil, d.fail("opcode 0x%02x (%s) would load a Python object; snapshots hold only plain data", op, fastOpName(op))
+		default:
+			if fastKnownOpcode(op) {
+				return nil, d.unsupported("opcode 0x%02x (%s)", op, fastOpName(op))
+			}
+			return nil, d.fail("unknown pickle opcode 0x%02x", op)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// truncatedAtOp words a missing opcode as a missing STOP.
+func (d *fastDecoder) truncatedAtOp(err error) error {
+	var e *Error
+	if errors.As(err, &e) && d.eof {
+		return &Error{File: d.name, Offset: d.opStart, Msg: "truncated: the pickle ends without a STOP opcode"}
+	}
+	return err
+}
+
+// frameFits checks at STOP that the current frame's claimed length does not run past the end of the file,
+// reading (and discarding) the rest of the frame.
+func (d *fastDecoder) frameFits() error {
+	rest := d.frameEnd - (d.base + int64(d.pos))
+	d.frameEnd = 0
+	for rest > 0 {
+		chunk := int(min(rest, int64(fastInitialBuf)))
+		if _, err := d.need(chunk); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return d.unsupported("a FRAME longer than the file")
+			}
+			return err
+		}
+		rest -= int64(chunk)
+	}
+	return nil
+}
+
+func (d *fastDecoder) long(n int) error {
+	if n > fastMaxLongBytes {
+		return d.unsupported("integer of %d bytes", n)
+	}
+	b, err := d.need(n)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return d.push(val{k: vInt})
+	}
+	// Little-endian two's complement.
+	var u uint64
+	for i := min(n, 8) - 1; i >= 0; i-- {
+		u = u<<8 | uint64(b[i])
+	}
+	neg := b[n-1]&0x80 != 0
+	if n == 9 {
+		if b[8] != 0 {
+			return d.unsupported("integer beyond 64 bits")
+		}
+		if u > math.MaxInt64 {
+			return d.push(val{k: vUint, n: int64(u)})
+		}
+		return d.push(val{k: vInt, n: int64(u)})
+	}
+	if neg && n < 8 {
+		u |= ^uint64(0) << (8 * uint(n)) // sign-extend
+	}
+	return d.push(val{k: vInt, n: int64(u)})
+}
+
+// str pushes a string, interned: snapshots repeat the same few thousand file and function names millions of
+// times, and the memo often cannot share them because each frame dict was built with fresh str objects.
+func (d *fastDecoder) str(n int) error {
+	b, err := d.need(n)
+	if err != nil {
+		return err
+	}
+	id, ok := d.strID[string(b)]
+	if !ok {
+		if !utf8.Valid(b) {
+			return d.unsupported("string that is not valid UTF-8")
+		}
+		s := string(b)
+		id = int32(len(d.strs))
+		d.strs = append(d.strs, s)
+		d.strKey = append(d.strKey, fieldOf[s])
+		d.strID[s] = id
+	}
+	return d.push(val{k: vStr, n: int64(id)})
+}
+
+func (d *fastDecoder) tupleN(n int) error {
+	if n > len(d.stack)-d.stackFloor() {
+		return d.unsupported("tuple of %d items with fewer on the stack", n)
+	}
+	items := d.stack[len(d.stack)-n:]
+	var v val
+	if n == 2 && items[0].k == vInt && items[1].k == vInt {
+		v = val{k: vPair, n: items[0].n, n2: items[1].n}
+	} else {
+		if n > fastMaxGeneric {
+			return d.unsupported("tuple of %d items", n)
+		}
+		for _, it := range items {
+			if !d.harmless(it) {
+				return d.unsupported("a tuple holding a %s", kindWord(it.k))
+			}
+		}
+		l := &listObj{kind: lTupleItems}
+		l.m().items = append([]val(nil), items...)
+		v = d.newList(vTuple, l)
+	}
+	d.stack = d.stack[:len(d.stack)-n]
+	return d.push(v)
+}
+
+func (d *fastDecoder) memoStore(idx uint64) error {
+	if len(d.stack) == 0 || len(d.stack) == d.stackFloor() && len(d.marks) > 0 && d.stackFloor() == len(d.stack) {
+		return d.unsupported("memo store with an empty stack")
+	}
+	top := &d.stack[len(d.stack)-1]
+	var c uint64
+	switch top.k {
+	case vStr:
+		c = cellStr | uint64(top.n)
+	case vFrame:
+		c = cellFrame | uint64(top.n)
+	case vList:
+		c = cellList | uint64(top.n)
+	case vDict:
+		if top.n >= 0 {
+			return d.unsupported("a dict stored twice in the memo")
+		}
+		top.n = int64(idx)
+		c = cellPending
+	case vEntry, vSegment, vBlock, vHist, vAnnotation, vSettings, vTop:
+		c = cellGone
+	default:
+		c = cellVal | uint64(len(d.memoVals))
+		d.memoVals = append(d.memoVals, *top)
+	}
+	d.setMemo(idx, c)
+	return nil
+}
+
+// setMemo stores a memo cell. Indexes are dense in every real pickle; one far past the end goes to a map so
+// that a hostile index cannot make the memo allocate gigabytes.
+func (d *fastDecoder) setMemo(idx, c uint64) {
+	if d.getMemo(idx) == cellEmpty {
+		d.memoN++
+	}
+	if idx < uint64(len(d.memo)) {
+		d.memo[idx] = c
+		return
+	}
+	if idx > uint64(len(d.memo))+fastMaxMemoGap {
+		if d.sparse == nil {
+			d.sparse = make(map[uint64]uint64)
+		}
+		d.sparse[idx] = c
+		return
+	}
+	for uint64(len(d.memo)) < idx {
+		d.memo = append(d.memo, cellEmpty)
+	}
+	d.memo = append(d.memo, c)
+}
+
+func (d *fastDecoder) getMemo(idx uint64) uint64 {
+	if idx < uint64(len(d.memo)) {
+		return d.memo[idx]
+	}
+	return d.sparse[idx]
+}
+
+func (d *fastDecoder) memoGet(idx uint64) error {
+	c := d.getMemo(idx)
+	p := c &^ cellKind
+	switch c & cellKind {
+	case cellStr:
+		return d.push(val{k: vStr, n: int64(p)})
+	case cellFrame:
+		return d.push(val{k: vFrame, n: int64(p)})
+	case cellList:
+		return d.push(val{k: vList, n: int64(p)})
+	case cellVal:
+		return d.push(d.memoVals[p])
+	case cellPending:
+		return d.unsupported("reference to a dict that is still being built")
+	case cellGone:
+		return d.unsupported("a record referenced twice through the memo")
+	}
+	return d.unsupported("memo key %d was never stored", idx)
+}
+
+// setItems fills the dict at stack[m-1] with the key/value pairs stack[m:].
+func (d *fastDecoder) setItems(m int) error {
+	if m < 1 {
+		return d.unsupported("SETITEMS without a dict")
+	}
+	pairs := d.stack[m:]
+	if len(pairs)%2 != 0 {
+		return d.unsupported("SETITEMS with an odd number of items")
+	}
+	target := &d.stack[m-1]
+	switch target.k {
+	case vDict:
+		v, err := d.convertDict(pairs, target.n)
+		if err != nil {
+			return err
+		}
+		*target = v
+	case vGenDict:
+		if len(d.lOf(*target).more.items)+len(pairs) > 2*fastMaxGeneric {
+			return d.unsupported("dict of more than %d items", fastMaxGeneric)
+		}
+		d.lOf(*target).more.items = append(d.lOf(*target).more.items, pairs...)
+	default:
+		return d.unsupported("SETITEMS on a %s (a dict filled twice, or not a dict)", kindWord(target.k))
+	}
+	d.stack = d.stack[:m]
+	return nil
+}
+
+// appends adds stack[m:] to the list at stack[m-1].
+func (d *fastDecoder) appends(m int) error {
+	if m < 1 || d.stack[m-1].k != vList {
+		return d.unsupported("APPENDS without a list")
+	}
+	l := d.lOf(d.stack[m-1])
+	if l.sealed {
+		return d.unsupported("a list grown after it was used")
+	}
+	items := d.stack[m:]
+	if len(items) == 0 {
+		d.stack = d.stack[:m]
+		return nil
+	}
+	want := itemListKind(items[0])
+	if l.kind == lEmpty {
+		l.kind = want
+	} else if l.kind != want {
+		return d.unsupported("a list mixing %s and %s", l.kind, want)
+	}
+	switch l.kind {
+	case lFrames:
+		for _, it := range items {
+			if it.k != vFrame {
+				return d.unsupported("a frames list holding a %s", kindWord(it.k))
+			}
+			l.idx = append(l.idx, int32(it.n))
+		}
+	case lEntries:
+		mm := l.m()
+		for _, it := range items {
+			if it.k != vEntry {
+				return d.unsupported("a trace holding a %s", kindWord(it.k))
+			}
+			mm.addEntry(&d.pEntries[it.n])
+		}
+		d.taken(len(items))
+	case lSegments:
+		mm := l.m()
+		for _, it := range items {
+			if it.k != vSegment {
+				return d.unsupported("a segment list holding a %s", kindWord(it.k))
+			}
+			mm.segs = append(mm.segs, d.pSegs[it.n])
+		}
+		d.taken(len(items))
+	case lBlocks:
+		mm := l.m()
+		for _, it := range items {
+			if it.k != vBlock {
+				return d.unsupported("a block list holding a %s", kindWord(it.k))
+			}
+			mm.blocks = append(mm.blocks, d.pBlocks[it.n])
+		}
+		d.taken(len(items))
+	case lHists:
+		mm := l.m()
+		for _, it := range items {
+			if it.k != vHist {
+				return d.unsupported("a history list holding a %s", kindWord(it.k))
+			}
+			mm.hists = append(mm.hists, d.pHists[it.n])
+		}
+		d.taken(len(items))
+	case lAnnotations:
+		mm := l.m()
+		for _, it := range items {
+			if it.k != vAnnotation {
+				return d.unsupported("an annotation list holding a %s", kindWord(it.k))
+			}
+			mm.anns = append(mm.anns, d.pAnns[it.n])
+		}
+		d.taken(len(items))
+	case lTraces:
+		mm := l.m()
+		for _, it := range items {
+			if it.k != vList {
+				return d.unsupported("device_traces holding a %s", kindWord(it.k))
+			}
+			tl := d.lOf(it)
+			switch tl.kind {
+			case lEmpty:
+				mm.traces = append(mm.traces, []TraceEntry{})
+			case lEntries:
+				mm.traces = append(mm.traces, tl.more.traceEntries())
+			default:
+				return d.unsupported("device_traces holding a list of %s", tl.kind)
+			}
+			tl.sealed = true
+		}
+	case lOther:
+		mm := l.m()
+		for _, it := range items {
+			switch it.k {
+			case vNone, vBool, vInt, vUint, vFloat, vStr, vPair:
+			default:
+				return d.unsupported("a list mixing records and plain values")
+			}
+		}
+		mm.count += len(items)
+	default:
+		return d.unsupported("a list of %s", l.kind)
+	}
+	d.stack = d.stack[:m]
+	return nil
+}
+
+// taken notes that n pending records left the stack; once none is left the buffers are reused.
+func (d *fastDecoder) taken(n int) {
+	d.live -= n
+	if d.live == 0 {
+		d.pEntries = d.pEntries[:0]
+		d.pSegs = d.pSegs[:0]
+		d.pBlocks = d.pBlocks[:0]
+		d.pHists = d.pHists[:0]
+		d.pAnns = d.pAnns[:0]
+	}
+}
+
+// itemListKind says what kind of list an item makes.
+func itemListKind(v val) lkind {
+	switch v.k {
+	case vFrame:
+		return lFrames
+	case vEntry:
+		return lEntries
+	case vSegment:
+		return lSegments
+	case vBlock:
+		return lBlocks
+	case vHist:
+		return lHists
+	case vAnnotation:
+		return lAnnotations
+	case vList:
+		return lTraces
+	}
+	return lOther
+}
+
+func (d *fastDecoder) stop() (*Snapshot, error) {
+	if len(d.stack) != 1 || len(d.marks) != 0 {
+		return nil, d.unsupported("STOP with %d values and %d marks on the stack", len(d.stack), len(d.marks))
+	}
+	if d.live != 0 {
+		return nil, d.unsupported("records left outside any list")
+	}
+	v := d.stack[0]
+	var s *Snapshot
+	switch v.k {
+	case vTop:
+		s = d.top
+	case vList:
+		switch d.lOf(v).kind {
+		case lSegments:
+			s = &Snapshot{Segments: d.lOf(v).more.segs}
+		case lEmpty:
+			s = &Snapshot{Segments: []Segment{}}
+		default:
+			return nil, d.unsupported("top-level list of %s", d.lOf(v).kind)
+		}
+		s.BareList = true
+	default:
+		return nil, d.unsupported("top-level %s", kindWord(v.k))
+	}
+	s.Protocol = d.proto
+	s.TorchFormat = d.fmt.torchFormat(s)
+	return s, nil
+}
+
+// torchFormat names the generation from the keys seen, newest evidence first, by the reference decoder's rule
+// (formatMarks.torchFormat).
+func (f formatFlags) torchFormat(s *Snapshot) string {
+	switch {
+	case s.BareList:
+		return "list"
+	case f.userMetadata:
+		return "2.10+"
+	case f.compileContext:
+		return "2.8+"
+	case f.annotations:
+		return "2.5+"
+	case f.settings:
+		return "2.3+"
+	case f.timeUS:
+		return "2.2+"
+	case f.blockAddress || f.expandable || f.segFrames || f.poolID:
+		return "2.1+"
+	case f.history || f.noBlockAddress:
+		return "2.0-history"
+	}
+	return "2.0"
+}
+
+func (k lkind) String() string {
+	switch k {
+	case lEmpty:
+		return "nothing"
+	case lFrames:
+		return "frames"
+	case lEntries:
+		return "trace entries"
+	case lSegments:
+		return "segments"
+	case lBlocks:
+		return "blocks"
+	case lHists:
+		return "history entries"
+	case lTraces:
+		return "lists"
+	case lAnnotations:
+		return "annotations"
+	case lTupleItems:
+		return "tuple items"
+	case lDictItems:
+		return "dict items"
+	}
+	return "plain values"
+}
+
+func kindWord(k vkind) string {
+	switch k {
+	case vNone:
+		return "None"
+	case vBool:
+		return "bool"
+	case vInt, vUint:
+		return "int"
+	case vFloat:
+		return "float"
+	case vStr:
+		return "str"
+	case vPair, vTuple:
+		return "tuple"
+	case vDict, vGenDict:
+		return "dict"
+	case vList:
+		return "list"
+	case vFrame:
+		return "frame"
+	case vEntry:
+		return "trace entry"
+	case vSegment:
+		return "segment"
+	case vBlock:
+		return "block"
+	case vHist:
+		return "history entry"
+	case vAnnotation:
+		return "annotation"
+	case vSettings:
+		return "allocator settings"
+	case vTop:
+		return "snapshot dict"
+	}
+	return "value"
+}
+
+// fastKnownOpcode reports whether op is a valid pickle opcode (protocols 0 to 5).
+func fastKnownOpcode(op byte) bool {
+	switch op {
+	case opMark, opStop, opPop, opPopMark, opDup, opFloat, opInt, opBinInt, opBinInt1, opLong, opBinInt2,
+		opNone, opPersID, opBinPersID, opReduce, opString, opBinString, opShortBinString, opUnicode,
+		opBinUnicode, opAppend, opBuild, opGlobal, opDict, opEmptyDict, opAppends, opGet, opBinGet, opInst,
+		opLongBinGet, opList, opEmptyList, opObj, opPut, opBinPut, opLongBinPut, opSetItem, opTuple,
+		opEmptyTuple, opSetItems, opBinFloat, opProto, opNewObj, opExt1, opExt2, opExt4, opTuple1, opTuple2,
+		opTuple3, opNewTrue, opNewFalse, opLong1, opLong4, opBinBytes, opShortBinBytes, opShortBinUni,
+		opBinUnicode8, opBinBytes8, opEmptySet, opAddItems, opFrozenSet, opNewObjEx, opStackGlobal, opMemoize,
+		opFrame, opByteArray8, opNextBuffer, opReadOnlyBuffer:
+		return true
+	}
+	return false
+}
+
+func fastOpName(op byte) string {
+	switch op {
+	case opGlobal:
+		return "GLOBAL"
+	case opStackGlobal:
+		return "STACK_GLOBAL"
+	case opReduce:
+		return "REDUCE"
+	case opBuild:
+		return "BUILD"
+	case opInst:
+		return "INST"
+	case opObj:
+		return "OBJ"
+	case opNewObj:
+		return "NEWOBJ"
+	case opNewObjEx:
+		return "NEWOBJ_EX"
+	case opExt1, opExt2, opExt4:
+		return "EXT"
+	case opPersID, opBinPersID:
+		return "PERSID"
+	}
+	return fmt.Sprintf("opcode %q", rune(op))
+}

@@ -1,0 +1,64 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// rewinder returns a function that repositions r at its current offset and returns it, or nil when r cannot
+// seek (a pipe, a gzip stream). Decode takes it before buffering so that a pickle the fast decoder declines can
+// be read again by the reference decoder without holding the whole file in memory.
+func rewinder(r io.Reader) func() (io.Reader, error) {
+	s, ok := r.(io.ReadSeeker)
+	if !ok {
+		return nil
+	}
+	start, err := s.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil
+	}
+	return func() (io.Reader, error) {
+		if _, err := s.Seek(start, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// decodePickleDispatch decodes a snapshot pickle with the streaming fast decoder, and with the reference
+// decoder (gopickle) when the fast one meets a construct it does not handle. Both produce the same model on
+// everything the fast decoder accepts (see diff_test.go), so the choice is invisible except in speed and memory.
+func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, rewind func() (io.Reader, error)) (*Input, error) {
+	var data []byte
+	src := io.Reader(br)
+	if rewind == nil {
+		// Not seekable: keep the bytes so the fallback can read them again.
+		var err error
+		if data, err = readAllContext(ctx, br); err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, ctxErr
+			}
+			return nil, &Error{File: name, Offset: int64(len(data)), Msg: "cannot read", Err: err}
+		}
+		src = bytes.NewReader(data)
+	}
+	snap, err := decodeFastPickle(ctx, name, src)
+	if err == nil {
+		return &Input{Path: name, Format: fmt.Sprintf("pickle-v%d", snap.Protocol), Snapshot: snap}, nil
+	}
+	if !errors.Is(err, errFastUnsupported) {
+		return nil, err
+	}
+	if data != nil {
+		return decodePickleInput(ctx, name, bytes.NewReader(data))
+	}
+	r, rerr := rewind()
+	if rerr != nil {
+		return nil, &Error{File: name, Offset: 0, Msg: "cannot re-read the file for the reference decoder", Err: rerr}
+	}
+	return decodePickleInput(ctx, name, bufio.NewReaderSize(r, 1<<16))
+}

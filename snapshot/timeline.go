@@ -1,0 +1,333 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// MemoryTimeline is a torch.profiler memory timeline (profiler.export_memory_timeline): bytes per category over
+// time for one device.
+type MemoryTimeline struct {
+	// Form is "plot" for the [times, sizes] JSON and "raw" for the .raw.json.gz event list.
+	Form string
+	// Categories are the category names in index order (TimelineCategories for files PyTorch writes).
+	Categories []string
+	// TimesUS holds one time per point in microseconds; pre-existing allocations (t = -1) are placed at the
+	// smallest positive time, as PyTorch does.
+	TimesUS []int64
+	// Bytes[k][i] is the live bytes of category k at point i (running totals, not deltas).
+	Bytes [][]int64
+	// Events and ActionCounts (indexed by action: 1 preexisting, 2 create, 3 increment_version, 4 destroy)
+	// describe the raw form; zero for the plot form.
+	Events       int
+	ActionCounts [5]int
+	// Rank is taken from the file path; -1 when unknown.
+	Rank int
+	// Warnings are oddities that did not stop decoding (e.g. negative running totals).
+	Warnings []string
+}
+
+// TimelineCategories are torch.profiler's memory categories in the index order its exports use (the key order of
+// _CATEGORY_TO_COLORS, which differs from the Category enum values); index 7 is "no category".
+var TimelineCategories = [...]string{"Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient", "Autograd detail", "Unknown"}
+
+// Raw-event action indexes (the Action enum values).
+const (
+	TimelinePreexisting      = 1
+	TimelineCreate           = 2
+	TimelineIncrementVersion = 3
+	TimelineDestroy          = 4
+)
+
+// Points returns the number of points.
+func (t *MemoryTimeline) Points() int { return len(t.TimesUS) }
+
+// Total returns the sum over categories at point i.
+func (t *MemoryTimeline) Total(i int) int64 {
+	var n int64
+	for k := range t.Bytes {
+		n += t.Bytes[k][i]
+	}
+	return n
+}
+
+// Limits for timeline inputs.
+const (
+	maxTimelinePoints = 1 << 23
+	maxTimelineWidth  = 64
+)
+
+// decodeTimelineRest decodes a timeline whose top-level '[' and the '[' of its first element have been read.
+func decodeTimelineRest(s *jsonStream) (*MemoryTimeline, error) {
+	first, err := s.intsRest("[0]", nil, maxTimelinePoints)
+	if err != nil {
+		return nil, err
+	}
+	var tl *MemoryTimeline
+	if !s.dec.More() {
+		// A single element can only be one raw event.
+		if len(first) != 4 {
+			return nil, s.errf("", "a memory timeline needs [times, sizes] or a list of [t, action, bytes, category] events; got a single list of %d numbers", len(first))
+		}
+		if err := s.expectDelim("", ']'); err != nil {
+			return nil, err
+		}
+		tl, err = buildRawTimeline(s, [][4]int64{{first[0], first[1], first[2], first[3]}})
+	} else {
+		if err := s.expectDelim("[1]", '['); err != nil {
+			return nil, err
+		}
+		tok, err := s.token("[1][0]")
+		if err != nil {
+			return nil, err
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '[': // plot form: the second element is the list of rows
+				tl, err = decodePlotRows(s, first, true)
+			case ']':
+				tl, err = decodePlotRows(s, first, false)
+			default:
+				return nil, s.typeErr("[1][0]", "a number or a list", tok)
+			}
+		case json.Number:
+			tl, err = decodeRawEvents(s, first, v)
+		default:
+			return nil, s.typeErr("[1][0]", "a number or a list", tok)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.end(); err != nil {
+		return nil, err
+	}
+	if rank, ok := RankFromPath(s.name); ok {
+		tl.Rank = rank
+	} else {
+		tl.Rank = -1
+	}
+	return tl, nil
+}
+
+// intsRest reads numbers up to and including the closing ']' of an array whose '[' was consumed.
+func (s *jsonStream) intsRest(path string, dst []int64, max int) ([]int64, error) {
+	for s.dec.More() {
+		if len(dst) >= max {
+			return nil, s.errf(path, "more than %d elements", max)
+		}
+		v, err := s.int(fmt.Sprintf("%s[%d]", path, len(dst)))
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, v)
+	}
+	return dst, s.expectDelim(path, ']')
+}
+
+// decodePlotRows reads the rows of the plot form. open says whether the first row's '[' was consumed (false
+// means the sizes list was empty and its ']' was consumed).
+func decodePlotRows(s *jsonStream, times []int64, open bool) (*MemoryTimeline, error) {
+	tl := &MemoryTimeline{Form: "plot", TimesUS: times}
+	width := -1
+	var row []int64
+	for i := 0; open; i++ {
+		if i >= len(times) {
+			return nil, s.errf(fmt.Sprintf("[1][%d]", i), "more size rows than the %d times", len(times))
+		}
+		path := fmt.Sprintf("[1][%d]", i)
+		var err error
+		if i > 0 {
+			if err := s.expectDelim(path, '['); err != nil {
+				return nil, err
+			}
+		}
+		if row, err = s.intsRest(path, row[:0], maxTimelineWidth+1); err != nil {
+			return nil, err
+		}
+		if width < 0 {
+			// row[0] is the stacking baseline PyTorch always writes as 0; the categories follow.
+			if len(row) < 2 {
+				return nil, s.errf(path, "a size row needs a baseline and at least one category, got %d numbers", len(row))
+			}
+			width = len(row)
+			tl.Categories = timelineCategoryNames(width - 1)
+			tl.Bytes = make([][]int64, width-1)
+			for k := range tl.Bytes {
+				tl.Bytes[k] = make([]int64, 0, len(times))
+			}
+		} else if len(row) != width {
+			return nil, s.errf(path, "row has %d numbers, earlier rows have %d", len(row), width)
+		}
+		for k := 1; k < width; k++ {
+			tl.Bytes[k-1] = append(tl.Bytes[k-1], row[k])
+		}
+		if !s.dec.More() {
+			break
+		}
+	}
+	if open {
+		if err := s.expectDelim("[1]", ']'); err != nil {
+			return nil, err
+		}
+	}
+	n := 0
+	if tl.Bytes != nil {
+		n = len(tl.Bytes[0])
+	}
+	if n != len(times) {
+		return nil, s.errf("[1]", "%d size rows for %d times", n, len(times))
+	}
+	if n == 0 {
+		return nil, s.errf("", "memory timeline has no points")
+	}
+	if err := s.expectDelim("", ']'); err != nil {
+		return nil, err
+	}
+	tl.Warnings = negativeTotalsWarning(tl)
+	return tl, nil
+}
+
+func timelineCategoryNames(n int) []string {
+	names := make([]string, n)
+	for k := range names {
+		if k < len(TimelineCategories) {
+			names[k] = TimelineCategories[k]
+		} else {
+			names[k] = fmt.Sprintf("Category %d", k)
+		}
+	}
+	return names
+}
+
+// decodeRawEvents reads the raw form: first is the first event, second the first number of the second.
+func decodeRawEvents(s *jsonStream, first []int64, second json.Number) (*MemoryTimeline, error) {
+	if len(first) != 4 {
+		return nil, s.errf("[0]", "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(first))
+	}
+	events := [][4]int64{{first[0], first[1], first[2], first[3]}}
+	v, err := s.parseIntNumber("[1][0]", second)
+	if err != nil {
+		return nil, err
+	}
+	row, err := s.intsRest("[1]", []int64{v}, 5)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; ; i++ {
+		path := fmt.Sprintf("[%d]", i)
+		if len(row) != 4 {
+			return nil, s.errf(path, "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(row))
+		}
+		events = append(events, [4]int64{row[0], row[1], row[2], row[3]})
+		if !s.dec.More() {
+			break
+		}
+		if len(events) >= maxTimelinePoints {
+			return nil, s.errf("", "more than %d events", maxTimelinePoints)
+		}
+		if err := s.expectDelim(fmt.Sprintf("[%d]", i+1), '['); err != nil {
+			return nil, err
+		}
+		if row, err = s.intsRest(fmt.Sprintf("[%d]", i+1), row[:0], 5); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.expectDelim("", ']'); err != nil {
+		return nil, err
+	}
+	return buildRawTimeline(s, events)
+}
+
+// buildRawTimeline accumulates raw events into points the way PyTorch's plot export does: nanoseconds become
+// microseconds, a new point starts whenever the time changes, every point carries the running totals, and the
+// pre-existing time -1 becomes the smallest positive time.
+func buildRawTimeline(s *jsonStream, events [][4]int64) (*MemoryTimeline, error) {
+	tl := &MemoryTimeline{Form: "raw", Events: len(events), Categories: timelineCategoryNames(len(TimelineCategories))}
+	for i, e := range events {
+		if e[1] < TimelinePreexisting || e[1] > TimelineDestroy {
+			return nil, &Error{File: s.name, Offset: -1, Field: fmt.Sprintf("[%d][1]", i), Msg: fmt.Sprintf("unknown action %d (want 1..4)", e[1])}
+		}
+		if e[3] < 0 || e[3] >= int64(len(TimelineCategories)) {
+			return nil, &Error{File: s.name, Offset: -1, Field: fmt.Sprintf("[%d][3]", i), Msg: fmt.Sprintf("unknown category %d (want 0..%d)", e[3], len(TimelineCategories)-1)}
+		}
+		if e[0] < -1 {
+			return nil, &Error{File: s.name, Offset: -1, Field: fmt.Sprintf("[%d][0]", i), Msg: fmt.Sprintf("negative time (%d)", e[0])}
+		}
+		tl.ActionCounts[e[1]]++
+	}
+	// PyTorch writes events in time order; a stable sort keeps that order and tolerates files that were not.
+	slices.SortStableFunc(events, func(a, b [4]int64) int {
+		return cmpInt64(usTime(a[0]), usTime(b[0]))
+	})
+	tl.Bytes = make([][]int64, len(TimelineCategories))
+	cur := make([]int64, len(TimelineCategories))
+	tMin := int64(-1)
+	for i, e := range events {
+		t := usTime(e[0])
+		if t > 0 && (tMin == -1 || t < tMin) {
+			tMin = t
+		}
+		switch {
+		case i == 0:
+			tl.TimesUS = append(tl.TimesUS, t)
+		case t != tl.TimesUS[len(tl.TimesUS)-1]:
+			tl.appendPoint(cur) // the previous time's state, after all of its events
+			tl.TimesUS = append(tl.TimesUS, t)
+		}
+		cur[e[3]] += e[2]
+	}
+	tl.appendPoint(cur)
+	for i, t := range tl.TimesUS {
+		if t < 0 {
+			tl.TimesUS[i] = max(tMin, 0)
+		}
+	}
+	tl.Warnings = negativeTotalsWarning(tl)
+	return tl, nil
+}
+
+func (t *MemoryTimeline) appendPoint(cur []int64) {
+	for k, v := range cur {
+		t.Bytes[k] = append(t.Bytes[k], v)
+	}
+}
+
+// usTime converts a raw event time (ns, or -1 for pre-existing) to the plot form's µs, truncating like PyTorch.
+func usTime(ns int64) int64 {
+	if ns < 0 {
+		return -1
+	}
+	return ns / 1000
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func negativeTotalsWarning(tl *MemoryTimeline) []string {
+	var out []string
+	for k, col := range tl.Bytes {
+		lowest, at := int64(0), -1
+		for i, v := range col {
+			if v < lowest {
+				lowest, at = v, i
+			}
+		}
+		if at >= 0 {
+			out = append(out, fmt.Sprintf("category %s goes negative (%d bytes at point %d): the profiler saw frees of memory it never saw allocated", tl.Categories[k], lowest, at))
+		}
+	}
+	return out
+}

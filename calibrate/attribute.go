@@ -1,0 +1,281 @@
+// Package calibrate compares the static estimator's predictions with runtime measurements: it attributes runtime
+// memory to the estimator's components (weights, gradients, optimizer states, activations, temporaries, other),
+// builds per-run and many-run error tables, and fits a small, explainable correction model that
+// `memscan static --calibration` applies next to the raw prediction.
+package calibrate
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+)
+
+// Components of the static estimator, in report order.
+const (
+	Weights     = "weights"
+	Gradients   = "gradients"
+	Optimizer   = "optimizer"
+	Activations = "activations"
+	Temporaries = "temporaries"
+	Other       = "other"
+)
+
+// Components lists the component names in report order.
+func Components() []string {
+	return []string{Weights, Gradients, Optimizer, Activations, Temporaries, Other}
+}
+
+// ComponentBytes is what one component holds in a runtime measurement.
+type ComponentBytes struct {
+	Component string `json:"component"`
+	Bytes     int64  `json:"bytes"`
+	// Confidence is the byte-weighted confidence of the mappings that fed this component (0..1).
+	Confidence float64 `json:"confidence"`
+	// From names the runtime categories, phases or profiler categories mapped here.
+	From []string `json:"from"`
+}
+
+// SiteBytes is one allocation site (or module/phase) and the component it was attributed to.
+type SiteBytes struct {
+	Site      string `json:"site"`
+	Category  string `json:"category"`
+	Component string `json:"component"` // "" when unattributed
+	Bytes     int64  `json:"bytes"`
+}
+
+// Attribution maps one runtime report's live memory onto the estimator's components.
+type Attribution struct {
+	// Source says what the bytes are: "snapshot-peak" (live set at the trace peak), "snapshot" (allocated blocks at
+	// snapshot time), "tracer" (tensors alive at the tracer's peak), "timeline" (profiler categories at the peak).
+	Source     string           `json:"source"`
+	TotalBytes int64            `json:"total_bytes"`
+	Components []ComponentBytes `json:"components"`
+	// UnattributedBytes could not be mapped to any component (Unknown categories, phases with no rule).
+	UnattributedBytes int64 `json:"unattributed_bytes"`
+	// Confidence is the byte-weighted confidence over the attributed bytes; unattributed bytes count as 0.
+	Confidence float64     `json:"confidence"`
+	Sites      []SiteBytes `json:"sites,omitempty"`
+}
+
+// Bytes returns what the attribution put in component c.
+func (a *Attribution) Bytes(c string) int64 {
+	if a == nil {
+		return 0
+	}
+	for _, cb := range a.Components {
+		if cb.Component == c {
+			return cb.Bytes
+		}
+	}
+	return 0
+}
+
+// mapping is one rule: a runtime label mapped to a component with a confidence that says how often that label
+// really means that component.
+type mapping struct {
+	component  string
+	confidence float64
+}
+
+// categoryMap maps memscan's allocation categories (package categorize) to components. Categories that name a
+// model part (Attention, Linear/MatMul, ...) are forward intermediates saved for backward, i.e. activations,
+// but a matmul site also allocates transient outputs, hence the lower confidence.
+var categoryMap = map[string]mapping{
+	"parameters/weights": {Weights, 0.9},
+	"gradient":           {Gradients, 0.85},
+	"optimizer state":    {Optimizer, 0.9},
+	"fsdp":               {Weights, 0.5}, // flat parameters mostly; unsharded all-gathers and reduce-scatter grads too
+	"autograd":           {Activations, 0.7},
+	"activation":         {Activations, 0.7},
+	"attention":          {Activations, 0.65},
+	"linear/matmul":      {Activations, 0.6},
+	"normalization":      {Activations, 0.7},
+	"embedding":          {Activations, 0.6},
+	"expert/moe":         {Activations, 0.55},
+	"loss/logits":        {Temporaries, 0.6}, // logits and loss gradients live only around the head
+	"communication":      {Other, 0.7},
+	"data/input":         {Other, 0.6},
+}
+
+// profilerMap maps torch.profiler memory-timeline categories, which PyTorch itself assigns, to components.
+var profilerMap = map[string]mapping{
+	"parameter":       {Weights, 0.95},
+	"gradient":        {Gradients, 0.95},
+	"optimizer_state": {Optimizer, 0.95},
+	"activation":      {Activations, 0.9},
+	"temporary":       {Temporaries, 0.9},
+	"autograd_detail": {Activations, 0.6},
+	"input":           {Other, 0.8},
+}
+
+// phaseMap maps tracer phase names (matched as lower-case substrings, first match wins) to components. A tracer
+// records the phase a tensor was created in: model setup creates weights (and, with the distributed optimizer,
+// grad buffers and states), an optimizer phase creates states, and forward/backward create activations.
+var phaseMap = []struct {
+	substr string
+	m      mapping
+}{
+	// Megatron's "setup_model_and_optimizer" creates parameters, grad buffers and fp32 main params; Adam's
+	// moments appear lazily in the first optimizer step. Checked before "optim" for that reason.
+	{"setup_model", mapping{Weights, 0.5}},
+	{"optim", mapping{Optimizer, 0.7}},
+	{"forward", mapping{Activations, 0.6}}, // also "forward_backward_iter_N": what a step creates is mostly saved activations
+	{"backward", mapping{Gradients, 0.5}},
+	{"model", mapping{Weights, 0.5}},
+	{"init", mapping{Weights, 0.4}},
+}
+
+func lookupCategory(name string) (mapping, bool) {
+	m, ok := categoryMap[strings.ToLower(strings.TrimSpace(name))]
+	return m, ok
+}
+
+func lookupProfiler(name string) (mapping, bool) {
+	k := strings.ToLower(strings.TrimSpace(name))
+	k = strings.ReplaceAll(k, " ", "_")
+	m, ok := profilerMap[k]
+	return m, ok
+}
+
+func lookupPhase(name string) (mapping, bool) {
+	k := strings.ToLower(name)
+	for _, p := range phaseMap {
+		if strings.Contains(k, p.substr) {
+			return p.m, true
+		}
+	}
+	return mapping{}, false
+}
+
+// accumulator sums bytes per component with their confidence.
+type accumulator struct {
+	bytes map[string]int64
+	conf  map[string]float64 // Σ bytes·confidence
+	from  map[string][]string
+	unatt int64
+	total int64
+}
+
+func newAccumulator() *accumulator {
+	return &accumulator{bytes: map[string]int64{}, conf: map[string]float64{}, from: map[string][]string{}}
+}
+
+func (a *accumulator) add(label string, bytes int64, m mapping, ok bool) {
+	if bytes <= 0 {
+		return
+	}
+	a.total += bytes
+	if !ok {
+		a.unatt += bytes
+		return
+	}
+	a.bytes[m.component] += bytes
+	a.conf[m.component] += float64(bytes) * m.confidence
+	if !slices.Contains(a.from[m.component], label) {
+		a.from[m.component] = append(a.from[m.component], label)
+	}
+}
+
+func (a *accumulator) result(source string) *Attribution {
+	at := &Attribution{Source: source, TotalBytes: a.total, UnattributedBytes: a.unatt}
+	var weighted float64
+	for _, c := range Components() {
+		b := a.bytes[c]
+		cb := ComponentBytes{Component: c, Bytes: b, From: a.from[c]}
+		if cb.From == nil {
+			cb.From = []string{}
+		}
+		if b > 0 {
+			cb.Confidence = a.conf[c] / float64(b)
+		}
+		weighted += a.conf[c]
+		at.Components = append(at.Components, cb)
+	}
+	if a.total > 0 {
+		at.Confidence = weighted / float64(a.total)
+	}
+	return at
+}
+
+// Attribute maps a runtime report onto the estimator's components. It prefers the most specific view the report
+// has: profiler categories (assigned by PyTorch), then the snapshot's live set at the trace peak, then the tracer's
+// phases, then the allocated blocks at snapshot time. It returns nil when the report carries no breakdown (a
+// training log has totals only).
+func Attribute(r *analyze.Report) *Attribution {
+	if r == nil {
+		return nil
+	}
+	switch {
+	case r.MemoryTimeline != nil && len(r.MemoryTimeline.PeakComposition) > 0:
+		acc := newAccumulator()
+		for _, c := range r.MemoryTimeline.PeakComposition {
+			m, ok := lookupProfiler(c.Name)
+			acc.add(c.Name, c.Bytes, m, ok)
+		}
+		return acc.result("timeline")
+	case r.Tracer != nil && len(r.Phases) > 0:
+		acc := newAccumulator()
+		for _, p := range r.Phases {
+			m, ok := lookupPhase(p.Name)
+			acc.add("phase "+p.Name, p.Bytes, m, ok)
+		}
+		at := acc.result("tracer")
+		at.Sites = siteRows(r.Sites)
+		return at
+	case r.Peak != nil && len(r.Peak.Categories) > 0:
+		acc := newAccumulator()
+		for _, c := range r.Peak.Categories {
+			m, ok := lookupCategory(c.Name)
+			acc.add(c.Name, c.Bytes, m, ok)
+		}
+		at := acc.result("snapshot-peak")
+		at.Sites = siteRows(r.Peak.Sites)
+		return at
+	case len(r.Categories) > 0:
+		acc := newAccumulator()
+		for _, c := range r.Categories {
+			m, ok := lookupCategory(c.Name)
+			acc.add(c.Name, c.Bytes, m, ok)
+		}
+		at := acc.result("snapshot")
+		at.Sites = siteRows(r.Sites)
+		return at
+	}
+	return nil
+}
+
+// siteRows attributes each site through its category, largest first.
+func siteRows(sites []analyze.SiteStat) []SiteBytes {
+	out := make([]SiteBytes, 0, len(sites))
+	for _, s := range sites {
+		m, ok := lookupCategory(s.Category)
+		sb := SiteBytes{Site: s.Site, Category: s.Category, Bytes: s.Bytes}
+		if ok {
+			sb.Component = m.component
+		}
+		out = append(out, sb)
+	}
+	slices.SortStableFunc(out, func(a, b SiteBytes) int { return cmp.Compare(b.Bytes, a.Bytes) })
+	return out
+}
+
+// ObservedPeakStage infers the training stage at the measured peak from the attributed live set: almost no
+// activations means the optimizer step; activations together with gradients mean backward; activations alone
+// mean forward. It returns "" when there is no breakdown.
+func ObservedPeakStage(a *Attribution) string {
+	if a == nil || a.TotalBytes == 0 {
+		return ""
+	}
+	act := a.Bytes(Activations) + a.Bytes(Temporaries)
+	grads := a.Bytes(Gradients)
+	total := a.TotalBytes
+	switch {
+	case act*20 < total: // under 5 % of the peak
+		return "optimizer_step"
+	case grads*100 >= total && grads > 0:
+		return "backward"
+	}
+	return "forward"
+}

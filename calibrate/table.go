@@ -1,0 +1,356 @@
+package calibrate
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/static"
+)
+
+// Metrics compared between prediction and measurement. The three totals are also used as the component name of
+// their rows, so one summary covers both per-component and total errors.
+const (
+	MetricAtPeak        = "allocated_at_peak"     // per component, what is live at the peak
+	MetricPeakAllocated = "peak_allocated"        // torch.cuda.max_memory_allocated
+	MetricPeakReserved  = "peak_reserved"         // torch.cuda.max_memory_reserved
+	MetricEndOfStep     = "end_of_step_allocated" // allocated between steps: weights, grads, optimizer states, buffers
+)
+
+// Prediction is the static estimator's figures for the GPU a measurement came from.
+type Prediction struct {
+	Stage         int              `json:"stage"`
+	PeakAllocated int64            `json:"peak_allocated_bytes"`
+	PeakReserved  int64            `json:"peak_reserved_bytes"`
+	EndOfStep     int64            `json:"end_of_step_allocated_bytes"`
+	PeakStage     string           `json:"peak_stage"`
+	AtPeak        map[string]int64 `json:"at_peak"` // component → bytes live at the predicted peak
+}
+
+// SelectStage picks the pipeline stage a measurement belongs to: "" or "worst" (the estimator's worst stage),
+// "first", "last" (Megatron logs memory on the last rank, which holds the last stage) or a stage index.
+func SelectStage(rep *static.Report, sel string) (int, error) {
+	n := len(rep.Stages)
+	if n == 0 {
+		return 0, fmt.Errorf("static report has no stages")
+	}
+	switch sel {
+	case "", "worst":
+		return rep.WorstStage, nil
+	case "first":
+		return 0, nil
+	case "last":
+		return n - 1, nil
+	}
+	i, err := strconv.Atoi(sel)
+	if err != nil || i < 0 || i >= n {
+		return 0, fmt.Errorf("stage %q: want worst, first, last or an index below %d", sel, n)
+	}
+	return i, nil
+}
+
+// PredictionOf extracts the figures of one pipeline stage.
+func PredictionOf(rep *static.Report, stage int) Prediction {
+	st := rep.Stages[stage]
+	p := Prediction{Stage: stage, PeakAllocated: st.PeakAllocated, PeakReserved: st.PeakReserved,
+		EndOfStep: st.EndOfStepAllocated, PeakStage: st.PeakStage, AtPeak: map[string]int64{}}
+	p.AtPeak[Weights] = st.Weights
+	p.AtPeak[Optimizer] = st.Optimizer
+	p.AtPeak[Other] = st.Other
+	if rep.Config.Mode == "inference" {
+		p.AtPeak[Activations] = st.Activations + st.KVCache
+		p.AtPeak[Temporaries] = st.Temporaries
+		return p
+	}
+	p.AtPeak[Gradients] = st.AtPeak.Grads
+	p.AtPeak[Activations] = st.AtPeak.Activations
+	p.AtPeak[Temporaries] = st.AtPeak.Temporaries
+	return p
+}
+
+// Measured holds the runtime figures of one run; 0 means not measured.
+type Measured struct {
+	PeakAllocatedBytes int64 `json:"peak_allocated_bytes,omitempty" yaml:"peak_allocated_bytes"`
+	PeakReservedBytes  int64 `json:"peak_reserved_bytes,omitempty" yaml:"peak_reserved_bytes"`
+	EndOfStepBytes     int64 `json:"end_of_step_allocated_bytes,omitempty" yaml:"end_of_step_allocated_bytes"`
+	// Source names where the figures come from (a file and series, a log line).
+	Source string `json:"source,omitempty" yaml:"source"`
+}
+
+// merge fills the figures m lacks from o.
+func (m *Measured) merge(o Measured) {
+	if m.PeakAllocatedBytes == 0 {
+		m.PeakAllocatedBytes = o.PeakAllocatedBytes
+	}
+	if m.PeakReservedBytes == 0 {
+		m.PeakReservedBytes = o.PeakReservedBytes
+	}
+	if m.EndOfStepBytes == 0 {
+		m.EndOfStepBytes = o.EndOfStepBytes
+	}
+	if m.Source == "" {
+		m.Source = o.Source
+	}
+}
+
+// MeasuredOf reads the totals of runtime reports. With several reports of one run (ranks, or a snapshot next to
+// its log) the peaks are the maxima, as the most loaded GPU is what a prediction must cover.
+func MeasuredOf(reports []*analyze.Report) Measured {
+	var m Measured
+	var src []string
+	for _, r := range reports {
+		if r == nil {
+			continue
+		}
+		var pa, pr, end int64
+		switch {
+		case r.Log != nil:
+			pa, pr = max(r.Log.PeakAllocatedBytes, 0), max(r.Log.PeakReservedBytes, 0)
+			for _, rk := range r.Log.Ranks {
+				if rk.Rank == r.Log.PeakRank || len(r.Log.Ranks) == 1 {
+					end = max(end, rk.LastAllocated)
+				}
+			}
+		case r.MemoryTimeline != nil:
+			pa, end = r.MemoryTimeline.PeakBytes, r.MemoryTimeline.FinalBytes
+		case r.Tracer != nil:
+			pa = r.PeakBytes
+		default: // allocator snapshot: allocated at capture is the steady state between steps
+			end, pr = r.AllocatedBytes, r.ReservedBytes
+			if r.Peak != nil {
+				pa = r.Peak.Bytes
+			}
+			for _, ts := range r.Timeline {
+				for _, v := range ts.Reserved {
+					pr = max(pr, v)
+				}
+			}
+		}
+		m.PeakAllocatedBytes = max(m.PeakAllocatedBytes, pa)
+		m.PeakReservedBytes = max(m.PeakReservedBytes, pr)
+		m.EndOfStepBytes = max(m.EndOfStepBytes, end)
+		src = append(src, r.File+" ("+r.Format+")")
+	}
+	m.Source = strings.Join(src, ", ")
+	return m
+}
+
+// Row is one line of a calibration table.
+type Row struct {
+	ID        string `json:"id"`
+	Metric    string `json:"metric"`
+	Component string `json:"component"` // a component for allocated_at_peak rows, else the metric name
+	// PredictedBytes and MeasuredBytes are per GPU; ErrorBytes = predicted − measured; ErrorPct is ErrorBytes
+	// relative to the measurement, signed (positive = over-estimate), and 100 for a component the estimator
+	// predicts but the run did not hold at all (a relative error to zero has no finite value).
+	PredictedBytes int64   `json:"predicted_bytes"`
+	MeasuredBytes  int64   `json:"measured_bytes"`
+	ErrorBytes     int64   `json:"error_bytes"`
+	ErrorPct       float64 `json:"error_pct"`
+	// Confidence is the attribution's confidence for component rows (1 for totals read directly).
+	Confidence float64 `json:"confidence"`
+	// Corrected is the prediction after a correction model, when one was applied.
+	CorrectedBytes    *int64   `json:"corrected_bytes,omitempty"`
+	CorrectedErrorPct *float64 `json:"corrected_error_pct,omitempty"`
+}
+
+// newRow computes the error arithmetic of one comparison; measured must be positive.
+func newRow(id, metric, component string, predicted, measured int64, conf float64) Row {
+	r := Row{ID: id, Metric: metric, Component: component, PredictedBytes: predicted, MeasuredBytes: measured,
+		ErrorBytes: predicted - measured, Confidence: conf}
+	r.ErrorPct = ErrorPct(predicted, measured)
+	return r
+}
+
+// ErrorPct is (predicted − measured) / measured × 100; 0 when nothing was measured.
+func ErrorPct(predicted, measured int64) float64 {
+	if measured == 0 {
+		return 0
+	}
+	return float64(predicted-measured) / float64(measured) * 100
+}
+
+// Stat summarizes the absolute relative errors of one component (or total) over runs.
+type Stat struct {
+	N            int     `json:"n"`
+	MedianAbsPct float64 `json:"median_abs_error_pct"`
+	MaxAbsPct    float64 `json:"max_abs_error_pct"`
+	MaxID        string  `json:"max_id"` // the run with the largest error
+	// Corrected statistics, when a correction model was applied to every row.
+	CorrectedMedianAbsPct *float64 `json:"corrected_median_abs_error_pct,omitempty"`
+	CorrectedMaxAbsPct    *float64 `json:"corrected_max_abs_error_pct,omitempty"`
+}
+
+// Summarize computes the median and maximum absolute % error per component over rows.
+func Summarize(rows []Row) map[string]Stat {
+	abs := map[string][]float64{}
+	cabs := map[string][]float64{}
+	out := map[string]Stat{}
+	for _, r := range rows {
+		s := out[r.Component]
+		a := math.Abs(r.ErrorPct)
+		if len(abs[r.Component]) == 0 || a > s.MaxAbsPct {
+			s.MaxAbsPct, s.MaxID = a, r.ID
+		}
+		abs[r.Component] = append(abs[r.Component], a)
+		if r.CorrectedErrorPct != nil {
+			cabs[r.Component] = append(cabs[r.Component], math.Abs(*r.CorrectedErrorPct))
+		}
+		s.N++
+		out[r.Component] = s
+	}
+	for c, v := range abs {
+		s := out[c]
+		s.MedianAbsPct = Median(v)
+		if cv := cabs[c]; len(cv) == len(v) {
+			med, mx := Median(cv), slices.Max(cv)
+			s.CorrectedMedianAbsPct, s.CorrectedMaxAbsPct = &med, &mx
+		}
+		out[c] = s
+	}
+	return out
+}
+
+// Median of v (the mean of the two middle values for an even count); 0 for none.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// SummaryOrder lists summary keys in report order: totals first, then components.
+func SummaryOrder(sum map[string]Stat) []string {
+	order := append([]string{MetricPeakAllocated, MetricPeakReserved, MetricEndOfStep}, Components()...)
+	var out []string
+	for _, k := range order {
+		if _, ok := sum[k]; ok {
+			out = append(out, k)
+		}
+	}
+	var rest []string
+	for k := range sum {
+		if !slices.Contains(out, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// OperatorBytes is one static operator record counted toward a component.
+type OperatorBytes struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Miss explains one component's error: the runtime sites holding it and the static records predicting it.
+type Miss struct {
+	Component  string          `json:"component"`
+	ErrorBytes int64           `json:"error_bytes"`
+	ErrorPct   float64         `json:"error_pct"`
+	Sites      []SiteBytes     `json:"sites"`     // runtime, largest first
+	Operators  []OperatorBytes `json:"operators"` // static, largest first
+}
+
+// staticComponent maps an operator record of the static report to a component and the bytes it contributes.
+func staticComponent(op static.Operator) (string, int64) {
+	switch op.Category {
+	case "weights":
+		return Weights, op.MemoryBytes
+	case "grads":
+		return Gradients, op.MemoryBytes
+	case "optimizer":
+		return Optimizer, op.MemoryBytes
+	case "other", "communication":
+		return Other, op.MemoryBytes
+	}
+	if op.MemoryBytes == 0 && op.TempBytes > 0 {
+		return Temporaries, op.TempBytes
+	}
+	return Activations, op.MemoryBytes
+}
+
+// explainMisses lists, for the components with the largest absolute errors, the sites and operators behind them.
+func explainMisses(rows []Row, at *Attribution, ops []static.Operator, n int) []Miss {
+	var comp []Row
+	for _, r := range rows {
+		if r.Metric == MetricAtPeak && r.ErrorBytes != 0 {
+			comp = append(comp, r)
+		}
+	}
+	slices.SortStableFunc(comp, func(a, b Row) int { return cmp.Compare(abs64(b.ErrorBytes), abs64(a.ErrorBytes)) })
+	if len(comp) > n {
+		comp = comp[:n]
+	}
+	var out []Miss
+	for _, r := range comp {
+		m := Miss{Component: r.Component, ErrorBytes: r.ErrorBytes, ErrorPct: r.ErrorPct, Sites: []SiteBytes{}, Operators: []OperatorBytes{}}
+		if at != nil {
+			for _, s := range at.Sites {
+				if s.Component == r.Component && len(m.Sites) < 5 {
+					m.Sites = append(m.Sites, s)
+				}
+			}
+		}
+		for _, op := range ops {
+			c, b := staticComponent(op)
+			if c == r.Component && b > 0 {
+				m.Operators = append(m.Operators, OperatorBytes{Name: op.Name, Phase: op.Phase, Bytes: b})
+			}
+		}
+		slices.SortStableFunc(m.Operators, func(a, b OperatorBytes) int { return cmp.Compare(b.Bytes, a.Bytes) })
+		if len(m.Operators) > 5 {
+			m.Operators = m.Operators[:5]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// compareRows builds the rows of one run: the three totals that were measured and, when an attribution exists,
+// each component at the peak.
+func compareRows(id string, p Prediction, m Measured, at *Attribution) []Row {
+	var rows []Row
+	if m.PeakAllocatedBytes > 0 {
+		rows = append(rows, newRow(id, MetricPeakAllocated, MetricPeakAllocated, p.PeakAllocated, m.PeakAllocatedBytes, 1))
+	}
+	if m.PeakReservedBytes > 0 {
+		rows = append(rows, newRow(id, MetricPeakReserved, MetricPeakReserved, p.PeakReserved, m.PeakReservedBytes, 1))
+	}
+	if m.EndOfStepBytes > 0 {
+		rows = append(rows, newRow(id, MetricEndOfStep, MetricEndOfStep, p.EndOfStep, m.EndOfStepBytes, 1))
+	}
+	if at != nil {
+		for _, cb := range at.Components {
+			pred := p.AtPeak[cb.Component]
+			if cb.Bytes == 0 && pred == 0 {
+				continue
+			}
+			r := newRow(id, MetricAtPeak, cb.Component, pred, cb.Bytes, cb.Confidence)
+			if cb.Bytes == 0 {
+				r.ErrorPct = 100 // predicted something the run did not hold at all
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}

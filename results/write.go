@@ -73,6 +73,11 @@ func Write(ctx context.Context, dir string, run *analyze.Run, opts WriteOptions)
 		}
 		out.Files = append(out.Files, s.name)
 	}
+	// The page embeds the charts, so it comes last.
+	if err := WriteHTML(dir, run); err != nil {
+		return out, err
+	}
+	out.Files = append(out.Files, FileHTML)
 	return out, nil
 }
 

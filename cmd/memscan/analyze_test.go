@@ -258,7 +258,7 @@ func TestAnalyzeEndToEnd(t *testing.T) {
 	if target, err := os.Readlink(filepath.Join(out, results.LatestName)); err != nil || target != filepath.Base(runDir) {
 		t.Errorf("latest -> %q (%v), want %q", target, err, filepath.Base(runDir))
 	}
-	for _, f := range []string{results.FileTextReport, results.FileReadme, results.FileSummary, results.FileMsgpack,
+	for _, f := range []string{results.FileTextReport, results.FileReadme, results.FileSummary, results.FileMsgpack, results.FileHTML,
 		results.ChartRanks, "iter1_rank0/" + results.ChartOverview, "iter1_rank0/" + results.ChartTopConsumers,
 		"iter1_rank0/" + results.ChartEfficiency, "iter1_rank10/" + results.ChartOverview} {
 		if fi, err := os.Stat(filepath.Join(runDir, filepath.FromSlash(f))); err != nil || fi.Size() == 0 {

@@ -1,0 +1,352 @@
+package static
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a complete estimator input. Zero values of the fields documented as "auto" are filled by Resolve.
+type Config struct {
+	Name        string            `json:"name,omitempty"`
+	Mode        string            `json:"mode"` // train | inference
+	Model       ModelConfig       `json:"model"`
+	Training    TrainingConfig    `json:"training"`
+	Inference   InferenceConfig   `json:"inference"`
+	Parallel    ParallelConfig    `json:"parallel"`
+	Hardware    HardwareConfig    `json:"hardware"`
+	Allocator   AllocatorConfig   `json:"allocator"`
+	Corrections Corrections       `json:"corrections"`
+	Output      OutputConfig      `json:"output"`
+	Extra       map[string]string `json:"notes,omitempty"` // free-form provenance notes, not interpreted
+}
+
+// ModelConfig describes the architecture. A preset fills every dimension; explicit keys override it.
+type ModelConfig struct {
+	Preset                string  `json:"preset,omitempty"`
+	SizeBillions          float64 `json:"size_billions,omitempty"` // pick standard dims for this size
+	Type                  string  `json:"type"`                    // llama | gpt
+	NumLayers             int     `json:"num_layers"`
+	HiddenSize            int     `json:"hidden_size"`
+	NumAttentionHeads     int     `json:"num_attention_heads"`
+	NumKVHeads            int     `json:"num_kv_heads"`                 // auto: = heads
+	HeadDim               int     `json:"head_dim"`                     // auto: hidden/heads
+	FFNHiddenSize         int     `json:"ffn_hidden_size"`              // auto: 4h (gpt) or SwiGLU 8h/3 rounded (llama)
+	VocabSize             int     `json:"vocab_size"`                   // before padding
+	MakeVocabDivisibleBy  int     `json:"make_vocab_size_divisible_by"` // Megatron pads V to a multiple of this × tp
+	TieWordEmbeddings     bool    `json:"tie_word_embeddings"`
+	MaxPositionEmbeddings int     `json:"max_position_embeddings"`
+	PositionEmbedding     string  `json:"position_embedding"` // rope | learned
+	Norm                  string  `json:"norm"`               // rmsnorm | layernorm
+	Activation            string  `json:"activation"`         // swiglu | gelu | squared-relu
+	LinearBias            bool    `json:"linear_bias"`
+	QKVBias               bool    `json:"qkv_bias"`
+	NumExperts            int     `json:"num_experts"`
+	MoETopK               int     `json:"moe_top_k"`
+	MoEFFNHiddenSize      int     `json:"moe_ffn_hidden_size"` // auto: ffn_hidden_size
+	SharedExperts         int     `json:"shared_experts"`
+	MoECapacityFactor     float64 `json:"moe_capacity_factor"` // tokens per expert relative to balanced; auto 1.0
+}
+
+// TrainingConfig holds the per-step workload and numerics.
+type TrainingConfig struct {
+	MicroBatchSize   int     `json:"micro_batch_size"`
+	SeqLength        int     `json:"seq_length"`
+	GlobalBatchSize  int     `json:"global_batch_size"` // auto: micro × dp × microbatches
+	Precision        string  `json:"precision"`         // fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed
+	GradPrecision    string  `json:"grad_precision"`    // auto: fp32 for mixed, else the param dtype
+	Optimizer        string  `json:"optimizer"`         // adamw | adamw-8bit | sgd | adafactor
+	OptimizerImpl    string  `json:"optimizer_impl"`    // foreach | fused
+	Attention        string  `json:"attention"`         // flash | standard
+	AttentionDropout float64 `json:"attention_dropout"`
+	HiddenDropout    float64 `json:"hidden_dropout"`
+	Recompute        string  `json:"recompute"`        // none | selective | full
+	RecomputeLayers  int     `json:"recompute_layers"` // full recompute: layers per stage recomputed; auto: all
+	Loss             string  `json:"loss"`             // standard | fused | chunked
+	Kernels          string  `json:"kernels"`          // fused (Megatron/TE, compiled) | eager (HF transformers)
+	LossChunkTokens  int     `json:"loss_chunk_tokens"`
+	TrainTokens      float64 `json:"train_tokens"`
+	TrainSteps       int     `json:"train_steps"`
+}
+
+// InferenceConfig is used when mode is "inference".
+type InferenceConfig struct {
+	BatchSize       int           `json:"batch_size"`
+	PromptLength    int           `json:"prompt_length"`
+	GenerateTokens  int           `json:"generate_tokens"`
+	WeightDtype     string        `json:"weight_dtype"` // auto: bf16; fp32 | fp16 | bf16 | fp8 | int8 | int4
+	KVCache         KVCacheConfig `json:"kv_cache"`
+	LogitsAllTokens bool          `json:"logits_all_tokens"` // prefill computes logits for every prompt token
+}
+
+// KVCacheConfig sizes the key/value cache.
+type KVCacheConfig struct {
+	Dtype       string `json:"dtype"`        // auto: weight dtype (bf16 for int weights)
+	BlockTokens int    `json:"block_tokens"` // paged cache block; 0 = contiguous
+}
+
+// ParallelConfig is the distributed layout.
+type ParallelConfig struct {
+	DP                   int    `json:"dp"` // auto: num_gpus / (tp·pp·cp)
+	TP                   int    `json:"tp"`
+	PP                   int    `json:"pp"`
+	CP                   int    `json:"cp"`
+	EP                   int    `json:"ep"`
+	ETP                  int    `json:"etp"` // expert tensor parallel; auto: tp
+	SequenceParallel     bool   `json:"sequence_parallel"`
+	ZeroStage            int    `json:"zero_stage"` // 0-3; FSDP full shard = 3
+	DistributedOptimizer bool   `json:"distributed_optimizer"`
+	PPSchedule           string `json:"pp_schedule"` // 1f1b | interleaved
+	VirtualStages        int    `json:"virtual_stages"`
+	NumMicrobatches      int    `json:"num_microbatches"` // auto: global / (micro·dp)
+	GradBuffer           string `json:"grad_buffer"`      // auto | persistent | on_demand
+	FSDPPrefetchLayers   int    `json:"fsdp_prefetch_layers"`
+}
+
+// HardwareConfig picks the GPU and the cluster.
+type HardwareConfig struct {
+	GPU             string   `json:"gpu"`
+	NumGPUs         int      `json:"num_gpus"`
+	GPUsPerNode     int      `json:"gpus_per_node"`
+	UsableFraction  float64  `json:"usable_fraction"`
+	MFU             float64  `json:"mfu"`
+	InterNodeGBps   float64  `json:"inter_node_gbps"` // per GPU, GB/s
+	CommEfficiency  float64  `json:"comm_efficiency"`
+	DPOverlap       float64  `json:"dp_overlap"` // fraction of DP communication hidden under compute
+	PricePerGPUHour float64  `json:"price_per_gpu_hour"`
+	Custom          *GPUSpec `json:"custom,omitempty"`
+}
+
+// AllocatorConfig states the runtime assumptions behind the reserved and device-total predictions.
+type AllocatorConfig struct {
+	ExpandableSegments    bool    `json:"expandable_segments"`
+	CUDAContextMiB        float64 `json:"cuda_context_mib"`
+	NCCLMiB               float64 `json:"nccl_mib"`
+	WorkspaceMiB          float64 `json:"workspace_mib"`
+	FragmentationFraction float64 `json:"fragmentation_fraction"`
+}
+
+// Corrections are multiplicative factors per component, applied after the analytic model (1 = none). They are
+// what a calibration against measurements produces.
+type Corrections struct {
+	Weights     float64 `json:"weights"`
+	Grads       float64 `json:"grads"`
+	Optimizer   float64 `json:"optimizer"`
+	Activations float64 `json:"activations"`
+	Temporaries float64 `json:"temporaries"`
+	Other       float64 `json:"other"`
+}
+
+// OutputConfig shapes the operator list.
+type OutputConfig struct {
+	Unroll bool `json:"unroll"` // one record per layer instead of one per kind with an L multiplier
+}
+
+// DefaultConfig returns the defaults every config starts from.
+func DefaultConfig() Config {
+	return Config{
+		Mode: "train",
+		Training: TrainingConfig{
+			MicroBatchSize: 1, SeqLength: 2048, Precision: "bf16-mixed", Optimizer: "adamw",
+			OptimizerImpl: "foreach", Attention: "flash", Recompute: "none", Loss: "standard", Kernels: "fused",
+			LossChunkTokens: 1024,
+		},
+		Inference: InferenceConfig{BatchSize: 1, PromptLength: 2048},
+		Parallel:  ParallelConfig{TP: 1, PP: 1, CP: 1, EP: 1, PPSchedule: "1f1b", VirtualStages: 1, GradBuffer: "auto", FSDPPrefetchLayers: 1},
+		Hardware: HardwareConfig{
+			GPU: "h100-sxm", NumGPUs: 1, GPUsPerNode: 8, UsableFraction: 0.95, MFU: 0.4,
+			InterNodeGBps: 50, CommEfficiency: 0.7, DPOverlap: 0.8,
+		},
+		Allocator:   AllocatorConfig{CUDAContextMiB: -1, NCCLMiB: -1, WorkspaceMiB: -1, FragmentationFraction: -1},
+		Corrections: Corrections{1, 1, 1, 1, 1, 1},
+	}
+}
+
+// LoadConfig reads a JSON (or YAML, by extension or content) config file strictly: unknown keys, wrong types and
+// impossible values are errors naming the key. The result is resolved (presets applied, auto values filled).
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("static config: %w", err)
+	}
+	cfg, err := ParseConfig(data, isYAML(path, data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func isYAML(path string, data []byte) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		return true
+	case ".json":
+		return false
+	}
+	t := bytes.TrimSpace(data)
+	return len(t) == 0 || t[0] != '{'
+}
+
+// ParseConfig decodes a config from JSON or YAML bytes, applies its preset and resolves it.
+func ParseConfig(data []byte, yamlInput bool) (*Config, error) {
+	var raw map[string]any
+	if yamlInput {
+		if err := yaml.Unmarshal(data, &raw); err != nil {
+			return nil, fmt.Errorf("invalid YAML: %w", err)
+		}
+		// Re-encode as JSON so both syntaxes go through one strict decoder.
+		js, err := json.Marshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("invalid YAML: %w", err)
+		}
+		data = js
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&raw); err != nil {
+			return nil, jsonError(err)
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("invalid JSON at byte offset %d: trailing data after the config object", dec.InputOffset())
+		}
+	}
+	if raw == nil {
+		return nil, errors.New("empty config: expected an object with at least a model section")
+	}
+	if err := checkKeys("", raw, reflect.TypeOf(Config{})); err != nil {
+		return nil, err
+	}
+	cfg := DefaultConfig()
+	if m, ok := raw["model"].(map[string]any); ok {
+		if err := applyModelBase(&cfg.Model, m); err != nil {
+			return nil, err
+		}
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, jsonError(err)
+	}
+	if err := cfg.Resolve(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// applyModelBase fills the model from model.preset or model.size_billions before explicit keys are applied.
+func applyModelBase(m *ModelConfig, raw map[string]any) error {
+	if p, ok := raw["preset"].(string); ok && p != "" {
+		pm, err := Preset(p)
+		if err != nil {
+			return fmt.Errorf("model.preset: %w", err)
+		}
+		*m = pm
+		return nil
+	}
+	var size float64
+	switch v := raw["size_billions"].(type) {
+	case json.Number:
+		size, _ = v.Float64()
+	case float64:
+		size = v
+	case int:
+		size = float64(v)
+	}
+	if size != 0 {
+		pm, err := ModelForSize(size)
+		if err != nil {
+			return fmt.Errorf("model.size_billions: %w", err)
+		}
+		*m = pm
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		// SyntaxError.Offset counts the bytes read, including the offending one.
+		return fmt.Errorf("invalid JSON at byte offset %d: %v", max(se.Offset-1, 0), se)
+	case errors.As(err, &te):
+		return fmt.Errorf("%s: expected %s, got JSON %s (byte offset %d)", te.Field, te.Type, te.Value, te.Offset)
+	}
+	return fmt.Errorf("invalid config: %w", err)
+}
+
+// checkKeys walks the decoded document against the struct's json tags so an unknown key is reported with its
+// full path (model.num_heads) rather than as a bare field name.
+func checkKeys(path string, v any, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			if v == nil {
+				return nil
+			}
+			return fmt.Errorf("%s: expected an object, got %T", orRoot(path), v)
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name := strings.Split(f.Tag.Get("json"), ",")[0]
+			if name == "" || name == "-" {
+				continue
+			}
+			fields[name] = f.Type
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ft, ok := fields[k]
+			p := joinPath(path, k)
+			if !ok {
+				known := make([]string, 0, len(fields))
+				for n := range fields {
+					known = append(known, n)
+				}
+				sort.Strings(known)
+				return fmt.Errorf("%s: unknown key (known keys: %s)", p, strings.Join(known, ", "))
+			}
+			if err := checkKeys(p, m[k], ft); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if m, ok := v.(map[string]any); ok {
+			for k, e := range m {
+				if err := checkKeys(joinPath(path, k), e, t.Elem()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func joinPath(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
+}
+
+func orRoot(p string) string {
+	if p == "" {
+		return "config"
+	}
+	return p
+}

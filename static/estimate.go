@@ -1,0 +1,662 @@
+package static
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+const (
+	mib = 1 << 20
+	gib = 1 << 30
+)
+
+// Estimate predicts per-GPU memory (every pipeline stage, the worst one in the summary), the allocated and
+// reserved peaks, the fit verdict, training time and the roofline for cfg. cfg is resolved on a copy.
+func Estimate(cfg Config) (*Report, error) {
+	r, err := estimateCore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.Time = estimateTime(r, &r.Config)
+	r.Roofline = buildRoofline(r, &r.Config)
+	r.Recommendations = recommend(r)
+	return r, nil
+}
+
+// est carries the resolved quantities shared by the model builders.
+type est struct {
+	c   *Config
+	x   dims
+	gpu GPUSpec
+	// per-GPU workload
+	b, s, sl, n     int64 // micro-batch, sequence, local sequence (s/cp), tokens per micro-batch on this GPU
+	t, spDiv        int64
+	aL, gL, fL, feL int64
+	ab, pb, gb      float64 // activation, parameter, gradient bytes
+	nDense, nExpert int64   // ZeRO sharding group sizes
+	layersPerStage  int64
+	inference       bool
+}
+
+func newEst(c *Config) *est {
+	m := c.Model
+	vp := int64(m.VocabSize)
+	if m.MakeVocabDivisibleBy > 0 {
+		mult := int64(m.MakeVocabDivisibleBy * c.Parallel.TP)
+		vp = (vp + mult - 1) / mult * mult
+	}
+	e := &est{c: c, x: modelDims(m, vp), gpu: c.GPU(), inference: c.Mode == "inference"}
+	p := c.Parallel
+	e.t = int64(p.TP)
+	e.spDiv = 1
+	if p.SequenceParallel && p.TP > 1 {
+		e.spDiv = e.t
+	}
+	if e.inference {
+		e.b, e.s = int64(c.Inference.BatchSize), int64(c.Inference.PromptLength)
+		e.ab = dtypeBytes[c.Inference.KVCache.Dtype]
+		if e.ab < 2 {
+			e.ab = 2
+		}
+		e.pb = dtypeBytes[c.Inference.WeightDtype]
+	} else {
+		e.b, e.s = int64(c.Training.MicroBatchSize), int64(c.Training.SeqLength)
+		e.ab = dtypeBytes[c.actDtype()]
+		e.pb = dtypeBytes[c.paramDtype()]
+		e.gb = dtypeBytes[c.Training.GradPrecision]
+	}
+	e.sl = e.s / int64(p.CP)
+	e.n = e.b * e.sl
+	e.aL = e.x.a / e.t
+	e.gL = max(e.x.g/e.t, 1)
+	e.fL = e.x.f / e.t
+	e.feL = e.x.fe / int64(p.ETP)
+	e.nDense = int64(p.DP * p.CP)
+	e.nExpert = max(1, int64(p.DP*p.CP*p.TP)/int64(p.EP*p.ETP))
+	e.layersPerStage = e.x.L / int64(p.PP)
+	return e
+}
+
+// perGPU is the number of elements of p held by one GPU before ZeRO sharding.
+func (e *est) perGPU(p paramTensor) float64 {
+	n := float64(p.numel())
+	switch p.Class {
+	case tpSharded:
+		return n / float64(e.t)
+	case kvSharded:
+		return n * float64(e.gL) / float64(e.x.g)
+	case expertShard:
+		return n / float64(e.c.Parallel.EP*e.c.Parallel.ETP)
+	}
+	return n
+}
+
+func (e *est) shardGroup(p paramTensor) float64 {
+	if p.Class == expertShard {
+		return float64(e.nExpert)
+	}
+	return float64(e.nDense)
+}
+
+// stateBytes is optimizer-state bytes (excluding the fp32 master copy) for elems elements of p.
+func (e *est) stateBytes(p paramTensor, elems float64) float64 {
+	sb := 4.0
+	if !e.c.mixed() && e.c.Training.Precision != "fp32" {
+		sb = 2 // pure low-precision training keeps optimizer states in the parameter dtype
+	}
+	switch e.c.Training.Optimizer {
+	case "adamw":
+		return 2 * sb * elems
+	case "adamw-8bit":
+		return 2*elems + elems/2048*4*2 // two uint8 states plus an fp32 absmax per 2048-element block each
+	case "sgd":
+		return sb * elems
+	case "adafactor":
+		if p.matrix() {
+			frac := elems / float64(p.numel())
+			return sb * float64(p.Shape[0]+p.Shape[1]) * frac
+		}
+		return sb * elems
+	}
+	return 0
+}
+
+// modelStates is weights/grads/optimizer bytes per GPU for a parameter list.
+type modelStates struct {
+	params                float64
+	weights, grads, opt   float64
+	largestWeightPerGPU   float64
+	reservedRoundingExtra float64
+}
+
+func (e *est) states(ps []paramTensor, mult float64) modelStates {
+	var ms modelStates
+	zero := e.c.Parallel.ZeroStage
+	mixed := e.c.mixed()
+	for _, p := range ps {
+		el := e.perGPU(p) * mult
+		N := e.shardGroup(p)
+		ms.params += el
+		if e.inference {
+			ms.weights += el * e.pb
+			ms.largestWeightPerGPU = math.Max(ms.largestWeightPerGPU, el/mult*e.pb)
+			continue
+		}
+		w := el * e.pb
+		fsdpMaster := zero == 3 && mixed && e.gb == 4
+		if zero == 3 {
+			w = el * e.pb / N
+			if fsdpMaster {
+				w = el * 4 / N // FSDP2 keeps the sharded fp32 parameter itself as the master copy
+			}
+		}
+		g := el * e.gb
+		if zero >= 2 {
+			g /= N
+		}
+		o := e.stateBytes(p, el)
+		if mixed && !fsdpMaster {
+			o += 4 * el // fp32 master weights (DeepSpeed ZeRO-3 shards them with the states)
+		}
+		if zero >= 1 {
+			o /= N
+		}
+		ms.weights += w
+		ms.grads += g
+		ms.opt += o
+		ms.largestWeightPerGPU = math.Max(ms.largestWeightPerGPU, el/mult*e.pb)
+		if zero == 0 && p.numel() > 0 {
+			// One allocation per tensor (weights, grad, each state): large ones round up to 2 MiB.
+			k := 2.0
+			if e.c.Training.Optimizer != "sgd" {
+				k = 4
+			}
+			ms.reservedRoundingExtra += k * float64(mult) * mib
+		}
+	}
+	return ms
+}
+
+func roundUp(v, m int64) int64 {
+	if m <= 0 {
+		return v
+	}
+	return (v + m - 1) / m * m
+}
+
+// segmentBytes is what the caching allocator reserves for one request of size v (static_formulas.md §1.9).
+func segmentBytes(v int64) int64 {
+	v = roundUp(v, 512)
+	switch {
+	case v <= mib:
+		return v // carved from shared 2 MiB small segments
+	case v < 10*mib:
+		return v // shares a 20 MiB large segment
+	default:
+		return roundUp(v, 2*mib)
+	}
+}
+
+// inflight returns layer-microbatches whose activations stage i holds at the start of its first backward and the
+// micro-batch equivalents of the embedding-side tensors.
+func (e *est) inflight(i int) (layerMBs int64, mbs float64) {
+	p := e.c.Parallel
+	pp, m, v := int64(p.PP), int64(p.NumMicrobatches), int64(p.VirtualStages)
+	l := e.layersPerStage
+	if pp == 1 {
+		return l, 1
+	}
+	if p.PPSchedule != "interleaved" || v == 1 {
+		k := min(pp-int64(i), m)
+		return k * l, float64(k)
+	}
+	chunk := l / v
+	warm := (pp-int64(i)-1)*2 + (v-1)*pp
+	k := min(warm+1, m*v)
+	return k * chunk, float64(k) / float64(v)
+}
+
+func (e *est) stageLayers(i int) []int {
+	p := e.c.Parallel
+	var out []int
+	if p.PPSchedule == "interleaved" && p.VirtualStages > 1 {
+		chunk := int(e.layersPerStage) / p.VirtualStages
+		for v := 0; v < p.VirtualStages; v++ {
+			start := (v*p.PP + i) * chunk
+			for j := 0; j < chunk; j++ {
+				out = append(out, start+j)
+			}
+		}
+		return out
+	}
+	for j := 0; j < int(e.layersPerStage); j++ {
+		out = append(out, i*int(e.layersPerStage)+j)
+	}
+	return out
+}
+
+func estimateCore(cfg Config) (*Report, error) {
+	if err := cfg.Resolve(); err != nil {
+		return nil, err
+	}
+	c := &cfg
+	e := newEst(c)
+	r := &Report{Version: ReportVersion, Config: cfg}
+	r.Params = countParamsDims(e.x)
+	pp := c.Parallel.PP
+
+	layerPs := layerParams(e.x)
+	embPs := embeddingParams(e.x)
+	headPs := headParams(e.x, pp)
+	layerOps := e.layerOps()
+	embOps, headOps := e.embeddingOps(), e.headOps()
+
+	var worst Stage
+	var worstOps []Operator
+	for i := 0; i < pp; i++ {
+		ps := []paramTensor{}
+		if i == 0 {
+			ps = append(ps, embPs...)
+		}
+		if i == pp-1 {
+			ps = append(ps, headPs...)
+		}
+		head := e.states(ps, 1)
+		layers := e.states(layerPs, float64(e.layersPerStage))
+		st, ops := e.stage(i, head, layers, layerPs, layerOps, embOps, headOps)
+		r.Stages = append(r.Stages, st)
+		r.Summary.WholeModel.SumPeakAcrossGPUs += st.PeakAllocated * int64(c.Hardware.NumGPUs/pp)
+		if i == 0 || st.DeviceTotal > worst.DeviceTotal {
+			worst, worstOps, r.WorstStage = st, ops, i
+		}
+	}
+	r.Operators = worstOps
+
+	s := &r.Summary
+	s.ParamCount = r.Params.Total
+	s.WeightMemoryBytes = worst.Weights
+	s.GradMemoryBytes = worst.Grads
+	s.OptimizerMemoryBytes = worst.Optimizer
+	s.ActivationMemoryBytes = worst.Activations
+	s.TemporaryMemoryBytes = worst.Temporaries
+	s.OtherMemoryBytes = worst.Other
+	s.KVCacheMemoryBytes = worst.KVCache
+	s.PersistentMemoryBytes = worst.Weights + worst.Grads + worst.Optimizer + worst.Other + worst.KVCache
+	s.PeakMemoryBytes = worst.PeakAllocated
+	s.PeakStage = worst.PeakStage
+	s.PeakReservedBytes = worst.PeakReserved
+	s.DeviceTotalBytes = worst.DeviceTotal
+	s.WorstPipelineStage = r.WorstStage
+	s.ParamCountPerGPU = worst.Params
+	s.NumGPUs = c.Hardware.NumGPUs
+	e.wholeModel(r)
+	if e.inference {
+		ctx := int64(c.Inference.PromptLength + c.Inference.GenerateTokens)
+		r.Inference = &InferenceMemory{Weights: worst.Weights, KVCache: worst.KVCache, Activations: worst.Activations, ContextTokens: ctx,
+			KVBytesPerToken: int64(float64(2*e.layersPerStage*e.gL*e.x.d) * dtypeBytes[c.Inference.KVCache.Dtype])}
+	}
+
+	gpu := e.gpu
+	r.Fit = fitVerdict(gpu, c.Hardware.UsableFraction, worst.DeviceTotal)
+	r.Metadata = Metadata{
+		Mode: c.Mode, ModelType: c.Model.Type, Model: modelName(c), Dtype: c.actDtype(), GPU: gpu.Name,
+		Layout: layoutString(c), Tool: "memscan static",
+		OperatorsFor: fmt.Sprintf("one GPU of pipeline stage %d (the worst)", r.WorstStage),
+		Unrolled:     c.Output.Unroll,
+	}
+	if e.inference {
+		r.Metadata.Dtype = c.Inference.WeightDtype
+	}
+	r.Assumptions = e.assumptions()
+	return r, nil
+}
+
+func modelName(c *Config) string {
+	if c.Name != "" {
+		return c.Name
+	}
+	if c.Model.Preset != "" {
+		return c.Model.Preset
+	}
+	if c.Model.SizeBillions > 0 {
+		return fmt.Sprintf("%gB (standard dims)", c.Model.SizeBillions)
+	}
+	return fmt.Sprintf("%s L%d h%d", c.Model.Type, c.Model.NumLayers, c.Model.HiddenSize)
+}
+
+func layoutString(c *Config) string {
+	p := c.Parallel
+	return fmt.Sprintf("gpus=%d dp=%d tp=%d pp=%d cp=%d ep=%d sp=%t zero=%d dist_opt=%t schedule=%s v=%d microbatches=%d",
+		c.Hardware.NumGPUs, p.DP, p.TP, p.PP, p.CP, p.EP, p.SequenceParallel, p.ZeroStage, p.DistributedOptimizer,
+		p.PPSchedule, p.VirtualStages, p.NumMicrobatches)
+}
+
+func fitVerdict(g GPUSpec, frac float64, need int64) Fit {
+	f := Fit{GPU: g.Name, CapacityBytes: g.MemoryBytes(), UsableFraction: frac, NeededBytes: need}
+	f.UsableBytes = int64(float64(f.CapacityBytes) * frac)
+	f.HeadroomBytes = f.UsableBytes - need
+	f.Fits = need <= f.UsableBytes
+	if f.Fits {
+		f.Verdict = fmt.Sprintf("FITS: %.2f GiB needed of %.2f GiB usable (%.0f%% of %.2f GiB), headroom %.2f GiB",
+			gibf(need), gibf(f.UsableBytes), frac*100, gibf(f.CapacityBytes), gibf(f.HeadroomBytes))
+	} else {
+		f.Verdict = fmt.Sprintf("DOES NOT FIT: %.2f GiB needed of %.2f GiB usable (%.0f%% of %.2f GiB), short by %.2f GiB",
+			gibf(need), gibf(f.UsableBytes), frac*100, gibf(f.CapacityBytes), gibf(-f.HeadroomBytes))
+	}
+	return f
+}
+
+func gibf(v int64) float64 { return float64(v) / gib }
+
+// stage computes one pipeline stage's per-GPU prediction and its operator list.
+func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, layerOps, embOps, headOps []Operator) (Stage, []Operator) {
+	c := e.c
+	pp := c.Parallel.PP
+	first, last := i == 0, i == pp-1
+	corr := c.Corrections
+	st := Stage{Index: i, Layers: int(e.layersPerStage), FirstLayer: e.stageLayers(i)[0]}
+	st.Params = int64(math.Round(head.params + layers.params))
+	W := (head.weights + layers.weights) * corr.Weights
+	G := (head.grads + layers.grads) * corr.Grads
+	O := (head.opt + layers.opt) * corr.Optimizer
+
+	other := e.otherBytes(head, layers)
+	st.Other = int64(other * corr.Other)
+	st.Weights, st.Grads, st.Optimizer = int64(W), int64(G), int64(O)
+
+	if e.inference {
+		return e.inferenceStage(st, i, layerOps, embOps, headOps)
+	}
+
+	layerMBs, embMBs := e.inflight(i)
+	st.InflightLayerMBs = layerMBs
+	l := e.layersPerStage
+
+	// Per layer-microbatch saved bytes and transients.
+	var aLayerFull, fwdTempLayer, maxOut float64
+	for _, op := range layerOps {
+		aLayerFull += float64(op.MemoryBytes)
+		fwdTempLayer = math.Max(fwdTempLayer, float64(op.TempBytes))
+		for _, t := range op.Outputs {
+			maxOut = math.Max(maxOut, float64(t.Bytes))
+		}
+	}
+	hr := float64(e.n*e.x.h) * e.ab / float64(e.spDiv)
+	aLayer := aLayerFull
+	recomputed := int64(0)
+	if c.Training.Recompute == "full" {
+		recomputed = l
+		if c.Training.RecomputeLayers > 0 {
+			recomputed = min(l, int64(c.Training.RecomputeLayers))
+		}
+		// A recomputed layer keeps only its input; the rest is rebuilt, one layer at a time, in backward.
+		aLayer = (float64(recomputed)*hr + float64(l-recomputed)*aLayerFull) / float64(l)
+	}
+	layerBwdTemp := 2*float64(e.n*e.x.h)*e.ab + 2*maxOut
+	if e.gb != e.pb {
+		layerBwdTemp += layers.largestWeightPerGPU // low-precision weight gradient before accumulation
+	}
+	if recomputed > 0 {
+		layerBwdTemp += aLayerFull
+	}
+
+	var aEmb, aHead, headFwdTemp, headBwdTemp, headSaved float64
+	if first {
+		for _, op := range embOps {
+			aEmb += float64(op.MemoryBytes)
+		}
+		aEmb *= embMBs
+	}
+	if last {
+		for _, op := range headOps {
+			aHead += float64(op.MemoryBytes)
+			headFwdTemp = math.Max(headFwdTemp, float64(op.TempBytes))
+			if bt, ok := op.Extra["backward_temp_bytes"].(int64); ok {
+				headBwdTemp = float64(bt)
+				headSaved += float64(op.MemoryBytes)
+			}
+		}
+	}
+	keptMBs := layerMBs * (l - recomputed) / l
+	aLayers := float64(keptMBs)*aLayerFull + float64(layerMBs-keptMBs)*hr
+	A := (aLayers + aEmb + aHead) * corr.Activations
+
+	// ZeRO / FSDP communication buffers.
+	var gatherTemp, reduceTemp float64
+	layerPerGPU := 0.0
+	for _, p := range layerPs {
+		layerPerGPU += e.perGPU(p)
+	}
+	switch z := c.Parallel.ZeroStage; {
+	case z == 3:
+		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * e.pb
+		reduceTemp = layerPerGPU * e.gb
+	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
+		reduceTemp = math.Min(5e8, layerPerGPU*float64(l)) * e.gb // DeepSpeed reduce bucket (5e8 elements)
+	}
+
+	persistentGrads := c.Parallel.GradBuffer == "persistent"
+	tc := corr.Temporaries
+	fwdTemp := math.Max(fwdTempLayer, headFwdTemp) + gatherTemp
+	// Backward: at its start every in-flight activation is live plus the loss gradient; at its end the
+	// micro-batch's activations are gone and (on-demand) gradients are all allocated.
+	gOnDemand := 0.0
+	if !persistentGrads {
+		gOnDemand = G
+	}
+	headGrads := head.grads * corr.Grads
+	if c.Parallel.ZeroStage >= 2 {
+		headGrads = 0
+	}
+	gPersist := 0.0
+	if persistentGrads {
+		gPersist = G
+	}
+	aEnd := A - (aLayer*float64(l)+headSaved)*corr.Activations
+	type moment struct {
+		name              string
+		grads, acts, temp float64
+	}
+	fwd := moment{"forward_end", gPersist, A, fwdTemp * tc}
+	bStart := moment{"backward", gPersist + headGradsIf(!persistentGrads, headGrads), A, (math.Max(headBwdTemp, layerBwdTemp) + gatherTemp + reduceTemp) * tc}
+	bEnd := moment{"backward", gPersist + gOnDemand, aEnd, (layerBwdTemp + gatherTemp + reduceTemp) * tc}
+	optTemp := 0.0
+	if c.Training.OptimizerImpl == "foreach" {
+		// torch._foreach_* AdamW materializes one intermediate list, in the state dtype, for the local parameters.
+		sb := 4.0
+		if !c.mixed() && c.Training.Precision != "fp32" {
+			sb = 2
+		}
+		optTemp = (head.params + layers.params) * sb
+		if c.Parallel.ZeroStage >= 1 {
+			optTemp /= float64(e.nDense)
+		}
+	}
+	opt := moment{"optimizer_step", G, 0, optTemp * tc}
+	base := W + O + float64(st.Other)
+	total := func(m moment) float64 { return base + m.grads + m.acts + m.temp }
+	bwd := bStart
+	if total(bEnd) > total(bStart) {
+		bwd = bEnd
+	}
+	st.Activations = int64(A)
+	st.ForwardPeak, st.BackwardPeak, st.OptimizerPeak = int64(total(fwd)), int64(total(bwd)), int64(total(opt))
+	peak := fwd
+	for _, m := range []moment{bwd, opt} {
+		if total(m) > total(peak) {
+			peak = m
+		}
+	}
+	st.PeakAllocated, st.PeakStage, st.Temporaries = int64(total(peak)), peak.name, int64(peak.temp)
+	st.AtPeak = PeakBreakdown{Grads: int64(peak.grads), Activations: int64(peak.acts), Temporaries: int64(peak.temp)}
+	st.EndOfStepAllocated = int64(W + G + O + float64(st.Other))
+	e.reserved(&st, head, layers, layerOps, layerMBs)
+
+	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,
+		transients{layerBwd: layerBwdTemp, headBwd: headBwdTemp, gather: gatherTemp, reduce: reduceTemp, opt: optTemp})
+	return st, ops
+}
+
+func headGradsIf(ok bool, v float64) float64 {
+	if ok {
+		return v
+	}
+	return 0
+}
+
+// otherBytes are allocator-visible buffers that are neither parameters, gradients, states nor activations.
+func (e *est) otherBytes(head, layers modelStates) float64 {
+	c := e.c
+	ws := c.Allocator.WorkspaceMiB
+	if ws < 0 {
+		ws = 32 // cuBLAS workspace (CUBLAS_WORKSPACE_CONFIG=:4096:8) allocated through the caching allocator
+	}
+	other := ws * mib
+	if !e.inference && c.Parallel.DP*c.Parallel.CP > 1 && c.Parallel.ZeroStage == 0 && c.Parallel.GradBuffer != "persistent" {
+		// PyTorch DDP (gradient_as_bucket_view=False, the default) keeps bucket buffers the size of all gradients.
+		other += head.grads + layers.grads
+	}
+	return other
+}
+
+// reserved predicts the caching allocator's reserved peak and the device total for the stage.
+func (e *est) reserved(st *Stage, head, layers modelStates, layerOps []Operator, layerMBs int64) {
+	c := e.c
+	var extra float64
+	if c.Parallel.ZeroStage == 0 && c.Parallel.GradBuffer != "persistent" {
+		extra += head.reservedRoundingExtra + layers.reservedRoundingExtra/2 // on average half a 2 MiB granule
+	}
+	for _, op := range layerOps {
+		if op.MemoryBytes > 0 {
+			extra += float64(segmentBytes(op.MemoryBytes)-op.MemoryBytes) * float64(layerMBs)
+		}
+	}
+	frag := c.Allocator.FragmentationFraction
+	if frag < 0 {
+		frag = 0.05
+		if c.Allocator.ExpandableSegments {
+			frag = 0.01
+		}
+	}
+	churn := float64(st.Activations + st.Temporaries + st.KVCache)
+	st.PeakReserved = roundUp(st.PeakAllocated+int64(extra+frag*churn), 2*mib)
+	ctx := c.Allocator.CUDAContextMiB
+	if ctx < 0 {
+		ctx = 500 // CUDA context + kernels with lazy module loading; 300 MiB–1 GiB in practice
+	}
+	nccl := c.Allocator.NCCLMiB
+	if nccl < 0 {
+		nccl = 0
+		p := c.Parallel
+		for _, g := range []int{p.DP * p.CP, p.TP, p.PP, p.CP, p.EP} {
+			if g > 1 {
+				nccl += 160 // per communicator: channel buffers (NCCL_BUFFSIZE 4 MiB × channels) and proxies
+			}
+		}
+	}
+	st.DeviceTotal = st.PeakReserved + int64((ctx+nccl)*mib)
+}
+
+func (e *est) wholeModel(r *Report) {
+	c := e.c
+	x := e.x
+	w := &r.Summary.WholeModel
+	total := float64(r.Params.Total)
+	if e.inference {
+		w.WeightMemoryBytes = int64(total * e.pb)
+		w.BytesPerParam = e.pb
+		return
+	}
+	one := *e
+	one.t, one.spDiv, one.nDense, one.nExpert = 1, 1, 1, 1
+	one.aL, one.gL, one.fL, one.feL = x.a, x.g, x.f, x.fe
+	one.c = &Config{}
+	*one.c = *c
+	one.c.Parallel.ZeroStage, one.c.Parallel.EP, one.c.Parallel.ETP, one.c.Parallel.TP = 0, 1, 1, 1
+	ms := one.states(append(embeddingParams(x), headParams(x, 1)...), 1)
+	ls := one.states(layerParams(x), float64(x.L))
+	w.WeightMemoryBytes = int64(ms.weights + ls.weights)
+	w.GradMemoryBytes = int64(ms.grads + ls.grads)
+	w.OptimizerMemoryBytes = int64(ms.opt + ls.opt)
+	w.BytesPerParam = float64(w.WeightMemoryBytes+w.GradMemoryBytes+w.OptimizerMemoryBytes) / total
+	one.sl, one.n = one.s, one.b*one.s
+	var a float64
+	for _, op := range one.layerOps() {
+		a += float64(op.MemoryBytes)
+	}
+	a *= float64(x.L)
+	for _, op := range one.embeddingOps() {
+		a += float64(op.MemoryBytes)
+	}
+	for _, op := range one.headOps() {
+		a += float64(op.MemoryBytes)
+	}
+	w.ActivationMemoryBytes = int64(a)
+}
+
+func (e *est) assumptions() []string {
+	c := e.c
+	a := []string{
+		"Sizes in GiB (2^30 bytes). Peak allocated = torch.cuda.max_memory_allocated; reserved adds allocator rounding (512 B; ≥10 MiB requests rounded to 2 MiB; 1–10 MiB share 20 MiB segments; ≤1 MiB from 2 MiB small segments) and fragmentation.",
+		fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100),
+		fmt.Sprintf("Device total = reserved + CUDA context (%g MiB) + NCCL buffers (%s); these do not go through the caching allocator.", ctxOf(c), ncclOf(c)),
+		"Other (allocated) = cuBLAS workspace (32 MiB unless allocator.workspace_mib) + DDP gradient buckets when plain DDP is used.",
+	}
+	if e.inference {
+		return append(a, "Inference: weights + KV cache for prompt+generated tokens + the largest prefill working set of one layer; logits for the last token only unless inference.logits_all_tokens.")
+	}
+	a = append(a,
+		fmt.Sprintf("Precision %s: params %s (%g B), grads %s (%g B), master fp32 copy: %t; optimizer %s (%s).",
+			c.Training.Precision, c.paramDtype(), e.pb, c.Training.GradPrecision, e.gb, c.mixed() && c.Parallel.ZeroStage < 3, c.Training.Optimizer, c.Training.OptimizerImpl),
+		"Activations: per-layer saved tensors (Korthikanti et al. 2022 accounting, adapted for GQA, SwiGLU, RMSNorm, flash attention and MoE); 1F1B keeps min(pp−i, m) micro-batches on stage i, interleaved uses Megatron's warm-up count.",
+		fmt.Sprintf("Gradients are %s: %s.", c.Parallel.GradBuffer, map[string]string{
+			"persistent": "one contiguous buffer for the whole run (Megatron DDP / distributed optimizer)",
+			"on_demand":  "allocated during backward and freed by zero_grad(set_to_none=True)"}[c.Parallel.GradBuffer]),
+		fmt.Sprintf("Loss %s: %s.", c.Training.Loss, map[string]string{
+			"standard": "bf16 logits kept + fp32 log-probs saved (6 B/logit), ≈8 B/logit more in its backward (HF-style)",
+			"fused":    "fp32 softmax saved (4 B/logit), gradient computed in place, bf16 gradient 2 B/logit (Megatron vocab-parallel CE)",
+			"chunked":  "logits materialized one chunk at a time, ≈10 B per logit of a chunk"}[c.Training.Loss]),
+	)
+	if c.Training.Attention == "standard" {
+		a = append(a, "Standard attention saves bf16 softmax probabilities (Megatron fused softmax); HF eager with fp32 softmax keeps ≈3× more.")
+	}
+	return a
+}
+
+func fragOf(c *Config) float64 {
+	if c.Allocator.FragmentationFraction >= 0 {
+		return c.Allocator.FragmentationFraction
+	}
+	if c.Allocator.ExpandableSegments {
+		return 0.01
+	}
+	return 0.05
+}
+
+func ctxOf(c *Config) float64 {
+	if c.Allocator.CUDAContextMiB >= 0 {
+		return c.Allocator.CUDAContextMiB
+	}
+	return 500
+}
+
+func ncclOf(c *Config) string {
+	if c.Allocator.NCCLMiB >= 0 {
+		return fmt.Sprintf("%g MiB", c.Allocator.NCCLMiB)
+	}
+	var groups []string
+	p := c.Parallel
+	for _, g := range []struct {
+		n string
+		v int
+	}{{"dp", p.DP * p.CP}, {"tp", p.TP}, {"pp", p.PP}, {"cp", p.CP}, {"ep", p.EP}} {
+		if g.v > 1 {
+			groups = append(groups, g.n)
+		}
+	}
+	if len(groups) == 0 {
+		return "none, single GPU"
+	}
+	return fmt.Sprintf("160 MiB per communicator: %s", strings.Join(groups, ", "))
+}

@@ -1,0 +1,272 @@
+package static
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+func gb(v int64) string { return fmt.Sprintf("%.2f GiB", float64(v)/gib) }
+
+// WriteJSON writes the report as indented JSON (static_report.json).
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("static report JSON: %w", err)
+	}
+	return nil
+}
+
+// Component is one named per-GPU memory component, for tables and charts.
+type Component struct {
+	Name  string
+	Bytes int64
+}
+
+// Components lists the worst GPU's peak broken down by component (they add up to the peak allocated, with the
+// allocator and runtime overheads after it).
+func (r *Report) Components() []Component {
+	s := r.Summary
+	cs := []Component{{"weights", s.WeightMemoryBytes}}
+	if r.Config.Mode == "train" {
+		at := r.Stages[r.WorstStage].AtPeak
+		cs = append(cs, Component{"gradients", at.Grads}, Component{"optimizer states", s.OptimizerMemoryBytes},
+			Component{"activations", at.Activations}, Component{"temporaries", at.Temporaries})
+	} else {
+		cs = append(cs, Component{"KV cache", s.KVCacheMemoryBytes}, Component{"activations", s.ActivationMemoryBytes})
+	}
+	cs = append(cs, Component{"other (workspaces, buffers)", s.OtherMemoryBytes},
+		Component{"allocator overhead (reserved − allocated)", s.PeakReservedBytes - s.PeakMemoryBytes},
+		Component{"CUDA context + NCCL", s.DeviceTotalBytes - s.PeakReservedBytes})
+	return cs
+}
+
+// WriteText renders the console view.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	s := r.Summary
+	c := r.Config
+	fmt.Fprintf(&b, "memscan static — %s (%s, %s)\n", r.Metadata.Model, c.Mode, r.Metadata.Dtype)
+	fmt.Fprintf(&b, "GPU: %s × %d   layout: %s\n", r.Fit.GPU, c.Hardware.NumGPUs, r.Metadata.Layout)
+	fmt.Fprintf(&b, "Parameters: %s total (%s per GPU of stage %d before ZeRO sharding)", commas(r.Params.Total), commas(s.ParamCountPerGPU), r.WorstStage)
+	if r.Params.Active != r.Params.Total {
+		fmt.Fprintf(&b, ", %s active per token", commas(r.Params.Active))
+	}
+	b.WriteString("\n")
+	if c.Mode == "train" {
+		fmt.Fprintf(&b, "Workload: micro-batch %d × seq %d, global batch %d (%d micro-batches), %s attention, recompute %s, loss %s, %s\n\n",
+			c.Training.MicroBatchSize, c.Training.SeqLength, c.Training.GlobalBatchSize, c.Parallel.NumMicrobatches,
+			c.Training.Attention, c.Training.Recompute, c.Training.Loss, c.Training.Optimizer)
+	} else {
+		fmt.Fprintf(&b, "Workload: batch %d, prompt %d + %d generated tokens, weights %s, KV cache %s\n\n",
+			c.Inference.BatchSize, c.Inference.PromptLength, c.Inference.GenerateTokens, c.Inference.WeightDtype, c.Inference.KVCache.Dtype)
+	}
+	fmt.Fprintf(&b, "%s\n\n", r.Fit.Verdict)
+	b.WriteString("MEMORY PER GPU (worst stage, at its peak)\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	peak := float64(max(1, s.DeviceTotalBytes))
+	for _, cp := range r.Components() {
+		fmt.Fprintf(tw, "  %s\t%s\t%5.1f%%\t\n", cp.Name, gb(cp.Bytes), 100*float64(cp.Bytes)/peak)
+	}
+	fmt.Fprintf(tw, "  peak allocated (%s)\t%s\t\t\n", s.PeakStage, gb(s.PeakMemoryBytes))
+	fmt.Fprintf(tw, "  peak reserved\t%s\t\t\n", gb(s.PeakReservedBytes))
+	fmt.Fprintf(tw, "  device total (nvidia-smi)\t%s\t\t\n", gb(s.DeviceTotalBytes))
+	tw.Flush()
+	if len(r.Stages) > 1 {
+		b.WriteString("\nPER PIPELINE STAGE (one GPU each)\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  stage\tparams\tweights\tgrads\toptimizer\tactivations\tpeak alloc\tat\treserved\tdevice\t")
+		for _, st := range r.Stages {
+			mark := ""
+			if st.Index == r.WorstStage {
+				mark = " *"
+			}
+			fmt.Fprintf(tw, "  %d%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, mark, commas(st.Params), gb(st.Weights), gb(st.Grads),
+				gb(st.Optimizer), gb(st.Activations), gb(st.PeakAllocated), st.PeakStage, gb(st.PeakReserved), gb(st.DeviceTotal))
+		}
+		tw.Flush()
+	}
+	if in := r.Inference; in != nil {
+		fmt.Fprintf(&b, "\nKV cache: %s per token, %d context tokens\n", humanInt(in.KVBytesPerToken), in.ContextTokens)
+	}
+	if t := r.Time; t != nil {
+		b.WriteString("\nTIME\n")
+		fmt.Fprintf(&b, "  %.3g FLOPs/token (model), %.3g with recomputation; %s tokens/step\n", t.FLOPsPerToken, t.HardwareFLOPsPerToken, commas(t.TokensPerStep))
+		fmt.Fprintf(&b, "  step %.2f s = compute %.2f s × (1 + bubble %.1f%%) + TP %.2f s + CP %.2f s + PP %.2f s + EP %.2f s + exposed DP %.2f s (of %.2f s)\n",
+			t.StepSeconds, t.ComputeSeconds, 100*t.BubbleFraction, t.TPCommSeconds, t.CPCommSeconds, t.PPCommSeconds, t.EPCommSeconds, t.DPExposedSeconds, t.DPCommSeconds)
+		fmt.Fprintf(&b, "  %s tokens/s, MFU %.1f%% (assumed %.0f%% of peak while computing), communication %.1f%% of the step\n",
+			commas(int64(t.TokensPerSecond)), 100*t.MFU, 100*c.Hardware.MFU, 100*t.CommFraction)
+		if t.Steps > 0 {
+			fmt.Fprintf(&b, "  %s steps: %.1f h (%.1f days), %.0f GPU-hours", commas(t.Steps), t.TotalHours, t.TotalHours/24, t.GPUHours)
+			if t.Cost > 0 {
+				fmt.Fprintf(&b, ", cost %.0f at %.2f per GPU-hour", t.Cost, c.Hardware.PricePerGPUHour)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if rf := r.Roofline; rf != nil {
+		fmt.Fprintf(&b, "\nROOFLINE (%s %s: %.0f TFLOP/s, %.2f TB/s, ridge %.0f FLOP/B; predicted utilization %.0f%%)\n",
+			rf.GPU, rf.Dtype, rf.PeakTFLOPS, rf.BandwidthTBs, rf.RidgePoint, 100*rf.PredictedUtil)
+		pts := append([]RooflinePoint(nil), rf.Points...)
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Seconds > pts[j].Seconds })
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  operator\tphase\tGFLOP\tMB moved\tFLOP/B\tbound\tutil\t")
+		for i, p := range pts {
+			if i == 12 {
+				break
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%.2f\t%.1f\t%.1f\t%s\t%.0f%%\t\n", p.Name, p.Phase, p.FLOPs/1e9, p.Bytes/1e6, p.Intensity, p.Bound, 100*p.Utilization)
+		}
+		tw.Flush()
+	}
+	if len(r.Strategies) > 0 {
+		b.WriteString("\nSTRATEGY COMPARISON (same GPUs, same global batch)\n")
+		writeStrategies(&b, r.Strategies)
+	}
+	for _, sr := range []*SearchResult{r.MaxBatch, r.MaxSeq} {
+		if sr != nil {
+			fmt.Fprintf(&b, "\nMax %s: %d", sr.Parameter, sr.Max)
+			if sr.Max > 0 {
+				fmt.Fprintf(&b, " (peak allocated %s, device %s)", gb(sr.PeakBytes), gb(sr.DeviceBytes))
+			}
+			if sr.Note != "" {
+				fmt.Fprintf(&b, " — %s", sr.Note)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(r.Recommendations) > 0 {
+		b.WriteString("\nRECOMMENDATIONS\n")
+		for i, rc := range r.Recommendations {
+			fmt.Fprintf(&b, "  %d. [%s] %s — %s\n", i+1, strings.ToUpper(rc.Severity), rc.Title, rc.Detail)
+		}
+	}
+	b.WriteString("\nASSUMPTIONS\n")
+	for _, a := range r.Assumptions {
+		fmt.Fprintf(&b, "  - %s\n", a)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeStrategies(b *strings.Builder, rows []StrategyRow) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  strategy\tdp\ttp\tpp\tzero\tpeak alloc\tdevice\tfits\tstep s\ttokens/s\tcomm\t")
+	for _, s := range rows {
+		if s.PeakBytes == 0 {
+			fmt.Fprintf(tw, "  %s\t\t%d\t%d\t%d\t\t\t\t\t\t\t  (%s)\n", s.Name, s.TP, s.PP, s.ZeroStage, s.Note)
+			continue
+		}
+		fit := "no"
+		if s.Fits {
+			fit = "yes"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%.2f\t%s\t%.0f%%\t\n", s.Name, s.DP, s.TP, s.PP, s.ZeroStage, gb(s.PeakBytes), gb(s.DeviceBytes), fit, s.StepSeconds, commas(int64(s.TokensPerSec)), 100*s.CommFraction)
+	}
+	tw.Flush()
+}
+
+// WriteMarkdown renders static_report.md.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	s := r.Summary
+	c := r.Config
+	fmt.Fprintf(&b, "# memscan static report — %s\n\n", r.Metadata.Model)
+	fmt.Fprintf(&b, "- Mode: %s, dtype %s\n- GPU: %s × %d\n- Layout: `%s`\n- Parameters: %s (per GPU of the worst stage, before ZeRO sharding: %s)\n\n",
+		c.Mode, r.Metadata.Dtype, r.Fit.GPU, c.Hardware.NumGPUs, r.Metadata.Layout, commas(r.Params.Total), commas(s.ParamCountPerGPU))
+	fmt.Fprintf(&b, "**%s**\n\n", r.Fit.Verdict)
+	b.WriteString("## Summary (per GPU, worst pipeline stage)\n\n| key | value |\n|---|---|\n")
+	for _, kv := range []struct {
+		k string
+		v int64
+	}{{"weight_memory_bytes", s.WeightMemoryBytes}, {"grad_memory_bytes", s.GradMemoryBytes}, {"optimizer_memory_bytes", s.OptimizerMemoryBytes},
+		{"activation_memory_bytes", s.ActivationMemoryBytes}, {"kv_cache_memory_bytes", s.KVCacheMemoryBytes}, {"temporary_memory_bytes", s.TemporaryMemoryBytes},
+		{"other_memory_bytes", s.OtherMemoryBytes}, {"persistent_memory_bytes", s.PersistentMemoryBytes}, {"peak_memory_bytes", s.PeakMemoryBytes},
+		{"peak_reserved_bytes", s.PeakReservedBytes}, {"device_total_bytes", s.DeviceTotalBytes}} {
+		fmt.Fprintf(&b, "| %s | %s (%s) |\n", kv.k, commas(kv.v), gb(kv.v))
+	}
+	fmt.Fprintf(&b, "| peak_stage | %s |\n\n", s.PeakStage)
+	if len(r.Stages) > 1 {
+		b.WriteString("## Pipeline stages\n\n| stage | params | weights | grads | optimizer | activations | peak allocated | at | reserved | device |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, st := range r.Stages {
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", st.Index, commas(st.Params), gb(st.Weights), gb(st.Grads), gb(st.Optimizer),
+				gb(st.Activations), gb(st.PeakAllocated), st.PeakStage, gb(st.PeakReserved), gb(st.DeviceTotal))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Operators\n\n| name | category | phase | layer | × | memory | temp | formula |\n|---|---|---|---|---|---|---|---|\n")
+	for _, op := range r.Operators {
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %s |\n", op.Name, op.Category, op.Phase, op.Layer, op.Multiplier,
+			gb(op.MemoryBytes), gb(op.TempBytes), strings.ReplaceAll(op.Formula, "|", "\\|"))
+	}
+	if t := r.Time; t != nil {
+		fmt.Fprintf(&b, "\n## Time\n\n- Step: %.2f s (compute %.2f s, bubble %.1f%%, TP %.2f s, CP %.2f s, PP %.2f s, EP %.2f s, exposed DP %.2f s)\n- %s tokens/s, MFU %.1f%%\n",
+			t.StepSeconds, t.ComputeSeconds, 100*t.BubbleFraction, t.TPCommSeconds, t.CPCommSeconds, t.PPCommSeconds, t.EPCommSeconds, t.DPExposedSeconds, commas(int64(t.TokensPerSecond)), 100*t.MFU)
+		if t.Steps > 0 {
+			fmt.Fprintf(&b, "- %s steps: %.1f h, %.0f GPU-hours, cost %.0f\n", commas(t.Steps), t.TotalHours, t.GPUHours, t.Cost)
+		}
+	}
+	if rf := r.Roofline; rf != nil {
+		fmt.Fprintf(&b, "\n## Roofline\n\nRidge point %.0f FLOP/B (%.0f TFLOP/s / %.2f TB/s); predicted utilization %.0f%%.\n\n| operator | phase | FLOP/B | bound | utilization |\n|---|---|---|---|---|\n",
+			rf.RidgePoint, rf.PeakTFLOPS, rf.BandwidthTBs, 100*rf.PredictedUtil)
+		for _, p := range rf.Points {
+			fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %.0f%% |\n", p.Name, p.Phase, p.Intensity, p.Bound, 100*p.Utilization)
+		}
+	}
+	if len(r.Strategies) > 0 {
+		b.WriteString("\n## Strategy comparison\n\n| strategy | dp | tp | pp | zero | peak allocated | device | fits | step s | tokens/s |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, st := range r.Strategies {
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %t | %.2f | %s |\n", st.Name, st.DP, st.TP, st.PP, st.ZeroStage, gb(st.PeakBytes), gb(st.DeviceBytes), st.Fits, st.StepSeconds, commas(int64(st.TokensPerSec)))
+		}
+	}
+	for _, sr := range []*SearchResult{r.MaxBatch, r.MaxSeq} {
+		if sr != nil {
+			fmt.Fprintf(&b, "\nMax `%s`: **%d** %s\n", sr.Parameter, sr.Max, sr.Note)
+		}
+	}
+	if len(r.Recommendations) > 0 {
+		b.WriteString("\n## Recommendations\n\n")
+		for _, rc := range r.Recommendations {
+			fmt.Fprintf(&b, "- **[%s] %s** — %s\n", rc.Severity, rc.Title, rc.Detail)
+		}
+	}
+	b.WriteString("\n## Assumptions\n\n")
+	for _, a := range r.Assumptions {
+		fmt.Fprintf(&b, "- %s\n", a)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func commas(v int64) string {
+	s := fmt.Sprint(v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []string
+	for len(s) > 3 {
+		out = append([]string{s[len(s)-3:]}, out...)
+		s = s[:len(s)-3]
+	}
+	out = append([]string{s}, out...)
+	r := strings.Join(out, ",")
+	if neg {
+		r = "-" + r
+	}
+	return r
+}
+
+func humanInt(v int64) string {
+	switch {
+	case v >= gib:
+		return fmt.Sprintf("%.2f GiB", float64(v)/gib)
+	case v >= mib:
+		return fmt.Sprintf("%.2f MiB", float64(v)/mib)
+	case v >= 1024:
+		return fmt.Sprintf("%.0f KiB", float64(v)/1024)
+	}
+	return fmt.Sprintf("%d B", v)
+}

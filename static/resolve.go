@@ -1,0 +1,395 @@
+package static
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Resolve fills auto values (derived dims, dp, microbatches, dtypes, allocator assumptions) and validates the
+// config. It is idempotent; call it again after changing fields.
+func (c *Config) Resolve() error {
+	m := &c.Model
+	empty := m.NumLayers == 0 && m.HiddenSize == 0 && m.VocabSize == 0
+	if m.Preset != "" && empty {
+		pm, err := Preset(m.Preset)
+		if err != nil {
+			return fmt.Errorf("model.preset: %w", err)
+		}
+		*m = pm
+	}
+	if m.SizeBillions != 0 && empty {
+		pm, err := ModelForSize(m.SizeBillions)
+		if err != nil {
+			return fmt.Errorf("model.size_billions: %w", err)
+		}
+		*m = pm
+	}
+	if m.Type == "" {
+		m.Type = "llama"
+	}
+	if err := oneOf("model.type", m.Type, "llama", "gpt"); err != nil {
+		return err
+	}
+	if m.NumKVHeads == 0 {
+		m.NumKVHeads = m.NumAttentionHeads
+	}
+	if m.Norm == "" {
+		m.Norm = map[string]string{"llama": "rmsnorm", "gpt": "layernorm"}[m.Type]
+	}
+	if m.Activation == "" {
+		m.Activation = map[string]string{"llama": "swiglu", "gpt": "gelu"}[m.Type]
+	}
+	if m.PositionEmbedding == "" {
+		m.PositionEmbedding = map[string]string{"llama": "rope", "gpt": "learned"}[m.Type]
+	}
+	for _, ch := range []struct {
+		key, v string
+		ok     []string
+	}{
+		{"model.norm", m.Norm, []string{"rmsnorm", "layernorm"}},
+		{"model.activation", m.Activation, []string{"swiglu", "gelu", "squared-relu"}},
+		{"model.position_embedding", m.PositionEmbedding, []string{"rope", "learned"}},
+	} {
+		if err := oneOf(ch.key, ch.v, ch.ok...); err != nil {
+			return err
+		}
+	}
+	for _, p := range []struct {
+		key string
+		v   int
+	}{{"model.num_layers", m.NumLayers}, {"model.hidden_size", m.HiddenSize},
+		{"model.num_attention_heads", m.NumAttentionHeads}, {"model.vocab_size", m.VocabSize}} {
+		if p.v <= 0 {
+			if p.v == 0 && empty && p.key == "model.num_layers" {
+				return fmt.Errorf("%s: %d (must be > 0; set model.preset, model.size_billions or explicit dimensions)", p.key, p.v)
+			}
+			return fmt.Errorf("%s: %d (must be > 0)", p.key, p.v)
+		}
+	}
+	if m.NumKVHeads < 0 {
+		return fmt.Errorf("model.num_kv_heads: %d (must be > 0)", m.NumKVHeads)
+	}
+	if m.NumAttentionHeads%m.NumKVHeads != 0 {
+		return fmt.Errorf("model.num_kv_heads: %d does not divide model.num_attention_heads (%d)", m.NumKVHeads, m.NumAttentionHeads)
+	}
+	if m.HeadDim == 0 {
+		if m.HiddenSize%m.NumAttentionHeads != 0 {
+			return fmt.Errorf("model.num_attention_heads: %d does not divide model.hidden_size (%d); set model.head_dim explicitly", m.NumAttentionHeads, m.HiddenSize)
+		}
+		m.HeadDim = m.HiddenSize / m.NumAttentionHeads
+	}
+	if m.HeadDim < 0 {
+		return fmt.Errorf("model.head_dim: %d (must be > 0)", m.HeadDim)
+	}
+	if m.FFNHiddenSize == 0 {
+		if m.Activation == "swiglu" {
+			// LLaMA rule: 2/3 of 4h, rounded up to a multiple of 256.
+			m.FFNHiddenSize = (8*m.HiddenSize/3 + 255) / 256 * 256
+		} else {
+			m.FFNHiddenSize = 4 * m.HiddenSize
+		}
+	}
+	if m.FFNHiddenSize < 0 {
+		return fmt.Errorf("model.ffn_hidden_size: %d (must be > 0)", m.FFNHiddenSize)
+	}
+	if m.NumExperts < 0 || m.MoETopK < 0 || m.SharedExperts < 0 || m.MoEFFNHiddenSize < 0 {
+		return fmt.Errorf("model: num_experts, moe_top_k, shared_experts and moe_ffn_hidden_size must be >= 0")
+	}
+	if m.NumExperts > 0 {
+		if m.MoETopK == 0 {
+			m.MoETopK = min(2, m.NumExperts)
+		}
+		if m.MoETopK > m.NumExperts {
+			return fmt.Errorf("model.moe_top_k: %d exceeds model.num_experts (%d)", m.MoETopK, m.NumExperts)
+		}
+		if m.MoEFFNHiddenSize == 0 {
+			m.MoEFFNHiddenSize = m.FFNHiddenSize
+		}
+	}
+	if m.MoECapacityFactor == 0 {
+		m.MoECapacityFactor = 1
+	}
+	if m.MoECapacityFactor < 0 {
+		return fmt.Errorf("model.moe_capacity_factor: %g (must be > 0)", m.MoECapacityFactor)
+	}
+	if m.MakeVocabDivisibleBy < 0 {
+		return fmt.Errorf("model.make_vocab_size_divisible_by: %d (must be >= 0)", m.MakeVocabDivisibleBy)
+	}
+	if m.PositionEmbedding == "learned" && m.MaxPositionEmbeddings == 0 {
+		m.MaxPositionEmbeddings = c.Training.SeqLength
+	}
+
+	if err := oneOf("mode", c.Mode, "train", "inference"); err != nil {
+		return err
+	}
+	t := &c.Training
+	if t.MicroBatchSize <= 0 {
+		return fmt.Errorf("training.micro_batch_size: %d (must be > 0)", t.MicroBatchSize)
+	}
+	if t.SeqLength <= 0 {
+		return fmt.Errorf("training.seq_length: %d (must be > 0)", t.SeqLength)
+	}
+	if m.PositionEmbedding == "learned" && c.Mode == "train" && t.SeqLength > m.MaxPositionEmbeddings {
+		return fmt.Errorf("training.seq_length: %d exceeds model.max_position_embeddings (%d) of the learned position table", t.SeqLength, m.MaxPositionEmbeddings)
+	}
+	if t.GlobalBatchSize < 0 || t.TrainSteps < 0 || t.TrainTokens < 0 || t.LossChunkTokens < 0 || t.RecomputeLayers < 0 {
+		return fmt.Errorf("training: global_batch_size, train_steps, train_tokens, loss_chunk_tokens and recompute_layers must be >= 0")
+	}
+	for _, ch := range []struct {
+		key, v string
+		ok     []string
+	}{
+		{"training.precision", t.Precision, []string{"fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"}},
+		{"training.optimizer", t.Optimizer, []string{"adamw", "adamw-8bit", "sgd", "adafactor"}},
+		{"training.optimizer_impl", t.OptimizerImpl, []string{"foreach", "fused"}},
+		{"training.attention", t.Attention, []string{"flash", "standard"}},
+		{"training.recompute", t.Recompute, []string{"none", "selective", "full"}},
+		{"training.loss", t.Loss, []string{"standard", "fused", "chunked"}},
+		{"training.kernels", t.Kernels, []string{"fused", "eager"}},
+	} {
+		if err := oneOf(ch.key, ch.v, ch.ok...); err != nil {
+			return err
+		}
+	}
+	if t.GradPrecision == "" {
+		switch t.Precision {
+		case "fp32", "bf16-mixed", "fp16-mixed":
+			t.GradPrecision = "fp32"
+		default:
+			t.GradPrecision = t.Precision
+		}
+	}
+	if err := oneOf("training.grad_precision", t.GradPrecision, "fp32", "bf16", "fp16"); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		key string
+		v   float64
+	}{{"training.attention_dropout", t.AttentionDropout}, {"training.hidden_dropout", t.HiddenDropout}} {
+		if d.v < 0 || d.v >= 1 {
+			return fmt.Errorf("%s: %g (must be in [0, 1))", d.key, d.v)
+		}
+	}
+	if t.LossChunkTokens == 0 {
+		t.LossChunkTokens = 1024
+	}
+
+	in := &c.Inference
+	if in.BatchSize <= 0 {
+		return fmt.Errorf("inference.batch_size: %d (must be > 0)", in.BatchSize)
+	}
+	if in.PromptLength <= 0 {
+		return fmt.Errorf("inference.prompt_length: %d (must be > 0)", in.PromptLength)
+	}
+	if in.GenerateTokens < 0 || in.KVCache.BlockTokens < 0 {
+		return fmt.Errorf("inference: generate_tokens and kv_cache.block_tokens must be >= 0")
+	}
+	if in.WeightDtype == "" {
+		in.WeightDtype = "bf16"
+	}
+	if _, ok := dtypeBytes[in.WeightDtype]; !ok {
+		return fmt.Errorf("inference.weight_dtype: %q (must be one of fp32, bf16, fp16, fp8, int8, int4)", in.WeightDtype)
+	}
+	if in.KVCache.Dtype == "" {
+		in.KVCache.Dtype = in.WeightDtype
+		if in.WeightDtype == "int8" || in.WeightDtype == "int4" {
+			in.KVCache.Dtype = "bf16"
+		}
+	}
+	if _, ok := dtypeBytes[in.KVCache.Dtype]; !ok || in.KVCache.Dtype == "int4" {
+		return fmt.Errorf("inference.kv_cache.dtype: %q (must be one of fp32, bf16, fp16, fp8, int8)", in.KVCache.Dtype)
+	}
+
+	p := &c.Parallel
+	h := &c.Hardware
+	for _, d := range []struct {
+		key string
+		v   int
+	}{{"parallel.tp", p.TP}, {"parallel.pp", p.PP}, {"parallel.cp", p.CP}, {"parallel.ep", p.EP}, {"parallel.virtual_stages", p.VirtualStages}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s: %d (must be > 0)", d.key, d.v)
+		}
+	}
+	if p.DP < 0 || p.NumMicrobatches < 0 || p.ETP < 0 || p.FSDPPrefetchLayers < 0 {
+		return fmt.Errorf("parallel: dp, num_microbatches, etp and fsdp_prefetch_layers must be >= 0")
+	}
+	if h.NumGPUs <= 0 {
+		return fmt.Errorf("hardware.num_gpus: %d (must be > 0)", h.NumGPUs)
+	}
+	if h.GPUsPerNode <= 0 {
+		return fmt.Errorf("hardware.gpus_per_node: %d (must be > 0)", h.GPUsPerNode)
+	}
+	model := p.TP * p.PP * p.CP
+	if p.DP == 0 {
+		if h.NumGPUs%model != 0 {
+			return fmt.Errorf("hardware.num_gpus: %d is not a multiple of tp·pp·cp = %d", h.NumGPUs, model)
+		}
+		p.DP = h.NumGPUs / model
+	} else if p.DP*model != h.NumGPUs {
+		if h.NumGPUs == 1 {
+			h.NumGPUs = p.DP * model // num_gpus left at its default: derive it
+		} else {
+			return fmt.Errorf("parallel: dp·tp·pp·cp = %d·%d·%d·%d = %d does not equal hardware.num_gpus (%d)", p.DP, p.TP, p.PP, p.CP, p.DP*model, h.NumGPUs)
+		}
+	}
+	if m.NumAttentionHeads%p.TP != 0 {
+		return fmt.Errorf("parallel.tp: %d does not divide model.num_attention_heads (%d)", p.TP, m.NumAttentionHeads)
+	}
+	if m.NumKVHeads%p.TP != 0 && p.TP%m.NumKVHeads != 0 {
+		return fmt.Errorf("parallel.tp: %d neither divides nor is a multiple of model.num_kv_heads (%d)", p.TP, m.NumKVHeads)
+	}
+	if m.FFNHiddenSize%p.TP != 0 {
+		return fmt.Errorf("parallel.tp: %d does not divide model.ffn_hidden_size (%d)", p.TP, m.FFNHiddenSize)
+	}
+	if err := oneOf("parallel.pp_schedule", p.PPSchedule, "1f1b", "interleaved"); err != nil {
+		return err
+	}
+	if p.VirtualStages > 1 {
+		p.PPSchedule = "interleaved"
+	}
+	if m.NumLayers%(p.PP*p.VirtualStages) != 0 {
+		return fmt.Errorf("parallel.pp: pp·virtual_stages = %d does not divide model.num_layers (%d)", p.PP*p.VirtualStages, m.NumLayers)
+	}
+	if p.PPSchedule == "interleaved" && p.PP == 1 {
+		return fmt.Errorf("parallel.pp_schedule: interleaved needs parallel.pp > 1")
+	}
+	if p.CP > 1 && t.SeqLength%(2*p.CP) != 0 {
+		return fmt.Errorf("parallel.cp: 2·cp = %d does not divide training.seq_length (%d)", 2*p.CP, t.SeqLength)
+	}
+	if p.SequenceParallel && p.TP > 1 && t.SeqLength%p.TP != 0 {
+		return fmt.Errorf("parallel.sequence_parallel: tp (%d) does not divide training.seq_length (%d)", p.TP, t.SeqLength)
+	}
+	if p.ZeroStage < 0 || p.ZeroStage > 3 {
+		return fmt.Errorf("parallel.zero_stage: %d (must be 0, 1, 2 or 3)", p.ZeroStage)
+	}
+	if p.ETP == 0 {
+		p.ETP = p.TP
+	}
+	if m.NumExperts > 0 {
+		if m.NumExperts%p.EP != 0 {
+			return fmt.Errorf("parallel.ep: %d does not divide model.num_experts (%d)", p.EP, m.NumExperts)
+		}
+		if (h.NumGPUs/p.PP)%(p.EP*p.ETP) != 0 {
+			return fmt.Errorf("parallel.ep: ep·etp = %d does not divide the GPUs per pipeline stage (%d)", p.EP*p.ETP, h.NumGPUs/p.PP)
+		}
+		if m.MoEFFNHiddenSize%p.ETP != 0 {
+			return fmt.Errorf("parallel.etp: %d does not divide model.moe_ffn_hidden_size (%d)", p.ETP, m.MoEFFNHiddenSize)
+		}
+	} else if p.EP > 1 {
+		return fmt.Errorf("parallel.ep: %d needs a mixture-of-experts model (model.num_experts > 0)", p.EP)
+	}
+	if p.NumMicrobatches == 0 {
+		if t.GlobalBatchSize > 0 {
+			if t.GlobalBatchSize%(t.MicroBatchSize*p.DP) != 0 {
+				return fmt.Errorf("training.global_batch_size: %d is not a multiple of micro_batch_size·dp = %d", t.GlobalBatchSize, t.MicroBatchSize*p.DP)
+			}
+			p.NumMicrobatches = t.GlobalBatchSize / (t.MicroBatchSize * p.DP)
+		} else {
+			p.NumMicrobatches = max(1, p.PP) // keep the pipeline full by default
+		}
+	}
+	if t.GlobalBatchSize == 0 {
+		t.GlobalBatchSize = t.MicroBatchSize * p.DP * p.NumMicrobatches
+	}
+	if t.GlobalBatchSize != t.MicroBatchSize*p.DP*p.NumMicrobatches {
+		return fmt.Errorf("training.global_batch_size: %d does not equal micro_batch_size·dp·num_microbatches = %d", t.GlobalBatchSize, t.MicroBatchSize*p.DP*p.NumMicrobatches)
+	}
+	if err := oneOf("parallel.grad_buffer", p.GradBuffer, "auto", "persistent", "on_demand"); err != nil {
+		return err
+	}
+	if p.GradBuffer == "auto" {
+		// Megatron's distributed optimizer keeps a contiguous fp32 main-grad buffer for the whole run; plain
+		// PyTorch (zero_grad(set_to_none=True)) allocates gradients in backward and frees them after the step.
+		p.GradBuffer = "on_demand"
+		if p.DistributedOptimizer {
+			p.GradBuffer = "persistent"
+		}
+	}
+	if p.DistributedOptimizer && p.ZeroStage == 0 {
+		p.ZeroStage = 1 // the distributed optimizer shards exactly the optimizer states (ZeRO-1)
+	}
+	if p.FSDPPrefetchLayers == 0 {
+		p.FSDPPrefetchLayers = 1
+	}
+
+	if h.Custom != nil {
+		if err := h.Custom.validate("hardware.custom"); err != nil {
+			return err
+		}
+	} else if _, err := LookupGPU(h.GPU); err != nil {
+		return fmt.Errorf("hardware.gpu: %w", err)
+	}
+	if h.UsableFraction <= 0 || h.UsableFraction > 1 {
+		return fmt.Errorf("hardware.usable_fraction: %g (must be in (0, 1])", h.UsableFraction)
+	}
+	if h.MFU <= 0 || h.MFU > 1 {
+		return fmt.Errorf("hardware.mfu: %g (must be in (0, 1])", h.MFU)
+	}
+	if h.CommEfficiency <= 0 || h.CommEfficiency > 1 {
+		return fmt.Errorf("hardware.comm_efficiency: %g (must be in (0, 1])", h.CommEfficiency)
+	}
+	if h.DPOverlap < 0 || h.DPOverlap > 1 {
+		return fmt.Errorf("hardware.dp_overlap: %g (must be in [0, 1])", h.DPOverlap)
+	}
+	if h.InterNodeGBps <= 0 || h.PricePerGPUHour < 0 {
+		return fmt.Errorf("hardware: inter_node_gbps must be > 0 and price_per_gpu_hour >= 0")
+	}
+	a := &c.Allocator
+	if a.FragmentationFraction > 1 {
+		return fmt.Errorf("allocator.fragmentation_fraction: %g (must be in [0, 1])", a.FragmentationFraction)
+	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"corrections.weights", c.Corrections.Weights}, {"corrections.grads", c.Corrections.Grads},
+		{"corrections.optimizer", c.Corrections.Optimizer}, {"corrections.activations", c.Corrections.Activations},
+		{"corrections.temporaries", c.Corrections.Temporaries}, {"corrections.other", c.Corrections.Other}} {
+		if f.v <= 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%s: %g (must be > 0; 1 means no correction)", f.key, f.v)
+		}
+	}
+	return nil
+}
+
+func oneOf(key, v string, ok ...string) error {
+	for _, o := range ok {
+		if v == o {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: %q (must be one of %s)", key, v, strings.Join(ok, ", "))
+}
+
+// dtypeBytes is the storage size per element; int4 packs two per byte.
+var dtypeBytes = map[string]float64{"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5, "int64": 8, "bool": 1}
+
+// paramDtype is the dtype the training weights are stored and computed in.
+func (c *Config) paramDtype() string {
+	switch c.Training.Precision {
+	case "fp32":
+		return "fp32"
+	case "fp16", "fp16-mixed":
+		return "fp16"
+	}
+	return "bf16"
+}
+
+// actDtype is the activation dtype.
+func (c *Config) actDtype() string {
+	if c.Training.Precision == "fp32" {
+		return "fp32"
+	}
+	return c.paramDtype()
+}
+
+func (c *Config) mixed() bool { return strings.HasSuffix(c.Training.Precision, "-mixed") }
+
+// GPU returns the resolved accelerator.
+func (c *Config) GPU() GPUSpec {
+	if c.Hardware.Custom != nil {
+		return *c.Hardware.Custom
+	}
+	g, _ := LookupGPU(c.Hardware.GPU)
+	return g
+}

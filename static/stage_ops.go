@@ -1,0 +1,190 @@
+package static
+
+import (
+	"fmt"
+	"math"
+)
+
+// inferenceStage fills a stage for inference: weights + KV cache + the prefill working set.
+func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operator) (Stage, []Operator) {
+	c, x := e.c, e.x
+	ctx := int64(c.Inference.PromptLength + c.Inference.GenerateTokens)
+	if bt := int64(c.Inference.KVCache.BlockTokens); bt > 0 {
+		ctx = roundUp(ctx, bt)
+	}
+	kvb := dtypeBytes[c.Inference.KVCache.Dtype]
+	perTok := int64(float64(2*e.layersPerStage*e.gL*x.d) * kvb)
+	st.KVCache = int64(float64(perTok*e.b*ctx) * c.Corrections.Activations)
+	var work float64
+	for _, op := range layerOps {
+		v := float64(sumBytes(op.Inputs...) + sumBytes(op.Outputs...) + op.TempBytes)
+		work = math.Max(work, v)
+	}
+	work += float64(e.n * x.h * int64(e.ab)) // residual stream alongside
+	var head float64
+	if i == c.Parallel.PP-1 {
+		for _, op := range headOps {
+			head = math.Max(head, float64(op.TempBytes+sumBytes(op.Outputs...)))
+		}
+	}
+	st.Activations = int64(work * c.Corrections.Activations)
+	st.Temporaries = int64(head * c.Corrections.Temporaries)
+	st.ForwardPeak = st.Weights + st.KVCache + st.Other + max(st.Activations, st.Temporaries)
+	st.PeakAllocated, st.PeakStage = st.ForwardPeak, "prefill"
+	st.EndOfStepAllocated = st.Weights + st.KVCache + st.Other
+	e.reserved(&st, modelStates{}, modelStates{}, nil, 0)
+
+	var ops []Operator
+	ops = append(ops, Operator{Name: "weights", Category: "weights", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: 1,
+		MemoryBytes: st.Weights, Formula: fmt.Sprintf("params/GPU × %g B (%s)", e.pb, c.Inference.WeightDtype),
+		Notes: fmt.Sprintf("%d parameters on this GPU", st.Params), Extra: map[string]any{}})
+	ops = append(ops, Operator{Name: "kv_cache", Category: "kv_cache", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: e.layersPerStage,
+		Outputs:     []Tensor{tensor("k_cache", c.Inference.KVCache.Dtype, e.b, ctx, e.gL, x.d), tensor("v_cache", c.Inference.KVCache.Dtype, e.b, ctx, e.gL, x.d)},
+		MemoryBytes: st.KVCache, Formula: "2 · L · g/t · d · (prompt+generated) · b · bytes",
+		Notes: fmt.Sprintf("%d B per token per GPU; %d context tokens × batch %d", perTok, ctx, e.b), Extra: map[string]any{"bytes_per_token": perTok}})
+	for _, op := range layerOps {
+		op.Phase, op.Layer, op.Multiplier = "prefill", st.FirstLayer, e.layersPerStage
+		ops = append(ops, op)
+	}
+	if i == 0 {
+		for _, op := range embOps {
+			op.Phase, op.Multiplier = "prefill", 1
+			ops = append(ops, op)
+		}
+	}
+	if i == c.Parallel.PP-1 {
+		for _, op := range headOps {
+			op.Phase, op.Multiplier = "prefill", 1
+			ops = append(ops, op)
+		}
+	}
+	return st, normalizeOps(ops)
+}
+
+// transients are the non-forward temporary sizes of a stage.
+type transients struct{ layerBwd, headBwd, gather, reduce, opt float64 }
+
+// operatorList assembles the worst-stage record list in MemScope's shape.
+func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, embOps, headOps []Operator,
+	layerMBs int64, embMBs float64, recomputed int64, tr transients) []Operator {
+	c := e.c
+	pp := c.Parallel.PP
+	first, last := i == 0, i == pp-1
+	corr := c.Corrections
+	var ops []Operator
+	persistent := func(group string, ms modelStates, mult int64) {
+		if ms.params == 0 {
+			return
+		}
+		ops = append(ops,
+			Operator{Name: group + ".weights", Category: "weights", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: mult,
+				MemoryBytes: int64(ms.weights * corr.Weights), Formula: "params/GPU × weight bytes (÷ shard group with ZeRO-3)",
+				Notes: fmt.Sprintf("%.0f parameters on this GPU", ms.params), Extra: map[string]any{"params": int64(ms.params)}},
+			Operator{Name: group + ".grads", Category: "grads", Phase: "persistent", Persistent: c.Parallel.GradBuffer == "persistent", Layer: -1, Multiplier: mult,
+				MemoryBytes: int64(ms.grads * corr.Grads), Formula: fmt.Sprintf("params/GPU × %g B (÷ shard group with ZeRO ≥ 2)", e.gb),
+				Notes: "gradients (" + c.Parallel.GradBuffer + ")", Extra: map[string]any{}},
+			Operator{Name: group + ".optimizer_states", Category: "optimizer", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: mult,
+				MemoryBytes: int64(ms.opt * corr.Optimizer), Formula: "params/GPU × (state bytes + 4 B fp32 master if mixed) (÷ shard group with ZeRO ≥ 1)",
+				Notes: c.Training.Optimizer + " states", Extra: map[string]any{}})
+	}
+	hn := "head"
+	if first && last {
+		hn = "embedding+head"
+	} else if first {
+		hn = "embedding"
+	}
+	persistent(hn, head, 1)
+	persistent("layers", layers, e.layersPerStage)
+	if st.Other > 0 {
+		ops = append(ops, Operator{Name: "workspaces_and_buffers", Category: "other", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: 1,
+			MemoryBytes: st.Other, Formula: "cuBLAS workspace (+ DDP gradient buckets)", Notes: "allocator-visible buffers", Extra: map[string]any{}})
+	}
+
+	if first {
+		for _, op := range embOps {
+			op.Multiplier = int64(math.Round(embMBs))
+			op.MemoryBytes = int64(float64(op.MemoryBytes) * embMBs)
+			ops = append(ops, op)
+		}
+	}
+	l := e.layersPerStage
+	kept := l - recomputed
+	keptMBs := layerMBs * kept / l
+	emit := func(layer int, mult int64) {
+		for _, op := range layerOps {
+			op.Layer = layer
+			op.Multiplier = mult
+			op.MemoryBytes *= mult
+			if op.Extra == nil {
+				op.Extra = map[string]any{}
+			}
+			ops = append(ops, op)
+		}
+	}
+	hr := e.n * e.x.h * int64(e.ab) / e.spDiv
+	layersHere := e.stageLayers(i)
+	if c.Output.Unroll && kept > 0 {
+		// Spread the in-flight layer-microbatches over the kept layers so the records add up exactly.
+		base, rem := keptMBs/kept, keptMBs%kept
+		for j := int64(0); j < kept; j++ {
+			m := base
+			if j < rem {
+				m++
+			}
+			emit(layersHere[j], m)
+		}
+	} else if kept > 0 {
+		emit(layersHere[0], keptMBs)
+	}
+	if recomputed > 0 {
+		mult := layerMBs - keptMBs
+		ops = append(ops, Operator{Name: "recompute_checkpoint", Category: "recompute", Phase: "forward", Layer: layersHere[int(kept)%len(layersHere)],
+			Multiplier: mult, MemoryBytes: hr * mult,
+			Formula: "2·b·s·h/sp per recomputed layer (layer input only)", Notes: fmt.Sprintf("full recomputation of %d layers per stage", recomputed), Extra: map[string]any{}})
+	}
+	if last {
+		for _, op := range headOps {
+			op.Multiplier = 1
+			ops = append(ops, op)
+		}
+	}
+	if last && tr.headBwd > 0 {
+		ops = append(ops, Operator{Name: "loss_backward", Category: "loss", Phase: "backward", Layer: -1, Multiplier: 1,
+			TempBytes: int64(tr.headBwd), Formula: "gradient of the logits (see cross_entropy)", Notes: "first op of the backward pass on the last stage"})
+	}
+	if tr.gather > 0 {
+		ops = append(ops, Operator{Name: "fsdp_all_gather", Category: "communication", Phase: "forward", Layer: -1, Multiplier: 1,
+			TempBytes: int64(tr.gather), Formula: "(prefetch + 1) × layer params/GPU × param bytes",
+			Notes: fmt.Sprintf("unsharded parameters of %d layer(s) in flight (also in backward)", c.Parallel.FSDPPrefetchLayers+1)})
+	}
+	if tr.reduce > 0 {
+		ops = append(ops, Operator{Name: "grad_reduce_scatter", Category: "communication", Phase: "backward", Layer: -1, Multiplier: 1,
+			TempBytes: int64(tr.reduce), Formula: "unsharded gradients of one layer (FSDP) or one reduce bucket (ZeRO-1/2)",
+			Notes: "gradients waiting for reduce-scatter"})
+	}
+	ops = append(ops, Operator{Name: "layer_backward", Category: "backward", Phase: "backward", Layer: -1, Multiplier: 1,
+		TempBytes: int64(tr.layerBwd), Formula: "2·b·s·h + 2·largest layer output (+ recomputed layer, + low-precision weight gradient)",
+		Notes: "transient activation gradients of the layer being back-propagated", Extra: map[string]any{}})
+	ops = append(ops, Operator{Name: "optimizer_step", Category: "optimizer", Phase: "optimizer_step", Layer: -1, Multiplier: 1,
+		TempBytes: int64(tr.opt), Formula: "foreach: one fp32 intermediate per local parameter; fused: none",
+		Notes: c.Training.Optimizer + " " + c.Training.OptimizerImpl, Extra: map[string]any{},
+		FLOPs:      12 * (head.params + layers.params) / float64(max(1, e.nDense)),
+		BytesMoved: (head.params + layers.params) / float64(max(1, e.nDense)) * (e.gb + 2*4 + 2*8 + 2*e.pb)})
+	return normalizeOps(ops)
+}
+
+// normalizeOps gives every record non-nil lists and maps so the JSON has [] and {} rather than null.
+func normalizeOps(ops []Operator) []Operator {
+	for k := range ops {
+		if ops[k].Extra == nil {
+			ops[k].Extra = map[string]any{}
+		}
+		if ops[k].Inputs == nil {
+			ops[k].Inputs = []Tensor{}
+		}
+		if ops[k].Outputs == nil {
+			ops[k].Outputs = []Tensor{}
+		}
+	}
+	return ops
+}

@@ -57,7 +57,7 @@ const (
 	vInt              // n
 	vUint             // n: bit pattern of a value above math.MaxInt64
 	vFloat            // n: float64 bits
-	vStr              // s, n: interned string id
+	vStr              // n: interned string id
 	vPair             // a 2-tuple of ints: n, n2
 	vTuple            // any other tuple (l.items), only ever ignored
 	vDict             // a dict not filled yet; n: its memo index or -1
@@ -121,10 +121,13 @@ type listObj struct {
 }
 
 type listMore struct {
-	// Trace entries arrive in chunks of entryChunk and are joined once, when the list is used: growing one slice
-	// by append would copy every entry several times (a fifth of the decode time on large traces).
-	chunks  [][]TraceEntry
+	// Trace entries go into entries, sized once from an estimate when the input size is known (see
+	// addEntries), and otherwise into chunks of entryChunk joined once when the list is used: growing one slice
+	// by append would copy every entry several times, a fifth of the decode time on large traces.
 	entries []TraceEntry
+	chunks  [][]TraceEntry
+	batches int
+	mark    int64
 	segs    []Segment
 	blocks  []Block
 	hists   []History
@@ -136,6 +139,43 @@ type listMore struct {
 
 const entryChunk = 8192
 
+// entryEstimateSlack is how much room the estimated trace length gets. Room never written costs address
+// space only: the pages of a fresh allocation are not touched until used.
+const entryEstimateSlack = 2.0
+
+// addEntries appends the pending entries of one APPENDS batch. With the input size known, the second batch
+// measures the bytes per entry and sizes the list for the rest of the file at that rate.
+func (d *fastDecoder) addEntries(m *listMore, items []val) {
+	if d.size > 0 && m.entries == nil {
+		m.batches++
+		cur := d.base + int64(d.pos)
+		switch m.batches {
+		case 1:
+			m.mark = cur
+		case 2:
+			per := max(1, (cur-m.mark)/int64(len(items)))
+			have := len(items)
+			for _, c := range m.chunks {
+				have += len(c)
+			}
+			est := have + int(float64(max(0, d.size-cur)/per)*entryEstimateSlack) + entryChunk
+			m.entries = make([]TraceEntry, 0, est)
+			for _, c := range m.chunks {
+				m.entries = append(m.entries, c...)
+			}
+			m.chunks = nil
+		}
+	}
+	for _, it := range items {
+		e := &d.pEntries[it.n]
+		if m.entries != nil && len(m.entries) < cap(m.entries) && m.chunks == nil {
+			m.entries = append(m.entries, *e)
+			continue
+		}
+		m.addEntry(e)
+	}
+}
+
 func (m *listMore) addEntry(e *TraceEntry) {
 	n := len(m.chunks)
 	if n == 0 || len(m.chunks[n-1]) == entryChunk {
@@ -145,18 +185,22 @@ func (m *listMore) addEntry(e *TraceEntry) {
 	m.chunks[n-1] = append(m.chunks[n-1], *e)
 }
 
-// traceEntries joins the chunks into one exactly sized slice.
+// traceEntries returns the list's entries as one slice, joining the chunks if any.
 func (m *listMore) traceEntries() []TraceEntry {
 	if m.chunks != nil {
-		total := 0
+		total := len(m.entries)
 		for _, c := range m.chunks {
 			total += len(c)
 		}
-		m.entries = make([]TraceEntry, 0, total)
+		joined := make([]TraceEntry, 0, total)
+		joined = append(joined, m.entries...)
 		for _, c := range m.chunks {
-			m.entries = append(m.entries, c...)
+			joined = append(joined, c...)
 		}
-		m.chunks = nil
+		m.entries, m.chunks = joined, nil
+	}
+	if m.entries == nil {
+		return []TraceEntry{}
 	}
 	return m.entries
 }
@@ -191,15 +235,18 @@ type fastDecoder struct {
 	ctx  context.Context
 	name string
 
-	// input buffer: buf[pos:end] is unread; base is the file offset of buf[0].
+	// input buffer: buf[pos:end] is unread; base is the file offset of buf[0]; lim is end, or the end of the
+	// current FRAME when that comes first, so the fast paths need a single bounds check.
 	r    io.Reader
 	buf  []byte
 	pos  int
 	end  int
+	lim  int
 	base int64
 	eof  bool
 
 	opStart  int64
+	size     int64 // input size when known (0 otherwise), to size trace lists up front
 	proto    int
 	frameEnd int64 // file offset where the current FRAME ends; 0 outside frames
 
@@ -246,7 +293,13 @@ type formatFlags struct {
 
 // decodeFastPickle decodes a snapshot pickle from r with the fast decoder.
 func decodeFastPickle(ctx context.Context, name string, r io.Reader) (*Snapshot, error) {
+	return decodeFastPickleSized(ctx, name, r, 0)
+}
+
+// decodeFastPickleSized is decodeFastPickle with the input's size in bytes (0 if unknown).
+func decodeFastPickleSized(ctx context.Context, name string, r io.Reader, size int64) (*Snapshot, error) {
 	d := &fastDecoder{
+		size:    size,
 		ctx:     ctx,
 		name:    name,
 		r:       r,
@@ -268,12 +321,7 @@ func (d *fastDecoder) unsupported(why string, args ...any) error {
 
 // need returns the next n bytes. The slice is valid until the next call.
 func (d *fastDecoder) need(n int) ([]byte, error) {
-	if d.frameEnd != 0 {
-		if err := d.inFrame(n); err != nil {
-			return nil, err
-		}
-	}
-	if d.end-d.pos >= n {
+	if d.lim-d.pos >= n {
 		b := d.buf[d.pos : d.pos+n]
 		d.pos += n
 		return b, nil
@@ -281,11 +329,35 @@ func (d *fastDecoder) need(n int) ([]byte, error) {
 	return d.needSlow(n)
 }
 
-// needSlow refills the buffer. It grows the buffer only by doubling while real data keeps arriving, so a length
-// prefix larger than the rest of the file costs at most twice the bytes actually present before it fails.
+func (d *fastDecoder) setLim() {
+	d.lim = d.end
+	if d.frameEnd != 0 {
+		if fe := d.frameEnd - d.base; fe < int64(d.lim) {
+			d.lim = int(fe)
+		}
+	}
+}
+
+// needSlow handles frame ends and refills the buffer. Reads may not cross the end of a FRAME, as in Python's
+// unpickler. The buffer grows only by doubling while real data keeps arriving, so a length prefix larger than
+// the rest of the file costs at most twice the bytes actually present before it fails.
 func (d *fastDecoder) needSlow(n int) ([]byte, error) {
 	if n < 0 {
 		return nil, d.fail("length prefix %d is negative", n)
+	}
+	if d.frameEnd != 0 {
+		cur := d.base + int64(d.pos)
+		if cur == d.frameEnd {
+			d.frameEnd = 0
+		} else if cur+int64(n) > d.frameEnd {
+			return nil, d.unsupported("%d bytes crossing the end of a frame", n)
+		}
+	}
+	if d.end-d.pos >= n {
+		b := d.buf[d.pos : d.pos+n]
+		d.pos += n
+		d.setLim()
+		return b, nil
 	}
 	if d.pos > 0 {
 		copy(d.buf, d.buf[d.pos:d.end])
@@ -316,30 +388,12 @@ func (d *fastDecoder) needSlow(n int) ([]byte, error) {
 	}
 	b := d.buf[:n]
 	d.pos = n
+	d.setLim()
 	return b, nil
 }
 
-// inFrame checks that n bytes at the current position do not cross the end of the current frame, as Python's
-// unpickler requires.
-func (d *fastDecoder) inFrame(n int) error {
-	cur := d.base + int64(d.pos)
-	if cur == d.frameEnd {
-		d.frameEnd = 0
-		return nil
-	}
-	if cur+int64(n) > d.frameEnd {
-		return d.unsupported("%d bytes crossing the end of a frame", n)
-	}
-	return nil
-}
-
 func (d *fastDecoder) byte1() (byte, error) {
-	if d.frameEnd != 0 {
-		if err := d.inFrame(1); err != nil {
-			return 0, err
-		}
-	}
-	if d.pos < d.end {
+	if d.pos < d.lim {
 		c := d.buf[d.pos]
 		d.pos++
 		return c, nil
@@ -359,7 +413,7 @@ func (d *fastDecoder) push(v val) error {
 	return nil
 }
 
-// markBase returns the stack position of the innermost MARK.
+// popMark removes the innermost MARK and returns its stack position.
 func (d *fastDecoder) popMark() (int, error) {
 	if len(d.marks) == 0 {
 		return 0, d.unsupported("no MARK on the stack")
@@ -415,6 +469,7 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 					return nil, d.unsupported("FRAME of %d bytes", n)
 				}
 				d.frameEnd = d.base + int64(d.pos) + int64(n)
+				d.setLim()
 			}
 		case opEmptyDict:
 			err = d.push(val{k: vDict, n: -1})
@@ -571,6 +626,7 @@ func (d *fastDecoder) truncatedAtOp(err error) error {
 func (d *fastDecoder) frameFits() error {
 	rest := d.frameEnd - (d.base + int64(d.pos))
 	d.frameEnd = 0
+	d.setLim()
 	for rest > 0 {
 		chunk := int(min(rest, int64(fastInitialBuf)))
 		if _, err := d.need(chunk); err != nil {
@@ -664,7 +720,7 @@ func (d *fastDecoder) tupleN(n int) error {
 }
 
 func (d *fastDecoder) memoStore(idx uint64) error {
-	if len(d.stack) == 0 || len(d.stack) == d.stackFloor() && len(d.marks) > 0 && d.stackFloor() == len(d.stack) {
+	if len(d.stack) == d.stackFloor() {
 		return d.unsupported("memo store with an empty stack")
 	}
 	top := &d.stack[len(d.stack)-1]
@@ -800,13 +856,12 @@ func (d *fastDecoder) appends(m int) error {
 			l.idx = append(l.idx, int32(it.n))
 		}
 	case lEntries:
-		mm := l.m()
 		for _, it := range items {
 			if it.k != vEntry {
 				return d.unsupported("a trace holding a %s", kindWord(it.k))
 			}
-			mm.addEntry(&d.pEntries[it.n])
 		}
+		d.addEntries(l.m(), items)
 		d.taken(len(items))
 	case lSegments:
 		mm := l.m()

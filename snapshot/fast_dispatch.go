@@ -9,10 +9,17 @@ import (
 	"io"
 )
 
-// rewinder returns a function that repositions r at its current offset and returns it, or nil when r cannot
-// seek (a pipe, a gzip stream). Decode takes it before buffering so that a pickle the fast decoder declines can
-// be read again by the reference decoder without holding the whole file in memory.
-func rewinder(r io.Reader) func() (io.Reader, error) {
+// rewindable is a seekable input: the fast decoder learns its size, and a pickle the fast decoder declines
+// can be read again by the reference decoder without holding the whole file in memory.
+type rewindable struct {
+	s     io.ReadSeeker
+	start int64
+	size  int64 // bytes from start to the end
+}
+
+// rewinder returns r's rewindable view, or nil when r cannot seek (a pipe, a gzip stream). Decode takes it
+// before buffering.
+func rewinder(r io.Reader) *rewindable {
 	s, ok := r.(io.ReadSeeker)
 	if !ok {
 		return nil
@@ -21,20 +28,33 @@ func rewinder(r io.Reader) func() (io.Reader, error) {
 	if err != nil {
 		return nil
 	}
-	return func() (io.Reader, error) {
-		if _, err := s.Seek(start, io.SeekStart); err != nil {
-			return nil, err
-		}
-		return s, nil
+	end, err := s.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil
 	}
+	if _, err := s.Seek(start, io.SeekStart); err != nil {
+		return nil
+	}
+	return &rewindable{s: s, start: start, size: end - start}
+}
+
+func (rw *rewindable) rewind() (io.Reader, error) {
+	if _, err := rw.s.Seek(rw.start, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return rw.s, nil
 }
 
 // decodePickleDispatch decodes a snapshot pickle with the streaming fast decoder, and with the reference
 // decoder (gopickle) when the fast one meets a construct it does not handle. Both produce the same model on
 // everything the fast decoder accepts (see diff_test.go), so the choice is invisible except in speed and memory.
-func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, rewind func() (io.Reader, error)) (*Input, error) {
+func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, rewind *rewindable) (*Input, error) {
 	var data []byte
+	var size int64
 	src := io.Reader(br)
+	if rewind != nil {
+		size = rewind.size
+	}
 	if rewind == nil {
 		// Not seekable: keep the bytes so the fallback can read them again.
 		var err error
@@ -45,8 +65,9 @@ func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, re
 			return nil, &Error{File: name, Offset: int64(len(data)), Msg: "cannot read", Err: err}
 		}
 		src = bytes.NewReader(data)
+		size = int64(len(data))
 	}
-	snap, err := decodeFastPickle(ctx, name, src)
+	snap, err := decodeFastPickleSized(ctx, name, src, size)
 	if err == nil {
 		return &Input{Path: name, Format: fmt.Sprintf("pickle-v%d", snap.Protocol), Snapshot: snap}, nil
 	}
@@ -56,7 +77,7 @@ func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, re
 	if data != nil {
 		return decodePickleInput(ctx, name, bytes.NewReader(data))
 	}
-	r, rerr := rewind()
+	r, rerr := rewind.rewind()
 	if rerr != nil {
 		return nil, &Error{File: name, Offset: 0, Msg: "cannot re-read the file for the reference decoder", Err: rerr}
 	}

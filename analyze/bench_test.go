@@ -1,0 +1,81 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// Benchmarks are not part of CI's pass/fail:
+//
+//	go test -run XXX -bench DecodeAnalyze ./analyze/
+//	MEMSCAN_BENCH_FILE=big.pickle go test -run XXX -bench DecodeAnalyzeFile -benchtime 3x ./analyze/
+
+var benchSnapshot = sync.OnceValues(func() ([]byte, error) {
+	var buf bytes.Buffer
+	_, err := gen.Write(&buf, gen.Config{Seed: 1, Entries: 200_000, Devices: 2, Stacks: gen.StacksPython, ShareStack: true})
+	return buf.Bytes(), err
+})
+
+// BenchmarkDecodeAnalyze measures decode plus the full analysis of a generated 200k-entry snapshot.
+func BenchmarkDecodeAnalyze(b *testing.B) {
+	data, err := benchSnapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		in, err := snapshot.Decode(context.Background(), "bench.pickle", bytes.NewReader(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Analyze(context.Background(), in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAnalyzeOnly separates the analysis from decoding.
+func BenchmarkAnalyzeOnly(b *testing.B) {
+	data, err := benchSnapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := snapshot.Decode(context.Background(), "bench.pickle", bytes.NewReader(data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Analyze(context.Background(), in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeAnalyzeFile runs decode and analysis on the file named by MEMSCAN_BENCH_FILE.
+func BenchmarkDecodeAnalyzeFile(b *testing.B) {
+	path := os.Getenv("MEMSCAN_BENCH_FILE")
+	if path == "" {
+		b.Skip("set MEMSCAN_BENCH_FILE to a snapshot pickle")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	for b.Loop() {
+		in, err := snapshot.DecodeFile(context.Background(), path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Analyze(context.Background(), in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

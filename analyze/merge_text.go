@@ -1,0 +1,76 @@
+package analyze
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText renders the cross-rank report as plain text. maxRows bounds the per-rank table (0 = all rows);
+// the rows shown are the first in rank order, and the outlier section names the largest ranks regardless.
+func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Cross-rank memory report: %d ranks\n\n", c.Ranks)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "metric\tmin\tmedian\tp90\tmax\tmax rank\tsum\t\n")
+	for _, m := range []struct {
+		name string
+		s    MetricStats
+	}{{"reserved", c.Reserved}, {"allocated", c.Allocated}, {"peak", c.Peak}} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", m.name, fmtBytes(m.s.Min), fmtBytes(m.s.Median),
+			fmtBytes(m.s.P90), fmtBytes(m.s.Max), m.s.MaxRank, fmtBytes(m.s.Sum))
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "\nimbalance (max/median − 1): reserved %.1f%%, peak %.1f%%; efficiency (requested/reserved) %.1f%%\n",
+		c.ImbalancePct, c.PeakImbalancePct, c.EfficiencyPct)
+	fmt.Fprintf(&b, "free inside reserved: internal %s, external %s; OOM events: %d on %d ranks\n",
+		fmtBytes(c.InternalFreeBytes), fmtBytes(c.ExternalFreeBytes), c.OOMs, c.OOMRanks)
+
+	if len(c.Outliers) > 0 {
+		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", OutlierPct, fmtBytes(c.Reserved.Median))
+		for _, r := range c.Outliers {
+			fmt.Fprintf(&b, "  rank %d  %s  (+%.1f%%)  %s\n", r.Rank, fmtBytes(r.ReservedBytes),
+				(float64(r.ReservedBytes)/float64(c.Reserved.Median)-1)*100, r.File)
+		}
+	}
+	if len(c.Stages) > 0 {
+		b.WriteString("\nPer pipeline stage:\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "stage\tranks\tmean reserved\tmin reserved\tmax reserved\tmax peak\tOOMs\t\n")
+		for _, s := range c.Stages {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\t\n", s.Stage, s.Ranks, fmtBytes(s.MeanReserved),
+				fmtBytes(s.MinReserved), fmtBytes(s.MaxReserved), fmtBytes(s.MaxPeak), s.OOMs)
+		}
+		tw.Flush()
+	}
+	if len(c.Categories) > 0 {
+		b.WriteString("\nCategories (live bytes summed over ranks):\n")
+		for _, cs := range c.Categories {
+			fmt.Fprintf(&b, "  %-28s %10s  %d allocations\n", cs.Name, fmtBytes(cs.Bytes), cs.Count)
+		}
+	}
+	if len(c.Recommendations) > 0 {
+		b.WriteString("\nFindings:\n")
+		for _, r := range c.Recommendations {
+			fmt.Fprintf(&b, "  [%s] %s: %s. %s\n", r.Severity, r.Title, r.Evidence, r.Advice)
+		}
+	}
+	b.WriteString("\nPer rank:\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "rank\titer\tstage\treserved\tallocated\tpeak\teff%%\tOOMs\t  file\n")
+	rows := c.Rows
+	if maxRows > 0 && len(rows) > maxRows {
+		rows = rows[:maxRows]
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%d\t  %s\n", r.Rank, r.Iteration, r.Stage, fmtBytes(r.ReservedBytes),
+			fmtBytes(r.AllocatedBytes), fmtBytes(r.PeakBytes), r.EfficiencyPct, r.OOMs, r.File)
+	}
+	tw.Flush()
+	if len(rows) < len(c.Rows) {
+		fmt.Fprintf(&b, "… %d more ranks (all rows are in the report files)\n", len(c.Rows)-len(rows))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,139 @@
+// Command memscan-gen writes realistic synthetic PyTorch CUDA allocator snapshots for benchmarks and tests.
+//
+// Usage:
+//
+//	memscan-gen [flags] -o FILE              one snapshot
+//	memscan-gen [flags] --ranks N --dir DIR   a rank set: DIR/iteration_1/rankR_memory_snapshot.pickle
+//
+// Examples:
+//
+//	memscan-gen --size 200MB --stacks python -o big.pickle        # about 200 MB, memo-shared frame lists
+//	memscan-gen --entries 1000000 --stacks all --unshared -o all.pickle
+//	memscan-gen --ranks 16 --stages 4 --entries 20000 --dir ranks/  # four pipeline stages of different sizes
+//
+// The snapshot comes from simulating a caching allocator, so traces, segments and blocks are consistent (see
+// package internal/gen). The output is deterministic for a given --seed.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/memscan/memscan/internal/gen"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "memscan-gen: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("memscan-gen", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.StringP("out", "o", "", "output file (one snapshot)")
+	size := fs.String("size", "", "target file size, e.g. 100MB or 2GB (overrides --entries)")
+	entries := fs.Int("entries", 100000, "trace entries over all devices")
+	devices := fs.Int("devices", 1, "devices")
+	stacks := fs.String("stacks", "python", "stacks recorded: none, python or all")
+	unshared := fs.Bool("unshared", false, "write every frame list fresh instead of sharing them through the memo")
+	generation := fs.String("generation", "2.10", "torch generation of the keys: 2.0, 2.1, 2.2, 2.3, 2.5, 2.8, 2.10 or list")
+	expandable := fs.Bool("expandable", false, "expandable segments")
+	oom := fs.Bool("oom", false, "end device 0's trace with an OOM")
+	seed := fs.Int64("seed", 1, "random seed")
+	ranks := fs.Int("ranks", 0, "write a rank set of this many snapshots (needs --dir)")
+	stages := fs.Int("stages", 4, "pipeline stages of the rank set (earlier stages hold more memory)")
+	dir := fs.String("dir", "", "output directory of the rank set")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := gen.Config{
+		Seed:       *seed,
+		Generation: gen.Generation(*generation),
+		Devices:    *devices,
+		Entries:    *entries,
+		Stacks:     gen.Stacks(*stacks),
+		ShareStack: !*unshared,
+		Expandable: *expandable,
+		OOM:        *oom,
+	}
+	switch cfg.Stacks {
+	case gen.StacksNone, gen.StacksPython, gen.StacksAll:
+	default:
+		return fmt.Errorf("--stacks must be none, python or all, not %q", *stacks)
+	}
+	known := false
+	for _, g := range gen.Generations() {
+		known = known || g == cfg.Generation
+	}
+	if !known {
+		return fmt.Errorf("--generation %q is not one of 2.0, 2.1, 2.2, 2.3, 2.5, 2.8, 2.10, list", *generation)
+	}
+	if *size != "" {
+		n, err := parseSize(*size)
+		if err != nil {
+			return fmt.Errorf("--size: %w", err)
+		}
+		cfg.TargetBytes = n
+	}
+	if *ranks > 0 {
+		if *dir == "" {
+			return errors.New("--ranks needs --dir")
+		}
+		files, err := gen.WriteRankSet(*dir, gen.RankSet{Ranks: *ranks, Stages: *stages, Base: cfg})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %d snapshots under %s\n", len(files), *dir)
+		return nil
+	}
+	if *out == "" {
+		return errors.New("give -o FILE or --ranks N --dir DIR")
+	}
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	st, err := gen.Write(bw, cfg)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", *out, err)
+	}
+	fmt.Fprintf(stdout, "%s: %d bytes, %d segments, %d blocks, %d trace entries, reserved %d, allocated %d\n",
+		*out, st.Bytes, st.Segments, st.Blocks, st.Entries, st.ReservedBytes, st.AllocatedBytes)
+	return nil
+}
+
+// parseSize reads 100MB, 2GB, 512KiB or a plain byte count (decimal units are powers of 1000, binary of 1024).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("cannot read %q as a size", s)
+	}
+	return int64(v * float64(mult)), nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/analyze"
+)
+
+// writeSummaries writes n rank summaries under dir/ranks/ with reserved = (rank+1) GiB, so the expected sum,
+// max and stage split are simple formulas: sum = n(n+1)/2 GiB, max at rank n-1.
+func writeSummaries(t *testing.T, dir string, n int) {
+	t.Helper()
+	sub := filepath.Join(dir, "ranks")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for r := range n {
+		s := &analyze.RankSummary{Kind: analyze.SummaryKind, Version: analyze.SummaryVersion,
+			File: fmt.Sprintf("iteration_1/rank%d_memory_snapshot.pickle", r), Rank: r, Iteration: 1, Stage: -1,
+			ReservedBytes: int64(r+1) << 30, AllocatedBytes: int64(r+1) << 29, RequestedBytes: int64(r+1) << 29,
+			PeakBytes: int64(r+1) << 29}
+		f, err := os.Create(filepath.Join(sub, fmt.Sprintf("rank%d.msgpack", r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := analyze.WriteSummary(f, s); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+func TestMergeCLI(t *testing.T) {
+	dir := t.TempDir()
+	const n = 16
+	writeSummaries(t, dir, n)
+	out := filepath.Join(dir, "results")
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   []string
+		stderr   string
+		jsonRank int
+	}{
+		{name: "dir text", args: []string{"merge", "--out", out, "--stages", "4", "--jobs", "3", filepath.Join(dir, "ranks")}, code: exitOK,
+			stdout: []string{"Cross-rank memory report: 16 ranks", "Per pipeline stage:", "Outlier ranks"}, stderr: "wrote "},
+		{name: "json no write", args: []string{"merge", "--no-write", "--format", "json", filepath.Join(dir, "ranks")}, code: exitOK,
+			jsonRank: n},
+		{name: "bad format", args: []string{"merge", "--format", "xml", dir}, code: exitUsage, stderr: "--format must be text or json"},
+		{name: "no args", args: []string{"merge"}, code: exitUsage, stderr: "give summary files"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, stderr)
+			}
+			for _, s := range tc.stdout {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			if tc.stderr != "" && !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("stderr %q lacks %q", stderr, tc.stderr)
+			}
+			if tc.jsonRank > 0 {
+				var c analyze.CrossRank
+				if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+					t.Fatal(err)
+				}
+				// Sum of (r+1) GiB over r < 16 = 136 GiB; the largest is rank 15.
+				if c.Ranks != tc.jsonRank || c.Reserved.Sum != 136<<30 || c.Reserved.MaxRank != n-1 {
+					t.Errorf("ranks %d sum %d max rank %d", c.Ranks, c.Reserved.Sum, c.Reserved.MaxRank)
+				}
+			}
+		})
+	}
+	// The run directory holds all three renderings and latest points at it.
+	for _, f := range []string{mergeTextFile, mergeJSONFile, mergeMsgpackFile} {
+		if _, err := os.Stat(filepath.Join(out, "latest", f)); err != nil {
+			t.Errorf("run dir: %v", err)
+		}
+	}
+}
+
+// TestMergeCLIPartial checks that an unreadable file is reported and the rest merged, with exit status 3.
+func TestMergeCLIPartial(t *testing.T) {
+	dir := t.TempDir()
+	writeSummaries(t, dir, 4)
+	if err := os.WriteFile(filepath.Join(dir, "ranks", "broken.msgpack"), []byte("\xc1garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "merge", "--no-write", filepath.Join(dir, "ranks"))
+	if code != exitPartial {
+		t.Fatalf("exit %d, want %d; stderr %s", code, exitPartial, stderr)
+	}
+	if !strings.Contains(stderr, "broken.msgpack") || !strings.Contains(stdout, "4 ranks") {
+		t.Errorf("stdout %q stderr %q", stdout, stderr)
+	}
+}

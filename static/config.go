@@ -70,11 +70,14 @@ type TrainingConfig struct {
 	HiddenDropout    float64 `json:"hidden_dropout"`
 	Recompute        string  `json:"recompute"`        // none | selective | full
 	RecomputeLayers  int     `json:"recompute_layers"` // full recompute: layers per stage recomputed; auto: all
-	Loss             string  `json:"loss"`             // standard | fused | chunked
+	Loss             string  `json:"loss"`             // standard | fused | fused_jit | chunked
 	Kernels          string  `json:"kernels"`          // fused (Megatron/TE, compiled) | eager (HF transformers)
-	LossChunkTokens  int     `json:"loss_chunk_tokens"`
-	TrainTokens      float64 `json:"train_tokens"`
-	TrainSteps       int     `json:"train_steps"`
+	// TransformerEngine says the layers are Transformer Engine modules, which allocate their own cuBLASLt
+	// workspace through the PyTorch allocator (see teWorkspaceBytes).
+	TransformerEngine bool    `json:"transformer_engine"`
+	LossChunkTokens   int     `json:"loss_chunk_tokens"`
+	TrainTokens       float64 `json:"train_tokens"`
+	TrainSteps        int     `json:"train_steps"`
 }
 
 // InferenceConfig is used when mode is "inference".

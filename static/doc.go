@@ -16,8 +16,8 @@
 //	training             micro_batch_size, seq_length, global_batch_size, precision fp32|bf16|fp16|bf16-mixed|
 //	                     fp16-mixed, grad_precision, optimizer adamw|adamw-8bit|sgd|adafactor, optimizer_impl
 //	                     foreach|fused, attention flash|standard, attention_dropout, hidden_dropout, recompute
-//	                     none|selective|full, recompute_layers, loss standard|fused|chunked, loss_chunk_tokens,
-//	                     kernels fused|eager,
+//	                     none|selective|full, recompute_layers, loss standard|fused|fused_jit|chunked, loss_chunk_tokens,
+//	                     kernels fused|eager, transformer_engine (TE layers: +TE cuBLASLt workspace),
 //	                     train_tokens, train_steps
 //	inference            batch_size, prompt_length, generate_tokens, weight_dtype, logits_all_tokens,
 //	                     kv_cache {dtype, block_tokens}
@@ -26,7 +26,8 @@
 //	                     grad_buffer auto|persistent|on_demand, fsdp_prefetch_layers
 //	hardware             gpu (catalogue key), custom {GPUSpec}, num_gpus, gpus_per_node, usable_fraction, mfu,
 //	                     inter_node_gbps, comm_efficiency, dp_overlap, price_per_gpu_hour
-//	allocator            expandable_segments, cuda_context_mib, nccl_mib, workspace_mib, fragmentation_fraction
+//	allocator            expandable_segments, cuda_context_mib, nccl_mib, workspace_mib (auto 64: PyTorch's cuBLAS
+//	                     and cuBLASLt workspaces), fragmentation_fraction
 //	corrections          weights, grads, optimizer, activations, temporaries, other (multiplicative, 1 = none)
 //	output               unroll (one operator record per layer)
 //

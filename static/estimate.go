@@ -473,7 +473,19 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			optTemp /= float64(e.nDense)
 		}
 	}
-	opt := moment{"optimizer_step", G, 0, optTemp * tc}
+	// Mixed precision with 16-bit gradients: the optimizer steps on fp32 copies of them (Megatron's
+	// Float16OptimizerWithFloat16Params and distributed optimizer: main_param.grad = main_grad.float(); DeepSpeed
+	// likewise for its partition), 4 B per locally stepped parameter. Megatron drops them only in the next
+	// iteration's zero_grad, so with its persistent grad buffer they are still allocated at the end of the step:
+	// this is the 20 B/param (4 + 16/d distributed) of Megatron's fp16 table against 18 for bf16.
+	mainGradCopy := 0.0
+	if c.mixed() && e.gb < 4 {
+		mainGradCopy = (head.params + layers.params) * 4 * corr.Grads
+		if c.Parallel.ZeroStage >= 1 {
+			mainGradCopy /= float64(e.nDense)
+		}
+	}
+	opt := moment{"optimizer_step", G, 0, optTemp*tc + mainGradCopy}
 	base := W + O + float64(st.Other)
 	total := func(m moment) float64 { return base + m.grads + m.acts + m.temp }
 	bwd := bStart
@@ -491,6 +503,9 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	st.PeakAllocated, st.PeakStage, st.Temporaries = int64(total(peak)), peak.name, int64(peak.temp)
 	st.AtPeak = PeakBreakdown{Grads: int64(peak.grads), Activations: int64(peak.acts), Temporaries: int64(peak.temp)}
 	st.EndOfStepAllocated = int64(W + G + O + float64(st.Other))
+	if persistentGrads {
+		st.EndOfStepAllocated += int64(mainGradCopy)
+	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
 
 	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,
@@ -510,14 +525,35 @@ func (e *est) otherBytes(head, layers modelStates) float64 {
 	c := e.c
 	ws := c.Allocator.WorkspaceMiB
 	if ws < 0 {
-		ws = 32 // cuBLAS workspace (CUBLAS_WORKSPACE_CONFIG=:4096:8) allocated through the caching allocator
+		// PyTorch allocates its GEMM workspaces through the caching allocator: one for cuBLAS (per handle and
+		// stream) and one for cuBLASLt, each 32 MiB (CUBLAS_WORKSPACE_CONFIG=:4096:8; the Hopper default). Measured:
+		// Megatron's functional tests keep ≈64 MiB beyond model states and Transformer Engine's workspace at the end
+		// of the step, with and without Transformer Engine and on A100, H100 and GB200 alike.
+		ws = 64
 	}
 	other := ws * mib
+	if c.Training.TransformerEngine {
+		other += float64(teWorkspaceBytes(e.gpu))
+	}
+	other += e.scoreBufferBytes()
 	if !e.inference && c.Parallel.DP*c.Parallel.CP > 1 && c.Parallel.ZeroStage == 0 && c.Parallel.GradBuffer != "persistent" {
 		// PyTorch DDP (gradient_as_bucket_view=False, the default) keeps bucket buffers the size of all gradients.
 		other += head.grads + layers.grads
 	}
 	return other
+}
+
+// scoreBufferBytes is the attention-score buffer of Megatron's local (unfused) core attention: it takes the
+// [b·a/t, s, s] input of its baddbmm from the global memory buffer, which keeps it for the rest of the run, so
+// 2·b·a·s²/t bytes stay allocated besides the per-micro-batch scores and probabilities. Only standard attention
+// with fused (Megatron) kernels and without Transformer Engine has it: flash attention never forms the scores, and
+// TE's unfused attention and HF eager attention allocate the scores per call.
+func (e *est) scoreBufferBytes() float64 {
+	c := e.c
+	if e.inference || c.Training.Attention != "standard" || c.Training.Kernels != "fused" || c.Training.TransformerEngine {
+		return 0
+	}
+	return float64(e.b*e.aL*e.sl*e.s) * e.ab
 }
 
 // reserved predicts the caching allocator's reserved peak and the device total for the stage.
@@ -601,7 +637,7 @@ func (e *est) assumptions() []string {
 		"Sizes in GiB (2^30 bytes). Peak allocated = torch.cuda.max_memory_allocated; reserved adds allocator rounding (512 B; ≥10 MiB requests rounded to 2 MiB; 1–10 MiB share 20 MiB segments; ≤1 MiB from 2 MiB small segments) and fragmentation.",
 		fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100),
 		fmt.Sprintf("Device total = reserved + CUDA context (%g MiB) + NCCL buffers (%s); these do not go through the caching allocator.", ctxOf(c), ncclOf(c)),
-		"Other (allocated) = cuBLAS workspace (32 MiB unless allocator.workspace_mib) + DDP gradient buckets when plain DDP is used.",
+		"Other (allocated) = cuBLAS + cuBLASLt workspaces (2 × 32 MiB unless allocator.workspace_mib), + Transformer Engine's workspace (32 MiB from Hopper on, 4 MiB before) when training.transformer_engine, + the attention-score buffer of Megatron's unfused attention, + DDP gradient buckets when plain DDP is used.",
 	}
 	if e.inference {
 		return append(a, "Inference: weights + KV cache for prompt+generated tokens + the largest prefill working set of one layer; logits for the last token only unless inference.logits_all_tokens.")
@@ -614,9 +650,10 @@ func (e *est) assumptions() []string {
 			"persistent": "one contiguous buffer for the whole run (Megatron DDP / distributed optimizer)",
 			"on_demand":  "allocated during backward and freed by zero_grad(set_to_none=True)"}[c.Parallel.GradBuffer]),
 		fmt.Sprintf("Loss %s: %s.", c.Training.Loss, map[string]string{
-			"standard": "bf16 logits kept + fp32 log-probs saved (6 B/logit), ≈8 B/logit more in its backward (HF-style)",
-			"fused":    "fp32 softmax saved (4 B/logit), gradient computed in place, bf16 gradient 2 B/logit (Megatron vocab-parallel CE)",
-			"chunked":  "logits materialized one chunk at a time, ≈10 B per logit of a chunk"}[c.Training.Loss]),
+			"standard":  "bf16 logits kept + fp32 log-probs saved (6 B/logit), ≈8 B/logit more in its backward (HF-style)",
+			"fused":     "fp32 softmax saved (4 B/logit), gradient computed in place, bf16 gradient 2 B/logit (Megatron vocab-parallel CE)",
+			"fused_jit": "as fused, but the jit-compiled steps write exp(logits − max) to a new fp32 tensor beside the fp32 copy: 10 B/logit at its forward peak instead of 6 (Megatron --cross-entropy-loss-fusion, native)",
+			"chunked":   "logits materialized one chunk at a time, ≈10 B per logit of a chunk"}[c.Training.Loss]),
 	)
 	if c.Training.Attention == "standard" {
 		a = append(a, "Standard attention saves bf16 softmax probabilities (Megatron fused softmax); HF eager with fp32 softmax keeps ≈3× more.")

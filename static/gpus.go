@@ -180,3 +180,32 @@ func LoadGPUFile(path string) ([]GPUSpec, error) {
 	}
 	return specs, nil
 }
+
+// hopperOrNewer reports whether g is an NVIDIA GPU of compute capability 9.0 or later (Hopper, Blackwell),
+// judged from the catalogue key or, for custom specs, the name. Unknown parts count as older.
+func hopperOrNewer(g GPUSpec) bool {
+	if g.Vendor != "" && !strings.EqualFold(g.Vendor, "NVIDIA") {
+		return false
+	}
+	for _, p := range []string{"h100", "h200", "gh200", "b200", "gb200", "b300", "gb300"} {
+		if strings.HasPrefix(strings.ToLower(g.Key), p) {
+			return true
+		}
+	}
+	n := strings.ToLower(g.Name)
+	for _, w := range []string{"h100", "h200", "b200", "b300", "hopper", "blackwell"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// teWorkspaceBytes is the cuBLASLt workspace Transformer Engine allocates with torch.empty on first use
+// (transformer_engine.pytorch get_cublas_workspace_size_bytes): 32 MiB on compute capability >= 9, 4 MiB before.
+func teWorkspaceBytes(g GPUSpec) int64 {
+	if hopperOrNewer(g) {
+		return 32 * mib
+	}
+	return 4 * mib
+}

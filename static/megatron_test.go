@@ -86,9 +86,9 @@ func TestMegatronGolden(t *testing.T) {
 		"mixtral_8x7b_alltoall_tp2pp4ep4_release": {"mixtral_8x7b_alltoall_tp2pp4ep4_release.json", 0.05, 0.10, "dp inferred", ""},
 		// Same last-stage residue as the 7B PP=4 × 8 virtual chunks run (≈1 GiB).
 		"mixtral_8x7b_tp1pp4ep8vpp8_release": {"mixtral_8x7b_tp1pp4ep8vpp8_release.json", 0.07, 0.10, "dp inferred; VPP residue", ""},
-		// --tp-comm-overlap allocates Transformer Engine userbuffers that are not modelled: peak checked at 12 %.
+		// Uses --cross-entropy-loss-fusion (loss fused_jit: 4 B/logit more in the loss forward, 3.9 GiB here).
 		// Its H100/A100 golden files carry the values of the plain release layout, so only GB200 is compared.
-		"gpt3_15b_8t_release_sm_gb200": {"gpt3_15b_8t_release_sm_gb200.json", 0.05, 0.12, "dp inferred; tp-comm-overlap buffers", "dgx_gb200"},
+		"gpt3_15b_8t_release_sm_gb200": {"gpt3_15b_8t_release_sm_gb200.json", 0.05, 0.10, "dp inferred; fused cross entropy", "dgx_gb200"},
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*__golden_values_*.json"))
 	checked := 0
@@ -158,10 +158,12 @@ func csvConfig(x map[string]string) (*Config, string) {
 		return nil, "not a GPT row with a known world size"
 	case strings.Contains(x["test_case"], "grpo") || strings.Contains(x["test_case"], "distill"):
 		return nil, "RL / distillation workload"
-	case x["fp8-format"] != "" || on("fp16") || on("use-torch-fsdp2") || on("use-megatron-fsdp") || on("cpu-offloading") ||
+	case x["recompute-method"] != "" && (x["recompute-method"] != "uniform" || atoi("recompute-num-layers", 1) != 1):
+		return nil, "feature not modelled"
+	case x["fp8-format"] != "" || on("use-torch-fsdp2") || on("use-megatron-fsdp") || on("cpu-offloading") ||
 		on("optimizer-cpu-offload") || x["mtp-num-layers"] != "" || on("multi-latent-attention") || x["num-experts"] != "" ||
 		x["decoder-first-pipeline-num-layers"] != "" || x["decoder-last-pipeline-num-layers"] != "" || on("account-for-embedding-in-pipeline-split") ||
-		on("account-for-loss-in-pipeline-split") || x["hybrid-layer-pattern"] != "" || x["recompute-modules"] != "" || x["recompute-method"] != "":
+		on("account-for-loss-in-pipeline-split") || x["hybrid-layer-pattern"] != "" || x["recompute-modules"] != "":
 		return nil, "feature not modelled"
 	}
 	L, pp := atoi("num-layers", 0), atoi("pipeline-model-parallel-size", 1)
@@ -186,7 +188,21 @@ func csvConfig(x map[string]string) (*Config, string) {
 		Precision: "bf16-mixed", Optimizer: "adamw", OptimizerImpl: "fused", Attention: "flash", AttentionDropout: 0.1, HiddenDropout: 0.1,
 		Recompute: "none", Loss: "fused", Kernels: "fused"}
 	if g := x["recompute-granularity"]; g != "" {
+		// Uniform with one layer per chunk checkpoints every layer's input: recompute_layers 0 = all layers.
 		c.Training.Recompute = g
+	}
+	if on("cross-entropy-loss-fusion") {
+		c.Training.Loss = "fused_jit" // the table has no fusion-impl column; Megatron's default impl is native
+	}
+	if on("fp16") {
+		// Megatron forces fp32 gradient accumulation only for bf16: with fp16 the main_grad buffer is fp16.
+		c.Training.Precision, c.Training.GradPrecision = "fp16-mixed", "fp16"
+	}
+	// Megatron's default transformer implementation is Transformer Engine; "local" runs its own modules with the
+	// unfused DotProductAttention, as does attention-backend unfused under Transformer Engine.
+	c.Training.TransformerEngine = x["transformer-impl"] != "local"
+	if x["transformer-impl"] == "local" || x["attention-backend"] == "unfused" {
+		c.Training.Attention = "standard"
 	}
 	v := 1
 	if n := atoi("num-layers-per-virtual-pipeline-stage", 0); n > 0 && L%(pp*n) == 0 {
@@ -195,6 +211,14 @@ func csvConfig(x map[string]string) (*Config, string) {
 	c.Parallel = ParallelConfig{TP: atoi("tensor-model-parallel-size", 1), PP: pp, CP: atoi("context-parallel-size", 1), EP: 1, VirtualStages: v,
 		SequenceParallel: on("sequence-parallel"), DistributedOptimizer: on("use-distributed-optimizer"), PPSchedule: "1f1b", GradBuffer: "persistent"}
 	c.Hardware.NumGPUs = atoi("world_size", 0)
+	// The GPU matters for Transformer Engine's workspace (32 MiB from Hopper on, 4 MiB on Ampere). Rows without a
+	// platform keep the default H100.
+	switch strings.TrimSuffix(x["platform"], "_2nd") {
+	case "dgx_a100":
+		c.Hardware.GPU = "a100-80gb-sxm"
+	case "dgx_gb200":
+		c.Hardware.GPU = "gb200"
+	}
 	if err := c.Resolve(); err != nil {
 		return nil, "layout: " + err.Error()
 	}
@@ -202,8 +226,9 @@ func csvConfig(x map[string]string) (*Config, string) {
 }
 
 // TestMegatronCSV models every in-scope GPT row of the functional-test table (mostly a 12-layer, h=512 model with
-// many parallel layouts) and checks the peak-allocated error distribution; these small models are dominated by
-// fixed runtime buffers, so the bound is on the median, and every row's error is logged with -v.
+// many parallel layouts) and checks the peak-allocated and end-of-step error distributions. Some rows come from
+// golden files whose layout differs from the row's knobs (no platform recorded) or use features modelled only
+// approximately (fused cross entropy), so the bound is on the median; every row's error is logged with -v.
 func TestMegatronCSV(t *testing.T) {
 	path := filepath.Join(testutil.SharedDir(t, "research_data"), "megatron_functional_test_memory.csv")
 	f, err := os.Open(path)
@@ -216,7 +241,7 @@ func TestMegatronCSV(t *testing.T) {
 		t.Fatalf("%s: %v", path, err)
 	}
 	head := recs[0]
-	var peakErr, endErr []float64
+	var peakErr, endErr, statesErr []float64
 	skipped := map[string]int{}
 	for _, rec := range recs[1:] {
 		x := map[string]string{}
@@ -238,10 +263,16 @@ func TestMegatronCSV(t *testing.T) {
 		me, _ := strconv.ParseFloat(x["allocated_end_GiB"], 64)
 		ep := float64(last.PeakAllocated)/gib/mp - 1
 		peakErr = append(peakErr, ep)
+		ee := math.NaN()
 		if me > 0 {
-			endErr = append(endErr, float64(last.Weights+last.Grads+last.Optimizer)/gib/me-1)
+			// Megatron logs allocated_bytes.all.current after the step: model states plus what stays allocated
+			// besides them (workspaces, persistent buffers, fp32 main-grad copies), i.e. EndOfStepAllocated.
+			ee = float64(last.EndOfStepAllocated)/gib/me - 1
+			endErr = append(endErr, ee)
+			statesErr = append(statesErr, float64(last.Weights+last.Grads+last.Optimizer)/gib/me-1)
 		}
-		t.Logf("%-60s %-9s peak %7.3f vs %7.3f GiB %+6.1f%%", x["test_case"], x["platform"], float64(last.PeakAllocated)/gib, mp, 100*ep)
+		t.Logf("%-60s %-13s peak %7.3f vs %7.3f GiB %+6.1f%%  end %7.3f vs %7.3f GiB %+6.1f%%", x["test_case"], x["platform"],
+			float64(last.PeakAllocated)/gib, mp, 100*ep, float64(last.EndOfStepAllocated)/gib, me, 100*ee)
 	}
 	if len(peakErr) < 100 {
 		t.Fatalf("only %d rows modelled (skipped %v)", len(peakErr), skipped)
@@ -254,9 +285,19 @@ func TestMegatronCSV(t *testing.T) {
 		sort.Float64s(a)
 		return a[len(a)/2]
 	}
-	t.Logf("%d rows modelled, skipped %v; peak: median |error| %.1f%%; end-of-step states: median |error| %.1f%%",
-		len(peakErr), skipped, 100*medAbs(peakErr), 100*medAbs(endErr))
-	if m := medAbs(peakErr); m > 0.15 {
-		t.Errorf("median |peak error| %.1f%% over %d rows exceeds 15%%", 100*m, len(peakErr))
+	maxAbs := func(v []float64) float64 {
+		m := 0.0
+		for _, e := range v {
+			m = math.Max(m, math.Abs(e))
+		}
+		return m
+	}
+	t.Logf("%d rows modelled, skipped %v; peak: median |error| %.1f%% (max %.1f%%); end-of-step allocated: median %.1f%% (max %.1f%%); weights+grads+optimizer alone vs end of step: median %.1f%%",
+		len(peakErr), skipped, 100*medAbs(peakErr), 100*maxAbs(peakErr), 100*medAbs(endErr), 100*maxAbs(endErr), 100*medAbs(statesErr))
+	if m := medAbs(peakErr); m > 0.04 {
+		t.Errorf("median |peak error| %.1f%% over %d rows exceeds 4%%", 100*m, len(peakErr))
+	}
+	if m := medAbs(endErr); m > 0.04 {
+		t.Errorf("median |end-of-step error| %.1f%% over %d rows exceeds 4%%", 100*m, len(endErr))
 	}
 }

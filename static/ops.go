@@ -324,6 +324,16 @@ func (e *est) headOps() []Operator {
 		loss.Formula = "4·b·s·V/t (fp32 softmax); forward temp 2·b·s·V/t; backward temp 2·b·s·V/t"
 		loss.Notes = "vocab-parallel fused cross entropy: softmax saved, gradient computed in place"
 		lm.MemoryBytes = in.Bytes / sp
+	case "fused_jit":
+		// Megatron's --cross-entropy-loss-fusion (native impl) runs the same vocab-parallel algorithm through
+		// jit-compiled functions, which cannot overwrite their inputs: exp(logits − max) is a new fp32 tensor (it
+		// becomes the saved softmax) while the fp32 copy of the logits and the bf16 logits are still referenced.
+		loss.MemoryBytes = 4 * E
+		loss.TempBytes = 6 * E
+		bwd = 2 * E
+		loss.Formula = "4·b·s·V/t (fp32 softmax); forward temp 6·b·s·V/t (bf16 logits + fp32 copy); backward temp 2·b·s·V/t"
+		loss.Notes = "jit-compiled vocab-parallel cross entropy: out-of-place exp beside the fp32 logits"
+		lm.MemoryBytes = in.Bytes / sp
 	case "chunked":
 		chunk := min(int64(c.Training.LossChunkTokens), rows)
 		loss.TempBytes = 10 * chunk * vL

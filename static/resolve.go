@@ -145,7 +145,7 @@ func (c *Config) Resolve() error {
 		{"training.optimizer_impl", t.OptimizerImpl, []string{"foreach", "fused"}},
 		{"training.attention", t.Attention, []string{"flash", "standard"}},
 		{"training.recompute", t.Recompute, []string{"none", "selective", "full"}},
-		{"training.loss", t.Loss, []string{"standard", "fused", "chunked"}},
+		{"training.loss", t.Loss, []string{"standard", "fused", "fused_jit", "chunked"}},
 		{"training.kernels", t.Kernels, []string{"fused", "eager"}},
 	} {
 		if err := oneOf(ch.key, ch.v, ch.ok...); err != nil {

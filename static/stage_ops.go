@@ -97,7 +97,7 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 	persistent("layers", layers, e.layersPerStage)
 	if st.Other > 0 {
 		ops = append(ops, Operator{Name: "workspaces_and_buffers", Category: "other", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: 1,
-			MemoryBytes: st.Other, Formula: "cuBLAS workspace (+ DDP gradient buckets)", Notes: "allocator-visible buffers", Extra: map[string]any{}})
+			MemoryBytes: st.Other, Formula: "cuBLAS + cuBLASLt workspaces (+ TE workspace, unfused-attention score buffer, DDP gradient buckets)", Notes: "allocator-visible buffers", Extra: map[string]any{}})
 	}
 
 	if first {

@@ -51,7 +51,7 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	optimizer := fs.String("optimizer", "", "adamw, adamw-8bit, sgd or adafactor")
 	attention := fs.String("attention", "", "flash or standard")
 	recompute := fs.String("recompute", "", "activation recomputation: none, selective or full")
-	loss := fs.String("loss", "", "standard (HF: fp32 logits), fused (Megatron vocab-parallel) or chunked cross-entropy")
+	loss := fs.String("loss", "", "cross-entropy: standard (HF: fp32 logits), fused (Megatron vocab-parallel), fused_jit (Megatron --cross-entropy-loss-fusion) or chunked")
 	kernels := fs.String("kernels", "", "fused (Megatron/Transformer Engine, compiled) or eager (HF transformers: fp32 RMSNorm, unfused SwiGLU)")
 	tp := fs.Int("tp", 0, "tensor parallel size")
 	pp := fs.Int("pp", 0, "pipeline parallel size")

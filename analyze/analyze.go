@@ -68,7 +68,8 @@ func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, er
 	}
 	rep.File = in.Path
 	rep.Format = in.Format
-	rep.Rank, rep.Iteration = ParsePath(in.Path)
+	info := snapshot.ParsePath(in.Path)
+	rep.Rank, rep.Iteration = info.Rank, info.Iteration
 	return rep, nil
 }
 

@@ -3,65 +3,17 @@ package analyze
 import (
 	"cmp"
 	"fmt"
-	"path"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // OutlierPct is how far above the median (of the same iteration) an input's reserved bytes must be to be an outlier.
 const OutlierPct = 10.0
 
-var (
-	// torchtitan's newer layout file name: 000007_step_10.pickle → rank 7, step 10.
-	reRankStepFile = regexp.MustCompile(`^(\d+)_step_(\d+)\b`)
-	reRank         = regexp.MustCompile(`(?i)(?:^|[^a-z])rank[_-]?(\d+)`)
-	reShortRank    = regexp.MustCompile(`(?i)(?:^|[_.-])r(\d+)(?:[_.-]|$)`)
-	reIteration    = regexp.MustCompile(`(?i)(?:^|[^a-z])(?:iteration|iter|step)[_-]?(\d+)`)
-)
-
-// ParsePath extracts the rank and iteration (training step) from a snapshot path, −1 for each that is absent.
-// It knows torchtitan's layouts (iteration_3/rank5_memory_snapshot.pickle, step_000000000010/000007_step_10.pickle,
-// and the *_exit variants) and the usual spellings rank3, rank_3, _r3_, iter3, step_3. The file name is searched
-// first, then the directories from the innermost outward.
-func ParsePath(p string) (rank, iteration int) {
-	rank, iteration = -1, -1
-	parts := strings.Split(strings.ReplaceAll(p, `\`, "/"), "/")
-	atoi := func(s string) int {
-		n, err := strconv.Atoi(s)
-		if err != nil || n > 1<<30 {
-			return -1
-		}
-		return n
-	}
-	for i := len(parts) - 1; i >= 0; i-- {
-		part := parts[i]
-		if i == len(parts)-1 {
-			part = strings.TrimSuffix(part, path.Ext(part))
-			if m := reRankStepFile.FindStringSubmatch(part); m != nil {
-				rank, iteration = atoi(m[1]), atoi(m[2])
-				continue
-			}
-		}
-		if rank < 0 {
-			if m := reRank.FindStringSubmatch(part); m != nil {
-				rank = atoi(m[1])
-			} else if m := reShortRank.FindStringSubmatch(part); m != nil {
-				rank = atoi(m[1])
-			}
-		}
-		if iteration < 0 {
-			if m := reIteration.FindStringSubmatch(part); m != nil {
-				iteration = atoi(m[1])
-			}
-		}
-	}
-	return rank, iteration
-}
-
-// median of a non-empty slice; the mean of the two middle values for even lengths.
+// median is the middle value, or the mean of the two middle values (rounded down) for an even count; 0 for none.
 func median(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
 	s := slices.Clone(v)
 	slices.Sort(s)
 	n := len(s)
@@ -81,12 +33,17 @@ func CrossInputs(reports []*Report) *Cross {
 		if r == nil {
 			continue
 		}
-		row := CrossRow{File: r.File, Rank: r.Rank, Iteration: r.Iteration, ReservedBytes: r.ReservedBytes,
-			AllocatedBytes: r.AllocatedBytes, EfficiencyPct: r.EfficiencyPct}
-		if r.Peak != nil {
+		row := CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration, PeakBytes: r.PeakBytes, ListedBytes: r.ListedBytes}
+		if r.HasAllocatorTotals() {
+			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = r.ReservedBytes, r.AllocatedBytes, r.EfficiencyPct
+		}
+		switch {
+		case r.Peak != nil:
 			row.PeakBytes = r.Peak.Bytes
-		} else {
-			row.PeakBytes = r.PeakBytes // tracer inputs record their peak directly
+		case r.MemoryTimeline != nil:
+			row.PeakBytes = r.MemoryTimeline.PeakBytes
+		case r.Log != nil:
+			row.PeakBytes = max(r.Log.PeakAllocatedBytes, 0) // −1 when the log prints no allocated measure
 		}
 		rows = append(rows, row)
 	}
@@ -97,13 +54,19 @@ func CrossInputs(reports []*Report) *Cross {
 		return cmp.Or(cmp.Compare(x.Iteration, y.Iteration), cmp.Compare(x.Rank, y.Rank), cmp.Compare(x.File, y.File))
 	})
 	c := &Cross{Rows: rows, Recommendations: []Recommendation{}}
+	// Reserved and allocated statistics, outliers and growth compare allocator measurements only: a tracer file or
+	// a log in the same run has none, and its zeros would drag the median down.
 	var res, alloc []int64
 	for _, r := range rows {
-		res = append(res, r.ReservedBytes)
-		alloc = append(alloc, r.AllocatedBytes)
+		if r.HasAllocatorTotals() {
+			res = append(res, r.ReservedBytes)
+			alloc = append(alloc, r.AllocatedBytes)
+		}
 	}
-	c.MaxReservedBytes, c.MedianReservedBytes = slices.Max(res), median(res)
-	c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), median(alloc)
+	if len(res) > 0 {
+		c.MaxReservedBytes, c.MedianReservedBytes = slices.Max(res), median(res)
+		c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), median(alloc)
+	}
 	if c.MedianReservedBytes > 0 {
 		c.ImbalancePct = (float64(c.MaxReservedBytes)/float64(c.MedianReservedBytes) - 1) * 100
 	}
@@ -112,6 +75,9 @@ func CrossInputs(reports []*Report) *Cross {
 	byIter := map[int][]int{}
 	var iters []int
 	for i, r := range rows {
+		if !r.HasAllocatorTotals() {
+			continue
+		}
 		if _, ok := byIter[r.Iteration]; !ok {
 			iters = append(iters, r.Iteration)
 		}
@@ -150,7 +116,7 @@ func CrossInputs(reports []*Report) *Cross {
 	byRank := map[int][]CrossRow{}
 	var ranks []int
 	for _, r := range rows {
-		if r.Iteration < 0 {
+		if r.Iteration < 0 || !r.HasAllocatorTotals() {
 			continue
 		}
 		if _, ok := byRank[r.Rank]; !ok {

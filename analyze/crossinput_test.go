@@ -5,30 +5,6 @@ import (
 	"testing"
 )
 
-func TestParsePath(t *testing.T) {
-	tests := []struct {
-		path       string
-		rank, iter int
-	}{
-		{"outputs/memory_snapshot/iteration_3/rank5_memory_snapshot.pickle", 5, 3},
-		{"outputs/memory_snapshot/iteration_10_exit/rank0_memory_snapshot.pickle", 0, 10},
-		{"profiling/memory_snapshot/step_000000000010/000007_step_10.pickle", 7, 10},
-		{"profiling/memory_snapshot/step_000000000020_exit/000003_step_20.pickle", 3, 20},
-		{"snapshots/rank3.pickle", 3, -1},
-		{"snapshots/run_r12_mem.pickle", 12, -1},
-		{`C:\runs\iter2\rank_1\snap.pickle`, 1, 2},
-		{"snapshots/model_memory_usage_profile_grad.pickle", -1, -1},
-		{"snapshots/crank9.pickle", -1, -1}, // "crank" is not a rank
-		{"", -1, -1},
-	}
-	for _, tc := range tests {
-		r, it := ParsePath(tc.path)
-		if r != tc.rank || it != tc.iter {
-			t.Errorf("ParsePath(%q) = rank %d iteration %d, want %d %d", tc.path, r, it, tc.rank, tc.iter)
-		}
-	}
-}
-
 func rep(file string, rank, iter int, reserved, allocated int64) *Report {
 	r := &Report{File: file, Rank: rank, Iteration: iter}
 	r.ReservedBytes, r.AllocatedBytes = reserved, allocated
@@ -92,5 +68,53 @@ func TestCrossInputsGrowthAcrossIterations(t *testing.T) {
 				t.Errorf("fired %v, want %v: %+v", fired, tc.fire, c.Recommendations)
 			}
 		})
+	}
+}
+
+// TestCrossInputsMixedKinds checks that inputs without allocator totals (tracer files, logs, profiler timelines)
+// keep their own peak in the row and stay out of the reserved/allocated statistics, which compare snapshots.
+func TestCrossInputsMixedKinds(t *testing.T) {
+	tracer := &Report{File: "tracer_rank2.json", Rank: 2, Iteration: -1, Tracer: &TracerView{}, PeakBytes: 12 * MiB, ListedBytes: 9 * MiB}
+	log := &Report{File: "train.log", Rank: -1, Iteration: -1, Log: &LogView{PeakAllocatedBytes: 30 * MiB, PeakReservedBytes: -1}}
+	noAlloc := &Report{File: "ds.log", Rank: -1, Iteration: -1, Log: &LogView{PeakAllocatedBytes: -1, PeakReservedBytes: 40 * MiB}}
+	tl := &Report{File: "prof.json", Rank: -1, Iteration: -1, MemoryTimeline: &TimelineView{PeakBytes: 5 * MiB}}
+	snaps := []*Report{rep("rank0.pickle", 0, -1, 100*MiB, 50*MiB), rep("rank1.pickle", 1, -1, 200*MiB, 80*MiB)}
+	c := CrossInputs(append(snaps, tracer, log, noAlloc, tl))
+	byFile := map[string]CrossRow{}
+	for _, r := range c.Rows {
+		byFile[r.File] = r
+	}
+	tests := []struct {
+		file            string
+		kind            string
+		totals          bool
+		peak, listed    int64
+		reserved, alloc int64
+	}{
+		{"rank0.pickle", KindSnapshot, true, 0, 0, 100 * MiB, 50 * MiB},
+		{"tracer_rank2.json", KindTracer, false, 12 * MiB, 9 * MiB, 0, 0},
+		{"train.log", KindLog, false, 30 * MiB, 0, 0, 0},
+		{"ds.log", KindLog, false, 0, 0, 0, 0}, // the dialect printed no allocated measure: no peak, not −1
+		{"prof.json", KindTimeline, false, 5 * MiB, 0, 0, 0},
+	}
+	for _, tc := range tests {
+		r := byFile[tc.file]
+		if r.Kind != tc.kind || r.HasAllocatorTotals() != tc.totals || r.PeakBytes != tc.peak || r.ListedBytes != tc.listed ||
+			r.ReservedBytes != tc.reserved || r.AllocatedBytes != tc.alloc {
+			t.Errorf("%s: row %+v", tc.file, r)
+		}
+	}
+	// Only the two snapshots count: median (100+200)/2 = 150 MiB, not the median of 0, 0, 0, 0, 100, 200.
+	if c.MaxReservedBytes != 200*MiB || c.MedianReservedBytes != 150*MiB || c.MedianAllocatedBytes != 65*MiB {
+		t.Errorf("max %d median %d median allocated %d", c.MaxReservedBytes, c.MedianReservedBytes, c.MedianAllocatedBytes)
+	}
+	// 200 > 150 × 1.1: rank 1 is the one outlier; the zero-reserved inputs are never judged.
+	if !slices.Equal(c.OutlierFiles, []string{"rank1.pickle"}) {
+		t.Errorf("outliers %v", c.OutlierFiles)
+	}
+
+	only := CrossInputs([]*Report{tracer, log})
+	if only.MaxReservedBytes != 0 || only.MedianReservedBytes != 0 || only.ImbalancePct != 0 || len(only.OutlierFiles) != 0 {
+		t.Errorf("no snapshot: %+v", only)
 	}
 }

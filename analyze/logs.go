@@ -156,7 +156,7 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 				res = append(res, row.MaxReserved)
 			}
 		}
-		if med := medianOf(res); med > 0 {
+		if med := median(res); med > 0 {
 			v.ReservedImbalancePct = (float64(slices.Max(res))/float64(med) - 1) * 100
 		}
 	}

@@ -230,13 +230,53 @@ type Cross struct {
 	Tracer *TracerCross `json:"tracer,omitempty" msgpack:"tracer,omitempty"`
 }
 
-// CrossRow is one input in the cross-input table.
+// CrossRow is one input in the cross-input table. Reserved, allocated and efficiency are allocator measures and
+// are 0 for inputs whose kind has none (see HasAllocatorTotals); PeakBytes is the trace peak of a snapshot, the
+// recorded peak of a tracer file or profiler timeline, or the highest allocated value a log printed.
 type CrossRow struct {
-	File           string  `json:"file" msgpack:"file"`
+	File string `json:"file" msgpack:"file"`
+	// Kind is KindSnapshot, KindTracer, KindTimeline or KindLog; empty in reports written before it existed,
+	// which only compared snapshots.
+	Kind           string  `json:"kind,omitempty" msgpack:"kind,omitempty"`
 	Rank           int     `json:"rank" msgpack:"rank"`
 	Iteration      int     `json:"iteration" msgpack:"iteration"`
 	ReservedBytes  int64   `json:"reserved_bytes" msgpack:"reserved_bytes"`
 	AllocatedBytes int64   `json:"allocated_bytes" msgpack:"allocated_bytes"`
 	PeakBytes      int64   `json:"peak_bytes" msgpack:"peak_bytes"`
 	EfficiencyPct  float64 `json:"efficiency_pct" msgpack:"efficiency_pct"`
+	// ListedBytes is the sum of the tensors a tracer file lists (tracer inputs only).
+	ListedBytes int64 `json:"listed_bytes,omitempty" msgpack:"listed_bytes,omitempty"`
+}
+
+// HasAllocatorTotals says whether the row's reserved, allocated and efficiency were measured, as
+// Report.HasAllocatorTotals said of its input.
+func (r CrossRow) HasAllocatorTotals() bool {
+	return r.Kind == "" || r.Kind == KindSnapshot || r.ReservedBytes > 0
+}
+
+// Input kinds, as Report.Kind and CrossRow.Kind name them.
+const (
+	KindSnapshot = "snapshot" // allocator snapshot
+	KindTracer   = "tracer"   // memory tracer JSON
+	KindTimeline = "timeline" // torch.profiler memory timeline
+	KindLog      = "log"      // training log
+)
+
+// Kind says what kind of input r was analyzed from.
+func (r *Report) Kind() string {
+	switch {
+	case r.Tracer != nil:
+		return KindTracer
+	case r.MemoryTimeline != nil:
+		return KindTimeline
+	case r.Log != nil:
+		return KindLog
+	}
+	return KindSnapshot
+}
+
+// HasAllocatorTotals reports whether the allocator sections (totals, per-device groups, fragmentation) apply:
+// they do for snapshots, and for any input that measured reserved memory.
+func (r *Report) HasAllocatorTotals() bool {
+	return r.Kind() == KindSnapshot || r.ReservedBytes > 0
 }

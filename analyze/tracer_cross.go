@@ -102,7 +102,7 @@ func CrossTracer(reports []*Report) *TracerCross {
 			c.Phases[j].Bytes[i] += ph.Bytes
 		}
 	}
-	c.MedianPeakBytes = medianOf(peaks)
+	c.MedianPeakBytes = median(peaks)
 	c.MinPeakBytes = slices.Min(peaks)
 	if c.MedianPeakBytes > 0 {
 		c.ImbalancePct = (float64(c.MaxPeakBytes)/float64(c.MedianPeakBytes) - 1) * 100
@@ -123,18 +123,4 @@ func CrossTracer(reports []*Report) *TracerCross {
 		return cmp.Or(cmp.Compare(slices.Max(b.Bytes), slices.Max(a.Bytes)), strings.Compare(a.Name, b.Name))
 	})
 	return c
-}
-
-// medianInt64 is the middle value, or the mean of the two middle values (rounded down) for an even count.
-func medianOf(v []int64) int64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return s[n/2-1] + (s[n/2]-s[n/2-1])/2
 }

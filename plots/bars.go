@@ -46,7 +46,9 @@ func Bars(path string, c BarChart) error {
 	w := orDefault(c.Width, defaultWidth)
 	h := c.Height
 	if h == 0 {
-		h = vg.Length(max(300, 90+18*len(c.Values)))
+		// 18 points a bar, but a chart of few bars is not stretched into slabs: up to 40 points a bar under 300.
+		n := len(c.Values)
+		h = vg.Length(max(90+18*n, min(300, 130+40*n)))
 	}
 	return render(path, w, h, c.Title, func(dc draw.Canvas) error {
 		drawBars(draw.Crop(dc, 8, -8, 4, -6), c, w)
@@ -55,6 +57,19 @@ func Bars(path string, c BarChart) error {
 }
 
 func drawBars(dc draw.Canvas, c BarChart, w vg.Length) {
+	// The legend gets its own column on the right: inside the plot it covered the notes of long bars.
+	if len(c.Legend) > 0 {
+		sty := textStyle(10)
+		var legendW vg.Length
+		items := make([]legendItem, len(c.Legend))
+		for i, e := range c.Legend {
+			legendW = max(legendW, sty.Width(e.Label)+40) // box, gap, label, margin
+			items[i] = legendItem{label: e.Label, box: e.Color}
+		}
+		legendW = min(legendW, w/4)
+		drawLegendColumn(draw.Crop(dc, dc.Max.X-dc.Min.X-legendW, 0, 0, 0), items)
+		dc = draw.Crop(dc, 0, -legendW, 0, 0)
+	}
 	var maxV float64
 	for _, v := range c.Values {
 		maxV = math.Max(maxV, v)
@@ -101,14 +116,6 @@ func drawBars(dc draw.Canvas, c BarChart, w vg.Length) {
 		share = math.Max(0.35, 1-float64(noteW/areaW))
 	}
 	p.X.Max = math.Max(p.X.Max/share, 1e-9)
-	for _, e := range c.Legend {
-		p.Legend.Add(e.Label, boxThumb{e.Color})
-	}
-	p.Legend.Top = false
-	p.Legend.Left = false
-	p.Legend.XOffs = -4
-	p.Legend.YOffs = 4
-	p.Legend.Padding = 3
 	p.Draw(dc)
 }
 

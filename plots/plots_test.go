@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"image/color"
-	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,15 +26,7 @@ func outDir(t *testing.T) string {
 // checkPNG asserts the file is a PNG of the expected pixel size and not one flat colour.
 func checkPNG(t *testing.T, path string, wantW, wantH int) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	img := decodePNG(t, path)
 	b := img.Bounds()
 	if wantW > 0 && (b.Dx() != wantW || b.Dy() != wantH) {
 		t.Errorf("%s: %dx%d pixels, want %dx%d", path, b.Dx(), b.Dy(), wantW, wantH)

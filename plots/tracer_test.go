@@ -17,11 +17,12 @@ func TestRuntimeCharts(t *testing.T) {
 		{"tracer_phases.png", func(p string) error {
 			return TracerPhases(p, "Phases: rank0.json, cuda:0", []string{"forward_backward_iter_0", "setup_model_and_optimizer", "optimizer_step_iter_0"},
 				[]int64{6 << 20, 4 << 20, 512 << 10}, []int{4, 1, 1}, 11<<20)
-		}, 900, 300},
+		}, 900, 250}, // three bars: 130 + 40 × 3 points high
+
 		{"tracer_modules.png", func(p string) error {
 			return TracerModules(p, "Modules: rank0.json, cuda:0", []string{"Net.layers.*.mlp", "Unknown", "Net.layers.*.attn"},
 				[]int64{5 << 20, 4 << 20, 1 << 20}, []int{2, 1, 1}, "Unknown", 11<<20)
-		}, 900, 300},
+		}, 900, 250},
 		{"tracer_modules_by_rank.png", func(p string) error {
 			return TracerModulesByRank(p, "Modules by rank", []string{"Unknown", "layers.*.mlp", "layers.*.attn"}, []string{"rank 0", "rank 1"},
 				[][]int64{{5 << 20, 9 << 20}, {5 << 20, 5 << 20}, {1 << 20, 0}})

@@ -67,12 +67,10 @@ func WritePlots(ctx context.Context, dir string, run *analyze.Run, jobs int) (Ch
 		}
 	}
 	if c := run.Cross; c != nil && len(c.Rows) > 1 {
-		if c.Tracer != nil && len(c.Tracer.Ranks) > 1 && c.MaxReservedBytes == 0 {
-			all = append(all, tracerRanksChart(c.Tracer))
-			all = append(all, tracerCrossCharts(c.Tracer)...)
-		} else {
-			all = append(all, ranksChart(c))
+		if j, ok := ranksChart(c); ok {
+			all = append(all, j)
 		}
+		all = append(all, tracerCrossCharts(c.Tracer)...)
 	}
 	if jobs < 1 {
 		jobs = 1
@@ -183,9 +181,13 @@ func inputSubdirs(run *analyze.Run) []string {
 	return out
 }
 
+// maxTitleFile bounds the file name in a chart title; a longer one keeps its start and end, so the title still
+// says what the chart shows (the title is shortened from the left when it does not fit).
+const maxTitleFile = 56
+
 // chartTitle names the file and its devices, as every chart title should.
 func chartTitle(what string, r *analyze.Report) string {
-	t := what + ": " + filepath.Base(r.File)
+	t := what + ": " + titleFile(r.File)
 	switch len(r.Devices) {
 	case 0:
 	case 1:
@@ -196,6 +198,16 @@ func chartTitle(what string, r *analyze.Report) string {
 	return t
 }
 
+// titleFile is the base name of path, shortened in the middle to maxTitleFile characters.
+func titleFile(path string) string {
+	base := []rune(filepath.Base(path))
+	if len(base) <= maxTitleFile {
+		return string(base)
+	}
+	half := (maxTitleFile - 1) / 2
+	return string(base[:half]) + "…" + string(base[len(base)-half:])
+}
+
 // reportCharts maps one report to its charts; charts with nothing to show are left out.
 func reportCharts(r *analyze.Report) []chartJob {
 	var jobs []chartJob
@@ -203,7 +215,9 @@ func reportCharts(r *analyze.Report) []chartJob {
 		jobs = append(jobs, chartJob{file: PlotFile{Path: name, Title: title}, draw: draw})
 	}
 
-	if r.ReservedBytes > 0 || len(r.Categories) > 0 {
+	// The overview sets allocator totals or a tracer peak beside the categories; a profiler timeline has neither,
+	// and its categories at the peak are the category chart.
+	if r.HasAllocatorTotals() && (r.ReservedBytes > 0 || len(r.Categories) > 0) || tracerPrimary(r) != nil {
 		title := chartTitle("Memory overview", r)
 		add(ChartOverview, title, func(p string) error {
 			reserved := plots.PiePanel{
@@ -224,6 +238,9 @@ func reportCharts(r *analyze.Report) []chartJob {
 				}
 			}
 			cats := plots.PiePanel{Title: "Allocated by category"}
+			if r.Kind() == analyze.KindTracer {
+				cats.Title = "Listed tensors by category"
+			}
 			for _, c := range sortedCategories(r.Categories) {
 				cats.Slices = append(cats.Slices, plots.Slice{Label: c.Name, Value: float64(c.Bytes), Color: plots.CategoryColor(c.Name)})
 			}
@@ -232,26 +249,36 @@ func reportCharts(r *analyze.Report) []chartJob {
 	}
 
 	if len(r.Top) > 0 {
-		title := chartTitle(fmt.Sprintf("Top %d allocations", min(len(r.Top), topConsumersInChart)), r)
+		// One bar per group of identical allocations (×N), so a snapshot with 47 equal blocks shows them once.
+		groups := groupAllocations(r.Top, len(r.Top))
+		groups = groups[:min(len(groups), topConsumersInChart)]
+		covered := 0
+		for _, g := range groups {
+			covered += g.Count
+		}
+		title := chartTitle(fmt.Sprintf("Top %d allocations", covered), r)
 		add(ChartTopConsumers, title, func(p string) error {
-			c := plots.BarChart{Title: title, XLabel: "size"}
+			// A bar marked ×N stands for N identical allocations; its length is one allocation's size.
+			c := plots.BarChart{Title: title, XLabel: "size of each allocation"}
 			seen := map[string]bool{}
-			for _, a := range r.Top[:min(len(r.Top), topConsumersInChart)] {
-				label := shortSite(a.Site)
+			for _, g := range groups {
+				label := shortSite(g.Site)
 				if label == "" {
-					label = fmt.Sprintf("(no stack) 0x%x", a.Address)
+					label = fmt.Sprintf("(no stack) 0x%x", g.Address)
 				}
-				note := a.Category
-				if len(r.Devices) > 1 {
-					note += ", device " + strconv.Itoa(a.Device)
+				note := g.Category
+				if g.Count > 1 {
+					note = countLabel(g.Count) + "  " + note
+				} else if len(r.Devices) > 1 {
+					note += ", device " + strconv.Itoa(g.Device)
 				}
 				c.Labels = append(c.Labels, label)
-				c.Values = append(c.Values, float64(a.Size))
-				c.Colors = append(c.Colors, plots.CategoryColor(a.Category))
+				c.Values = append(c.Values, float64(g.Size))
+				c.Colors = append(c.Colors, plots.CategoryColor(g.Category))
 				c.Notes = append(c.Notes, note)
-				if !seen[a.Category] {
-					seen[a.Category] = true
-					c.Legend = append(c.Legend, plots.LegendEntry{Label: a.Category, Color: plots.CategoryColor(a.Category)})
+				if !seen[g.Category] {
+					seen[g.Category] = true
+					c.Legend = append(c.Legend, plots.LegendEntry{Label: g.Category, Color: plots.CategoryColor(g.Category)})
 				}
 			}
 			c.LabelWidth = 380
@@ -263,15 +290,23 @@ func reportCharts(r *analyze.Report) []chartJob {
 		title := chartTitle("Memory by category", r)
 		add(ChartCategories, title, func(p string) error {
 			c := plots.BarChart{Title: title, XLabel: "allocated"}
-			var sum int64
-			for _, x := range r.Categories {
-				sum += x.Bytes
+			unit := "block"
+			switch r.Kind() {
+			case analyze.KindTracer:
+				c.XLabel, unit = "listed tensors alive at the peak", "tensor"
+			case analyze.KindTimeline:
+				c.XLabel = "alive at the peak"
 			}
+			sum := categorySum(r.Categories)
 			for _, x := range sortedCategories(r.Categories) {
 				c.Labels = append(c.Labels, x.Name)
 				c.Values = append(c.Values, float64(x.Bytes))
 				c.Colors = append(c.Colors, plots.CategoryColor(x.Name))
-				c.Notes = append(c.Notes, fmt.Sprintf("%s, %d blocks", Percent(x.Bytes, sum), x.Count))
+				note := Percent(x.Bytes, sum)
+				if x.Count > 0 {
+					note += ", " + plural(x.Count, unit)
+				}
+				c.Notes = append(c.Notes, note)
 			}
 			c.LabelWidth = 200
 			return plots.Bars(p, c)
@@ -309,7 +344,7 @@ func reportCharts(r *analyze.Report) []chartJob {
 		if k > 0 {
 			name = fmt.Sprintf("memory_timeline_device%d.png", s.Device)
 		}
-		title := fmt.Sprintf("Memory over time: %s, device %d", filepath.Base(r.File), s.Device)
+		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
 		add(name, title, func(p string) error { return plots.MemoryOverTime(p, timeChart(title, s, r.Peak)) })
 	}
 	jobs = append(jobs, runtimeInputCharts(r)...) // tracer phases/modules, profiler timeline, log lines
@@ -479,28 +514,75 @@ func toFloats(xs []int64) []float64 {
 	return out
 }
 
-// ranksChart compares inputs: reserved, allocated and (when traced) peak bytes, with the median reserved line.
-func ranksChart(c *analyze.Cross) chartJob {
-	title := fmt.Sprintf("Across %d inputs: reserved, allocated and peak memory", len(c.Rows))
-	return chartJob{input: -1, file: PlotFile{Path: ChartRanks, Title: title}, draw: func(p string) error {
-		gc := plots.GroupedBarChart{Title: title, Reference: float64(c.MedianReservedBytes), ReferenceLabel: "median reserved"}
-		res := plots.Series{Name: "reserved", Color: plots.ColorReserved}
-		alloc := plots.Series{Name: "allocated", Color: plots.ColorAllocated}
-		peak := plots.Series{Name: "peak (trace)", Color: plots.ColorPeak}
-		hasPeak := false
-		for _, r := range c.Rows {
-			gc.Groups = append(gc.Groups, crossLabel(r))
-			res.Values = append(res.Values, float64(r.ReservedBytes))
-			alloc.Values = append(alloc.Values, float64(r.AllocatedBytes))
-			peak.Values = append(peak.Values, float64(r.PeakBytes))
-			hasPeak = hasPeak || r.PeakBytes > 0
+// ranksChart compares the inputs of a run with the measures they have: reserved and allocated for snapshots,
+// the peak (a snapshot's trace peak, a tracer file's or profiler timeline's recorded peak, a log's highest
+// allocated), and the listed tensors of tracer files; an input without a measure has no bar for it. The dashed
+// reference is the median reserved when two snapshots are compared, else the median tracer peak. ok is false
+// when no measure has two inputs to compare.
+func ranksChart(c *analyze.Cross) (chartJob, bool) {
+	v := newCrossView(c)
+	res := plots.Series{Name: "reserved", Color: plots.ColorReserved}
+	alloc := plots.Series{Name: "allocated", Color: plots.ColorAllocated}
+	peak := plots.Series{Name: "peak", Color: plots.ColorPeak}
+	listed := plots.Series{Name: "listed tensors", Color: plots.ColorRequested}
+	var groups []string
+	peaks, lists := 0, 0
+	for _, r := range c.Rows {
+		groups = append(groups, crossLabel(r))
+		res.Values = append(res.Values, float64(r.ReservedBytes))
+		alloc.Values = append(alloc.Values, float64(r.AllocatedBytes))
+		peak.Values = append(peak.Values, float64(max(r.PeakBytes, 0)))
+		listed.Values = append(listed.Values, float64(max(r.ListedBytes, 0)))
+		if r.PeakBytes > 0 {
+			peaks++
 		}
-		gc.Series = []plots.Series{res, alloc}
-		if hasPeak {
-			gc.Series = append(gc.Series, peak)
+		if r.ListedBytes > 0 {
+			lists++
 		}
+	}
+	// Inputs of different kinds can share a rank: their kind tells them apart.
+	seen := map[string]int{}
+	for _, g := range groups {
+		seen[g]++
+	}
+	for i, r := range c.Rows {
+		if seen[groups[i]] > 1 && r.Kind != "" {
+			groups[i] += " " + r.Kind
+		}
+	}
+	var series []plots.Series
+	var names []string
+	if v.Snapshots > 1 {
+		series, names = append(series, res, alloc), append(names, "reserved", "allocated")
+	}
+	if peaks > 1 {
+		series, names = append(series, peak), append(names, "peak")
+	}
+	if lists > 1 {
+		series, names = append(series, listed), append(names, "listed tensor")
+	}
+	if len(series) == 0 {
+		return chartJob{}, false
+	}
+	gc := plots.GroupedBarChart{Groups: groups, Series: series}
+	switch {
+	case v.Snapshots > 1:
+		gc.Reference, gc.ReferenceLabel = float64(c.MedianReservedBytes), "median reserved"
+	case c.Tracer != nil && len(c.Tracer.Ranks) > 1:
+		gc.Reference, gc.ReferenceLabel = float64(c.Tracer.MedianPeakBytes), "median tracer peak"
+	}
+	gc.Title = fmt.Sprintf("Across %d inputs: %s memory", len(c.Rows), joinAnd(names))
+	return chartJob{input: -1, file: PlotFile{Path: ChartRanks, Title: gc.Title}, draw: func(p string) error {
 		return plots.GroupedBars(p, gc)
-	}}
+	}}, true
+}
+
+// joinAnd joins words as "a", "a and b", "a, b and c".
+func joinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // crossLabel is the short name of a row: "rank 3", "it 2 r 3", or the input name.
@@ -518,23 +600,6 @@ func crossLabel(r analyze.CrossRow) string {
 		name = string([]rune(name)[:23]) + "…" // the start of a file name tells inputs apart best
 	}
 	return name
-}
-
-// tracerRanksChart compares tracer inputs, which have a peak and listed bytes but no allocator totals.
-func tracerRanksChart(c *analyze.TracerCross) chartJob {
-	title := fmt.Sprintf("Across %d tracer inputs: peak and listed tensor memory", len(c.Ranks))
-	return chartJob{input: -1, file: PlotFile{Path: ChartRanks, Title: title}, draw: func(p string) error {
-		gc := plots.GroupedBarChart{Title: title, Reference: float64(c.MedianPeakBytes), ReferenceLabel: "median peak"}
-		peak := plots.Series{Name: "peak", Color: plots.ColorPeak}
-		listed := plots.Series{Name: "listed tensors", Color: plots.ColorAllocated}
-		for _, r := range c.Ranks {
-			gc.Groups = append(gc.Groups, crossLabel(analyze.CrossRow{File: r.File, Rank: r.Rank, Iteration: -1}))
-			peak.Values = append(peak.Values, float64(r.PeakBytes))
-			listed.Values = append(listed.Values, float64(r.ListedBytes))
-		}
-		gc.Series = []plots.Series{peak, listed}
-		return plots.GroupedBars(p, gc)
-	}}
 }
 
 func tracerPrimary(r *analyze.Report) *analyze.TracerDeviceView {

@@ -50,9 +50,13 @@ type htmlImage struct {
 }
 
 type htmlInput struct {
-	Index  int
-	R      *analyze.Report
+	Index int
+	R     *analyze.Report
+	// Totals are the allocator totals, nil for inputs that have none (tracer files, logs, profiler timelines).
 	Totals []htmlField
+	// Tracer is the primary device of a tracer file.
+	Tracer *analyze.TracerDeviceView
+	Top    []allocGroup
 	Images []htmlImage
 }
 
@@ -70,16 +74,22 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		if r == nil {
 			continue
 		}
-		in := htmlInput{Index: i, R: r, Totals: []htmlField{
-			{"reserved_bytes", "reserved", r.ReservedBytes},
-			{"allocated_bytes", "allocated (block bytes)", r.AllocatedBytes},
-			{"requested_bytes", "requested (what tensors asked for)", r.RequestedBytes},
-			{"active_bytes", "active", r.ActiveBytes},
-			{"inactive_bytes", "inactive (cached free)", r.InactiveBytes},
-			{"internal_free_bytes", "internal free (rounding)", r.InternalFreeBytes},
-			{"external_free_bytes", "external free", r.ExternalFreeBytes},
-			{"largest_free_block_bytes", "largest free block", r.LargestFreeBlockBytes},
-		}}
+		in := htmlInput{Index: i, R: r, Top: groupAllocations(r.Top, htmlRows)}
+		if r.HasAllocatorTotals() {
+			in.Totals = []htmlField{
+				{"reserved_bytes", "reserved", r.ReservedBytes},
+				{"allocated_bytes", "allocated (block bytes)", r.AllocatedBytes},
+				{"requested_bytes", "requested (what tensors asked for)", r.RequestedBytes},
+				{"active_bytes", "active", r.ActiveBytes},
+				{"inactive_bytes", "inactive (cached free)", r.InactiveBytes},
+				{"internal_free_bytes", "internal free (rounding)", r.InternalFreeBytes},
+				{"external_free_bytes", "external free", r.ExternalFreeBytes},
+				{"largest_free_block_bytes", "largest free block", r.LargestFreeBlockBytes},
+			}
+		}
+		if r.Tracer != nil {
+			in.Tracer = r.Tracer.Primary()
+		}
 		imgs, err := embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget)
 		if err != nil {
 			return nil, err
@@ -95,7 +105,11 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		}
 	}
 	var buf bytes.Buffer
-	err := htmlTemplate.Execute(&buf, map[string]any{"Run": run, "Inputs": inputs, "CrossImages": cross, "Rows": htmlRows})
+	data := map[string]any{"Run": run, "Inputs": inputs, "CrossImages": cross, "Rows": htmlRows}
+	if run.Cross != nil {
+		data["Cross"] = newCrossView(run.Cross)
+	}
+	err := htmlTemplate.Execute(&buf, data)
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", FileHTML, err)
 	}
@@ -138,13 +152,18 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 }
 
 var htmlFuncs = template.FuncMap{
-	"human":  HumanBytes,
-	"exact":  GroupDigits,
-	"pct":    func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-	"time":   FormatTimeUS,
-	"limit":  func(n int, xs any) any { return limitSlice(xs, n) },
-	"more":   func(n, total int) int { return total - n },
-	"hasMsg": func(s string) bool { return s != "" },
+	"human":       HumanBytes,
+	"exact":       GroupDigits,
+	"pct":         func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"time":        FormatTimeUS,
+	"limit":       func(n int, xs any) any { return limitSlice(xs, n) },
+	"more":        func(n, total int) int { return total - n },
+	"hasMsg":      func(s string) bool { return s != "" },
+	"orDash":      bytesOrDash,
+	"count":       countLabel,
+	"merged":      moduleCount,
+	"countOrDash": countOrDash,
+	"intOrDash":   intOrDash,
 }
 
 func limitSlice(xs any, n int) any {
@@ -154,6 +173,8 @@ func limitSlice(xs any, n int) any {
 	case []analyze.SiteStat:
 		return v[:min(n, len(v))]
 	case []analyze.Allocation:
+		return v[:min(n, len(v))]
+	case []analyze.ModuleStat:
 		return v[:min(n, len(v))]
 	}
 	return xs
@@ -192,43 +213,53 @@ figcaption{font-size:12px;color:#555}
 {{if .Run.Failures}}<h2>Inputs that could not be analyzed</h2><ul>{{range .Run.Failures}}<li><code>{{.File}}</code>: {{.Error}}</li>{{end}}</ul>{{end}}
 {{if .Run.Cross}}{{with .Run.Cross}}
 <h2>Across inputs</h2>
-<p>Reserved: max <span data-field="cross.max_reserved_bytes" data-value="{{.MaxReservedBytes}}">{{human .MaxReservedBytes}}</span>,
+{{if gt $.Cross.Snapshots 1}}<p>Reserved: max <span data-field="cross.max_reserved_bytes" data-value="{{.MaxReservedBytes}}">{{human .MaxReservedBytes}}</span>,
 median <span data-field="cross.median_reserved_bytes" data-value="{{.MedianReservedBytes}}">{{human .MedianReservedBytes}}</span>,
-imbalance {{pct .ImbalancePct}} %.</p>
-<div class="scroll"><table><tr><th>file</th><th>rank</th><th>iteration</th><th>reserved</th><th>allocated</th><th>peak</th><th>efficiency</th></tr>
-{{range .Rows}}<tr><td class="site">{{.File}}</td><td class="num">{{.Rank}}</td><td class="num">{{.Iteration}}</td>
-<td class="num">{{human .ReservedBytes}}</td><td class="num">{{human .AllocatedBytes}}</td><td class="num">{{human .PeakBytes}}</td><td class="num">{{pct .EfficiencyPct}} %</td></tr>{{end}}
-</table></div>{{end}}
+imbalance {{pct .ImbalancePct}} %.</p>{{end}}
+{{with .Tracer}}<p>Tracer peak: max {{human .MaxPeakBytes}} (rank {{.MaxPeakRank}}), median {{human .MedianPeakBytes}}, min {{human .MinPeakBytes}}, imbalance {{pct .ImbalancePct}} %.</p>{{end}}
+<div class="scroll"><table><tr>{{range $.Cross.Header}}<th>{{.}}</th>{{end}}</tr>
+{{range $.Cross.Rows}}<tr><td class="site">{{.File}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</table></div>{{end}}
 {{range $.CrossImages}}<figure><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Title}}</figcaption></figure>{{end}}
 {{end}}
-{{range .Inputs}}{{$i := .Index}}{{with .R}}
-<section data-input="{{$i}}">
+{{range .Inputs}}{{$in := .}}{{with .R}}
+<section data-input="{{$in.Index}}">
 <h2>{{.File}}</h2>
-<p class="meta">format {{.Format}}{{if .TorchFormat}} · torch {{.TorchFormat}}{{end}}{{if ge .Rank 0}} · rank {{.Rank}}{{end}}{{if ge .Iteration 0}} · iteration {{.Iteration}}{{end}}{{if .Devices}} · devices {{range $k, $d := .Devices}}{{if $k}}, {{end}}{{$d}}{{end}}{{end}} · {{.Segments}} segments, {{.Blocks}} blocks</p>
+<p class="meta">format {{.Format}}{{if .TorchFormat}} · torch {{.TorchFormat}}{{end}}{{if ge .Rank 0}} · rank {{.Rank}}{{end}}{{if ge .Iteration 0}} · iteration {{.Iteration}}{{end}}{{if .Devices}} · devices {{range $k, $d := .Devices}}{{if $k}}, {{end}}{{$d}}{{end}}{{end}}{{if $in.Totals}} · {{.Segments}} segments, {{.Blocks}} blocks{{end}}</p>
 {{if .Recommendations}}<h3>Findings</h3>{{range .Recommendations}}<div class="rec {{.Severity}}"><b>{{.Title}}</b><br>{{.Evidence}}{{if .Advice}}<br><small>{{.Advice}}</small>{{end}}</div>{{end}}{{end}}
-{{end}}
-<h3>Totals</h3>
+{{if $in.Totals}}<h3>Totals</h3>
 <table><tr><th>measure</th><th>bytes</th><th>exact</th></tr>
-{{range .Totals}}<tr><td>{{.Label}}</td><td class="num">{{human .Value}}</td><td class="num" data-field="{{.Key}}" data-value="{{.Value}}">{{exact .Value}}</td></tr>{{end}}
-<tr><td>efficiency (requested / reserved)</td><td class="num" data-field="efficiency_pct" data-value="{{.R.EfficiencyPct}}">{{pct .R.EfficiencyPct}} %</td><td></td></tr>
-</table>
-{{with .R}}
-{{if .Peak}}{{with .Peak}}<h3>Peak</h3>
+{{range $in.Totals}}<tr><td>{{.Label}}</td><td class="num">{{human .Value}}</td><td class="num" data-field="{{.Key}}" data-value="{{.Value}}">{{exact .Value}}</td></tr>{{end}}
+<tr><td>efficiency (requested / reserved)</td><td class="num" data-field="efficiency_pct" data-value="{{.EfficiencyPct}}">{{pct .EfficiencyPct}} %</td><td></td></tr>
+</table>{{end}}
+{{with $in.Tracer}}<h3>Memory tracer peak</h3>
+<p>Device {{.Device}}: peak <span data-field="peak_bytes" data-value="{{.PeakBytes}}">{{human .PeakBytes}}</span>, listed tensors <span data-field="listed_bytes" data-value="{{.ListedBytes}}">{{human .ListedBytes}}</span> ({{.Tensors}} tensors), not attributable {{human .GapBytes}}.{{if .GapExplanation}}<br><small>{{.GapExplanation}}</small>{{end}}</p>
+{{if .Phases}}<table><tr><th>phase</th><th>bytes</th><th>share</th><th>tensors</th></tr>{{range .Phases}}<tr><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td><td class="num">{{pct .SharePct}} %</td><td class="num">{{.Count}}</td></tr>{{end}}</table>{{end}}
+{{if .Modules}}<div class="scroll"><table><tr><th>module (repeated layers merged)</th><th>bytes</th><th>share</th><th>tensors</th><th>modules</th></tr>{{range limit $.Rows .Modules}}<tr><td class="site">{{.Pattern}}</td><td class="num">{{human .Bytes}}</td><td class="num">{{pct .SharePct}} %</td><td class="num">{{.Count}}</td><td class="num">{{merged .}}</td></tr>{{end}}</table></div>{{end}}
+{{end}}
+{{with .MemoryTimeline}}<h3>torch.profiler memory timeline</h3>
+<p>Peak {{human .PeakBytes}} at point {{.PeakIndex}} of {{.Points}}; {{human .FinalBytes}} at the end. What each category held then is under Categories.</p>
+{{end}}
+{{with .Log}}<h3>Training log ({{.Dialect}})</h3>
+<p>{{.Records}} memory records in {{.Lines}} lines; peak allocated {{orDash .PeakAllocatedBytes}}, peak reserved {{orDash .PeakReservedBytes}}{{if ge .PeakRank 0}} (rank {{.PeakRank}}){{end}}.
+{{with .Theoretical}}Theoretical: weight and optimizer {{orDash .WeightAndOptimizerByte}}, activation {{orDash .ActivationBytes}}, total {{orDash .TotalBytes}}.{{end}}</p>
+{{end}}
+{{if and .Peak (not .MemoryTimeline)}}{{with .Peak}}<h3>Peak</h3>
 <p>Device {{.Device}}: <span data-field="peak.bytes" data-value="{{.Bytes}}">{{human .Bytes}}</span> live at trace event {{.EventIndex}}{{if .TimeUS}} ({{time .TimeUS}}){{end}}.</p>
 {{if .Categories}}<table><tr><th>category at peak</th><th>bytes</th></tr>{{range .Categories}}<tr><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table>{{end}}
 {{if .Sites}}<div class="scroll"><table><tr><th>site at peak</th><th>category</th><th>bytes</th></tr>{{range limit $.Rows .Sites}}<tr><td class="site">{{.Site}}</td><td>{{.Category}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table></div>{{end}}
 {{end}}{{end}}
-{{if .Categories}}<h3>Categories (live at snapshot time)</h3>
+{{if .Categories}}<h3>Categories ({{if $in.Tracer}}listed tensors alive at the peak{{else if .MemoryTimeline}}at the peak{{else}}live at snapshot time{{end}})</h3>
 <table><tr><th>category</th><th>bytes</th><th>exact</th><th>count</th></tr>
-{{range .Categories}}<tr data-category="{{.Name}}"><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td><td class="num" data-field="categories.bytes" data-value="{{.Bytes}}">{{exact .Bytes}}</td><td class="num">{{.Count}}</td></tr>{{end}}
+{{range .Categories}}<tr data-category="{{.Name}}"><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td><td class="num" data-field="categories.bytes" data-value="{{.Bytes}}">{{exact .Bytes}}</td><td class="num">{{countOrDash .Count}}</td></tr>{{end}}
 </table>{{end}}
 {{if .Sites}}<h3>Top creation sites</h3>
 <div class="scroll"><table><tr><th>site</th><th>category</th><th>bytes</th><th>count</th></tr>
 {{range limit $.Rows .Sites}}<tr><td class="site">{{.Site}}</td><td>{{.Category}}</td><td class="num">{{human .Bytes}}</td><td class="num">{{.Count}}</td></tr>{{end}}
 </table></div>{{if gt (len .Sites) $.Rows}}<p><small>{{more $.Rows (len .Sites)}} more sites in summary.json</small></p>{{end}}{{end}}
-{{if .Top}}<h3>Largest live allocations</h3>
-<div class="scroll"><table><tr><th>size</th><th>requested</th><th>category</th><th>site</th><th>device</th></tr>
-{{range limit $.Rows .Top}}<tr><td class="num" data-field="top.size" data-value="{{.Size}}">{{human .Size}}</td><td class="num">{{human .RequestedSize}}</td><td>{{.Category}}</td><td class="site">{{.Site}}</td><td class="num">{{.Device}}</td></tr>{{end}}
+{{if $in.Top}}<h3>Largest live allocations</h3>
+<div class="scroll"><table><tr><th>size</th><th>requested</th><th>count</th><th>category</th><th>site</th><th>device</th></tr>
+{{range $in.Top}}<tr><td class="num" data-field="top.size" data-value="{{.Size}}" data-count="{{.Count}}">{{human .Size}}</td><td class="num">{{human .RequestedSize}}</td><td class="num">{{count .Count}}</td><td>{{.Category}}</td><td class="site">{{.Site}}</td><td class="num">{{intOrDash .Device}}</td></tr>{{end}}
 </table></div>{{end}}
 {{if .OOMs}}<h3>Out-of-memory events</h3>
 <table><tr><th>device</th><th>event</th><th>requested</th><th>free on device</th><th>site</th></tr>
@@ -236,7 +267,7 @@ imbalance {{pct .ImbalancePct}} %.</p>
 </table>{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
 {{end}}
-{{range .Images}}<figure><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Title}}</figcaption></figure>{{end}}
+{{range $in.Images}}<figure><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Title}}</figcaption></figure>{{end}}
 </section>
 {{end}}
 <p class="meta">Generated by memscan. This page is self-contained: it loads nothing from the network.</p>

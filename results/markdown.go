@@ -114,7 +114,7 @@ func (m *mdWriter) report(r *analyze.Report, plots []PlotFile, several bool) {
 		m.printf("- %s\n", f)
 	}
 
-	if r.Tracer == nil && r.MemoryTimeline == nil && r.Log == nil || r.ReservedBytes > 0 {
+	if r.HasAllocatorTotals() {
 		m.totals(r)
 	}
 
@@ -160,25 +160,34 @@ func (m *mdWriter) recommendations(recs []analyze.Recommendation) {
 // tables are the main per-input tables: categories, top allocations, the live set at the peak, OOMs, warnings.
 func (m *mdWriter) tables(r *analyze.Report) {
 	if len(r.Categories) > 0 {
-		var sum int64
-		for _, c := range r.Categories {
-			sum += c.Bytes
+		sum := categorySum(r.Categories)
+		title := "Memory by category"
+		if r.Kind() == analyze.KindTimeline {
+			title = "Live at the peak by category"
 		}
-		m.printf("\n**Memory by category**\n\n| category | size | share | count |\n|---|---:|---:|---:|\n")
+		m.printf("\n**%s**\n\n| category | size | share | count |\n|---|---:|---:|---:|\n", title)
 		for _, c := range r.Categories {
-			m.printf("| %s | %s | %s | %d |\n", mdCell(c.Name), HumanBytes(c.Bytes), Percent(c.Bytes, sum), c.Count)
+			m.printf("| %s | %s | %s | %s |\n", mdCell(c.Name), HumanBytes(c.Bytes), Percent(c.Bytes, sum), countOrDash(c.Count))
 		}
 	}
 
 	if len(r.Top) > 0 {
 		n := limit(len(r.Top), m.opts.Top)
-		m.printf("\n**Top %d allocations**\n\n| # | size | category | site |\n|---:|---:|---|---|\n", n)
-		for i, a := range r.Top[:n] {
-			m.printf("| %d | %s | %s | `%s` |\n", i+1, HumanBytes(a.Size), mdCell(a.Category), mdCell(mdCode(orDash(a.Site))))
+		groups := groupAllocations(r.Top, n)
+		if len(groups) == n { // nothing repeats: no count column
+			m.printf("\n**Top %d allocations**\n\n| # | size | category | site |\n|---:|---:|---|---|\n", n)
+			for _, g := range groups {
+				m.printf("| %d | %s | %s | `%s` |\n", g.Rank, HumanBytes(g.Size), mdCell(g.Category), mdCell(mdCode(orDash(g.Site))))
+			}
+		} else {
+			m.printf("\n**Top %d allocations** (identical ones on one row)\n\n| # | size | count | category | site |\n|---:|---:|---:|---|---|\n", n)
+			for _, g := range groups {
+				m.printf("| %d | %s | %s | %s | `%s` |\n", g.Rank, HumanBytes(g.Size), countLabel(g.Count), mdCell(g.Category), mdCell(mdCode(orDash(g.Site))))
+			}
 		}
 	}
 
-	if p := r.Peak; p != nil && len(p.Categories) > 0 {
+	if p := r.Peak; p != nil && len(p.Categories) > 0 && r.Kind() != analyze.KindTimeline {
 		m.printf("\n**Live at the peak** (%s on device %d, event %d)\n\n| category | size | share |\n|---|---:|---:|\n",
 			HumanBytes(p.Bytes), p.Device, p.EventIndex)
 		for _, c := range p.Categories {
@@ -204,7 +213,7 @@ func (m *mdWriter) tables(r *analyze.Report) {
 // findings are the few sentences a reader needs first, each with its number.
 func findings(r *analyze.Report) []string {
 	var out []string
-	if r.Tracer == nil && r.MemoryTimeline == nil && r.Log == nil || r.ReservedBytes > 0 {
+	if r.HasAllocatorTotals() {
 		out = allocatorFindings(r)
 	}
 	if v := r.Tracer; v != nil {
@@ -216,8 +225,7 @@ func findings(r *analyze.Report) []string {
 				out = append(out, fmt.Sprintf("Phase **%s** holds the most: %s (%.1f %% of listed).", mdText(ph.Name), HumanBytes(ph.Bytes), ph.SharePct))
 			}
 			if len(p.Modules) > 0 {
-				m := p.Modules[0]
-				out = append(out, fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed, %d modules merged).", mdCode(m.Pattern), HumanBytes(m.Bytes), m.SharePct, m.MergedModules))
+				out = append(out, moduleFinding(p.Modules[0]))
 			}
 		}
 	}
@@ -249,6 +257,17 @@ func findings(r *analyze.Report) []string {
 	return out
 }
 
+// moduleFinding names the module group holding the most; only a pattern that merged repeated layers says how many.
+func moduleFinding(m analyze.ModuleStat) string {
+	switch {
+	case m.Pattern == analyze.UnknownModule:
+		return fmt.Sprintf("%s of listed memory (%.1f %%) was created outside any module's forward (module `%s`).", HumanBytes(m.Bytes), m.SharePct, mdCode(m.Pattern))
+	case m.MergedModules > 1:
+		return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed, %d modules merged).", mdCode(m.Pattern), HumanBytes(m.Bytes), m.SharePct, m.MergedModules)
+	}
+	return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed).", mdCode(m.Pattern), HumanBytes(m.Bytes), m.SharePct)
+}
+
 // allocatorFindings are the headline numbers of an allocator snapshot.
 func allocatorFindings(r *analyze.Report) []string {
 	var out []string
@@ -259,10 +278,7 @@ func allocatorFindings(r *analyze.Report) []string {
 			HumanBytes(free), Percent(free, r.ReservedBytes), HumanBytes(r.ExternalFreeBytes), HumanBytes(r.InternalFreeBytes), HumanBytes(r.LargestFreeBlockBytes)))
 	}
 	if len(r.Categories) > 0 {
-		var sum int64
-		for _, c := range r.Categories {
-			sum += c.Bytes
-		}
+		sum := categorySum(r.Categories)
 		c := r.Categories[0]
 		for _, x := range r.Categories[1:] {
 			if x.Bytes > c.Bytes {
@@ -298,23 +314,37 @@ func allocatorFindings(r *analyze.Report) []string {
 
 func (m *mdWriter) cross(run *analyze.Run) {
 	c := run.Cross
-	m.printf("\n## Across inputs\n\n")
-	m.printf("Reserved memory: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
-		HumanBytes(c.MaxReservedBytes), HumanBytes(c.MedianReservedBytes), c.ImbalancePct, HumanBytes(c.MaxAllocatedBytes), HumanBytes(c.MedianAllocatedBytes))
+	v := newCrossView(c)
+	m.printf("\n## Across inputs\n")
+	if v.Snapshots > 1 {
+		m.printf("\nReserved memory: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
+			HumanBytes(c.MaxReservedBytes), HumanBytes(c.MedianReservedBytes), c.ImbalancePct, HumanBytes(c.MaxAllocatedBytes), HumanBytes(c.MedianAllocatedBytes))
+	}
+	if t := c.Tracer; t != nil {
+		m.printf("\nTracer peak: max %s (rank %d), median %s, min %s; imbalance **%.1f %%** (max / median - 1).\n",
+			HumanBytes(t.MaxPeakBytes), t.MaxPeakRank, HumanBytes(t.MedianPeakBytes), HumanBytes(t.MinPeakBytes), t.ImbalancePct)
+	}
 	if len(c.OutlierFiles) > 0 {
 		m.printf("\nOutliers:\n\n")
 		for _, f := range c.OutlierFiles {
 			m.printf("- `%s`\n", mdCode(f))
 		}
 	}
-	m.printf("\n| file | rank | iteration | reserved | allocated | peak | efficiency |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, r := range c.Rows {
-		peak := "-"
-		if r.PeakBytes > 0 {
-			peak = HumanBytes(r.PeakBytes)
+	m.printf("\n|")
+	for _, h := range v.Header {
+		m.printf(" %s |", h)
+	}
+	m.printf("\n|")
+	for _, a := range v.Aligns {
+		if a == alignRight {
+			m.printf("---:|")
+		} else {
+			m.printf("---|")
 		}
-		m.printf("| `%s` | %s | %s | %s | %s | %s | %.2f %% |\n", mdCell(mdCode(r.File)), intOrDash(r.Rank), intOrDash(r.Iteration),
-			HumanBytes(r.ReservedBytes), HumanBytes(r.AllocatedBytes), peak, r.EfficiencyPct)
+	}
+	m.printf("\n")
+	for _, r := range v.Rows {
+		m.printf("| `%s` | %s |\n", mdCell(mdCode(r.File)), strings.Join(r.Cells, " | "))
 	}
 	if len(c.Recommendations) > 0 {
 		m.printf("\n**Recommendations across inputs**\n\n")

@@ -56,6 +56,8 @@ func TestGoldenReports(t *testing.T) {
 		}},
 		{"views.txt", viewsRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
 		{"views.md", viewsRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
+		{"repeated.txt", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{Top: 10}) }},
+		{"repeated.md", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
 		{"empty.txt", &analyze.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}}}, func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
 	}
 	for _, tt := range tests {
@@ -154,7 +156,7 @@ func strconvI(v int64) string { return strconv.FormatInt(v, 10) }
 func TestMsgpackRoundTrip(t *testing.T) {
 	for _, run := range []*analyze.Run{sampleRun(), singleRun()} {
 		path := filepath.Join(t.TempDir(), FileMsgpack)
-		if err := writeFile(path, func(w io.Writer) error { return WriteMsgpack(w, run) }); err != nil {
+		if err := WriteFile(path, func(w io.Writer) error { return WriteMsgpack(w, run) }); err != nil {
 			t.Fatal(err)
 		}
 		got, err := ReadMsgpack(path)

@@ -8,11 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memscan/memscan/snapshot"
 )
 
 // maxRunDirSuffix bounds the collision loop; reaching it means something else keeps creating these names.
@@ -110,59 +111,6 @@ func SanitizeName(name string) string {
 	return s
 }
 
-// PathInfo is what an input path says about where it came from.
-type PathInfo struct {
-	// Kind is "iter" for iteration_N directories, "step" for step_NNN directories, "" when neither.
-	Kind string
-	// Iteration is the iteration or step number, -1 when unknown.
-	Iteration int
-	// Rank is the rank, -1 when unknown.
-	Rank int
-}
-
-var (
-	iterDirRE  = regexp.MustCompile(`^iteration_?(\d+)$`)
-	stepDirRE  = regexp.MustCompile(`^step_?(\d+)$`)
-	rankFileRE = regexp.MustCompile(`(?:^|[^A-Za-z])rank_?(\d+)`)
-	// torchtitan's newer layout: step_000000000010/000007_step_10.pickle (rank first, then the step).
-	stepFileRE = regexp.MustCompile(`^(\d+)_step_?(\d+)`)
-)
-
-// ParsePath reads rank and iteration from the two torchtitan layouts, iteration_N/rankR_memory_snapshot.pickle
-// and step_NNNNNNNNNNNN/RRRRRR_step_N.pickle, and from a bare rankR in the file name.
-func ParsePath(path string) PathInfo {
-	info := PathInfo{Iteration: -1, Rank: -1}
-	slashed := filepath.ToSlash(path)
-	file := slashed[strings.LastIndexByte(slashed, '/')+1:]
-	parent := ""
-	if dir := slashed[:max(strings.LastIndexByte(slashed, '/'), 0)]; dir != "" {
-		parent = dir[strings.LastIndexByte(dir, '/')+1:]
-	}
-	if m := iterDirRE.FindStringSubmatch(parent); m != nil {
-		info.Kind, info.Iteration = "iter", atoi(m[1])
-	} else if m := stepDirRE.FindStringSubmatch(parent); m != nil {
-		info.Kind, info.Iteration = "step", atoi(m[1])
-	}
-	if m := stepFileRE.FindStringSubmatch(file); m != nil {
-		info.Rank = atoi(m[1])
-		if info.Kind == "" {
-			info.Kind, info.Iteration = "step", atoi(m[2])
-		}
-	} else if m := rankFileRE.FindStringSubmatch(file); m != nil {
-		info.Rank = atoi(m[1])
-	}
-	return info
-}
-
-// atoi parses a digit string that the regexps above matched; absurdly long numbers saturate instead of failing.
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return int(^uint(0) >> 1)
-	}
-	return n
-}
-
 // Stem is the file name without directory and without its extensions (.pickle, .json.gz, ...).
 func Stem(path string) string {
 	base := filepath.Base(path)
@@ -185,10 +133,10 @@ func isKnownExt(ext string) bool {
 
 // InputName is the short label of one input: iter1_rank0, step10_rank7, rank3, or the file stem.
 func InputName(path string) string {
-	info := ParsePath(path)
+	info := snapshot.ParsePath(path)
 	var parts []string
 	if info.Iteration >= 0 {
-		parts = append(parts, info.Kind+strconv.Itoa(info.Iteration))
+		parts = append(parts, info.IterationKind+strconv.Itoa(info.Iteration))
 	}
 	if info.Rank >= 0 {
 		parts = append(parts, "rank"+strconv.Itoa(info.Rank))
@@ -214,12 +162,12 @@ func RunName(paths []string) string {
 	ranks := map[int]bool{}
 	parsed := true
 	for _, p := range paths {
-		info := ParsePath(p)
+		info := snapshot.ParsePath(p)
 		if info.Rank < 0 && info.Iteration < 0 {
 			parsed = false
 			break
 		}
-		kinds[info.Kind] = true
+		kinds[info.IterationKind] = true
 		iters[info.Iteration] = true
 		ranks[info.Rank] = true
 	}

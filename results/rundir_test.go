@@ -158,6 +158,7 @@ func TestRunName(t *testing.T) {
 		{"step layout", []string{"snap/step_000000000010/000007_step_10.pickle"}, "step10_rank7"},
 		{"step file without step dir", []string{"000003_step_20.pickle"}, "step20_rank3"},
 		{"plain file", []string{"/data/Constructor-Sun__code_location__memory_snapshot.pickle"}, "Constructor-Sun__code_location__memory_snapshot"},
+		{"short rank form, as the report reads it", []string{"tracer/run_r1_small.json"}, "rank1"},
 		{"rank in file only", []string{"dump/rank12_memory_snapshot.pickle"}, "rank12"},
 		{"gz timeline", []string{"prof/trace.memory_timeline.json.gz"}, "trace.memory_timeline"},
 		{"odd characters", []string{"my run (copy)/snap shot#1.pickle"}, "snap_shot_1"},
@@ -185,24 +186,6 @@ func ranks(format string, n int) []string {
 		out = append(out, filepath.FromSlash(fmt.Sprintf(format, i)))
 	}
 	return out
-}
-
-func TestParsePath(t *testing.T) {
-	tests := []struct {
-		path string
-		want PathInfo
-	}{
-		{"iteration_12/rank3_memory_snapshot.pickle", PathInfo{"iter", 12, 3}},
-		{"step_000000000500/000015_step_500.pickle", PathInfo{"step", 500, 15}},
-		{"rank_4.pickle", PathInfo{"", -1, 4}},
-		{"frank7.pickle", PathInfo{"", -1, -1}}, // "rank" inside a word is not a rank
-		{"snapshot.pickle", PathInfo{"", -1, -1}},
-	}
-	for _, tt := range tests {
-		if got := ParsePath(tt.path); got != tt.want {
-			t.Errorf("ParsePath(%q) = %+v, want %+v", tt.path, got, tt.want)
-		}
-	}
 }
 
 func TestSanitizeName(t *testing.T) {

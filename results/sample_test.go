@@ -150,8 +150,9 @@ func viewsRun() *analyze.Run {
 		Tracer: &analyze.TracerView{Rank: 0, Device: "cuda:0", Devices: []analyze.TracerDeviceView{
 			{Device: "cuda:0", PeakBytes: 900 * mib, ListedBytes: 700 * mib, GapBytes: 200 * mib, GapExplanation: "the file lists only tensors of at least 1 MiB",
 				Tensors: 12, SmallestListedBytes: 1 * mib, InferredMinMemoryMB: 1, ReleasedTensors: 3,
-				Phases:     []analyze.PhaseStat{{Name: "forward", Bytes: 500 * mib, Count: 8, SharePct: 71.43}, {Name: "backward", Bytes: 200 * mib, Count: 4, SharePct: 28.57}},
-				Modules:    []analyze.ModuleStat{{Pattern: "model.layers.*.mlp", Bytes: 400 * mib, Count: 6, MergedModules: 3, SharePct: 57.14}},
+				Phases: []analyze.PhaseStat{{Name: "forward", Bytes: 500 * mib, Count: 8, SharePct: 71.43}, {Name: "backward", Bytes: 200 * mib, Count: 4, SharePct: 28.57}},
+				Modules: []analyze.ModuleStat{{Pattern: "model.layers.*.mlp", Bytes: 400 * mib, Count: 6, MergedModules: 3, SharePct: 57.14},
+					{Pattern: analyze.UnknownModule, Bytes: 300 * mib, Count: 6, MergedModules: 1, SharePct: 42.86}},
 				Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 * mib, Count: 12}},
 				Sites:      []analyze.TracerSite{{Site: "model.py:40:forward", Category: "Activation", Bytes: 400 * mib, Count: 6, Phases: []string{"forward"}}},
 				Top:        []analyze.TracerTensorRow{{Bytes: 100 * mib, Shape: "[4096, 1, 6400]", Module: "model.layers.0.mlp", Phase: "forward", Category: "Activation", Site: "model.py:40:forward"}},
@@ -171,10 +172,31 @@ func viewsRun() *analyze.Run {
 		File: "train.log", Format: "megatron-log", Rank: -1, Iteration: -1,
 		Log: &analyze.LogView{Dialect: "megatron", Lines: 4000, Records: 20, PeakAllocatedBytes: 60_000 * mib, PeakReservedBytes: -1,
 			PeakRank: 3, PeakIteration: 10, ReservedImbalancePct: 4.2,
-			Theoretical:  &snapshot.LogTheoretical{Line: 12, Rank: 0, WeightAndOptimizerByte: 40_000 * mib, ActivationBytes: 16_000 * mib, TotalBytes: 56_000 * mib},
+			// Megatron prints the activation and total estimates only for some configurations; −1 is "not printed".
+			Theoretical:  &snapshot.LogTheoretical{Line: 12, Rank: 0, WeightAndOptimizerByte: 40_000 * mib, ActivationBytes: -1, TotalBytes: -1},
 			TheoryGapPct: &gap,
 			Ranks: []analyze.LogRankRow{{Rank: 0, Records: 10, FirstIteration: 1, LastIteration: 10, MaxAllocated: 58_000 * mib, MaxReserved: -1, LastAllocated: 57_000 * mib, LastReserved: -1},
 				{Rank: 3, Records: 10, FirstIteration: 1, LastIteration: 10, MaxAllocated: 60_000 * mib, MaxReserved: -1, LastAllocated: 59_000 * mib, LastReserved: -1}}},
 	}
-	return &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{tracer, timeline, log}}
+	inputs := []*analyze.Report{tracer, timeline, log}
+	return &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan 0.1.0", Inputs: inputs, Cross: analyze.CrossInputs(inputs)}
+}
+
+// repeatedRun is one snapshot whose largest allocations repeat, as real snapshots' do: 6 identical optimizer
+// blocks, 3 identical weights on two devices, and one of a kind.
+func repeatedRun() *analyze.Run {
+	r := sampleReport("iteration_1/rank0_memory_snapshot.pickle", 0, 1)
+	r.Top = nil
+	add := func(n int, a analyze.Allocation) {
+		for i := range n {
+			a.Address = uint64(0x7f0000000000 + len(r.Top)<<20)
+			a.Device = i % 2
+			r.Top = append(r.Top, a)
+		}
+	}
+	add(1, analyze.Allocation{Size: 64 << 20, RequestedSize: 64 << 20, State: "active_allocated", Category: "Parameters/Weights", Site: "model.py:92:__init__"})
+	add(6, analyze.Allocation{Size: 4 << 20, RequestedSize: 4 << 20, State: "active_allocated", Category: "Optimizer State", Site: "train.py:66:main"})
+	add(3, analyze.Allocation{Size: 4 << 20, RequestedSize: 4 << 20, State: "active_allocated", Category: "Parameters/Weights", Site: "model.py:45:__init__"})
+	add(1, analyze.Allocation{Size: 4 << 20, RequestedSize: 4<<20 - 512, State: "active_allocated", Category: "Optimizer State", Site: "train.py:66:main"})
+	return &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{r}}
 }

@@ -86,7 +86,13 @@ func (t *textWriter) report(r *analyze.Report) {
 		t.printf("  iteration:  %d\n", r.Iteration)
 	}
 	// Allocator sections apply to snapshots; tracer, timeline and log inputs have their own sections below.
-	allocator := r.Tracer == nil && r.MemoryTimeline == nil && r.Log == nil || r.ReservedBytes > 0
+	allocator := r.HasAllocatorTotals()
+	// A tracer file's own section lists its tensors and sites with shape, phase and module; the generic lists
+	// would repeat them with less.
+	var tracerDev *analyze.TracerDeviceView
+	if r.Tracer != nil {
+		tracerDev = r.Tracer.Primary()
+	}
 	if allocator {
 		t.printf("  segments:   %d   blocks: %d\n", r.Segments, r.Blocks)
 		t.traceActions(r)
@@ -99,30 +105,27 @@ func (t *textWriter) report(r *analyze.Report) {
 	t.groups("Per pool", "pool", r.PerPool)
 	t.groups("Per segment type", "type", r.PerSegmentType)
 
-	if len(r.Categories) > 0 {
-		t.section("Categories (active allocated memory by what allocated it)")
-		var sum int64
-		for _, c := range r.Categories {
-			sum += c.Bytes
+	// A profiler timeline's categories and peak are its own section's "at the peak" table.
+	timeline := r.Kind() == analyze.KindTimeline
+	if len(r.Categories) > 0 && !timeline {
+		if r.Kind() == analyze.KindTracer {
+			t.section("Categories (listed tensors alive at the peak)")
+		} else {
+			t.section("Categories (active allocated memory by what allocated it)")
 		}
+		sum := categorySum(r.Categories)
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share", "count")
 		for _, c := range r.Categories {
-			tb.add(c.Name, HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, sum), strconv.Itoa(c.Count))
+			tb.add(c.Name, HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, sum), countOrDash(c.Count))
 		}
 		tb.write(t.w, 2)
 	}
 
-	if len(r.Top) > 0 {
-		top := limit(len(r.Top), t.opts.Top)
-		t.section(fmt.Sprintf("Top %d allocations", top))
-		tb := newTable([]align{alignRight, alignRight, alignRight, alignLeft, alignLeft, alignLeft}, "#", "size", "requested", "category", "state", "site")
-		for i, a := range r.Top[:top] {
-			tb.add(strconv.Itoa(i+1), HumanBytes(a.Size), GroupDigits(a.RequestedSize), a.Category, a.State, truncate(orDash(a.Site), maxSiteWidth))
-		}
-		tb.write(t.w, 2)
+	if len(r.Top) > 0 && (tracerDev == nil || len(tracerDev.Top) == 0) {
+		t.topAllocations(r.Top)
 	}
 
-	if len(r.Sites) > 0 {
+	if len(r.Sites) > 0 && (tracerDev == nil || len(tracerDev.Sites) == 0) {
 		n := limit(len(r.Sites), t.opts.Top)
 		t.section(fmt.Sprintf("Top %d allocation sites", n))
 		tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft}, "size", "count", "category", "site")
@@ -139,7 +142,7 @@ func (t *textWriter) report(r *analyze.Report) {
 	t.histogram("Size distribution of active allocations", r.ActiveSizes)
 	t.histogram("Size distribution of cached free blocks", r.FreeSizes)
 
-	if r.Peak != nil {
+	if r.Peak != nil && !timeline {
 		p := r.Peak
 		t.section("Peak (from the allocator trace)")
 		t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", HumanBytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
@@ -195,6 +198,31 @@ func (t *textWriter) report(r *analyze.Report) {
 			t.printf("  - %s\n", w)
 		}
 	}
+}
+
+// topAllocations lists the largest allocations, identical ones (same site, size, category and state) on one row
+// with their count; # is the position of the group's first allocation in the size order.
+func (t *textWriter) topAllocations(top []analyze.Allocation) {
+	n := limit(len(top), t.opts.Top)
+	groups := groupAllocations(top, n)
+	title := fmt.Sprintf("Top %d allocations", n)
+	if len(groups) < n {
+		title += fmt.Sprintf(" (%d distinct; identical ones counted ×N)", len(groups))
+	}
+	t.section(title)
+	if len(groups) == n { // nothing repeats: no count column
+		tb := newTable([]align{alignRight, alignRight, alignRight, alignLeft, alignLeft, alignLeft}, "#", "size", "requested", "category", "state", "site")
+		for _, g := range groups {
+			tb.add(strconv.Itoa(g.Rank), HumanBytes(g.Size), GroupDigits(g.RequestedSize), g.Category, g.State, truncate(orDash(g.Site), maxSiteWidth))
+		}
+		tb.write(t.w, 2)
+		return
+	}
+	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft, alignLeft, alignLeft}, "#", "size", "requested", "count", "category", "state", "site")
+	for _, g := range groups {
+		tb.add(strconv.Itoa(g.Rank), HumanBytes(g.Size), GroupDigits(g.RequestedSize), countLabel(g.Count), g.Category, g.State, truncate(orDash(g.Site), maxSiteWidth))
+	}
+	tb.write(t.w, 2)
 }
 
 func (t *textWriter) fragmentation(f analyze.Fragmentation) {
@@ -261,16 +289,21 @@ func (t *textWriter) histogram(title string, bs []analyze.SizeBucket) {
 
 func (t *textWriter) cross(c *analyze.Cross) {
 	t.section("Per input")
-	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight},
-		"file", "rank", "iteration", "reserved", "allocated", "peak", "efficiency")
-	for _, r := range c.Rows {
-		peak := "-"
-		if r.PeakBytes > 0 {
-			peak = HumanBytes(r.PeakBytes)
-		}
-		tb.add(truncate(r.File, 60), intOrDash(r.Rank), intOrDash(r.Iteration), HumanBytes(r.ReservedBytes), HumanBytes(r.AllocatedBytes), peak, fmt.Sprintf("%.2f %%", r.EfficiencyPct))
+	v := newCrossView(c)
+	tb := newTable(v.Aligns, v.Header...)
+	for _, r := range v.Rows {
+		tb.add(append([]string{truncate(r.File, 60)}, r.Cells...)...)
 	}
 	tb.write(t.w, 2)
+	if v.Snapshots > 1 {
+		t.imbalance(c)
+	}
+	t.tracerCross(c.Tracer)
+	t.recommendations("Recommendations across inputs", c.Recommendations, false)
+}
+
+// imbalance compares the allocator totals of the snapshots in a run.
+func (t *textWriter) imbalance(c *analyze.Cross) {
 	t.section("Imbalance")
 	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
 	kv.add("max reserved", HumanBytes(c.MaxReservedBytes), GroupDigits(c.MaxReservedBytes))
@@ -285,8 +318,6 @@ func (t *textWriter) cross(c *analyze.Cross) {
 			t.printf("    - %s\n", f)
 		}
 	}
-	t.tracerCross(c.Tracer)
-	t.recommendations("Recommendations across inputs", c.Recommendations, false)
 }
 
 // BucketLabel renders a histogram bucket as "1.0 MiB - 2.0 MiB".

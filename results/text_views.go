@@ -100,7 +100,7 @@ func (t *textWriter) tracer(r *analyze.Report) {
 		t.printf("\n  by module (repeated layers merged, top %d):\n", n)
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "module", "size", "share", "tensors", "modules")
 		for _, m := range p.Modules[:n] {
-			tb.add(truncate(m.Pattern, 70), HumanBytes(m.Bytes), fmt.Sprintf("%.2f %%", m.SharePct), strconv.Itoa(m.Count), strconv.Itoa(m.MergedModules))
+			tb.add(truncate(m.Pattern, 70), HumanBytes(m.Bytes), fmt.Sprintf("%.2f %%", m.SharePct), strconv.Itoa(m.Count), moduleCount(m))
 		}
 		tb.write(t.w, 4)
 	}
@@ -200,7 +200,7 @@ func (t *textWriter) trainingLog(r *analyze.Report) {
 	}
 	if th := v.Theoretical; th != nil {
 		t.printf("  theoretical (line %d): weight and optimizer %s, activation %s, total %s", th.Line,
-			HumanBytes(th.WeightAndOptimizerByte), HumanBytes(th.ActivationBytes), HumanBytes(th.TotalBytes))
+			bytesOrDash(th.WeightAndOptimizerByte), bytesOrDash(th.ActivationBytes), bytesOrDash(th.TotalBytes))
 		if v.TheoryGapPct != nil {
 			t.printf("; measured is %+.1f %% off", *v.TheoryGapPct)
 		}

@@ -2,7 +2,6 @@ package results
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
@@ -34,7 +33,7 @@ func runtimeInputCharts(r *analyze.Report) []chartJob {
 	}
 	if r.Tracer != nil {
 		if p := r.Tracer.Primary(); p != nil && len(p.Phases) > 0 {
-			where := fmt.Sprintf("%s, %s", filepath.Base(r.File), p.Device)
+			where := fmt.Sprintf("%s, %s", titleFile(r.File), p.Device)
 			title := "Memory alive at the peak by creation phase: " + where
 			add(ChartTracerPhases, title, func(path string) error {
 				var names []string
@@ -66,14 +65,21 @@ func runtimeInputCharts(r *analyze.Report) []chartJob {
 		}
 	}
 	if v := r.MemoryTimeline; v != nil && v.Series != nil && len(v.Series.TimesUS) > 0 {
-		title := "Memory timeline by category (torch.profiler): " + filepath.Base(r.File)
+		// The profiler's export names no device; the rank, when the path gives it, tells files apart.
+		title := "Memory timeline by category (torch.profiler): " + titleFile(r.File)
+		if r.Rank >= 0 {
+			title += fmt.Sprintf(", rank %d", r.Rank)
+		}
 		add(ChartTimeline, title, func(path string) error {
 			s := v.Series
 			return plots.ProfilerTimeline(path, title, s.TimesUS, s.Categories, s.Bytes, s.PeakIndex)
 		})
 	}
 	if v := r.Log; v != nil && len(v.Series) > 0 {
-		title := fmt.Sprintf("Memory per %s: %s (%s log)", logXName(v), filepath.Base(r.File), v.Dialect)
+		title := fmt.Sprintf("Memory per %s: %s (%s log)", logXName(v), titleFile(r.File), v.Dialect)
+		if v.DeviceName != "" { // the log names the GPU, not which device index each rank used
+			title = fmt.Sprintf("Memory per %s: %s (%s log, %s)", logXName(v), titleFile(r.File), v.Dialect, v.DeviceName)
+		}
 		add(ChartLogMemory, title, func(path string) error {
 			return plots.LogMemory(path, title, logXName(v), logLines(v))
 		})

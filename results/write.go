@@ -68,7 +68,7 @@ func Write(ctx context.Context, dir string, run *analyze.Run, opts WriteOptions)
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		if err := writeFile(filepath.Join(dir, s.name), s.write); err != nil {
+		if err := WriteFile(filepath.Join(dir, s.name), s.write); err != nil {
 			return out, err
 		}
 		out.Files = append(out.Files, s.name)
@@ -81,8 +81,8 @@ func Write(ctx context.Context, dir string, run *analyze.Run, opts WriteOptions)
 	return out, nil
 }
 
-// writeFile creates path and fills it through a buffer, reporting the first write or close error.
-func writeFile(path string, fill func(io.Writer) error) error {
+// WriteFile creates path and fills it through a buffer, reporting the first write or close error with the path.
+func WriteFile(path string, fill func(io.Writer) error) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -129,10 +128,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	mdOpt := analyze.CompareMarkdownOptions{Rows: f.rows, Images: images}
-	if err := writeFileWith(filepath.Join(dir, "compare.md"), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, "compare.md"), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
 		return err
 	}
-	if err := writeFileWith(filepath.Join(dir, "compare.json"), func(w io.Writer) error { return writeCompareJSON(w, cmp) }); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, "compare.json"), func(w io.Writer) error { return writeCompareJSON(w, cmp) }); err != nil {
 		return err
 	}
 	if err := results.UpdateLatest(f.out, dir); err != nil {
@@ -253,25 +252,4 @@ func writeCompareJSON(w io.Writer, c *analyze.Comparison) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(c)
-}
-
-// writeFileWith creates path and fills it through a buffered writer.
-func writeFileWith(path string, fill func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	if err := fill(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

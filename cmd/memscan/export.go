@@ -126,7 +126,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sliceOpt.Classify = classify
 	rank := f.rank
 	if rank < 0 {
-		if rank, _ = analyze.ParsePath(path); rank < 0 {
+		if rank = snapshot.ParsePath(path).Rank; rank < 0 {
 			rank = 0
 		}
 	}

@@ -54,6 +54,7 @@ Examples:
   memscan analyze --jobs 8 --no-plots outputs/memory_snapshot/          # every rank and iteration
   memscan analyze 'outputs/memory_snapshot/iteration_*/rank0_*.pickle'  # one rank across iterations
   memscan analyze --format json --quiet snapshot.pickle > summary.json
+  memscan analyze --summary-only --out /dump/summaries rank7_memory_snapshot.pickle   # then: memscan merge /dump/summaries
 `
 
 // analyzeFlags are the parsed flags of memscan analyze.
@@ -70,6 +71,10 @@ type analyzeFlags struct {
 	rankSet  bool
 	quiet    bool
 	static   string
+	// summaryOnly writes one compact rank summary per input instead of a run directory; summaryDir is where
+	// (empty: beside each input).
+	summaryOnly bool
+	summaryDir  string
 }
 
 func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, []string, error) {
@@ -87,6 +92,7 @@ func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, 
 	fs.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no report, progress or \"wrote DIR\" line; failures still go to stderr")
 	fs.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
+	fs.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, usageErrorf("analyze: %v (see memscan analyze --help)", err)
@@ -98,6 +104,9 @@ func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, 
 		return nil, nil, errHelp
 	}
 	f.rankSet = fs.Changed("rank")
+	if f.summaryOnly && fs.Changed("out") {
+		f.summaryDir = f.out
+	}
 	switch {
 	case f.jobs < 1:
 		return nil, nil, usageErrorf("analyze: --jobs must be at least 1, got %d", f.jobs)
@@ -164,6 +173,9 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(run.Inputs) == 0 {
 		return &exitError{code: exitFailed, err: fmt.Errorf("analyze: none of the %d input(s) could be analyzed", total)}
+	}
+	if flags.summaryOnly {
+		return writeRankSummaries(run, failures, total, flags, stdout, stderr)
 	}
 	if len(run.Inputs) > 1 {
 		run.Cross = analyze.CrossInputs(run.Inputs)
@@ -491,4 +503,38 @@ func dedupe(files []string) []string {
 		out = append(out, f)
 	}
 	return out
+}
+
+// summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.
+const summarySuffix = ".summary.msgpack"
+
+// writeRankSummaries is the --summary-only path: one compact analyze.RankSummary per input, written beside the
+// input (or into --out), so that each rank can be summarized where its snapshot lives and merged anywhere.
+func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int, flags *analyzeFlags, stdout, stderr io.Writer) error {
+	if flags.summaryDir != "" {
+		if err := os.MkdirAll(flags.summaryDir, 0o755); err != nil {
+			return fmt.Errorf("analyze: --out: %w", err)
+		}
+	}
+	for _, r := range run.Inputs {
+		path := r.File + summarySuffix
+		if flags.summaryDir != "" {
+			// Inputs from several folders may share a base name (rank0_memory_snapshot.pickle in every
+			// iteration_N), so the name also carries what the path says about rank and iteration.
+			path = filepath.Join(flags.summaryDir, results.InputName(r.File)+"_"+filepath.Base(r.File)+summarySuffix)
+		}
+		s := analyze.Summarize(r)
+		if err := results.WriteFile(path, func(w io.Writer) error { return analyze.WriteSummary(w, s) }); err != nil {
+			return fmt.Errorf("analyze: writing %s: %w", path, err)
+		}
+		if !flags.quiet {
+			fmt.Fprintf(stdout, "%s: rank %d, reserved %s, allocated %s, peak %s\n", r.File, r.Rank,
+				analyze.FormatBytes(r.ReservedBytes), analyze.FormatBytes(r.AllocatedBytes), analyze.FormatBytes(s.PeakBytes))
+			fmt.Fprintf(stderr, "wrote %s\n", path)
+		}
+	}
+	if len(failures) > 0 {
+		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed", len(failures), total)}
+	}
+	return nil
 }

@@ -22,12 +22,12 @@ const (
 
 // Realistic stacks, innermost first, with torch's call plumbing between user frames.
 var (
-	stAttn = tu.Stack(sp+"torch/nn/functional.py:5500:scaled_dot_product_attention", "/work/proj/layers/attention.py:40:forward",
-		sp+"torch/nn/modules/module.py:1747:_call_impl", "/work/proj/train.py:90:main")
-	stOpt  = tu.Stack(sp+"torch/optim/adamw.py:95:_init_group", sp+"torch/optim/adamw.py:210:step", "/work/proj/train.py:99:main")
-	stRelu = tu.Stack(sp+"torch/nn/functional.py:1704:relu", "/work/proj/model.py:20:block", "/work/proj/train.py:90:main")
-	stGrad = tu.Stack(sp+"torch/autograd/__init__.py:347:backward", sp+"torch/_tensor.py:581:backward", "/work/proj/train.py:95:main")
-	stLoss = tu.Stack(sp+"torch/nn/functional.py:3494:cross_entropy", "/work/proj/train.py:93:main")
+	stAttn = tu.Stack(sp+"torch/nn/functional.py:5500:scaled_dot_product_attention", "/home/dev/proj/layers/attention.py:40:forward",
+		sp+"torch/nn/modules/module.py:1747:_call_impl", "/home/dev/proj/train.py:90:main")
+	stOpt  = tu.Stack(sp+"torch/optim/adamw.py:95:_init_group", sp+"torch/optim/adamw.py:210:step", "/home/dev/proj/train.py:99:main")
+	stRelu = tu.Stack(sp+"torch/nn/functional.py:1704:relu", "/home/dev/proj/model.py:20:block", "/home/dev/proj/train.py:90:main")
+	stGrad = tu.Stack(sp+"torch/autograd/__init__.py:347:backward", sp+"torch/_tensor.py:581:backward", "/home/dev/proj/train.py:95:main")
+	stLoss = tu.Stack(sp+"torch/nn/functional.py:3494:cross_entropy", "/home/dev/proj/train.py:93:main")
 )
 
 func analyzeBuilt(t *testing.T, b *tu.SnapBuilder) *Report {
@@ -101,7 +101,7 @@ func TestTotalsHandComputed(t *testing.T) {
 		t.Errorf("categories %+v, want %+v", r.Categories, wantCats)
 	}
 	if len(r.Top) != 3 || r.Top[0].Size != 4*MiB || r.Top[0].Category != categorize.Attention ||
-		r.Top[0].Site != "/work/proj/layers/attention.py:40:forward" || r.Top[0].Rule != "attention-files" ||
+		r.Top[0].Site != "/home/dev/proj/layers/attention.py:40:forward" || r.Top[0].Rule != "attention-files" ||
 		r.Top[2].Site != NoStackSite {
 		t.Errorf("top %+v", r.Top)
 	}
@@ -198,7 +198,7 @@ func TestTimelineReplay(t *testing.T) {
 	if !slices.Equal(p.Categories, wantCats) {
 		t.Errorf("peak categories %+v", p.Categories)
 	}
-	if len(p.Sites) != 4 || p.Sites[0].Site != "/work/proj/model.py:20:block" || p.Sites[0].Bytes != 3000 {
+	if len(p.Sites) != 4 || p.Sites[0].Site != "/home/dev/proj/model.py:20:block" || p.Sites[0].Bytes != 3000 {
 		t.Errorf("peak sites %+v", p.Sites)
 	}
 	// Per-category stacks add up to the allocated line at every point, in peak order.
@@ -219,7 +219,7 @@ func TestTimelineReplay(t *testing.T) {
 	}
 	// OOM: requested vs device free, the state at the event, and the site from its frames.
 	want := OOM{Device: 0, EventIndex: 8, TimeUS: 1008, RequestedBytes: 100000, DeviceFreeBytes: 50,
-		Site: "/work/proj/model.py:20:block", Category: categorize.Activation, AllocatedBytes: 3000, ReservedBytes: 8192}
+		Site: "/home/dev/proj/model.py:20:block", Category: categorize.Activation, AllocatedBytes: 3000, ReservedBytes: 8192}
 	if len(r.OOMs) != 1 || r.OOMs[0] != want {
 		t.Errorf("ooms %+v, want %+v", r.OOMs, want)
 	}
@@ -268,7 +268,7 @@ func TestSampleIndicesKeepsBucketMax(t *testing.T) {
 // with a marker after each step: snapshot actions, or ProfilerStep annotations when useAnnotations is set.
 func leakSnapshot(steps int, leak int64, useAnnotations bool) *tu.SnapBuilder {
 	b := tu.NewSnap(1)
-	stLeak := tu.Stack("/work/proj/metrics.py:12:record", "/work/proj/train.py:90:main")
+	stLeak := tu.Stack("/home/dev/proj/metrics.py:12:record", "/home/dev/proj/train.py:90:main")
 	addr := uint64(0x7e0000000000)
 	for range steps {
 		if useAnnotations {
@@ -317,7 +317,7 @@ func TestLeakDetection(t *testing.T) {
 				return
 			}
 			l := r.LeakSuspects[0]
-			if l.Site != "/work/proj/metrics.py:12:record" || l.GrowthBytes != int64(tc.steps-1)*tc.leak || len(r.LeakSuspects) != 1 {
+			if l.Site != "/home/dev/proj/metrics.py:12:record" || l.GrowthBytes != int64(tc.steps-1)*tc.leak || len(r.LeakSuspects) != 1 {
 				t.Errorf("suspects %+v", r.LeakSuspects)
 			}
 		})
@@ -506,8 +506,8 @@ func BenchmarkAnalyzeLarge(b *testing.B) {
 	sb := tu.NewSnap(1)
 	stacks := make([]*snapshot.Stack, 500)
 	for i := range stacks {
-		stacks[i] = tu.Stack(sp+"torch/nn/functional.py:1704:relu", fmt.Sprintf("/work/proj/model%d.py:%d:forward", i%40, i),
-			sp+"torch/nn/modules/module.py:1747:_call_impl", "/work/proj/train.py:90:main")
+		stacks[i] = tu.Stack(sp+"torch/nn/functional.py:1704:relu", fmt.Sprintf("/home/dev/proj/model%d.py:%d:forward", i%40, i),
+			sp+"torch/nn/modules/module.py:1747:_call_impl", "/home/dev/proj/train.py:90:main")
 	}
 	for s := range 20000 {
 		var blocks []tu.BlockSpec

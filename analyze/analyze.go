@@ -53,13 +53,23 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Analyze computes the report of one decoded input. Allocator snapshots are analyzed here; other input kinds return
-// an error wrapping ErrUnsupported.
+// Analyze computes the report of one decoded input: allocator snapshots here, tracer JSON, profiler timelines and
+// training logs by their own analyzers. An input of no known kind returns an error wrapping ErrUnsupported.
 func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, error) {
 	if in == nil {
 		return nil, fmt.Errorf("analyze: nil input")
 	}
-	if in.Snapshot == nil {
+	// Each kind of input has its own analyzer; callers need not know which one.
+	ropts := RuntimeOptions{Top: opts.TopN, Rules: opts.Rules}
+	switch {
+	case in.Snapshot != nil:
+	case in.Tracer != nil:
+		return AnalyzeTracer(ctx, in, ropts)
+	case in.Timeline != nil:
+		return AnalyzeTimeline(ctx, in, ropts)
+	case in.Log != nil:
+		return AnalyzeLog(ctx, in, ropts)
+	default:
 		return nil, fmt.Errorf("analyze %s (%s): %w", in.Path, in.Format, ErrUnsupported)
 	}
 	rep, err := AnalyzeSnapshot(ctx, in.Snapshot, opts)
@@ -71,6 +81,15 @@ func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, er
 	info := snapshot.ParsePath(in.Path)
 	rep.Rank, rep.Iteration = info.Rank, info.Iteration
 	return rep, nil
+}
+
+// AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
+func AnalyzeFile(ctx context.Context, path string, opts Options) (*Report, error) {
+	in, err := snapshot.DecodeFile(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return Analyze(ctx, in, opts)
 }
 
 // analysis is the per-call working state; one per Analyze call, so calls can run concurrently.

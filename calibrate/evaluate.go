@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/static"
 )
 
@@ -74,20 +73,7 @@ type Options struct {
 
 // LoadRuntime decodes and analyzes one runtime file with the analyzer for its kind.
 func LoadRuntime(ctx context.Context, path string, opts analyze.Options) (*analyze.Report, error) {
-	in, err := snapshot.DecodeFile(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	ropts := analyze.RuntimeOptions{Top: opts.TopN, Rules: opts.Rules}
-	switch {
-	case in.Tracer != nil:
-		return analyze.AnalyzeTracer(ctx, in, ropts)
-	case in.Timeline != nil:
-		return analyze.AnalyzeTimeline(ctx, in, ropts)
-	case in.Log != nil:
-		return analyze.AnalyzeLog(ctx, in, ropts)
-	}
-	return analyze.Analyze(ctx, in, opts)
+	return analyze.AnalyzeFile(ctx, path, opts)
 }
 
 // EvaluateReports compares a static config with already analyzed runtime reports (the join behind

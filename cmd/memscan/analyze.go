@@ -22,7 +22,6 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/snapshot"
 )
 
 const analyzeHelp = `Usage: memscan analyze [flags] INPUT...
@@ -243,7 +242,7 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, fla
 			if ctx.Err() != nil {
 				return nil
 			}
-			reports[i], errs[i] = analyzeFile(ctx, path, opts)
+			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, opts)
 			mu.Lock()
 			defer mu.Unlock()
 			if errs[i] != nil && ctx.Err() == nil {
@@ -269,26 +268,6 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, fla
 		}
 	}
 	return reports, failures
-}
-
-func analyzeFile(ctx context.Context, path string, opts analyze.Options) (*analyze.Report, error) {
-	in, err := snapshot.DecodeFile(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	// Allocator snapshots get the full analysis; the other kinds of input have their own analyzers.
-	ropts := analyze.RuntimeOptions{Top: opts.TopN, Rules: opts.Rules}
-	switch {
-	case in.Snapshot != nil:
-		return analyze.Analyze(ctx, in, opts)
-	case in.Tracer != nil:
-		return analyze.AnalyzeTracer(ctx, in, ropts)
-	case in.Timeline != nil:
-		return analyze.AnalyzeTimeline(ctx, in, ropts)
-	case in.Log != nil:
-		return analyze.AnalyzeLog(ctx, in, ropts)
-	}
-	return analyze.Analyze(ctx, in, opts) // reports the unsupported input kind
 }
 
 // newProgress returns a progress bar on stderr, or nil when it should not be shown.

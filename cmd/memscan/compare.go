@@ -174,20 +174,7 @@ func loadCompareInput(ctx context.Context, path string, opts analyze.Options) (a
 	if err != nil {
 		return analyze.CompareInput{}, err
 	}
-	ropts := analyze.RuntimeOptions{Top: opts.TopN, Rules: opts.Rules}
-	var rep *analyze.Report
-	switch {
-	case in.Snapshot != nil:
-		rep, err = analyze.Analyze(ctx, in, opts)
-	case in.Tracer != nil:
-		rep, err = analyze.AnalyzeTracer(ctx, in, ropts)
-	case in.Timeline != nil:
-		rep, err = analyze.AnalyzeTimeline(ctx, in, ropts)
-	case in.Log != nil:
-		rep, err = analyze.AnalyzeLog(ctx, in, ropts)
-	default:
-		rep, err = analyze.Analyze(ctx, in, opts)
-	}
+	rep, err := analyze.Analyze(ctx, in, opts)
 	if err != nil {
 		return analyze.CompareInput{}, err
 	}

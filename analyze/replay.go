@@ -83,7 +83,7 @@ func (a *analysis) replayAll() error {
 			if a.rep.TraceActions == nil {
 				a.rep.TraceActions = map[string]int{}
 			}
-			a.rep.TraceActions[string(e.Action)]++
+			a.rep.TraceActions[e.ActionName()]++
 		}
 		if len(trace) == 0 {
 			continue
@@ -133,7 +133,7 @@ func (r *replay) run() error {
 					el.end = j
 				}
 			}
-			cat, site := r.classify(e.Stack, e.Category)
+			cat, site := r.classify(e.Stack, e.Category())
 			open[e.Addr] = len(r.elems)
 			r.elems = append(r.elems, element{size: e.Size, start: j, end: n, freeReq: -1, cat: cat, site: site})
 		case snapshot.ActionFreeRequested:
@@ -144,7 +144,7 @@ func (r *replay) run() error {
 				continue
 			}
 			// Allocated before the trace window: live from the start, stack taken from the free.
-			cat, site := r.classify(e.Stack, e.Category)
+			cat, site := r.classify(e.Stack, e.Category())
 			open[e.Addr] = len(r.elems)
 			r.elems = append(r.elems, element{size: e.Size, start: -1, end: n, freeReq: j, cat: cat, site: site})
 		case snapshot.ActionFreeCompleted:
@@ -154,7 +154,7 @@ func (r *replay) run() error {
 				delete(open, e.Addr)
 				continue
 			}
-			cat, site := r.classify(e.Stack, e.Category)
+			cat, site := r.classify(e.Stack, e.Category())
 			r.elems = append(r.elems, element{size: e.Size, start: -1, end: j, freeReq: -1, cat: cat, site: site})
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
 			resDelta[j] += e.Size

@@ -27,7 +27,7 @@ func FuzzPickleRoundTrip(f *testing.F) {
 		var tr []snapshot.TraceEntry
 		for i := 0; i < int(n); i++ {
 			e := snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr + uint64(i), Size: size - int64(i), Stream: stream,
-				TimeUS: int64(i) * size, HasTime: i%2 == 0, UserMetadata: name}
+				TimeUS: int64(i) * size, HasTime: i%2 == 0, Extra: extra(name)}
 			if i%3 == 0 {
 				e.Stack = st
 			}
@@ -57,7 +57,7 @@ func FuzzPickleRoundTrip(f *testing.F) {
 		for i, e := range got.DeviceTraces[0] {
 			w := tr[i]
 			if e.Addr != w.Addr || e.Size != w.Size || e.HasTime != w.HasTime || (w.HasTime && e.TimeUS != w.TimeUS) ||
-				e.UserMetadata != valid(w.UserMetadata) || (e.Stack == nil) != (w.Stack == nil) {
+				e.UserMetadata() != valid(w.UserMetadata()) || (e.Stack == nil) != (w.Stack == nil) {
 				t.Fatalf("event %d: %+v, want %+v", i, e, w)
 			}
 		}

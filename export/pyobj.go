@@ -216,17 +216,17 @@ func writeTraceEntry(e encoder, t *snapshot.TraceEntry) {
 	if t.Stack != nil {
 		n++
 	}
-	for _, s := range []string{t.CompileContext, t.UserMetadata, t.InternalMetadata, t.Category} {
+	for _, s := range []string{t.CompileContext(), t.UserMetadata(), t.InternalMetadata(), t.Category()} {
 		if s != "" {
 			n++
 		}
 	}
-	if t.Pool != (snapshot.PoolID{}) {
+	if t.Pool() != (snapshot.PoolID{}) {
 		n++
 	}
 	e.beginDict(n)
 	e.key("action")
-	e.str(string(t.Action))
+	e.str(t.ActionName())
 	if t.Action == snapshot.ActionOOM {
 		e.key("device_free")
 		e.int(t.DeviceFree)
@@ -246,16 +246,16 @@ func writeTraceEntry(e encoder, t *snapshot.TraceEntry) {
 		e.key("frames")
 		e.frames(t.Stack)
 	}
-	for _, kv := range [][2]string{{"compile_context", t.CompileContext}, {"user_metadata", t.UserMetadata},
-		{"internal_metadata", t.InternalMetadata}, {"category", t.Category}} {
+	for _, kv := range [][2]string{{"compile_context", t.CompileContext()}, {"user_metadata", t.UserMetadata()},
+		{"internal_metadata", t.InternalMetadata()}, {"category", t.Category()}} {
 		if kv[1] != "" {
 			e.key(kv[0])
 			e.str(kv[1])
 		}
 	}
-	if t.Pool != (snapshot.PoolID{}) {
+	if t.Pool() != (snapshot.PoolID{}) {
 		e.key("pool_id")
-		e.tuple2(t.Pool[0], t.Pool[1])
+		e.tuple2(t.Pool()[0], t.Pool()[1])
 	}
 	e.endDict()
 }

@@ -286,7 +286,10 @@ func TestPickleRoundTripReal(t *testing.T) {
 					if !sameFrames(x.Stack, y.Stack) || (x.Stack == nil) != (y.Stack == nil) {
 						t.Fatalf("device %d event %d: stacks differ", d, i)
 					}
-					x.Stack, y.Stack = nil, nil
+					if (x.Extra == nil) != (y.Extra == nil) || x.Extra != nil && *x.Extra != *y.Extra {
+						t.Fatalf("device %d event %d: extras %+v, want %+v", d, i, y.Extra, x.Extra)
+					}
+					x.Stack, y.Stack, x.Extra, y.Extra = nil, nil, nil, nil
 					if x != y {
 						t.Fatalf("device %d event %d: %+v, want %+v", d, i, y, x)
 					}

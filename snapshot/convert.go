@@ -50,6 +50,7 @@ type converter struct {
 	// dict once and reference it from many lists that are not themselves shared.
 	frames map[*types.Dict]Frame
 	marks  formatMarks
+	extras ExtraInterner
 	ticks  int
 	// budget is how many more model objects (segments, blocks, history entries, trace entries, annotations,
 	// frames) the conversion may create; negative means unlimited. A pickle can reference one large dict or list
@@ -716,14 +717,14 @@ func (c *converter) traceEntry(e *TraceEntry, v any) error {
 	}
 	var hasAction, hasSize, hasStream bool
 	var size any
+	var action string
+	var x TraceExtra
 	err = d.each(func(k string, v any) error {
 		var err error
 		switch k {
 		case "action":
 			hasAction = true
-			var s string
-			s, err = c.str(k, v)
-			e.Action = Action(s)
+			action, err = c.str(k, v)
 		case "addr":
 			e.Addr, err = c.address(k, v)
 		case "size":
@@ -742,16 +743,16 @@ func (c *converter) traceEntry(e *TraceEntry, v any) error {
 			e.Stack, err = c.stack(k, v)
 		case "compile_context":
 			c.marks.compileCtx = true
-			e.CompileContext = c.text(v)
+			x.CompileContext = c.text(v)
 		case "user_metadata":
 			c.marks.userMeta = true
-			e.UserMetadata = c.text(v)
+			x.UserMetadata = c.text(v)
 		case "internal_metadata":
-			e.InternalMetadata = c.text(v)
+			x.InternalMetadata = c.text(v)
 		case "category":
-			e.Category = c.text(v)
+			x.Category = c.text(v)
 		case "pool_id":
-			e.Pool, err = c.poolID(k, v)
+			x.Pool, err = c.poolID(k, v)
 		}
 		return err
 	}, c.badKey)
@@ -767,6 +768,11 @@ func (c *converter) traceEntry(e *TraceEntry, v any) error {
 	if !hasStream {
 		return c.errf("stream", "missing")
 	}
+	var known bool
+	if e.Action, known = ParseAction(action); !known {
+		x.OtherAction = action
+	}
+	e.Extra = c.extras.Intern(x)
 	limit := int64(maxBytes)
 	if e.Action == ActionOOM {
 		limit = math.MaxInt64

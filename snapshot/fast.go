@@ -121,13 +121,14 @@ type listObj struct {
 }
 
 type listMore struct {
-	// Trace entries go into entries, sized once from an estimate when the input size is known (see
+	// Trace entries go into entries, sized from a refined estimate when the input size is known (see
 	// addEntries), and otherwise into chunks of entryChunk joined once when the list is used: growing one slice
 	// by append would copy every entry several times, a fifth of the decode time on large traces.
 	entries []TraceEntry
 	chunks  [][]TraceEntry
 	batches int
-	mark    int64
+	mark    int64 // file offset at the last estimate checkpoint
+	markLen int   // entries at the last checkpoint
 	segs    []Segment
 	blocks  []Block
 	hists   []History
@@ -139,31 +140,50 @@ type listMore struct {
 
 const entryChunk = 8192
 
-// entryEstimateSlack is how much room the estimated trace length gets. Room never written costs address
-// space only: the pages of a fresh allocation are not touched until used.
-const entryEstimateSlack = 2.0
+// entryEstimateSlack is how much room the estimated trace length gets beyond the projection. Room never
+// written is not free: the allocation is zeroed when the runtime reuses memory (every file after the first in
+// a multi-file run), which costs time and resident memory, so the projection is refined as the trace streams
+// instead of guessing large once.
+const entryEstimateSlack = 1.25
 
-// addEntries appends the pending entries of one APPENDS batch. With the input size known, the second batch
-// measures the bytes per entry and sizes the list for the rest of the file at that rate.
+// minEntryBytes is a lower bound on the pickle bytes of one trace entry: an empty dict, a mark, three keys and
+// three values fetched from the memo or written inline, and SETITEMS take at least 15.
+const minEntryBytes = 8
+
+// addEntries appends the pending entries of one APPENDS batch. With the input size known, the list is sized
+// from the bytes per entry measured so far and re-projected at checkpoints (batches 2, 8, 32, 128, 512): the
+// first entries carry the stacks written out in full and later ones mostly refer to the memo, so an early
+// projection undershoots. Early checkpoints may grow or shrink the list (copying few entries); later ones only
+// grow it, and entries past the capacity go to chunks joined at the end.
 func (d *fastDecoder) addEntries(m *listMore, items []val) {
-	if d.size > 0 && m.entries == nil {
+	if d.size > 0 {
 		m.batches++
 		cur := d.base + int64(d.pos)
-		switch m.batches {
-		case 1:
-			m.mark = cur
-		case 2:
-			per := max(1, (cur-m.mark)/int64(len(items)))
-			have := len(items)
+		switch b := m.batches; {
+		case b == 1:
+			m.mark, m.markLen = cur, len(items)
+		case b == 2 || b == 8 || b == 32 || b == 128 || b == 512:
+			have := len(m.entries) + len(items)
 			for _, c := range m.chunks {
 				have += len(c)
 			}
+			// Bytes per entry over the window since the last checkpoint, which reflects the rest of the file
+			// better than the average from the start. No entry takes fewer than minEntryBytes of pickle (three
+			// keys and their values), which bounds the reservation by the file size whatever the input.
+			per := max(minEntryBytes, (cur-m.mark)/int64(max(1, have-m.markLen)))
+			proj := have + int(max(0, d.size-cur)/per) + entryChunk
 			est := have + int(float64(max(0, d.size-cur)/per)*entryEstimateSlack) + entryChunk
-			m.entries = make([]TraceEntry, 0, est)
-			for _, c := range m.chunks {
-				m.entries = append(m.entries, c...)
+			m.mark, m.markLen = cur, have
+			// Grow only when even the bare projection no longer fits: every reallocation leaves the old list
+			// to the collector, and the slack absorbs the usual drift.
+			if m.entries == nil || proj > cap(m.entries) || b <= 8 && est < cap(m.entries)*3/4 {
+				grown := make([]TraceEntry, 0, est)
+				grown = append(grown, m.entries...)
+				for _, c := range m.chunks {
+					grown = append(grown, c...)
+				}
+				m.entries, m.chunks = grown, nil
 			}
-			m.chunks = nil
 		}
 	}
 	for _, it := range items {
@@ -265,6 +285,7 @@ type fastDecoder struct {
 	frames  []Frame
 	frameID map[frameKey]int32
 	stacks  map[string]*Stack
+	extras  ExtraInterner
 	keyBuf  []byte
 
 	// Records converted from dicts wait here until a list takes them; live counts those still on the stack so

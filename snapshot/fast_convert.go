@@ -347,12 +347,16 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		return val{}, err
 	}
 	var e TraceEntry
+	var x TraceExtra
 	var err error
 	var action string
 	if action, err = d.fStr(fAction); err != nil {
 		return val{}, err
 	}
-	e.Action = Action(action)
+	var known bool
+	if e.Action, known = ParseAction(action); !known {
+		x.OtherAction = action
+	}
 	if has(present, fAddr) {
 		if e.Addr, err = d.fUint(fAddr); err != nil {
 			return val{}, err
@@ -386,32 +390,33 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		}
 	}
 	if has(present, fCompileContext) {
-		if e.CompileContext, err = d.fStr(fCompileContext); err != nil {
+		if x.CompileContext, err = d.fStr(fCompileContext); err != nil {
 			return val{}, err
 		}
 		d.fmt.compileContext = true
 	}
 	if has(present, fUserMetadata) {
-		if e.UserMetadata, err = d.fStr(fUserMetadata); err != nil {
+		if x.UserMetadata, err = d.fStr(fUserMetadata); err != nil {
 			return val{}, err
 		}
 		d.fmt.userMetadata = true
 	}
 	if has(present, fInternalMetadata) {
-		if e.InternalMetadata, err = d.fStr(fInternalMetadata); err != nil {
+		if x.InternalMetadata, err = d.fStr(fInternalMetadata); err != nil {
 			return val{}, err
 		}
 	}
 	if has(present, fCategory) {
-		if e.Category, err = d.fStr(fCategory); err != nil {
+		if x.Category, err = d.fStr(fCategory); err != nil {
 			return val{}, err
 		}
 	}
 	if has(present, fPoolID) {
-		if e.Pool, err = d.fPair(fPoolID); err != nil {
+		if x.Pool, err = d.fPair(fPoolID); err != nil {
 			return val{}, err
 		}
 	}
+	e.Extra = d.extras.Intern(x)
 	d.pEntries = append(d.pEntries, e)
 	d.live++
 	return val{k: vEntry, n: int64(len(d.pEntries) - 1)}, nil

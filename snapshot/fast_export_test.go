@@ -9,3 +9,5 @@ var (
 )
 
 const FastCheckEvery = fastCheckEvery
+
+var DecodeFastPickleSized = decodeFastPickleSized

@@ -118,7 +118,7 @@ func TestFastDecodeRealSnapshots(t *testing.T) {
 						t.Errorf("device %d: %d trace entries, want %d", i, len(tr), e.TraceLens[i])
 					}
 					for _, te := range tr {
-						actions[string(te.Action)]++
+						actions[te.ActionName()]++
 					}
 				}
 				for k, n := range e.Actions {

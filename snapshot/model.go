@@ -113,41 +113,189 @@ type Stack struct {
 	Frames []Frame
 }
 
-// Action is a trace-entry action as PyTorch names it.
-type Action string
+// Action is a trace-entry action. It is a small integer so that a TraceEntry stays compact (a trace holds
+// millions of them); String returns PyTorch's name.
+type Action uint8
 
 const (
-	ActionAlloc         Action = "alloc"
-	ActionFreeRequested Action = "free_requested"
-	ActionFreeCompleted Action = "free_completed"
-	ActionSegmentAlloc  Action = "segment_alloc"
-	ActionSegmentFree   Action = "segment_free"
-	ActionSegmentMap    Action = "segment_map"
-	ActionSegmentUnmap  Action = "segment_unmap"
-	ActionOOM           Action = "oom"
-	ActionSnapshot      Action = "snapshot"
-	ActionUserDefined   Action = "user_defined"
-	ActionAnnotate      Action = "annotate"
+	// ActionOther is an action this version of memscan does not know; TraceEntry.ActionName returns the name
+	// the file gave (kept in TraceEntry.Extra.OtherAction).
+	ActionOther Action = iota
+	ActionAlloc
+	ActionFreeRequested
+	ActionFreeCompleted
+	ActionSegmentAlloc
+	ActionSegmentFree
+	ActionSegmentMap
+	ActionSegmentUnmap
+	ActionOOM
+	ActionSnapshot
+	ActionUserDefined
+	ActionAnnotate
+	numActions
 )
 
-// TraceEntry is one allocator event from device_traces.
+var actionNames = [numActions]string{
+	ActionOther:         "",
+	ActionAlloc:         "alloc",
+	ActionFreeRequested: "free_requested",
+	ActionFreeCompleted: "free_completed",
+	ActionSegmentAlloc:  "segment_alloc",
+	ActionSegmentFree:   "segment_free",
+	ActionSegmentMap:    "segment_map",
+	ActionSegmentUnmap:  "segment_unmap",
+	ActionOOM:           "oom",
+	ActionSnapshot:      "snapshot",
+	ActionUserDefined:   "user_defined",
+	ActionAnnotate:      "annotate",
+}
+
+// String returns PyTorch's name for a known action and "" for ActionOther (whose name lives in the entry; use
+// TraceEntry.ActionName).
+func (a Action) String() string {
+	if a < numActions {
+		return actionNames[a]
+	}
+	return ""
+}
+
+// ParseAction maps PyTorch's name to an Action; ok is false (and the result ActionOther) for a name memscan
+// does not know.
+func ParseAction(name string) (a Action, ok bool) {
+	for i := ActionAlloc; i < numActions; i++ {
+		if actionNames[i] == name {
+			return i, true
+		}
+	}
+	return ActionOther, false
+}
+
+// TraceEntry is one allocator event from device_traces. It is 64 bytes: the fields nearly every event sets are
+// inline, the rare ones sit behind Extra, which decoders intern so that equal extras share one allocation.
 type TraceEntry struct {
-	Action Action
-	Addr   uint64 // block or segment address; 0 for oom and snapshot
+	Addr uint64 // block or segment address; 0 for oom and snapshot
 	// Size: requested bytes for alloc/free, segment bytes for segment_*, requested bytes for oom,
 	// total allocated for snapshot.
 	Size       int64
 	Stream     uint64
 	TimeUS     int64 // Unix epoch microseconds; valid when HasTime
-	HasTime    bool
 	DeviceFree int64 // oom only: bytes cudaMemGetInfo reported free
 	Stack      *Stack
-	// Optional string fields; empty when absent.
+	// Extra holds the rarely-set fields; nil when they are all empty.
+	Extra   *TraceExtra
+	Action  Action
+	HasTime bool
+}
+
+// TraceExtra holds the fields of a trace entry that most events leave empty, exactly as the file gave them.
+type TraceExtra struct {
+	OtherAction      string // the action's name when Action is ActionOther
 	CompileContext   string
 	UserMetadata     string
 	InternalMetadata string
 	Category         string // only in snapshots synthesised by profile_plot
 	Pool             PoolID
+}
+
+// ActionName returns the action's name as the file wrote it.
+func (e TraceEntry) ActionName() string {
+	if e.Action == ActionOther {
+		if e.Extra != nil {
+			return e.Extra.OtherAction
+		}
+		return ""
+	}
+	return e.Action.String()
+}
+
+// CompileContext returns the entry's compile_context, "" when absent.
+func (e TraceEntry) CompileContext() string {
+	if e.Extra == nil {
+		return ""
+	}
+	return e.Extra.CompileContext
+}
+
+// UserMetadata returns the entry's user_metadata, "" when absent.
+func (e TraceEntry) UserMetadata() string {
+	if e.Extra == nil {
+		return ""
+	}
+	return e.Extra.UserMetadata
+}
+
+// InternalMetadata returns the entry's internal_metadata, "" when absent.
+func (e TraceEntry) InternalMetadata() string {
+	if e.Extra == nil {
+		return ""
+	}
+	return e.Extra.InternalMetadata
+}
+
+// Category returns the entry's category, "" when absent.
+func (e TraceEntry) Category() string {
+	if e.Extra == nil {
+		return ""
+	}
+	return e.Extra.Category
+}
+
+// Pool returns the entry's pool_id, {0, 0} when absent.
+func (e TraceEntry) Pool() PoolID {
+	if e.Extra == nil {
+		return PoolID{}
+	}
+	return e.Extra.Pool
+}
+
+// SetAction sets Action from a name, keeping an unknown name in Extra (through in, which may be nil).
+func (e *TraceEntry) SetAction(name string, in *ExtraInterner) {
+	a, ok := ParseAction(name)
+	e.Action = a
+	if !ok && name != "" {
+		x := TraceExtra{}
+		if e.Extra != nil {
+			x = *e.Extra
+		}
+		x.OtherAction = name
+		e.Extra = in.Intern(x)
+	}
+}
+
+// ExtraInterner shares one *TraceExtra among entries with equal extras: a trace of millions of events carries
+// a handful of distinct compile contexts and metadata strings. The zero value is ready to use; a nil
+// *ExtraInterner still works but shares nothing.
+type ExtraInterner struct {
+	m    map[TraceExtra]*TraceExtra
+	last *TraceExtra // the previous result: neighbouring events usually carry the same extras
+}
+
+// Intern returns the shared pointer for x, nil when x is all zero.
+func (in *ExtraInterner) Intern(x TraceExtra) *TraceExtra {
+	if x == (TraceExtra{}) {
+		return nil
+	}
+	if in != nil {
+		if in.last != nil && *in.last == x {
+			return in.last
+		}
+		if q, ok := in.m[x]; ok {
+			in.last = q
+			return q
+		}
+	}
+	// A fresh copy only when one is kept, so that x itself does not escape: entries call this millions of times.
+	p := new(TraceExtra)
+	*p = x
+	if in == nil {
+		return p
+	}
+	if in.m == nil {
+		in.m = make(map[TraceExtra]*TraceExtra)
+	}
+	in.m[x] = p
+	in.last = p
+	return p
 }
 
 // AllocatorSettings is the allocator configuration recorded since torch 2.3.

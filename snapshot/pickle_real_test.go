@@ -180,7 +180,7 @@ func TestRealSnapshotsMatchManifest(t *testing.T) {
 					devices[dev] = true
 				}
 				for _, e := range tr {
-					actions[string(e.Action)]++
+					actions[e.ActionName()]++
 				}
 			}
 			if want.Actions != nil && fmt.Sprint(actions) != fmt.Sprint(want.Actions) {

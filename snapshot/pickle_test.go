@@ -147,7 +147,7 @@ func TestDecodeFixtures(t *testing.T) {
 				if !reflect.DeepEqual(actions, []Action{ActionSegmentMap, ActionSegmentMap, ActionAlloc, ActionSegmentUnmap}) {
 					t.Errorf("actions = %v", actions)
 				}
-				if c := s.DeviceTraces[0][2].CompileContext; c != "Torch-Compiled Region: 0/0" {
+				if c := s.DeviceTraces[0][2].CompileContext(); c != "Torch-Compiled Region: 0/0" {
 					t.Errorf("compile_context = %q", c)
 				}
 				as := s.AllocatorSettings
@@ -187,11 +187,11 @@ func TestDecodeFixtures(t *testing.T) {
 					t.Errorf("windows frame = %+v", f)
 				}
 				tr := s.DeviceTraces[0]
-				if tr[1].Action != ActionAnnotate || tr[1].UserMetadata != `{"layer": 3}` || tr[1].InternalMetadata != "mallocWithAddress" {
+				if tr[1].Action != ActionAnnotate || tr[1].UserMetadata() != `{"layer": 3}` || tr[1].InternalMetadata() != "mallocWithAddress" {
 					t.Errorf("annotate entry = %+v", tr[1])
 				}
-				if tr[2].Action != "future_action" || tr[2].Category != "ACTIVATION" || tr[2].Pool != (PoolID{}) {
-					t.Errorf("unknown action = %q, want it kept", tr[2].Action)
+				if tr[2].Action != ActionOther || tr[2].ActionName() != "future_action" || tr[2].Category() != "ACTIVATION" || tr[2].Pool() != (PoolID{}) {
+					t.Errorf("unknown action = %v %q, want it kept", tr[2].Action, tr[2].ActionName())
 				}
 				if len(s.HostSegments) != 1 || s.HostSegments[0].Device != -1 || len(s.HostTraces) != 1 || len(s.HostTraces[0]) != 1 {
 					t.Errorf("host segments/traces = %+v / %+v", s.HostSegments, s.HostTraces)

@@ -155,6 +155,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 
 	total := len(files) + len(failures) // discovered files plus arguments that yielded none
+	applyMemoryLimit(files, flags.jobs)
 	reports, decodeFailures := analyzeFiles(ctx, files, opts, flags, stderr)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("analyze: interrupted: %w", err)

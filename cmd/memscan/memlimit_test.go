@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestMemoryLimitFor(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const mb = 1 << 20
+	sized := func(name string, size int64) string { // sparse: only the size matters
+		p := write(name, []byte{0x80, 0x04})
+		if err := os.Truncate(p, size); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	big := sized("big.pickle", 200*mb)
+	mid := sized("mid.pickle", 100*mb)
+	small := write("small.pickle", []byte{0x80, 0x04})
+	gz := write("snap.pickle.gz", []byte{0x1f, 0x8b, 8, 0})
+	noEnv := func(string) string { return "" }
+	tests := []struct {
+		name   string
+		files  []string
+		jobs   int
+		env    func(string) string
+		want   int64
+		wantOK bool
+	}{
+		// 1.9 × the bytes analyzed at once, by hand: 1.9 × 200 MiB; 1.9 × 300 MiB.
+		{"one file", []string{big}, 1, noEnv, 380 * mb, true},
+		{"two jobs take the two largest", []string{small, mid, big}, 2, noEnv, 570 * mb, true},
+		{"one job takes the largest", []string{small, mid, big}, 1, noEnv, 380 * mb, true},
+		{"small inputs get the floor", []string{small}, 4, noEnv, minMemoryLimit, true},
+		{"missing files are skipped", []string{filepath.Join(dir, "none"), big}, 1, noEnv, 380 * mb, true},
+		{"gzip: no limit", []string{big, gz}, 1, noEnv, 0, false},
+		{"GOMEMLIMIT wins", []string{big}, 1, func(k string) string {
+			if k == "GOMEMLIMIT" {
+				return "1GiB"
+			}
+			return ""
+		}, 0, false},
+		{"no files", nil, 1, noEnv, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := memoryLimitFor(tc.files, tc.jobs, tc.env)
+			if ok != tc.wantOK || got != tc.want {
+				t.Errorf("memoryLimitFor = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}

@@ -150,10 +150,24 @@ func diffReports(b, a CompareInput) Diff {
 	tot("blocks", func(r *Report) int64 { return int64(r.Blocks) })
 	tot(PeakBytesBasis, peakBytes)
 
-	basis, total := AllocatedBasis, func(r *Report) int64 { return r.AllocatedBytes }
-	if rb.AllocatedBytes == 0 && ra.AllocatedBytes == 0 && (rb.ListedBytes != 0 || ra.ListedBytes != 0) {
-		// Tracer JSON: no allocator state, the listed tensors are what the categories describe.
-		basis, total = ListedBytesBase, func(r *Report) int64 { return r.ListedBytes }
+	// Each side's rows add up to its own measure: allocated bytes for a snapshot, the listed tensors for tracer
+	// JSON (no allocator state). Taking one measure for both sides of a tracer-vs-snapshot diff would leave the
+	// tracer's whole category list in a negative residual row.
+	sideBasis := func(r *Report) string {
+		if r.Kind() == KindTracer || (r.AllocatedBytes == 0 && r.ListedBytes != 0) {
+			return ListedBytesBase
+		}
+		return AllocatedBasis
+	}
+	total := func(r *Report) int64 {
+		if sideBasis(r) == ListedBytesBase {
+			return r.ListedBytes
+		}
+		return r.AllocatedBytes
+	}
+	basis := sideBasis(rb)
+	if sa := sideBasis(ra); sa != basis {
+		basis = basis + " before, " + sa + " after"
 	}
 	d.Categories = buildTable(basis, total(rb), total(ra), catRows(rb.Categories), catRows(ra.Categories), Uncategorized)
 	d.Sites = buildTable(basis, total(rb), total(ra), siteRows(rb.Sites), siteRows(ra.Sites), OtherSites)

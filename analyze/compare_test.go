@@ -177,3 +177,30 @@ func TestCompareRealSnapshots(t *testing.T) {
 		t.Errorf("segment diff %d common, %d new, %d vanished for %d and %d segments", s.Common, len(s.New), len(s.Vanished), len(ins[0].Segments), len(ins[1].Segments))
 	}
 }
+
+// TestCompareTracerWithSnapshot: a tracer file (no allocator state; its categories describe 700 listed bytes)
+// against a snapshot (1024 allocated bytes, categories covering 1000). Each side's rows add up to its own measure,
+// so the residual row is 0 → 24, the snapshot's uncategorized bytes, not −700 for the tracer's whole list.
+func TestCompareTracerWithSnapshot(t *testing.T) {
+	_, snap := compareFixture()
+	snap.Report.Categories = []CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}
+	snap.Report.AllocatedBytes = 1024
+	tr := &Report{File: "tracer_rank0.json", Format: "tracer-json", Tracer: &TracerView{}, ListedBytes: 700,
+		Categories: []CategoryStat{{Name: "Activation", Bytes: 500, Count: 2}, {Name: "Gradient", Bytes: 200, Count: 1}}}
+	c, err := Compare("memscan test", CompareInput{Report: tr}, []CompareInput{{Report: snap.Report}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cats := c.Diffs[0].Categories
+	if err := cats.Check(); err != nil {
+		t.Error(err)
+	}
+	if cats.Total.Before != 700 || cats.Total.After != 1024 || cats.Basis != "listed_bytes before, allocated_bytes after" {
+		t.Errorf("total %d → %d on %q; want 700 → 1024 on listed before, allocated after", cats.Total.Before, cats.Total.After, cats.Basis)
+	}
+	for _, r := range cats.Rows {
+		if r.Name == Uncategorized && (r.Before != 0 || r.After != 24) {
+			t.Errorf("residual %d → %d, want 0 → 24", r.Before, r.After)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // OutlierPct is how far above the median (of the same iteration) an input's reserved bytes must be to be an outlier.
@@ -55,23 +56,8 @@ func CrossInputs(reports []*Report) *Cross {
 	})
 	c := &Cross{Rows: rows, Recommendations: []Recommendation{}}
 	// Reserved and allocated statistics, outliers and growth compare allocator measurements only: a tracer file or
-	// a log in the same run has none, and its zeros would drag the median down.
-	var res, alloc []int64
-	for _, r := range rows {
-		if r.HasAllocatorTotals() {
-			res = append(res, r.ReservedBytes)
-			alloc = append(alloc, r.AllocatedBytes)
-		}
-	}
-	if len(res) > 0 {
-		c.MaxReservedBytes, c.MedianReservedBytes = slices.Max(res), median(res)
-		c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), median(alloc)
-	}
-	if c.MedianReservedBytes > 0 {
-		c.ImbalancePct = (float64(c.MaxReservedBytes)/float64(c.MedianReservedBytes) - 1) * 100
-	}
-
-	// Outliers are judged within an iteration: ranks of the same step should hold similar memory.
+	// a log in the same run has none, and its zeros would drag the median down. Ranks are compared within an
+	// iteration: rank 3 at step 10 against rank 3 at step 20 is growth, not imbalance.
 	byIter := map[int][]int{}
 	var iters []int
 	for i, r := range rows {
@@ -83,6 +69,27 @@ func CrossInputs(reports []*Report) *Cross {
 		}
 		byIter[r.Iteration] = append(byIter[r.Iteration], i)
 	}
+	c.Iterations = len(iters)
+	// The statistics are those of the most unbalanced iteration (the only one in the usual single-step run).
+	for k, it := range iters {
+		var res, alloc []int64
+		for _, i := range byIter[it] {
+			res = append(res, rows[i].ReservedBytes)
+			alloc = append(alloc, rows[i].AllocatedBytes)
+		}
+		maxRes, medRes := slices.Max(res), median(res)
+		pct := 0.0
+		if medRes > 0 {
+			pct = (float64(maxRes)/float64(medRes) - 1) * 100
+		}
+		if k == 0 || pct > c.ImbalancePct {
+			c.MaxReservedBytes, c.MedianReservedBytes = maxRes, medRes
+			c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), median(alloc)
+			c.ImbalancePct, c.ImbalanceIteration = pct, it
+		}
+	}
+
+	// Outliers are judged within an iteration: ranks of the same step should hold similar memory.
 	worst, worstPct, worstMed := -1, 0.0, int64(0)
 	for _, it := range iters {
 		idx := byIter[it]
@@ -107,8 +114,9 @@ func CrossInputs(reports []*Report) *Cross {
 		w := rows[worst]
 		c.Recommendations = append(c.Recommendations, Recommendation{ID: "rank-imbalance", Severity: SeverityWarning,
 			Title: "Memory imbalance between ranks", Value: worstPct, Threshold: OutlierPct,
-			Evidence: fmt.Sprintf("%s (rank %d, iteration %d) reserves %s, %.1f%% above the iteration's median %s; %d outlier input(s)",
-				w.File, w.Rank, w.Iteration, FormatBytes(w.ReservedBytes), worstPct, FormatBytes(worstMed), len(c.OutlierFiles)),
+			Evidence: fmt.Sprintf("%s%s reserves %s, %.1f%% above the median %s of %s; %d outlier input(s)",
+				w.File, rankIterLabel(w.Rank, w.Iteration), FormatBytes(w.ReservedBytes), worstPct, FormatBytes(worstMed),
+				iterationLabel(w.Iteration), len(c.OutlierFiles)),
 			Advice: "Uneven pipeline stages, MoE expert load or rank-0-only work (logging, checkpointing, evaluation) make one rank the limit: balance it or size the job for that rank."})
 	}
 
@@ -148,4 +156,27 @@ func CrossInputs(reports []*Report) *Cross {
 		}
 	}
 	return c
+}
+
+// rankIterLabel is " (rank R, iteration N)" with only the parts the path told (−1 is unknown), or "".
+func rankIterLabel(rank, iter int) string {
+	var parts []string
+	if rank >= 0 {
+		parts = append(parts, fmt.Sprintf("rank %d", rank))
+	}
+	if iter >= 0 {
+		parts = append(parts, fmt.Sprintf("iteration %d", iter))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// iterationLabel names the group an input was compared with.
+func iterationLabel(iter int) string {
+	if iter < 0 {
+		return "the inputs"
+	}
+	return fmt.Sprintf("iteration %d", iter)
 }

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -116,5 +117,44 @@ func TestCrossInputsMixedKinds(t *testing.T) {
 	only := CrossInputs([]*Report{tracer, log})
 	if only.MaxReservedBytes != 0 || only.MedianReservedBytes != 0 || only.ImbalancePct != 0 || len(only.OutlierFiles) != 0 {
 		t.Errorf("no snapshot: %+v", only)
+	}
+}
+
+// TestCrossInputsImbalancePerIteration: ranks are compared within an iteration. Two steps of two ranks each:
+// step 10 holds {100, 150} MiB (median 125, imbalance 150/125 − 1 = 20 %), step 20 holds {100, 300} MiB (median
+// 200, imbalance 50 %). Pooled over both steps the median would be 125 MiB and the imbalance 140 %, a number that
+// describes no step; the reported statistics are step 20's, the same step the rank-imbalance finding names.
+func TestCrossInputsImbalancePerIteration(t *testing.T) {
+	c := CrossInputs([]*Report{
+		rep("step10/rank0", 0, 10, 100*MiB, 10*MiB),
+		rep("step10/rank1", 1, 10, 150*MiB, 10*MiB),
+		rep("step20/rank0", 0, 20, 100*MiB, 10*MiB),
+		rep("step20/rank1", 1, 20, 300*MiB, 30*MiB),
+	})
+	if c.Iterations != 2 || c.ImbalanceIteration != 20 {
+		t.Errorf("iterations %d, imbalance iteration %d; want 2 and 20", c.Iterations, c.ImbalanceIteration)
+	}
+	if c.MaxReservedBytes != 300*MiB || c.MedianReservedBytes != 200*MiB || c.MaxAllocatedBytes != 30*MiB || c.MedianAllocatedBytes != 20*MiB {
+		t.Errorf("max %d median %d, allocated max %d median %d", c.MaxReservedBytes, c.MedianReservedBytes, c.MaxAllocatedBytes, c.MedianAllocatedBytes)
+	}
+	if want := 50.0; c.ImbalancePct < want-1e-9 || c.ImbalancePct > want+1e-9 {
+		t.Errorf("imbalance %v, want %v", c.ImbalancePct, want)
+	}
+	if len(c.Recommendations) == 0 || c.Recommendations[0].ID != "rank-imbalance" || c.Recommendations[0].Value != c.ImbalancePct {
+		t.Fatalf("recommendations %+v; want rank-imbalance with the reported %v %%", c.Recommendations, c.ImbalancePct)
+	}
+	if ev := c.Recommendations[0].Evidence; !strings.Contains(ev, "(rank 1, iteration 20)") || !strings.Contains(ev, "of iteration 20") {
+		t.Errorf("evidence %q", ev)
+	}
+}
+
+// TestCrossInputsUnknownRank: inputs whose paths tell no rank or iteration are named without "rank -1".
+func TestCrossInputsUnknownRank(t *testing.T) {
+	c := CrossInputs([]*Report{rep("a.pickle", -1, -1, 100*MiB, 0), rep("b.pickle", -1, -1, 200*MiB, 0), rep("c.pickle", -1, -1, 100*MiB, 0)})
+	if len(c.Recommendations) != 1 {
+		t.Fatalf("recommendations %+v", c.Recommendations)
+	}
+	if ev := c.Recommendations[0].Evidence; strings.Contains(ev, "-1") || !strings.HasPrefix(ev, "b.pickle reserves 200.0MiB") {
+		t.Errorf("evidence %q", ev)
 	}
 }

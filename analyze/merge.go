@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // SummaryKind marks a msgpack file as one rank's summary (as opposed to a whole run's report.msgpack).
@@ -31,7 +32,8 @@ type RankSummary struct {
 	InternalFreeBytes     int64 `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
 	ExternalFreeBytes     int64 `json:"external_free_bytes" msgpack:"external_free_bytes"`
 	LargestFreeBlockBytes int64 `json:"largest_free_block_bytes" msgpack:"largest_free_block_bytes"`
-	// PeakBytes is the trace's peak of live allocated bytes, or AllocatedBytes when there is no trace.
+	// PeakBytes is the trace's peak of live allocated bytes, or AllocatedBytes when there is no trace; for a
+	// tracer file, profiler timeline or log, the peak it recorded.
 	PeakBytes  int64          `json:"peak_bytes" msgpack:"peak_bytes"`
 	OOMs       int            `json:"ooms" msgpack:"ooms"`
 	Categories []CategoryStat `json:"categories" msgpack:"categories"`
@@ -55,8 +57,17 @@ func Summarize(r *Report) *RankSummary {
 		PeakBytes:             r.AllocatedBytes,
 		OOMs:                  len(r.OOMs),
 	}
-	if r.Peak != nil {
+	// The peak each input kind records, as CrossInputs reads it: a tracer file or profiler timeline has no
+	// allocator totals, so falling back to AllocatedBytes would summarize its rank as 0 bytes at the peak.
+	switch {
+	case r.Peak != nil:
 		s.PeakBytes = r.Peak.Bytes
+	case r.MemoryTimeline != nil:
+		s.PeakBytes = r.MemoryTimeline.PeakBytes
+	case r.Log != nil:
+		s.PeakBytes = max(r.Log.PeakAllocatedBytes, 0)
+	case r.Tracer != nil:
+		s.PeakBytes = r.PeakBytes
 	}
 	cats := slices.Clone(r.Categories)
 	slices.SortFunc(cats, func(a, b CategoryStat) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name)) })
@@ -121,6 +132,8 @@ type Merger struct {
 	categories map[string]*CategoryStat
 	stages     map[int]*StageStat
 	top        []RankRow // the TopK largest by reserved, sorted by bigger
+	// iterations counts summaries per iteration (−1: unknown); a handful of keys, since a dump holds few steps.
+	iterations map[int]int
 }
 
 // NewMerger returns an empty merger.
@@ -128,7 +141,7 @@ func NewMerger(opts MergeOptions) *Merger {
 	if opts.TopK <= 0 {
 		opts.TopK = DefaultTopK
 	}
-	return &Merger{opts: opts, categories: map[string]*CategoryStat{}, stages: map[int]*StageStat{}}
+	return &Merger{opts: opts, categories: map[string]*CategoryStat{}, stages: map[int]*StageStat{}, iterations: map[int]int{}}
 }
 
 // stat accumulates one metric over ranks.
@@ -263,6 +276,7 @@ func (m *Merger) Add(s *RankSummary) {
 	}
 	m.rows = append(m.rows, row)
 	m.n++
+	m.iterations[s.Iteration]++
 	m.ooms += s.OOMs
 	if s.OOMs > 0 {
 		m.oomRanks++
@@ -325,6 +339,9 @@ func (m *Merger) pushTop(rows ...RankRow) {
 func (m *Merger) Merge(o *Merger) {
 	m.rows = append(m.rows, o.rows...)
 	m.n += o.n
+	for it, n := range o.iterations {
+		m.iterations[it] += n
+	}
 	m.ooms += o.ooms
 	m.oomRanks += o.oomRanks
 	m.reserved.merge(&o.reserved)
@@ -372,6 +389,9 @@ type CrossRank struct {
 	OOMs            int              `json:"ooms" msgpack:"ooms"`
 	OOMRanks        int              `json:"oom_ranks" msgpack:"oom_ranks"`
 	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
+	// Iterations lists the iterations (−1: unknown) when the summaries come from more than one: then a rank
+	// appears once per iteration, Ranks counts summaries, and the statistics mix steps.
+	Iterations []int `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
 }
 
 // CrossRankKind marks a msgpack or JSON file as a merged cross-rank report.
@@ -404,6 +424,12 @@ func (m *Merger) Result() *CrossRank {
 		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
 		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []CategoryStat{}, Recommendations: []Recommendation{}}
 	slices.SortStableFunc(c.Rows, rowOrder)
+	if len(m.iterations) > 1 {
+		for it := range m.iterations {
+			c.Iterations = append(c.Iterations, it)
+		}
+		slices.Sort(c.Iterations)
+	}
 	if c.Rows == nil {
 		c.Rows = []RankRow{}
 	}
@@ -448,6 +474,14 @@ func (m *Merger) Result() *CrossRank {
 // crossRankAdvice turns the merged numbers into advice.
 func crossRankAdvice(c *CrossRank) []Recommendation {
 	out := []Recommendation{}
+	if len(c.Iterations) > 1 {
+		out = append(out, Recommendation{ID: "mixed-iterations", Severity: "warning",
+			Title:    "Summaries from several iterations are merged as if they were ranks",
+			Evidence: fmt.Sprintf("%d summaries come from %d iterations (%s)", c.Ranks, len(c.Iterations), joinInts(c.Iterations)),
+			Value:    float64(len(c.Iterations)), Threshold: 1,
+			Advice: "Ranks are compared within one training step: merge one iteration at a time " +
+				"(memscan merge --iteration N DIR), and compare iterations with memscan compare."})
+	}
 	if c.Ranks >= 2 && c.ImbalancePct > OutlierPct {
 		out = append(out, Recommendation{ID: "rank-imbalance", Severity: "warning",
 			Title: "Reserved memory is unbalanced across ranks",
@@ -492,4 +526,16 @@ func fmtBytes(n int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f%s", f, units[i])
+}
+
+// joinInts renders 10, 20, 30 (−1 as "unknown").
+func joinInts(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+		if x < 0 {
+			parts[i] = "unknown"
+		}
+	}
+	return strings.Join(parts, ", ")
 }

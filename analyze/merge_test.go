@@ -318,3 +318,25 @@ func TestMergeGeneratedRankSet(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizePeakByKind: a rank summary carries the peak each input kind recorded. A tracer file and a profiler
+// timeline have no allocator totals, so the old fallback to allocated bytes summarized their peak as 0.
+func TestSummarizePeakByKind(t *testing.T) {
+	tests := []struct {
+		name string
+		r    *Report
+		want int64
+	}{
+		{"snapshot with trace", &Report{Totals: Totals{AllocatedBytes: 10 * MiB}, Peak: &Peak{Bytes: 30 * MiB}}, 30 * MiB},
+		{"snapshot without trace", &Report{Totals: Totals{AllocatedBytes: 10 * MiB}}, 10 * MiB},
+		{"tracer", &Report{Tracer: &TracerView{}, PeakBytes: 4 << 30, ListedBytes: 3 << 30}, 4 << 30},
+		{"timeline", &Report{MemoryTimeline: &TimelineView{PeakBytes: 5 * MiB}}, 5 * MiB},
+		{"log", &Report{Log: &LogView{PeakAllocatedBytes: 7 * MiB}}, 7 * MiB},
+		{"log without allocated", &Report{Log: &LogView{PeakAllocatedBytes: -1}}, 0},
+	}
+	for _, tc := range tests {
+		if got := Summarize(tc.r).PeakBytes; got != tc.want {
+			t.Errorf("%s: peak %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

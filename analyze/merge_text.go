@@ -11,7 +11,12 @@ import (
 // the rows shown are the first in rank order, and the outlier section names the largest ranks regardless.
 func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Cross-rank memory report: %d ranks\n\n", c.Ranks)
+	if len(c.Iterations) > 1 {
+		fmt.Fprintf(&b, "Cross-rank memory report: %d summaries from %d iterations (%s); merge one with --iteration N\n\n",
+			c.Ranks, len(c.Iterations), joinInts(c.Iterations))
+	} else {
+		fmt.Fprintf(&b, "Cross-rank memory report: %d ranks\n\n", c.Ranks)
+	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "metric\tmin\tmedian\tp90\tmax\tmax rank\tsum\t\n")
 	for _, m := range []struct {

@@ -217,13 +217,17 @@ type Recommendation struct {
 // Cross is the cross-input section: one row per input and imbalance statistics.
 type Cross struct {
 	Rows []CrossRow `json:"rows" msgpack:"rows"`
-	// Imbalance compares the maximum with the median over inputs, per metric.
-	MaxReservedBytes     int64    `json:"max_reserved_bytes" msgpack:"max_reserved_bytes"`
-	MedianReservedBytes  int64    `json:"median_reserved_bytes" msgpack:"median_reserved_bytes"`
-	MaxAllocatedBytes    int64    `json:"max_allocated_bytes" msgpack:"max_allocated_bytes"`
-	MedianAllocatedBytes int64    `json:"median_allocated_bytes" msgpack:"median_allocated_bytes"`
-	ImbalancePct         float64  `json:"imbalance_pct" msgpack:"imbalance_pct"` // (max/median − 1) × 100 of reserved
-	OutlierFiles         []string `json:"outlier_files,omitempty" msgpack:"outlier_files,omitempty"`
+	// Imbalance compares the maximum with the median over the inputs of one iteration, per metric.
+	MaxReservedBytes     int64   `json:"max_reserved_bytes" msgpack:"max_reserved_bytes"`
+	MedianReservedBytes  int64   `json:"median_reserved_bytes" msgpack:"median_reserved_bytes"`
+	MaxAllocatedBytes    int64   `json:"max_allocated_bytes" msgpack:"max_allocated_bytes"`
+	MedianAllocatedBytes int64   `json:"median_allocated_bytes" msgpack:"median_allocated_bytes"`
+	ImbalancePct         float64 `json:"imbalance_pct" msgpack:"imbalance_pct"` // (max/median − 1) × 100 of reserved
+	// Iterations is how many iterations the snapshots span; with several, the statistics above are those of the
+	// most unbalanced one, ImbalanceIteration (−1: the path told none), since ranks are compared within a step.
+	Iterations         int      `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
+	ImbalanceIteration int      `json:"imbalance_iteration" msgpack:"imbalance_iteration"`
+	OutlierFiles       []string `json:"outlier_files,omitempty" msgpack:"outlier_files,omitempty"`
 	// Recommendations drawn from comparing the inputs (rank imbalance, growth across iterations).
 	Recommendations []Recommendation `json:"recommendations,omitempty" msgpack:"recommendations,omitempty"`
 	// Tracer compares tracer inputs across ranks (set when at least two inputs are tracer JSON).

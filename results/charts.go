@@ -565,16 +565,26 @@ func ranksChart(c *analyze.Cross) (chartJob, bool) {
 		return chartJob{}, false
 	}
 	gc := plots.GroupedBarChart{Groups: groups, Series: series}
-	switch {
-	case v.Snapshots > 1:
-		gc.Reference, gc.ReferenceLabel = float64(c.MedianReservedBytes), "median reserved"
-	case c.Tracer != nil && len(c.Tracer.Ranks) > 1:
-		gc.Reference, gc.ReferenceLabel = float64(c.Tracer.MedianPeakBytes), "median tracer peak"
-	}
+	gc.Reference, gc.ReferenceLabel = ranksReference(c, v)
 	gc.Title = fmt.Sprintf("Across %d inputs: %s memory", len(c.Rows), joinAnd(names))
 	return chartJob{input: -1, file: PlotFile{Path: ChartRanks, Title: gc.Title}, draw: func(p string) error {
 		return plots.GroupedBars(p, gc)
 	}}, true
+}
+
+// ranksReference is the dashed line of the ranks chart: the median reserved when snapshots are compared (of the
+// iteration the imbalance statistics describe, named when there are several), else the median tracer peak.
+func ranksReference(c *analyze.Cross, v crossView) (float64, string) {
+	switch {
+	case v.Snapshots > 1:
+		if c.Iterations > 1 && c.ImbalanceIteration >= 0 {
+			return float64(c.MedianReservedBytes), fmt.Sprintf("median reserved, iteration %d", c.ImbalanceIteration)
+		}
+		return float64(c.MedianReservedBytes), "median reserved"
+	case c.Tracer != nil && len(c.Tracer.Ranks) > 1:
+		return float64(c.Tracer.MedianPeakBytes), "median tracer peak"
+	}
+	return 0, ""
 }
 
 // joinAnd joins words as "a", "a and b", "a, b and c".

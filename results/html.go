@@ -74,7 +74,10 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		if r == nil {
 			continue
 		}
-		in := htmlInput{Index: i, R: r, Top: groupAllocations(r.Top, htmlRows)}
+		// Group the whole list, then cap the rows: capping first would count only the copies that happen to
+		// fall in the first rows (×2 here where the text report says ×8).
+		top := groupAllocations(r.Top, len(r.Top))
+		in := htmlInput{Index: i, R: r, Top: top[:min(len(top), htmlRows)]}
 		if r.HasAllocatorTotals() {
 			in.Totals = []htmlField{
 				{"reserved_bytes", "reserved", r.ReservedBytes},
@@ -152,18 +155,19 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 }
 
 var htmlFuncs = template.FuncMap{
-	"human":       HumanBytes,
-	"exact":       GroupDigits,
-	"pct":         func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-	"time":        FormatTimeUS,
-	"limit":       func(n int, xs any) any { return limitSlice(xs, n) },
-	"more":        func(n, total int) int { return total - n },
-	"hasMsg":      func(s string) bool { return s != "" },
-	"orDash":      bytesOrDash,
-	"count":       countLabel,
-	"merged":      moduleCount,
-	"countOrDash": countOrDash,
-	"intOrDash":   intOrDash,
+	"human":          HumanBytes,
+	"exact":          GroupDigits,
+	"pct":            func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"time":           FormatTimeUS,
+	"limit":          func(n int, xs any) any { return limitSlice(xs, n) },
+	"more":           func(n, total int) int { return total - n },
+	"hasMsg":         func(s string) bool { return s != "" },
+	"orDash":         bytesOrDash,
+	"count":          countLabel,
+	"merged":         moduleCount,
+	"countOrDash":    countOrDash,
+	"imbalanceScope": ImbalanceScope,
+	"intOrDash":      intOrDash,
 }
 
 func limitSlice(xs any, n int) any {
@@ -213,7 +217,7 @@ figcaption{font-size:12px;color:#555}
 {{if .Run.Failures}}<h2>Inputs that could not be analyzed</h2><ul>{{range .Run.Failures}}<li><code>{{.File}}</code>: {{.Error}}</li>{{end}}</ul>{{end}}
 {{if .Run.Cross}}{{with .Run.Cross}}
 <h2>Across inputs</h2>
-{{if gt $.Cross.Snapshots 1}}<p>Reserved: max <span data-field="cross.max_reserved_bytes" data-value="{{.MaxReservedBytes}}">{{human .MaxReservedBytes}}</span>,
+{{if gt $.Cross.Snapshots 1}}<p>Reserved{{imbalanceScope .}}: max <span data-field="cross.max_reserved_bytes" data-value="{{.MaxReservedBytes}}">{{human .MaxReservedBytes}}</span>,
 median <span data-field="cross.median_reserved_bytes" data-value="{{.MedianReservedBytes}}">{{human .MedianReservedBytes}}</span>,
 imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{with .Tracer}}<p>Tracer peak: max {{human .MaxPeakBytes}} (rank {{.MaxPeakRank}}), median {{human .MedianPeakBytes}}, min {{human .MinPeakBytes}}, imbalance {{pct .ImbalancePct}} %.</p>{{end}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,5 +248,37 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	}
 	if fi, err := os.Stat(shot); err != nil || fi.Size() < 1000 {
 		t.Errorf("no screenshot: %v", err)
+	}
+}
+
+// TestHTMLTopGroupsCountWholeList: the page groups identical allocations over the whole top list, as the text
+// report does, and only then caps the rows. 25 distinct allocations followed by 10 identical ones: the group is
+// ×10 (capping at htmlRows = 30 first would show ×5).
+func TestHTMLTopGroupsCountWholeList(t *testing.T) {
+	r := &analyze.Report{File: "rank0.pickle", Rank: 0, Iteration: -1}
+	for i := range 25 {
+		size := int64(100-i) << 20
+		r.Top = append(r.Top, analyze.Allocation{Size: size, RequestedSize: size, Site: fmt.Sprintf("model.py:%d:forward", i), Category: "Activation", State: "active_allocated"})
+	}
+	for range 10 {
+		r.Top = append(r.Top, analyze.Allocation{Size: 1 << 20, RequestedSize: 1 << 20, Site: "train.py:7:step", Category: "Gradient", State: "active_allocated"})
+	}
+	dir := t.TempDir()
+	if err := WriteHTML(dir, &analyze.Run{Version: 1, Inputs: []*analyze.Report{r}}); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, FileHTML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `data-value="1048576" data-count="10"`; !strings.Contains(string(page), want) {
+		t.Errorf("page has no row %s", want)
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, &analyze.Run{Version: 1, Inputs: []*analyze.Report{r}}, TextOptions{Top: 50}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "×10") {
+		t.Errorf("text report does not count the group ×10:\n%s", text.String())
 	}
 }

@@ -317,8 +317,8 @@ func (m *mdWriter) cross(run *analyze.Run) {
 	v := newCrossView(c)
 	m.printf("\n## Across inputs\n")
 	if v.Snapshots > 1 {
-		m.printf("\nReserved memory: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
-			HumanBytes(c.MaxReservedBytes), HumanBytes(c.MedianReservedBytes), c.ImbalancePct, HumanBytes(c.MaxAllocatedBytes), HumanBytes(c.MedianAllocatedBytes))
+		m.printf("\nReserved memory%s: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
+			ImbalanceScope(c), HumanBytes(c.MaxReservedBytes), HumanBytes(c.MedianReservedBytes), c.ImbalancePct, HumanBytes(c.MaxAllocatedBytes), HumanBytes(c.MedianAllocatedBytes))
 	}
 	if t := c.Tracer; t != nil {
 		m.printf("\nTracer peak: max %s (rank %d), median %s, min %s; imbalance **%.1f %%** (max / median - 1).\n",

@@ -231,7 +231,7 @@ func (t *textWriter) fragmentation(f analyze.Fragmentation) {
 	kv.add("internal waste (rounding inside allocated blocks)", HumanBytes(f.InternalWasteBytes), GroupDigits(f.InternalWasteBytes))
 	kv.add("cached free (inactive blocks held by the allocator)", HumanBytes(f.CachedFreeBytes), GroupDigits(f.CachedFreeBytes))
 	kv.add(fmt.Sprintf("segments at least %.0f %% free: %d", f.MostlyFreeThreshold*100, f.MostlyFreeSegments), HumanBytes(f.MostlyFreeSegmentsBytes), GroupDigits(f.MostlyFreeSegmentsBytes))
-	kv.add(fmt.Sprintf("free blocks of 100 MB or more: %d", f.LargeFreeBlocks), HumanBytes(f.LargeFreeBlocksBytes), GroupDigits(f.LargeFreeBlocksBytes))
+	kv.add(fmt.Sprintf("free blocks of %s or more: %d", HumanBytes(analyze.LargeFreeBlockBytes), f.LargeFreeBlocks), HumanBytes(f.LargeFreeBlocksBytes), GroupDigits(f.LargeFreeBlocksBytes))
 	kv.write(t.w, 2)
 	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
 }
@@ -250,6 +250,11 @@ func (t *textWriter) totals(x analyze.Totals) {
 	row("external free (not allocated)", x.ExternalFreeBytes)
 	row("largest free block", x.LargestFreeBlockBytes)
 	tb.write(t.w, 2)
+	if x.ReservedBytes == 0 {
+		// Nothing reserved: an empty snapshot is not 0 % efficient, it has no efficiency.
+		t.printf("  efficiency: - (nothing reserved)\n")
+		return
+	}
 	t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
 }
 
@@ -304,7 +309,7 @@ func (t *textWriter) cross(c *analyze.Cross) {
 
 // imbalance compares the allocator totals of the snapshots in a run.
 func (t *textWriter) imbalance(c *analyze.Cross) {
-	t.section("Imbalance")
+	t.section("Imbalance" + ImbalanceScope(c))
 	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
 	kv.add("max reserved", HumanBytes(c.MaxReservedBytes), GroupDigits(c.MaxReservedBytes))
 	kv.add("median reserved", HumanBytes(c.MedianReservedBytes), GroupDigits(c.MedianReservedBytes))
@@ -367,4 +372,17 @@ func formatFloat(v float64) string {
 		return strconv.FormatInt(int64(v), 10)
 	}
 	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
+}
+
+// ImbalanceScope says which iteration the imbalance statistics describe when the snapshots span several (ranks
+// are compared within one step), and "" otherwise.
+func ImbalanceScope(c *analyze.Cross) string {
+	if c == nil || c.Iterations < 2 {
+		return ""
+	}
+	it := "unnumbered inputs"
+	if c.ImbalanceIteration >= 0 {
+		it = fmt.Sprintf("iteration %d", c.ImbalanceIteration)
+	}
+	return fmt.Sprintf(" (%s, the most unbalanced of %d iterations)", it, c.Iterations)
 }

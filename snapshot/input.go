@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 )
 
 // Input is one decoded input file. Exactly one of the source fields is set.
@@ -100,6 +101,10 @@ func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, e
 		defer zr.Close()
 		return decode(ctx, name, zr, depth+1)
 	}
+	if isMemscanOutput(head) {
+		return nil, &Error{File: name, Offset: 0, Err: ErrUnknownContent,
+			Msg: "a file memscan wrote (report, summary or comparison), not a PyTorch dump: compare run directories with memscan compare, merge rank summaries with memscan merge"}
+	}
 	switch firstNonSpace(head) {
 	case '{', '[':
 		return decodeJSONInput(ctx, name, br)
@@ -131,4 +136,18 @@ func looksLikeText(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// memscanOutputJSON matches the start of the JSON files memscan writes: {"version": 1, "tool": "memscan …"} or
+// {"kind": "memscan-…"}. No PyTorch dump starts like that (tracer files key by device, snapshots by "segments").
+var memscanOutputJSON = regexp.MustCompile(`^\s*\{\s*"(?:version"\s*:\s*\d+\s*,\s*"tool"\s*:\s*"memscan|kind"\s*:\s*"memscan-)`)
+
+// isMemscanOutput says whether head starts one of memscan's own output files (JSON, or msgpack: a map whose first
+// entries name memscan), so that feeding one back gets a pointer to the right command instead of a parse error.
+func isMemscanOutput(head []byte) bool {
+	if memscanOutputJSON.Match(head) {
+		return true
+	}
+	msgpackMap := (head[0] > 0x80 && head[0] <= 0x8f) || head[0] == 0xde || head[0] == 0xdf
+	return msgpackMap && bytes.Contains(head[:min(len(head), 64)], []byte("memscan"))
 }

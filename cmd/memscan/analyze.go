@@ -69,7 +69,10 @@ type analyzeFlags struct {
 	rank     int
 	rankSet  bool
 	quiet    bool
-	static   string
+	// formatSet: --format was given. With --quiet it still prints that report, so
+	// `--format json --quiet > summary.json` works while progress and "wrote DIR" stay silent.
+	formatSet bool
+	static    string
 	// summaryOnly writes one compact rank summary per input instead of a run directory; summaryDir is where
 	// (empty: beside each input).
 	summaryOnly bool
@@ -89,7 +92,7 @@ func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, 
 	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
 	fs.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
 	fs.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no report, progress or \"wrote DIR\" line; failures still go to stderr")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
 	fs.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
 	fs.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
 	help := fs.BoolP("help", "h", false, "show this help")
@@ -103,6 +106,7 @@ func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, 
 		return nil, nil, errHelp
 	}
 	f.rankSet = fs.Changed("rank")
+	f.formatSet = fs.Changed("format")
 	if f.summaryOnly && fs.Changed("out") {
 		f.summaryDir = f.out
 	}
@@ -203,7 +207,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 	}
 
-	if !flags.quiet {
+	if !flags.quiet || flags.formatSet {
 		switch flags.format {
 		case "json":
 			err = results.WriteJSON(stdout, run)
@@ -215,6 +219,8 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return fmt.Errorf("analyze: writing the report: %w", err)
 		}
+	}
+	if !flags.quiet {
 		fmt.Fprintf(stderr, "wrote %s\n", dir)
 	}
 	if flags.static != "" {
@@ -400,14 +406,19 @@ func walkInputs(dir, outAbs string) ([]string, error) {
 	return found, err
 }
 
-// isRunDir reports whether dir is a memscan run directory (its report files are outputs, not inputs).
+// isRunDir reports whether dir is a memscan run directory (its report files are outputs, not inputs): one that
+// analyze, merge, compare or calibrate wrote.
 func isRunDir(dir string) bool {
-	for _, f := range []string{results.FileSummary, results.FileMsgpack} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return false
+	has := func(files ...string) bool {
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				return false
+			}
 		}
+		return true
 	}
-	return true
+	return has(results.FileSummary, results.FileMsgpack) || has(mergeJSONFile, mergeMsgpackFile) ||
+		has("compare.json", "compare.md") || has("calibration.json", "calibration.md")
 }
 
 // isInputName reports whether a file found in a directory walk looks like something memscan reads. Named

@@ -378,6 +378,39 @@ func TestAnalyzeQuietAndRank(t *testing.T) {
 	}
 }
 
+// TestAnalyzeQuietWithFormat: an explicit --format still prints that report under --quiet (the documented
+// `memscan analyze --format json --quiet snapshot.pickle > summary.json`), with nothing on stderr, and the
+// printed JSON is the summary.json of the run directory.
+func TestAnalyzeQuietWithFormat(t *testing.T) {
+	for _, tc := range []struct {
+		format, want string
+	}{
+		{"json", `"reserved_bytes"`},
+		{"md", "# memscan findings"},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			out := t.TempDir()
+			code, stdout, stderr := runCLI(t, "analyze", "--out", out, "--no-plots", "--quiet", "--format", tc.format,
+				fixture(t, "testdata/example/rank0_memory_snapshot.pickle"))
+			if code != exitOK || stderr != "" {
+				t.Fatalf("exit %d, stderr %q; want 0 and no stderr", code, stderr)
+			}
+			if !strings.Contains(stdout, tc.want) {
+				t.Fatalf("stdout %.200q does not hold %q", stdout, tc.want)
+			}
+			if tc.format == "json" {
+				file, err := os.ReadFile(filepath.Join(out, results.LatestName, "summary.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(bytes.TrimSpace(file), bytes.TrimSpace([]byte(stdout))) {
+					t.Errorf("stdout differs from summary.json (%d vs %d bytes)", len(stdout), len(file))
+				}
+			}
+		})
+	}
+}
+
 // TestAnalyzeRealSnapshots runs the CLI on the real snapshots and compares summary.json with PyTorch's own totals.
 func TestAnalyzeRealSnapshots(t *testing.T) {
 	dir := testutil.SharedDir(t, "real_snapshots")
@@ -446,6 +479,13 @@ func TestDiscoverInputs(t *testing.T) {
 	touch("run/results/20250101_000000_a/" + results.FileSummary)
 	touch("run/results/20250101_000000_a/" + results.FileMsgpack)
 	touch("run/results/20250101_000000_a/rank0_memory_snapshot.pickle")
+	// merge and compare run directories are outputs too (their JSON names hold "rank" and "memory" hints).
+	touch("run/results/20250101_000001_merge/" + mergeJSONFile)
+	touch("run/results/20250101_000001_merge/" + mergeMsgpackFile)
+	touch("run/results/20250101_000001_merge/rank_memory_cross_rank.json")
+	touch("run/results/20250101_000002_cmp/compare.json")
+	touch("run/results/20250101_000002_cmp/compare.md")
+	touch("run/results/20250101_000002_cmp/rank0_memory_snapshot.json")
 
 	files, failures := discoverInputs([]string{filepath.Join(dir, "run"), r2, filepath.Join(dir, "run", "iteration_1", "*.pickle")}, filepath.Join(dir, "elsewhere"))
 	want := []string{r2, linked, r10, step, logf, tracer}

@@ -122,6 +122,15 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if in.Snapshot == nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("export: %s is %s, not an allocator snapshot; only snapshots can be exported", path, in.Format)}
 	}
+	if !hasTrace(in.Snapshot) {
+		// The output is still valid, but not what the flag asked for: say so rather than label it "peak".
+		switch {
+		case format == export.FormatPprof && at == export.AtPeak:
+			fmt.Fprintf(stderr, "memscan: warning: %s has no allocator trace, so there is no peak; the profile holds the snapshot's live blocks\n", path)
+		case format == export.FormatSlice && f.window != "":
+			fmt.Fprintf(stderr, "memscan: warning: %s has no allocator trace; --window has nothing to cut\n", path)
+		}
+	}
 	classify := export.RulesClassifier(rules)
 	sliceOpt.Classify = classify
 	rank := f.rank
@@ -195,4 +204,14 @@ func writeFileAtomic(path string, fill func(io.Writer) error) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// hasTrace says whether any device of the snapshot recorded allocator trace events.
+func hasTrace(s *snapshot.Snapshot) bool {
+	for _, t := range s.DeviceTraces {
+		if len(t) > 0 {
+			return true
+		}
+	}
+	return false
 }

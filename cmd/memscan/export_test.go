@@ -213,3 +213,25 @@ func TestExportRealSliceTop(t *testing.T) {
 			len(got.Snapshot.Segments), len(orig.Snapshot.Segments))
 	}
 }
+
+// TestExportPeakWithoutTrace: --at peak on a snapshot without an allocator trace (a bare segment list) still
+// writes the snapshot's live blocks, and says so on stderr; a snapshot with a trace gets no warning.
+func TestExportPeakWithoutTrace(t *testing.T) {
+	tmp := t.TempDir()
+	for _, tc := range []struct {
+		fixture string
+		warn    bool
+	}{
+		{"snapshot/testdata/bare_list.pickle", true},
+		{"testdata/example/rank0_memory_snapshot.pickle", false},
+	} {
+		out := filepath.Join(tmp, filepath.Base(tc.fixture)+".pb.gz")
+		code, _, stderr := runCLI(t, "export", "--format", "pprof", "--at", "peak", "-o", out, fixture(t, tc.fixture))
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", tc.fixture, code, stderr)
+		}
+		if got := strings.Contains(stderr, "no allocator trace"); got != tc.warn {
+			t.Errorf("%s: warning %v, want %v (stderr %q)", tc.fixture, got, tc.warn, stderr)
+		}
+	}
+}

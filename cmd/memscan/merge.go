@@ -36,25 +36,31 @@ const (
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: memscan merge [flags] SUMMARIES...|DIR\n\n"+
+	usage := func(w io.Writer) {
+		fs.SetOutput(w)
+		fmt.Fprintln(w, "Usage: memscan merge [flags] SUMMARIES...|DIR\n\n"+
 			"Join per-rank summaries (memscan analyze --summary-only output, or report.msgpack files) into one\n"+
 			"cross-rank report: per-rank table, imbalance, outlier ranks, per-stage view.\n\nFlags:")
 		fs.PrintDefaults()
+		fs.SetOutput(stderr)
 	}
+	fs.Usage = func() { usage(stderr) }
 	out := fs.String("out", "results", "results root; the report goes to <out>/<timestamp>_<name>/")
 	name := fs.String("name", "", "run name (default derived from the inputs)")
 	stages := fs.Int("stages", 0, "pipeline stages: derive each rank's stage from its rank (ranks split into contiguous groups)")
-	world := fs.Int("world", 0, "world size for --stages (default: the number of summaries found)")
+	world := fs.Int("world", 0, "world size for --stages (default: the highest rank found + 1)")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "summaries read in parallel")
 	rows := fs.Int("rows", 64, "per-rank rows printed on stdout (0 = all; the files always hold all)")
 	format := fs.String("format", "text", "stdout format: text or json")
 	noWrite := fs.Bool("no-write", false, "print only; do not create a run directory")
+	iteration := fs.Int("iteration", -1, "merge only the summaries of this iteration (-1: all; ranks are compared within one step)")
+	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
 		return usageErrorf("merge: %v", err)
+	}
+	if *help {
+		usage(stdout) // help asked for is output, like every other command's
+		return nil
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -75,9 +81,17 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opts := analyze.MergeOptions{Stages: *stages, World: *world}
 	if opts.Stages > 0 && opts.World == 0 {
-		opts.World = len(files)
+		// The world is the highest rank + 1 among the summaries merged, not the file count: a folder may hold
+		// several iterations of every rank. Summaries are small, so a first pass to find it is cheap.
+		pre, _, err := mergeFiles(ctx, files, analyze.MergeOptions{}, *jobs, *iteration)
+		if err != nil {
+			return err
+		}
+		for _, r := range pre.Result().Rows {
+			opts.World = max(opts.World, r.Rank+1)
+		}
 	}
-	merged, failures, err := mergeFiles(ctx, files, opts, *jobs)
+	merged, failures, err := mergeFiles(ctx, files, opts, *jobs, *iteration)
 	if err != nil {
 		return err
 	}
@@ -86,6 +100,9 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	res := merged.Result()
 	if res.Ranks == 0 {
+		if *iteration >= 0 && len(failures) < len(files) {
+			return &exitError{code: exitFailed, err: fmt.Errorf("merge: no summary of iteration %d", *iteration)}
+		}
 		return &exitError{code: exitFailed, err: errors.New("merge: no summary could be read")}
 	}
 	if !*noWrite {
@@ -143,7 +160,8 @@ func summaryFiles(args []string) ([]string, error) {
 }
 
 // mergeFiles reads files with a bounded pool. Memory stays at one Merger per worker plus the files in flight.
-func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, jobs int) (*analyze.Merger, []error, error) {
+// iteration ≥ 0 keeps only the summaries of that iteration.
+func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, jobs, iteration int) (*analyze.Merger, []error, error) {
 	jobs = min(jobs, len(files))
 	mergers := make([]*analyze.Merger, jobs)
 	fails := make([][]error, jobs)
@@ -170,6 +188,9 @@ func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, 
 					continue
 				}
 				for _, s := range sums {
+					if iteration >= 0 && s.Iteration != iteration {
+						continue
+					}
 					mergers[w].Add(s)
 				}
 			}

@@ -104,3 +104,61 @@ func TestMergeCLIPartial(t *testing.T) {
 		t.Errorf("stdout %q stderr %q", stdout, stderr)
 	}
 }
+
+// TestMergeCLIIterations: a dump folder holding two iterations of 8 ranks. Merged whole, the report says it mixes
+// iterations (16 summaries, not 16 ranks); --iteration 2 keeps 8 ranks, and --stages 2 then splits them 4 + 4,
+// the world being the highest rank + 1 = 8 rather than the 16 files.
+func TestMergeCLIIterations(t *testing.T) {
+	dir := t.TempDir()
+	for it := 1; it <= 2; it++ {
+		for r := range 8 {
+			s := &analyze.RankSummary{Kind: analyze.SummaryKind, Version: analyze.SummaryVersion,
+				File: fmt.Sprintf("iteration_%d/rank%d_memory_snapshot.pickle", it, r), Rank: r, Iteration: it, Stage: -1,
+				ReservedBytes: int64(it) << 30, AllocatedBytes: int64(it) << 29, RequestedBytes: int64(it) << 29}
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("iter%d_rank%d.msgpack", it, r)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := analyze.WriteSummary(f, s); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	code, stdout, stderr := runCLI(t, "merge", "--no-write", dir)
+	if code != exitOK || !strings.Contains(stdout, "16 summaries from 2 iterations (1, 2)") || !strings.Contains(stdout, "merge --iteration N") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+
+	code, stdout, stderr = runCLI(t, "merge", "--no-write", "--format", "json", "--iteration", "2", "--stages", "2", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var c analyze.CrossRank
+	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Ranks != 8 || c.Reserved.Sum != 8*(2<<30) || len(c.Iterations) != 0 {
+		t.Errorf("ranks %d, reserved sum %d, iterations %v; want 8 ranks of iteration 2 (16 GiB)", c.Ranks, c.Reserved.Sum, c.Iterations)
+	}
+	if len(c.Stages) != 2 || c.Stages[0].Ranks != 4 || c.Stages[1].Ranks != 4 {
+		t.Errorf("stages %+v; want 2 stages of 4 ranks", c.Stages)
+	}
+	for _, r := range c.Recommendations {
+		if r.ID == "mixed-iterations" {
+			t.Errorf("one iteration merged, yet %+v", r)
+		}
+	}
+
+	if code, _, stderr = runCLI(t, "merge", "--no-write", "--iteration", "5", dir); code != exitFailed || !strings.Contains(stderr, "no summary of iteration 5") {
+		t.Errorf("--iteration 5: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestMergeHelp: help goes to stdout with exit 0, as for every other command.
+func TestMergeHelp(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "merge", "--help")
+	if code != exitOK || stderr != "" || !strings.Contains(stdout, "Usage: memscan merge") || !strings.Contains(stdout, "--iteration") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

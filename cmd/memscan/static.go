@@ -92,6 +92,10 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	var cfg static.Config
+	if fs.Changed("model-size") && !(*size > 0) {
+		// Checked before the "give --config or --model" hint, which would wrongly say the flag is missing.
+		return usageErrorf("static: --model-size must be a positive number of billions of parameters, got %v", *size)
+	}
 	if *configPath != "" {
 		c, err := static.LoadConfig(*configPath)
 		if err != nil {

@@ -88,6 +88,8 @@ func TestStaticErrors(t *testing.T) {
 		{[]string{"static", "--no-files"}, "give --config FILE"},
 		{[]string{"static", "--model", "llama3-8b", "--tp", "5", "--num-gpus", "5", "--no-files"}, "parallel.tp: 5"},
 		{[]string{"static", "--bogus"}, "unknown flag"},
+		{[]string{"static", "--model-size", "0", "--no-files"}, "--model-size must be a positive number"},
+		{[]string{"static", "--model-size", "-7", "--no-files"}, "--model-size must be a positive number"},
 		{[]string{"static", "--config", filepath.Join(dir, "missing.json")}, "no such file"},
 	} {
 		code, _, errOut := runCmd(t, tc.args...)

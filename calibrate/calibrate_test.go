@@ -154,8 +154,8 @@ func TestErrorArithmetic(t *testing.T) {
 		}
 	}
 	r := newRow("a", MetricPeakAllocated, MetricPeakAllocated, 120, 100, 1)
-	if r.ErrorBytes != 20 || r.ErrorPct != 20 {
-		t.Errorf("row error %d B %g %%, want 20 B 20 %%", r.ErrorBytes, r.ErrorPct)
+	if r.ErrorBytes != 20 || r.ErrorPct == nil || *r.ErrorPct != 20 {
+		t.Errorf("row error %d B %v %%, want 20 B 20 %%", r.ErrorBytes, r.ErrorPct)
 	}
 	// |errors| of weights: 10, 30, 20, 40 → median 25, max 40 (run d); activations: 5 → 5.
 	rows := []Row{
@@ -208,8 +208,8 @@ func TestEvaluateReportsExactAndOff(t *testing.T) {
 		t.Fatalf("%d rows, want 3 totals", len(res.Rows))
 	}
 	for _, r := range res.Rows {
-		if r.ErrorBytes != 0 || r.ErrorPct != 0 {
-			t.Errorf("%s: error %d B %g %%, want 0", r.Component, r.ErrorBytes, r.ErrorPct)
+		if r.ErrorBytes != 0 || r.ErrorPct == nil || *r.ErrorPct != 0 {
+			t.Errorf("%s: error %d B %v %%, want 0", r.Component, r.ErrorBytes, r.ErrorPct)
 		}
 	}
 	// Measured 25 % more than predicted: the prediction is 20 % low.
@@ -217,8 +217,8 @@ func TestEvaluateReportsExactAndOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Rows[0].ErrorPct; math.Abs(got+20) > 1e-6 {
-		t.Errorf("error %g %%, want -20 %%", got)
+	if got := res.Rows[0].ErrorPct; got == nil || math.Abs(*got+20) > 1e-6 {
+		t.Errorf("error %v %%, want -20 %%", got)
 	}
 	if _, err := EvaluateReports("none", cfg, "worst", nil, Measured{}, nil); err == nil {
 		t.Error("nothing measured: want an error")
@@ -589,3 +589,72 @@ func TestManifestYAMLWithRuntimeFiles(t *testing.T) {
 		t.Errorf("run given: rows %+v", given.Rows)
 	}
 }
+
+// A relative error to a component measured at 0, or at a sliver of the run's total, is undefined: it is null in
+// JSON, left out of the median and maximum, and the error is still reported as a share of the run's total.
+func TestUndefinedRelativeError(t *testing.T) {
+	const mib = 1 << 20
+	total := int64(10 << 30)
+	at := &Attribution{Components: []ComponentBytes{
+		{Component: Weights, Bytes: 2 << 30, Confidence: 1},
+		{Component: Gradients, Bytes: 10 << 10, Confidence: 1}, // 10 KiB: far below 1 % of 10 GiB
+		{Component: Other, Bytes: 0, Confidence: 1},
+	}}
+	p := Prediction{AtPeak: map[string]int64{Weights: 2<<30 + 200*mib, Gradients: 20 * mib, Other: 20 * mib}}
+	rows := compareRows("r", p, Measured{PeakAllocatedBytes: total}, at)
+	byComp := map[string]Row{}
+	for _, r := range rows {
+		byComp[r.Component] = r
+	}
+	tests := []struct {
+		component  string
+		wantPct    *float64
+		wantOfTotl float64 // error bytes / 10 GiB × 100
+	}{
+		{Weights, ptr(200.0 / 2048 * 100), 200.0 / 10240 * 100},
+		{Gradients, nil, float64(20*mib-10<<10) / float64(total) * 100},
+		{Other, nil, 20.0 / 10240 * 100},
+	}
+	for _, tc := range tests {
+		r, ok := byComp[tc.component]
+		if !ok {
+			t.Fatalf("no row for %s in %+v", tc.component, rows)
+		}
+		switch {
+		case tc.wantPct == nil && r.ErrorPct != nil:
+			t.Errorf("%s: relative error %g %%, want undefined", tc.component, *r.ErrorPct)
+		case tc.wantPct != nil && (r.ErrorPct == nil || math.Abs(*r.ErrorPct-*tc.wantPct) > 1e-9):
+			t.Errorf("%s: relative error %v, want %g %%", tc.component, r.ErrorPct, *tc.wantPct)
+		}
+		if math.Abs(r.ErrorOfTotalPct-tc.wantOfTotl) > 1e-9 {
+			t.Errorf("%s: error of total %g %%, want %g %%", tc.component, r.ErrorOfTotalPct, tc.wantOfTotl)
+		}
+	}
+	// A second run where "other" was measured (200 MiB, 2 % of its run; predicted 300 MiB: +50 %): only it enters
+	// the summary.
+	rows = append(rows, newRow("s", MetricAtPeak, Other, 300*mib, 200*mib, 1).withTotal(total))
+	s := Summarize(rows)
+	if o := s[Other]; o.N != 1 || o.Undefined != 1 || o.MedianAbsPct != 50 || o.MaxAbsPct != 50 || o.MaxID != "s" {
+		t.Errorf("other summary %+v, want n 1 (1 undefined), median and max 50 %% from s", o)
+	}
+	if g := s[Gradients]; g.N != 0 || g.Undefined != 1 || g.MaxAbsPct != 0 || g.MaxAbsOfTotalPct == 0 {
+		t.Errorf("gradients summary %+v, want no relative statistics but an error of total", g)
+	}
+	b, err := json.Marshal(byComp[Other])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"error_pct":null`) {
+		t.Errorf("JSON of an undefined relative error: %s, want error_pct null", b)
+	}
+	var text strings.Builder
+	c := &Calibration{Name: "u", Rows: rows, Summary: s}
+	if err := c.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "+100.0%") || strings.Contains(text.String(), "204") {
+		t.Errorf("console view still shows a relative error to zero:\n%s", text.String())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -411,10 +411,10 @@ func (m *Model) Apply(cfg static.Config) (raw, corrected *static.Report, err err
 // Explain says which factors Apply uses for cfg.
 func (m *Model) Explain(cfg static.Config) string {
 	as, from := m.activationScaleFor(cfg)
-	s := fmt.Sprintf("weights, gradients, optimizer states × %.4f (end-of-step fit on %d runs); activations, temporaries × %.4f (%s)",
-		m.PersistentScale, m.PersistentRuns, as, from)
+	s := fmt.Sprintf("weights, gradients, optimizer states × %.4f (end-of-step fit on %s); activations, temporaries × %.4f (%s)",
+		m.PersistentScale, count(m.PersistentRuns, "run", "runs"), as, from)
 	if m.ReservedRatio > 0 {
-		s += fmt.Sprintf("; peak reserved ≥ %.4f × peak allocated (%d runs)", m.ReservedRatio, m.ReservedRuns)
+		s += fmt.Sprintf("; peak reserved ≥ %.4f × peak allocated (%s)", m.ReservedRatio, count(m.ReservedRuns, "run", "runs"))
 	}
 	return s
 }
@@ -562,7 +562,7 @@ func LeaveOneOut(ctx context.Context, samples []Sample, full *Model) (*CrossVali
 func (m *Model) describeGroups() string {
 	var b strings.Builder
 	for _, g := range m.Groups {
-		fmt.Fprintf(&b, "  %-52s activation scale %.4f  (%d runs)\n", groupName(g.Attention, g.Recompute, g.Loss), g.Scale, len(g.Runs))
+		fmt.Fprintf(&b, "  %-52s activation scale %.4f  (%s)\n", groupName(g.Attention, g.Recompute, g.Loss), g.Scale, count(len(g.Runs), "run", "runs"))
 	}
 	return b.String()
 }

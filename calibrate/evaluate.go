@@ -141,8 +141,11 @@ func (r *RunResult) applyModel(model *Model) error {
 		default:
 			v = p.AtPeak[row.Component]
 		}
-		e := ErrorPct(v, row.MeasuredBytes)
-		row.CorrectedBytes, row.CorrectedErrorPct = &v, &e
+		row.CorrectedBytes, row.CorrectedErrorPct = &v, nil
+		if row.ErrorPct != nil { // same measurement, so the same rule decides whether a relative error means anything
+			e := ErrorPct(v, row.MeasuredBytes)
+			row.CorrectedErrorPct = &e
+		}
 	}
 	return nil
 }

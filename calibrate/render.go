@@ -14,6 +14,30 @@ func gib(b int64) string { return fmt.Sprintf("%.3f", float64(b)/(1<<30)) }
 
 func pct(v float64) string { return fmt.Sprintf("%+.1f%%", v) }
 
+// pctOrDash renders an error that may be undefined (see Row.ErrorPct) as "-".
+func pctOrDash(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return pct(*v)
+}
+
+// absPctOrDash renders a summary figure, "-" when no row had a relative error.
+func absPctOrDash(s Stat, v float64, width int) string {
+	if s.N == 0 {
+		return fmt.Sprintf("%*s", width, "-")
+	}
+	return fmt.Sprintf("%*.1f%%", width-1, v)
+}
+
+// count writes n with the singular or plural noun, so output never reads "1 runs" or "run(s)".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // WriteJSON writes calibration.json.
 func (c *Calibration) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -24,27 +48,29 @@ func (c *Calibration) WriteJSON(w io.Writer) error {
 // WriteText renders the console table: one line per row, then the summary and the cross-validation.
 func (c *Calibration) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "memscan calibrate — %s: %d run(s)", c.Name, len(c.Runs))
+	fmt.Fprintf(&b, "memscan calibrate — %s: %s", c.Name, count(len(c.Runs), "run", "runs"))
 	if len(c.Failures) > 0 {
 		fmt.Fprintf(&b, ", %d failed", len(c.Failures))
 	}
 	b.WriteString("\n\n")
 	corrected := c.Model != nil
-	fmt.Fprintf(&b, "%-58s %-22s %10s %10s %9s", "RUN", "COMPONENT", "PRED GiB", "MEAS GiB", "ERROR")
+	fmt.Fprintf(&b, "%-58s %-22s %10s %10s %9s %9s", "RUN", "COMPONENT", "PRED GiB", "MEAS GiB", "ERROR", "OF TOTAL")
 	if corrected {
 		fmt.Fprintf(&b, " %10s %9s", "CORR GiB", "CORR ERR")
 	}
 	b.WriteString("\n")
 	for _, r := range c.Rows {
-		fmt.Fprintf(&b, "%-58s %-22s %10s %10s %9s", clip(r.ID, 58), r.Component, gib(r.PredictedBytes), gib(r.MeasuredBytes), pct(r.ErrorPct))
+		fmt.Fprintf(&b, "%-58s %-22s %10s %10s %9s %9s", clip(r.ID, 58), r.Component, gib(r.PredictedBytes), gib(r.MeasuredBytes),
+			pctOrDash(r.ErrorPct), pct(r.ErrorOfTotalPct))
 		switch {
 		case corrected && r.CorrectedBytes != nil:
-			fmt.Fprintf(&b, " %10s %9s", gib(*r.CorrectedBytes), pct(*r.CorrectedErrorPct))
+			fmt.Fprintf(&b, " %10s %9s", gib(*r.CorrectedBytes), pctOrDash(r.CorrectedErrorPct))
 		case corrected:
 			fmt.Fprintf(&b, " %10s %9s", "-", "-")
 		}
 		b.WriteString("\n")
 	}
+	fmt.Fprintf(&b, "\nERROR is relative to the measurement (\"-\" below %.0f%% of the run's total, left out of the summary); OF TOTAL is relative to the run's measured total.\n", 100*MinRelativeShare)
 	b.WriteString("\nSummary (absolute % error)\n")
 	writeSummaryText(&b, c.Summary)
 	for _, r := range c.Runs {
@@ -52,7 +78,7 @@ func (c *Calibration) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "\n%s: peak stage predicted %s, observed %s\n", r.ID, r.PeakStagePredicted, r.PeakStageObserved)
 		}
 		for _, m := range r.Misses {
-			fmt.Fprintf(&b, "  %s %s (%s): ", m.Component, signedBytes(m.ErrorBytes), pct(m.ErrorPct))
+			fmt.Fprintf(&b, "  %s %s (%s, %s of total): ", m.Component, signedBytes(m.ErrorBytes), pctOrDash(m.ErrorPct), pct(m.ErrorOfTotalPct))
 			var parts []string
 			for _, s := range m.Sites {
 				parts = append(parts, fmt.Sprintf("runtime %s %s", s.Site, analyze.FormatBytes(s.Bytes)))
@@ -68,7 +94,7 @@ func (c *Calibration) WriteText(w io.Writer) error {
 	}
 	if c.Model != nil {
 		b.WriteString("\nCorrections\n")
-		fmt.Fprintf(&b, "  persistent scale %.4f (weights, gradients, optimizer; %d runs)\n", c.Model.PersistentScale, c.Model.PersistentRuns)
+		fmt.Fprintf(&b, "  persistent scale %.4f (weights, gradients, optimizer; %s)\n", c.Model.PersistentScale, count(c.Model.PersistentRuns, "run", "runs"))
 		b.WriteString(c.Model.describeGroups())
 	}
 	for _, f := range c.Failures {
@@ -79,7 +105,7 @@ func (c *Calibration) WriteText(w io.Writer) error {
 }
 
 func writeSummaryText(b *strings.Builder, sum map[string]Stat) {
-	fmt.Fprintf(b, "%-22s %4s %10s %10s", "COMPONENT", "N", "MEDIAN", "MAX")
+	fmt.Fprintf(b, "%-22s %4s %10s %10s %13s", "COMPONENT", "N", "MEDIAN", "MAX", "MAX OF TOTAL")
 	hasCorr := false
 	for _, s := range sum {
 		hasCorr = hasCorr || s.CorrectedMedianAbsPct != nil
@@ -90,7 +116,7 @@ func writeSummaryText(b *strings.Builder, sum map[string]Stat) {
 	fmt.Fprintf(b, "  %s\n", "WORST RUN")
 	for _, k := range SummaryOrder(sum) {
 		s := sum[k]
-		fmt.Fprintf(b, "%-22s %4d %9.1f%% %9.1f%%", k, s.N, s.MedianAbsPct, s.MaxAbsPct)
+		fmt.Fprintf(b, "%-22s %4d %10s %10s %12.1f%%", k, s.N, absPctOrDash(s, s.MedianAbsPct, 10), absPctOrDash(s, s.MaxAbsPct, 10), s.MaxAbsOfTotalPct)
 		if hasCorr {
 			if s.CorrectedMedianAbsPct != nil {
 				fmt.Fprintf(b, " %11.1f%% %9.1f%%", *s.CorrectedMedianAbsPct, *s.CorrectedMaxAbsPct)
@@ -98,7 +124,11 @@ func writeSummaryText(b *strings.Builder, sum map[string]Stat) {
 				fmt.Fprintf(b, " %12s %10s", "-", "-")
 			}
 		}
-		fmt.Fprintf(b, "  %s\n", s.MaxID)
+		worst := s.MaxID
+		if worst == "" {
+			worst = "-"
+		}
+		fmt.Fprintf(b, "  %s\n", worst)
 	}
 }
 
@@ -128,25 +158,31 @@ func clip(s string, n int) string {
 func (c *Calibration) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# memscan calibration — %s\n\n", c.Name)
-	fmt.Fprintf(&b, "%d run(s) evaluated", len(c.Runs))
+	fmt.Fprintf(&b, "%s evaluated", count(len(c.Runs), "run", "runs"))
 	if len(c.Failures) > 0 {
 		fmt.Fprintf(&b, ", %d failed", len(c.Failures))
 	}
-	b.WriteString(". Errors are (predicted − measured) / measured; positive means the estimator over-predicts. " +
-		"Sizes in GiB per GPU.\n\n## Summary (absolute % error)\n\n")
+	fmt.Fprintf(&b, ". Errors are (predicted − measured) / measured; positive means the estimator over-predicts. "+
+		"Where the measurement is 0 or below %.0f %% of the run's total measured memory the relative error is undefined (–) "+
+		"and left out of the summary; \"of total\" is the error as a share of the run's total. Sizes in GiB per GPU.\n\n## Summary (absolute %% error)\n\n",
+		100*MinRelativeShare)
 	hasCorr := c.Model != nil
-	b.WriteString("| component | runs | median | max | worst run |")
+	b.WriteString("| component | runs | median | max | max of total | worst run |")
 	if hasCorr {
 		b.WriteString(" corrected median | corrected max |")
 	}
-	b.WriteString("\n|---|---:|---:|---:|---|")
+	b.WriteString("\n|---|---:|---:|---:|---:|---|")
 	if hasCorr {
 		b.WriteString("---:|---:|")
 	}
 	b.WriteString("\n")
 	for _, k := range SummaryOrder(c.Summary) {
 		s := c.Summary[k]
-		fmt.Fprintf(&b, "| %s | %d | %.1f %% | %.1f %% | %s |", k, s.N, s.MedianAbsPct, s.MaxAbsPct, mdEscape(s.MaxID))
+		med, mx := "–", "–"
+		if s.N > 0 {
+			med, mx = fmt.Sprintf("%.1f %%", s.MedianAbsPct), fmt.Sprintf("%.1f %%", s.MaxAbsPct)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.1f %% | %s |", k, s.N, med, mx, s.MaxAbsOfTotalPct, mdEscape(s.MaxID))
 		if hasCorr {
 			if s.CorrectedMedianAbsPct != nil {
 				fmt.Fprintf(&b, " %.1f %% | %.1f %% |", *s.CorrectedMedianAbsPct, *s.CorrectedMaxAbsPct)
@@ -181,21 +217,21 @@ func (c *Calibration) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "| %s | %.4f | %d |\n", groupName(g.Attention, g.Recompute, g.Loss), g.Scale, len(g.Runs))
 		}
 	}
-	b.WriteString("\n## Rows\n\n| run | metric | component | predicted | measured | error | error % | confidence |")
+	b.WriteString("\n## Rows\n\n| run | metric | component | predicted | measured | error | error % | % of total | confidence |")
 	if hasCorr {
 		b.WriteString(" corrected | corrected error % |")
 	}
-	b.WriteString("\n|---|---|---|---:|---:|---:|---:|---:|")
+	b.WriteString("\n|---|---|---|---:|---:|---:|---:|---:|---:|")
 	if hasCorr {
 		b.WriteString("---:|---:|")
 	}
 	b.WriteString("\n")
 	for _, r := range c.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2f |", mdEscape(r.ID), r.Metric, r.Component, gib(r.PredictedBytes),
-			gib(r.MeasuredBytes), gib(r.ErrorBytes), pct(r.ErrorPct), r.Confidence)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f |", mdEscape(r.ID), r.Metric, r.Component, gib(r.PredictedBytes),
+			gib(r.MeasuredBytes), gib(r.ErrorBytes), mdPct(r.ErrorPct), pct(r.ErrorOfTotalPct), r.Confidence)
 		if hasCorr {
 			if r.CorrectedBytes != nil {
-				fmt.Fprintf(&b, " %s | %s |", gib(*r.CorrectedBytes), pct(*r.CorrectedErrorPct))
+				fmt.Fprintf(&b, " %s | %s |", gib(*r.CorrectedBytes), mdPct(r.CorrectedErrorPct))
 			} else {
 				b.WriteString(" – | – |")
 			}
@@ -219,7 +255,7 @@ func (c *Calibration) WriteMarkdown(w io.Writer) error {
 				analyze.FormatBytes(a.UnattributedBytes))
 		}
 		for _, m := range r.Misses {
-			fmt.Fprintf(&details, "\n- **%s** %s (%s)\n", m.Component, signedBytes(m.ErrorBytes), pct(m.ErrorPct))
+			fmt.Fprintf(&details, "\n- **%s** %s (%s, %s of total)\n", m.Component, signedBytes(m.ErrorBytes), mdPct(m.ErrorPct), pct(m.ErrorOfTotalPct))
 			for _, s := range m.Sites {
 				fmt.Fprintf(&details, "  - runtime `%s` (%s) %s\n", s.Site, s.Category, analyze.FormatBytes(s.Bytes))
 			}
@@ -302,4 +338,12 @@ func (c *Calibration) ComponentTotals() (names []string, predicted, measured []f
 		measured = append(measured, meas[k])
 	}
 	return names, predicted, measured
+}
+
+// mdPct is pctOrDash with the Markdown tables' dash.
+func mdPct(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return pct(*v)
 }

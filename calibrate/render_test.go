@@ -14,19 +14,22 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func handCalibration() *Calibration {
 	rows := []Row{
 		newRow("run-a", MetricPeakAllocated, MetricPeakAllocated, 11<<30, 10<<30, 1),
-		newRow("run-a", MetricAtPeak, Weights, 2<<30, 2<<30, 0.9),
-		newRow("run-a", MetricAtPeak, Activations, 6<<30, 5<<30, 0.7),
+		newRow("run-a", MetricAtPeak, Weights, 2<<30, 2<<30, 0.9).withTotal(10 << 30),
+		newRow("run-a", MetricAtPeak, Activations, 6<<30, 5<<30, 0.7).withTotal(10 << 30),
+		// Predicted 20 MiB of a component the run did not hold: no relative error, 20 MiB of 10 GiB of the total.
+		newRow("run-a", MetricAtPeak, Other, 20<<20, 0, 0.8).withTotal(10 << 30),
 		newRow("run-b", MetricPeakAllocated, MetricPeakAllocated, 9<<30, 12<<30, 1),
 	}
+	twenty := 20.0
 	corr := int64(10 << 30)
 	pct := ErrorPct(corr, 10<<30)
 	rows[0].CorrectedBytes, rows[0].CorrectedErrorPct = &corr, &pct
-	a := &RunResult{ID: "run-a", PeakStagePredicted: "backward", PeakStageObserved: "forward", Rows: rows[:3],
+	a := &RunResult{ID: "run-a", PeakStagePredicted: "backward", PeakStageObserved: "forward", Rows: rows[:4],
 		Attribution: &Attribution{Source: "snapshot-peak", TotalBytes: 10 << 30, UnattributedBytes: 1 << 30, Confidence: 0.7},
-		Misses: []Miss{{Component: Activations, ErrorBytes: 1 << 30, ErrorPct: 20,
+		Misses: []Miss{{Component: Activations, ErrorBytes: 1 << 30, ErrorPct: &twenty, ErrorOfTotalPct: 10,
 			Sites:     []SiteBytes{{Site: "model.py:12:forward", Category: "Activation", Component: Activations, Bytes: 3 << 30}},
 			Operators: []OperatorBytes{{Name: "mlp", Phase: "forward", Bytes: 4 << 30}}}}}
-	b := &RunResult{ID: "run-b", PeakStagePredicted: "forward", Rows: rows[3:]}
+	b := &RunResult{ID: "run-b", PeakStagePredicted: "forward", Rows: rows[4:]}
 	return &Calibration{Version: Version, Name: "hand", Runs: []*RunResult{a, b}, Rows: rows, Summary: Summarize(rows),
 		Failures: []Failure{{ID: "run-c", Error: "c.json: no such file"}}}
 }

@@ -145,25 +145,53 @@ type Row struct {
 	Metric    string `json:"metric"`
 	Component string `json:"component"` // a component for allocated_at_peak rows, else the metric name
 	// PredictedBytes and MeasuredBytes are per GPU; ErrorBytes = predicted − measured; ErrorPct is ErrorBytes
-	// relative to the measurement, signed (positive = over-estimate), and 100 for a component the estimator
-	// predicts but the run did not hold at all (a relative error to zero has no finite value).
-	PredictedBytes int64   `json:"predicted_bytes"`
-	MeasuredBytes  int64   `json:"measured_bytes"`
-	ErrorBytes     int64   `json:"error_bytes"`
-	ErrorPct       float64 `json:"error_pct"`
+	// relative to the measurement, signed (positive = over-estimate). It is null in JSON ("-" in tables) when
+	// the measurement is 0 or below MinRelativeShare of the run's total: a relative error to (almost) nothing
+	// has no useful value, so such rows are also left out of the median/max summaries.
+	PredictedBytes int64    `json:"predicted_bytes"`
+	MeasuredBytes  int64    `json:"measured_bytes"`
+	ErrorBytes     int64    `json:"error_bytes"`
+	ErrorPct       *float64 `json:"error_pct"`
+	// ErrorOfTotalPct is ErrorBytes as a share of the run's total measured memory (its measured peak allocated,
+	// else the attributed total): defined for every row, so a 20 MiB miss on a 0 B component reads as ≈ 0.05 %.
+	ErrorOfTotalPct float64 `json:"error_of_total_pct"`
 	// Confidence is the attribution's confidence for component rows (1 for totals read directly).
 	Confidence float64 `json:"confidence"`
-	// Corrected is the prediction after a correction model, when one was applied.
+	// Corrected is the prediction after a correction model, when one was applied; its relative error is
+	// omitted where ErrorPct is null.
 	CorrectedBytes    *int64   `json:"corrected_bytes,omitempty"`
 	CorrectedErrorPct *float64 `json:"corrected_error_pct,omitempty"`
 }
 
-// newRow computes the error arithmetic of one comparison; measured must be positive.
+// MinRelativeShare is the smallest measurement, as a share of the run's total measured memory, that a relative
+// error is computed for: below it a few MiB of difference read as thousands of percent.
+const MinRelativeShare = 0.01
+
+// newRow computes the error arithmetic of one comparison, relative to the measurement itself as the run's total;
+// withTotal rescales it for a component of a larger run.
 func newRow(id, metric, component string, predicted, measured int64, conf float64) Row {
 	r := Row{ID: id, Metric: metric, Component: component, PredictedBytes: predicted, MeasuredBytes: measured,
 		ErrorBytes: predicted - measured, Confidence: conf}
-	r.ErrorPct = ErrorPct(predicted, measured)
+	return r.withTotal(measured)
+}
+
+// withTotal sets the errors of r for a run whose total measured memory is total.
+func (r Row) withTotal(total int64) Row {
+	r.ErrorPct = relativeError(r.PredictedBytes, r.MeasuredBytes, total)
+	r.ErrorOfTotalPct = 0
+	if total > 0 {
+		r.ErrorOfTotalPct = float64(r.ErrorBytes) / float64(total) * 100
+	}
 	return r
+}
+
+// relativeError is ErrorPct when the measurement is large enough for it to mean something, else nil.
+func relativeError(predicted, measured, total int64) *float64 {
+	if measured <= 0 || float64(measured) < MinRelativeShare*float64(total) {
+		return nil
+	}
+	e := ErrorPct(predicted, measured)
+	return &e
 }
 
 // ErrorPct is (predicted − measured) / measured × 100; 0 when nothing was measured.
@@ -174,12 +202,16 @@ func ErrorPct(predicted, measured int64) float64 {
 	return float64(predicted-measured) / float64(measured) * 100
 }
 
-// Stat summarizes the absolute relative errors of one component (or total) over runs.
+// Stat summarizes the absolute relative errors of one component (or total) over runs. Rows without a relative
+// error (see Row.ErrorPct) are counted in Undefined and left out of N, the median and the maximum.
 type Stat struct {
-	N            int     `json:"n"`
-	MedianAbsPct float64 `json:"median_abs_error_pct"`
-	MaxAbsPct    float64 `json:"max_abs_error_pct"`
-	MaxID        string  `json:"max_id"` // the run with the largest error
+	N         int `json:"n"`
+	Undefined int `json:"undefined_n,omitempty"`
+	// MaxAbsOfTotalPct is the largest |error| as a share of its run's total, over every row.
+	MaxAbsOfTotalPct float64 `json:"max_abs_error_of_total_pct"`
+	MedianAbsPct     float64 `json:"median_abs_error_pct"`
+	MaxAbsPct        float64 `json:"max_abs_error_pct"`
+	MaxID            string  `json:"max_id"` // the run with the largest error
 	// Corrected statistics, when a correction model was applied to every row.
 	CorrectedMedianAbsPct *float64 `json:"corrected_median_abs_error_pct,omitempty"`
 	CorrectedMaxAbsPct    *float64 `json:"corrected_max_abs_error_pct,omitempty"`
@@ -192,7 +224,13 @@ func Summarize(rows []Row) map[string]Stat {
 	out := map[string]Stat{}
 	for _, r := range rows {
 		s := out[r.Component]
-		a := math.Abs(r.ErrorPct)
+		s.MaxAbsOfTotalPct = max(s.MaxAbsOfTotalPct, math.Abs(r.ErrorOfTotalPct))
+		if r.ErrorPct == nil {
+			s.Undefined++
+			out[r.Component] = s
+			continue
+		}
+		a := math.Abs(*r.ErrorPct)
 		if len(abs[r.Component]) == 0 || a > s.MaxAbsPct {
 			s.MaxAbsPct, s.MaxID = a, r.ID
 		}
@@ -257,11 +295,13 @@ type OperatorBytes struct {
 
 // Miss explains one component's error: the runtime sites holding it and the static records predicting it.
 type Miss struct {
-	Component  string          `json:"component"`
-	ErrorBytes int64           `json:"error_bytes"`
-	ErrorPct   float64         `json:"error_pct"`
-	Sites      []SiteBytes     `json:"sites"`     // runtime, largest first
-	Operators  []OperatorBytes `json:"operators"` // static, largest first
+	Component  string   `json:"component"`
+	ErrorBytes int64    `json:"error_bytes"`
+	ErrorPct   *float64 `json:"error_pct"` // null as in Row
+	// ErrorOfTotalPct is as in Row.
+	ErrorOfTotalPct float64         `json:"error_of_total_pct"`
+	Sites           []SiteBytes     `json:"sites"`     // runtime, largest first
+	Operators       []OperatorBytes `json:"operators"` // static, largest first
 }
 
 // staticComponent maps an operator record of the static report to a component and the bytes it contributes.
@@ -296,7 +336,7 @@ func explainMisses(rows []Row, at *Attribution, ops []static.Operator, n int) []
 	}
 	var out []Miss
 	for _, r := range comp {
-		m := Miss{Component: r.Component, ErrorBytes: r.ErrorBytes, ErrorPct: r.ErrorPct, Sites: []SiteBytes{}, Operators: []OperatorBytes{}}
+		m := Miss{Component: r.Component, ErrorBytes: r.ErrorBytes, ErrorPct: r.ErrorPct, ErrorOfTotalPct: r.ErrorOfTotalPct, Sites: []SiteBytes{}, Operators: []OperatorBytes{}}
 		if at != nil {
 			for _, s := range at.Sites {
 				if s.Component == r.Component && len(m.Sites) < 5 {
@@ -326,18 +366,40 @@ func abs64(v int64) int64 {
 	return v
 }
 
+// runTotal is the run's total measured memory that shares of it refer to: the measured peak allocated, else the
+// attributed total at the peak, else the largest measured figure.
+func runTotal(m Measured, at *Attribution) int64 {
+	if m.PeakAllocatedBytes > 0 {
+		return m.PeakAllocatedBytes
+	}
+	var sum int64
+	if at != nil {
+		for _, cb := range at.Components {
+			sum += max(cb.Bytes, 0)
+		}
+	}
+	if sum > 0 {
+		return sum
+	}
+	return max(m.PeakReservedBytes, m.EndOfStepBytes)
+}
+
 // compareRows builds the rows of one run: the three totals that were measured and, when an attribution exists,
 // each component at the peak.
 func compareRows(id string, p Prediction, m Measured, at *Attribution) []Row {
+	total := runTotal(m, at)
 	var rows []Row
+	add := func(metric, component string, pred, meas int64, conf float64) {
+		rows = append(rows, newRow(id, metric, component, pred, meas, conf).withTotal(total))
+	}
 	if m.PeakAllocatedBytes > 0 {
-		rows = append(rows, newRow(id, MetricPeakAllocated, MetricPeakAllocated, p.PeakAllocated, m.PeakAllocatedBytes, 1))
+		add(MetricPeakAllocated, MetricPeakAllocated, p.PeakAllocated, m.PeakAllocatedBytes, 1)
 	}
 	if m.PeakReservedBytes > 0 {
-		rows = append(rows, newRow(id, MetricPeakReserved, MetricPeakReserved, p.PeakReserved, m.PeakReservedBytes, 1))
+		add(MetricPeakReserved, MetricPeakReserved, p.PeakReserved, m.PeakReservedBytes, 1)
 	}
 	if m.EndOfStepBytes > 0 {
-		rows = append(rows, newRow(id, MetricEndOfStep, MetricEndOfStep, p.EndOfStep, m.EndOfStepBytes, 1))
+		add(MetricEndOfStep, MetricEndOfStep, p.EndOfStep, m.EndOfStepBytes, 1)
 	}
 	if at != nil {
 		for _, cb := range at.Components {
@@ -345,11 +407,7 @@ func compareRows(id string, p Prediction, m Measured, at *Attribution) []Row {
 			if cb.Bytes == 0 && pred == 0 {
 				continue
 			}
-			r := newRow(id, MetricAtPeak, cb.Component, pred, cb.Bytes, cb.Confidence)
-			if cb.Bytes == 0 {
-				r.ErrorPct = 100 // predicted something the run did not hold at all
-			}
-			rows = append(rows, r)
+			add(MetricAtPeak, cb.Component, pred, cb.Bytes, cb.Confidence)
 		}
 	}
 	return rows

@@ -3,6 +3,7 @@ package static
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // fitsWith reports whether cfg fits, with its device total; configs that fail validation do not fit.
@@ -129,6 +130,128 @@ func lcm(a, b int) int {
 	return a / x * b
 }
 
+// strategy is one parallel layout on the configured GPUs: a strategy-table row, or the layout a recommendation
+// proposes. Both are built by strategyConfig so that they describe the same configuration.
+type strategy struct {
+	name         string
+	tp, pp, zero int
+	distOpt, sp  bool
+}
+
+// strategyConfig builds the configuration of st from the resolved cfg on the same GPUs and global batch: the
+// data-parallel size and the micro-batch count are re-derived, and the micro-batch shrinks when the global batch
+// would not divide. note says what had to give; ok is false when no micro-batch keeps the global batch.
+func strategyConfig(cfg Config, st strategy) (c Config, note string, ok bool) {
+	c = cfg
+	n, gbs := cfg.Hardware.NumGPUs, cfg.Training.GlobalBatchSize
+	c.Parallel.TP, c.Parallel.PP, c.Parallel.ZeroStage = st.tp, st.pp, st.zero
+	c.Parallel.DistributedOptimizer, c.Parallel.SequenceParallel = st.distOpt, st.sp
+	c.Parallel.DP, c.Parallel.NumMicrobatches = 0, 0
+	if st.tp != cfg.Parallel.TP {
+		c.Parallel.ETP = 0
+	}
+	// The gradient buffer follows the sharding (persistent with the distributed optimizer) unless the layout
+	// keeps the optimizer sharding as configured, where an explicit choice stays.
+	if st.zero != cfg.Parallel.ZeroStage || st.distOpt != cfg.Parallel.DistributedOptimizer {
+		c.Parallel.GradBuffer = "auto"
+	}
+	if st.pp == 1 {
+		c.Parallel.VirtualStages, c.Parallel.PPSchedule = 1, "1f1b"
+	} else if c.Parallel.VirtualStages > 1 && c.Model.NumLayers%(st.pp*c.Parallel.VirtualStages) != 0 {
+		c.Parallel.VirtualStages, c.Parallel.PPSchedule = 1, "1f1b"
+	}
+	if c.Parallel.EP > 1 && (n/st.pp)%(c.Parallel.EP*st.tp) != 0 {
+		c.Parallel.EP = 1
+	}
+	dp := n / (st.tp * st.pp * c.Parallel.CP)
+	for dp > 0 && c.Training.MicroBatchSize > 1 && gbs%(c.Training.MicroBatchSize*dp) != 0 {
+		c.Training.MicroBatchSize-- // keep the global batch: fewer samples per GPU per micro-batch
+	}
+	if dp == 0 || gbs%(c.Training.MicroBatchSize*dp) != 0 {
+		return c, fmt.Sprintf("global batch %d not divisible by micro-batch·dp", gbs), false
+	}
+	if c.Training.MicroBatchSize != cfg.Training.MicroBatchSize {
+		note = fmt.Sprintf("micro-batch %d to keep global batch %d", c.Training.MicroBatchSize, gbs)
+	}
+	return c, note, true
+}
+
+// describeChange lists, briefly, what differs between two resolved configurations in layout and batching.
+func describeChange(from, to Config) string {
+	a, b := from.Parallel, to.Parallel
+	var out []string
+	num := func(name string, x, y int) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s %d→%d", name, x, y))
+		}
+	}
+	onOff := func(name string, x, y bool) {
+		if x != y {
+			state := "off"
+			if y {
+				state = "on"
+			}
+			out = append(out, name+" "+state)
+		}
+	}
+	num("TP", a.TP, b.TP)
+	num("PP", a.PP, b.PP)
+	num("DP", a.DP, b.DP)
+	num("EP", a.EP, b.EP)
+	num("virtual stages", a.VirtualStages, b.VirtualStages)
+	onOff("sequence parallelism", a.SequenceParallel, b.SequenceParallel)
+	num("ZeRO stage", a.ZeroStage, b.ZeroStage)
+	onOff("distributed optimizer", a.DistributedOptimizer, b.DistributedOptimizer)
+	if a.GradBuffer != b.GradBuffer {
+		out = append(out, fmt.Sprintf("gradient buffer %s→%s", a.GradBuffer, b.GradBuffer))
+	}
+	num("micro-batch", from.Training.MicroBatchSize, to.Training.MicroBatchSize)
+	num("micro-batches per step", a.NumMicrobatches, b.NumMicrobatches)
+	num("global batch", from.Training.GlobalBatchSize, to.Training.GlobalBatchSize)
+	return strings.Join(out, ", ")
+}
+
+// largestDivisor is the largest k ≤ limit dividing n for which ok holds, or 1.
+func largestDivisor(n, limit int, ok func(int) bool) int {
+	for k := limit; k > 1; k-- {
+		if n%k == 0 && ok(k) {
+			return k
+		}
+	}
+	return 1
+}
+
+// strategyTP is the tensor-parallel size the strategy table and the recommendations try: the largest within a
+// node that divides the GPUs, the heads and the FFN width.
+func strategyTP(cfg *Config) int {
+	n := cfg.Hardware.NumGPUs
+	return largestDivisor(n, min(n, cfg.Hardware.GPUsPerNode), func(k int) bool {
+		return cfg.Model.NumAttentionHeads%k == 0 && cfg.Model.FFNHiddenSize%k == 0
+	})
+}
+
+func tpStrategy(tp, pp int, fsdp bool) strategy {
+	switch {
+	case pp > 1:
+		return strategy{fmt.Sprintf("TP%d×PP%d+SP", tp, pp), tp, pp, 1, true, true}
+	case fsdp:
+		return strategy{fmt.Sprintf("TP%d+SP+FSDP", tp), tp, 1, 3, false, true}
+	}
+	return strategy{fmt.Sprintf("TP%d+SP", tp), tp, 1, 1, true, true}
+}
+
+// zeroStrategy shards one more level of model state; ZeRO-1 is the distributed optimizer (Megatron's form of it),
+// as in the strategy table.
+func zeroStrategy(cfg *Config, stage int) strategy {
+	names := []string{"DDP", "DP+ZeRO-1", "DP+ZeRO-2", "FSDP (ZeRO-3)"}
+	name := names[stage]
+	if cfg.Parallel.TP > 1 || cfg.Parallel.PP > 1 {
+		name = fmt.Sprintf("ZeRO-%d with TP%d, PP%d", stage, cfg.Parallel.TP, cfg.Parallel.PP)
+	}
+	sp := cfg.Parallel.SequenceParallel && cfg.Parallel.TP > 1
+	return strategy{name, cfg.Parallel.TP, cfg.Parallel.PP, stage, stage == 1, sp}
+}
+
 // CompareStrategies evaluates DP, ZeRO-1/2/3, TP, PP and hybrids on the same GPUs and global batch.
 func CompareStrategies(ctx context.Context, cfg Config) ([]StrategyRow, error) {
 	if err := cfg.Resolve(); err != nil {
@@ -138,43 +261,24 @@ func CompareStrategies(ctx context.Context, cfg Config) ([]StrategyRow, error) {
 		return nil, nil
 	}
 	n := cfg.Hardware.NumGPUs
-	gbs := cfg.Training.GlobalBatchSize
-	heads := cfg.Model.NumAttentionHeads
-	type cand struct {
-		name         string
-		tp, pp, zero int
-		distOpt, sp  bool
-	}
-	largestDiv := func(limit int, ok func(int) bool) int {
-		for k := limit; k > 1; k-- {
-			if n%k == 0 && ok(k) {
-				return k
-			}
-		}
-		return 1
-	}
-	tp := largestDiv(min(n, cfg.Hardware.GPUsPerNode), func(k int) bool {
-		return heads%k == 0 && cfg.Model.FFNHiddenSize%k == 0
-	})
-	pp := largestDiv(min(n, 16), func(k int) bool { return cfg.Model.NumLayers%k == 0 })
-	cands := []cand{
+	tp := strategyTP(&cfg)
+	pp := largestDivisor(n, min(n, 16), func(k int) bool { return cfg.Model.NumLayers%k == 0 })
+	flat := cfg
+	flat.Parallel.TP, flat.Parallel.PP, flat.Parallel.SequenceParallel = 1, 1, false
+	cands := []strategy{
 		{"as configured", cfg.Parallel.TP, cfg.Parallel.PP, cfg.Parallel.ZeroStage, cfg.Parallel.DistributedOptimizer, cfg.Parallel.SequenceParallel},
-		{"DDP", 1, 1, 0, false, false},
-		{"DP+ZeRO-1", 1, 1, 1, true, false},
-		{"DP+ZeRO-2", 1, 1, 2, false, false},
-		{"FSDP (ZeRO-3)", 1, 1, 3, false, false},
+		zeroStrategy(&flat, 0), zeroStrategy(&flat, 1), zeroStrategy(&flat, 2), zeroStrategy(&flat, 3),
 	}
 	if tp > 1 {
-		cands = append(cands, cand{fmt.Sprintf("TP%d+SP", tp), tp, 1, 1, true, true})
-		cands = append(cands, cand{fmt.Sprintf("TP%d+SP+FSDP", tp), tp, 1, 3, false, true})
+		cands = append(cands, tpStrategy(tp, 1, false), tpStrategy(tp, 1, true))
 	}
 	if pp > 1 {
-		cands = append(cands, cand{fmt.Sprintf("PP%d", pp), 1, pp, 1, true, false})
+		cands = append(cands, strategy{fmt.Sprintf("PP%d", pp), 1, pp, 1, true, false})
 	}
 	if tp > 1 && n/tp > 1 {
-		p2 := largestDiv(min(n/tp, 16), func(k int) bool { return cfg.Model.NumLayers%k == 0 && (n/tp)%k == 0 })
+		p2 := largestDivisor(n/tp, min(n/tp, 16), func(k int) bool { return cfg.Model.NumLayers%k == 0 })
 		if p2 > 1 {
-			cands = append(cands, cand{fmt.Sprintf("TP%d×PP%d+SP", tp, p2), tp, p2, 1, true, true})
+			cands = append(cands, tpStrategy(tp, p2, false))
 		}
 	}
 	var rows []StrategyRow
@@ -182,29 +286,10 @@ func CompareStrategies(ctx context.Context, cfg Config) ([]StrategyRow, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c := cfg
-		c.Parallel.TP, c.Parallel.PP, c.Parallel.ZeroStage = cd.tp, cd.pp, cd.zero
-		c.Parallel.DistributedOptimizer, c.Parallel.SequenceParallel = cd.distOpt, cd.sp
-		c.Parallel.DP, c.Parallel.NumMicrobatches, c.Parallel.ETP = 0, 0, 0
-		c.Parallel.GradBuffer = "auto"
-		if cd.pp == 1 {
-			c.Parallel.VirtualStages, c.Parallel.PPSchedule = 1, "1f1b"
-		} else if c.Parallel.VirtualStages > 1 && c.Model.NumLayers%(cd.pp*c.Parallel.VirtualStages) != 0 {
-			c.Parallel.VirtualStages, c.Parallel.PPSchedule = 1, "1f1b"
-		}
-		if c.Parallel.EP > 1 && (n/cd.pp)%(c.Parallel.EP*cd.tp) != 0 {
-			c.Parallel.EP = 1
-		}
 		row := StrategyRow{Name: cd.name, TP: cd.tp, PP: cd.pp, ZeroStage: cd.zero, SP: cd.sp}
-		dp := n / (cd.tp * cd.pp * c.Parallel.CP)
-		for dp > 0 && c.Training.MicroBatchSize > 1 && gbs%(c.Training.MicroBatchSize*dp) != 0 {
-			c.Training.MicroBatchSize-- // keep the global batch: fewer samples per GPU per micro-batch
-		}
-		if dp > 0 && c.Training.MicroBatchSize != cfg.Training.MicroBatchSize {
-			row.Note = fmt.Sprintf("micro-batch %d to keep global batch %d", c.Training.MicroBatchSize, gbs)
-		}
-		if dp == 0 || gbs%(c.Training.MicroBatchSize*dp) != 0 {
-			row.Note = fmt.Sprintf("global batch %d not divisible by micro-batch·dp", gbs)
+		c, note, ok := strategyConfig(cfg, cd)
+		row.Note = note
+		if !ok {
 			rows = append(rows, row)
 			continue
 		}
@@ -230,6 +315,18 @@ func recommend(r *Report) []Recommendation {
 	base := r.Summary.DeviceTotalBytes
 	fits := r.Fit.Fits
 	var out []Recommendation
+	// layout re-estimates a parallel layout built exactly as the strategy table builds its rows.
+	layout := func(st strategy) *Report {
+		v, _, ok := strategyConfig(c, st)
+		if !ok {
+			return nil
+		}
+		nr, err := estimateCore(v)
+		if err != nil {
+			return nil
+		}
+		return nr
+	}
 	variant := func(mod func(*Config)) *Report {
 		v := c
 		mod(&v)
@@ -262,6 +359,9 @@ func recommend(r *Report) []Recommendation {
 		if nr.Fit.Fits {
 			fit = fmt.Sprintf("fits with %.2f GiB headroom", gibf(nr.Fit.HeadroomBytes))
 		}
+		if ch := describeChange(c, nr.Config); ch != "" {
+			what += " (" + ch + ")"
+		}
 		out = append(out, Recommendation{Severity: sev(nr, gain), Title: title,
 			Detail:     fmt.Sprintf("%s: per-GPU need %.2f → %.2f GiB (−%.2f GiB, %.0f%%); %s.", what, gibf(base), gibf(nr.Summary.DeviceTotalBytes), gibf(gain), 100*float64(gain)/float64(base), fit),
 			SavesBytes: gain, NewPeakBytes: nr.Summary.DeviceTotalBytes})
@@ -285,25 +385,23 @@ func recommend(r *Report) []Recommendation {
 		}
 		if c.Parallel.DP*c.Parallel.CP > 1 && c.Parallel.ZeroStage < 3 {
 			next := c.Parallel.ZeroStage + 1
-			add(fmt.Sprintf("Shard more model state (ZeRO-%d)", next), fmt.Sprintf("shard over the %d data-parallel ranks", c.Parallel.DP*c.Parallel.CP),
-				variant(func(v *Config) { v.Parallel.ZeroStage = next }), 0.03)
+			st := zeroStrategy(&c, next)
+			add(fmt.Sprintf("Shard more model state (ZeRO-%d)", next), fmt.Sprintf("shard over the %d data-parallel ranks, as strategy %q", c.Parallel.DP*c.Parallel.CP, st.name),
+				layout(st), 0.03)
 		}
-		if !fits && c.Parallel.TP == 1 && c.Hardware.NumGPUs > 1 {
-			for _, t := range []int{8, 4, 2} {
-				if c.Hardware.NumGPUs%t == 0 && c.Model.NumAttentionHeads%t == 0 && t <= c.Hardware.GPUsPerNode {
-					add(fmt.Sprintf("Tensor parallelism TP=%d with sequence parallelism", t), "split weights and activations inside the node",
-						variant(func(v *Config) {
-							v.Parallel.TP, v.Parallel.SequenceParallel, v.Parallel.DP, v.Parallel.NumMicrobatches = t, true, 0, 0
-							v.Training.GlobalBatchSize = 0
-						}), 0.02)
-					break
-				}
+		if t := strategyTP(&c); !fits && c.Parallel.TP == 1 && t > 1 {
+			pp := 1
+			if c.Parallel.PP > 1 && (c.Hardware.NumGPUs/t)%c.Parallel.PP == 0 {
+				pp = c.Parallel.PP
 			}
+			st := tpStrategy(t, pp, pp == 1 && c.Parallel.ZeroStage == 3)
+			add(fmt.Sprintf("Tensor parallelism TP=%d with sequence parallelism", t), fmt.Sprintf("split weights and activations inside the node, as strategy %q with the same global batch", st.name),
+				layout(st), 0.02)
 		}
 		if !fits && c.Training.MicroBatchSize > 1 {
-			add("Smaller micro-batch with gradient accumulation", fmt.Sprintf("micro-batch %d → 1, same global batch via accumulation", c.Training.MicroBatchSize),
+			add("Smaller micro-batch with gradient accumulation", fmt.Sprintf("same global batch %d via accumulation", c.Training.GlobalBatchSize),
 				variant(func(v *Config) {
-					v.Training.MicroBatchSize, v.Training.GlobalBatchSize, v.Parallel.NumMicrobatches = 1, 0, 0
+					v.Training.MicroBatchSize, v.Parallel.NumMicrobatches = 1, 0
 				}), 0.02)
 		}
 		if c.Training.OptimizerImpl == "foreach" && r.Summary.PeakStage == "optimizer_step" {

@@ -11,6 +11,21 @@ import (
 
 func gb(v int64) string { return fmt.Sprintf("%.2f GiB", float64(v)/gib) }
 
+func stepsNoun(n int64) string {
+	if n == 1 {
+		return "step"
+	}
+	return "steps"
+}
+
+// count writes n with the singular or plural noun, so output never reads "1 micro-batches".
+func count[T ~int | ~int64](n T, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // WriteJSON writes the report as indented JSON (static_report.json).
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -58,8 +73,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\n")
 	if c.Mode == "train" {
-		fmt.Fprintf(&b, "Workload: micro-batch %d × seq %d, global batch %d (%d micro-batches), %s attention, recompute %s, loss %s, %s\n\n",
-			c.Training.MicroBatchSize, c.Training.SeqLength, c.Training.GlobalBatchSize, c.Parallel.NumMicrobatches,
+		fmt.Fprintf(&b, "Workload: micro-batch %d × seq %d, global batch %d (%s), %s attention, recompute %s, loss %s, %s\n\n",
+			c.Training.MicroBatchSize, c.Training.SeqLength, c.Training.GlobalBatchSize, count(c.Parallel.NumMicrobatches, "micro-batch", "micro-batches"),
 			c.Training.Attention, c.Training.Recompute, c.Training.Loss, c.Training.Optimizer)
 	} else {
 		fmt.Fprintf(&b, "Workload: batch %d, prompt %d + %d generated tokens, weights %s, KV cache %s\n\n",
@@ -101,7 +116,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  %s tokens/s, MFU %.1f%% (assumed %.0f%% of peak while computing), communication %.1f%% of the step\n",
 			commas(int64(t.TokensPerSecond)), 100*t.MFU, 100*c.Hardware.MFU, 100*t.CommFraction)
 		if t.Steps > 0 {
-			fmt.Fprintf(&b, "  %s steps: %.1f h (%.1f days), %.0f GPU-hours", commas(t.Steps), t.TotalHours, t.TotalHours/24, t.GPUHours)
+			fmt.Fprintf(&b, "  %s %s: %.1f h (%.1f days), %.0f GPU-hours", commas(t.Steps), stepsNoun(t.Steps), t.TotalHours, t.TotalHours/24, t.GPUHours)
 			if t.Cost > 0 {
 				fmt.Fprintf(&b, ", cost %.0f at %.2f per GPU-hour", t.Cost, c.Hardware.PricePerGPUHour)
 			}
@@ -207,7 +222,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "\n## Time\n\n- Step: %.2f s (compute %.2f s, bubble %.1f%%, TP %.2f s, CP %.2f s, PP %.2f s, EP %.2f s, exposed DP %.2f s)\n- %s tokens/s, MFU %.1f%%\n",
 			t.StepSeconds, t.ComputeSeconds, 100*t.BubbleFraction, t.TPCommSeconds, t.CPCommSeconds, t.PPCommSeconds, t.EPCommSeconds, t.DPExposedSeconds, commas(int64(t.TokensPerSecond)), 100*t.MFU)
 		if t.Steps > 0 {
-			fmt.Fprintf(&b, "- %s steps: %.1f h, %.0f GPU-hours, cost %.0f\n", commas(t.Steps), t.TotalHours, t.GPUHours, t.Cost)
+			fmt.Fprintf(&b, "- %s %s: %.1f h, %.0f GPU-hours, cost %.0f\n", commas(t.Steps), stepsNoun(t.Steps), t.TotalHours, t.GPUHours, t.Cost)
 		}
 	}
 	if rf := r.Roofline; rf != nil {

@@ -133,7 +133,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.ID, f.Error)
 	}
 	if len(cal.Runs) == 0 {
-		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: none of the %d run(s) could be evaluated", len(specs))}
+		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: none of the %s could be evaluated", runsNoun(len(specs)))}
 	}
 
 	samples := cal.Samples()
@@ -151,7 +151,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		m.HeldOut = &calibrate.HeldOutError{MedianAbsPct: cv.HeldOutMedianAbsPct, MaxAbsPct: cv.HeldOutMaxAbsPct}
 		model, cal.CV = m, cv
 	case *manifest != "" && !*noFit:
-		fmt.Fprintf(stderr, "memscan: warning: %d run(s) with a measured peak; at least 2 are needed to fit corrections\n", len(samples))
+		fmt.Fprintf(stderr, "memscan: warning: %s with a measured peak; at least 2 are needed to fit corrections\n", runsNoun(len(samples)))
 	}
 	if model != nil {
 		if err := cal.ApplyModel(model); err != nil {
@@ -246,4 +246,12 @@ func analyzeStaticJoin(cfgPath string, reports []*analyze.Report, dir string, no
 	}
 	fmt.Fprintln(stdout)
 	return cal.WriteText(stdout)
+}
+
+// runsNoun writes a run count with the right noun ("1 run", "3 runs").
+func runsNoun(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
 }

@@ -185,10 +185,9 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if !set("dp") {
 			cfg.Parallel.DP = 0
 		}
+		// The global batch is a training choice and stays; the micro-batch count follows from it and the new
+		// data-parallel size.
 		cfg.Parallel.NumMicrobatches = 0
-		if !set("global-batch-size") && *configPath != "" {
-			cfg.Training.GlobalBatchSize = 0
-		}
 		if !set("tp") && set("num-gpus") {
 			cfg.Parallel.ETP = 0
 		}

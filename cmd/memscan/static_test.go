@@ -134,3 +134,17 @@ func TestCustomGPUFile(t *testing.T) {
 		t.Errorf("static with custom GPU: exit %d %s\n%s", code, errOut, out)
 	}
 }
+
+// TestStaticLayoutFlagKeepsGlobalBatch: a layout flag on top of a config changes the layout, not the training
+// step. testdata/static/llama3-8b-fsdp8.json has global batch 32 and micro-batch 1; with --tp 8 on its 8 GPUs
+// dp becomes 1, so the step is 32 / (1 · 1) = 32 micro-batches.
+func TestStaticLayoutFlagKeepsGlobalBatch(t *testing.T) {
+	cfg := fixture(t, "testdata/static/llama3-8b-fsdp8.json")
+	code, out, errOut := runCmd(t, "static", "--config", cfg, "--tp", "8", "--no-files", "--no-plots")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "global batch 32 (32 micro-batches)") {
+		t.Errorf("global batch not kept:\n%s", out)
+	}
+}

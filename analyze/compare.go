@@ -154,14 +154,20 @@ func diffReports(b, a CompareInput) Diff {
 	// JSON (no allocator state). Taking one measure for both sides of a tracer-vs-snapshot diff would leave the
 	// tracer's whole category list in a negative residual row.
 	sideBasis := func(r *Report) string {
+		if r.Kind() == KindTimeline {
+			return PeakBytesBasis // a timeline's categories are what each held at its peak
+		}
 		if r.Kind() == KindTracer || (r.AllocatedBytes == 0 && r.ListedBytes != 0) {
 			return ListedBytesBase
 		}
 		return AllocatedBasis
 	}
 	total := func(r *Report) int64 {
-		if sideBasis(r) == ListedBytesBase {
+		switch sideBasis(r) {
+		case ListedBytesBase:
 			return r.ListedBytes
+		case PeakBytesBasis:
+			return r.MemoryTimeline.PeakBytes
 		}
 		return r.AllocatedBytes
 	}
@@ -169,14 +175,14 @@ func diffReports(b, a CompareInput) Diff {
 	if sa := sideBasis(ra); sa != basis {
 		basis = basis + " before, " + sa + " after"
 	}
-	d.Categories = buildTable(basis, total(rb), total(ra), catRows(rb.Categories), catRows(ra.Categories), Uncategorized)
+	d.Categories = buildTable(basis, total(rb), total(ra), catRows(reportCategories(rb)), catRows(reportCategories(ra)), Uncategorized)
 	d.Sites = buildTable(basis, total(rb), total(ra), siteRows(rb.Sites), siteRows(ra.Sites), OtherSites)
 	d.Modules = buildTable(basis, total(rb), total(ra), moduleRows(rb), moduleRows(ra), OtherModules)
 	if len(rb.Sites) > 0 && d.Sites.rowBytesMissing() {
 		d.Warnings = append(d.Warnings, "the site tables cover only the largest sites of each input; the rest is one "+OtherSites+" row")
 	}
 	if rb.Peak != nil && ra.Peak != nil {
-		pc := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, catRows(rb.Peak.Categories), catRows(ra.Peak.Categories), Uncategorized)
+		pc := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, catRows(peakCategories(rb)), catRows(peakCategories(ra)), Uncategorized)
 		ps := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, siteRows(rb.Peak.Sites), siteRows(ra.Peak.Sites), OtherSites)
 		d.PeakCategories, d.PeakSites = &pc, &ps
 		if rb.Peak.Device != ra.Peak.Device {
@@ -208,6 +214,22 @@ type row struct {
 	name, category string
 	bytes          int64
 	count          int
+}
+
+// reportCategories and peakCategories give an input's categories under memscan's names: a timeline report
+// written before its categories were renamed still carries torch.profiler's ("Optimizer state").
+func reportCategories(r *Report) []CategoryStat {
+	if r.Kind() == KindTimeline {
+		return CanonicalTimelineCategories(r.Categories)
+	}
+	return r.Categories
+}
+
+func peakCategories(r *Report) []CategoryStat {
+	if r.Kind() == KindTimeline {
+		return CanonicalTimelineCategories(r.Peak.Categories)
+	}
+	return r.Peak.Categories
 }
 
 func catRows(cs []CategoryStat) []row {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -202,5 +203,48 @@ func TestCompareTracerWithSnapshot(t *testing.T) {
 		if r.Name == Uncategorized && (r.Before != 0 || r.After != 24) {
 			t.Errorf("residual %d → %d, want 0 → 24", r.Before, r.After)
 		}
+	}
+}
+
+// TestCompareTimelineWithSnapshot: a torch.profiler timeline (peak 3400 B: optimizer state 2000, parameters 1000,
+// gradients 400) against a snapshot whose categorizer found the same parts (2000, 1000 and 500 of 3500 allocated
+// bytes). The rows must pair up by category, so optimizer state and parameters show no change and gradients
+// +100, with no row under a profiler-only name and no residual.
+func TestCompareTimelineWithSnapshot(t *testing.T) {
+	in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "timeline", "small_memory_timeline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := AnalyzeTimeline(context.Background(), in, RuntimeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &Report{File: "rank0_memory_snapshot.pickle", Format: "pickle",
+		Categories: []CategoryStat{{Name: categorize.OptimizerState, Bytes: 2000}, {Name: categorize.Parameters, Bytes: 1000}, {Name: categorize.Gradient, Bytes: 500}}}
+	snap.AllocatedBytes = 3500
+	c, err := Compare("memscan test", CompareInput{Report: tl}, []CompareInput{{Report: snap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cats := c.Diffs[0].Categories
+	if err := cats.Check(); err != nil {
+		t.Error(err)
+	}
+	if cats.Total.Before != 3400 || cats.Total.After != 3500 {
+		t.Errorf("total %d → %d, want 3400 → 3500", cats.Total.Before, cats.Total.After)
+	}
+	want := map[string][3]int64{categorize.OptimizerState: {2000, 2000, 0}, categorize.Parameters: {1000, 1000, 0}, categorize.Gradient: {400, 500, 100}}
+	for _, r := range cats.Rows {
+		w, ok := want[r.Name]
+		switch {
+		case ok && (r.Before != w[0] || r.After != w[1] || r.Delta != w[2]):
+			t.Errorf("%s: %d → %d (%+d), want %d → %d (%+d)", r.Name, r.Before, r.After, r.Delta, w[0], w[1], w[2])
+		case !ok && (r.Before != 0 || r.After != 0):
+			t.Errorf("unpaired row %+v", r)
+		}
+		delete(want, r.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v", want)
 	}
 }

@@ -23,6 +23,10 @@ type LogView struct {
 	PeakReservedBytes  int64 `json:"peak_reserved_bytes" msgpack:"peak_reserved_bytes"`
 	PeakRank           int   `json:"peak_rank" msgpack:"peak_rank"`
 	PeakIteration      int   `json:"peak_iteration" msgpack:"peak_iteration"`
+	// PeakAllocatedRank/Iteration say where allocated memory peaked, which can differ from where reserved did
+	// (PeakRank/PeakIteration follow reserved, or allocated when the log prints no reserved measure).
+	PeakAllocatedRank      int `json:"peak_allocated_rank" msgpack:"peak_allocated_rank"`
+	PeakAllocatedIteration int `json:"peak_allocated_iteration" msgpack:"peak_allocated_iteration"`
 	// ReservedImbalancePct is (max/median − 1) × 100 of the per-rank peak reserved bytes (0 for one rank).
 	ReservedImbalancePct float64 `json:"reserved_imbalance_pct" msgpack:"reserved_imbalance_pct"`
 	// Theoretical is Megatron's last static estimate line; TheoryGapPct compares the measured peak allocated
@@ -76,7 +80,7 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 		Warnings: append([]string{}, lg.Warnings...)}
 	v := &LogView{Dialect: lg.Dialect, Lines: lg.Lines, Records: len(lg.Records), SkippedLines: lg.SkippedLines,
 		Ranks: []LogRankRow{}, PeakAllocatedBytes: -1, PeakReservedBytes: -1, PeakRank: -1, PeakIteration: -1,
-		CapacityBytes: lg.CapacityBytes, DeviceName: lg.DeviceName}
+		PeakAllocatedRank: -1, PeakAllocatedIteration: -1, CapacityBytes: lg.CapacityBytes, DeviceName: lg.DeviceName}
 	byRank := map[int]int{}
 	for _, rec := range lg.Records {
 		i, ok := byRank[rec.Rank]
@@ -116,7 +120,7 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 			row.LastReserved = rec.MaxReservedBytes
 		}
 		if alloc > v.PeakAllocatedBytes {
-			v.PeakAllocatedBytes = alloc
+			v.PeakAllocatedBytes, v.PeakAllocatedRank, v.PeakAllocatedIteration = alloc, rec.Rank, rec.Iteration
 		}
 		// The peak location follows reserved memory (what decides an OOM), else allocated.
 		if res > v.PeakReservedBytes {

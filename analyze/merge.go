@@ -480,7 +480,7 @@ func crossRankAdvice(c *CrossRank) []Recommendation {
 			Evidence: fmt.Sprintf("%d summaries come from %d iterations (%s)", c.Ranks, len(c.Iterations), joinInts(c.Iterations)),
 			Value:    float64(len(c.Iterations)), Threshold: 1,
 			Advice: "Ranks are compared within one training step: merge one iteration at a time " +
-				"(memscan merge --iteration N DIR), and compare iterations with memscan compare."})
+				"(memscan merge --iteration N DIR" + unknownIterationHint(c.Iterations) + "), and compare iterations with memscan compare."})
 	}
 	if c.Ranks >= 2 && c.ImbalancePct > OutlierPct {
 		out = append(out, Recommendation{ID: "rank-imbalance", Severity: "warning",

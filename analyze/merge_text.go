@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -12,8 +13,8 @@ import (
 func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 	var b strings.Builder
 	if len(c.Iterations) > 1 {
-		fmt.Fprintf(&b, "Cross-rank memory report: %d summaries from %d iterations (%s); merge one with --iteration N\n\n",
-			c.Ranks, len(c.Iterations), joinInts(c.Iterations))
+		fmt.Fprintf(&b, "Cross-rank memory report: %d summaries from %d iterations (%s); merge one with --iteration N%s\n\n",
+			c.Ranks, len(c.Iterations), joinInts(c.Iterations), unknownIterationHint(c.Iterations))
 	} else {
 		fmt.Fprintf(&b, "Cross-rank memory report: %d ranks\n\n", c.Ranks)
 	}
@@ -78,4 +79,12 @@ func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// unknownIterationHint names --iteration none when some summaries do not know their iteration (−1).
+func unknownIterationHint(iterations []int) string {
+	if slices.Contains(iterations, -1) {
+		return " (none: iteration unknown)"
+	}
+	return ""
 }

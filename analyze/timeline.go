@@ -5,20 +5,25 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
+	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/snapshot"
 )
 
 // TimelineView is the analysis of a torch.profiler memory timeline.
 type TimelineView struct {
-	Form       string   `json:"form" msgpack:"form"` // "plot" or "raw"
-	Points     int      `json:"points" msgpack:"points"`
-	Events     int      `json:"events,omitempty" msgpack:"events,omitempty"`
-	Categories []string `json:"categories" msgpack:"categories"`
-	StartUS    int64    `json:"start_us" msgpack:"start_us"`
-	EndUS      int64    `json:"end_us" msgpack:"end_us"`
+	Form   string `json:"form" msgpack:"form"` // "plot" or "raw"
+	Points int    `json:"points" msgpack:"points"`
+	Events int    `json:"events,omitempty" msgpack:"events,omitempty"`
+	// Categories are the profiler's own names (as in the file); MemscanCategories the same categories under
+	// memscan's names (TimelineCategory), index for index. The report's Categories and Peak use memscan's.
+	Categories        []string `json:"categories" msgpack:"categories"`
+	MemscanCategories []string `json:"memscan_categories" msgpack:"memscan_categories"`
+	StartUS           int64    `json:"start_us" msgpack:"start_us"`
+	EndUS             int64    `json:"end_us" msgpack:"end_us"`
 	// PeakBytes is the highest sum over categories; PeakTimeUS/PeakIndex where it first occurs, and
-	// PeakComposition what each category held then (largest first).
+	// PeakComposition what each category held then (largest first), under the profiler's names.
 	PeakBytes       int64          `json:"peak_bytes" msgpack:"peak_bytes"`
 	PeakTimeUS      int64          `json:"peak_time_us" msgpack:"peak_time_us"`
 	PeakIndex       int            `json:"peak_index" msgpack:"peak_index"`
@@ -58,7 +63,10 @@ func AnalyzeTimeline(ctx context.Context, in *snapshot.Input, opts RuntimeOption
 	}
 	n := tl.Points()
 	v := &TimelineView{Form: tl.Form, Points: n, Events: tl.Events, Categories: slices.Clone(tl.Categories),
-		PeakComposition: []CategoryStat{}, CategoryMax: []CategoryStat{}}
+		MemscanCategories: make([]string, len(tl.Categories)), PeakComposition: []CategoryStat{}, CategoryMax: []CategoryStat{}}
+	for k, name := range tl.Categories {
+		v.MemscanCategories[k] = TimelineCategory(name)
+	}
 	if n == 0 {
 		r.MemoryTimeline = v
 		r.Warnings = append(r.Warnings, "the memory timeline has no points")
@@ -85,9 +93,55 @@ func AnalyzeTimeline(ctx context.Context, in *snapshot.Input, opts RuntimeOption
 	slices.SortStableFunc(v.CategoryMax, byBytes)
 	v.Series = downsampleTimeline(tl, totals, v.PeakIndex)
 	r.MemoryTimeline = v
-	r.Categories = v.PeakComposition
-	r.Peak = &Peak{Device: -1, Bytes: v.PeakBytes, EventIndex: v.PeakIndex, TimeUS: v.PeakTimeUS, Categories: v.PeakComposition, Sites: []SiteStat{}}
+	r.Categories = CanonicalTimelineCategories(v.PeakComposition)
+	r.Peak = &Peak{Device: -1, Bytes: v.PeakBytes, EventIndex: v.PeakIndex, TimeUS: v.PeakTimeUS, Categories: slices.Clone(r.Categories), Sites: []SiteStat{}}
 	return r, nil
+}
+
+// TimelineCategory maps a torch.profiler memory-timeline category to memscan's name for it (package
+// categorize), so that a timeline's categories line up with a snapshot's or tracer's in compare, merge and
+// calibration. The profiler's names are matched in any case and with "_" for " " (OPTIMIZER_STATE, as trace
+// exports spell them). "Temporary" (a tensor freed inside the op that made it) has no memscan counterpart and
+// keeps its name; names the profiler does not use pass through unchanged.
+func TimelineCategory(name string) string {
+	switch strings.ToLower(strings.ReplaceAll(strings.TrimSpace(name), "_", " ")) {
+	case "parameter":
+		return categorize.Parameters
+	case "optimizer state":
+		return categorize.OptimizerState
+	case "input":
+		return categorize.DataInput
+	case "temporary":
+		return "Temporary"
+	case "activation":
+		return categorize.Activation
+	case "gradient":
+		return categorize.Gradient
+	case "autograd detail":
+		return categorize.Autograd
+	case "unknown", "none", "":
+		return categorize.Unknown
+	}
+	return name
+}
+
+// CanonicalTimelineCategories renames profiler categories to memscan's (TimelineCategory), summing any that
+// end up with the same name, largest first.
+func CanonicalTimelineCategories(cs []CategoryStat) []CategoryStat {
+	out := make([]CategoryStat, 0, len(cs))
+	at := map[string]int{}
+	for _, c := range cs {
+		c.Name = TimelineCategory(c.Name)
+		if i, ok := at[c.Name]; ok {
+			out[i].Bytes += c.Bytes
+			out[i].Count += c.Count
+			continue
+		}
+		at[c.Name] = len(out)
+		out = append(out, c)
+	}
+	slices.SortStableFunc(out, func(a, b CategoryStat) int { return cmp.Compare(b.Bytes, a.Bytes) })
+	return out
 }
 
 // downsampleTimeline keeps at most maxTimelinePlotPoints points: in each bucket of consecutive points the one with the

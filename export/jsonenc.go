@@ -78,6 +78,7 @@ func (j *jsonEncoder) bool(v bool) {
 		j.w.WriteString("false")
 	}
 }
+func (j *jsonEncoder) none() { j.sep(); j.w.WriteString("null") }
 func (j *jsonEncoder) tuple2(a, b int64) {
 	j.beginList(2)
 	j.int(a)

@@ -36,6 +36,7 @@ const (
 	opBinUnicode      = 'X'
 	opNewTrue         = 0x88
 	opNewFalse        = 0x89
+	opNone            = 'N'
 	opTuple2          = 0x86
 	opStop            = '.'
 )
@@ -186,6 +187,10 @@ func (p *pickleEncoder) bool(v bool) {
 	} else {
 		p.op(opNewFalse)
 	}
+	p.done()
+}
+func (p *pickleEncoder) none() {
+	p.op(opNone)
 	p.done()
 }
 func (p *pickleEncoder) float(v float64) {

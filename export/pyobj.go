@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 
@@ -21,6 +22,7 @@ type encoder interface {
 	uint(v uint64)
 	float(v float64)
 	bool(v bool)
+	none()
 	tuple2(a, b int64)
 	// frames writes a frames list. Stacks shared in the model may be shared in the output.
 	frames(st *snapshot.Stack)
@@ -39,13 +41,55 @@ func frameDict(e encoder, f snapshot.Frame) {
 	e.endDict()
 }
 
-// writeSnapshot walks s in PyTorch's own key names (the dict of torch.cuda.memory._snapshot()).
+// Format generations (Snapshot.TorchFormat) ranked, so the writer emits the keys the source's generation had
+// and a decoder infers the same generation again: a 2.0 file gets no block addresses or segment frames, a 2.3+
+// file keeps "allocator_settings" even when it was None, and so on.
+const (
+	gen20  = 20
+	gen21  = 21
+	gen23  = 23
+	gen25  = 25
+	gen28  = 28
+	gen210 = 210
+	genAll = math.MaxInt // a snapshot built in code (no TorchFormat) or a bare list: every key memscan knows
+)
+
+func generation(torchFormat string) int {
+	switch torchFormat {
+	case "2.0", "2.0-history":
+		return gen20
+	case "2.1+", "2.2+": // 2.2 adds time_us, which each trace entry carries or not (TraceEntry.HasTime)
+		return gen21
+	case "2.3+":
+		return gen23
+	case "2.5+":
+		return gen25
+	case "2.8+":
+		return gen28
+	case "2.10+":
+		return gen210
+	}
+	return genAll
+}
+
+// writeSnapshot walks s in PyTorch's own key names (the dict of torch.cuda.memory._snapshot(), or the bare
+// segment list of torch.cuda.memory_snapshot() when s came from one).
 func writeSnapshot(ctx context.Context, e encoder, s *snapshot.Snapshot) error {
+	gen := generation(s.TorchFormat)
+	if s.BareList {
+		if err := writeSegments(ctx, e, s.Segments, genAll); err != nil {
+			return err
+		}
+		return e.err()
+	}
+	// A generation's top-level keys are written even when the model holds nothing for them (the file had None).
+	settings := s.AllocatorSettings != nil || (gen >= gen23 && gen != genAll)
+	annotations := s.ExternalAnnotations != nil || (gen >= gen25 && gen != genAll)
 	n := 2
-	if s.AllocatorSettings != nil {
+	if settings {
 		n++
 	}
-	if s.ExternalAnnotations != nil {
+	if annotations {
 		n++
 	}
 	if s.HostSegments != nil || s.HostTraces != nil {
@@ -53,18 +97,25 @@ func writeSnapshot(ctx context.Context, e encoder, s *snapshot.Snapshot) error {
 	}
 	e.beginDict(n)
 	e.key("segments")
-	if err := writeSegments(ctx, e, s.Segments); err != nil {
+	if err := writeSegments(ctx, e, s.Segments, gen); err != nil {
 		return err
 	}
 	e.key("device_traces")
-	if err := writeTraces(ctx, e, s.DeviceTraces); err != nil {
+	if err := writeTraces(ctx, e, s.DeviceTraces, gen); err != nil {
 		return err
 	}
-	if s.AllocatorSettings != nil {
+	if settings {
 		e.key("allocator_settings")
-		writeSettings(e, s.AllocatorSettings)
+		if s.AllocatorSettings == nil {
+			e.none()
+		} else {
+			writeSettings(e, s.AllocatorSettings)
+		}
 	}
-	if s.ExternalAnnotations != nil {
+	if annotations && s.ExternalAnnotations == nil {
+		e.key("external_annotations")
+		e.none()
+	} else if annotations {
 		e.key("external_annotations")
 		e.beginList(len(s.ExternalAnnotations))
 		for _, a := range s.ExternalAnnotations {
@@ -92,11 +143,11 @@ func writeSnapshot(ctx context.Context, e encoder, s *snapshot.Snapshot) error {
 	}
 	if s.HostSegments != nil || s.HostTraces != nil {
 		e.key("host_segments")
-		if err := writeSegments(ctx, e, s.HostSegments); err != nil {
+		if err := writeSegments(ctx, e, s.HostSegments, gen); err != nil {
 			return err
 		}
 		e.key("host_traces")
-		if err := writeTraces(ctx, e, s.HostTraces); err != nil {
+		if err := writeTraces(ctx, e, s.HostTraces, gen); err != nil {
 			return err
 		}
 	}
@@ -104,7 +155,7 @@ func writeSnapshot(ctx context.Context, e encoder, s *snapshot.Snapshot) error {
 	return e.err()
 }
 
-func writeSegments(ctx context.Context, e encoder, segs []snapshot.Segment) error {
+func writeSegments(ctx context.Context, e encoder, segs []snapshot.Segment, gen int) error {
 	e.beginList(len(segs))
 	for i := range segs {
 		if i%256 == 0 {
@@ -113,7 +164,13 @@ func writeSegments(ctx context.Context, e encoder, segs []snapshot.Segment) erro
 			}
 		}
 		seg := &segs[i]
-		e.beginDict(12)
+		// Before 2.1 a segment had no pool id, expandable flag or frames; writing them would date the file 2.1+.
+		modern := gen >= gen21 || seg.Pool != (snapshot.PoolID{}) || seg.IsExpandable || seg.Stack != nil
+		n := 12
+		if !modern {
+			n = 9
+		}
+		e.beginDict(n)
 		e.key("device")
 		e.int(int64(seg.Device))
 		e.key("address")
@@ -134,16 +191,21 @@ func writeSegments(ctx context.Context, e encoder, segs []snapshot.Segment) erro
 			typ = string(snapshot.SegmentLarge)
 		}
 		e.str(typ)
-		e.key("segment_pool_id")
-		e.tuple2(seg.Pool[0], seg.Pool[1])
-		e.key("is_expandable")
-		e.bool(seg.IsExpandable)
-		e.key("frames")
-		e.frames(seg.Stack)
+		if modern {
+			e.key("segment_pool_id")
+			e.tuple2(seg.Pool[0], seg.Pool[1])
+			e.key("is_expandable")
+			e.bool(seg.IsExpandable)
+			e.key("frames")
+			e.frames(seg.Stack)
+		}
 		e.key("blocks")
 		e.beginList(len(seg.Blocks))
+		next := seg.Address // where a reader puts a block that has no address: right after the previous one
 		for j := range seg.Blocks {
-			writeBlock(e, &seg.Blocks[j])
+			b := &seg.Blocks[j]
+			writeBlock(e, b, gen >= gen21 || b.Address != next)
+			next += uint64(b.Size)
 		}
 		e.endList()
 		e.endDict()
@@ -152,10 +214,26 @@ func writeSegments(ctx context.Context, e encoder, segs []snapshot.Segment) erro
 	return e.err()
 }
 
-func writeBlock(e encoder, b *snapshot.Block) {
-	e.beginDict(5)
-	e.key("address")
-	e.uint(b.Address)
+// writeBlock writes one block; withAddress is false for a pre-2.1 block, whose address readers compute from the
+// segment's. Legacy blocks keep their history, and get frames as well only when those say something the
+// history does not (a reader takes the stack from history[0] when a block has no frames).
+func writeBlock(e encoder, b *snapshot.Block, withAddress bool) {
+	frames := len(b.History) == 0 || !sameStack(b.Stack, b.History[0].Stack)
+	n := 3
+	if withAddress {
+		n++
+	}
+	if len(b.History) > 0 {
+		n++
+	}
+	if frames {
+		n++
+	}
+	e.beginDict(n)
+	if withAddress {
+		e.key("address")
+		e.uint(b.Address)
+	}
 	e.key("size")
 	e.int(b.Size)
 	e.key("requested_size")
@@ -183,14 +261,30 @@ func writeBlock(e encoder, b *snapshot.Block) {
 			e.endDict()
 		}
 		e.endList()
-	} else {
+	}
+	if frames {
 		e.key("frames")
 		e.frames(b.Stack)
 	}
 	e.endDict()
 }
 
-func writeTraces(ctx context.Context, e encoder, traces [][]snapshot.TraceEntry) error {
+// sameStack reports whether two stacks hold the same frames (nil and empty alike, as readers decode them).
+func sameStack(a, b *snapshot.Stack) bool {
+	if a == b {
+		return true
+	}
+	var fa, fb []snapshot.Frame
+	if a != nil {
+		fa = a.Frames
+	}
+	if b != nil {
+		fb = b.Frames
+	}
+	return slices.Equal(fa, fb)
+}
+
+func writeTraces(ctx context.Context, e encoder, traces [][]snapshot.TraceEntry, gen int) error {
 	e.beginList(len(traces))
 	for _, tr := range traces {
 		e.beginList(len(tr))
@@ -200,7 +294,7 @@ func writeTraces(ctx context.Context, e encoder, traces [][]snapshot.TraceEntry)
 					return err
 				}
 			}
-			writeTraceEntry(e, &tr[i])
+			writeTraceEntry(e, &tr[i], gen)
 		}
 		e.endList()
 	}
@@ -208,7 +302,10 @@ func writeTraces(ctx context.Context, e encoder, traces [][]snapshot.TraceEntry)
 	return e.err()
 }
 
-func writeTraceEntry(e encoder, t *snapshot.TraceEntry) {
+// writeTraceEntry writes one event. From 2.8 PyTorch writes compile_context on every event, from 2.10
+// user_metadata too, empty or not; the other optional keys appear only when set.
+func writeTraceEntry(e encoder, t *snapshot.TraceEntry, gen int) {
+	always := func(g int) bool { return gen >= g && gen != genAll }
 	n := 4
 	if t.HasTime {
 		n++
@@ -216,8 +313,12 @@ func writeTraceEntry(e encoder, t *snapshot.TraceEntry) {
 	if t.Stack != nil {
 		n++
 	}
-	for _, s := range []string{t.CompileContext(), t.UserMetadata(), t.InternalMetadata(), t.Category()} {
-		if s != "" {
+	optional := [][2]string{{"compile_context", t.CompileContext()}, {"user_metadata", t.UserMetadata()},
+		{"internal_metadata", t.InternalMetadata()}, {"category", t.Category()}}
+	write := [4]bool{always(gen28), always(gen210)}
+	for i, kv := range optional {
+		write[i] = write[i] || kv[1] != ""
+		if write[i] {
 			n++
 		}
 	}
@@ -246,9 +347,8 @@ func writeTraceEntry(e encoder, t *snapshot.TraceEntry) {
 		e.key("frames")
 		e.frames(t.Stack)
 	}
-	for _, kv := range [][2]string{{"compile_context", t.CompileContext()}, {"user_metadata", t.UserMetadata()},
-		{"internal_metadata", t.InternalMetadata()}, {"category", t.Category()}} {
-		if kv[1] != "" {
+	for i, kv := range optional {
+		if write[i] {
 			e.key(kv[0])
 			e.str(kv[1])
 		}

@@ -71,8 +71,9 @@ type SiteBytes struct {
 // so its totals stay those of the original, while the traces are cut to the window and/or the top-N sites. The
 // input is not modified; stacks are shared with it. The second result lists the kept sites when TopN is set.
 func Slice(ctx context.Context, s *snapshot.Snapshot, opt SliceOptions) (*snapshot.Snapshot, []SiteBytes, error) {
+	// A bare segment list (torch ≤ 1.13) stays one: it has no traces to cut, and writing it as a dict would make
+	// readers date it to another generation.
 	out := *s
-	out.BareList = false
 	out.DeviceTraces = make([][]snapshot.TraceEntry, len(s.DeviceTraces))
 	for d, tr := range s.DeviceTraces {
 		if opt.Window != nil {

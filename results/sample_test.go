@@ -171,7 +171,7 @@ func viewsRun() *analyze.Run {
 	log := &analyze.Report{
 		File: "train.log", Format: "megatron-log", Rank: -1, Iteration: -1,
 		Log: &analyze.LogView{Dialect: "megatron", Lines: 4000, Records: 20, PeakAllocatedBytes: 60_000 * mib, PeakReservedBytes: -1,
-			PeakRank: 3, PeakIteration: 10, ReservedImbalancePct: 4.2,
+			PeakRank: 3, PeakIteration: 10, PeakAllocatedRank: 3, PeakAllocatedIteration: 10, ReservedImbalancePct: 4.2,
 			// Megatron prints the activation and total estimates only for some configurations; −1 is "not printed".
 			Theoretical:  &snapshot.LogTheoretical{Line: 12, Rank: 0, WeightAndOptimizerByte: 40_000 * mib, ActivationBytes: -1, TotalBytes: -1},
 			TheoryGapPct: &gap,

@@ -152,9 +152,10 @@ func (t *textWriter) memoryTimeline(r *analyze.Report) {
 	t.printf("; %s at the end\n", HumanBytes(v.FinalBytes))
 	if len(v.PeakComposition) > 0 {
 		t.printf("\n  at the peak:\n")
-		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share")
+		// The profiler's own category names, with memscan's name for each (what compare and merge line up).
+		tb := newTable([]align{alignLeft, alignLeft, alignRight, alignRight, alignRight}, "category", "memscan category", "size", "bytes", "share")
 		for _, c := range v.PeakComposition {
-			tb.add(c.Name, HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, v.PeakBytes))
+			tb.add(c.Name, analyze.TimelineCategory(c.Name), HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, v.PeakBytes))
 		}
 		tb.write(t.w, 4)
 	}
@@ -176,6 +177,17 @@ func bytesOrDash(n int64) string {
 	return HumanBytes(n)
 }
 
+// peakPlace renders " (rank R, iteration I)" for a log peak, leaving out what the log does not say.
+func peakPlace(rank, iteration int) string {
+	if rank < 0 {
+		return ""
+	}
+	if iteration < 0 {
+		return fmt.Sprintf(" (rank %d)", rank)
+	}
+	return fmt.Sprintf(" (rank %d, iteration %d)", rank, iteration)
+}
+
 func (t *textWriter) trainingLog(r *analyze.Report) {
 	v := r.Log
 	if v == nil {
@@ -186,13 +198,18 @@ func (t *textWriter) trainingLog(r *analyze.Report) {
 	if v.SkippedLines > 0 {
 		t.printf(", %d over-long lines skipped", v.SkippedLines)
 	}
-	t.printf("\n  peak allocated %s, peak reserved %s", bytesOrDash(v.PeakAllocatedBytes), bytesOrDash(v.PeakReservedBytes))
-	if v.PeakRank >= 0 {
-		t.printf(" (rank %d", v.PeakRank)
-		if v.PeakIteration >= 0 {
-			t.printf(", iteration %d", v.PeakIteration)
-		}
-		t.printf(")")
+	// Allocated and reserved can peak on different ranks and iterations, so each peak carries its own place.
+	allocRank, allocIter := v.PeakAllocatedRank, v.PeakAllocatedIteration
+	if v.PeakReservedBytes < 0 {
+		allocRank, allocIter = v.PeakRank, v.PeakIteration // without reserved, PeakRank follows allocated
+	}
+	t.printf("\n  peak allocated %s", bytesOrDash(v.PeakAllocatedBytes))
+	if v.PeakAllocatedBytes >= 0 {
+		t.printf("%s", peakPlace(allocRank, allocIter))
+	}
+	t.printf(", peak reserved %s", bytesOrDash(v.PeakReservedBytes))
+	if v.PeakReservedBytes >= 0 {
+		t.printf("%s", peakPlace(v.PeakRank, v.PeakIteration))
 	}
 	t.printf("\n")
 	if v.CapacityBytes > 0 {

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -43,7 +44,7 @@ Flags:
 %s
 Exit status:
   0  every input was analyzed
-  1  usage error (bad flag, unreadable rule file, ...)
+  1  usage error (bad flag, unreadable rule file, --out not a directory, ...)
   2  no input could be analyzed
   3  some inputs failed; the others were analyzed and written
 
@@ -127,7 +128,34 @@ func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, 
 	if fs.NArg() == 0 {
 		return nil, nil, usageErrorf("analyze: no INPUT given (see memscan analyze --help)")
 	}
+	// --summary-only without --out writes beside each input, so only a given --out is checked then.
+	if !f.summaryOnly || f.summaryDir != "" {
+		if err := checkOutDir(f.out); err != nil {
+			return nil, nil, usageErrorf("analyze: --out %s: %v", f.out, err)
+		}
+	}
 	return f, fs.Args(), nil
+}
+
+// checkOutDir reports, before any input is read, an --out that cannot become a directory: an existing
+// non-directory, or a path below one. A missing directory is fine (it is created when the results are written).
+func checkOutDir(dir string) error {
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return nil
+		case err == nil && p == filepath.Clean(dir):
+			return errors.New("is a file, not a directory; give a directory for the results")
+		case err == nil:
+			return fmt.Errorf("%s is a file, so no directory can be made below it", p)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return err
+		}
+		if parent := filepath.Dir(p); parent == p {
+			return nil
+		}
+	}
 }
 
 // errHelp ends a run after --help with exit status 0.
@@ -519,8 +547,7 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 			return fmt.Errorf("analyze: writing %s: %w", path, err)
 		}
 		if !flags.quiet {
-			fmt.Fprintf(stdout, "%s: rank %d, reserved %s, allocated %s, peak %s\n", r.File, r.Rank,
-				analyze.FormatBytes(r.ReservedBytes), analyze.FormatBytes(r.AllocatedBytes), analyze.FormatBytes(s.PeakBytes))
+			fmt.Fprintf(stdout, "%s: rank %d, %s\n", r.File, r.Rank, summaryMeasures(r, s))
 			fmt.Fprintf(stderr, "wrote %s\n", path)
 		}
 	}
@@ -528,4 +555,25 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed", len(failures), total)}
 	}
 	return nil
+}
+
+// summaryMeasures renders the --summary-only line's measures with what the input kind recorded: a tracer file,
+// profiler timeline or log has no allocator totals, so those print "-" rather than a made-up 0 B.
+func summaryMeasures(r *analyze.Report, s *analyze.RankSummary) string {
+	dash := func(n int64, ok bool) string {
+		if !ok || n < 0 {
+			return "-"
+		}
+		return analyze.FormatBytes(n)
+	}
+	totals := r.HasAllocatorTotals()
+	line := fmt.Sprintf("reserved %s, allocated %s, peak %s", dash(r.ReservedBytes, totals), dash(r.AllocatedBytes, totals),
+		dash(s.PeakBytes, r.Kind() != analyze.KindLog || r.Log.PeakAllocatedBytes >= 0))
+	switch r.Kind() {
+	case analyze.KindTracer:
+		line += ", listed " + analyze.FormatBytes(r.ListedBytes)
+	case analyze.KindLog:
+		line += ", peak reserved " + dash(r.Log.PeakReservedBytes, true)
+	}
+	return line
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rows := fs.Int("rows", 64, "per-rank rows printed on stdout (0 = all; the files always hold all)")
 	format := fs.String("format", "text", "stdout format: text or json")
 	noWrite := fs.Bool("no-write", false, "print only; do not create a run directory")
-	iteration := fs.Int("iteration", -1, "merge only the summaries of this iteration (-1: all; ranks are compared within one step)")
+	iterationArg := fs.String("iteration", "all", "merge only the summaries of this iteration: N ≥ 0, none (summaries whose iteration is unknown) or all (ranks are compared within one step)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return usageErrorf("merge: %v", err)
@@ -65,6 +66,10 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return usageErrorf("merge: give summary files or a directory")
+	}
+	iteration, err := parseIterationFilter(*iterationArg)
+	if err != nil {
+		return usageErrorf("merge: --iteration: %v", err)
 	}
 	if *format != "text" && *format != "json" {
 		return usageErrorf("merge: --format must be text or json, not %q", *format)
@@ -83,7 +88,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if opts.Stages > 0 && opts.World == 0 {
 		// The world is the highest rank + 1 among the summaries merged, not the file count: a folder may hold
 		// several iterations of every rank. Summaries are small, so a first pass to find it is cheap.
-		pre, _, err := mergeFiles(ctx, files, analyze.MergeOptions{}, *jobs, *iteration)
+		pre, _, err := mergeFiles(ctx, files, analyze.MergeOptions{}, *jobs, iteration)
 		if err != nil {
 			return err
 		}
@@ -91,7 +96,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			opts.World = max(opts.World, r.Rank+1)
 		}
 	}
-	merged, failures, err := mergeFiles(ctx, files, opts, *jobs, *iteration)
+	merged, failures, err := mergeFiles(ctx, files, opts, *jobs, iteration)
 	if err != nil {
 		return err
 	}
@@ -100,8 +105,8 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	res := merged.Result()
 	if res.Ranks == 0 {
-		if *iteration >= 0 && len(failures) < len(files) {
-			return &exitError{code: exitFailed, err: fmt.Errorf("merge: no summary of iteration %d", *iteration)}
+		if !iteration.all && len(failures) < len(files) {
+			return &exitError{code: exitFailed, err: fmt.Errorf("merge: no summary of iteration %s", iteration)}
 		}
 		return &exitError{code: exitFailed, err: errors.New("merge: no summary could be read")}
 	}
@@ -160,8 +165,8 @@ func summaryFiles(args []string) ([]string, error) {
 }
 
 // mergeFiles reads files with a bounded pool. Memory stays at one Merger per worker plus the files in flight.
-// iteration ≥ 0 keeps only the summaries of that iteration.
-func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, jobs, iteration int) (*analyze.Merger, []error, error) {
+// iteration says which summaries are kept.
+func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, jobs int, iteration iterationFilter) (*analyze.Merger, []error, error) {
 	jobs = min(jobs, len(files))
 	mergers := make([]*analyze.Merger, jobs)
 	fails := make([][]error, jobs)
@@ -188,7 +193,7 @@ func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, 
 					continue
 				}
 				for _, s := range sums {
-					if iteration >= 0 && s.Iteration != iteration {
+					if !iteration.keeps(s.Iteration) {
 						continue
 					}
 					mergers[w].Add(s)
@@ -207,6 +212,40 @@ func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, 
 		failures = append(failures, fails[w]...)
 	}
 	return total, failures, nil
+}
+
+// iterationFilter selects summaries by iteration: all of them, or those of one iteration, where -1 stands for
+// summaries whose iteration is unknown (a snapshot path that does not name it).
+type iterationFilter struct {
+	all  bool
+	want int
+}
+
+// parseIterationFilter reads --iteration: "all" (or -1, its earlier spelling), "none"/"unknown", or N ≥ 0.
+func parseIterationFilter(s string) (iterationFilter, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "all", "-1":
+		return iterationFilter{all: true}, nil
+	case "none", "unknown":
+		return iterationFilter{want: -1}, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return iterationFilter{}, fmt.Errorf("want an iteration number ≥ 0, none (iteration unknown) or all, got %q", s)
+	}
+	return iterationFilter{want: n}, nil
+}
+
+func (f iterationFilter) keeps(iteration int) bool { return f.all || iteration == f.want }
+
+func (f iterationFilter) String() string {
+	switch {
+	case f.all:
+		return "all"
+	case f.want < 0:
+		return "none (unknown)"
+	}
+	return strconv.Itoa(f.want)
 }
 
 // writeMergeRun writes the report into a new run directory and points latest at it.

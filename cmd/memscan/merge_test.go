@@ -162,3 +162,54 @@ func TestMergeHelp(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// TestMergeCLIUnknownIteration: summaries whose path named no iteration (−1) can be merged on their own with
+// --iteration none; -1 keeps meaning "all"; a bad value is a usage error.
+func TestMergeCLIUnknownIteration(t *testing.T) {
+	dir := t.TempDir()
+	for i, it := range []int{-1, -1, -1, 3, 3} {
+		s := &analyze.RankSummary{Kind: analyze.SummaryKind, Version: analyze.SummaryVersion,
+			File: fmt.Sprintf("rank%d.pickle", i), Rank: i, Iteration: it, Stage: -1,
+			ReservedBytes: int64(i+1) << 30, AllocatedBytes: 1 << 29, RequestedBytes: 1 << 29}
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("s%d.msgpack", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := analyze.WriteSummary(f, s); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	for _, tc := range []struct {
+		arg      string
+		ranks    int
+		reserved int64 // sum of (i+1) GiB over the kept summaries
+	}{
+		{"none", 3, (1 + 2 + 3) << 30},
+		{"3", 2, (4 + 5) << 30},
+		{"all", 5, 15 << 30},
+		{"-1", 5, 15 << 30},
+	} {
+		code, stdout, stderr := runCLI(t, "merge", "--no-write", "--format", "json", "--iteration", tc.arg, dir)
+		if code != exitOK {
+			t.Fatalf("--iteration %s: exit %d: %s", tc.arg, code, stderr)
+		}
+		var c analyze.CrossRank
+		if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Ranks != tc.ranks || c.Reserved.Sum != tc.reserved {
+			t.Errorf("--iteration %s: %d ranks, reserved %d; want %d and %d", tc.arg, c.Ranks, c.Reserved.Sum, tc.ranks, tc.reserved)
+		}
+	}
+	code, stdout, _ := runCLI(t, "merge", "--no-write", dir)
+	if code != exitOK || !strings.Contains(stdout, "none: iteration unknown") {
+		t.Errorf("mixed report does not point at --iteration none (exit %d):\n%s", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, "merge", "--no-write", "--iteration", "x", dir); code != exitUsage || !strings.Contains(stderr, "--iteration") {
+		t.Errorf("--iteration x: exit %d, stderr %q", code, stderr)
+	}
+	if code, stdout, _ := runCLI(t, "merge", "--help"); code != exitOK || !strings.Contains(stdout, "none") {
+		t.Errorf("--help does not document --iteration none")
+	}
+}

@@ -113,7 +113,7 @@ func CrossInputs(reports []*Report) *Cross {
 	if worst >= 0 {
 		w := rows[worst]
 		c.Recommendations = append(c.Recommendations, Recommendation{ID: "rank-imbalance", Severity: SeverityWarning,
-			Title: "Memory imbalance between ranks", Value: worstPct, Threshold: OutlierPct,
+			Title: "Memory imbalance between ranks", Value: worstPct, Threshold: OutlierPct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%s%s reserves %s, %.1f%% above the median %s of %s; %d outlier input(s)",
 				w.File, rankIterLabel(w.Rank, w.Iteration), FormatBytes(w.ReservedBytes), worstPct, FormatBytes(worstMed),
 				iterationLabel(w.Iteration), len(c.OutlierFiles)),
@@ -149,7 +149,7 @@ func CrossInputs(reports []*Report) *Cross {
 		growth := rs[len(rs)-1].AllocatedBytes - rs[0].AllocatedBytes
 		if monotone && 2*grew >= len(rs)-1 && growth >= LeakMinGrowthBytes {
 			c.Recommendations = append(c.Recommendations, Recommendation{ID: "possible-leak-across-iterations", Severity: SeverityWarning,
-				Title: "Allocated memory grows from iteration to iteration", Value: float64(growth), Threshold: float64(LeakMinGrowthBytes),
+				Title: "Allocated memory grows from iteration to iteration", Value: float64(growth), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
 				Evidence: fmt.Sprintf("rank %d: allocated grew from %s (iteration %d) to %s (iteration %d) over %d snapshots without dropping",
 					rk, FormatBytes(rs[0].AllocatedBytes), rs[0].Iteration, FormatBytes(rs[len(rs)-1].AllocatedBytes), rs[len(rs)-1].Iteration, len(rs)),
 				Advice: "Compare the sites of the first and last snapshot (memscan compare) to find what accumulates."})

@@ -85,7 +85,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 			out = append(out, Recommendation{ID: "oom-fragmentation", Severity: SeverityCritical,
 				Title:     "OOM while the cache held enough free memory",
 				Value:     float64(cached),
-				Threshold: float64(o.RequestedBytes),
+				Threshold: float64(o.RequestedBytes), Unit: UnitBytes,
 				Evidence: fmt.Sprintf("at oom event %d on device %d the allocator held %s reserved but not allocated, more than the %s requested, yet no free block was large enough",
 					o.EventIndex, o.Device, FormatBytes(cached), FormatBytes(o.RequestedBytes)),
 				Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so free memory can be remapped into one range."})
@@ -97,7 +97,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 		l := r.LeakSuspects[0]
 		out = append(out, Recommendation{ID: "possible-leak", Severity: SeverityWarning,
 			Title: "Possible memory leak: live bytes from one site keep growing",
-			Value: float64(l.GrowthBytes), Threshold: float64(LeakMinGrowthBytes),
+			Value: float64(l.GrowthBytes), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
 			Evidence: fmt.Sprintf("%s (%s) on device %d grew from %s to %s across %d %s without ever shrinking (%d suspect site(s))",
 				l.Site, l.Category, l.Device, FormatBytes(l.FirstBytes), FormatBytes(l.LastBytes), l.Markers, l.MarkerKind, len(r.LeakSuspects)),
 			Advice: "Check that tensors from this site are not kept alive across steps (appended to lists, stored on self, loss kept with its graph instead of loss.item())."})
@@ -105,7 +105,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 
 	if overhead := pctOf(reserved-r.RequestedBytes, reserved); reserved > 0 && overhead > CacheOverheadPct {
 		out = append(out, Recommendation{ID: "cache-overhead", Severity: SeverityWarning, Title: "High cache overhead",
-			Value: overhead, Threshold: CacheOverheadPct,
+			Value: overhead, Threshold: CacheOverheadPct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%s of %s reserved (%.1f%%) holds no requested bytes: %s cached free, %s pending free, %s rounding",
 				FormatBytes(reserved-r.RequestedBytes), FormatBytes(reserved), overhead, FormatBytes(r.InactiveBytes),
 				FormatBytes(r.ExternalFreeBytes-r.InactiveBytes), FormatBytes(r.InternalFreeBytes)),
@@ -115,7 +115,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 	f := r.Fragmentation
 	if f.LargeFreeBlocks > 0 {
 		out = append(out, Recommendation{ID: "large-unused-blocks", Severity: SeverityWarning, Title: "Large unused cached blocks",
-			Value: float64(r.LargestFreeBlockBytes), Threshold: float64(LargeFreeBlockBytes),
+			Value: float64(r.LargestFreeBlockBytes), Threshold: float64(LargeFreeBlockBytes), Unit: UnitBytes,
 			Evidence: fmt.Sprintf("%d cached free block(s) of at least %s hold %s; the largest is %s",
 				f.LargeFreeBlocks, FormatBytes(LargeFreeBlockBytes), FormatBytes(f.LargeFreeBlocksBytes), FormatBytes(r.LargestFreeBlockBytes)),
 			Advice: "Memory freed after a peak stays cached: call torch.cuda.empty_cache() after one-off phases (evaluation, checkpoint loading), or let other work reuse it."})
@@ -123,7 +123,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 
 	if !exp && f.FragmentationPct > FragmentationPctThreshold && pctOf(f.CachedFreeBytes, reserved) >= FragmentationMinCachedPct {
 		out = append(out, Recommendation{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache",
-			Value: f.FragmentationPct, Threshold: FragmentationPctThreshold,
+			Value: f.FragmentationPct, Threshold: FragmentationPctThreshold, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%.1f%% of the %s cached free memory lies outside the largest free block (%s); %d segment(s) are at least %.0f%% free",
 				f.FragmentationPct, FormatBytes(f.CachedFreeBytes), FormatBytes(r.LargestFreeBlockBytes), f.MostlyFreeSegments, f.MostlyFreeThreshold*100),
 			Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so segments grow in place instead of leaving many partly used ranges."})
@@ -131,7 +131,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 
 	if pending := r.ExternalFreeBytes - r.InactiveBytes; reserved > 0 && pending > 0 && pctOf(pending, reserved) >= PendingFreePct {
 		out = append(out, Recommendation{ID: "pending-free", Severity: SeverityInfo, Title: "Blocks waiting on other streams (record_stream)",
-			Value: pctOf(pending, reserved), Threshold: PendingFreePct,
+			Value: pctOf(pending, reserved), Threshold: PendingFreePct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%s (%.1f%% of reserved) is in active_pending_free blocks: freed by the program but held until work on another stream finishes",
 				FormatBytes(pending), pctOf(pending, reserved)),
 			Advice: "Avoid Tensor.record_stream on large buffers (for NCCL set TORCH_NCCL_AVOID_RECORD_STREAMS=1), or synchronize the side stream before freeing."})
@@ -153,7 +153,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 
 	if waste := pctOf(r.InternalFreeBytes, reserved); waste > RoundingWastePct {
 		out = append(out, Recommendation{ID: "rounding-waste", Severity: SeverityInfo, Title: "Allocation rounding wastes memory",
-			Value: waste, Threshold: RoundingWastePct,
+			Value: waste, Threshold: RoundingWastePct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("live blocks are %s larger than requested (%.1f%% of reserved)", FormatBytes(r.InternalFreeBytes), waste),
 			Advice:   "Odd sizes round up to allocator granularity: pad shapes to multiples of 512 bytes, or tune PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions."})
 	}
@@ -166,7 +166,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 	}
 	if p := pctOf(private, reserved); p > PrivatePoolPct {
 		out = append(out, Recommendation{ID: "private-pools", Severity: SeverityInfo, Title: "Private memory pools hold reserved memory",
-			Value: p, Threshold: PrivatePoolPct,
+			Value: p, Threshold: PrivatePoolPct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%s (%.1f%% of reserved) belongs to non-default pools (CUDA graphs or MemPool), which other allocations cannot reuse", FormatBytes(private), p),
 			Advice:   "Share one graph pool between captures (torch.cuda.graph(pool=...)) and release graphs that are no longer replayed."})
 	}

@@ -4,6 +4,11 @@
 // reads the same model.
 package analyze
 
+import (
+	"math"
+	"strconv"
+)
+
 // ReportVersion is bumped whenever a field of Report changes meaning or is removed.
 const ReportVersion = 1
 
@@ -211,7 +216,26 @@ type Recommendation struct {
 	Evidence  string  `json:"evidence" msgpack:"evidence"`
 	Value     float64 `json:"value" msgpack:"value"`         // the measured number
 	Threshold float64 `json:"threshold" msgpack:"threshold"` // the threshold it crossed
-	Advice    string  `json:"advice" msgpack:"advice"`
+	// Unit says what Value and Threshold count: UnitBytes, UnitPercent, or empty for a plain number.
+	Unit   string `json:"unit,omitempty" msgpack:"unit,omitempty"`
+	Advice string `json:"advice" msgpack:"advice"`
+}
+
+// Units of Recommendation.Value and Threshold.
+const (
+	UnitBytes   = "bytes"
+	UnitPercent = "%"
+)
+
+// FormatMeasure renders a recommendation's value or threshold in its unit, e.g. "2.0GiB" or "12.75%".
+func FormatMeasure(v float64, unit string) string {
+	switch unit {
+	case UnitBytes:
+		return FormatBytes(int64(v))
+	case UnitPercent:
+		return strconv.FormatFloat(v, 'f', 2, 64) + "%"
+	}
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }
 
 // Cross is the cross-input section: one row per input and imbalance statistics.

@@ -153,7 +153,7 @@ func (m *mdWriter) recommendations(recs []analyze.Recommendation) {
 	for _, rec := range recs {
 		m.printf("- **%s** (%s, `%s`): %s. Evidence: %s (measured %s, threshold %s).\n",
 			mdText(rec.Title), mdText(rec.Severity), rec.ID, mdText(strings.TrimSuffix(rec.Advice, ".")), mdText(rec.Evidence),
-			formatFloat(rec.Value), formatFloat(rec.Threshold))
+			analyze.FormatMeasure(rec.Value, rec.Unit), analyze.FormatMeasure(rec.Threshold, rec.Unit))
 	}
 }
 

@@ -281,7 +281,7 @@ func (t *textWriter) recommendations(title string, recs []analyze.Recommendation
 			t.printf("\n")
 		}
 		t.printf("  %d. [%s] %s (%s)\n", i+1, rec.Severity, rec.Title, rec.ID)
-		t.printf("     evidence: %s (measured %s, threshold %s)\n", rec.Evidence, formatFloat(rec.Value), formatFloat(rec.Threshold))
+		t.printf("     evidence: %s (measured %s, threshold %s)\n", rec.Evidence, analyze.FormatMeasure(rec.Value, rec.Unit), analyze.FormatMeasure(rec.Threshold, rec.Unit))
 		if rec.Advice != "" {
 			t.printf("     advice:   %s\n", rec.Advice)
 		}

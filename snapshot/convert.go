@@ -133,6 +133,36 @@ func (c *converter) tick() error {
 	return nil
 }
 
+// convertList converts the items of the list at field into a new slice, charging them against the budget and
+// reporting errors under field[i]. check, when not nil, runs before each item (for cancellation).
+func convertList[T any](c *converter, field string, items []any, check func() error, fn func(*T, any) error) ([]T, error) {
+	if err := c.spend(field, len(items)); err != nil {
+		return nil, err
+	}
+	c.push(field)
+	defer c.pop()
+	return convertItems(c, items, check, fn)
+}
+
+// convertItems is convertList for a list whose path is already current and whose cost is already charged.
+func convertItems[T any](c *converter, items []any, check func() error, fn func(*T, any) error) ([]T, error) {
+	out := make([]T, len(items))
+	for i, it := range items {
+		if check != nil {
+			if err := check(); err != nil {
+				return nil, err
+			}
+		}
+		c.pushIdx(i)
+		err := fn(&out[i], it)
+		c.pop()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 func (c *converter) dict(field string, v any) (dictView, error) {
 	d, ok := asDict(v)
 	if !ok {
@@ -215,6 +245,12 @@ func (c *converter) signed(field string, v any, min, max int64) (int64, error) {
 	return n, nil
 }
 
+// device reads a device ordinal in [-1, maxDevice].
+func (c *converter) device(field string, v any) (int, error) {
+	n, err := c.signed(field, v, -1, maxDevice)
+	return int(n), err
+}
+
 // address reads a device address: any value in [0, 2^64).
 func (c *converter) address(field string, v any) (uint64, error) {
 	n, u, cl := intOf(v)
@@ -284,20 +320,12 @@ func (c *converter) stack(field string, v any) (*Stack, error) {
 	if st, ok := c.stacks[id]; ok {
 		return st, nil
 	}
-	if err := c.spend(field, len(items)); err != nil {
+	frames, err := convertList(c, field, items, nil, func(f *Frame, it any) (err error) {
+		*f, err = c.frame(it)
+		return err
+	})
+	if err != nil {
 		return nil, err
-	}
-	c.push(field)
-	defer c.pop()
-	frames := make([]Frame, len(items))
-	for i, it := range items {
-		c.pushIdx(i)
-		f, err := c.frame(it)
-		c.pop()
-		if err != nil {
-			return nil, err
-		}
-		frames[i] = f
 	}
 	st := &Stack{Frames: frames}
 	c.stacks[id] = st
@@ -420,24 +448,8 @@ func (c *converter) segments(field string, v any) ([]Segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.spend(field, len(items)); err != nil {
-		return nil, err
-	}
-	c.push(field)
-	defer c.pop()
-	segs := make([]Segment, len(items))
-	for i, it := range items {
-		if err := c.ctx.Err(); err != nil {
-			return nil, err
-		}
-		c.pushIdx(i)
-		err := c.segment(&segs[i], it)
-		c.pop()
-		if err != nil {
-			return nil, err
-		}
-	}
-	return segs, nil
+	// Segments are few and large: check the context before each one.
+	return convertList(c, field, items, c.ctx.Err, c.segment)
 }
 
 // Segment keys that every dict-form version writes.
@@ -455,9 +467,7 @@ func (c *converter) segment(seg *Segment, v any) error {
 		switch k {
 		case "device":
 			seen |= 1 << 0
-			var n int64
-			n, err = c.signed(k, v, -1, maxDevice)
-			seg.Device = int(n)
+			seg.Device, err = c.device(k, v)
 		case "address":
 			seen |= 1 << 1
 			seg.Address, err = c.address(k, v)
@@ -511,27 +521,13 @@ func (c *converter) blocks(seg *Segment, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := c.spend("blocks", len(items)); err != nil {
-		return err
-	}
-	c.push("blocks")
-	defer c.pop()
-	seg.Blocks = make([]Block, len(items))
 	next := seg.Address // cumulative address of the next block
-	for i, it := range items {
-		if err := c.tick(); err != nil {
-			return err
-		}
-		c.pushIdx(i)
-		b := &seg.Blocks[i]
+	seg.Blocks, err = convertList(c, "blocks", items, c.tick, func(b *Block, it any) error {
 		err := c.block(b, it, next)
-		c.pop()
-		if err != nil {
-			return err
-		}
 		next += uint64(b.Size)
-	}
-	return nil
+		return err
+	})
+	return err
 }
 
 func (c *converter) block(b *Block, v any, cumulative uint64) error {
@@ -618,21 +614,7 @@ func (c *converter) history(field string, v any) ([]History, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
-	if err := c.spend(field, len(items)); err != nil {
-		return nil, err
-	}
-	c.push(field)
-	defer c.pop()
-	hs := make([]History, len(items))
-	for i, it := range items {
-		c.pushIdx(i)
-		err := c.historyEntry(&hs[i], it)
-		c.pop()
-		if err != nil {
-			return nil, err
-		}
-	}
-	return hs, nil
+	return convertList(c, field, items, nil, c.historyEntry)
 }
 
 func (c *converter) historyEntry(h *History, v any) error {
@@ -678,36 +660,27 @@ func (c *converter) traces(field string, v any) ([][]TraceEntry, error) {
 	defer c.pop()
 	out := make([][]TraceEntry, len(devs))
 	for dev, dv := range devs {
-		entries, _, err := c.list("", dv)
-		if err != nil {
-			c.pushIdx(dev)
-			err = c.errf("", "got %s, want list", typeName(dv))
-			c.pop()
-			return nil, err
-		}
 		c.pushIdx(dev)
-		if err := c.spend("", len(entries)+1); err != nil {
-			c.pop()
+		tr, err := c.trace(dv)
+		c.pop()
+		if err != nil {
 			return nil, err
 		}
-		tr := make([]TraceEntry, len(entries))
-		for i, ev := range entries {
-			if err := c.tick(); err != nil {
-				c.pop()
-				return nil, err
-			}
-			c.pushIdx(i)
-			err := c.traceEntry(&tr[i], ev)
-			c.pop()
-			if err != nil {
-				c.pop()
-				return nil, err
-			}
-		}
-		c.pop()
 		out[dev] = tr
 	}
 	return out, nil
+}
+
+// trace converts one device's trace; the path already ends at its index.
+func (c *converter) trace(v any) ([]TraceEntry, error) {
+	entries, _, err := c.list("", v)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.spend("", len(entries)+1); err != nil {
+		return nil, err
+	}
+	return convertItems(c, entries, c.tick, c.traceEntry)
 }
 
 func (c *converter) traceEntry(e *TraceEntry, v any) error {
@@ -789,24 +762,7 @@ func (c *converter) annotations(field string, v any) ([]Annotation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.spend(field, len(items)); err != nil {
-		return nil, err
-	}
-	c.push(field)
-	defer c.pop()
-	out := make([]Annotation, len(items))
-	for i, it := range items {
-		if err := c.tick(); err != nil {
-			return nil, err
-		}
-		c.pushIdx(i)
-		err := c.annotation(&out[i], it)
-		c.pop()
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return convertList(c, field, items, c.tick, c.annotation)
 }
 
 func (c *converter) annotation(a *Annotation, v any) error {
@@ -822,9 +778,7 @@ func (c *converter) annotation(a *Annotation, v any) error {
 		case "name":
 			a.Name = c.text(v)
 		case "device":
-			var n int64
-			n, err = c.signed(k, v, -1, maxDevice)
-			a.Device = int(n)
+			a.Device, err = c.device(k, v)
 		case "time_us":
 			a.TimeUS, err = c.signed(k, v, math.MinInt64, math.MaxInt64)
 		default:

@@ -868,6 +868,7 @@ func (d *fastDecoder) appends(m int) error {
 	} else if l.kind != want {
 		return d.unsupported("a list mixing %s and %s", l.kind, want)
 	}
+	var err error
 	switch l.kind {
 	case lFrames:
 		for _, it := range items {
@@ -885,41 +886,13 @@ func (d *fastDecoder) appends(m int) error {
 		d.addEntries(l.m(), items)
 		d.taken(len(items))
 	case lSegments:
-		mm := l.m()
-		for _, it := range items {
-			if it.k != vSegment {
-				return d.unsupported("a segment list holding a %s", kindWord(it.k))
-			}
-			mm.segs = append(mm.segs, d.pSegs[it.n])
-		}
-		d.taken(len(items))
+		err = takeRecords(d, items, vSegment, "a segment list", d.pSegs, &l.m().segs)
 	case lBlocks:
-		mm := l.m()
-		for _, it := range items {
-			if it.k != vBlock {
-				return d.unsupported("a block list holding a %s", kindWord(it.k))
-			}
-			mm.blocks = append(mm.blocks, d.pBlocks[it.n])
-		}
-		d.taken(len(items))
+		err = takeRecords(d, items, vBlock, "a block list", d.pBlocks, &l.m().blocks)
 	case lHists:
-		mm := l.m()
-		for _, it := range items {
-			if it.k != vHist {
-				return d.unsupported("a history list holding a %s", kindWord(it.k))
-			}
-			mm.hists = append(mm.hists, d.pHists[it.n])
-		}
-		d.taken(len(items))
+		err = takeRecords(d, items, vHist, "a history list", d.pHists, &l.m().hists)
 	case lAnnotations:
-		mm := l.m()
-		for _, it := range items {
-			if it.k != vAnnotation {
-				return d.unsupported("an annotation list holding a %s", kindWord(it.k))
-			}
-			mm.anns = append(mm.anns, d.pAnns[it.n])
-		}
-		d.taken(len(items))
+		err = takeRecords(d, items, vAnnotation, "an annotation list", d.pAnns, &l.m().anns)
 	case lTraces:
 		mm := l.m()
 		for _, it := range items {
@@ -950,7 +923,23 @@ func (d *fastDecoder) appends(m int) error {
 	default:
 		return d.unsupported("a list of %s", l.kind)
 	}
+	if err != nil {
+		return err
+	}
 	d.stack = d.stack[:m]
+	return nil
+}
+
+// takeRecords appends the pending records that items refer to onto dst; every item must be of kind k, and
+// what names the list in the error.
+func takeRecords[T any](d *fastDecoder, items []val, k vkind, what string, pending []T, dst *[]T) error {
+	for _, it := range items {
+		if it.k != k {
+			return d.unsupported("%s holding a %s", what, kindWord(it.k))
+		}
+		*dst = append(*dst, pending[it.n])
+	}
+	d.taken(len(items))
 	return nil
 }
 

@@ -713,13 +713,9 @@ func (d *fastDecoder) convertTop(present uint64) (val, error) {
 		return val{}, d.unsupported("snapshot dict without segments")
 	}
 	s := &Snapshot{}
-	l, err := d.fList(fSegments, lSegments)
-	if err != nil {
+	var err error
+	if s.Segments, err = d.segments(fSegments); err != nil {
 		return val{}, err
-	}
-	s.Segments = []Segment{}
-	if l.more != nil && l.more.segs != nil {
-		s.Segments = l.more.segs
 	}
 	if has(present, fDeviceTraces) {
 		if s.DeviceTraces, err = d.traces(fDeviceTraces); err != nil {
@@ -749,13 +745,8 @@ func (d *fastDecoder) convertTop(present uint64) (val, error) {
 		d.fmt.annotations = true
 	}
 	if has(present, fHostSegments) {
-		l, err := d.fList(fHostSegments, lSegments)
-		if err != nil {
+		if s.HostSegments, err = d.segments(fHostSegments); err != nil {
 			return val{}, err
-		}
-		s.HostSegments = []Segment{}
-		if l.more != nil && l.more.segs != nil {
-			s.HostSegments = l.more.segs
 		}
 	}
 	if has(present, fHostTraces) {
@@ -765,6 +756,18 @@ func (d *fastDecoder) convertTop(present uint64) (val, error) {
 	}
 	d.top = s
 	return val{k: vTop}, nil
+}
+
+// segments returns the segment list in field f; an empty list is an empty, not a nil, slice.
+func (d *fastDecoder) segments(f uint8) ([]Segment, error) {
+	l, err := d.fList(f, lSegments)
+	if err != nil {
+		return nil, err
+	}
+	if l.more != nil && l.more.segs != nil {
+		return l.more.segs, nil
+	}
+	return []Segment{}, nil
 }
 
 func (d *fastDecoder) traces(f uint8) ([][]TraceEntry, error) {

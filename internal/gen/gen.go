@@ -456,8 +456,7 @@ type writer struct {
 func (w *writer) frames(stack int32) {
 	p, s := w.p, w.sim
 	if stack < 0 {
-		p.begin(0, false)
-		p.end()
+		w.list(0, false, nil)
 		return
 	}
 	if w.sim.cfg.ShareStack {
@@ -505,18 +504,24 @@ func (w *writer) frames(stack int32) {
 	p.end()
 }
 
-func (w *writer) segments(st *Stats) {
-	p, s := w.p, w.sim
-	g := s.cfg.Generation
-	p.begin(len(s.segs), false)
-	for _, seg := range s.segs {
+// list writes a list of n items; fn writes item i. commit ends the pickle frame, when due, after each item.
+func (w *writer) list(n int, commit bool, fn func(i int)) {
+	p := w.p
+	p.begin(n, false)
+	for i := range n {
 		p.item()
-		w.segment(seg, st)
+		fn(i)
 		p.done()
-		p.commit(false)
+		if commit {
+			p.commit(false)
+		}
 	}
 	p.end()
-	_ = g
+}
+
+func (w *writer) segments(st *Stats) {
+	segs := w.sim.segs
+	w.list(len(segs), true, func(i int) { w.segment(segs[i], st) })
 }
 
 type block struct {
@@ -599,13 +604,7 @@ func (w *writer) segment(seg *segment, st *Stats) {
 		case "frames":
 			w.frames(seg.stack)
 		case "blocks":
-			p.begin(len(blocks), false)
-			for _, b := range blocks {
-				p.item()
-				w.block(seg, b)
-				p.done()
-			}
-			p.end()
+			w.list(len(blocks), false, func(j int) { w.block(seg, blocks[j]) })
 		}
 	})
 }
@@ -643,21 +642,19 @@ func (w *writer) block(seg *segment, b block) {
 				w.frames(-1)
 			}
 		case "history":
-			p.begin(1, false)
-			p.item()
 			hk := []string{"addr", "real_size", "frames"}
-			p.dict(hk, func(j int) {
-				switch hk[j] {
-				case "addr":
-					p.uint(b.addr)
-				case "real_size":
-					p.int(b.req)
-				case "frames":
-					w.frames(b.stack)
-				}
+			w.list(1, false, func(int) {
+				p.dict(hk, func(j int) {
+					switch hk[j] {
+					case "addr":
+						p.uint(b.addr)
+					case "real_size":
+						p.int(b.req)
+					case "frames":
+						w.frames(b.stack)
+					}
+				})
 			})
-			p.done()
-			p.end()
 		}
 	})
 }
@@ -665,12 +662,10 @@ func (w *writer) block(seg *segment, b block) {
 func (w *writer) traces(st *Stats) {
 	p, s := w.p, w.sim
 	g := s.cfg.Generation
-	p.begin(len(s.traces), false)
-	for _, tr := range s.traces {
-		p.item()
-		p.begin(len(tr), false)
-		for _, e := range tr {
-			p.item()
+	w.list(len(s.traces), false, func(dev int) {
+		tr := s.traces[dev]
+		w.list(len(tr), true, func(j int) {
+			e := tr[j]
 			st.Entries++
 			keys := []string{"action"}
 			if e.action == aOOM {
@@ -717,13 +712,8 @@ func (w *writer) traces(st *Stats) {
 					w.frames(e.stack)
 				}
 			})
-			p.done()
-			p.commit(false)
-		}
-		p.end()
-		p.done()
-	}
-	p.end()
+		})
+	})
 }
 
 func (w *writer) settings() {
@@ -762,9 +752,8 @@ func (w *writer) settings() {
 func (w *writer) annotations() {
 	p := w.p
 	marks := []struct{ stage, name string }{{"START", "forward"}, {"END", "forward"}, {"START", "backward"}, {"END", "backward"}}
-	p.begin(len(marks), false)
-	for i, m := range marks {
-		p.item()
+	w.list(len(marks), false, func(i int) {
+		m := marks[i]
 		keys := []string{"stage", "name", "device", "time_us"}
 		p.dict(keys, func(j int) {
 			switch keys[j] {
@@ -778,7 +767,5 @@ func (w *writer) annotations() {
 				p.int(1_748_000_000_000_000 + int64(i)*1000)
 			}
 		})
-		p.done()
-	}
-	p.end()
+	})
 }

@@ -1,0 +1,35 @@
+package analyze_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/memscan/memscan/analyze"
+)
+
+// Example decodes the bundled example snapshot and prints its allocator totals and the top of its peak. The
+// totals satisfy reserved = requested + internal free + external free, as PyTorch's _memory_viz stats reports.
+func Example() {
+	ctx := context.Background()
+	rep, err := analyze.AnalyzeFile(ctx, filepath.Join("..", "testdata", "example", "rank0_memory_snapshot.pickle"), analyze.Options{TopN: 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("format:", rep.Format, rep.TorchFormat)
+	fmt.Println("reserved:", rep.ReservedBytes)
+	fmt.Println("requested + internal + external:", rep.RequestedBytes+rep.InternalFreeBytes+rep.ExternalFreeBytes)
+	fmt.Println("peak:", analyze.FormatBytes(rep.Peak.Bytes), "led by", rep.Peak.Categories[0].Name)
+	for _, a := range rep.Top {
+		fmt.Println(analyze.FormatBytes(a.Size), a.Category, a.Site)
+	}
+	// Output:
+	// format: pickle-v4 2.10+
+	// reserved: 1264582656
+	// requested + internal + external: 1264582656
+	// peak: 1.2GiB led by Linear/MatMul
+	// 62.5MiB Parameters/Weights /home/alice/gpt-small/model.py:92:__init__
+	// 62.5MiB Gradient /home/alice/gpt-small/train.py:58:train_step
+	// 62.5MiB Optimizer State /home/alice/gpt-small/train.py:66:main
+}

@@ -187,7 +187,7 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 func logRecommendations(v *LogView) []Recommendation {
 	out := []Recommendation{}
 	if v.CapacityBytes > 0 && v.PeakReservedBytes > 0 {
-		share := sharePctOf(v.PeakReservedBytes, v.CapacityBytes)
+		share := pctOf(v.PeakReservedBytes, v.CapacityBytes)
 		if share >= 90 {
 			out = append(out, Recommendation{ID: "log-near-capacity", Severity: "warning", Title: "Reserved memory is close to device capacity",
 				Evidence: fmt.Sprintf("peak reserved %s is %.1f%% of %s", humanIEC(v.PeakReservedBytes), share, humanIEC(v.CapacityBytes)),
@@ -196,7 +196,7 @@ func logRecommendations(v *LogView) []Recommendation {
 		}
 	}
 	if v.PeakAllocatedBytes > 0 && v.PeakReservedBytes > 0 {
-		slack := sharePctOf(v.PeakReservedBytes-v.PeakAllocatedBytes, v.PeakReservedBytes)
+		slack := pctOf(v.PeakReservedBytes-v.PeakAllocatedBytes, v.PeakReservedBytes)
 		if slack >= 20 {
 			out = append(out, Recommendation{ID: "log-reserved-slack", Severity: "info", Title: "Reserved memory well above allocated",
 				Evidence: fmt.Sprintf("peak reserved %s vs peak allocated %s (%.1f%% of reserved is cache)", humanIEC(v.PeakReservedBytes), humanIEC(v.PeakAllocatedBytes), slack),

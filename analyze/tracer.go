@@ -240,7 +240,6 @@ type tensorFacts struct {
 	rule     string
 	site     string
 	code     string
-	userKey  *snapshot.TracerStack
 }
 
 func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, top int) TracerDeviceView {
@@ -260,7 +259,6 @@ func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, t
 		}
 		f := &facts[i]
 		f.pattern = ModulePattern(t.Module)
-		f.userKey = t.Create
 		f.site, f.code = tracerSite(t.Create)
 		f.category, f.rule = tracerCategory(t, userStack(userStacks, t.Create), cz)
 	}
@@ -287,7 +285,7 @@ func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, t
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
 	})
 	for i := range dv.Phases {
-		dv.Phases[i].SharePct = sharePctOf(dv.Phases[i].Bytes, dv.ListedBytes)
+		dv.Phases[i].SharePct = pctOf(dv.Phases[i].Bytes, dv.ListedBytes)
 	}
 
 	// Merged module patterns and the hierarchy.
@@ -384,13 +382,6 @@ func formatShapeDims(d []int64) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-func sharePctOf(part, whole int64) float64 {
-	if whole <= 0 {
-		return 0
-	}
-	return float64(part) / float64(whole) * 100
-}
-
 // moduleViews builds the merged-pattern table and the merged hierarchy. Every tensor lands in exactly one
 // pattern (Unknown included), so the table's bytes sum to the listed bytes.
 func moduleViews(d *snapshot.TracerDevice, facts []tensorFacts, listed int64) ([]ModuleStat, []ModuleNode) {
@@ -450,7 +441,7 @@ func moduleViews(d *snapshot.TracerDevice, facts []tensorFacts, listed int64) ([
 	mods := make([]ModuleStat, 0, len(patternOrder))
 	for _, p := range patternOrder {
 		a := patterns[p]
-		mods = append(mods, ModuleStat{Pattern: p, Bytes: a.bytes, Count: a.count, MergedModules: len(a.concrete), SharePct: sharePctOf(a.bytes, listed)})
+		mods = append(mods, ModuleStat{Pattern: p, Bytes: a.bytes, Count: a.count, MergedModules: len(a.concrete), SharePct: pctOf(a.bytes, listed)})
 	}
 	slices.SortStableFunc(mods, func(a, b ModuleStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Pattern, b.Pattern))
@@ -642,7 +633,7 @@ func humanIEC(n int64) string {
 func tracerRecommendations(p *TracerDeviceView) []Recommendation {
 	out := []Recommendation{}
 	if p.PeakBytes > 0 {
-		share := sharePctOf(p.GapBytes, p.PeakBytes)
+		share := pctOf(p.GapBytes, p.PeakBytes)
 		if share >= 10 {
 			out = append(out, Recommendation{ID: "tracer-unlisted-peak", Severity: "info", Title: "A large part of the peak is not listed",
 				Evidence: fmt.Sprintf("%s of %s (%.1f%%) is not in the tensor list", humanIEC(p.GapBytes), humanIEC(p.PeakBytes), share),
@@ -652,7 +643,7 @@ func tracerRecommendations(p *TracerDeviceView) []Recommendation {
 	}
 	for _, m := range p.Modules {
 		if m.Pattern == UnknownModule {
-			share := sharePctOf(m.Bytes, p.ListedBytes)
+			share := pctOf(m.Bytes, p.ListedBytes)
 			if share >= 50 {
 				out = append(out, Recommendation{ID: "tracer-unknown-module", Severity: "info", Title: "Most memory was created outside any module forward",
 					Evidence: fmt.Sprintf("%s (%.1f%% of listed) has module Unknown", humanIEC(m.Bytes), share), Value: share, Threshold: 50,

@@ -24,7 +24,13 @@ type element struct {
 	start, end int
 	freeReq    int // index of a free_requested with no free_completed yet; −1 when none
 	cat, site  int // indices into the replay's category and site tables
+	// origin is the trace event the element was seen at first (its alloc, or a free whose alloc predates the
+	// trace); −1−k for preBlocks[k], a live block of the final state that the trace never allocated.
+	origin int
 }
+
+// blockRef is a block of the snapshot's segments.
+type blockRef struct{ seg, blk int }
 
 // replay is the state of replaying one device trace.
 type replay struct {
@@ -41,6 +47,9 @@ type replay struct {
 	alloc    []int64                    // live requested bytes after each event
 	reserved []int64                    // segment bytes after each event
 	initial  int64                      // live bytes before the first event
+	// initialReserved is the segment bytes before the first event; preBlocks the final-state blocks live all along.
+	initialReserved int64
+	preBlocks       []blockRef
 }
 
 func (r *replay) category(name string) int {
@@ -92,12 +101,13 @@ func (a *analysis) replayAll() error {
 		if err := r.run(); err != nil {
 			return err
 		}
-		peak := r.peak()
+		r.classifyAll()
+		peak, peakCats := r.peak()
 		a.rep.DevicePeaks = append(a.rep.DevicePeaks, peak)
 		if best == nil || peak.Bytes > best.Bytes {
 			best = &a.rep.DevicePeaks[len(a.rep.DevicePeaks)-1]
 		}
-		a.rep.Timeline = append(a.rep.Timeline, r.series(peak.EventIndex))
+		a.rep.Timeline = append(a.rep.Timeline, r.series(peakCats))
 		if err := r.leaks(); err != nil {
 			return err
 		}
@@ -133,9 +143,8 @@ func (r *replay) run() error {
 					el.end = j
 				}
 			}
-			cat, site := r.classify(e.Stack, e.Category())
 			open[e.Addr] = len(r.elems)
-			r.elems = append(r.elems, element{size: e.Size, start: j, end: n, freeReq: -1, cat: cat, site: site})
+			r.elems = append(r.elems, element{size: e.Size, start: j, end: n, freeReq: -1, origin: j})
 		case snapshot.ActionFreeRequested:
 			if i, ok := open[e.Addr]; ok {
 				if r.elems[i].freeReq < 0 {
@@ -144,9 +153,8 @@ func (r *replay) run() error {
 				continue
 			}
 			// Allocated before the trace window: live from the start, stack taken from the free.
-			cat, site := r.classify(e.Stack, e.Category())
 			open[e.Addr] = len(r.elems)
-			r.elems = append(r.elems, element{size: e.Size, start: -1, end: n, freeReq: j, cat: cat, site: site})
+			r.elems = append(r.elems, element{size: e.Size, start: -1, end: n, freeReq: j, origin: j})
 		case snapshot.ActionFreeCompleted:
 			if i, ok := open[e.Addr]; ok {
 				r.elems[i].end = j
@@ -154,8 +162,7 @@ func (r *replay) run() error {
 				delete(open, e.Addr)
 				continue
 			}
-			cat, site := r.classify(e.Stack, e.Category())
-			r.elems = append(r.elems, element{size: e.Size, start: -1, end: j, freeReq: -1, cat: cat, site: site})
+			r.elems = append(r.elems, element{size: e.Size, start: -1, end: j, freeReq: -1, origin: j})
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
 			resDelta[j] += e.Size
 		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
@@ -176,18 +183,20 @@ func (r *replay) run() error {
 	for addr := range open {
 		liveAtEnd[addr] = true
 	}
+	var finalRes int64 // the device's segment bytes in the final state
 	for i := range a.snap.Segments {
 		seg := &a.snap.Segments[i]
 		if seg.Device != r.dev {
 			continue
 		}
+		finalRes += seg.TotalSize
 		for j := range seg.Blocks {
 			b := &seg.Blocks[j]
 			if b.State != snapshot.BlockActiveAllocated || liveAtEnd[b.Address] {
 				continue
 			}
-			cat, site := r.classify(b.Stack, "")
-			r.elems = append(r.elems, element{size: b.RequestedSize, start: -1, end: n, freeReq: -1, cat: cat, site: site})
+			r.elems = append(r.elems, element{size: b.RequestedSize, start: -1, end: n, freeReq: -1, origin: -1 - len(r.preBlocks)})
+			r.preBlocks = append(r.preBlocks, blockRef{i, j})
 		}
 	}
 
@@ -205,12 +214,7 @@ func (r *replay) run() error {
 	}
 	r.alloc = make([]int64, n)
 	r.reserved = make([]int64, n)
-	var finalRes, net int64
-	for _, g := range a.rep.PerDevice {
-		if g.Key == fmt.Sprint(r.dev) {
-			finalRes = g.ReservedBytes
-		}
-	}
+	var net int64
 	for _, d := range resDelta {
 		net += d
 	}
@@ -220,6 +224,7 @@ func (r *replay) run() error {
 		a.warns.add("reserved-negative", fmt.Sprintf("device %d: segment events free %d bytes more than the snapshot holds plus the trace allocated; reserved timeline starts at 0", r.dev, -res))
 		res = 0
 	}
+	r.initialReserved = res
 	cur := r.initial
 	for j := range n {
 		cur += delta[j]
@@ -235,6 +240,27 @@ func (r *replay) run() error {
 		}
 	}
 	return nil
+}
+
+// classifyAll sets every element's category and site, in the order the elements were seen.
+func (r *replay) classifyAll() {
+	for i := range r.elems {
+		el := &r.elems[i]
+		if el.origin >= 0 {
+			e := &r.trace[el.origin]
+			el.cat, el.site = r.classify(e.Stack, e.Category())
+		} else {
+			b, _ := r.block(el.origin)
+			el.cat, el.site = r.classify(b.Stack, "")
+		}
+	}
+}
+
+// block returns the final-state block of an element with a negative origin, and its segment.
+func (r *replay) block(origin int) (*snapshot.Block, *snapshot.Segment) {
+	ref := r.preBlocks[-1-origin]
+	seg := &r.a.snap.Segments[ref.seg]
+	return &seg.Blocks[ref.blk], seg
 }
 
 func (r *replay) oom(j int, e *snapshot.TraceEntry) {
@@ -262,33 +288,43 @@ func (r *replay) liveAt(p int) (cats, sites []int64) {
 	return cats, sites
 }
 
-// peak finds the highest live allocated memory and the live set at that point.
-func (r *replay) peak() Peak {
-	// The first event at the maximum; −1 only when memory before the first event was higher than ever after.
-	p := Peak{Device: r.dev, Bytes: -1, EventIndex: -1}
+// peakIndex returns the first event at the highest live allocated memory and that memory; the index is −1 only
+// when memory before the first event was higher than ever after.
+func (r *replay) peakIndex() (int, int64) {
+	idx, bytes := -1, int64(-1)
 	for j, v := range r.alloc {
-		if v > p.Bytes {
-			p.Bytes, p.EventIndex = v, j
+		if v > bytes {
+			idx, bytes = j, v
 		}
 	}
-	if r.initial > p.Bytes {
-		p.Bytes, p.EventIndex = r.initial, -1
+	if r.initial > bytes {
+		return -1, r.initial
 	}
+	return idx, bytes
+}
+
+// peak finds the highest live allocated memory and the live set at that point; it also returns the live bytes per
+// category index there, which order the timeline's categories.
+func (r *replay) peak() (Peak, []int64) {
+	p := Peak{Device: r.dev}
+	p.EventIndex, p.Bytes = r.peakIndex()
 	if t := p.EventIndex; t >= 0 && r.trace[t].HasTime {
 		p.TimeUS = r.trace[t].TimeUS
 	} else if t < 0 && r.trace[0].HasTime {
 		p.TimeUS = r.trace[0].TimeUS
 	}
-	cats, sites := r.liveAt(p.EventIndex)
-	catStats := map[string]*CategoryStat{}
-	counts := make([]int, len(r.catNames))
-	siteCounts := make([]int, len(r.siteName))
+	// The live set at the peak, in one pass: bytes and counts per category and per site.
+	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))
+	counts, siteCounts := make([]int, len(r.catNames)), make([]int, len(r.siteName))
 	for _, el := range r.elems {
 		if el.start <= p.EventIndex && p.EventIndex < el.end {
+			cats[el.cat] += el.size
+			sites[el.site] += el.size
 			counts[el.cat]++
 			siteCounts[el.site]++
 		}
 	}
+	catStats := map[string]*CategoryStat{}
 	for i, b := range cats {
 		if counts[i] > 0 {
 			catStats[r.catNames[i]] = &CategoryStat{Name: r.catNames[i], Bytes: b, Count: counts[i]}
@@ -302,7 +338,7 @@ func (r *replay) peak() Peak {
 		}
 	}
 	p.Sites = topSites(siteStats, r.a.opts.TopN)
-	return p
+	return p, cats
 }
 
 // sampleIndices downsamples n points to at most max, keeping the index of the largest value in each bucket
@@ -331,8 +367,9 @@ func sampleIndices(values []int64, maxPoints int) []int {
 	return out
 }
 
-// series builds the downsampled timeline with per-category stacks.
-func (r *replay) series(peakIdx int) TimelineSeries {
+// series builds the downsampled timeline with per-category stacks; peakCats are the live bytes per category at
+// the peak.
+func (r *replay) series(peakCats []int64) TimelineSeries {
 	idx := sampleIndices(r.alloc, r.a.opts.MaxTimelinePoints)
 	ts := TimelineSeries{Device: r.dev, Index: idx, Allocated: make([]int64, len(idx)), Reserved: make([]int64, len(idx))}
 	hasTime := r.trace[0].HasTime
@@ -347,7 +384,6 @@ func (r *replay) series(peakIdx int) TimelineSeries {
 		}
 	}
 	// Category order: by live bytes at the peak, then by name; categories never live at a sample are still listed.
-	peakCats, _ := r.liveAt(peakIdx)
 	order := make([]int, len(r.catNames))
 	for i := range order {
 		order[i] = i

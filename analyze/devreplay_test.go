@@ -1,0 +1,53 @@
+package analyze
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+func TestReplayDevice(t *testing.T) {
+	b, _ := replaySnapshot()
+	d, err := ReplayDevice(context.Background(), b.S, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// By hand, as in TestTimelineReplay: X0 (1000, live block never allocated in the trace) and Z (700, freed at 5)
+	// are live from the start; +2000 X1 at 1, +3000 Y at 2, −3000 Y at 4 (its free_completed), −700 Z at 5,
+	// +400 W at 6, −400 W at 7 (free_requested never completed). Reserved: 8192 final − 8192 segment_alloc = 0 before.
+	if d.InitialAllocated != 1700 || d.InitialReserved != 0 {
+		t.Errorf("initial allocated %d reserved %d, want 1700 and 0", d.InitialAllocated, d.InitialReserved)
+	}
+	if want := []int64{1700, 3700, 6700, 6700, 3700, 3000, 3400, 3000, 3000}; !slices.Equal(d.Allocated, want) {
+		t.Errorf("allocated %v, want %v", d.Allocated, want)
+	}
+	if d.PeakIndex != 2 || d.PeakBytes != 6700 {
+		t.Errorf("peak %d bytes at %d, want 6700 at 2", d.PeakBytes, d.PeakIndex)
+	}
+	x0 := b.BlockAddr(0, 0)
+	want := []Lifetime{
+		{Addr: b.BlockAddr(0, 1), Size: 2000, Stack: stOpt, Event: 1, Start: 1, End: 9},        // X1, live at the end
+		{Addr: b.BlockAddr(0, 2), Size: 3000, Stack: stRelu, Event: 2, Start: 2, End: 4},       // Y
+		{Addr: b.BlockAddr(0, 2) + 512, Size: 700, Stack: stGrad, Event: 5, Start: -1, End: 5}, // Z
+		{Addr: b.BlockAddr(0, 2), Size: 400, Stack: stLoss, Event: 6, Start: 6, End: 7},        // W
+		{Addr: x0, Size: 1000, Stack: stAttn, Event: -1, Start: -1, End: 9},                    // X0
+	}
+	if !slices.Equal(d.Lifetimes, want) {
+		t.Errorf("lifetimes\n%+v\nwant\n%+v", d.Lifetimes, want)
+	}
+	sizes := func(ls []Lifetime) (out []int64) {
+		for _, l := range ls {
+			out = append(out, l.Size)
+		}
+		return out
+	}
+	if got := sizes(d.LiveAfter(-1)); !slices.Equal(got, []int64{700, 1000}) {
+		t.Errorf("live before the first event %v, want Z 700 and X0 1000", got)
+	}
+	if got := sizes(d.LiveAfter(2)); !slices.Equal(got, []int64{2000, 3000, 700, 1000}) {
+		t.Errorf("live at the peak %v, want X1, Y, Z, X0", got)
+	}
+	if none, err := ReplayDevice(context.Background(), b.S, 3); err != nil || len(none.Lifetimes) != 0 || none.PeakIndex != -1 {
+		t.Errorf("device without a trace: %+v, %v", none, err)
+	}
+}

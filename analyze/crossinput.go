@@ -24,6 +24,22 @@ func median(v []int64) int64 {
 	return s[n/2-1] + (s[n/2]-s[n/2-1])/2
 }
 
+// recordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
+// tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
+func recordedPeak(r *Report) (int64, bool) {
+	switch {
+	case r.Peak != nil:
+		return r.Peak.Bytes, true
+	case r.MemoryTimeline != nil:
+		return r.MemoryTimeline.PeakBytes, true
+	case r.Log != nil:
+		return max(r.Log.PeakAllocatedBytes, 0), true // −1 when the log prints no allocated measure
+	case r.Tracer != nil:
+		return r.PeakBytes, true
+	}
+	return 0, false
+}
+
 // CrossInputs compares several reports: one row per input (sorted by iteration, rank, file), the max and median of
 // reserved and allocated bytes, the imbalance (max/median − 1 of reserved), inputs more than OutlierPct above the
 // median of their own iteration, and recommendations for rank imbalance and growth across iterations.
@@ -38,13 +54,8 @@ func CrossInputs(reports []*Report) *Cross {
 		if r.HasAllocatorTotals() {
 			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = r.ReservedBytes, r.AllocatedBytes, r.EfficiencyPct
 		}
-		switch {
-		case r.Peak != nil:
-			row.PeakBytes = r.Peak.Bytes
-		case r.MemoryTimeline != nil:
-			row.PeakBytes = r.MemoryTimeline.PeakBytes
-		case r.Log != nil:
-			row.PeakBytes = max(r.Log.PeakAllocatedBytes, 0) // −1 when the log prints no allocated measure
+		if p, ok := recordedPeak(r); ok {
+			row.PeakBytes = p
 		}
 		rows = append(rows, row)
 	}

@@ -57,17 +57,10 @@ func Summarize(r *Report) *RankSummary {
 		PeakBytes:             r.AllocatedBytes,
 		OOMs:                  len(r.OOMs),
 	}
-	// The peak each input kind records, as CrossInputs reads it: a tracer file or profiler timeline has no
-	// allocator totals, so falling back to AllocatedBytes would summarize its rank as 0 bytes at the peak.
-	switch {
-	case r.Peak != nil:
-		s.PeakBytes = r.Peak.Bytes
-	case r.MemoryTimeline != nil:
-		s.PeakBytes = r.MemoryTimeline.PeakBytes
-	case r.Log != nil:
-		s.PeakBytes = max(r.Log.PeakAllocatedBytes, 0)
-	case r.Tracer != nil:
-		s.PeakBytes = r.PeakBytes
+	// The peak the input recorded, as CrossInputs reads it: a tracer file or profiler timeline has no allocator
+	// totals, so falling back to AllocatedBytes would summarize its rank as 0 bytes at the peak.
+	if p, ok := recordedPeak(r); ok {
+		s.PeakBytes = p
 	}
 	cats := slices.Clone(r.Categories)
 	slices.SortFunc(cats, func(a, b CategoryStat) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name)) })
@@ -119,8 +112,7 @@ func bigger(a, b RankRow) int {
 // largest ranks.
 type Merger struct {
 	opts       MergeOptions
-	rows       []RankRow
-	n          int
+	rows       []RankRow // one per summary added
 	oomRanks   int
 	ooms       int
 	reserved   stat
@@ -275,7 +267,6 @@ func (m *Merger) Add(s *RankSummary) {
 		row.EfficiencyPct = float64(s.RequestedBytes) / float64(s.ReservedBytes) * 100
 	}
 	m.rows = append(m.rows, row)
-	m.n++
 	m.iterations[s.Iteration]++
 	m.ooms += s.OOMs
 	if s.OOMs > 0 {
@@ -288,13 +279,7 @@ func (m *Merger) Add(s *RankSummary) {
 	m.internal += s.InternalFreeBytes
 	m.external += s.ExternalFreeBytes
 	for _, c := range s.Categories {
-		cs := m.categories[c.Name]
-		if cs == nil {
-			cs = &CategoryStat{Name: c.Name}
-			m.categories[c.Name] = cs
-		}
-		cs.Bytes += c.Bytes
-		cs.Count += c.Count
+		m.addCategory(c)
 	}
 	if row.Stage >= 0 {
 		st := m.stage(row.Stage)
@@ -302,6 +287,17 @@ func (m *Merger) Add(s *RankSummary) {
 			MaxReserved: row.ReservedBytes, MinReserved: row.ReservedBytes, MaxPeak: row.PeakBytes, OOMs: row.OOMs})
 	}
 	m.pushTop(row)
+}
+
+// addCategory adds c's bytes and count to the category of its name.
+func (m *Merger) addCategory(c CategoryStat) {
+	cs := m.categories[c.Name]
+	if cs == nil {
+		cs = &CategoryStat{Name: c.Name}
+		m.categories[c.Name] = cs
+	}
+	cs.Bytes += c.Bytes
+	cs.Count += c.Count
 }
 
 func (m *Merger) stage(i int) *StageStat {
@@ -338,7 +334,6 @@ func (m *Merger) pushTop(rows ...RankRow) {
 // Merge folds another merger (built with the same options) into m.
 func (m *Merger) Merge(o *Merger) {
 	m.rows = append(m.rows, o.rows...)
-	m.n += o.n
 	for it, n := range o.iterations {
 		m.iterations[it] += n
 	}
@@ -350,14 +345,8 @@ func (m *Merger) Merge(o *Merger) {
 	m.peak.merge(&o.peak)
 	m.internal += o.internal
 	m.external += o.external
-	for name, c := range o.categories {
-		cs := m.categories[name]
-		if cs == nil {
-			cs = &CategoryStat{Name: name}
-			m.categories[name] = cs
-		}
-		cs.Bytes += c.Bytes
-		cs.Count += c.Count
+	for _, c := range o.categories {
+		m.addCategory(*c)
 	}
 	for i, st := range o.stages {
 		m.stage(i).add(*st)
@@ -419,7 +408,7 @@ func (s *stat) stats() MetricStats {
 
 // Result returns the cross-rank report of everything merged so far. It does not change m.
 func (m *Merger) Result() *CrossRank {
-	c := &CrossRank{Kind: CrossRankKind, Version: SummaryVersion, Ranks: m.n, Rows: slices.Clone(m.rows),
+	c := &CrossRank{Kind: CrossRankKind, Version: SummaryVersion, Ranks: len(m.rows), Rows: slices.Clone(m.rows),
 		Reserved: m.reserved.stats(), Allocated: m.allocated.stats(), Peak: m.peak.stats(),
 		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
 		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []CategoryStat{}, Recommendations: []Recommendation{}}

@@ -171,9 +171,9 @@ func Parse(name string, data []byte, base *Rules) (*Rules, error) {
 	}
 	merged := File{
 		Version:   f.Version,
-		Noise:     mergeMatchers(f.Noise, base.specs.Noise),
-		Framework: mergeMatchers(f.Framework, base.specs.Framework),
-		Rules:     mergeRules(f.Rules, base.specs.Rules),
+		Noise:     mergeByName(f.Noise, base.specs.Noise),
+		Framework: mergeByName(f.Framework, base.specs.Framework),
+		Rules:     mergeByName(f.Rules, base.specs.Rules),
 	}
 	return compile(name, merged)
 }
@@ -281,32 +281,20 @@ func validate(name string, f File) error {
 	return nil
 }
 
-// mergeMatchers puts the user's entries first, then the base entries they do not name.
-func mergeMatchers(user, base []MatcherSpec) []MatcherSpec {
+// key is the name that user entries replace base entries by.
+func (m MatcherSpec) key() string { return m.Name }
+
+// mergeByName puts the user's entries first, then the base entries they do not name.
+func mergeByName[T interface{ key() string }](user, base []T) []T {
 	named := map[string]bool{}
-	var out []MatcherSpec
+	var out []T
 	for _, m := range user {
-		named[m.Name] = true
+		named[m.key()] = true
 		out = append(out, m)
 	}
 	for _, m := range base {
-		if !named[m.Name] {
+		if !named[m.key()] {
 			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func mergeRules(user, base []RuleSpec) []RuleSpec {
-	named := map[string]bool{}
-	var out []RuleSpec
-	for _, r := range user {
-		named[r.Name] = true
-		out = append(out, r)
-	}
-	for _, r := range base {
-		if !named[r.Name] {
-			out = append(out, r)
 		}
 	}
 	return out

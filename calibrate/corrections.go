@@ -1,10 +1,8 @@
 package calibrate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -393,10 +391,26 @@ func (m *Model) Apply(cfg static.Config) (raw, corrected *static.Report, err err
 	if err != nil {
 		return nil, nil, err
 	}
-	as, _ := m.activationScaleFor(cfg)
-	corrected, err = static.Estimate(scaled(cfg, m.PersistentScale, as))
-	if err != nil {
+	if corrected, err = m.estimate(cfg); err != nil {
 		return nil, nil, err
+	}
+	return raw, corrected, nil
+}
+
+// correctedEstimate is Apply without the raw estimate, for callers that already have it.
+func (m *Model) correctedEstimate(cfg static.Config) (*static.Report, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m.estimate(cfg)
+}
+
+// estimate estimates cfg with the model's factors.
+func (m *Model) estimate(cfg static.Config) (*static.Report, error) {
+	as, _ := m.activationScaleFor(cfg)
+	corrected, err := static.Estimate(scaled(cfg, m.PersistentScale, as))
+	if err != nil {
+		return nil, err
 	}
 	if m.ReservedRatio > 0 {
 		for i := range corrected.Stages {
@@ -405,7 +419,7 @@ func (m *Model) Apply(cfg static.Config) (raw, corrected *static.Report, err err
 		}
 		corrected.Summary.PeakReservedBytes = corrected.Stages[corrected.WorstStage].PeakReserved
 	}
-	return raw, corrected, nil
+	return corrected, nil
 }
 
 // Explain says which factors Apply uses for cfg.
@@ -468,19 +482,9 @@ func LoadModel(path string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corrections: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var m Model
-	if err := dec.Decode(&m); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return nil, fmt.Errorf("corrections %s: byte %d: %w", path, se.Offset, err)
-		case errors.As(err, &te):
-			return nil, fmt.Errorf("corrections %s: byte %d: field %s: %w", path, te.Offset, te.Field, err)
-		}
-		return nil, fmt.Errorf("corrections %s: %w", path, err)
+	if err := decodeStrictJSON("corrections", path, b, &m); err != nil {
+		return nil, err
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -533,7 +537,7 @@ func LeaveOneOut(ctx context.Context, samples []Sample, full *Model) (*CrossVali
 		if err != nil {
 			return nil, fmt.Errorf("fold %s: %w", s.ID, err)
 		}
-		_, in, err := full.Apply(s.Config)
+		in, err := full.correctedEstimate(s.Config)
 		if err != nil {
 			return nil, fmt.Errorf("fold %s: %w", s.ID, err)
 		}

@@ -92,9 +92,9 @@ func EvaluateReports(id string, cfg static.Config, stage string, reports []*anal
 	m := given
 	m.merge(MeasuredOf(reports))
 	res.Measured = m
-	for _, r := range reports {
-		if at := Attribute(r); at != nil && res.Attribution == nil {
-			res.Attribution = at
+	for _, r := range reports { // the first report with a breakdown
+		if res.Attribution = Attribute(r); res.Attribution != nil {
+			break
 		}
 	}
 	if res.Attribution != nil {
@@ -122,7 +122,7 @@ func EvaluateReports(id string, cfg static.Config, stage string, reports []*anal
 
 // applyModel adds the corrected prediction and the corrected errors to every row.
 func (r *RunResult) applyModel(model *Model) error {
-	_, corr, err := model.Apply(r.cfg)
+	corr, err := model.correctedEstimate(r.cfg)
 	if err != nil {
 		return fmt.Errorf("%s: applying corrections: %w", r.ID, err)
 	}

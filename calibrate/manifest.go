@@ -21,6 +21,26 @@ type Manifest struct {
 	Runs   []RunSpec `json:"runs" yaml:"runs"`
 }
 
+// decodeStrictJSON decodes data into v, rejecting unknown keys; errors read "<what> <path>: byte N: …" where the
+// decoder tells an offset.
+func decodeStrictJSON(what, path string, data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		return nil
+	}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%s %s: byte %d: %w", what, path, se.Offset, err)
+	case errors.As(err, &te):
+		return fmt.Errorf("%s %s: byte %d: field %s: %w", what, path, te.Offset, te.Field, err)
+	}
+	return fmt.Errorf("%s %s: %w", what, path, err)
+}
+
 // LoadManifest reads a JSON or YAML manifest strictly: unknown keys, duplicate ids and runs without a config are
 // errors naming the run.
 func LoadManifest(path string) (*Manifest, error) {
@@ -31,18 +51,8 @@ func LoadManifest(path string) (*Manifest, error) {
 	var m Manifest
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&m); err != nil {
-			var se *json.SyntaxError
-			var te *json.UnmarshalTypeError
-			switch {
-			case errors.As(err, &se):
-				return nil, fmt.Errorf("manifest %s: byte %d: %w", path, se.Offset, err)
-			case errors.As(err, &te):
-				return nil, fmt.Errorf("manifest %s: byte %d: field %s: %w", path, te.Offset, te.Field, err)
-			}
-			return nil, fmt.Errorf("manifest %s: %w", path, err)
+		if err := decodeStrictJSON("manifest", path, data, &m); err != nil {
+			return nil, err
 		}
 	} else {
 		dec := yaml.NewDecoder(bytes.NewReader(data))

@@ -252,6 +252,8 @@ func estimateCore(cfg Config) (*Report, error) {
 	layerOps := e.layerOps()
 	embOps, headOps := e.embeddingOps(), e.headOps()
 
+	// Every stage holds the same number of layers, so their states are computed once.
+	layers := e.states(layerPs, float64(e.layersPerStage))
 	var worst Stage
 	var worstOps []Operator
 	for i := 0; i < pp; i++ {
@@ -263,7 +265,6 @@ func estimateCore(cfg Config) (*Report, error) {
 			ps = append(ps, headPs...)
 		}
 		head := e.states(ps, 1)
-		layers := e.states(layerPs, float64(e.layersPerStage))
 		st, ops := e.stage(i, head, layers, layerPs, layerOps, embOps, headOps)
 		r.Stages = append(r.Stages, st)
 		r.Summary.WholeModel.SumPeakAcrossGPUs += st.PeakAllocated * int64(c.Hardware.NumGPUs/pp)
@@ -294,7 +295,7 @@ func estimateCore(cfg Config) (*Report, error) {
 	if e.inference {
 		ctx := int64(c.Inference.PromptLength + c.Inference.GenerateTokens)
 		r.Inference = &InferenceMemory{Weights: worst.Weights, KVCache: worst.KVCache, Activations: worst.Activations, ContextTokens: ctx,
-			KVBytesPerToken: int64(float64(2*e.layersPerStage*e.gL*e.x.d) * dtypeBytes[c.Inference.KVCache.Dtype])}
+			KVBytesPerToken: e.kvBytesPerToken()}
 	}
 
 	gpu := e.gpu

@@ -12,8 +12,7 @@ func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operat
 	if bt := int64(c.Inference.KVCache.BlockTokens); bt > 0 {
 		ctx = roundUp(ctx, bt)
 	}
-	kvb := dtypeBytes[c.Inference.KVCache.Dtype]
-	perTok := int64(float64(2*e.layersPerStage*e.gL*x.d) * kvb)
+	perTok := e.kvBytesPerToken()
 	st.KVCache = int64(float64(perTok*e.b*ctx) * c.Corrections.Activations)
 	var work float64
 	for _, op := range layerOps {
@@ -59,6 +58,11 @@ func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operat
 		}
 	}
 	return st, normalizeOps(ops)
+}
+
+// kvBytesPerToken is the K and V cache of one token on one GPU: 2 · layers of the stage · g/t · d · bytes.
+func (e *est) kvBytesPerToken() int64 {
+	return int64(float64(2*e.layersPerStage*e.gL*e.x.d) * dtypeBytes[e.c.Inference.KVCache.Dtype])
 }
 
 // transients are the non-forward temporary sizes of a stage.

@@ -16,22 +16,30 @@ func fitsWith(cfg Config) (bool, *Report) {
 }
 
 // search finds the largest v in step multiples (v = k·step, 1 ≤ k) for which set(v) fits, doubling then
-// bisecting; limit caps v.
-func search(ctx context.Context, base Config, step, limit int, set func(*Config, int)) (int, *Report, error) {
+// bisecting; limit caps v. The result names param and carries the memory of the largest v that fits (Max 0 and
+// the memory of v = step when even that does not fit).
+func search(ctx context.Context, base Config, param string, step, limit int, set func(*Config, int)) (*SearchResult, error) {
 	try := func(v int) (bool, *Report) {
 		c := base
 		set(&c, v)
 		return fitsWith(c)
 	}
+	result := func(v int, r *Report) *SearchResult {
+		res := &SearchResult{Parameter: param, Max: v}
+		if r != nil {
+			res.PeakBytes, res.DeviceBytes = r.Summary.PeakMemoryBytes, r.Summary.DeviceTotalBytes
+		}
+		return res
+	}
 	ok, rep := try(step)
 	if !ok {
-		return 0, rep, nil
+		return result(0, rep), nil
 	}
 	lo, hi := 1, 2
 	best := rep
 	for hi*step <= limit {
 		if err := ctx.Err(); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		ok, r := try(hi * step)
 		if !ok {
@@ -45,7 +53,7 @@ func search(ctx context.Context, base Config, step, limit int, set func(*Config,
 	}
 	for hi-lo > 1 {
 		if err := ctx.Err(); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		mid := (lo + hi) / 2
 		if ok, r := try(mid * step); ok {
@@ -54,7 +62,7 @@ func search(ctx context.Context, base Config, step, limit int, set func(*Config,
 			hi = mid
 		}
 	}
-	return lo * step, best, nil
+	return result(lo*step, best), nil
 }
 
 // MaxBatchSize finds the largest micro-batch (training) or batch (inference) that fits the GPU.
@@ -70,15 +78,11 @@ func MaxBatchSize(ctx context.Context, cfg Config) (*SearchResult, error) {
 		param = "inference.batch_size"
 		set = func(c *Config, v int) { c.Inference.BatchSize = v }
 	}
-	v, r, err := search(ctx, base, 1, 1<<16, set)
+	res, err := search(ctx, base, param, 1, 1<<16, set)
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{Parameter: param, Max: v}
-	if r != nil {
-		res.PeakBytes, res.DeviceBytes = r.Summary.PeakMemoryBytes, r.Summary.DeviceTotalBytes
-	}
-	if v == 0 {
+	if res.Max == 0 {
 		res.Note = "even batch 1 does not fit"
 	}
 	return res, nil
@@ -105,15 +109,11 @@ func MaxSeqLength(ctx context.Context, cfg Config) (*SearchResult, error) {
 		param, step = "inference.prompt_length", 256
 		set = func(c *Config, v int) { c.Inference.PromptLength = v }
 	}
-	v, r, err := search(ctx, cfg, step, 1<<22, set)
+	res, err := search(ctx, cfg, param, step, 1<<22, set)
 	if err != nil {
 		return nil, err
 	}
-	res := &SearchResult{Parameter: param, Max: v}
-	if r != nil {
-		res.PeakBytes, res.DeviceBytes = r.Summary.PeakMemoryBytes, r.Summary.DeviceTotalBytes
-	}
-	if v == 0 {
+	if res.Max == 0 {
 		res.Note = fmt.Sprintf("even %d tokens do not fit", step)
 	}
 	return res, nil
@@ -293,7 +293,9 @@ func CompareStrategies(ctx context.Context, cfg Config) ([]StrategyRow, error) {
 			rows = append(rows, row)
 			continue
 		}
-		r, err := Estimate(c)
+		// A row needs the memory and the step time only; Estimate's roofline and recommendations (which
+		// re-estimate several variants each) would be thrown away.
+		r, err := estimateCore(c)
 		if err != nil {
 			row.Note = err.Error()
 			rows = append(rows, row)
@@ -301,8 +303,8 @@ func CompareStrategies(ctx context.Context, cfg Config) ([]StrategyRow, error) {
 		}
 		row.DP = r.Config.Parallel.DP
 		row.PeakBytes, row.DeviceBytes, row.Fits = r.Summary.PeakMemoryBytes, r.Summary.DeviceTotalBytes, r.Fit.Fits
-		if r.Time != nil {
-			row.StepSeconds, row.TokensPerSec, row.CommFraction = r.Time.StepSeconds, r.Time.TokensPerSecond, r.Time.CommFraction
+		if t := estimateTime(r, &r.Config); t != nil {
+			row.StepSeconds, row.TokensPerSec, row.CommFraction = t.StepSeconds, t.TokensPerSecond, t.CommFraction
 		}
 		rows = append(rows, row)
 	}

@@ -1,5 +1,7 @@
 package static
 
+import "strconv"
+
 // shardClass says how a parameter tensor is split across GPUs.
 type shardClass int
 
@@ -97,7 +99,7 @@ func layerParams(x dims) []paramTensor {
 		for e := int64(0); e < count; e++ {
 			p := prefix
 			if count > 1 {
-				p = prefix + "." + itoa(e)
+				p = prefix + "." + strconv.FormatInt(e, 10)
 			}
 			if x.gated {
 				out = append(out,
@@ -204,18 +206,4 @@ func countParamsDims(x dims) ParamCount {
 	}
 	c.Matmul = x.L*(layerMatmul+expertActive) + x.V*x.h // output projection (tied or not) is a matmul
 	return c
-}
-
-func itoa(v int64) string {
-	if v == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for v > 0 {
-		i--
-		b[i] = byte('0' + v%10)
-		v /= 10
-	}
-	return string(b[i:])
 }

@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"cmp"
 	"errors"
 	"image/color"
 	"math"
@@ -43,7 +44,7 @@ func Bars(path string, c BarChart) error {
 	if len(c.Values) == 0 {
 		return errors.New("bar chart " + c.Title + ": no bars")
 	}
-	w := orDefault(c.Width, defaultWidth)
+	w := cmp.Or(c.Width, defaultWidth)
 	h := c.Height
 	if h == 0 {
 		// 18 points a bar, but a chart of few bars is not stretched into slabs: up to 40 points a bar under 300.
@@ -83,7 +84,7 @@ func drawBars(dc draw.Canvas, c BarChart, w vg.Length) {
 	p.X.Tick.Marker = byteTicks{}
 	p.X.Min = 0
 	n := len(c.Values)
-	labelWidth := orDefault(c.LabelWidth, w/3)
+	labelWidth := cmp.Or(c.LabelWidth, w/3)
 	names := make([]string, n)
 	sty := p.Y.Tick.Label
 	for i, l := range c.Labels {
@@ -191,11 +192,4 @@ func (b *barsPlotter) DataRange() (xmin, xmax, ymin, ymax float64) {
 		return lo, hi, pmin - half, pmax + half
 	}
 	return pmin - half, pmax + half, lo, hi
-}
-
-func orDefault(v, def vg.Length) vg.Length {
-	if v == 0 {
-		return def
-	}
-	return v
 }

@@ -77,6 +77,7 @@ func CalibrationScatter(path, title string, runs []ScatterRun, band float64) err
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = lo, hi, lo, hi
+		// line draws y = k·x; a named one gets a legend entry.
 		line := func(k float64, sty draw.LineStyle, name string) error {
 			l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo * k}, {X: hi, Y: hi * k}})
 			if err != nil {
@@ -84,7 +85,9 @@ func CalibrationScatter(path, title string, runs []ScatterRun, band float64) err
 			}
 			l.LineStyle = sty
 			p.Add(l)
-			p.Legend.Add(name, l)
+			if name != "" {
+				p.Legend.Add(name, l)
+			}
 			return nil
 		}
 		if err := line(1, draw.LineStyle{Color: color.Black, Width: 1}, "y = x"); err != nil {
@@ -95,12 +98,9 @@ func CalibrationScatter(path, title string, runs []ScatterRun, band float64) err
 			if err := line(1+band, bandSty, "±"+trimFloat(band*100)+" %"); err != nil {
 				return err
 			}
-			l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo * (1 - band)}, {X: hi, Y: hi * (1 - band)}})
-			if err != nil {
+			if err := line(1-band, bandSty, ""); err != nil {
 				return err
 			}
-			l.LineStyle = bandSty
-			p.Add(l)
 		}
 		sc, err := plotter.NewScatter(scale(raw))
 		if err != nil {

@@ -1,8 +1,6 @@
 package plots
 
 import (
-	"image/png"
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -39,15 +37,7 @@ func TestCalibrationCharts(t *testing.T) {
 			if tc.wantErr {
 				return
 			}
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			img, err := png.Decode(f)
-			if err != nil {
-				t.Fatalf("not a PNG: %v", err)
-			}
+			img := decodePNG(t, path)
 			if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 400 {
 				t.Errorf("image %v too small", b)
 			}

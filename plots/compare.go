@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"cmp"
 	"errors"
 	"image/color"
 	"math"
@@ -56,7 +57,7 @@ func CompareBars(path string, c CompareChart) error {
 		p.X.Tick.Marker = byteTicks{}
 		p.X.Min = 0
 		names := make([]string, n)
-		labelWidth := orDefault(c.LabelWidth, w/3)
+		labelWidth := cmp.Or(c.LabelWidth, w/3)
 		for i, l := range c.Labels {
 			names[n-1-i] = fitText(p.Y.Tick.Label, l, labelWidth)
 		}
@@ -64,13 +65,9 @@ func CompareBars(path string, c CompareChart) error {
 		for i := range c.Labels {
 			pos := float64(n - 1 - i)
 			b, a := c.Before[i], c.After[i]
-			col := color.Color(ColorGrew)
+			col, sign := color.Color(ColorGrew), "+"
 			if a < b {
-				col = ColorShrank
-			}
-			sign := "+"
-			if a < b {
-				sign = "−"
+				col, sign = ColorShrank, "−"
 			}
 			bp.bars = append(bp.bars,
 				bar{pos: pos + 0.19, value: b / unit.Bytes, color: ColorBefore, note: HumanBytes(b)},
@@ -88,7 +85,7 @@ func CompareBars(path string, c CompareChart) error {
 		for _, it := range []struct {
 			label string
 			c     color.Color
-		}{{orName(c.BeforeName, "before"), ColorBefore}, {orName(c.AfterName, "after") + " (grew)", ColorGrew}, {orName(c.AfterName, "after") + " (shrank)", ColorShrank}} {
+		}{{cmp.Or(c.BeforeName, "before"), ColorBefore}, {cmp.Or(c.AfterName, "after") + " (grew)", ColorGrew}, {cmp.Or(c.AfterName, "after") + " (shrank)", ColorShrank}} {
 			legend.FillPolygon(it.c, []vg.Point{{X: x, Y: y - 5}, {X: x + 12, Y: y - 5}, {X: x + 12, Y: y + 5}, {X: x, Y: y + 5}})
 			label := fitText(sty, it.label, 240)
 			legend.FillText(sty, vg.Point{X: x + 16, Y: y}, label)
@@ -96,11 +93,4 @@ func CompareBars(path string, c CompareChart) error {
 		}
 		return nil
 	})
-}
-
-func orName(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

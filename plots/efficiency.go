@@ -67,7 +67,7 @@ func drawGauge(c draw.Canvas, pct float64) {
 	c.FillText(head, vg.Point{X: c.Min.X + cw/2, Y: c.Max.Y - 4}, "Memory efficiency (requested / reserved)")
 
 	big := textStyle(40)
-	big.Font = font.From(font.Font{Typeface: "Liberation", Variant: "Sans", Weight: 700}, 40)
+	big.Font = font.From(boldFont, 40)
 	big.XAlign = draw.XCenter
 	verdict, col := "poor", color.Color(ColorWaste)
 	switch {

@@ -49,7 +49,7 @@ func drawPie(c draw.Canvas, p PiePanel) {
 	head := textStyle(13)
 	head.XAlign = draw.XCenter
 	head.YAlign = draw.YTop
-	head.Font = font.From(font.Font{Typeface: "Liberation", Variant: "Sans", Weight: 700}, 13)
+	head.Font = font.From(boldFont, 13)
 	cw := c.Max.X - c.Min.X
 	c.FillText(head, vg.Point{X: c.Min.X + cw/2, Y: c.Max.Y}, fitText(head, p.Title, cw))
 	body := draw.Crop(c, 0, 0, 0, -24)
@@ -120,7 +120,7 @@ func mergeSmall(in []Slice) []Slice {
 	sorted := append([]Slice(nil), in...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Value > sorted[j].Value })
 	out := sorted[: maxPieSlices-1 : maxPieSlices-1]
-	other := Slice{Label: fmt.Sprintf("other (%d)", len(in)-(maxPieSlices-1)), Color: color.RGBA{0xbd, 0xbd, 0xbd, 0xff}}
+	other := Slice{Label: fmt.Sprintf("other (%d)", len(in)-(maxPieSlices-1)), Color: ColorOther}
 	for _, s := range sorted[maxPieSlices-1:] {
 		other.Value += s.Value
 	}

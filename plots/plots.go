@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"hash/fnv"
+	"image"
 	"image/color"
 	"image/png"
 	"math"
@@ -124,10 +125,15 @@ var (
 	ColorFree      = color.RGBA{0xdd, 0x84, 0x52, 0xff}
 	ColorWaste     = color.RGBA{0xc4, 0x4e, 0x52, 0xff}
 	ColorPeak      = color.RGBA{0xc4, 0x1e, 0x3a, 0xff}
+	// ColorOther is the grey of what a chart folds together ("other" slices and stacks).
+	ColorOther = color.RGBA{0xbd, 0xbd, 0xbd, 0xff}
 )
 
-// The fonts: sans-serif reads better than gonum's serif default at chart sizes.
-var sansFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+// The fonts: sans-serif reads better than gonum's serif default at chart sizes; bold for titles and headlines.
+var (
+	sansFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+	boldFont = font.Font{Typeface: "Liberation", Variant: "Sans", Weight: 700}
+)
 
 func textStyle(size vg.Length) text.Style {
 	return text.Style{
@@ -163,33 +169,41 @@ func render(path string, w, h vg.Length, title string, body func(c draw.Canvas) 
 		sty := textStyle(15)
 		sty.XAlign = draw.XCenter
 		sty.YAlign = draw.YTop
-		sty.Font = font.From(font.Font{Typeface: "Liberation", Variant: "Sans", Weight: 700}, 15)
+		sty.Font = font.From(boldFont, 15)
 		dc.FillText(sty, vg.Point{X: w / 2, Y: h - 8}, fitText(sty, title, w-20))
 		dc = draw.Crop(dc, 0, 0, 0, -titleHeight)
 	}
 	if err := body(dc); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing chart: %w", err)
-	}
-	// Charts are flat colours: the fastest zlib level costs little in size and a sizeable share of the chart
-	// time on large runs.
-	bw := bufio.NewWriter(f)
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	err = enc.Encode(bw, img.Image())
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("writing chart %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
+	if created, err := writePNG(path, img.Image()); err != nil {
+		if !created {
+			return fmt.Errorf("writing chart: %w", err) // os.Create's error names the path
+		}
 		return fmt.Errorf("writing chart %s: %w", path, err)
 	}
 	return nil
+}
+
+// writePNG writes img to path as PNG, the one way every chart is written. Charts are flat colours: the fastest
+// zlib level costs little in size and a sizeable share of the chart time on large runs. created reports whether
+// the file was created, so callers can word a failure to create it (whose error names the path) apart from a
+// failure to write it.
+func writePNG(path string, img image.Image) (created bool, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return false, err
+	}
+	bw := bufio.NewWriter(f)
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	err = enc.Encode(bw, img)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return true, err
 }
 
 // fitText shortens txt from the left ("…tail") until it fits in width, keeping the most specific end of file
@@ -232,14 +246,6 @@ func checkLengths(what string, n int, others ...int) error {
 		}
 	}
 	return nil
-}
-
-// boxThumb is a legend entry drawn as a filled square.
-type boxThumb struct{ c color.Color }
-
-func (b boxThumb) Thumbnail(c *draw.Canvas) {
-	pts := []vg.Point{{X: c.Min.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Min.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Min.X, Y: c.Max.Y}}
-	c.FillPolygon(b.c, pts)
 }
 
 // byteTicks labels a value axis already scaled to unit with plain numbers; the unit goes in the axis label.

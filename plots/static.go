@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // StaticBar is one stacked series: a label and one byte value per group.
@@ -165,8 +166,11 @@ func StaticRoofline(path, title string, peakTFLOPS, bandwidthTBs float64, pts []
 	return staticSave(p, vg.Points(820), vg.Points(520), path)
 }
 
+// staticSave draws p on a w×h canvas at the package resolution (what p.Save drew) and writes it with writePNG.
 func staticSave(p *plot.Plot, w, h vg.Length, path string) error {
-	if err := p.Save(w, h, path); err != nil {
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
+	p.Draw(draw.New(img))
+	if _, err := writePNG(path, img.Image()); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

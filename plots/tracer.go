@@ -88,14 +88,6 @@ func TracerModulesByRank(path, title string, patterns, ranks []string, bytes [][
 	return GroupedBars(path, GroupedBarChart{Title: title, Groups: patterns, Series: series})
 }
 
-func int64sToFloats(v []int64) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
-}
-
 func shareOfNote(part, whole int64) string {
 	if whole <= 0 {
 		return "-"

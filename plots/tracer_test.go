@@ -56,17 +56,21 @@ func TestRuntimeCharts(t *testing.T) {
 func TestRuntimeChartErrors(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "x.png")
-	for name, err := range map[string]error{
-		"phases lengths":   TracerPhases(p, "t", []string{"a"}, []int64{1, 2}, []int{1}, 3),
-		"modules lengths":  TracerModules(p, "t", []string{"a"}, []int64{1}, nil, "Unknown", 1),
-		"ranks empty":      TracerModulesByRank(p, "t", nil, nil, nil),
-		"ranks ragged":     TracerModulesByRank(p, "t", []string{"a"}, []string{"r0", "r1"}, [][]int64{{1}}),
-		"timeline lengths": ProfilerTimeline(p, "t", []int64{1, 2}, []string{"a"}, [][]int64{{1}}, 0),
-		"log no lines":     LogMemory(p, "t", "iteration", nil),
-		"log no values":    LogMemory(p, "t", "iteration", []LogLine{{Name: "a", X: []float64{1}, Values: []float64{-1}}}),
+	// Each error names its chart kind and title ("t"), and what is wrong.
+	for name, tc := range map[string]struct {
+		err  error
+		want string
+	}{
+		"phases lengths":   {TracerPhases(p, "t", []string{"a"}, []int64{1, 2}, []int{1}, 3), "tracer phases t: 1 names, 2 byte values, 1 counts"},
+		"modules lengths":  {TracerModules(p, "t", []string{"a"}, []int64{1}, nil, "Unknown", 1), "tracer modules t: 1 patterns, 1 byte values, 0 merge counts"},
+		"ranks empty":      {TracerModulesByRank(p, "t", nil, nil, nil), "tracer modules by rank t: no data"},
+		"ranks ragged":     {TracerModulesByRank(p, "t", []string{"a"}, []string{"r0", "r1"}, [][]int64{{1}}), `tracer modules by rank t: pattern "a" has 1 values for 2 ranks`},
+		"timeline lengths": {ProfilerTimeline(p, "t", []int64{1, 2}, []string{"a"}, [][]int64{{1}}, 0), `profiler timeline t: category "a" has 1 values for 2 times`},
+		"log no lines":     {LogMemory(p, "t", "iteration", nil), "log memory t: no lines"},
+		"log no values":    {LogMemory(p, "t", "iteration", []LogLine{{Name: "a", X: []float64{1}, Values: []float64{-1}}}), "log memory t: no values"},
 	} {
-		if err == nil || !strings.Contains(err.Error(), "t") {
-			t.Errorf("%s: err = %v, want an error naming the chart", name, err)
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", name, tc.err, tc.want)
 		}
 	}
 }

@@ -214,6 +214,8 @@ func reportCharts(r *analyze.Report) []chartJob {
 	add := func(name, title string, draw func(string) error) {
 		jobs = append(jobs, chartJob{file: PlotFile{Path: name, Title: title}, draw: draw})
 	}
+	// The overview and the category chart list the categories in the same order; the jobs only read it.
+	cats := sortedCategories(r.Categories)
 
 	// The overview sets allocator totals or a tracer peak beside the categories; a profiler timeline has neither,
 	// and its categories at the peak are the category chart.
@@ -237,14 +239,14 @@ func reportCharts(r *analyze.Report) []chartJob {
 					},
 				}
 			}
-			cats := plots.PiePanel{Title: "Allocated by category"}
+			byCat := plots.PiePanel{Title: "Allocated by category"}
 			if r.Kind() == analyze.KindTracer {
-				cats.Title = "Listed tensors by category"
+				byCat.Title = "Listed tensors by category"
 			}
-			for _, c := range sortedCategories(r.Categories) {
-				cats.Slices = append(cats.Slices, plots.Slice{Label: c.Name, Value: float64(c.Bytes), Color: plots.CategoryColor(c.Name)})
+			for _, c := range cats {
+				byCat.Slices = append(byCat.Slices, plots.Slice{Label: c.Name, Value: float64(c.Bytes), Color: plots.CategoryColor(c.Name)})
 			}
-			return plots.Pies(p, title, reserved, cats)
+			return plots.Pies(p, title, reserved, byCat)
 		})
 	}
 
@@ -298,7 +300,7 @@ func reportCharts(r *analyze.Report) []chartJob {
 				c.XLabel = "alive at the peak"
 			}
 			sum := categorySum(r.Categories)
-			for _, x := range sortedCategories(r.Categories) {
+			for _, x := range cats {
 				c.Labels = append(c.Labels, x.Name)
 				c.Values = append(c.Values, float64(x.Bytes))
 				c.Colors = append(c.Colors, plots.CategoryColor(x.Name))
@@ -475,7 +477,7 @@ func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak) plots
 			c.Stacked = append(c.Stacked, plots.Series{Name: cc.name, Values: toFloats(cc.vals), Color: plots.CategoryColor(cc.name)})
 		}
 		if other != nil {
-			c.Stacked = append(c.Stacked, plots.Series{Name: fmt.Sprintf("other (%d categories)", len(cats)-(maxTimelineStacks-1)), Values: other, Color: color.RGBA{0xbd, 0xbd, 0xbd, 0xff}})
+			c.Stacked = append(c.Stacked, plots.Series{Name: fmt.Sprintf("other (%d categories)", len(cats)-(maxTimelineStacks-1)), Values: other, Color: plots.ColorOther})
 		}
 	}
 	if len(s.Allocated) == n {
@@ -506,7 +508,7 @@ func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak) plots
 	return c
 }
 
-func toFloats(xs []int64) []float64 {
+func toFloats[T int | int64](xs []T) []float64 {
 	out := make([]float64, len(xs))
 	for i, x := range xs {
 		out[i] = float64(x)
@@ -520,19 +522,21 @@ func toFloats(xs []int64) []float64 {
 // reference is the median reserved when two snapshots are compared, else the median tracer peak. ok is false
 // when no measure has two inputs to compare.
 func ranksChart(c *analyze.Cross) (chartJob, bool) {
-	v := newCrossView(c)
 	res := plots.Series{Name: "reserved", Color: plots.ColorReserved}
 	alloc := plots.Series{Name: "allocated", Color: plots.ColorAllocated}
 	peak := plots.Series{Name: "peak", Color: plots.ColorPeak}
 	listed := plots.Series{Name: "listed tensors", Color: plots.ColorRequested}
 	var groups []string
-	peaks, lists := 0, 0
+	snapshots, peaks, lists := 0, 0, 0
 	for _, r := range c.Rows {
 		groups = append(groups, crossLabel(r))
 		res.Values = append(res.Values, float64(r.ReservedBytes))
 		alloc.Values = append(alloc.Values, float64(r.AllocatedBytes))
 		peak.Values = append(peak.Values, float64(max(r.PeakBytes, 0)))
 		listed.Values = append(listed.Values, float64(max(r.ListedBytes, 0)))
+		if r.HasAllocatorTotals() {
+			snapshots++
+		}
 		if r.PeakBytes > 0 {
 			peaks++
 		}
@@ -552,7 +556,7 @@ func ranksChart(c *analyze.Cross) (chartJob, bool) {
 	}
 	var series []plots.Series
 	var names []string
-	if v.Snapshots > 1 {
+	if snapshots > 1 {
 		series, names = append(series, res, alloc), append(names, "reserved", "allocated")
 	}
 	if peaks > 1 {
@@ -565,7 +569,7 @@ func ranksChart(c *analyze.Cross) (chartJob, bool) {
 		return chartJob{}, false
 	}
 	gc := plots.GroupedBarChart{Groups: groups, Series: series}
-	gc.Reference, gc.ReferenceLabel = ranksReference(c, v)
+	gc.Reference, gc.ReferenceLabel = ranksReference(c, snapshots)
 	gc.Title = fmt.Sprintf("Across %d inputs: %s memory", len(c.Rows), joinAnd(names))
 	return chartJob{input: -1, file: PlotFile{Path: ChartRanks, Title: gc.Title}, draw: func(p string) error {
 		return plots.GroupedBars(p, gc)
@@ -574,9 +578,10 @@ func ranksChart(c *analyze.Cross) (chartJob, bool) {
 
 // ranksReference is the dashed line of the ranks chart: the median reserved when snapshots are compared (of the
 // iteration the imbalance statistics describe, named when there are several), else the median tracer peak.
-func ranksReference(c *analyze.Cross, v crossView) (float64, string) {
+// snapshots counts the rows with allocator totals.
+func ranksReference(c *analyze.Cross, snapshots int) (float64, string) {
 	switch {
-	case v.Snapshots > 1:
+	case snapshots > 1:
 		if c.Iterations > 1 && c.ImbalanceIteration >= 0 {
 			return float64(c.MedianReservedBytes), fmt.Sprintf("median reserved, iteration %d", c.ImbalanceIteration)
 		}
@@ -610,11 +615,4 @@ func crossLabel(r analyze.CrossRow) string {
 		name = string([]rune(name)[:23]) + "…" // the start of a file name tells inputs apart best
 	}
 	return name
-}
-
-func tracerPrimary(r *analyze.Report) *analyze.TracerDeviceView {
-	if r.Tracer == nil {
-		return nil
-	}
-	return r.Tracer.Primary()
 }

@@ -77,7 +77,7 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		// Group the whole list, then cap the rows: capping first would count only the copies that happen to
 		// fall in the first rows (×2 here where the text report says ×8).
 		top := groupAllocations(r.Top, len(r.Top))
-		in := htmlInput{Index: i, R: r, Top: top[:min(len(top), htmlRows)]}
+		in := htmlInput{Index: i, R: r, Tracer: tracerPrimary(r), Top: top[:min(len(top), htmlRows)]}
 		if r.HasAllocatorTotals() {
 			in.Totals = []htmlField{
 				{"reserved_bytes", "reserved", r.ReservedBytes},
@@ -89,9 +89,6 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 				{"external_free_bytes", "external free", r.ExternalFreeBytes},
 				{"largest_free_block_bytes", "largest free block", r.LargestFreeBlockBytes},
 			}
-		}
-		if r.Tracer != nil {
-			in.Tracer = r.Tracer.Primary()
 		}
 		imgs, err := embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget)
 		if err != nil {

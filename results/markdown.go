@@ -216,17 +216,15 @@ func findings(r *analyze.Report) []string {
 	if r.HasAllocatorTotals() {
 		out = allocatorFindings(r)
 	}
-	if v := r.Tracer; v != nil {
-		if p := v.Primary(); p != nil {
-			out = append(out, fmt.Sprintf("The tracer recorded a peak of **%s** on %s; the listed tensors account for %s (%s), %s is not attributable.",
-				HumanBytes(p.PeakBytes), mdText(p.Device), HumanBytes(p.ListedBytes), Percent(p.ListedBytes, p.PeakBytes), HumanBytes(p.GapBytes)))
-			if len(p.Phases) > 0 {
-				ph := p.Phases[0]
-				out = append(out, fmt.Sprintf("Phase **%s** holds the most: %s (%.1f %% of listed).", mdText(ph.Name), HumanBytes(ph.Bytes), ph.SharePct))
-			}
-			if len(p.Modules) > 0 {
-				out = append(out, moduleFinding(p.Modules[0]))
-			}
+	if p := tracerPrimary(r); p != nil {
+		out = append(out, fmt.Sprintf("The tracer recorded a peak of **%s** on %s; the listed tensors account for %s (%s), %s is not attributable.",
+			HumanBytes(p.PeakBytes), mdText(p.Device), HumanBytes(p.ListedBytes), Percent(p.ListedBytes, p.PeakBytes), HumanBytes(p.GapBytes)))
+		if len(p.Phases) > 0 {
+			ph := p.Phases[0]
+			out = append(out, fmt.Sprintf("Phase **%s** holds the most: %s (%.1f %% of listed).", mdText(ph.Name), HumanBytes(ph.Bytes), ph.SharePct))
+		}
+		if len(p.Modules) > 0 {
+			out = append(out, moduleFinding(p.Modules[0]))
 		}
 	}
 	if v := r.MemoryTimeline; v != nil {

@@ -39,12 +39,18 @@ func (t *textWriter) section(title string) {
 	t.printf("\n%s\n%s\n", title, strings.Repeat("-", len([]rune(title))))
 }
 
+// banner prints title underlined with '=': the report's title and each of its parts (an input, the cross-input
+// comparison, the failures).
+func (t *textWriter) banner(title string) {
+	t.printf("%s\n%s\n", title, strings.Repeat("=", len([]rune(title))))
+}
+
 func (t *textWriter) run(run *analyze.Run) {
 	title := "memscan memory analysis"
 	if run.Tool != "" {
 		title += " (" + run.Tool + ")"
 	}
-	t.printf("%s\n%s\n", title, strings.Repeat("=", len([]rune(title))))
+	t.banner(title)
 	t.printf("inputs analyzed: %d", len(run.Inputs))
 	if len(run.Failures) > 0 {
 		t.printf(", failed: %d", len(run.Failures))
@@ -52,20 +58,17 @@ func (t *textWriter) run(run *analyze.Run) {
 	t.printf("\n")
 	for i, r := range run.Inputs {
 		t.printf("\n\n")
-		head := fmt.Sprintf("Input %d of %d: %s", i+1, len(run.Inputs), r.File)
-		t.printf("%s\n%s\n", head, strings.Repeat("=", len([]rune(head))))
+		t.banner(fmt.Sprintf("Input %d of %d: %s", i+1, len(run.Inputs), r.File))
 		t.report(r)
 	}
 	if run.Cross != nil {
 		t.printf("\n\n")
-		head := "Across inputs"
-		t.printf("%s\n%s\n", head, strings.Repeat("=", len(head)))
+		t.banner("Across inputs")
 		t.cross(run.Cross)
 	}
 	if len(run.Failures) > 0 {
 		t.printf("\n\n")
-		head := "Inputs that could not be analyzed"
-		t.printf("%s\n%s\n", head, strings.Repeat("=", len(head)))
+		t.banner("Inputs that could not be analyzed")
 		for _, f := range run.Failures {
 			t.printf("  %s: %s\n", f.File, f.Error)
 		}
@@ -89,10 +92,7 @@ func (t *textWriter) report(r *analyze.Report) {
 	allocator := r.HasAllocatorTotals()
 	// A tracer file's own section lists its tensors and sites with shape, phase and module; the generic lists
 	// would repeat them with less.
-	var tracerDev *analyze.TracerDeviceView
-	if r.Tracer != nil {
-		tracerDev = r.Tracer.Primary()
-	}
+	tracerDev := tracerPrimary(r)
 	if allocator {
 		t.printf("  segments:   %d   blocks: %d\n", r.Segments, r.Blocks)
 		t.traceActions(r)
@@ -128,11 +128,7 @@ func (t *textWriter) report(r *analyze.Report) {
 	if len(r.Sites) > 0 && (tracerDev == nil || len(tracerDev.Sites) == 0) {
 		n := limit(len(r.Sites), t.opts.Top)
 		t.section(fmt.Sprintf("Top %d allocation sites", n))
-		tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft}, "size", "count", "category", "site")
-		for _, s := range r.Sites[:n] {
-			tb.add(HumanBytes(s.Bytes), strconv.Itoa(s.Count), s.Category, truncate(orDash(s.Site), maxSiteWidth))
-		}
-		tb.write(t.w, 2)
+		t.siteTable(r.Sites[:n], 2)
 	}
 
 	if allocator {
@@ -161,11 +157,7 @@ func (t *textWriter) report(r *analyze.Report) {
 		if len(p.Sites) > 0 {
 			n := limit(len(p.Sites), t.opts.Top)
 			t.printf("\n  live set at the peak by site (top %d):\n", n)
-			tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft}, "size", "count", "category", "site")
-			for _, s := range p.Sites[:n] {
-				tb.add(HumanBytes(s.Bytes), strconv.Itoa(s.Count), s.Category, truncate(orDash(s.Site), maxSiteWidth))
-			}
-			tb.write(t.w, 4)
+			t.siteTable(p.Sites[:n], 4)
 		}
 	}
 
@@ -223,6 +215,15 @@ func (t *textWriter) topAllocations(top []analyze.Allocation) {
 		tb.add(strconv.Itoa(g.Rank), HumanBytes(g.Size), GroupDigits(g.RequestedSize), countLabel(g.Count), g.Category, g.State, truncate(orDash(g.Site), maxSiteWidth))
 	}
 	tb.write(t.w, 2)
+}
+
+// siteTable lists allocation sites, of the whole snapshot or of the live set at the peak, indented by indent.
+func (t *textWriter) siteTable(sites []analyze.SiteStat, indent int) {
+	tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft}, "size", "count", "category", "site")
+	for _, s := range sites {
+		tb.add(HumanBytes(s.Bytes), strconv.Itoa(s.Count), s.Category, truncate(orDash(s.Site), maxSiteWidth))
+	}
+	tb.write(t.w, indent)
 }
 
 func (t *textWriter) fragmentation(f analyze.Fragmentation) {

@@ -31,38 +31,36 @@ func runtimeInputCharts(r *analyze.Report) []chartJob {
 	add := func(name, title string, draw func(string) error) {
 		jobs = append(jobs, chartJob{file: PlotFile{Path: name, Title: title}, draw: draw})
 	}
-	if r.Tracer != nil {
-		if p := r.Tracer.Primary(); p != nil && len(p.Phases) > 0 {
-			where := fmt.Sprintf("%s, %s", titleFile(r.File), p.Device)
-			title := "Memory alive at the peak by creation phase: " + where
-			add(ChartTracerPhases, title, func(path string) error {
-				var names []string
-				var bytes []int64
-				var counts []int
-				for _, ph := range p.Phases {
-					names, bytes, counts = append(names, ph.Name), append(bytes, ph.Bytes), append(counts, ph.Count)
-				}
-				return plots.TracerPhases(path, title, names, bytes, counts, p.ListedBytes)
-			})
-			mods := p.Modules[:min(len(p.Modules), maxModuleBars)]
-			var pats []string
-			for _, m := range mods {
-				pats = append(pats, m.Pattern)
+	if p := tracerPrimary(r); p != nil && len(p.Phases) > 0 {
+		where := fmt.Sprintf("%s, %s", titleFile(r.File), p.Device)
+		title := "Memory alive at the peak by creation phase: " + where
+		add(ChartTracerPhases, title, func(path string) error {
+			var names []string
+			var bytes []int64
+			var counts []int
+			for _, ph := range p.Phases {
+				names, bytes, counts = append(names, ph.Name), append(bytes, ph.Bytes), append(counts, ph.Count)
 			}
-			labels, prefix := stripModulePrefix(pats)
-			mtitle := "Memory alive at the peak by module (layers.N merged): " + where
-			if prefix != "" {
-				mtitle += ", under " + prefix
-			}
-			add(ChartTracerModules, mtitle, func(path string) error {
-				var bytes []int64
-				var merged []int
-				for _, m := range mods {
-					bytes, merged = append(bytes, m.Bytes), append(merged, m.MergedModules)
-				}
-				return plots.TracerModules(path, mtitle, labels, bytes, merged, analyze.UnknownModule, p.ListedBytes)
-			})
+			return plots.TracerPhases(path, title, names, bytes, counts, p.ListedBytes)
+		})
+		mods := p.Modules[:min(len(p.Modules), maxModuleBars)]
+		var pats []string
+		for _, m := range mods {
+			pats = append(pats, m.Pattern)
 		}
+		labels, prefix := stripModulePrefix(pats)
+		mtitle := "Memory alive at the peak by module (layers.N merged): " + where
+		if prefix != "" {
+			mtitle += ", under " + prefix
+		}
+		add(ChartTracerModules, mtitle, func(path string) error {
+			var bytes []int64
+			var merged []int
+			for _, m := range mods {
+				bytes, merged = append(bytes, m.Bytes), append(merged, m.MergedModules)
+			}
+			return plots.TracerModules(path, mtitle, labels, bytes, merged, analyze.UnknownModule, p.ListedBytes)
+		})
 	}
 	if v := r.MemoryTimeline; v != nil && v.Series != nil && len(v.Series.TimesUS) > 0 {
 		// The profiler's export names no device; the rank, when the path gives it, tells files apart.
@@ -164,10 +162,7 @@ func logXName(v *analyze.LogView) string {
 func logLines(v *analyze.LogView) []plots.LogLine {
 	var out []plots.LogLine
 	for _, s := range v.Series {
-		x := make([]float64, len(s.X))
-		for i, it := range s.X {
-			x[i] = float64(it)
-		}
+		x := toFloats(s.X)
 		rank := "no rank"
 		if s.Rank >= 0 {
 			rank = fmt.Sprintf("rank %d", s.Rank)

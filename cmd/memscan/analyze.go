@@ -80,7 +80,7 @@ type analyzeFlags struct {
 	summaryDir  string
 }
 
-func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, []string, error) {
+func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string, error) {
 	f := &analyzeFlags{}
 	fs := pflag.NewFlagSet("analyze", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned and printed once by the caller
@@ -162,7 +162,7 @@ func checkOutDir(dir string) error {
 var errHelp = errors.New("help shown")
 
 func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags, inputs, err := parseAnalyzeFlags(args, stdout, stderr)
+	flags, inputs, err := parseAnalyzeFlags(args, stdout)
 	if errors.Is(err, errHelp) {
 		return nil
 	}
@@ -544,7 +544,7 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 		}
 		s := analyze.Summarize(r)
 		if err := results.WriteFile(path, func(w io.Writer) error { return analyze.WriteSummary(w, s) }); err != nil {
-			return fmt.Errorf("analyze: writing %s: %w", path, err)
+			return fmt.Errorf("analyze: %w", err) // WriteFile's error names the path
 		}
 		if !flags.quiet {
 			fmt.Fprintf(stdout, "%s: rank %d, %s\n", r.File, r.Rank, summaryMeasures(r, s))

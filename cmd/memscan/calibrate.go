@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -60,14 +58,8 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	noFiles := fs.Bool("no-files", false, "print only; write no run directory")
 	rules := fs.String("rules", "", "extra categorization rules (YAML) for snapshots")
 	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return usageErrorf("calibrate: %v (see memscan calibrate --help)", err)
-	}
-	if *help {
-		fmt.Fprint(stdout, calibrateUsage)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return nil
+	if helped, err := parseFlags(fs, args, help, calibrateUsage, stdout); helped || err != nil {
+		return err
 	}
 	switch {
 	case (*config == "") == (*manifest == ""):
@@ -215,11 +207,7 @@ func writeStaticCalibration(dir string, a *calibrate.Applied) error {
 	if a == nil {
 		return nil
 	}
-	var b bytes.Buffer
-	if err := a.WriteJSON(&b); err != nil {
-		return fmt.Errorf("static: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "static_calibrated.json"), b.Bytes(), 0o644); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, "static_calibrated.json"), a.WriteJSON); err != nil {
 		return fmt.Errorf("static: %w", err)
 	}
 	return nil

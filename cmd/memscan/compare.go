@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -131,14 +130,14 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := results.WriteFile(filepath.Join(dir, "compare.md"), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
 		return err
 	}
-	if err := results.WriteFile(filepath.Join(dir, "compare.json"), func(w io.Writer) error { return writeCompareJSON(w, cmp) }); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, "compare.json"), func(w io.Writer) error { return writeJSON(w, cmp) }); err != nil {
 		return err
 	}
 	if err := results.UpdateLatest(f.out, dir); err != nil {
 		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 	}
 	if f.format == "json" {
-		err = writeCompareJSON(stdout, cmp)
+		err = writeJSON(stdout, cmp)
 	} else {
 		err = analyze.WriteCompareMarkdown(stdout, cmp, analyze.CompareMarkdownOptions{Rows: f.rows})
 	}
@@ -233,10 +232,4 @@ func writeCompareCharts(dir string, i int, d *analyze.Diff) ([]string, error) {
 		files = append(files, c.file)
 	}
 	return files, errors.Join(errs...)
-}
-
-func writeCompareJSON(w io.Writer, c *analyze.Comparison) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(c)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -35,14 +34,8 @@ func runGPUs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	file := fs.String("gpus-file", "", "also list custom GPUs from this JSON/YAML file")
 	presets := fs.Bool("presets", false, "list the model presets of memscan static instead")
 	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return usageErrorf("gpus: %v (see memscan gpus --help)", err)
-	}
-	if *help {
-		fmt.Fprint(stdout, gpusUsage)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return nil
+	if helped, err := parseFlags(fs, args, help, gpusUsage, stdout); helped || err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("gpus: unexpected argument %q", fs.Arg(0))
@@ -66,9 +59,7 @@ func runGPUs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		list = append(list, custom...)
 	}
 	if *format == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(list)
+		return writeJSON(stdout, list)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tNAME\tMEM GiB\tBW TB/s\tBF16\tFP16\tFP8\tTF32\tFP32\tRIDGE\tINTERCONNECT")

@@ -16,12 +16,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Exit codes shared by every subcommand.
@@ -43,6 +46,28 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// parseFlags parses the arguments of the command fs is named after. With --help (help set) it prints usage and
+// the flag defaults to stdout and reports helped: the command then returns err, which is nil.
+func parseFlags(fs *pflag.FlagSet, args []string, help *bool, usage string, stdout io.Writer) (helped bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		return false, usageErrorf("%s: %v (see memscan %s --help)", fs.Name(), err, fs.Name())
+	}
+	if !*help {
+		return false, nil
+	}
+	fmt.Fprint(stdout, usage)
+	fs.SetOutput(stdout)
+	fs.PrintDefaults()
+	return true, nil
+}
+
+// writeJSON writes v as indented JSON, the layout of every JSON file and --format json output of memscan.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // command is one subcommand; run gets the arguments after the subcommand name.

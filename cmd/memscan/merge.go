@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -119,9 +118,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch *format {
 	case "json":
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(stdout, res); err != nil {
 			return err
 		}
 	default:
@@ -260,24 +257,12 @@ func writeMergeRun(root, name, firstArg string, res *analyze.CrossRank) (string,
 		return "", err
 	}
 	write := func(file string, fill func(w io.Writer) error) error {
-		f, err := os.Create(filepath.Join(dir, file))
-		if err != nil {
-			return err
-		}
-		err = fill(f)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		return results.WriteFile(filepath.Join(dir, file), fill)
 	}
 	if err := write(mergeTextFile, func(w io.Writer) error { return res.WriteText(w, 0) }); err != nil {
 		return "", err
 	}
-	if err := write(mergeJSONFile, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}); err != nil {
+	if err := write(mergeJSONFile, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
 		return "", err
 	}
 	if err := write(mergeMsgpackFile, func(w io.Writer) error { return msgpack.NewEncoder(w).Encode(res) }); err != nil {

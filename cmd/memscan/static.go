@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 )
 
@@ -75,14 +76,8 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	calibration := fs.String("calibration", "", "corrections file from memscan calibrate: also report the corrected prediction (the raw one is unchanged)")
 	help := fs.BoolP("help", "h", false, "show this help")
 
-	if err := fs.Parse(args); err != nil {
-		return usageErrorf("static: %v (see memscan static --help)", err)
-	}
-	if *help {
-		fmt.Fprint(stdout, staticUsage)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return nil
+	if helped, err := parseFlags(fs, args, help, staticUsage, stdout); helped || err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageErrorf("static: unexpected argument %q (the config goes after --config)", fs.Arg(0))
@@ -188,10 +183,7 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// The global batch is a training choice and stays; the micro-batch count follows from it and the new
 		// data-parallel size.
 		cfg.Parallel.NumMicrobatches = 0
-		if !set("tp") && set("num-gpus") {
-			cfg.Parallel.ETP = 0
-		}
-		if set("tp") {
+		if set("tp") || set("num-gpus") {
 			cfg.Parallel.ETP = 0
 		}
 	}
@@ -275,26 +267,13 @@ func writeStaticFiles(dir string, rep *static.Report, withPlots bool, stderr io.
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("static: %w", err)
 	}
-	write := func(name string, fn func(io.Writer) error) error {
-		path := filepath.Join(dir, name)
-		f, err := os.Create(path)
-		if err != nil {
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"static_report.json", rep.WriteJSON}, {"static_report.md", rep.WriteMarkdown}} {
+		if err := results.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
 			return fmt.Errorf("static: %w", err)
 		}
-		if err := fn(f); err != nil {
-			f.Close()
-			return fmt.Errorf("static: writing %s: %w", path, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("static: writing %s: %w", path, err)
-		}
-		return nil
-	}
-	if err := write("static_report.json", rep.WriteJSON); err != nil {
-		return err
-	}
-	if err := write("static_report.md", rep.WriteMarkdown); err != nil {
-		return err
 	}
 	if withPlots {
 		var errs []error

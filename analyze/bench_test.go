@@ -3,11 +3,9 @@ package analyze
 import (
 	"bytes"
 	"context"
-	"os"
-	"sync"
 	"testing"
 
-	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -16,15 +14,9 @@ import (
 //	go test -run XXX -bench DecodeAnalyze ./analyze/
 //	MEMSCAN_BENCH_FILE=big.pickle go test -run XXX -bench DecodeAnalyzeFile -benchtime 3x ./analyze/
 
-var benchSnapshot = sync.OnceValues(func() ([]byte, error) {
-	var buf bytes.Buffer
-	_, err := gen.Write(&buf, gen.Config{Seed: 1, Entries: 200_000, Devices: 2, Stacks: gen.StacksPython, ShareStack: true})
-	return buf.Bytes(), err
-})
-
 // BenchmarkDecodeAnalyze measures decode plus the full analysis of a generated 200k-entry snapshot.
 func BenchmarkDecodeAnalyze(b *testing.B) {
-	data, err := benchSnapshot()
+	data, err := realsnap.BenchGenerated()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +34,7 @@ func BenchmarkDecodeAnalyze(b *testing.B) {
 
 // BenchmarkAnalyzeOnly separates the analysis from decoding.
 func BenchmarkAnalyzeOnly(b *testing.B) {
-	data, err := benchSnapshot()
+	data, err := realsnap.BenchGenerated()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,15 +52,7 @@ func BenchmarkAnalyzeOnly(b *testing.B) {
 
 // BenchmarkDecodeAnalyzeFile runs decode and analysis on the file named by MEMSCAN_BENCH_FILE.
 func BenchmarkDecodeAnalyzeFile(b *testing.B) {
-	path := os.Getenv("MEMSCAN_BENCH_FILE")
-	if path == "" {
-		b.Skip("set MEMSCAN_BENCH_FILE to a snapshot pickle")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(fi.Size())
+	path := realsnap.BenchFile(b)
 	for b.Loop() {
 		in, err := snapshot.DecodeFile(context.Background(), path)
 		if err != nil {

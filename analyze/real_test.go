@@ -2,41 +2,12 @@ package analyze
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/snapshot"
 )
-
-// manifestEntry is the part of ../shared/real_snapshots/manifest.json these tests read.
-type manifestEntry struct {
-	File    string         `json:"file"`
-	Actions map[string]int `json:"actions"`
-	Segsum  struct {
-		Segments  int   `json:"segments"`
-		Reserved  int64 `json:"reserved"`
-		Allocated int64 `json:"allocated"`
-		FreeInt   int64 `json:"free_int"`
-		FreeExt   int64 `json:"free_ext"`
-	} `json:"segsum"`
-}
-
-func loadManifest(t *testing.T) (string, []manifestEntry) {
-	t.Helper()
-	dir := testutil.SharedDir(t, "real_snapshots")
-	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m []manifestEntry
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("manifest.json: %v", err)
-	}
-	return dir, m
-}
 
 // decodeOrSkip decodes a real snapshot, skipping when the pickle decoder is not available in this build.
 func decodeOrSkip(t *testing.T, path string) *snapshot.Input {
@@ -51,7 +22,7 @@ func decodeOrSkip(t *testing.T, path string) *snapshot.Input {
 // TestRealSnapshotTotals checks every real snapshot against PyTorch's own _memory_viz stats numbers (manifest
 // segsum) to the byte, and the replayed trace events against the manifest's action counts.
 func TestRealSnapshotTotals(t *testing.T) {
-	dir, manifest := loadManifest(t)
+	dir, manifest := realsnap.Load(t)
 	for _, m := range manifest {
 		t.Run(m.File, func(t *testing.T) {
 			in := decodeOrSkip(t, filepath.Join(dir, m.File))
@@ -118,7 +89,7 @@ func TestRealSnapshotTotals(t *testing.T) {
 }
 
 func BenchmarkAnalyzeReal(b *testing.B) {
-	dir := testutil.SharedDir(b, "real_snapshots")
+	dir := realsnap.SharedDir(b, "real_snapshots")
 	in, err := snapshot.DecodeFile(context.Background(), filepath.Join(dir, "kkaitlyn111__cs336-a2-systems__cs336_systems_memory_logs_memory_ctx128_forward.pickle"))
 	if err != nil {
 		b.Skip(err)

@@ -3,11 +3,9 @@ package snapshot_test
 import (
 	"bytes"
 	"context"
-	"os"
-	"sync"
 	"testing"
 
-	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -18,14 +16,8 @@ import (
 //
 // b.SetBytes makes the output include MB/s of pickle decoded.
 
-var benchData = sync.OnceValues(func() ([]byte, error) {
-	var buf bytes.Buffer
-	_, err := gen.Write(&buf, gen.Config{Seed: 1, Entries: 200_000, Devices: 2, Stacks: gen.StacksPython, ShareStack: true})
-	return buf.Bytes(), err
-})
-
 func BenchmarkDecodeFast(b *testing.B) {
-	data, err := benchData()
+	data, err := realsnap.BenchGenerated()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,7 +31,7 @@ func BenchmarkDecodeFast(b *testing.B) {
 }
 
 func BenchmarkDecodeReference(b *testing.B) {
-	data, err := benchData()
+	data, err := realsnap.BenchGenerated()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,15 +46,7 @@ func BenchmarkDecodeReference(b *testing.B) {
 
 // BenchmarkDecodeFile decodes the file named by MEMSCAN_BENCH_FILE through DecodeFile (streaming from disk).
 func BenchmarkDecodeFile(b *testing.B) {
-	path := os.Getenv("MEMSCAN_BENCH_FILE")
-	if path == "" {
-		b.Skip("set MEMSCAN_BENCH_FILE to a snapshot pickle")
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(fi.Size())
+	path := realsnap.BenchFile(b)
 	for b.Loop() {
 		if _, err := snapshot.DecodeFile(context.Background(), path); err != nil {
 			b.Fatal(err)

@@ -3,7 +3,6 @@ package snapshot_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -13,48 +12,18 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/snapshot"
 )
-
-// fastManifestEntry is the part of ../shared/real_snapshots/manifest.json the fast decoder is checked against:
-// counts taken by Python's pickle module and the totals of PyTorch's own _memory_viz stats.
-type fastManifestEntry struct {
-	File      string         `json:"file"`
-	Proto     int            `json:"proto"`
-	Segments  int            `json:"segments"`
-	Blocks    int            `json:"blocks"`
-	TraceLens []int          `json:"trace_lens"`
-	Actions   map[string]int `json:"actions"`
-	States    map[string]int `json:"states"`
-	Segsum    struct {
-		Reserved  int64 `json:"reserved"`
-		Allocated int64 `json:"allocated"`
-		FreeInt   int64 `json:"free_int"`
-		FreeExt   int64 `json:"free_ext"`
-	} `json:"segsum"`
-}
-
-func readFastManifest(t *testing.T, dir string) []fastManifestEntry {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m []fastManifestEntry
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("manifest.json: %v", err)
-	}
-	return m
-}
 
 // TestFastDecodeRealSnapshots decodes every real snapshot with the fast decoder alone (no fallback allowed) and
 // checks it against the manifest: counts, per-device trace lengths, actions, block states, and the exact
 // _memory_viz stats totals (allocated = requested bytes of active_allocated blocks, free_int = their rounding
 // slack, free_ext = every other block, reserved = sum of segment sizes).
 func TestFastDecodeRealSnapshots(t *testing.T) {
-	dir := testutil.SharedDir(t, "real_snapshots")
-	for _, e := range readFastManifest(t, dir) {
+	dir, manifest := realsnap.Load(t)
+	for _, e := range manifest {
 		t.Run(e.File, func(t *testing.T) {
 			f, err := os.Open(filepath.Join(dir, e.File))
 			if err != nil {

@@ -2,7 +2,6 @@ package snapshot_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,38 +9,11 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/snapshot"
 )
 
 // This is an external test package because internal/testutil imports snapshot.
-
-// manifestEntry is the part of ../shared/real_snapshots/manifest.json these tests check. The manifest was written
-// by PyTorch-side tooling (pickle.load plus torch.cuda._memory_viz stats), independently of memscan.
-type manifestEntry struct {
-	File      string          `json:"file"`
-	Proto     int             `json:"proto"`
-	Torch     string          `json:"torch"`
-	Shape     string          `json:"shape"`
-	TopKeys   json.RawMessage `json:"top_keys"`
-	Segments  int             `json:"segments"`
-	Blocks    int             `json:"blocks"`
-	Devices   []int           `json:"devices"`
-	TraceLens []int           `json:"trace_lens"`
-	Actions   map[string]int  `json:"actions"`
-	ExtAnn    *int            `json:"ext_ann"`
-	States    map[string]int  `json:"states"`
-	Pools     [][]int64       `json:"pools"`
-	Streams   int             `json:"streams"`
-	Expand    int             `json:"expandable"`
-	Segsum    struct {
-		Segments  int   `json:"segments"`
-		Reserved  int64 `json:"reserved"`
-		Allocated int64 `json:"allocated"`
-		FreeInt   int64 `json:"free_int"`
-		FreeExt   int64 `json:"free_ext"`
-	} `json:"segsum"`
-}
 
 // torchFormatOf maps the manifest's torch version (inferred by its authors from the repositories' pins and the
 // keys present) to the generation marker memscan should infer from the keys alone.
@@ -57,25 +29,8 @@ var torchFormatOf = map[string]string{
 	">=2.10":                      "2.10+",
 }
 
-func loadManifest(t *testing.T) (string, []manifestEntry) {
-	t.Helper()
-	dir := testutil.SharedDir(t, "real_snapshots")
-	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m []manifestEntry
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("manifest.json: %v", err)
-	}
-	if len(m) == 0 {
-		t.Fatal("manifest.json lists no files")
-	}
-	return dir, m
-}
-
 func TestRealSnapshotsMatchManifest(t *testing.T) {
-	dir, manifest := loadManifest(t)
+	dir, manifest := realsnap.Load(t)
 	listed := map[string]bool{}
 	for _, want := range manifest {
 		listed[want.File] = true

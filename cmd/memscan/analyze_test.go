@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
@@ -22,6 +23,30 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
+}
+
+// cliErrorCase is a command line that must exit with code and say wantErr on stderr.
+type cliErrorCase struct {
+	name    string
+	args    []string
+	code    int
+	wantErr string
+}
+
+// checkCLIErrors runs each case as a subtest.
+func checkCLIErrors(t *testing.T, cases []cliErrorCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %s)", code, tc.code, stderr)
+			}
+			if !strings.Contains(stderr, tc.wantErr) {
+				t.Errorf("stderr %q lacks %q", stderr, tc.wantErr)
+			}
+		})
+	}
 }
 
 // fixture returns a committed snapshot fixture by its path from the repository root.
@@ -413,23 +438,7 @@ func TestAnalyzeQuietWithFormat(t *testing.T) {
 
 // TestAnalyzeRealSnapshots runs the CLI on the real snapshots and compares summary.json with PyTorch's own totals.
 func TestAnalyzeRealSnapshots(t *testing.T) {
-	dir := testutil.SharedDir(t, "real_snapshots")
-	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var manifest []struct {
-		File   string `json:"file"`
-		Segsum struct {
-			Reserved  int64 `json:"reserved"`
-			Allocated int64 `json:"allocated"`
-			FreeInt   int64 `json:"free_int"`
-			FreeExt   int64 `json:"free_ext"`
-		} `json:"segsum"`
-	}
-	if err := json.Unmarshal(data, &manifest); err != nil {
-		t.Fatal(err)
-	}
+	dir, manifest := realsnap.Load(t)
 	var files []string
 	want := map[string][4]int64{}
 	for _, m := range manifest {

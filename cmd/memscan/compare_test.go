@@ -104,12 +104,7 @@ func TestCompareUsageAndInputErrors(t *testing.T) {
 	tmp := t.TempDir()
 	notRun := filepath.Join(tmp, "plain")
 	os.MkdirAll(notRun, 0o755)
-	tests := []struct {
-		name    string
-		args    []string
-		code    int
-		wantErr string
-	}{
+	tests := []cliErrorCase{
 		{"one input", []string{"compare", "a"}, exitUsage, "want BEFORE AFTER"},
 		{"three inputs", []string{"compare", "a", "b", "c"}, exitUsage, "want BEFORE AFTER"},
 		{"baseline alone", []string{"compare", "--baseline", "a"}, exitUsage, "at least one other"},
@@ -117,17 +112,7 @@ func TestCompareUsageAndInputErrors(t *testing.T) {
 		{"missing file", []string{"compare", "--out", tmp, filepath.Join(tmp, "nope.pickle"), filepath.Join(tmp, "nope2.pickle")}, exitFailed, "nope.pickle"},
 		{"not a run dir", []string{"compare", "--out", tmp, notRun, notRun}, exitFailed, "not a memscan run directory"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code {
-				t.Errorf("exit %d, want %d (stderr %s)", code, tc.code, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr %q lacks %q", stderr.String(), tc.wantErr)
-			}
-		})
-	}
+	checkCLIErrors(t, tests)
 }
 
 // TestCompareRealSnapshots runs the command on real snapshots with --baseline: two diffs, tables that add up,

@@ -154,12 +154,7 @@ func TestExportErrors(t *testing.T) {
 	in := writeExportFixture(t, tmp)
 	logFile := filepath.Join(tmp, "train.log")
 	os.WriteFile(logFile, []byte("step 1 loss 2.0\n"), 0o644)
-	tests := []struct {
-		name    string
-		args    []string
-		code    int
-		wantErr string
-	}{
+	tests := []cliErrorCase{
 		{"no format", []string{"export", in}, exitUsage, "--format is required"},
 		{"bad format", []string{"export", "--format", "svg", in}, exitUsage, "unknown export format"},
 		{"at with perfetto", []string{"export", "--format", "perfetto", "--at", "peak", in}, exitUsage, "--at applies"},
@@ -171,17 +166,7 @@ func TestExportErrors(t *testing.T) {
 		{"missing input", []string{"export", "--format", "json", filepath.Join(tmp, "none.pickle")}, exitFailed, "none.pickle"},
 		{"not a snapshot", []string{"export", "--format", "json", "-o", filepath.Join(tmp, "y"), logFile}, exitFailed, "train.log"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), tc.args, &stdout, &stderr); code != tc.code {
-				t.Errorf("exit %d, want %d (stderr %s)", code, tc.code, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tc.wantErr) {
-				t.Errorf("stderr %q lacks %q", stderr.String(), tc.wantErr)
-			}
-		})
-	}
+	checkCLIErrors(t, tests)
 	if _, err := os.Stat(filepath.Join(tmp, "y")); err == nil {
 		t.Error("a failed export left its output file")
 	}

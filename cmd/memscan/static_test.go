@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,16 +9,9 @@ import (
 	"testing"
 )
 
-func runCmd(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 func TestStaticCommand(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errOut := runCmd(t, "static", "--config", filepath.Join("..", "..", "testdata", "static", "llama3-8b-fsdp8.json"),
+	code, out, errOut := runCLI(t, "static", "--config", filepath.Join("..", "..", "testdata", "static", "llama3-8b-fsdp8.json"),
 		"--out", dir, "--compare-strategies", "--max-batch-size", "--max-seq-length")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -53,7 +45,7 @@ func TestStaticCommand(t *testing.T) {
 }
 
 func TestStaticFlagsOnly(t *testing.T) {
-	code, out, errOut := runCmd(t, "static", "--model", "llama2-70b", "--gpu", "h100", "--num-gpus", "8", "--tp", "8", "--mode", "inference",
+	code, out, errOut := runCLI(t, "static", "--model", "llama2-70b", "--gpu", "h100", "--num-gpus", "8", "--tp", "8", "--mode", "inference",
 		"--batch-size", "8", "--seq-length", "4096", "--no-files", "--format", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -70,7 +62,7 @@ func TestStaticFlagsOnly(t *testing.T) {
 	if want := int64(40960 * 8 * 4096); rep.Summary.KV != want {
 		t.Errorf("KV cache %d, want %d", rep.Summary.KV, want)
 	}
-	code, out, _ = runCmd(t, "static", "--model-size", "7.0", "--no-files", "--format", "md")
+	code, out, _ = runCLI(t, "static", "--model-size", "7.0", "--no-files", "--format", "md")
 	if code != exitOK || !strings.Contains(out, "# memscan static report") {
 		t.Errorf("--model-size 7.0: exit %d", code)
 	}
@@ -92,7 +84,7 @@ func TestStaticErrors(t *testing.T) {
 		{[]string{"static", "--model-size", "-7", "--no-files"}, "--model-size must be a positive number"},
 		{[]string{"static", "--config", filepath.Join(dir, "missing.json")}, "no such file"},
 	} {
-		code, _, errOut := runCmd(t, tc.args...)
+		code, _, errOut := runCLI(t, tc.args...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 1 and %q", tc.args, code, errOut, tc.want)
 		}
@@ -100,7 +92,7 @@ func TestStaticErrors(t *testing.T) {
 }
 
 func TestStaticAndGPUsHelp(t *testing.T) {
-	code, out, _ := runCmd(t, "static", "--help")
+	code, out, _ := runCLI(t, "static", "--help")
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -111,11 +103,11 @@ func TestStaticAndGPUsHelp(t *testing.T) {
 			t.Errorf("static --help does not explain %s", flag)
 		}
 	}
-	code, out, _ = runCmd(t, "gpus")
+	code, out, _ = runCLI(t, "gpus")
 	if code != exitOK || !strings.Contains(out, "h100-sxm") || !strings.Contains(out, "mi300x") || !strings.Contains(out, "RIDGE") {
 		t.Errorf("gpus: exit %d\n%s", code, out)
 	}
-	code, out, _ = runCmd(t, "gpus", "--help")
+	code, out, _ = runCLI(t, "gpus", "--help")
 	if code != exitOK || !strings.Contains(out, "--gpus-file") {
 		t.Errorf("gpus --help: exit %d", code)
 	}
@@ -125,11 +117,11 @@ func TestCustomGPUFile(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "gpus.yaml")
 	os.WriteFile(f, []byte("- key: my-card\n  name: My Card 48GB\n  memory_gib: 47.5\n  bandwidth_tbs: 1.2\n  bf16_tflops: 300\n"), 0o644)
-	code, out, errOut := runCmd(t, "gpus", "--gpus-file", f)
+	code, out, errOut := runCLI(t, "gpus", "--gpus-file", f)
 	if code != exitOK || !strings.Contains(out, "my-card") {
 		t.Fatalf("gpus --gpus-file: exit %d %s", code, errOut)
 	}
-	code, out, errOut = runCmd(t, "static", "--model", "llama3.2-1b", "--gpus-file", f, "--gpu", "my-card", "--no-files")
+	code, out, errOut = runCLI(t, "static", "--model", "llama3.2-1b", "--gpus-file", f, "--gpu", "my-card", "--no-files")
 	if code != exitOK || !strings.Contains(out, "My Card 48GB") || !strings.Contains(out, "47.50 GiB") {
 		t.Errorf("static with custom GPU: exit %d %s\n%s", code, errOut, out)
 	}
@@ -140,7 +132,7 @@ func TestCustomGPUFile(t *testing.T) {
 // dp becomes 1, so the step is 32 / (1 · 1) = 32 micro-batches.
 func TestStaticLayoutFlagKeepsGlobalBatch(t *testing.T) {
 	cfg := fixture(t, "testdata/static/llama3-8b-fsdp8.json")
-	code, out, errOut := runCmd(t, "static", "--config", cfg, "--tp", "8", "--no-files", "--no-plots")
+	code, out, errOut := runCLI(t, "static", "--config", cfg, "--tp", "8", "--no-files", "--no-plots")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -197,56 +197,39 @@ type TraceExtra struct {
 	Pool             PoolID
 }
 
+// noExtra is what the Extra accessors read when an entry has no Extra: every field empty.
+var noExtra TraceExtra
+
+// extra returns e.Extra, or the empty noExtra when it is nil.
+func (e TraceEntry) extra() *TraceExtra {
+	if e.Extra == nil {
+		return &noExtra
+	}
+	return e.Extra
+}
+
 // ActionName returns the action's name as the file wrote it.
 func (e TraceEntry) ActionName() string {
 	if e.Action == ActionOther {
-		if e.Extra != nil {
-			return e.Extra.OtherAction
-		}
-		return ""
+		return e.extra().OtherAction
 	}
 	return e.Action.String()
 }
 
 // CompileContext returns the entry's compile_context, "" when absent.
-func (e TraceEntry) CompileContext() string {
-	if e.Extra == nil {
-		return ""
-	}
-	return e.Extra.CompileContext
-}
+func (e TraceEntry) CompileContext() string { return e.extra().CompileContext }
 
 // UserMetadata returns the entry's user_metadata, "" when absent.
-func (e TraceEntry) UserMetadata() string {
-	if e.Extra == nil {
-		return ""
-	}
-	return e.Extra.UserMetadata
-}
+func (e TraceEntry) UserMetadata() string { return e.extra().UserMetadata }
 
 // InternalMetadata returns the entry's internal_metadata, "" when absent.
-func (e TraceEntry) InternalMetadata() string {
-	if e.Extra == nil {
-		return ""
-	}
-	return e.Extra.InternalMetadata
-}
+func (e TraceEntry) InternalMetadata() string { return e.extra().InternalMetadata }
 
 // Category returns the entry's category, "" when absent.
-func (e TraceEntry) Category() string {
-	if e.Extra == nil {
-		return ""
-	}
-	return e.Extra.Category
-}
+func (e TraceEntry) Category() string { return e.extra().Category }
 
 // Pool returns the entry's pool_id, {0, 0} when absent.
-func (e TraceEntry) Pool() PoolID {
-	if e.Extra == nil {
-		return PoolID{}
-	}
-	return e.Extra.Pool
-}
+func (e TraceEntry) Pool() PoolID { return e.extra().Pool }
 
 // SetAction sets Action from a name, keeping an unknown name in Extra (through in, which may be nil).
 func (e *TraceEntry) SetAction(name string, in *ExtraInterner) {

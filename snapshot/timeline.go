@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -263,7 +264,7 @@ func buildRawTimeline(s *jsonStream, events [][4]int64) (*MemoryTimeline, error)
 	}
 	// PyTorch writes events in time order; a stable sort keeps that order and tolerates files that were not.
 	slices.SortStableFunc(events, func(a, b [4]int64) int {
-		return cmpInt64(usTime(a[0]), usTime(b[0]))
+		return cmp.Compare(usTime(a[0]), usTime(b[0]))
 	})
 	tl.Bytes = make([][]int64, len(TimelineCategories))
 	cur := make([]int64, len(TimelineCategories))
@@ -304,16 +305,6 @@ func usTime(ns int64) int64 {
 		return -1
 	}
 	return ns / 1000
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func negativeTotalsWarning(tl *MemoryTimeline) []string {

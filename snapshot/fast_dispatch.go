@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 )
 
@@ -54,28 +53,24 @@ func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, re
 	src := io.Reader(br)
 	if rewind != nil {
 		size = rewind.size
-	}
-	if rewind == nil {
+	} else {
 		// Not seekable: keep the bytes so the fallback can read them again.
 		var err error
-		if data, err = readAllContext(ctx, br); err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, ctxErr
-			}
-			return nil, &Error{File: name, Offset: int64(len(data)), Msg: "cannot read", Err: err}
+		if data, err = readPickle(ctx, name, br); err != nil {
+			return nil, err
 		}
 		src = bytes.NewReader(data)
 		size = int64(len(data))
 	}
 	snap, err := decodeFastPickleSized(ctx, name, src, size)
 	if err == nil {
-		return &Input{Path: name, Format: fmt.Sprintf("pickle-v%d", snap.Protocol), Snapshot: snap}, nil
+		return pickleInput(name, snap), nil
 	}
 	if !errors.Is(err, errFastUnsupported) {
 		return nil, err
 	}
 	if data != nil {
-		return decodePickleInput(ctx, name, bytes.NewReader(data))
+		return decodePickleBytesInput(ctx, name, data)
 	}
 	r, rerr := rewind.rewind()
 	if rerr != nil {

@@ -21,6 +21,29 @@ var errRefusedObject = errors.New("snapshot pickles hold only plain data; refusi
 // length, recurse, or instantiate anything. The tree is then converted to the model by the same converter that
 // handles the JSON rendition of a snapshot.
 func decodePickleInput(ctx context.Context, name string, r io.Reader) (*Input, error) {
+	data, err := readPickle(ctx, name, r)
+	if err != nil {
+		return nil, err
+	}
+	return decodePickleBytesInput(ctx, name, data)
+}
+
+// decodePickleBytesInput is decodePickleInput for a pickle already held in memory.
+func decodePickleBytesInput(ctx context.Context, name string, data []byte) (*Input, error) {
+	snap, err := decodePickleBytes(ctx, name, data)
+	if err != nil {
+		return nil, err
+	}
+	return pickleInput(name, snap), nil
+}
+
+// pickleInput wraps a decoded snapshot pickle.
+func pickleInput(name string, snap *Snapshot) *Input {
+	return &Input{Path: name, Format: fmt.Sprintf("pickle-v%d", snap.Protocol), Snapshot: snap}
+}
+
+// readPickle reads a whole pickle; a read failure is reported at the offset reached, cancellation as ctx's error.
+func readPickle(ctx context.Context, name string, r io.Reader) ([]byte, error) {
 	data, err := readAllContext(ctx, r)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -28,11 +51,7 @@ func decodePickleInput(ctx context.Context, name string, r io.Reader) (*Input, e
 		}
 		return nil, &Error{File: name, Offset: int64(len(data)), Msg: "cannot read", Err: err}
 	}
-	snap, err := decodePickleBytes(ctx, name, data)
-	if err != nil {
-		return nil, err
-	}
-	return &Input{Path: name, Format: fmt.Sprintf("pickle-v%d", snap.Protocol), Snapshot: snap}, nil
+	return data, nil
 }
 
 // modelBudgetSlack is added to the file size to form the model-object budget (see convertSnapshot), so that

@@ -153,16 +153,22 @@ func (p *pickleEncoder) done() {
 	p.commit(false)
 }
 
-func (p *pickleEncoder) begin(dict bool, n int) {
+// begin opens a dict or list of n elements. With memo the container is MEMOIZEd first, so that a later GET of
+// the returned index can share it.
+func (p *pickleEncoder) begin(dict bool, n int, memo bool) (idx uint32) {
 	if dict {
 		p.op(opEmptyDict)
 	} else {
 		p.op(opEmptyList)
 	}
+	if memo {
+		idx = p.memoize()
+	}
 	p.open = append(p.open, container{dict: dict, n: n})
 	if n > 0 {
 		p.startBatch()
 	}
+	return idx
 }
 
 func (p *pickleEncoder) end() {
@@ -174,9 +180,9 @@ func (p *pickleEncoder) end() {
 	p.done()
 }
 
-func (p *pickleEncoder) beginDict(n int) { p.begin(true, n) }
+func (p *pickleEncoder) beginDict(n int) { p.begin(true, n, false) }
 func (p *pickleEncoder) endDict()        { p.end() }
-func (p *pickleEncoder) beginList(n int) { p.begin(false, n) }
+func (p *pickleEncoder) beginList(n int) { p.begin(false, n, false) }
 func (p *pickleEncoder) endList()        { p.end() }
 func (p *pickleEncoder) key(k string)    { p.rawStr(k) }
 func (p *pickleEncoder) str(s string)    { p.rawStr(s); p.done() }
@@ -274,28 +280,16 @@ func (p *pickleEncoder) frames(st *snapshot.Stack) {
 		p.done()
 		return
 	}
-	p.op(opEmptyList)
-	p.stacks[st] = p.memoize()
-	p.open = append(p.open, container{n: len(st.Frames)})
-	p.startBatch()
+	p.stacks[st] = p.begin(false, len(st.Frames), true)
 	for _, f := range st.Frames {
 		if i, ok := p.frameDs[f]; ok {
 			p.get(i)
 			p.done()
 			continue
 		}
-		p.op(opEmptyDict)
-		idx := p.memoize()
-		p.open = append(p.open, container{dict: true, n: 3})
-		p.startBatch()
-		p.key("name")
-		p.str(f.Name)
-		p.key("filename")
-		p.str(f.Filename)
-		p.key("line")
-		p.int(int64(f.Line))
+		p.frameDs[f] = p.begin(true, frameKeys, true)
+		frameFields(p, f)
 		p.end()
-		p.frameDs[f] = idx
 	}
 	p.end()
 }

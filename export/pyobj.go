@@ -31,14 +31,22 @@ type encoder interface {
 
 // frameDict writes one frame with the 2.1+ key order.
 func frameDict(e encoder, f snapshot.Frame) {
-	e.beginDict(3)
+	e.beginDict(frameKeys)
+	frameFields(e, f)
+	e.endDict()
+}
+
+// frameKeys is how many keys frameFields writes.
+const frameKeys = 3
+
+// frameFields writes the keys and values of one frame dict.
+func frameFields(e encoder, f snapshot.Frame) {
 	e.key("name")
 	e.str(f.Name)
 	e.key("filename")
 	e.str(f.Filename)
 	e.key("line")
 	e.int(int64(f.Line))
-	e.endDict()
 }
 
 // Format generations (Snapshot.TorchFormat) ranked, so the writer emits the keys the source's generation had

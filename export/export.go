@@ -101,6 +101,24 @@ func baseName(s string) string {
 	return path.Base(s)
 }
 
+// memoized returns classify, or DefaultClassifier when it is nil, remembering the answer per stack: stacks are
+// shared through the pickle memo, so most calls are map lookups.
+func memoized(classify Classifier) Classifier {
+	if classify == nil {
+		classify = DefaultClassifier
+	}
+	type answer struct{ category, site string }
+	seen := make(map[*snapshot.Stack]answer)
+	return func(st *snapshot.Stack) (string, string) {
+		if a, ok := seen[st]; ok {
+			return a.category, a.site
+		}
+		c, s := classify(st)
+		seen[st] = answer{c, s}
+		return c, s
+	}
+}
+
 // RulesClassifier categorizes stacks with memscan's category rules (categorize.Default() when nil) and names sites
 // exactly as memscan's analysis does, so exported labels match the report. Not safe for concurrent use.
 func RulesClassifier(rules *categorize.Rules) Classifier {

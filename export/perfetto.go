@@ -43,21 +43,13 @@ type Trace struct {
 // allocator's microsecond clock when the trace has one (so the trace lines up with a Kineto trace of the same run),
 // else the event index plus one.
 func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*Trace, error) {
-	classify := opt.Classify
-	if classify == nil {
-		classify = DefaultClassifier
-	}
+	classify := memoized(opt.Classify)
 	pid := opt.Rank
 	t := &Trace{DisplayTimeUnit: "ms", OtherData: map[string]string{"tool": "memscan", "source": opt.Source}}
 	t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "process_name", Phase: "M", PID: pid,
 		Args: map[string]any{"name": fmt.Sprintf("rank %d", opt.Rank)}})
-	catOf := make(map[*snapshot.Stack]string)
 	category := func(st *snapshot.Stack) string {
-		if c, ok := catOf[st]; ok {
-			return c
-		}
 		c, _ := classify(st)
-		catOf[st] = c
 		return c
 	}
 	for _, dev := range devices(s) {

@@ -53,9 +53,7 @@ type LiveSample struct {
 // AtPeak the live set at each device's trace peak (devices without a trace contribute their snapshot blocks, the
 // only state known for them).
 func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifier) ([]LiveSample, error) {
-	if classify == nil {
-		classify = DefaultClassifier
-	}
+	classify = memoized(classify)
 	var out []LiveSample
 	add := func(dev int, stream uint64, state string, bytes, size int64, st *snapshot.Stack) {
 		cat, site := classify(st)

@@ -85,17 +85,9 @@ func Slice(ctx context.Context, s *snapshot.Snapshot, opt SliceOptions) (*snapsh
 	if opt.TopN <= 0 {
 		return &out, nil, nil
 	}
-	classify := opt.Classify
-	if classify == nil {
-		classify = DefaultClassifier
-	}
-	siteOf := make(map[*snapshot.Stack]string)
+	classify := memoized(opt.Classify)
 	site := func(st *snapshot.Stack) string {
-		if v, ok := siteOf[st]; ok {
-			return v
-		}
 		_, v := classify(st)
-		siteOf[st] = v
 		return v
 	}
 	bytes := make(map[string]int64)

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,11 +71,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("--stacks must be none, python or all, not %q", *stacks)
 	}
-	known := false
-	for _, g := range gen.Generations() {
-		known = known || g == cfg.Generation
-	}
-	if !known {
+	if !slices.Contains(gen.Generations(), cfg.Generation) {
 		return fmt.Errorf("--generation %q is not one of 2.0, 2.1, 2.2, 2.3, 2.5, 2.8, 2.10, list", *generation)
 	}
 	if *size != "" {

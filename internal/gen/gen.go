@@ -459,32 +459,27 @@ func (w *writer) frames(stack int32) {
 		w.list(0, false, nil)
 		return
 	}
-	if w.sim.cfg.ShareStack {
-		if idx, ok := w.listMemo[stack]; ok {
-			p.get(idx)
-			return
-		}
+	// The memo maps are filled only when stacks are shared.
+	if idx, ok := w.listMemo[stack]; ok {
+		p.get(idx)
+		return
 	}
 	fr := s.stacks[stack]
 	idx := p.begin(len(fr), false)
 	if s.cfg.ShareStack {
 		w.listMemo[stack] = idx
 	}
-	old := !s.cfg.Generation.atLeast(Gen21)
+	keys := []string{"name", "filename", "line"}
+	if !s.cfg.Generation.atLeast(Gen21) {
+		keys = []string{"filename", "name", "line"}
+	}
 	for _, f := range fr {
 		p.item()
-		if m, ok := w.frameMemo[f]; ok && s.cfg.ShareStack {
+		if m, ok := w.frameMemo[f]; ok {
 			p.get(m)
 		} else {
-			keys := []string{"name", "filename", "line"}
-			if old {
-				keys = []string{"filename", "name", "line"}
-			}
-			m := p.begin(3, true)
-			for _, k := range keys {
-				p.item()
-				p.key(k)
-				switch k {
+			m := p.dict(keys, func(i int) {
+				switch keys[i] {
 				case "name":
 					p.str(f.name)
 				case "filename":
@@ -492,9 +487,7 @@ func (w *writer) frames(stack int32) {
 				case "line":
 					p.uint(f.line)
 				}
-				p.done()
-			}
-			p.end()
+			})
 			if s.cfg.ShareStack {
 				w.frameMemo[f] = m
 			}

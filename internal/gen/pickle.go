@@ -204,9 +204,9 @@ func (p *pickler) done() {
 
 func (p *pickler) end() { p.lists = p.lists[:len(p.lists)-1] }
 
-// dict writes a dict whose keys are known up front; fn writes each value.
-func (p *pickler) dict(keys []string, fn func(i int)) {
-	p.begin(len(keys), true)
+// dict writes a dict whose keys are known up front; fn writes each value. It returns the dict's memo index.
+func (p *pickler) dict(keys []string, fn func(i int)) int {
+	idx := p.begin(len(keys), true)
 	for i, k := range keys {
 		p.item()
 		p.key(k)
@@ -214,6 +214,7 @@ func (p *pickler) dict(keys []string, fn func(i int)) {
 		p.done()
 	}
 	p.end()
+	return idx
 }
 
 func (p *pickler) stop() error {

@@ -10,6 +10,12 @@ import (
 	"github.com/memscan/memscan/plots"
 )
 
+// Files a calibration writes into its run directory.
+const (
+	FileMarkdown = "calibration.md"
+	FileJSON     = "calibration.json"
+)
+
 // WriteFiles writes calibration.md, calibration.json and, unless noPlots, calibration_components.png and
 // calibration_scatter.png into dir. It returns the paths written; a chart that cannot be drawn (e.g. no run
 // measured a peak) is skipped and reported in the error after the other files are written.
@@ -19,8 +25,8 @@ func (c *Calibration) WriteFiles(dir string, noPlots bool) ([]string, error) {
 		name  string
 		write func(*bytes.Buffer) error
 	}{
-		{"calibration.md", func(b *bytes.Buffer) error { return c.WriteMarkdown(b) }},
-		{"calibration.json", func(b *bytes.Buffer) error { return c.WriteJSON(b) }},
+		{FileMarkdown, func(b *bytes.Buffer) error { return c.WriteMarkdown(b) }},
+		{FileJSON, func(b *bytes.Buffer) error { return c.WriteJSON(b) }},
 	} {
 		var b bytes.Buffer
 		if err := f.write(&b); err != nil {

@@ -21,8 +21,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/static"
 )
 
 const analyzeHelp = `Usage: memscan analyze [flags] INPUT...
@@ -177,6 +179,14 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		opts.Rules = rules
 	}
+	// A bad --static config is a usage error, found before any input is decoded.
+	var staticCfg *static.Config
+	if flags.static != "" {
+		staticCfg, err = static.LoadConfig(flags.static)
+		if err != nil {
+			return usageErrorf("analyze: --static: %v", err)
+		}
+	}
 
 	files, failures := discoverInputs(inputs, flags.out)
 	for _, f := range failures {
@@ -251,8 +261,8 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !flags.quiet {
 		fmt.Fprintf(stderr, "wrote %s\n", dir)
 	}
-	if flags.static != "" {
-		if err := analyzeStaticJoin(flags.static, run.Inputs, dir, flags.noPlots, flags.quiet || flags.format != "text", stdout, stderr); err != nil {
+	if staticCfg != nil {
+		if err := analyzeStaticJoin(flags.static, *staticCfg, run.Inputs, dir, flags.noPlots, flags.quiet || flags.format != "text", stdout, stderr); err != nil {
 			return err
 		}
 	}
@@ -446,7 +456,7 @@ func isRunDir(dir string) bool {
 		return true
 	}
 	return has(results.FileSummary, results.FileMsgpack) || has(mergeJSONFile, mergeMsgpackFile) ||
-		has("compare.json", "compare.md") || has("calibration.json", "calibration.md")
+		has(compareJSONFile, compareMarkdownFile) || has(calibrate.FileJSON, calibrate.FileMarkdown)
 }
 
 // isInputName reports whether a file found in a directory walk looks like something memscan reads. Named

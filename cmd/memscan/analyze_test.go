@@ -75,6 +75,7 @@ func copyFile(t *testing.T, from, to string) {
 
 func TestAnalyzeUsageErrors(t *testing.T) {
 	good := fixture(t, "testdata/example/rank0_memory_snapshot.pickle")
+	noRunDirs := t.TempDir() // a usage error is found before any analysis, so nothing may be written here
 	tests := []struct {
 		name string
 		args []string
@@ -88,6 +89,7 @@ func TestAnalyzeUsageErrors(t *testing.T) {
 		{"bad progress", []string{"analyze", "--progress", "sometimes", good}, "--progress must be auto, always or never"},
 		{"negative rank", []string{"analyze", "--rank", "-3", good}, "--rank must be 0 or more"},
 		{"missing rules", []string{"analyze", "--rules", filepath.Join(t.TempDir(), "nope.yaml"), good}, "--rules"},
+		{"missing static config", []string{"analyze", "--static", filepath.Join(t.TempDir(), "nope.json"), "--out", noRunDirs, good}, "--static"},
 		{"rank with several inputs", []string{"analyze", "--rank", "1", "--out", t.TempDir(), good, fixture(t, "snapshot/testdata/v22_oom.pickle")}, "--rank applies to a single input"},
 	}
 	for _, tt := range tests {
@@ -95,6 +97,9 @@ func TestAnalyzeUsageErrors(t *testing.T) {
 			code, stdout, stderr := runCLI(t, tt.args...)
 			if code != exitUsage {
 				t.Errorf("exit %d, want %d (stderr %q)", code, exitUsage, stderr)
+			}
+			if entries, _ := os.ReadDir(noRunDirs); len(entries) != 0 {
+				t.Errorf("a run directory was written before the usage error")
 			}
 			if !strings.Contains(stderr, tt.want) {
 				t.Errorf("stderr %q lacks %q", stderr, tt.want)

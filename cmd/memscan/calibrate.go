@@ -215,12 +215,8 @@ func writeStaticCalibration(dir string, a *calibrate.Applied) error {
 
 // analyzeStaticJoin is `memscan analyze --static CFG`: the analyzed inputs are one run measured with CFG; the
 // calibration table goes into the run directory (and to stdout after the text report unless quiet).
-func analyzeStaticJoin(cfgPath string, reports []*analyze.Report, dir string, noPlots, quiet bool, stdout, stderr io.Writer) error {
-	cfg, err := static.LoadConfig(cfgPath)
-	if err != nil {
-		return usageErrorf("analyze: --static: %v", err)
-	}
-	res, err := calibrate.EvaluateReports(cfgPath, *cfg, "worst", reports, calibrate.Measured{}, nil)
+func analyzeStaticJoin(cfgPath string, cfg static.Config, reports []*analyze.Report, dir string, noPlots, quiet bool, stdout, stderr io.Writer) error {
+	res, err := calibrate.EvaluateReports(cfgPath, cfg, "worst", reports, calibrate.Measured{}, nil)
 	if err != nil {
 		return fmt.Errorf("analyze: --static: %w", err)
 	}

@@ -5,6 +5,7 @@ package export
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
@@ -134,4 +135,23 @@ func RulesClassifier(rules *categorize.Rules) Classifier {
 		}
 		return d.Category, site
 	}
+}
+
+// devices lists the device ordinals that have segments or trace entries, ascending.
+func devices(s *snapshot.Snapshot) []int {
+	seen := make(map[int]bool)
+	for i := range s.Segments {
+		seen[s.Segments[i].Device] = true
+	}
+	for d, t := range s.DeviceTraces {
+		if len(t) > 0 {
+			seen[d] = true
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -2,12 +2,14 @@ package export
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 
+	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -55,11 +57,12 @@ func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*T
 	for _, dev := range devices(s) {
 		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "thread_name", Phase: "M", PID: pid, TID: dev,
 			Args: map[string]any{"name": fmt.Sprintf("GPU %d", dev)}})
-		r, err := replayDevice(ctx, s, dev)
+		r, err := analyze.ReplayDevice(ctx, s, dev)
 		if err != nil {
 			return nil, err
 		}
-		if len(r.Trace) == 0 {
+		n := len(r.Trace)
+		if n == 0 {
 			continue
 		}
 		timed := true
@@ -75,37 +78,74 @@ func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*T
 			}
 			return int64(i) + 1 // event indices from 1, so the initial state sits at 0
 		}
-		// The category set is fixed per device so every counter event carries every series.
-		cats := make(map[string]int64)
-		for _, p := range r.Pre {
-			cats[category(p.Stack)] += p.Size
+		// The category set is fixed per device so every counter event carries every series. Live bytes per
+		// category come from memscan's replay: a lifetime adds its size at its Start and takes it back at its End.
+		lifeCat := make([]string, len(r.Lifetimes))
+		catIdx := make(map[string]int)
+		for k := range r.Lifetimes {
+			lifeCat[k] = category(r.Lifetimes[k].Stack)
+			catIdx[lifeCat[k]] = 0
 		}
-		for i := range r.Trace {
-			if r.Trace[i].Action == snapshot.ActionAlloc {
-				cats[category(r.Trace[i].Stack)] += 0
-			}
-		}
-		names := make([]string, 0, len(cats))
-		for c := range cats {
+		names := make([]string, 0, len(catIdx))
+		for c := range catIdx {
 			names = append(names, c)
 		}
 		slices.Sort(names)
+		for k, c := range names {
+			catIdx[c] = k
+		}
+		vals := make([]int64, len(names))
+		type catStep struct {
+			event, cat int
+			delta      int64
+		}
+		steps := make([]catStep, 0, 2*len(r.Lifetimes))
+		for k := range r.Lifetimes {
+			l, c := &r.Lifetimes[k], catIdx[lifeCat[k]]
+			if l.Start < 0 {
+				vals[c] += l.Size
+			} else {
+				steps = append(steps, catStep{l.Start, c, l.Size})
+			}
+			if l.End < n {
+				steps = append(steps, catStep{l.End, c, -l.Size})
+			}
+		}
+		slices.SortStableFunc(steps, func(a, b catStep) int { return cmp.Compare(a.event, b.event) })
 		memName := fmt.Sprintf("GPU%d memory", dev)
 		catName := fmt.Sprintf("GPU%d by category", dev)
 		counters := func(at int64, alloc, reserved int64) {
 			t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: memName, Phase: "C", TS: at, PID: pid, TID: dev,
 				Args: map[string]any{"allocated": alloc, "reserved": reserved}})
 			args := make(map[string]any, len(names))
-			for _, c := range names {
-				args[c] = cats[c]
+			for k, c := range names {
+				args[c] = vals[k]
 			}
 			t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: catName, Phase: "C", TS: at, PID: pid, TID: dev, Args: args})
 		}
 		counters(ts(0)-1, r.InitialAllocated, r.InitialReserved)
-		err = r.walk(ctx, len(r.Trace)-1, func(i int, delta int64, a *liveAlloc) {
+		prevAlloc, prevReserved := r.InitialAllocated, r.InitialReserved
+		next := 0 // first entry of steps not applied yet
+		var touched []int
+		var before []int64
+		for i := range r.Trace {
+			if i%(1<<16) == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			e := &r.Trace[i]
-			if a != nil {
-				cats[category(a.Stack)] += delta
+			touched, before = touched[:0], before[:0]
+			for ; next < len(steps) && steps[next].event == i; next++ {
+				st := &steps[next]
+				touched, before = append(touched, st.cat), append(before, vals[st.cat])
+				vals[st.cat] += st.delta
+			}
+			catsChanged := false
+			for k, c := range touched {
+				if vals[c] != before[k] {
+					catsChanged = true
+				}
 			}
 			switch e.Action {
 			case snapshot.ActionOOM:
@@ -118,18 +158,16 @@ func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*T
 				t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "annotate", Phase: "i", Scope: "p", TS: ts(i), PID: pid, TID: dev,
 					Args: map[string]any{"text": e.UserMetadata, "addr": e.Addr}})
 			}
-			changed := delta != 0 || r.Reserved[i] != prevReserved(r, i)
+			changed := r.Allocated[i] != prevAlloc || r.Reserved[i] != prevReserved || catsChanged
+			prevAlloc, prevReserved = r.Allocated[i], r.Reserved[i]
 			if !changed {
-				return
+				continue
 			}
 			// Events sharing a timestamp collapse into one point: the last state at that time.
-			if i+1 < len(r.Trace) && ts(i+1) == ts(i) {
-				return
+			if i+1 < n && ts(i+1) == ts(i) {
+				continue
 			}
 			counters(ts(i), r.Allocated[i], r.Reserved[i])
-		}, nil)
-		if err != nil {
-			return nil, err
 		}
 		// Close the tracks at the final state even when the last events changed nothing.
 		last := len(r.Trace) - 1
@@ -143,13 +181,6 @@ func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*T
 		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: a.Name, Phase: "i", Scope: "p", TS: a.TimeUS, PID: pid, TID: a.Device, Args: args})
 	}
 	return t, nil
-}
-
-func prevReserved(r *deviceReplay, i int) int64 {
-	if i == 0 {
-		return r.InitialReserved
-	}
-	return r.Reserved[i-1]
 }
 
 // WritePerfetto writes the Chrome trace JSON.

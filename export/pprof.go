@@ -1,12 +1,15 @@
 package export
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/google/pprof/profile"
+	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -82,14 +85,16 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 				addBlocks(dev)
 				continue
 			}
-			r, err := replayDevice(ctx, s, dev)
+			r, err := analyze.ReplayDevice(ctx, s, dev)
 			if err != nil {
 				return nil, err
 			}
-			live, err := r.liveAfter(ctx, r.PeakIndex)
-			if err != nil {
-				return nil, err
-			}
+			// The live set at the peak of memscan's own replay, so the profile and the report agree; ordered
+			// live-before-the-trace first, then by alloc event.
+			live := r.LiveAfter(r.PeakIndex)
+			slices.SortStableFunc(live, func(a, b analyze.Lifetime) int {
+				return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Addr, b.Addr))
+			})
 			for _, a := range live {
 				add(dev, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
 			}

@@ -38,6 +38,9 @@ type Options struct {
 	TopN int
 	// MaxTimelinePoints bounds each downsampled TimelineSeries; 0 means DefaultMaxTimelinePoints.
 	MaxTimelinePoints int
+	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
+	// snapshot.DefaultMaxInputSize.
+	MaxInputSize int64
 }
 
 func (o Options) withDefaults() Options {
@@ -85,7 +88,7 @@ func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, er
 
 // AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
 func AnalyzeFile(ctx context.Context, path string, opts Options) (*Report, error) {
-	in, err := snapshot.DecodeFile(ctx, path)
+	in, err := snapshot.DecodeFileWith(ctx, path, snapshot.Options{MaxInputSize: opts.MaxInputSize})
 	if err != nil {
 		return nil, err
 	}

@@ -39,11 +39,11 @@ func (e *fastUnsupported) Unwrap() error { return errFastUnsupported }
 
 // Limits that keep hostile input from exhausting memory. Real snapshots stay far below them.
 const (
-	fastMaxStack     = 1 << 22 // values on the VM stack at once
-	fastMaxMarks     = 1 << 16 // open MARKs
-	fastMaxMemoGap   = 1 << 10 // BINPUT indexes further past the memo's end go to the sparse memo
-	fastMaxGeneric   = 1 << 12 // items kept for a dict or tuple the model does not type
-	fastCheckEvery   = 1 << 16 // opcodes between context checks
+	fastMaxStack     = maxStackValues // values on the VM stack at once; the pre-scan refuses more too
+	fastMaxMarks     = 1 << 16        // open MARKs
+	fastMaxMemoGap   = 1 << 10        // BINPUT indexes further past the memo's end go to the sparse memo
+	fastMaxGeneric   = 1 << 12        // items kept for a dict or tuple the model does not type
+	fastCheckEvery   = 1 << 16        // opcodes between context checks
 	fastInitialBuf   = 64 << 10
 	fastMaxLongBytes = 9 // LONG1/LONG4 payloads beyond 64 bits are not snapshot data
 )
@@ -301,6 +301,8 @@ type fastDecoder struct {
 	top      *Snapshot
 	fmt      formatFlags
 
+	shape topShape // the outermost value, when it is not a snapshot's shape
+
 	fields  [fieldCount]val
 	extra   []int
 	scratch []int32
@@ -337,7 +339,15 @@ func (d *fastDecoder) fail(msg string, args ...any) error {
 }
 
 func (d *fastDecoder) unsupported(why string, args ...any) error {
+	if d.shape.set {
+		// The reference decoder would refuse the input too (see topShape); reading it again would only cost.
+		return d.shapeErr()
+	}
 	return &fastUnsupported{Offset: d.opStart, Why: fmt.Sprintf(why, args...)}
+}
+
+func (d *fastDecoder) shapeErr() error {
+	return &Error{File: d.name, Offset: d.shape.at, Msg: d.shape.msg()}
 }
 
 // need returns the next n bytes. The slice is valid until the next call.
@@ -427,8 +437,13 @@ func (d *fastDecoder) byte1() (byte, error) {
 }
 
 func (d *fastDecoder) push(v val) error {
-	if len(d.stack) >= fastMaxStack {
-		return d.unsupported("more than %d values on the pickle stack", fastMaxStack)
+	if len(d.stack) >= fastMaxStack || len(d.stack) == 0 {
+		if len(d.stack) == 0 && len(d.marks) == 0 && v.k != vDict && v.k != vList {
+			d.shape.wrong(d.opStart, withArticle(kindWord(v.k)))
+		}
+		if len(d.stack) >= fastMaxStack {
+			return d.fail("%s", stackOverflowMsg)
+		}
 	}
 	d.stack = append(d.stack, v)
 	return nil
@@ -460,6 +475,9 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 			if err := d.ctx.Err(); err != nil {
 				return nil, err
 			}
+		}
+		if d.shape.set && d.shape.due(len(d.stack)) {
+			return nil, d.shapeErr()
 		}
 		d.opStart = d.base + int64(d.pos)
 		op, err := d.byte1()
@@ -499,6 +517,9 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 		case opEmptyTuple:
 			err = d.push(d.newList(vTuple, &listObj{kind: lTupleItems}))
 		case opMark:
+			if len(d.stack) == 0 {
+				d.shape.wrong(d.opStart, underMark)
+			}
 			if len(d.marks) >= fastMaxMarks {
 				return nil, d.unsupported("more than %d nested MARKs", fastMaxMarks)
 			}
@@ -567,16 +588,12 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 		case opBinUnicode:
 			var b []byte
 			if b, err = d.need(4); err == nil {
-				err = d.str(int(binary.LittleEndian.Uint32(b)))
+				err = d.strLen(uint64(binary.LittleEndian.Uint32(b)))
 			}
 		case opBinUnicode8:
 			var b []byte
 			if b, err = d.need(8); err == nil {
-				n := binary.LittleEndian.Uint64(b)
-				if n > math.MaxInt32 {
-					return nil, d.unsupported("string of %d bytes", n)
-				}
-				err = d.str(int(n))
+				err = d.strLen(binary.LittleEndian.Uint64(b))
 			}
 		case opNewTrue:
 			err = d.push(val{k: vBool, n: 1})
@@ -692,6 +709,15 @@ func (d *fastDecoder) long(n int) error {
 		u |= ^uint64(0) << (8 * uint(n)) // sign-extend
 	}
 	return d.push(val{k: vInt, n: int64(u)})
+}
+
+// strLen pushes a string of a 4- or 8-byte length prefix, refusing one longer than any snapshot string as the
+// pre-scan does.
+func (d *fastDecoder) strLen(n uint64) error {
+	if n > maxStringBytes {
+		return d.fail("%s", longStringMsg(n))
+	}
+	return d.str(int(n))
 }
 
 // str pushes a string, interned: snapshots repeat the same few thousand file and function names millions of

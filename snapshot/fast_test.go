@@ -179,10 +179,13 @@ func TestFastDecodeCases(t *testing.T) {
 		{"global", append([]byte{opProto, 4, opGlobal}, "os\nsystem\n"...), "would load a Python object", false},
 		{"stack global", []byte{opProto, 4, opStackGlobal}, "byte 2: opcode 0x93", false},
 		{"unknown opcode", []byte{opProto, 4, 0xff}, "unknown pickle opcode 0xff", false},
-		{"huge string length", []byte{opProto, 4, opBinUnicode, 0xff, 0xff, 0xff, 0x7f, 'a'}, "truncated", false},
+		{"huge string length", []byte{opProto, 4, opBinUnicode, 0xff, 0xff, 0xff, 0x7f, 'a'}, "a string of 2147483647 bytes", false},
+		{"truncated string", []byte{opProto, 4, opBinUnicode, 0xff, 0xff, 0x00, 0x00, 'a'}, "truncated", false},
 		{"dup is fallback", []byte{opProto, 4, opEmptyList, opDup, opStop}, "", true},
 		{"non-string key", []byte{opProto, 4, opEmptyDict, opBinInt1, 1, opBinInt1, 2, opSetItem, opStop}, "", true},
-		{"top-level int", []byte{opProto, 4, opBinInt1, 1, opStop}, "", true},
+		{"top-level int", []byte{opProto, 4, opBinInt1, 1, opStop}, "byte 2: the top-level value is an int", false},
+		{"top-level None stream", append(append([]byte{opProto, 4}, bytes.Repeat([]byte{opNone}, 1000)...), opStop), "byte 2: the top-level value is None", false},
+		{"top-level tuple under a MARK", append(append([]byte{opProto, 4, opMark}, bytes.Repeat([]byte{opNone}, 1000)...), opTuple, opStop), "byte 2: the top-level value is built under a MARK", false},
 		{"self reference", []byte{opProto, 4, opEmptyDict, opMemoize, opMark, opShortBinUni, 1, 'x', opBinGet, 0, opSetItems, opStop}, "", true},
 		{"empty bare list", []byte{opProto, 4, opEmptyList, opStop}, "", false},
 	}
@@ -258,6 +261,8 @@ func TestFastDecodeCancel(t *testing.T) {
 const (
 	opMark        = '('
 	opStop        = '.'
+	opNone        = 'N'
+	opTuple       = 't'
 	opDup         = '2'
 	opBinInt1     = 'K'
 	opBinInt2     = 'M'

@@ -59,26 +59,52 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrUnknownContent is wrapped by Decode when no decoder recognises the content.
 var ErrUnknownContent = errors.New("unrecognised content")
 
-// DecodeFile opens and decodes one input file.
+// DecodeFile opens and decodes one input file with the default Options.
 func DecodeFile(ctx context.Context, path string) (*Input, error) {
+	return DecodeFileWith(ctx, path, Options{})
+}
+
+// DecodeFileWith opens and decodes one input file.
+func DecodeFileWith(ctx context.Context, path string, opts Options) (*Input, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return Decode(ctx, path, f)
+	return DecodeWith(ctx, path, f, opts)
 }
 
 // maxGzipDepth bounds nested gzip layers so a gzip bomb of gzips cannot recurse forever.
 const maxGzipDepth = 2
 
-// Decode sniffs r and decodes it with the matching decoder. name is used in errors and as Input.Path.
+// Decode sniffs r and decodes it with the matching decoder and the default Options. name is used in errors and
+// as Input.Path.
 func Decode(ctx context.Context, name string, r io.Reader) (*Input, error) {
-	return decode(ctx, name, r, 0)
+	return DecodeWith(ctx, name, r, Options{})
 }
 
-func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, error) {
-	rewind := rewinder(r)
+// DecodeWith is Decode with options. Every decoder streams its input; a seekable input larger than
+// opts.MaxInputSize is refused before it is read, and any other (a pipe, the inside of a gzip file) as soon as
+// that many bytes have come out of it.
+func DecodeWith(ctx context.Context, name string, r io.Reader, opts Options) (*Input, error) {
+	limit := opts.maxInputSize()
+	rw := rewinder(r)
+	if rw != nil {
+		if rw.size > limit {
+			return nil, sizeFailure(name, &sizeError{limit: limit, size: rw.size})
+		}
+	} else {
+		r = &capReader{r: r, limit: limit}
+	}
+	in, err := decode(ctx, name, r, rw, 0, limit)
+	if err != nil {
+		return nil, sizeFailure(name, err)
+	}
+	return in, nil
+}
+
+// decode sniffs one layer of input. rw, when not nil, reads the same layer again from its start.
+func decode(ctx context.Context, name string, r io.Reader, rw *rewindable, depth int, limit int64) (*Input, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, err := br.Peek(512)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -89,7 +115,7 @@ func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, e
 	}
 	switch {
 	case head[0] == 0x80: // PROTO opcode: a pickle of protocol 2 or later
-		return decodePickleDispatch(ctx, name, br, rewind)
+		return decodePickleDispatch(ctx, name, br, rw, limit)
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
 		if depth >= maxGzipDepth {
 			return nil, &Error{File: name, Offset: 0, Msg: "too many nested gzip layers"}
@@ -99,7 +125,10 @@ func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, e
 			return nil, &Error{File: name, Offset: 0, Msg: "bad gzip header", Err: err}
 		}
 		defer zr.Close()
-		return decode(ctx, name, zr, depth+1)
+		// The decoders read the decompressed stream as it inflates; the cap stops a bomb at the limit.
+		return decode(ctx, name, &capReader{r: zr, limit: limit}, rw.gunzipped(limit), depth+1, limit)
+	case isOldPickle(head):
+		return nil, oldPickleError(ctx, name, head)
 	}
 	if isMemscanOutput(head) {
 		return nil, &Error{File: name, Offset: 0, Err: ErrUnknownContent,

@@ -24,6 +24,7 @@ import (
 	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/static"
 )
 
@@ -80,6 +81,8 @@ type analyzeFlags struct {
 	// (empty: beside each input).
 	summaryOnly bool
 	summaryDir  string
+	// maxInputSize bounds the decompressed bytes read from one input.
+	maxInputSize sizeFlag
 }
 
 func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string, error) {
@@ -98,6 +101,8 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
 	fs.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
 	fs.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
+	f.maxInputSize = sizeFlag(snapshot.DefaultMaxInputSize())
+	fs.Var(&f.maxInputSize, "max-input-size", "largest input, after decompression, that is decoded (e.g. 512MiB, 20GiB); larger ones fail at once instead of exhausting memory; the default is half of this machine's memory")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, usageErrorf("analyze: %v (see memscan analyze --help)", err)
@@ -171,7 +176,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	opts := analyze.Options{TopN: flags.top}
+	opts := analyze.Options{TopN: flags.top, MaxInputSize: int64(flags.maxInputSize)}
 	if flags.rules != "" {
 		rules, err := categorize.LoadFile(flags.rules, categorize.Default())
 		if err != nil {

@@ -8,9 +8,14 @@ import (
 )
 
 // oldPickleHead matches how pickles of protocols 0 and 1 begin (they have no PROTO opcode): GLOBAL or INST with
-// their module and name lines ("cos\nsystem\n"), a protocol-0 dict or list ("(dp0\n", "(lp0\n"), or a protocol-1
+// their module and name lines followed by an opcode ("cos\nsystem\n(" ...), a MARK followed by a quoted string,
+// an int or a global (a tuple of arguments), a protocol-0 dict or list ("(dp0\n", "(lp0\n"), or a protocol-1
 // empty dict or list followed by a memo store or a MARK. Logs and JSON do not start like that.
-var oldPickleHead = regexp.MustCompile(`^(?:[ci][A-Za-z_][\w.]*\n[A-Za-z_][\w.]*\n|\([dl]p\d+\n|[}\]](?:q[\x00-\xff]|r[\x00-\xff]{4})?\()`)
+var oldPickleHead = regexp.MustCompile(`^(?:` +
+	`[ci][A-Za-z_][\w.]*\n[A-Za-z_][\w.]*\n(?:[()\]}.]|p\d|q[\x00-\x1f\x7f-\xff]|S['"]|\z)` +
+	`|\((?:S['"]|I-?\d|[ci][A-Za-z_][\w.]*\n)` +
+	`|\([dl]p\d+\n` +
+	`|[}\]](?:q[\x00-\xff]|r[\x00-\xff]{4})?\()`)
 
 // isOldPickle reports whether head starts a pickle of protocol 0 or 1.
 func isOldPickle(head []byte) bool { return oldPickleHead.Match(head) }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -205,6 +206,44 @@ func TestDecodeNotSnapshotTop(t *testing.T) {
 			}
 			if alloc > tc.maxAlloc {
 				t.Errorf("allocated %d bytes refusing a %d-byte file (bound %d)", alloc, len(tc.data), tc.maxAlloc)
+			}
+		})
+	}
+}
+
+// repeatReader yields n copies of b without holding them.
+type repeatReader struct {
+	b byte
+	n int64
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	k := min(int64(len(p)), r.n)
+	for i := range p[:k] {
+		p[i] = r.b
+	}
+	r.n -= k
+	return int(k), nil
+}
+
+// TestDecodeLongFirstLine feeds logs whose first line is 100 MB: the error says the line is too long (the
+// report got "invalid character 'R'" for one starting "[Rank 0]"), and reading it costs a bounded buffer.
+func TestDecodeLongFirstLine(t *testing.T) {
+	const n = 100 << 20
+	for _, start := range []string{"[Rank 0] ", "Rank 0 "} {
+		t.Run(start, func(t *testing.T) {
+			r := io.MultiReader(strings.NewReader(start), &repeatReader{b: 'x', n: n}, strings.NewReader("\nhello\n"))
+			var err error
+			alloc := allocated(func() { _, err = snapshot.Decode(context.Background(), "train.log", r) })
+			want := "train.log: byte 0: line 1: longer than 1048576 bytes, the limit for one log line"
+			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, snapshot.ErrLineTooLong) {
+				t.Errorf("err = %v, want %q…", err, want)
+			}
+			if alloc > 16<<20 {
+				t.Errorf("allocated %d bytes reading a %d-byte line", alloc, n)
 			}
 		})
 	}

@@ -34,7 +34,7 @@ func decodeJSONInput(ctx context.Context, name string, r io.Reader) (*Input, err
 		if serr := firstLineSyntaxError(br); serr != nil {
 			// Logs often start with '[' ("[rank0]:", "[2024-05-01 ...]"): a first line that is not JSON is text.
 			in, err := decodeTextInput(ctx, name, br)
-			if err != nil && errors.Is(err, ErrUnknownContent) {
+			if err != nil && errors.Is(err, ErrUnknownContent) && !errors.Is(err, ErrLineTooLong) {
 				return nil, &Error{File: name, Offset: serr.Offset, Msg: "neither JSON nor a training log with memory lines", Err: serr}
 			}
 			return in, err

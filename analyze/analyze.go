@@ -133,7 +133,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			Recommendations: []Recommendation{}, Warnings: []string{},
 		},
 	}
-	steps := []func() error{a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll}
+	steps := []func() error{a.checkSizes, a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err

@@ -50,6 +50,9 @@ type replay struct {
 	// initialReserved is the segment bytes before the first event; preBlocks the final-state blocks live all along.
 	initialReserved int64
 	preBlocks       []blockRef
+	// spans are the address ranges of every segment the snapshot or its trace knows on this device, merged and
+	// sorted; built at the first free of an address the trace never allocated (see phantomFree).
+	spans [][2]uint64
 }
 
 func (r *replay) category(name string) int {
@@ -152,6 +155,9 @@ func (r *replay) run() error {
 				}
 				continue
 			}
+			if r.phantomFree(j, e) {
+				continue
+			}
 			// Allocated before the trace window: live from the start, stack taken from the free.
 			open[e.Addr] = len(r.elems)
 			r.elems = append(r.elems, element{size: e.Size, start: -1, end: n, freeReq: j, origin: j})
@@ -160,6 +166,9 @@ func (r *replay) run() error {
 				r.elems[i].end = j
 				r.elems[i].freeReq = -1
 				delete(open, e.Addr)
+				continue
+			}
+			if r.phantomFree(j, e) {
 				continue
 			}
 			r.elems = append(r.elems, element{size: e.Size, start: -1, end: j, freeReq: -1, origin: j})

@@ -176,6 +176,9 @@ func AnalyzeTracer(ctx context.Context, in *snapshot.Input, opts RuntimeOptions)
 		return nil, errors.New("analyze tracer: input has no tracer data")
 	}
 	tr := in.Tracer
+	if err := checkTracerSizes(tr); err != nil {
+		return nil, fmt.Errorf("analyze %s: %w", in.Path, err)
+	}
 	r := &Report{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
 		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{}, Warnings: []string{}}
 	if r.Format == "" {

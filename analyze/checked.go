@@ -1,0 +1,98 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/memscan/memscan/snapshot"
+)
+
+// OverflowError reports a size whose addition to the others would pass what an int64 holds: every total,
+// category, group, timeline and peak of the report adds up a subset of these sizes, so they are checked once,
+// up front, and no sum can wrap to a negative or small wrong number afterwards.
+type OverflowError struct {
+	// Field is the size where the running total passed 2^63−1, e.g. "segments[3].blocks[5].size".
+	Field string
+	Value int64
+}
+
+func (e *OverflowError) Error() string {
+	return fmt.Sprintf("%s: %d: the input's sizes add up past %d bytes (8 EiB); no GPU holds that much, so the file is corrupt or made up",
+		e.Field, e.Value, int64(math.MaxInt64))
+}
+
+// sizeSum adds the magnitudes of sizes (a negative size is warned about elsewhere; its magnitude still bounds
+// the sums it enters).
+type sizeSum int64
+
+// add adds |v| and reports false, adding nothing, when the sum would pass math.MaxInt64.
+func (s *sizeSum) add(v int64) bool {
+	if v == math.MinInt64 {
+		return false
+	}
+	if v < 0 {
+		v = -v
+	}
+	if v > math.MaxInt64-int64(*s) {
+		return false
+	}
+	*s += sizeSum(v)
+	return true
+}
+
+// checkSizes verifies that all the sizes the analysis adds up fit an int64 together: segment and block sizes,
+// requested sizes, and the trace's event sizes, which the replay adds to the final state.
+func (a *analysis) checkSizes() error {
+	var sum sizeSum
+	overflow := func(v int64, format string, args ...any) error {
+		return &OverflowError{Field: fmt.Sprintf(format, args...), Value: v}
+	}
+	for i := range a.snap.Segments {
+		if err := a.checkCtx(); err != nil {
+			return err
+		}
+		seg := &a.snap.Segments[i]
+		for _, f := range []struct {
+			name string
+			v    int64
+		}{{"total_size", seg.TotalSize}, {"allocated_size", seg.AllocatedSize}, {"active_size", seg.ActiveSize}, {"requested_size", seg.RequestedSize}} {
+			if !sum.add(f.v) {
+				return overflow(f.v, "segments[%d].%s", i, f.name)
+			}
+		}
+		for j := range seg.Blocks {
+			b := &seg.Blocks[j]
+			if !sum.add(b.Size) {
+				return overflow(b.Size, "segments[%d].blocks[%d].size", i, j)
+			}
+			if !sum.add(b.RequestedSize) {
+				return overflow(b.RequestedSize, "segments[%d].blocks[%d].requested_size", i, j)
+			}
+		}
+	}
+	for d, tr := range a.snap.DeviceTraces {
+		for j := range tr {
+			if err := a.checkCtx(); err != nil {
+				return err
+			}
+			if !sum.add(tr[j].Size) {
+				return overflow(tr[j].Size, "device_traces[%d][%d].size", d, j)
+			}
+		}
+	}
+	return nil
+}
+
+// checkTracerSizes is checkSizes for a tracer file: its tensor sizes, which every per-device view adds up.
+func checkTracerSizes(tr *snapshot.Tracer) error {
+	var sum sizeSum
+	for i := range tr.Devices {
+		d := &tr.Devices[i]
+		for j := range d.Tensors {
+			if v := d.Tensors[j].SizeBytes; !sum.add(v) {
+				return &OverflowError{Field: fmt.Sprintf("%s: tensor %d: size_bytes", d.Name, j), Value: v}
+			}
+		}
+	}
+	return nil
+}

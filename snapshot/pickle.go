@@ -118,7 +118,9 @@ func loadPickleValue(name string, data []byte) (v any, err error) {
 // The bytes are read into fixed chunks and joined once at the end: a doubling buffer would hold up to four times
 // the input at its last growth, two while joining. On failure it returns how many bytes it read.
 func readAllContext(ctx context.Context, r io.Reader) ([]byte, int64, error) {
-	const chunk = 4 << 20
+	// Chunks start small (most pickles that reach here are small) and double up to maxChunk.
+	const maxChunk = 4 << 20
+	chunk := 64 << 10
 	var chunks [][]byte
 	var total int
 	join := func() []byte {
@@ -133,6 +135,7 @@ func readAllContext(ctx context.Context, r io.Reader) ([]byte, int64, error) {
 			return nil, int64(total), err
 		}
 		buf := make([]byte, chunk)
+		chunk = min(2*chunk, maxChunk)
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
 			chunks = append(chunks, buf[:n])

@@ -40,10 +40,12 @@ func (s *sizeSum) add(v int64) bool {
 	return true
 }
 
-// checkSizes verifies that all the sizes the analysis adds up fit an int64 together: segment and block sizes,
-// requested sizes, and the trace's event sizes, which the replay adds to the final state.
+// checkSizes verifies that every sum the analysis forms fits an int64, checking each kind of size on its own
+// (segment totals, each other segment field, block sizes with their requested sizes, which internal free
+// subtracts) and the trace's event sizes with the final state they are replayed against (requested sizes for
+// the live timeline, segment totals for the reserved one).
 func (a *analysis) checkSizes() error {
-	var sum sizeSum
+	var segTotal, segAlloc, segActive, segReq, blocks, live, reserved sizeSum
 	overflow := func(v int64, format string, args ...any) error {
 		return &OverflowError{Field: fmt.Sprintf(format, args...), Value: v}
 	}
@@ -53,19 +55,21 @@ func (a *analysis) checkSizes() error {
 		}
 		seg := &a.snap.Segments[i]
 		for _, f := range []struct {
+			sum  *sizeSum
 			name string
 			v    int64
-		}{{"total_size", seg.TotalSize}, {"allocated_size", seg.AllocatedSize}, {"active_size", seg.ActiveSize}, {"requested_size", seg.RequestedSize}} {
-			if !sum.add(f.v) {
+		}{{&segTotal, "total_size", seg.TotalSize}, {&reserved, "total_size", seg.TotalSize}, {&segAlloc, "allocated_size", seg.AllocatedSize},
+			{&segActive, "active_size", seg.ActiveSize}, {&segReq, "requested_size", seg.RequestedSize}} {
+			if !f.sum.add(f.v) {
 				return overflow(f.v, "segments[%d].%s", i, f.name)
 			}
 		}
 		for j := range seg.Blocks {
 			b := &seg.Blocks[j]
-			if !sum.add(b.Size) {
+			if !blocks.add(b.Size) {
 				return overflow(b.Size, "segments[%d].blocks[%d].size", i, j)
 			}
-			if !sum.add(b.RequestedSize) {
+			if !blocks.add(b.RequestedSize) || !live.add(b.RequestedSize) {
 				return overflow(b.RequestedSize, "segments[%d].blocks[%d].requested_size", i, j)
 			}
 		}
@@ -75,8 +79,8 @@ func (a *analysis) checkSizes() error {
 			if err := a.checkCtx(); err != nil {
 				return err
 			}
-			if !sum.add(tr[j].Size) {
-				return overflow(tr[j].Size, "device_traces[%d][%d].size", d, j)
+			if v := tr[j].Size; !live.add(v) || !reserved.add(v) {
+				return overflow(v, "device_traces[%d][%d].size", d, j)
 			}
 		}
 	}

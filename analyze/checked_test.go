@@ -32,10 +32,10 @@ func TestAnalyzeSizeOverflow(t *testing.T) {
 		value int64
 	}{
 		{
-			// Sums in order: segment 0 total 3·2^60, its block 6·2^60, segment 1 total 9·2^60 > 2^63−1.
+			// Segment totals 3·2^60 each: the third makes 9·2^60 > 2^63−1. (Block sizes, summed apart, fit.)
 			name:  "segment totals",
 			build: func(b *testutil.SnapBuilder) { hugeSegment(b, 3*e60); hugeSegment(b, 3*e60); hugeSegment(b, 3*e60) },
-			field: "segments[1].total_size", value: 3 * e60,
+			field: "segments[2].total_size", value: 3 * e60,
 		},
 		{
 			name:  "a block of the most negative size",
@@ -52,9 +52,9 @@ func TestAnalyzeSizeOverflow(t *testing.T) {
 			field: "device_traces[0][1].size", value: 4 * e60,
 		},
 		{
-			// 2 × 1 EiB of segments and blocks, 4 EiB listed in all: large, but every sum fits.
+			// 2 × 3 EiB of segments and blocks: 6 EiB reserved, large, but every sum fits.
 			name:  "large sizes that fit",
-			build: func(b *testutil.SnapBuilder) { hugeSegment(b, e60); hugeSegment(b, e60) },
+			build: func(b *testutil.SnapBuilder) { hugeSegment(b, 3*e60); hugeSegment(b, 3*e60) },
 		},
 	}
 	for _, tc := range tests {
@@ -66,8 +66,8 @@ func TestAnalyzeSizeOverflow(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if rep.ReservedBytes != 2*e60 || rep.InactiveBytes != 2*e60 || rep.ExternalFreeBytes != 2*e60 {
-					t.Errorf("reserved %d, inactive %d, external free %d; want %d each", rep.ReservedBytes, rep.InactiveBytes, rep.ExternalFreeBytes, 2*e60)
+				if rep.ReservedBytes != 6*e60 || rep.InactiveBytes != 6*e60 || rep.ExternalFreeBytes != 6*e60 {
+					t.Errorf("reserved %d, inactive %d, external free %d; want %d each", rep.ReservedBytes, rep.InactiveBytes, rep.ExternalFreeBytes, 6*e60)
 				}
 				return
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -246,5 +247,38 @@ func TestDecodeLongFirstLine(t *testing.T) {
 				t.Errorf("allocated %d bytes reading a %d-byte line", alloc, n)
 			}
 		})
+	}
+}
+
+// TestDecodeMultiDeviceTraceRoom checks the room the decoder reserves for trace lists on a four-device snapshot
+// read from a file: each list was once sized for the rest of the file, so four devices held 2.5 times the
+// entries they needed (2.9× the file in RSS). Now the finished lists are trimmed and the rest of the file is
+// shared among the devices still to come.
+func TestDecodeMultiDeviceTraceRoom(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d4.pickle")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := gen.Write(f, gen.Config{Seed: 1, Entries: 400_000, Devices: 4, Stacks: gen.StacksPython, ShareStack: true})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := snapshot.DecodeFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, room int
+	for _, tr := range in.Snapshot.DeviceTraces {
+		n, room = n+len(tr), room+cap(tr)
+	}
+	if n != st.Entries {
+		t.Fatalf("decoded %d trace entries, the generator wrote %d", n, st.Entries)
+	}
+	if float64(room) > 1.15*float64(n) {
+		t.Errorf("trace lists reserve room for %d entries, %.2f× the %d decoded", room, float64(room)/float64(n), n)
 	}
 }

@@ -101,7 +101,7 @@ func TestCompareRunDirectories(t *testing.T) {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
-	if !strings.Contains(stdout.String(), "| Activation | 400.0MiB | 700.0MiB | +300.0MiB | 4 → 7 |") {
+	if !strings.Contains(stdout.String(), "| Activation | 400.0 MiB | 700.0 MiB | +300.0 MiB | 4 → 7 |") {
 		t.Errorf("stdout report:\n%s", stdout.String())
 	}
 	if !strings.Contains(stderr.String(), "wrote ") {

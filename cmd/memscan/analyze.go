@@ -21,7 +21,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
@@ -457,7 +456,7 @@ func isRunDir(dir string) bool {
 		return true
 	}
 	return has(results.FileSummary, results.FileMsgpack) || has(mergeJSONFile, mergeMsgpackFile) ||
-		has(compareJSONFile, compareMarkdownFile) || has(calibrate.FileJSON, calibrate.FileMarkdown)
+		has(compareJSONFile, compareMarkdownFile) || has(results.FileCalibrationJSON, results.FileCalibrationMarkdown)
 }
 
 // isInputName reports whether a file found in a directory walk looks like something memscan reads. Named

@@ -250,7 +250,7 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if applied != nil && *format != "json" {
-		if err := applied.WriteText(stdout); err != nil {
+		if err := results.WriteAppliedText(stdout, applied); err != nil {
 			return err
 		}
 	}

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
 
-	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 )
@@ -240,11 +237,11 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	switch *format {
 	case "json":
-		err = rep.WriteJSON(stdout)
+		err = results.WriteStaticJSON(stdout, rep)
 	case "md":
-		err = rep.WriteMarkdown(stdout)
+		err = results.WriteStaticMarkdown(stdout, rep)
 	default:
-		err = rep.WriteText(stdout)
+		err = results.WriteStaticText(stdout, rep)
 	}
 	if err != nil {
 		return err
@@ -257,91 +254,13 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *noFiles {
 		return nil
 	}
-	if err := writeStaticFiles(*out, rep, !*noPlots, stderr); err != nil {
-		return err
-	}
-	return writeStaticCalibration(*out, applied)
-}
-
-func writeStaticFiles(dir string, rep *static.Report, withPlots bool, stderr io.Writer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("static: %w", err)
-	}
-	for _, f := range []struct {
-		name  string
-		write func(io.Writer) error
-	}{{"static_report.json", rep.WriteJSON}, {"static_report.md", rep.WriteMarkdown}} {
-		if err := results.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
+	if err := results.WriteStaticFiles(*out, rep, !*noPlots); err != nil {
+		var charts *results.ChartError
+		if !errors.As(err, &charts) {
 			return fmt.Errorf("static: %w", err)
 		}
+		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 	}
-	if withPlots {
-		var errs []error
-		for _, p := range staticCharts(rep) {
-			if err := p.draw(filepath.Join(dir, p.file)); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			fmt.Fprintf(stderr, "memscan: warning: charts: %v\n", err)
-		}
-	}
-	fmt.Fprintf(stderr, "wrote %s\n", dir)
-	return nil
-}
-
-type staticChart struct {
-	file string
-	draw func(path string) error
-}
-
-// staticCharts maps the report to plain chart data.
-func staticCharts(rep *static.Report) []staticChart {
-	var charts []staticChart
-	var comps []plots.StaticBar
-	for _, c := range rep.Components() {
-		comps = append(comps, plots.StaticBar{Label: c.Name, Values: []float64{float64(c.Bytes)}})
-	}
-	charts = append(charts, staticChart{"memory_breakdown.png", func(p string) error {
-		return plots.StaticStackedBar(p, "Predicted memory per GPU (worst stage, "+rep.Summary.PeakStage+" peak)",
-			[]string{rep.Metadata.Model}, comps, float64(rep.Fit.UsableBytes), "usable")
-	}})
-	if len(rep.Stages) > 0 && rep.Config.Mode == "train" {
-		labels := make([]string, len(rep.Stages))
-		series := []plots.StaticBar{{Label: "weights"}, {Label: "gradients"}, {Label: "optimizer"}, {Label: "activations"}, {Label: "temporaries"}, {Label: "overheads"}}
-		for i, st := range rep.Stages {
-			labels[i] = fmt.Sprintf("stage %d", st.Index)
-			vals := []int64{st.Weights, st.AtPeak.Grads, st.Optimizer, st.AtPeak.Activations, st.AtPeak.Temporaries, st.DeviceTotal - st.PeakAllocated + st.Other}
-			for k, v := range vals {
-				series[k].Values = append(series[k].Values, float64(v))
-			}
-		}
-		charts = append(charts, staticChart{"peak_per_stage.png", func(p string) error {
-			return plots.StaticStackedBar(p, "Predicted peak per pipeline stage (one GPU each)", labels, series, float64(rep.Fit.UsableBytes), "usable")
-		}})
-	}
-	if len(rep.Strategies) > 0 {
-		var labels []string
-		var vals []float64
-		for _, s := range rep.Strategies {
-			if s.DeviceBytes == 0 {
-				continue
-			}
-			labels = append(labels, s.Name)
-			vals = append(vals, float64(s.DeviceBytes))
-		}
-		charts = append(charts, staticChart{"strategy_comparison.png", func(p string) error {
-			return plots.StaticStackedBar(p, "Per-GPU memory by strategy", labels, []plots.StaticBar{{Label: "device total", Values: vals}}, float64(rep.Fit.UsableBytes), "usable")
-		}})
-	}
-	if rf := rep.Roofline; rf != nil && len(rf.Points) > 0 {
-		pts := make([]plots.StaticRooflinePoint, 0, len(rf.Points))
-		for _, p := range rf.Points {
-			pts = append(pts, plots.StaticRooflinePoint{Label: p.Name, Intensity: p.Intensity, TFLOPS: p.Attainable, Memory: p.Phase == "decode"})
-		}
-		charts = append(charts, staticChart{"roofline.png", func(p string) error {
-			return plots.StaticRoofline(p, fmt.Sprintf("Roofline — %s (%s)", rf.GPU, rf.Dtype), rf.PeakTFLOPS, rf.BandwidthTBs, pts)
-		}})
-	}
-	return charts
+	fmt.Fprintf(stderr, "wrote %s\n", *out)
+	return writeStaticCalibration(*out, applied)
 }

@@ -1,13 +1,23 @@
-package static
+package results
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
+)
+
+// Files memscan static writes into its output directory.
+const (
+	FileStaticJSON     = "static_report.json"
+	FileStaticMarkdown = "static_report.md"
 )
 
 func stepsNoun(n int64) string {
@@ -17,61 +27,53 @@ func stepsNoun(n int64) string {
 	return "steps"
 }
 
-// WriteJSON writes the report as indented JSON (static_report.json).
-func (r *Report) WriteJSON(w io.Writer) error {
+// WriteStaticJSON writes the report as indented JSON (static_report.json).
+func WriteStaticJSON(w io.Writer, r *static.Report) error {
 	if err := units.WriteJSON(w, r); err != nil {
 		return fmt.Errorf("static report JSON: %w", err)
 	}
 	return nil
 }
 
-// Component is one named per-GPU memory component, for tables and charts.
-type Component struct {
-	Name  string
-	Bytes int64
-}
-
-// Components lists the worst GPU's peak broken down by component (they add up to the peak allocated, with the
-// allocator and runtime overheads after it).
-func (r *Report) Components() []Component {
-	s := r.Summary
-	cs := []Component{{"weights", s.WeightMemoryBytes}}
-	if r.Config.Mode == "train" {
-		at := r.Stages[r.WorstStage].AtPeak
-		cs = append(cs, Component{"gradients", at.Grads}, Component{"optimizer states", s.OptimizerMemoryBytes},
-			Component{"activations", at.Activations}, Component{"temporaries", at.Temporaries})
-	} else {
-		cs = append(cs, Component{"KV cache", s.KVCacheMemoryBytes}, Component{"activations", s.ActivationMemoryBytes})
-	}
-	cs = append(cs, Component{"other (workspaces, buffers)", s.OtherMemoryBytes},
-		Component{"allocator overhead (reserved − allocated)", s.PeakReservedBytes - s.PeakMemoryBytes},
-		Component{"CUDA context + NCCL", s.DeviceTotalBytes - s.PeakReservedBytes})
-	return cs
-}
-
-// WriteText renders the console view.
-func (r *Report) WriteText(w io.Writer) error {
+// WriteStaticText renders the console view of memscan static.
+func WriteStaticText(w io.Writer, r *static.Report) error {
 	var b strings.Builder
+	for _, section := range []func(*strings.Builder, *static.Report){
+		writeStaticHeader, writeStaticMemory, writeStaticTime, writeStaticRoofline, writeStaticFindings,
+	} {
+		section(&b, r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeStaticHeader writes the model, layout, workload and fit verdict.
+func writeStaticHeader(b *strings.Builder, r *static.Report) {
 	s := r.Summary
 	c := r.Config
-	fmt.Fprintf(&b, "memscan static — %s (%s, %s)\n", r.Metadata.Model, c.Mode, r.Metadata.Dtype)
-	fmt.Fprintf(&b, "GPU: %s × %d   layout: %s\n", r.Fit.GPU, c.Hardware.NumGPUs, r.Metadata.Layout)
-	fmt.Fprintf(&b, "Parameters: %s total (%s per GPU of stage %d before ZeRO sharding)", commas(r.Params.Total), commas(s.ParamCountPerGPU), r.WorstStage)
+	fmt.Fprintf(b, "memscan static — %s (%s, %s)\n", r.Metadata.Model, c.Mode, r.Metadata.Dtype)
+	fmt.Fprintf(b, "GPU: %s × %d   layout: %s\n", r.Fit.GPU, c.Hardware.NumGPUs, r.Metadata.Layout)
+	fmt.Fprintf(b, "Parameters: %s total (%s per GPU of stage %d before ZeRO sharding)", commas(r.Params.Total), commas(s.ParamCountPerGPU), r.WorstStage)
 	if r.Params.Active != r.Params.Total {
-		fmt.Fprintf(&b, ", %s active per token", commas(r.Params.Active))
+		fmt.Fprintf(b, ", %s active per token", commas(r.Params.Active))
 	}
 	b.WriteString("\n")
 	if c.Mode == "train" {
-		fmt.Fprintf(&b, "Workload: micro-batch %d × seq %d, global batch %d (%s), %s attention, recompute %s, loss %s, %s\n\n",
+		fmt.Fprintf(b, "Workload: micro-batch %d × seq %d, global batch %d (%s), %s attention, recompute %s, loss %s, %s\n\n",
 			c.Training.MicroBatchSize, c.Training.SeqLength, c.Training.GlobalBatchSize, units.Plural(c.Parallel.NumMicrobatches, "micro-batch", "micro-batches"),
 			c.Training.Attention, c.Training.Recompute, c.Training.Loss, c.Training.Optimizer)
 	} else {
-		fmt.Fprintf(&b, "Workload: batch %d, prompt %d + %d generated tokens, weights %s, KV cache %s\n\n",
+		fmt.Fprintf(b, "Workload: batch %d, prompt %d + %d generated tokens, weights %s, KV cache %s\n\n",
 			c.Inference.BatchSize, c.Inference.PromptLength, c.Inference.GenerateTokens, c.Inference.WeightDtype, c.Inference.KVCache.Dtype)
 	}
-	fmt.Fprintf(&b, "%s\n\n", r.Fit.Verdict)
+	fmt.Fprintf(b, "%s\n\n", r.Fit.Verdict)
+}
+
+// writeStaticMemory writes the per-GPU breakdown at the worst stage's peak, the per-stage table and the KV cache.
+func writeStaticMemory(b *strings.Builder, r *static.Report) {
+	s := r.Summary
 	b.WriteString("MEMORY PER GPU (worst stage, at its peak)\n")
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	peak := float64(max(1, s.DeviceTotalBytes))
 	for _, cp := range r.Components() {
 		fmt.Fprintf(tw, "  %s\t%s\t%5.1f%%\t\n", cp.Name, units.Bytes(cp.Bytes), 100*float64(cp.Bytes)/peak)
@@ -82,7 +84,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw.Flush()
 	if len(r.Stages) > 1 {
 		b.WriteString("\nPER PIPELINE STAGE (one GPU each)\n")
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  stage\tparams\tweights\tgrads\toptimizer\tactivations\tpeak alloc\tat\treserved\tdevice\t")
 		for _, st := range r.Stages {
 			mark := ""
@@ -95,29 +97,38 @@ func (r *Report) WriteText(w io.Writer) error {
 		tw.Flush()
 	}
 	if in := r.Inference; in != nil {
-		fmt.Fprintf(&b, "\nKV cache: %s per token, %d context tokens\n", units.Bytes(in.KVBytesPerToken), in.ContextTokens)
+		fmt.Fprintf(b, "\nKV cache: %s per token, %d context tokens\n", units.Bytes(in.KVBytesPerToken), in.ContextTokens)
 	}
+}
+
+// writeStaticTime writes the step time, throughput and run cost.
+func writeStaticTime(b *strings.Builder, r *static.Report) {
+	c := r.Config
 	if t := r.Time; t != nil {
 		b.WriteString("\nTIME\n")
-		fmt.Fprintf(&b, "  %.3g FLOPs/token (model), %.3g with recomputation; %s tokens/step\n", t.FLOPsPerToken, t.HardwareFLOPsPerToken, commas(t.TokensPerStep))
-		fmt.Fprintf(&b, "  step %.2f s = compute %.2f s × (1 + bubble %.1f%%) + TP %.2f s + CP %.2f s + PP %.2f s + EP %.2f s + exposed DP %.2f s (of %.2f s)\n",
+		fmt.Fprintf(b, "  %.3g FLOPs/token (model), %.3g with recomputation; %s tokens/step\n", t.FLOPsPerToken, t.HardwareFLOPsPerToken, commas(t.TokensPerStep))
+		fmt.Fprintf(b, "  step %.2f s = compute %.2f s × (1 + bubble %.1f%%) + TP %.2f s + CP %.2f s + PP %.2f s + EP %.2f s + exposed DP %.2f s (of %.2f s)\n",
 			t.StepSeconds, t.ComputeSeconds, 100*t.BubbleFraction, t.TPCommSeconds, t.CPCommSeconds, t.PPCommSeconds, t.EPCommSeconds, t.DPExposedSeconds, t.DPCommSeconds)
-		fmt.Fprintf(&b, "  %s tokens/s, MFU %.1f%% (assumed %.0f%% of peak while computing), communication %.1f%% of the step\n",
+		fmt.Fprintf(b, "  %s tokens/s, MFU %.1f%% (assumed %.0f%% of peak while computing), communication %.1f%% of the step\n",
 			commas(int64(t.TokensPerSecond)), 100*t.MFU, 100*c.Hardware.MFU, 100*t.CommFraction)
 		if t.Steps > 0 {
-			fmt.Fprintf(&b, "  %s %s: %.1f h (%.1f days), %.0f GPU-hours", commas(t.Steps), stepsNoun(t.Steps), t.TotalHours, t.TotalHours/24, t.GPUHours)
+			fmt.Fprintf(b, "  %s %s: %.1f h (%.1f days), %.0f GPU-hours", commas(t.Steps), stepsNoun(t.Steps), t.TotalHours, t.TotalHours/24, t.GPUHours)
 			if t.Cost > 0 {
-				fmt.Fprintf(&b, ", cost %.0f at %.2f per GPU-hour", t.Cost, c.Hardware.PricePerGPUHour)
+				fmt.Fprintf(b, ", cost %.0f at %.2f per GPU-hour", t.Cost, c.Hardware.PricePerGPUHour)
 			}
 			b.WriteString("\n")
 		}
 	}
+}
+
+// writeStaticRoofline writes the slowest operators against the GPU's roofline.
+func writeStaticRoofline(b *strings.Builder, r *static.Report) {
 	if rf := r.Roofline; rf != nil {
-		fmt.Fprintf(&b, "\nROOFLINE (%s %s: %.0f TFLOP/s, %.2f TB/s, ridge %.0f FLOP/B; predicted utilization %.0f%%)\n",
+		fmt.Fprintf(b, "\nROOFLINE (%s %s: %.0f TFLOP/s, %.2f TB/s, ridge %.0f FLOP/B; predicted utilization %.0f%%)\n",
 			rf.GPU, rf.Dtype, rf.PeakTFLOPS, rf.BandwidthTBs, rf.RidgePoint, 100*rf.PredictedUtil)
-		pts := append([]RooflinePoint(nil), rf.Points...)
+		pts := append([]static.RooflinePoint(nil), rf.Points...)
 		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Seconds > pts[j].Seconds })
-		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  operator\tphase\tGFLOP\tMB moved\tFLOP/B\tbound\tutil\t")
 		for i, p := range pts {
 			if i == 12 {
@@ -127,18 +138,22 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		tw.Flush()
 	}
+}
+
+// writeStaticFindings writes the strategy comparison, the searches, the recommendations and the assumptions.
+func writeStaticFindings(b *strings.Builder, r *static.Report) {
 	if len(r.Strategies) > 0 {
 		b.WriteString("\nSTRATEGY COMPARISON (same GPUs, same global batch)\n")
-		writeStrategies(&b, r.Strategies)
+		writeStaticStrategies(b, r.Strategies)
 	}
-	for _, sr := range []*SearchResult{r.MaxBatch, r.MaxSeq} {
+	for _, sr := range []*static.SearchResult{r.MaxBatch, r.MaxSeq} {
 		if sr != nil {
-			fmt.Fprintf(&b, "\nMax %s: %d", sr.Parameter, sr.Max)
+			fmt.Fprintf(b, "\nMax %s: %d", sr.Parameter, sr.Max)
 			if sr.Max > 0 {
-				fmt.Fprintf(&b, " (peak allocated %s, device %s)", units.Bytes(sr.PeakBytes), units.Bytes(sr.DeviceBytes))
+				fmt.Fprintf(b, " (peak allocated %s, device %s)", units.Bytes(sr.PeakBytes), units.Bytes(sr.DeviceBytes))
 			}
 			if sr.Note != "" {
-				fmt.Fprintf(&b, " — %s", sr.Note)
+				fmt.Fprintf(b, " — %s", sr.Note)
 			}
 			b.WriteString("\n")
 		}
@@ -146,18 +161,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Recommendations) > 0 {
 		b.WriteString("\nRECOMMENDATIONS\n")
 		for i, rc := range r.Recommendations {
-			fmt.Fprintf(&b, "  %d. [%s] %s — %s\n", i+1, strings.ToUpper(rc.Severity), rc.Title, rc.Detail)
+			fmt.Fprintf(b, "  %d. [%s] %s — %s\n", i+1, strings.ToUpper(rc.Severity), rc.Title, rc.Detail)
 		}
 	}
 	b.WriteString("\nASSUMPTIONS\n")
 	for _, a := range r.Assumptions {
-		fmt.Fprintf(&b, "  - %s\n", a)
+		fmt.Fprintf(b, "  - %s\n", a)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
-
-func writeStrategies(b *strings.Builder, rows []StrategyRow) {
+func writeStaticStrategies(b *strings.Builder, rows []static.StrategyRow) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  strategy\tdp\ttp\tpp\tzero\tpeak alloc\tdevice\tfits\tstep s\ttokens/s\tcomm\t")
 	for _, s := range rows {
@@ -174,8 +186,8 @@ func writeStrategies(b *strings.Builder, rows []StrategyRow) {
 	tw.Flush()
 }
 
-// WriteMarkdown renders static_report.md.
-func (r *Report) WriteMarkdown(w io.Writer) error {
+// WriteStaticMarkdown renders static_report.md.
+func WriteStaticMarkdown(w io.Writer, r *static.Report) error {
 	var b strings.Builder
 	s := r.Summary
 	c := r.Config
@@ -227,7 +239,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %t | %.2f | %s |\n", st.Name, st.DP, st.TP, st.PP, st.ZeroStage, units.Bytes(st.PeakBytes), units.Bytes(st.DeviceBytes), st.Fits, st.StepSeconds, commas(int64(st.TokensPerSec)))
 		}
 	}
-	for _, sr := range []*SearchResult{r.MaxBatch, r.MaxSeq} {
+	for _, sr := range []*static.SearchResult{r.MaxBatch, r.MaxSeq} {
 		if sr != nil {
 			fmt.Fprintf(&b, "\nMax `%s`: **%d** %s\n", sr.Parameter, sr.Max, sr.Note)
 		}
@@ -245,7 +257,6 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-
 func commas(v int64) string {
 	s := fmt.Sprint(v)
 	neg := strings.HasPrefix(s, "-")
@@ -261,4 +272,96 @@ func commas(v int64) string {
 		r = "-" + r
 	}
 	return r
+}
+
+// ChartError reports charts that could not be drawn; the files written before them are complete.
+type ChartError struct{ Err error }
+
+func (e *ChartError) Error() string { return "charts: " + e.Err.Error() }
+func (e *ChartError) Unwrap() error { return e.Err }
+
+// WriteStaticFiles writes static_report.json, static_report.md and, when withPlots, the charts of rep into dir
+// (created if needed). Charts that cannot be drawn are returned as a *ChartError after the reports are written.
+func WriteStaticFiles(dir string, rep *static.Report, withPlots bool) error {
+	if err := mkdirAll(dir); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{FileStaticJSON, func(w io.Writer) error { return WriteStaticJSON(w, rep) }},
+		{FileStaticMarkdown, func(w io.Writer) error { return WriteStaticMarkdown(w, rep) }}} {
+		if err := WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
+			return err
+		}
+	}
+	if !withPlots {
+		return nil
+	}
+	var errs []error
+	for _, c := range staticCharts(rep) {
+		if err := c.draw(filepath.Join(dir, c.file)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return &ChartError{err}
+	}
+	return nil
+}
+
+type staticChart struct {
+	file string
+	draw func(path string) error
+}
+
+// staticCharts maps the report to plain chart data.
+func staticCharts(rep *static.Report) []staticChart {
+	var charts []staticChart
+	var comps []plots.StaticBar
+	for _, c := range rep.Components() {
+		comps = append(comps, plots.StaticBar{Label: c.Name, Values: []float64{float64(c.Bytes)}})
+	}
+	charts = append(charts, staticChart{"memory_breakdown.png", func(p string) error {
+		return plots.StaticStackedBar(p, "Predicted memory per GPU (worst stage, "+rep.Summary.PeakStage+" peak)",
+			[]string{rep.Metadata.Model}, comps, float64(rep.Fit.UsableBytes), "usable")
+	}})
+	if len(rep.Stages) > 0 && rep.Config.Mode == "train" {
+		labels := make([]string, len(rep.Stages))
+		series := []plots.StaticBar{{Label: "weights"}, {Label: "gradients"}, {Label: "optimizer"}, {Label: "activations"}, {Label: "temporaries"}, {Label: "overheads"}}
+		for i, st := range rep.Stages {
+			labels[i] = fmt.Sprintf("stage %d", st.Index)
+			vals := []int64{st.Weights, st.AtPeak.Grads, st.Optimizer, st.AtPeak.Activations, st.AtPeak.Temporaries, st.DeviceTotal - st.PeakAllocated + st.Other}
+			for k, v := range vals {
+				series[k].Values = append(series[k].Values, float64(v))
+			}
+		}
+		charts = append(charts, staticChart{"peak_per_stage.png", func(p string) error {
+			return plots.StaticStackedBar(p, "Predicted peak per pipeline stage (one GPU each)", labels, series, float64(rep.Fit.UsableBytes), "usable")
+		}})
+	}
+	if len(rep.Strategies) > 0 {
+		var labels []string
+		var vals []float64
+		for _, s := range rep.Strategies {
+			if s.DeviceBytes == 0 {
+				continue
+			}
+			labels = append(labels, s.Name)
+			vals = append(vals, float64(s.DeviceBytes))
+		}
+		charts = append(charts, staticChart{"strategy_comparison.png", func(p string) error {
+			return plots.StaticStackedBar(p, "Per-GPU memory by strategy", labels, []plots.StaticBar{{Label: "device total", Values: vals}}, float64(rep.Fit.UsableBytes), "usable")
+		}})
+	}
+	if rf := rep.Roofline; rf != nil && len(rf.Points) > 0 {
+		pts := make([]plots.StaticRooflinePoint, 0, len(rf.Points))
+		for _, p := range rf.Points {
+			pts = append(pts, plots.StaticRooflinePoint{Label: p.Name, Intensity: p.Intensity, TFLOPS: p.Attainable, Memory: p.Phase == "decode"})
+		}
+		charts = append(charts, staticChart{"roofline.png", func(p string) error {
+			return plots.StaticRoofline(p, fmt.Sprintf("Roofline — %s (%s)", rf.GPU, rf.Dtype), rf.PeakTFLOPS, rf.BandwidthTBs, pts)
+		}})
+	}
+	return charts
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -100,112 +99,21 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		cfg = static.DefaultConfig()
 	}
+	o := static.Overrides{Set: map[string]bool{}, Preset: *preset, SizeBillions: *size, Mode: *mode, MicroBatch: *mbs,
+		GlobalBatch: *gbs, SeqLength: *seq, GenerateTokens: *gen, Precision: *precision, Optimizer: *optimizer,
+		Attention: *attention, Recompute: *recompute, Loss: *loss, Kernels: *kernels, GPU: *gpu,
+		TP: *tp, PP: *pp, DP: *dp, CP: *cp, EP: *ep, Zero: *zero, VirtualStages: *vstages, NumGPUs: *numGPUs,
+		SequenceParallel: *sp, DistributedOptimizer: *distOpt, Unroll: *unroll,
+		UsableFraction: *usable, MFU: *mfu, TrainTokens: *trainTokens, PricePerGPUHour: *price}
+	fs.Visit(func(f *pflag.Flag) { o.Set[f.Name] = true })
 	if *gpusFile != "" {
 		specs, err := static.LoadGPUFile(*gpusFile)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
-		if *gpu != "" {
-			for i := range specs {
-				if strings.EqualFold(specs[i].Key, *gpu) || strings.EqualFold(specs[i].Name, *gpu) {
-					cfg.Hardware.Custom = &specs[i]
-				}
-			}
-		}
+		o.CustomGPUs = specs
 	}
-	set := func(name string) bool { return fs.Changed(name) }
-	if set("model") {
-		cfg.Model = static.ModelConfig{Preset: *preset}
-	}
-	if set("model-size") {
-		cfg.Model = static.ModelConfig{SizeBillions: *size}
-	}
-	if set("mode") {
-		cfg.Mode = *mode
-	}
-	if set("micro-batch-size") || set("batch-size") {
-		cfg.Training.MicroBatchSize = *mbs
-		cfg.Inference.BatchSize = *mbs
-		if !set("global-batch-size") {
-			cfg.Training.GlobalBatchSize, cfg.Parallel.NumMicrobatches = 0, 0
-		}
-	}
-	if set("global-batch-size") {
-		cfg.Training.GlobalBatchSize, cfg.Parallel.NumMicrobatches = *gbs, 0
-	}
-	if set("seq-length") {
-		cfg.Training.SeqLength = *seq
-		cfg.Inference.PromptLength = *seq
-	}
-	if set("generate-tokens") {
-		cfg.Inference.GenerateTokens = *gen
-	}
-	strs := []struct {
-		flag string
-		v    string
-		dst  *string
-	}{{"precision", *precision, &cfg.Training.Precision}, {"optimizer", *optimizer, &cfg.Training.Optimizer},
-		{"attention", *attention, &cfg.Training.Attention}, {"recompute", *recompute, &cfg.Training.Recompute},
-		{"loss", *loss, &cfg.Training.Loss}, {"kernels", *kernels, &cfg.Training.Kernels}, {"gpu", *gpu, &cfg.Hardware.GPU}}
-	for _, s := range strs {
-		if set(s.flag) {
-			*s.dst = s.v
-		}
-	}
-	if set("precision") {
-		cfg.Training.GradPrecision = ""
-	}
-	if set("gpu") && cfg.Hardware.Custom != nil && !strings.EqualFold(cfg.Hardware.Custom.Key, *gpu) {
-		cfg.Hardware.Custom = nil
-	}
-	layoutChanged := false
-	ints := []struct {
-		flag string
-		v    int
-		dst  *int
-	}{{"tp", *tp, &cfg.Parallel.TP}, {"pp", *pp, &cfg.Parallel.PP}, {"dp", *dp, &cfg.Parallel.DP}, {"cp", *cp, &cfg.Parallel.CP},
-		{"ep", *ep, &cfg.Parallel.EP}, {"zero", *zero, &cfg.Parallel.ZeroStage}, {"virtual-stages", *vstages, &cfg.Parallel.VirtualStages},
-		{"num-gpus", *numGPUs, &cfg.Hardware.NumGPUs}}
-	for _, s := range ints {
-		if set(s.flag) {
-			*s.dst = s.v
-			layoutChanged = true
-		}
-	}
-	if layoutChanged {
-		// Re-derive what depended on the old layout.
-		if !set("dp") {
-			cfg.Parallel.DP = 0
-		}
-		// The global batch is a training choice and stays; the micro-batch count follows from it and the new
-		// data-parallel size.
-		cfg.Parallel.NumMicrobatches = 0
-		if set("tp") || set("num-gpus") {
-			cfg.Parallel.ETP = 0
-		}
-	}
-	if set("sp") {
-		cfg.Parallel.SequenceParallel = *sp
-	}
-	if set("dist-opt") {
-		cfg.Parallel.DistributedOptimizer = *distOpt
-		cfg.Parallel.GradBuffer = "auto"
-	}
-	if set("usable-fraction") {
-		cfg.Hardware.UsableFraction = *usable
-	}
-	if set("mfu") {
-		cfg.Hardware.MFU = *mfu
-	}
-	if set("train-tokens") {
-		cfg.Training.TrainTokens = *trainTokens
-	}
-	if set("price-per-gpu-hour") {
-		cfg.Hardware.PricePerGPUHour = *price
-	}
-	if set("unroll") {
-		cfg.Output.Unroll = *unroll
-	}
+	cfg.Apply(o)
 	if err := cfg.Resolve(); err != nil {
 		return usageErrorf("static: %v", err)
 	}

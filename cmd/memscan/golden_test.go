@@ -113,6 +113,8 @@ func TestCLIGolden(t *testing.T) {
 		{"calibrate_manifest.txt", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--manifest", in("manifest")}},
 		{"compare_rundirs.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), before, after}},
 		{"compare_tracers.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), in("tracer"), in("tracer-r1")}},
+		{"gpus.txt", []string{"gpus"}},
+		{"gpus_presets.txt", []string{"gpus", "--presets"}},
 		{"merge_8ranks.txt", []string{"merge", "--no-write", "--stages", "2", "--jobs", "1", filepath.Join(tmp, "ranks")}},
 	}
 	for _, tc := range cases {

@@ -83,9 +83,6 @@ type MergeOptions struct {
 	TopK int
 }
 
-// DefaultTopK is the default number of outlier candidates a Merger keeps.
-const DefaultTopK = 32
-
 // RankRow is one rank in the cross-rank table.
 type RankRow struct {
 	File           string  `json:"file" msgpack:"file"`

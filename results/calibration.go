@@ -186,31 +186,57 @@ func WriteCalibrationMarkdown(w io.Writer, c *calibrate.Calibration) error {
 		}
 		b.WriteString("\n")
 	}
-	if c.CV != nil {
-		cv := c.CV
-		b.WriteString("\n## Learned corrections, leave-one-out\n\n")
-		b.WriteString("| peak allocated | median abs error | max abs error |\n|---|---:|---:|\n")
-		fmt.Fprintf(&b, "| raw prediction | %.1f %% | %.1f %% |\n", cv.RawMedianAbsPct, cv.RawMaxAbsPct)
-		fmt.Fprintf(&b, "| corrected, in-sample | %.1f %% | %.1f %% |\n", cv.InSampleMedianAbsPct, cv.InSampleMaxAbsPct)
-		fmt.Fprintf(&b, "| corrected, held-out | %.1f %% | %.1f %% |\n\n", cv.HeldOutMedianAbsPct, cv.HeldOutMaxAbsPct)
-		b.WriteString("| run | measured | raw | raw error | held-out | held-out error |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, r := range cv.Runs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(r.ID), gibColumn(r.MeasuredBytes), gibColumn(r.RawBytes), signedPct(r.RawErrorPct),
-				gibColumn(r.HeldOutBytes), signedPct(r.HeldOutErrPct))
+	writeCalibrationCVMarkdown(&b, c.CV)
+	writeCorrectionsMarkdown(&b, c.Model)
+	writeCalibrationRowsMarkdown(&b, c)
+	writeCalibrationRunsMarkdown(&b, c.Runs)
+	if len(c.Failures) > 0 {
+		b.WriteString("\n## Failures\n\n")
+		for _, f := range c.Failures {
+			fmt.Fprintf(&b, "- %s: %s\n", mdCell(f.ID), mdCell(f.Error))
 		}
 	}
-	if m := c.Model; m != nil {
-		fmt.Fprintf(&b, "\nModel (version %d): weights, gradients and optimizer states × %.4f (median over %d end-of-step fits); ",
-			m.Version, m.PersistentScale, m.PersistentRuns)
-		fmt.Fprintf(&b, "activations and temporaries × %.4f for unseen groups", m.ActivationScale)
-		if m.ReservedRatio > 0 {
-			fmt.Fprintf(&b, "; peak reserved ≥ %.4f × peak allocated", m.ReservedRatio)
-		}
-		b.WriteString(".\n\n| group | activation scale | runs |\n|---|---:|---:|\n")
-		for _, g := range m.Groups {
-			fmt.Fprintf(&b, "| %s | %.4f | %d |\n", calibrate.GroupName(g.Attention, g.Recompute, g.Loss), g.Scale, len(g.Runs))
-		}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeCalibrationCVMarkdown writes the leave-one-out table of the fitted corrections, if any.
+func writeCalibrationCVMarkdown(b *strings.Builder, cv *calibrate.CrossValidation) {
+	if cv == nil {
+		return
 	}
+	b.WriteString("\n## Learned corrections, leave-one-out\n\n")
+	b.WriteString("| peak allocated | median abs error | max abs error |\n|---|---:|---:|\n")
+	fmt.Fprintf(b, "| raw prediction | %.1f %% | %.1f %% |\n", cv.RawMedianAbsPct, cv.RawMaxAbsPct)
+	fmt.Fprintf(b, "| corrected, in-sample | %.1f %% | %.1f %% |\n", cv.InSampleMedianAbsPct, cv.InSampleMaxAbsPct)
+	fmt.Fprintf(b, "| corrected, held-out | %.1f %% | %.1f %% |\n\n", cv.HeldOutMedianAbsPct, cv.HeldOutMaxAbsPct)
+	b.WriteString("| run | measured | raw | raw error | held-out | held-out error |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range cv.Runs {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(r.ID), gibColumn(r.MeasuredBytes), gibColumn(r.RawBytes), signedPct(r.RawErrorPct),
+			gibColumn(r.HeldOutBytes), signedPct(r.HeldOutErrPct))
+	}
+}
+
+// writeCorrectionsMarkdown describes the corrections model, if any.
+func writeCorrectionsMarkdown(b *strings.Builder, m *calibrate.Model) {
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nModel (version %d): weights, gradients and optimizer states × %.4f (median over %d end-of-step fits); ",
+		m.Version, m.PersistentScale, m.PersistentRuns)
+	fmt.Fprintf(b, "activations and temporaries × %.4f for unseen groups", m.ActivationScale)
+	if m.ReservedRatio > 0 {
+		fmt.Fprintf(b, "; peak reserved ≥ %.4f × peak allocated", m.ReservedRatio)
+	}
+	b.WriteString(".\n\n| group | activation scale | runs |\n|---|---:|---:|\n")
+	for _, g := range m.Groups {
+		fmt.Fprintf(b, "| %s | %.4f | %d |\n", calibrate.GroupName(g.Attention, g.Recompute, g.Loss), g.Scale, len(g.Runs))
+	}
+}
+
+// writeCalibrationRowsMarkdown writes one table row per compared figure.
+func writeCalibrationRowsMarkdown(b *strings.Builder, c *calibrate.Calibration) {
+	hasCorr := c.Model != nil
 	b.WriteString("\n## Rows\n\n| run | metric | component | predicted | measured | error | error % | % of total | confidence |")
 	if hasCorr {
 		b.WriteString(" corrected | corrected error % |")
@@ -221,19 +247,24 @@ func WriteCalibrationMarkdown(w io.Writer, c *calibrate.Calibration) error {
 	}
 	b.WriteString("\n")
 	for _, r := range c.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f |", mdCell(r.ID), r.Metric, r.Component, gibColumn(r.PredictedBytes),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f |", mdCell(r.ID), r.Metric, r.Component, gibColumn(r.PredictedBytes),
 			gibColumn(r.MeasuredBytes), gibColumn(r.ErrorBytes), mdPct(r.ErrorPct), signedPct(r.ErrorOfTotalPct), r.Confidence)
 		if hasCorr {
 			if r.CorrectedBytes != nil {
-				fmt.Fprintf(&b, " %s | %s |", gibColumn(*r.CorrectedBytes), mdPct(r.CorrectedErrorPct))
+				fmt.Fprintf(b, " %s | %s |", gibColumn(*r.CorrectedBytes), mdPct(r.CorrectedErrorPct))
 			} else {
 				b.WriteString(" – | – |")
 			}
 		}
 		b.WriteString("\n")
 	}
+}
+
+// writeCalibrationRunsMarkdown writes, per run with something to say, the peak stage, the attribution and the
+// largest misses with the sites and operators behind them.
+func writeCalibrationRunsMarkdown(b *strings.Builder, runs []*calibrate.RunResult) {
 	var details strings.Builder
-	for _, r := range c.Runs {
+	for _, r := range runs {
 		if r.PeakStageObserved == "" && len(r.Misses) == 0 && len(r.Notes) == 0 && r.Attribution == nil {
 			continue
 		}
@@ -265,14 +296,6 @@ func WriteCalibrationMarkdown(w io.Writer, c *calibrate.Calibration) error {
 		b.WriteString("\n## Runs\n")
 		b.WriteString(details.String())
 	}
-	if len(c.Failures) > 0 {
-		b.WriteString("\n## Failures\n\n")
-		for _, f := range c.Failures {
-			fmt.Fprintf(&b, "- %s: %s\n", mdCell(f.ID), mdCell(f.Error))
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // mdPct is pctOrDash with the Markdown tables' dash.

@@ -111,6 +111,7 @@ func TestCLIGolden(t *testing.T) {
 		{"static_mixtral.txt", []string{"static", "--no-files", "--no-plots", "--config", in("mixtral")}},
 		{"static_llama3_strategies.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama3"), "--compare-strategies"}},
 		{"calibrate_manifest.txt", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--manifest", in("manifest")}},
+		{"calibrate_manifest.md", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--format", "md", "--manifest", in("manifest")}},
 		{"compare_rundirs.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), before, after}},
 		{"compare_tracers.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), in("tracer"), in("tracer-r1")}},
 		{"gpus.txt", []string{"gpus"}},

@@ -161,15 +161,8 @@ func WriteCalibrationMarkdown(w io.Writer, c *calibrate.Calibration) error {
 		"and left out of the summary; \"of total\" is the error as a share of the run's total. Sizes in GiB per GPU.\n\n## Summary (absolute %% error)\n\n",
 		100*calibrate.MinRelativeShare)
 	hasCorr := c.Model != nil
-	b.WriteString("| component | runs | median | max | max of total | worst run |")
-	if hasCorr {
-		b.WriteString(" corrected median | corrected max |")
-	}
-	b.WriteString("\n|---|---:|---:|---:|---:|---|")
-	if hasCorr {
-		b.WriteString("---:|---:|")
-	}
-	b.WriteString("\n")
+	writeCorrectableHeader(&b, "| component | runs | median | max | max of total | worst run |", "|---|---:|---:|---:|---:|---|",
+		" corrected median | corrected max |", hasCorr)
 	for _, k := range calibrate.SummaryOrder(c.Summary) {
 		s := c.Summary[k]
 		med, mx := "–", "–"
@@ -237,15 +230,9 @@ func writeCorrectionsMarkdown(b *strings.Builder, m *calibrate.Model) {
 // writeCalibrationRowsMarkdown writes one table row per compared figure.
 func writeCalibrationRowsMarkdown(b *strings.Builder, c *calibrate.Calibration) {
 	hasCorr := c.Model != nil
-	b.WriteString("\n## Rows\n\n| run | metric | component | predicted | measured | error | error % | % of total | confidence |")
-	if hasCorr {
-		b.WriteString(" corrected | corrected error % |")
-	}
-	b.WriteString("\n|---|---|---|---:|---:|---:|---:|---:|---:|")
-	if hasCorr {
-		b.WriteString("---:|---:|")
-	}
-	b.WriteString("\n")
+	b.WriteString("\n## Rows\n\n")
+	writeCorrectableHeader(b, "| run | metric | component | predicted | measured | error | error % | % of total | confidence |",
+		"|---|---|---|---:|---:|---:|---:|---:|---:|", " corrected | corrected error % |", hasCorr)
 	for _, r := range c.Rows {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f |", mdCell(r.ID), r.Metric, r.Component, gibColumn(r.PredictedBytes),
 			gibColumn(r.MeasuredBytes), gibColumn(r.ErrorBytes), mdPct(r.ErrorPct), signedPct(r.ErrorOfTotalPct), r.Confidence)
@@ -401,4 +388,18 @@ func WriteCorrections(path string, m *calibrate.Model) error {
 		return fmt.Errorf("writing corrections: %w", err)
 	}
 	return nil
+}
+
+// writeCorrectableHeader writes a Markdown table's header and alignment rows, with two right-aligned corrected
+// columns when the calibration has a corrections model.
+func writeCorrectableHeader(b *strings.Builder, head, align, corrected string, withCorrected bool) {
+	b.WriteString(head)
+	if withCorrected {
+		b.WriteString(corrected)
+	}
+	b.WriteString("\n" + align)
+	if withCorrected {
+		b.WriteString("---:|---:|")
+	}
+	b.WriteString("\n")
 }

@@ -36,36 +36,8 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	noFiles := fs.Bool("no-files", false, "print only; write nothing to --out")
 	gpusFile := fs.String("gpus-file", "", "JSON/YAML list of custom GPU specs (see memscan gpus --help) usable by --gpu")
 
-	preset := fs.String("model", "", "model preset (memscan gpus --presets lists them), e.g. llama3-8b")
-	size := fs.Float64("model-size", 0, "pick standard LLaMA-style dims for this many billion parameters, e.g. 7.0")
-	mode := fs.String("mode", "", "train or inference")
-	mbs := fs.Int("micro-batch-size", 0, "micro-batch size per GPU (training)")
-	fs.IntVar(mbs, "batch-size", 0, "alias of --micro-batch-size; the batch in inference mode")
-	gbs := fs.Int("global-batch-size", 0, "global batch size (sets the number of micro-batches)")
-	seq := fs.Int("seq-length", 0, "sequence length (training) or prompt length (inference)")
-	gen := fs.Int("generate-tokens", -1, "inference: tokens generated after the prompt (KV cache grows)")
-	precision := fs.String("precision", "", "fp32, bf16, fp16, bf16-mixed or fp16-mixed (mixed = fp32 master weights and grads)")
-	optimizer := fs.String("optimizer", "", "adamw, adamw-8bit, sgd or adafactor")
-	attention := fs.String("attention", "", "flash or standard")
-	recompute := fs.String("recompute", "", "activation recomputation: none, selective or full")
-	loss := fs.String("loss", "", "cross-entropy: standard (HF: fp32 logits), fused (Megatron vocab-parallel), fused_jit (Megatron --cross-entropy-loss-fusion) or chunked")
-	kernels := fs.String("kernels", "", "fused (Megatron/Transformer Engine, compiled) or eager (HF transformers: fp32 RMSNorm, unfused SwiGLU)")
-	tp := fs.Int("tp", 0, "tensor parallel size")
-	pp := fs.Int("pp", 0, "pipeline parallel size")
-	dp := fs.Int("dp", 0, "data parallel size (default: num-gpus / (tp·pp·cp))")
-	cp := fs.Int("cp", 0, "context parallel size")
-	ep := fs.Int("ep", 0, "expert parallel size")
-	sp := fs.Bool("sp", false, "sequence parallelism (with tp > 1)")
-	zero := fs.Int("zero", -1, "ZeRO stage 0-3 (3 = FSDP full shard)")
-	distOpt := fs.Bool("dist-opt", false, "Megatron distributed optimizer (shards optimizer states, keeps a persistent grad buffer)")
-	vstages := fs.Int("virtual-stages", 0, "virtual pipeline stages per GPU (interleaved schedule)")
-	gpu := fs.String("gpu", "", "GPU key or name (memscan gpus lists them)")
-	numGPUs := fs.Int("num-gpus", 0, "number of GPUs")
-	usable := fs.Float64("usable-fraction", 0, "fraction of GPU memory considered usable for the fit verdict (default 0.95)")
-	mfu := fs.Float64("mfu", 0, "assumed fraction of dense peak FLOPs while computing (default 0.40)")
-	trainTokens := fs.Float64("train-tokens", 0, "tokens to train on, for the time and cost estimate")
-	price := fs.Float64("price-per-gpu-hour", 0, "price of one GPU-hour, for the cost estimate")
-	unroll := fs.Bool("unroll", false, "one operator record per layer instead of one per kind with a multiplier")
+	o := static.Overrides{Set: map[string]bool{}}
+	overrideFlags(fs, &o)
 	maxBatch := fs.Bool("max-batch-size", false, "search the largest micro-batch (batch in inference) that fits")
 	maxSeq := fs.Bool("max-seq-length", false, "search the longest sequence (prompt in inference) that fits")
 	compare := fs.Bool("compare-strategies", false, "compare DP, ZeRO-1/2/3, TP, PP and hybrids on the same GPUs")
@@ -83,9 +55,9 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	var cfg static.Config
-	if fs.Changed("model-size") && !(*size > 0) {
+	if fs.Changed("model-size") && !(o.SizeBillions > 0) {
 		// Checked before the "give --config or --model" hint, which would wrongly say the flag is missing.
-		return usageErrorf("static: --model-size must be a positive number of billions of parameters, got %v", *size)
+		return usageErrorf("static: --model-size must be a positive number of billions of parameters, got %v", o.SizeBillions)
 	}
 	if *configPath != "" {
 		c, err := static.LoadConfig(*configPath)
@@ -94,17 +66,11 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		cfg = *c
 	} else {
-		if *preset == "" && *size == 0 {
+		if o.Preset == "" && o.SizeBillions == 0 {
 			return usageErrorf("static: give --config FILE, --model PRESET or --model-size N (see memscan static --help)")
 		}
 		cfg = static.DefaultConfig()
 	}
-	o := static.Overrides{Set: map[string]bool{}, Preset: *preset, SizeBillions: *size, Mode: *mode, MicroBatch: *mbs,
-		GlobalBatch: *gbs, SeqLength: *seq, GenerateTokens: *gen, Precision: *precision, Optimizer: *optimizer,
-		Attention: *attention, Recompute: *recompute, Loss: *loss, Kernels: *kernels, GPU: *gpu,
-		TP: *tp, PP: *pp, DP: *dp, CP: *cp, EP: *ep, Zero: *zero, VirtualStages: *vstages, NumGPUs: *numGPUs,
-		SequenceParallel: *sp, DistributedOptimizer: *distOpt, Unroll: *unroll,
-		UsableFraction: *usable, MFU: *mfu, TrainTokens: *trainTokens, PricePerGPUHour: *price}
 	fs.Visit(func(f *pflag.Flag) { o.Set[f.Name] = true })
 	if *gpusFile != "" {
 		specs, err := static.LoadGPUFile(*gpusFile)
@@ -171,4 +137,39 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", *out)
 	return writeStaticCalibration(*out, applied)
+}
+
+// overrideFlags declares the flags that override a config's values, bound to o; runStatic records which were
+// given in o.Set.
+func overrideFlags(fs *pflag.FlagSet, o *static.Overrides) {
+	fs.StringVar(&o.Preset, "model", "", "model preset (memscan gpus --presets lists them), e.g. llama3-8b")
+	fs.Float64Var(&o.SizeBillions, "model-size", 0, "pick standard LLaMA-style dims for this many billion parameters, e.g. 7.0")
+	fs.StringVar(&o.Mode, "mode", "", "train or inference")
+	fs.IntVar(&o.MicroBatch, "micro-batch-size", 0, "micro-batch size per GPU (training)")
+	fs.IntVar(&o.MicroBatch, "batch-size", 0, "alias of --micro-batch-size; the batch in inference mode")
+	fs.IntVar(&o.GlobalBatch, "global-batch-size", 0, "global batch size (sets the number of micro-batches)")
+	fs.IntVar(&o.SeqLength, "seq-length", 0, "sequence length (training) or prompt length (inference)")
+	fs.IntVar(&o.GenerateTokens, "generate-tokens", -1, "inference: tokens generated after the prompt (KV cache grows)")
+	fs.StringVar(&o.Precision, "precision", "", "fp32, bf16, fp16, bf16-mixed or fp16-mixed (mixed = fp32 master weights and grads)")
+	fs.StringVar(&o.Optimizer, "optimizer", "", "adamw, adamw-8bit, sgd or adafactor")
+	fs.StringVar(&o.Attention, "attention", "", "flash or standard")
+	fs.StringVar(&o.Recompute, "recompute", "", "activation recomputation: none, selective or full")
+	fs.StringVar(&o.Loss, "loss", "", "cross-entropy: standard (HF: fp32 logits), fused (Megatron vocab-parallel), fused_jit (Megatron --cross-entropy-loss-fusion) or chunked")
+	fs.StringVar(&o.Kernels, "kernels", "", "fused (Megatron/Transformer Engine, compiled) or eager (HF transformers: fp32 RMSNorm, unfused SwiGLU)")
+	fs.IntVar(&o.TP, "tp", 0, "tensor parallel size")
+	fs.IntVar(&o.PP, "pp", 0, "pipeline parallel size")
+	fs.IntVar(&o.DP, "dp", 0, "data parallel size (default: num-gpus / (tp·pp·cp))")
+	fs.IntVar(&o.CP, "cp", 0, "context parallel size")
+	fs.IntVar(&o.EP, "ep", 0, "expert parallel size")
+	fs.BoolVar(&o.SequenceParallel, "sp", false, "sequence parallelism (with tp > 1)")
+	fs.IntVar(&o.Zero, "zero", -1, "ZeRO stage 0-3 (3 = FSDP full shard)")
+	fs.BoolVar(&o.DistributedOptimizer, "dist-opt", false, "Megatron distributed optimizer (shards optimizer states, keeps a persistent grad buffer)")
+	fs.IntVar(&o.VirtualStages, "virtual-stages", 0, "virtual pipeline stages per GPU (interleaved schedule)")
+	fs.StringVar(&o.GPU, "gpu", "", "GPU key or name (memscan gpus lists them)")
+	fs.IntVar(&o.NumGPUs, "num-gpus", 0, "number of GPUs")
+	fs.Float64Var(&o.UsableFraction, "usable-fraction", 0, "fraction of GPU memory considered usable for the fit verdict (default 0.95)")
+	fs.Float64Var(&o.MFU, "mfu", 0, "assumed fraction of dense peak FLOPs while computing (default 0.40)")
+	fs.Float64Var(&o.TrainTokens, "train-tokens", 0, "tokens to train on, for the time and cost estimate")
+	fs.Float64Var(&o.PricePerGPUHour, "price-per-gpu-hour", 0, "price of one GPU-hour, for the cost estimate")
+	fs.BoolVar(&o.Unroll, "unroll", false, "one operator record per layer instead of one per kind with a multiplier")
 }

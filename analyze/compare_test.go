@@ -9,6 +9,7 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -126,7 +127,7 @@ func TestCompareRealSnapshots(t *testing.T) {
 	var ins []CompareInput
 	var allocated []int64
 	for _, name := range []string{"HugePandaCoder__octree-nca-groupeq__my_snapshot__blob_1e496ac.pickle", "kkaitlyn111__cs336-a2-systems__cs336_systems_memory_logs_memory_ctx128_forward.pickle"} {
-		in, err := snapshot.DecodeFile(ctx, filepath.Join(dir, name))
+		in, err := load.DecodeFile(ctx, filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +212,7 @@ func TestCompareTracerWithSnapshot(t *testing.T) {
 // bytes). The rows must pair up by category, so optimizer state and parameters show no change and gradients
 // +100, with no row under a profiler-only name and no residual.
 func TestCompareTimelineWithSnapshot(t *testing.T) {
-	in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "timeline", "small_memory_timeline.json"))
+	in, err := load.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "timeline", "small_memory_timeline.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -67,7 +68,7 @@ type LogSeries struct {
 
 // AnalyzeLog analyzes the memory lines of a training log (in.Log) into a Report with format "megatron-log",
 // "deepspeed-log" or "torchtitan-log".
-func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*Report, error) {
+func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Report, error) {
 	if in == nil || in.Log == nil {
 		return nil, errors.New("analyze log: input has no log records")
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/memscan/memscan/internal/gen"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // syntheticSummaries returns n rank summaries of a pipeline-parallel job with stages stages: early stages
@@ -283,7 +283,7 @@ func TestMergeGeneratedRankSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, err := snapshot.Decode(context.Background(), gen.RankPath("dump", r), &buf)
+		in, err := load.Decode(context.Background(), gen.RankPath("dump", r), &buf)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -47,7 +48,7 @@ type TimelineSeriesData struct {
 const maxTimelinePlotPoints = 4000
 
 // AnalyzeTimeline analyzes a decoded memory timeline (in.Timeline) into a Report with format "memory-timeline".
-func AnalyzeTimeline(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*Report, error) {
+func AnalyzeTimeline(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Report, error) {
 	if in == nil || in.Timeline == nil {
 		return nil, errors.New("analyze timeline: input has no memory timeline")
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -15,7 +16,7 @@ import (
 // 2000, parameters 1000 and gradients 400.
 func TestAnalyzeTimelineFixtures(t *testing.T) {
 	for _, file := range []string{"small_memory_timeline.json", "small.raw.json.gz"} {
-		in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "timeline", file))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "timeline", file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func TestTimelineDownsampleKeepsPeak(t *testing.T) {
 		tl.Bytes[1][i] = int64(i % 50)
 	}
 	tl.Bytes[1][peak] = 1000
-	r, err := AnalyzeTimeline(context.Background(), &snapshot.Input{Path: "long.json", Format: "memory-timeline", Timeline: tl}, RuntimeOptions{})
+	r, err := AnalyzeTimeline(context.Background(), &load.Input{Path: "long.json", Format: "memory-timeline", Timeline: tl}, RuntimeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -171,7 +172,7 @@ func isAllDigits(s string) bool {
 }
 
 // AnalyzeTracer analyzes a decoded tracer peak snapshot (in.Tracer) into a Report with format "tracer-json".
-func AnalyzeTracer(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*Report, error) {
+func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Report, error) {
 	if in == nil || in.Tracer == nil {
 		return nil, errors.New("analyze tracer: input has no tracer data")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/static"
 )
@@ -30,7 +31,7 @@ var (
 
 // builtSnapshot records weights 100 MiB, optimizer states 200 MiB and gradients 50 MiB that stay, activations
 // 300 MiB freed after the peak, and 10 MiB nobody can place: live at the peak 660 MiB, allocated at the end 360 MiB.
-func builtSnapshot() *snapshot.Input {
+func builtSnapshot() *load.Input {
 	b := testutil.NewSnap(1)
 	b.Segment(testutil.SegOpts{},
 		testutil.Live(100*mib, 100*mib, stWeights),
@@ -97,7 +98,7 @@ func TestAttributeTimeline(t *testing.T) {
 		row := bytes[c]
 		tl.Bytes = append(tl.Bytes, []int64{row[0] * mib, row[1] * mib})
 	}
-	rep, err := analyze.AnalyzeTimeline(context.Background(), &snapshot.Input{Path: "t.json", Format: "memory-timeline", Timeline: tl}, analyze.RuntimeOptions{})
+	rep, err := analyze.AnalyzeTimeline(context.Background(), &load.Input{Path: "t.json", Format: "memory-timeline", Timeline: tl}, analyze.RuntimeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestAttributeTracer(t *testing.T) {
 			{SizeBytes: 200 * mib, Module: "Unknown", Phase: "optimizer_step"},
 			{SizeBytes: 50 * mib, Module: "Unknown", Phase: "eval"},
 		}}}}
-	rep, err := analyze.AnalyzeTracer(context.Background(), &snapshot.Input{Path: "tr.json", Format: "tracer-json", Tracer: tr}, analyze.RuntimeOptions{})
+	rep, err := analyze.AnalyzeTracer(context.Background(), &load.Input{Path: "tr.json", Format: "tracer-json", Tracer: tr}, analyze.RuntimeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // TestTrainingLogPeakPlaces checks that the allocated and reserved peaks each name where they happened. In the
@@ -16,7 +16,7 @@ import (
 // rank 1 (max cached 2700 MB at iteration 2).
 func TestTrainingLogPeakPlaces(t *testing.T) {
 	ctx := context.Background()
-	in, err := snapshot.DecodeFile(ctx, filepath.Join("..", "snapshot", "testdata", "logs", "megatron.log"))
+	in, err := load.DecodeFile(ctx, filepath.Join("..", "snapshot", "testdata", "logs", "megatron.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // runtimeRun analyzes one fixture of each runtime source into a Run.
@@ -18,7 +18,7 @@ func runtimeRun(t *testing.T) *analyze.Run {
 	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test"}
 	for _, tc := range []struct {
 		file string
-		fn   func(context.Context, *snapshot.Input, analyze.RuntimeOptions) (*analyze.Report, error)
+		fn   func(context.Context, *load.Input, analyze.RuntimeOptions) (*analyze.Report, error)
 	}{
 		{"tracer/small_rank0.json", analyze.AnalyzeTracer},
 		{"tracer/run_r1_small.json", analyze.AnalyzeTracer},
@@ -26,7 +26,7 @@ func runtimeRun(t *testing.T) *analyze.Run {
 		{"logs/megatron.log", analyze.AnalyzeLog},
 	} {
 		// Slash paths keep the golden file identical on every OS.
-		in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", filepath.FromSlash(tc.file)))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", filepath.FromSlash(tc.file)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/memscan/memscan/input"
 )
 
 // Log holds the memory lines of one training log.
@@ -146,7 +148,7 @@ func DecodeLog(ctx context.Context, name string, r io.Reader) (*Log, error) {
 		}
 		if rec, ok := parseLogLine(line, prev, lg); ok {
 			if len(lg.Records) >= maxLogRecords {
-				return nil, &Error{File: name, Offset: -1, Field: fmt.Sprintf("line %d", lg.Lines), Msg: fmt.Sprintf("more than %d memory lines", maxLogRecords)}
+				return nil, &input.Error{File: name, Offset: -1, Field: fmt.Sprintf("line %d", lg.Lines), Msg: fmt.Sprintf("more than %d memory lines", maxLogRecords)}
 			}
 			rec.Line, rec.Offset = lg.Lines, tokStart
 			lg.Records = append(lg.Records, rec)
@@ -161,7 +163,7 @@ func DecodeLog(ctx context.Context, name string, r io.Reader) (*Log, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &Error{File: name, Offset: -1, Field: fmt.Sprintf("line %d", lg.Lines+1), Msg: "cannot read", Err: err}
+		return nil, &input.Error{File: name, Offset: -1, Field: fmt.Sprintf("line %d", lg.Lines+1), Msg: "cannot read", Err: err}
 	}
 	best := 0
 	for _, d := range []string{"megatron", "deepspeed", "torchtitan"} {
@@ -170,7 +172,7 @@ func DecodeLog(ctx context.Context, name string, r io.Reader) (*Log, error) {
 		}
 	}
 	if best == 0 {
-		return nil, &Error{File: name, Offset: -1, Msg: fmt.Sprintf("no Megatron, DeepSpeed or torchtitan memory lines in %d lines of text", lg.Lines), Err: ErrUnknownContent}
+		return nil, &input.Error{File: name, Offset: -1, Msg: fmt.Sprintf("no Megatron, DeepSpeed or torchtitan memory lines in %d lines of text", lg.Lines), Err: input.ErrUnknownContent}
 	}
 	return lg, nil
 }

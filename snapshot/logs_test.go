@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -38,7 +40,7 @@ func checkRecords(t *testing.T, got []snapshot.LogRecord, want []wantRec) {
 // rounded: e.g. 542.3623046875 MiB × 1048576 = 568708096, 12.34 GiB × 1073741824 = 13249974108.16 → 13249974108.
 func TestLogDialects(t *testing.T) {
 	t.Run("megatron", func(t *testing.T) {
-		in, err := snapshot.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "megatron.log"))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "megatron.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +65,7 @@ func TestLogDialects(t *testing.T) {
 		}
 	})
 	t.Run("deepspeed", func(t *testing.T) {
-		in, err := snapshot.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "deepspeed.log"))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "deepspeed.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +80,7 @@ func TestLogDialects(t *testing.T) {
 		})
 	})
 	t.Run("torchtitan", func(t *testing.T) {
-		in, err := snapshot.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "torchtitan.log"))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "torchtitan.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,9 +102,9 @@ func TestLogDialects(t *testing.T) {
 }
 
 func TestLogWithoutMemoryLines(t *testing.T) {
-	_, err := snapshot.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "no_memory.log"))
-	var de *snapshot.Error
-	if !errors.As(err, &de) || !errors.Is(err, snapshot.ErrUnknownContent) || !strings.Contains(de.Msg, "no Megatron, DeepSpeed or torchtitan memory lines in 2 lines") {
+	_, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "no_memory.log"))
+	var de *input.Error
+	if !errors.As(err, &de) || !errors.Is(err, input.ErrUnknownContent) || !strings.Contains(de.Msg, "no Megatron, DeepSpeed or torchtitan memory lines in 2 lines") {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/memscan/memscan/input"
 )
 
 // MemoryTimeline is a torch.profiler memory timeline (profiler.export_memory_timeline): bytes per category over
@@ -59,27 +61,27 @@ const (
 	maxTimelineWidth  = 64
 )
 
-// decodeTimelineRest decodes a timeline whose top-level '[' and the '[' of its first element have been read.
-func decodeTimelineRest(s *jsonStream) (*MemoryTimeline, error) {
-	first, err := s.intsRest("[0]", nil, maxTimelinePoints)
+// DecodeTimelineRest decodes a timeline whose top-level '[' and the '[' of its first element have been read.
+func DecodeTimelineRest(s *input.JSONStream) (*MemoryTimeline, error) {
+	first, err := intsRest(s, "[0]", nil, maxTimelinePoints)
 	if err != nil {
 		return nil, err
 	}
 	var tl *MemoryTimeline
-	if !s.dec.More() {
+	if !s.HasMore() {
 		// A single element can only be one raw event.
 		if len(first) != 4 {
-			return nil, s.errf("", "a memory timeline needs [times, sizes] or a list of [t, action, bytes, category] events; got a single list of %d numbers", len(first))
+			return nil, s.Errf("", "a memory timeline needs [times, sizes] or a list of [t, action, bytes, category] events; got a single list of %d numbers", len(first))
 		}
-		if err := s.expectDelim("", ']'); err != nil {
+		if err := s.ExpectDelim("", ']'); err != nil {
 			return nil, err
 		}
 		tl, err = buildRawTimeline(s, [][4]int64{{first[0], first[1], first[2], first[3]}})
 	} else {
-		if err := s.expectDelim("[1]", '['); err != nil {
+		if err := s.ExpectDelim("[1]", '['); err != nil {
 			return nil, err
 		}
-		tok, err := s.token("[1][0]")
+		tok, err := s.Token("[1][0]")
 		if err != nil {
 			return nil, err
 		}
@@ -91,12 +93,12 @@ func decodeTimelineRest(s *jsonStream) (*MemoryTimeline, error) {
 			case ']':
 				tl, err = decodePlotRows(s, first, false)
 			default:
-				return nil, s.typeErr("[1][0]", "a number or a list", tok)
+				return nil, s.TypeErr("[1][0]", "a number or a list", tok)
 			}
 		case json.Number:
 			tl, err = decodeRawEvents(s, first, v)
 		default:
-			return nil, s.typeErr("[1][0]", "a number or a list", tok)
+			return nil, s.TypeErr("[1][0]", "a number or a list", tok)
 		}
 		if err != nil {
 			return nil, err
@@ -105,10 +107,10 @@ func decodeTimelineRest(s *jsonStream) (*MemoryTimeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.end(); err != nil {
+	if err := s.End(); err != nil {
 		return nil, err
 	}
-	if rank, ok := RankFromPath(s.name); ok {
+	if rank, ok := input.RankFromPath(s.Name()); ok {
 		tl.Rank = rank
 	} else {
 		tl.Rank = -1
@@ -117,44 +119,44 @@ func decodeTimelineRest(s *jsonStream) (*MemoryTimeline, error) {
 }
 
 // intsRest reads numbers up to and including the closing ']' of an array whose '[' was consumed.
-func (s *jsonStream) intsRest(path string, dst []int64, max int) ([]int64, error) {
-	for s.dec.More() {
+func intsRest(s *input.JSONStream, path string, dst []int64, max int) ([]int64, error) {
+	for s.HasMore() {
 		if len(dst) >= max {
-			return nil, s.errf(path, "more than %d elements", max)
+			return nil, s.Errf(path, "more than %d elements", max)
 		}
-		v, err := s.int(fmt.Sprintf("%s[%d]", path, len(dst)))
+		v, err := s.Int(fmt.Sprintf("%s[%d]", path, len(dst)))
 		if err != nil {
 			return nil, err
 		}
 		dst = append(dst, v)
 	}
-	return dst, s.expectDelim(path, ']')
+	return dst, s.ExpectDelim(path, ']')
 }
 
 // decodePlotRows reads the rows of the plot form. open says whether the first row's '[' was consumed (false
 // means the sizes list was empty and its ']' was consumed).
-func decodePlotRows(s *jsonStream, times []int64, open bool) (*MemoryTimeline, error) {
+func decodePlotRows(s *input.JSONStream, times []int64, open bool) (*MemoryTimeline, error) {
 	tl := &MemoryTimeline{Form: "plot", TimesUS: times}
 	width := -1
 	var row []int64
 	for i := 0; open; i++ {
 		if i >= len(times) {
-			return nil, s.errf(fmt.Sprintf("[1][%d]", i), "more size rows than the %d times", len(times))
+			return nil, s.Errf(fmt.Sprintf("[1][%d]", i), "more size rows than the %d times", len(times))
 		}
 		path := fmt.Sprintf("[1][%d]", i)
 		var err error
 		if i > 0 {
-			if err := s.expectDelim(path, '['); err != nil {
+			if err := s.ExpectDelim(path, '['); err != nil {
 				return nil, err
 			}
 		}
-		if row, err = s.intsRest(path, row[:0], maxTimelineWidth+1); err != nil {
+		if row, err = intsRest(s, path, row[:0], maxTimelineWidth+1); err != nil {
 			return nil, err
 		}
 		if width < 0 {
 			// row[0] is the stacking baseline PyTorch always writes as 0; the categories follow.
 			if len(row) < 2 {
-				return nil, s.errf(path, "a size row needs a baseline and at least one category, got %d numbers", len(row))
+				return nil, s.Errf(path, "a size row needs a baseline and at least one category, got %d numbers", len(row))
 			}
 			width = len(row)
 			tl.Categories = timelineCategoryNames(width - 1)
@@ -163,17 +165,17 @@ func decodePlotRows(s *jsonStream, times []int64, open bool) (*MemoryTimeline, e
 				tl.Bytes[k] = make([]int64, 0, len(times))
 			}
 		} else if len(row) != width {
-			return nil, s.errf(path, "row has %d numbers, earlier rows have %d", len(row), width)
+			return nil, s.Errf(path, "row has %d numbers, earlier rows have %d", len(row), width)
 		}
 		for k := 1; k < width; k++ {
 			tl.Bytes[k-1] = append(tl.Bytes[k-1], row[k])
 		}
-		if !s.dec.More() {
+		if !s.HasMore() {
 			break
 		}
 	}
 	if open {
-		if err := s.expectDelim("[1]", ']'); err != nil {
+		if err := s.ExpectDelim("[1]", ']'); err != nil {
 			return nil, err
 		}
 	}
@@ -182,12 +184,12 @@ func decodePlotRows(s *jsonStream, times []int64, open bool) (*MemoryTimeline, e
 		n = len(tl.Bytes[0])
 	}
 	if n != len(times) {
-		return nil, s.errf("[1]", "%d size rows for %d times", n, len(times))
+		return nil, s.Errf("[1]", "%d size rows for %d times", n, len(times))
 	}
 	if n == 0 {
-		return nil, s.errf("", "memory timeline has no points")
+		return nil, s.Errf("", "memory timeline has no points")
 	}
-	if err := s.expectDelim("", ']'); err != nil {
+	if err := s.ExpectDelim("", ']'); err != nil {
 		return nil, err
 	}
 	tl.Warnings = negativeTotalsWarning(tl)
@@ -207,39 +209,39 @@ func timelineCategoryNames(n int) []string {
 }
 
 // decodeRawEvents reads the raw form: first is the first event, second the first number of the second.
-func decodeRawEvents(s *jsonStream, first []int64, second json.Number) (*MemoryTimeline, error) {
+func decodeRawEvents(s *input.JSONStream, first []int64, second json.Number) (*MemoryTimeline, error) {
 	if len(first) != 4 {
-		return nil, s.errf("[0]", "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(first))
+		return nil, s.Errf("[0]", "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(first))
 	}
 	events := [][4]int64{{first[0], first[1], first[2], first[3]}}
-	v, err := s.parseIntNumber("[1][0]", second)
+	v, err := s.ParseInt("[1][0]", second)
 	if err != nil {
 		return nil, err
 	}
-	row, err := s.intsRest("[1]", []int64{v}, 5)
+	row, err := intsRest(s, "[1]", []int64{v}, 5)
 	if err != nil {
 		return nil, err
 	}
 	for i := 1; ; i++ {
 		path := fmt.Sprintf("[%d]", i)
 		if len(row) != 4 {
-			return nil, s.errf(path, "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(row))
+			return nil, s.Errf(path, "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(row))
 		}
 		events = append(events, [4]int64{row[0], row[1], row[2], row[3]})
-		if !s.dec.More() {
+		if !s.HasMore() {
 			break
 		}
 		if len(events) >= maxTimelinePoints {
-			return nil, s.errf("", "more than %d events", maxTimelinePoints)
+			return nil, s.Errf("", "more than %d events", maxTimelinePoints)
 		}
-		if err := s.expectDelim(fmt.Sprintf("[%d]", i+1), '['); err != nil {
+		if err := s.ExpectDelim(fmt.Sprintf("[%d]", i+1), '['); err != nil {
 			return nil, err
 		}
-		if row, err = s.intsRest(fmt.Sprintf("[%d]", i+1), row[:0], 5); err != nil {
+		if row, err = intsRest(s, fmt.Sprintf("[%d]", i+1), row[:0], 5); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.expectDelim("", ']'); err != nil {
+	if err := s.ExpectDelim("", ']'); err != nil {
 		return nil, err
 	}
 	return buildRawTimeline(s, events)
@@ -248,17 +250,17 @@ func decodeRawEvents(s *jsonStream, first []int64, second json.Number) (*MemoryT
 // buildRawTimeline accumulates raw events into points the way PyTorch's plot export does: nanoseconds become
 // microseconds, a new point starts whenever the time changes, every point carries the running totals, and the
 // pre-existing time -1 becomes the smallest positive time.
-func buildRawTimeline(s *jsonStream, events [][4]int64) (*MemoryTimeline, error) {
+func buildRawTimeline(s *input.JSONStream, events [][4]int64) (*MemoryTimeline, error) {
 	tl := &MemoryTimeline{Form: "raw", Events: len(events), Categories: timelineCategoryNames(len(TimelineCategories))}
 	for i, e := range events {
 		if e[1] < TimelinePreexisting || e[1] > TimelineDestroy {
-			return nil, &Error{File: s.name, Offset: -1, Field: fmt.Sprintf("[%d][1]", i), Msg: fmt.Sprintf("unknown action %d (want 1..4)", e[1])}
+			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][1]", i), Msg: fmt.Sprintf("unknown action %d (want 1..4)", e[1])}
 		}
 		if e[3] < 0 || e[3] >= int64(len(TimelineCategories)) {
-			return nil, &Error{File: s.name, Offset: -1, Field: fmt.Sprintf("[%d][3]", i), Msg: fmt.Sprintf("unknown category %d (want 0..%d)", e[3], len(TimelineCategories)-1)}
+			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][3]", i), Msg: fmt.Sprintf("unknown category %d (want 0..%d)", e[3], len(TimelineCategories)-1)}
 		}
 		if e[0] < -1 {
-			return nil, &Error{File: s.name, Offset: -1, Field: fmt.Sprintf("[%d][0]", i), Msg: fmt.Sprintf("negative time (%d)", e[0])}
+			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][0]", i), Msg: fmt.Sprintf("negative time (%d)", e[0])}
 		}
 		tl.ActionCounts[e[1]]++
 	}

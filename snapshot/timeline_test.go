@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -46,7 +48,7 @@ func TestTimelineForms(t *testing.T) {
 		{"small.raw.json.gz", "raw", 8},
 	} {
 		t.Run(tc.form, func(t *testing.T) {
-			in, err := snapshot.DecodeFile(context.Background(), filepath.Join("testdata", "timeline", tc.file))
+			in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "timeline", tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +79,7 @@ func TestTimelineForms(t *testing.T) {
 }
 
 func TestTimelineSingleRawEvent(t *testing.T) {
-	in, err := snapshot.Decode(context.Background(), "one.raw.json", strings.NewReader(`[[5000, 2, 64, 4]]`))
+	in, err := load.Decode(context.Background(), "one.raw.json", strings.NewReader(`[[5000, 2, 64, 4]]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ func TestTimelineSingleRawEvent(t *testing.T) {
 }
 
 func TestTimelineNegativeWarning(t *testing.T) {
-	in, err := snapshot.Decode(context.Background(), "neg.json", strings.NewReader(`[[1, 2], [[0, 5, 0], [0, -3, 0]]]`))
+	in, err := load.Decode(context.Background(), "neg.json", strings.NewReader(`[[1, 2], [[0, 5, 0], [0, -3, 0]]]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +120,10 @@ func TestTimelineErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := snapshot.Decode(context.Background(), "tl.json", strings.NewReader(tc.json))
-			var de *snapshot.Error
+			_, err := load.Decode(context.Background(), "tl.json", strings.NewReader(tc.json))
+			var de *input.Error
 			if !errors.As(err, &de) {
-				t.Fatalf("err = %v, want *snapshot.Error", err)
+				t.Fatalf("err = %v, want *input.Error", err)
 			}
 			if de.Field != tc.field || !strings.Contains(de.Error(), tc.msg) {
 				t.Errorf("err = %q (field %q), want field %q and %q", err, de.Field, tc.field, tc.msg)

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/memscan/memscan/input"
 )
 
 // Tracer is one peak-memory JSON written by the PyTorch memory tracer (MemoryDispatchMode
@@ -218,7 +220,7 @@ const (
 // tracerDecoder walks a tracer file with the token API so that the file is read once and only the decoded
 // records (with interned frames and stacks) are kept.
 type tracerDecoder struct {
-	s      *jsonStream
+	s      *input.JSONStream
 	frames map[string]frameText
 	stacks map[string]*TracerStack
 	key    strings.Builder
@@ -229,26 +231,26 @@ type frameText struct {
 	code string
 }
 
-// decodeTracerRest decodes a tracer file whose opening '{' and first key have already been read.
-func decodeTracerRest(s *jsonStream, firstKey string) (*Tracer, error) {
+// DecodeTracerRest decodes a tracer file whose opening '{' and first key have already been read.
+func DecodeTracerRest(s *input.JSONStream, firstKey string) (*Tracer, error) {
 	d := &tracerDecoder{s: s, frames: map[string]frameText{}, stacks: map[string]*TracerStack{}}
 	tr := &Tracer{Rank: -1}
 	seen := map[string]bool{}
 	key := firstKey
 	for {
 		if seen[key] {
-			return nil, s.errf(key, "device key appears twice")
+			return nil, s.Errf(key, "device key appears twice")
 		}
 		seen[key] = true
 		if len(tr.Devices) >= maxTracerDevices {
-			return nil, s.errf(key, "more than %d devices", maxTracerDevices)
+			return nil, s.Errf(key, "more than %d devices", maxTracerDevices)
 		}
 		dev, err := d.device(key)
 		if err != nil {
 			return nil, err
 		}
 		tr.Devices = append(tr.Devices, dev)
-		more, err := s.nextKey("")
+		more, err := s.NextKey("")
 		if err != nil {
 			return nil, err
 		}
@@ -257,7 +259,7 @@ func decodeTracerRest(s *jsonStream, firstKey string) (*Tracer, error) {
 		}
 		key = *more
 	}
-	if err := s.end(); err != nil {
+	if err := s.End(); err != nil {
 		return nil, err
 	}
 	return tr, nil
@@ -266,12 +268,12 @@ func decodeTracerRest(s *jsonStream, firstKey string) (*Tracer, error) {
 func (d *tracerDecoder) device(name string) (TracerDevice, error) {
 	s := d.s
 	dev := TracerDevice{Name: name}
-	if err := s.expectDelim(name, '{'); err != nil {
+	if err := s.ExpectDelim(name, '{'); err != nil {
 		return dev, err
 	}
 	var havePeak, haveTensors bool
 	for {
-		k, err := s.nextKey(name)
+		k, err := s.NextKey(name)
 		if err != nil {
 			return dev, err
 		}
@@ -281,15 +283,15 @@ func (d *tracerDecoder) device(name string) (TracerDevice, error) {
 		path := name + "." + *k
 		switch *k {
 		case "peak_memory_mb":
-			f, err := s.float(path)
+			f, err := s.Float(path)
 			if err != nil {
 				return dev, err
 			}
 			if f < 0 {
-				return dev, s.errf(path, "negative (%v)", f)
+				return dev, s.Errf(path, "negative (%v)", f)
 			}
 			if f > float64(math.MaxInt64)/(1<<20) {
-				return dev, s.errf(path, "out of range (%v)", f)
+				return dev, s.Errf(path, "out of range (%v)", f)
 			}
 			dev.PeakMB, dev.PeakBytes, havePeak = f, int64(math.Round(f*(1<<20))), true
 		case "tensors":
@@ -298,27 +300,27 @@ func (d *tracerDecoder) device(name string) (TracerDevice, error) {
 			}
 			haveTensors = true
 		default:
-			if err := s.skip(path); err != nil {
+			if err := s.Skip(path); err != nil {
 				return dev, err
 			}
 		}
 	}
 	switch {
 	case !havePeak:
-		return dev, s.errf(name, "missing peak_memory_mb")
+		return dev, s.Errf(name, "missing peak_memory_mb")
 	case !haveTensors:
-		return dev, s.errf(name, "missing tensors")
+		return dev, s.Errf(name, "missing tensors")
 	}
 	return dev, nil
 }
 
 func (d *tracerDecoder) tensors(path string, dev *TracerDevice) error {
 	s := d.s
-	if err := s.expectDelim(path, '['); err != nil {
+	if err := s.ExpectDelim(path, '['); err != nil {
 		return err
 	}
 	for i := 0; ; i++ {
-		more, err := s.more(path)
+		more, err := s.More(path)
 		if err != nil {
 			return err
 		}
@@ -326,7 +328,7 @@ func (d *tracerDecoder) tensors(path string, dev *TracerDevice) error {
 			break
 		}
 		if i >= maxTracerTensors {
-			return s.errf(path, "more than %d tensors", maxTracerTensors)
+			return s.Errf(path, "more than %d tensors", maxTracerTensors)
 		}
 		t, err := d.tensor(fmt.Sprintf("%s[%d]", path, i))
 		if err != nil {
@@ -334,7 +336,7 @@ func (d *tracerDecoder) tensors(path string, dev *TracerDevice) error {
 		}
 		dev.Tensors = append(dev.Tensors, t)
 	}
-	return s.expectDelim(path, ']')
+	return s.ExpectDelim(path, ']')
 }
 
 // rawTensor is one tensor record as encoding/json decodes it in a single call (far cheaper than a token per
@@ -352,36 +354,36 @@ type rawTensor struct {
 func (d *tracerDecoder) tensor(path string) (TracerTensor, error) {
 	s := d.s
 	t := TracerTensor{}
-	start := s.offset() // where the record starts (before any whitespace); field errors are reported here
+	start := s.Offset() // where the record starts (before any whitespace); field errors are reported here
 	var raw rawTensor
-	if err := s.dec.Decode(&raw); err != nil {
+	if err := s.Decode(&raw); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			field := path
 			if te.Field != "" {
 				field += "." + te.Field
 			}
-			return t, &Error{File: s.name, Offset: start + te.Offset, Field: field, Msg: fmt.Sprintf("want %s, got %s", jsonTypeName(te.Type), te.Value)}
+			return t, &input.Error{File: s.Name(), Offset: start + te.Offset, Field: field, Msg: fmt.Sprintf("want %s, got %s", jsonTypeName(te.Type), te.Value)}
 		}
-		return t, s.wrap(path, err)
+		return t, s.Wrap(path, err)
 	}
 	if raw.SizeBytes == nil {
 		// size_mb alone is a rounded float; without size_bytes the byte totals would be guesses.
-		return t, s.errAt(start, path, "missing size_bytes")
+		return t, s.ErrAt(start, path, "missing size_bytes")
 	}
 	var err error
-	if t.SizeBytes, err = s.rawInt(start, path+".size_bytes", raw.SizeBytes); err != nil {
+	if t.SizeBytes, err = s.RawInt(start, path+".size_bytes", raw.SizeBytes); err != nil {
 		return t, err
 	}
 	if t.SizeBytes < 0 {
-		return t, s.errAt(start, path+".size_bytes", "negative (%d)", t.SizeBytes)
+		return t, s.ErrAt(start, path+".size_bytes", "negative (%d)", t.SizeBytes)
 	}
 	if raw.SizeMB != nil {
-		if t.SizeMB, err = s.rawFloat(start, path+".size_mb", raw.SizeMB); err != nil {
+		if t.SizeMB, err = s.RawFloat(start, path+".size_mb", raw.SizeMB); err != nil {
 			return t, err
 		}
 		if t.SizeMB < 0 {
-			return t, s.errAt(start, path+".size_mb", "negative (%v)", t.SizeMB)
+			return t, s.ErrAt(start, path+".size_mb", "negative (%v)", t.SizeMB)
 		}
 	}
 	t.Shape, t.Module, t.Phase = raw.Shape, raw.Module, raw.Phase
@@ -418,7 +420,7 @@ func jsonTypeName(t reflect.Type) string {
 // first; nil for an empty or missing list.
 func (d *tracerDecoder) stack(path string, texts []string) (*TracerStack, error) {
 	if len(texts) > maxTracerStackFrames {
-		return nil, d.s.errf(path, "more than %d frames", maxTracerStackFrames)
+		return nil, d.s.Errf(path, "more than %d frames", maxTracerStackFrames)
 	}
 	if len(texts) == 0 {
 		return nil, nil

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // BenchmarkDecodeTracer decodes a synthetic tracer file: the fixture's tensors repeated 3000 times (21000
@@ -36,7 +36,7 @@ func BenchmarkDecodeTracer(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		in, err := snapshot.Decode(context.Background(), "bench.json", bytes.NewReader(data))
+		in, err := load.Decode(context.Background(), "bench.json", bytes.NewReader(data))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,13 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
-func decodeTracerFile(t *testing.T, path string) *snapshot.Input {
+func decodeTracerFile(t *testing.T, path string) *load.Input {
 	t.Helper()
-	in, err := snapshot.DecodeFile(context.Background(), path)
+	in, err := load.DecodeFile(context.Background(), path)
 	if err != nil {
 		t.Fatalf("decode %s: %v", path, err)
 	}
@@ -143,7 +145,7 @@ func TestRankFromPath(t *testing.T) {
 		{"", -1, false},
 	}
 	for _, tc := range tests {
-		got, ok := snapshot.RankFromPath(tc.path)
+		got, ok := input.RankFromPath(tc.path)
 		if got != tc.rank || ok != tc.ok {
 			t.Errorf("RankFromPath(%q) = %d, %v; want %d, %v", tc.path, got, ok, tc.rank, tc.ok)
 		}
@@ -182,10 +184,10 @@ func TestTracerErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := snapshot.Decode(context.Background(), "bad.json", strings.NewReader(tc.json))
-			var de *snapshot.Error
+			_, err := load.Decode(context.Background(), "bad.json", strings.NewReader(tc.json))
+			var de *input.Error
 			if !errors.As(err, &de) {
-				t.Fatalf("err = %v, want *snapshot.Error", err)
+				t.Fatalf("err = %v, want *input.Error", err)
 			}
 			if de.File != "bad.json" || de.Field != tc.field || !strings.Contains(de.Error(), tc.msg) {
 				t.Errorf("err = %q (field %q), want field %q and %q", err, de.Field, tc.field, tc.msg)
@@ -200,7 +202,7 @@ func TestTracerErrors(t *testing.T) {
 // TestTracerNegativeSizeMessage pins the exact one-line message users see.
 func TestTracerNegativeSizeMessage(t *testing.T) {
 	doc := `{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": -4}]}}`
-	_, err := snapshot.Decode(context.Background(), "t.json", strings.NewReader(doc))
+	_, err := load.Decode(context.Background(), "t.json", strings.NewReader(doc))
 	// The offset is the start of the tensor record holding the bad value.
 	want := "t.json: byte " + strconv.Itoa(strings.Index(doc, `{"size_bytes": -4`)) + ": cuda:0.tensors[0].size_bytes: negative (-4)"
 	if err == nil || err.Error() != want {
@@ -211,7 +213,7 @@ func TestTracerNegativeSizeMessage(t *testing.T) {
 // TestTracerUnknownKeysSkipped checks forward compatibility: unknown keys at every level are ignored.
 func TestTracerUnknownKeysSkipped(t *testing.T) {
 	doc := `{"cuda:0": {"extra": {"a": [1, {"b": null}]}, "peak_memory_mb": 2, "tensors": [{"size_bytes": 1048576, "new_key": [1, 2], "phase": "x"}]}}`
-	in, err := snapshot.Decode(context.Background(), "x.json", strings.NewReader(doc))
+	in, err := load.Decode(context.Background(), "x.json", strings.NewReader(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,8 +230,8 @@ func TestTracerValueBound(t *testing.T) {
 	}
 	big := strings.Repeat("x", 70<<20)
 	doc := `{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": 1, "shape": "` + big + `"}]}}`
-	_, err := snapshot.Decode(context.Background(), "big.json", strings.NewReader(doc))
-	var de *snapshot.Error
+	_, err := load.Decode(context.Background(), "big.json", strings.NewReader(doc))
+	var de *input.Error
 	if !errors.As(err, &de) || !strings.Contains(de.Msg, "larger than 64 MiB") {
 		t.Errorf("err = %v, want the 64 MiB value limit", err)
 	}
@@ -245,9 +247,9 @@ func TestDecodeFilesParallelMatchesSequential(t *testing.T) {
 			filepath.Join("testdata", "tracer", "run_r1_small.json"),
 			filepath.Join("testdata", "tracer", "missing.json"))
 	}
-	seq := snapshot.DecodeFiles(context.Background(), paths, 1)
+	seq := load.DecodeFiles(context.Background(), paths, 1)
 	for _, jobs := range []int{2, 4, 16} {
-		par := snapshot.DecodeFiles(context.Background(), paths, jobs)
+		par := load.DecodeFiles(context.Background(), paths, jobs)
 		if len(par) != len(seq) {
 			t.Fatalf("jobs=%d: %d results, want %d", jobs, len(par), len(seq))
 		}
@@ -268,7 +270,7 @@ func TestDecodeFilesParallelMatchesSequential(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, d := range snapshot.DecodeFiles(ctx, paths[:3], 2) {
+	for _, d := range load.DecodeFiles(ctx, paths[:3], 2) {
 		if !errors.Is(d.Err, context.Canceled) {
 			t.Errorf("%s: err = %v after cancel", d.Path, d.Err)
 		}
@@ -330,11 +332,11 @@ func TestTracerSharedExamples(t *testing.T) {
 // TestSnapshotJSONRouting checks that the JSON rendition of an allocator snapshot is told apart from tracer
 // and timeline JSON and decodes to the same model as its pickle.
 func TestSnapshotJSONRouting(t *testing.T) {
-	js, err := snapshot.DecodeFile(context.Background(), filepath.Join("testdata", "v22_oom.json"))
+	js, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "v22_oom.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk, err := snapshot.DecodeFile(context.Background(), filepath.Join("testdata", "v22_oom.pickle"))
+	pk, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "v22_oom.pickle"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +349,7 @@ func TestSnapshotJSONRouting(t *testing.T) {
 		t.Error("snapshot JSON decodes differently from its pickle")
 	}
 	// A bare list of segments is a snapshot too.
-	in, err := snapshot.Decode(context.Background(), "list.json", strings.NewReader(`[]`))
+	in, err := load.Decode(context.Background(), "list.json", strings.NewReader(`[]`))
 	if err != nil || in.Snapshot == nil || !in.Snapshot.BareList {
 		t.Errorf("empty segment list: %+v, %v", in, err)
 	}

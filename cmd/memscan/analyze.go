@@ -23,6 +23,7 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 )
@@ -288,6 +289,7 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, fla
 				return nil
 			}
 			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, opts)
+			errs[i] = withCommandHint(errs[i])
 			mu.Lock()
 			defer mu.Unlock()
 			if errs[i] != nil && ctx.Err() == nil {
@@ -313,6 +315,15 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, fla
 		}
 	}
 	return reports, failures
+}
+
+// withCommandHint adds, to the error about a file memscan itself wrote, which command reads such files (the
+// decoders know no commands).
+func withCommandHint(err error) error {
+	if errors.Is(err, input.ErrMemscanOutput) {
+		return fmt.Errorf("%w; compare run directories with memscan compare, merge rank summaries with memscan merge", err)
+	}
+	return err
 }
 
 // newProgress returns a progress bar on stderr, or nil when it should not be shown.

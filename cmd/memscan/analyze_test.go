@@ -13,6 +13,7 @@ import (
 
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -178,7 +179,7 @@ func TestAnalyzeNothingAnalyzable(t *testing.T) {
 // expectedTotals sums the decoded blocks by the definitions in DESIGN.md, independently of the analyze package.
 func expectedTotals(t *testing.T, path string) map[string]int64 {
 	t.Helper()
-	in, err := snapshot.DecodeFile(context.Background(), path)
+	in, err := load.DecodeFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/snapshot"
 )
 
 const compareHelp = `Usage: memscan compare [flags] BEFORE AFTER
@@ -169,9 +169,9 @@ func loadCompareInput(ctx context.Context, path string, opts analyze.Options) (a
 		}
 		return analyze.CompareInput{Report: run.Inputs[0]}, nil
 	}
-	in, err := snapshot.DecodeFile(ctx, path)
+	in, err := load.DecodeFile(ctx, path)
 	if err != nil {
-		return analyze.CompareInput{}, err
+		return analyze.CompareInput{}, withCommandHint(err)
 	}
 	rep, err := analyze.Analyze(ctx, in, opts)
 	if err != nil {

@@ -1,4 +1,4 @@
-package snapshot
+package load
 
 import (
 	"bytes"
@@ -6,9 +6,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/input"
 )
 
-// TestDecodeMemscanOutput: memscan's own files fed back as inputs get one error that names the right command,
+// TestDecodeMemscanOutput: memscan's own files fed back as inputs get one error that says so (the CLI adds the command to use),
 // not a parse error about their keys; PyTorch inputs that merely mention memscan still decode.
 func TestDecodeMemscanOutput(t *testing.T) {
 	msgpackSummary := append([]byte{0xde, 0x00, 0x10, 0xa4}, "kind"...)
@@ -33,15 +35,15 @@ func TestDecodeMemscanOutput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(context.Background(), tc.name, bytes.NewReader(tc.data))
-			var e *Error
-			refused := err != nil && errors.As(err, &e) && strings.Contains(err.Error(), "memscan merge")
+			var e *input.Error
+			refused := err != nil && errors.As(err, &e) && errors.Is(err, input.ErrMemscanOutput)
 			if refused != tc.refused {
 				t.Errorf("error %v; want refused as a memscan output: %v", err, tc.refused)
 			}
 			if !tc.refused && err != nil {
 				t.Errorf("a PyTorch input failed: %v", err)
 			}
-			if refused && (!errors.Is(err, ErrUnknownContent) || !strings.HasPrefix(err.Error(), tc.name+": ")) {
+			if refused && (!errors.Is(err, input.ErrUnknownContent) || !strings.HasPrefix(err.Error(), tc.name+": ")) {
 				t.Errorf("error %q: want ErrUnknownContent naming the file", err)
 			}
 		})

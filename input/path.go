@@ -1,4 +1,4 @@
-package snapshot
+package input
 
 import (
 	"path"
@@ -81,4 +81,10 @@ func ParsePath(p string) PathInfo {
 		info.IterationKind = ""
 	}
 	return info
+}
+
+// RankFromPath returns the rank a path names (see ParsePath); ok is false when no component names a rank.
+func RankFromPath(path string) (rank int, ok bool) {
+	info := ParsePath(path)
+	return info.Rank, info.Rank >= 0
 }

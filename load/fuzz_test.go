@@ -1,4 +1,4 @@
-package snapshot
+package load
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/memscan/memscan/snapshot"
 )
 
 func addFileSeeds(f *testing.F, pattern string) {
@@ -35,7 +37,7 @@ func FuzzDecodeRuntimeJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The JSON decoder is called directly so the pickle and gzip paths (fuzzed on their own) stay out.
-		in, err := decodeJSONInput(context.Background(), "fuzz.json", bufio.NewReader(bytes.NewReader(data)))
+		in, err := decodeJSON(context.Background(), "fuzz.json", bufio.NewReader(bytes.NewReader(data)))
 		if err != nil {
 			return
 		}
@@ -49,7 +51,7 @@ func FuzzDecodeLog(f *testing.F) {
 	f.Add([]byte("[Rank 3] (after 7 iterations) memory (MB) | allocated: 1e3 | max allocated: -2 | reserved: x | max reserved: 4\n"))
 	f.Add([]byte("MA 1 GB Max_MA 2 GB CA 3 GB Max_CA 4 GB\nstep: 3 memory: 1.5GiB(2.0%)\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		lg, err := DecodeLog(context.Background(), "fuzz.log", bytes.NewReader(data))
+		lg, err := snapshot.DecodeLog(context.Background(), "fuzz.log", bytes.NewReader(data))
 		if err != nil {
 			return
 		}
@@ -68,7 +70,7 @@ func checkRuntimeInput(t *testing.T, in *Input) {
 				if x.SizeBytes < 0 || x.SizeMB < 0 {
 					t.Fatalf("negative tensor size %+v", x)
 				}
-				for _, s := range []*TracerStack{x.Create, x.Release} {
+				for _, s := range []*snapshot.TracerStack{x.Create, x.Release} {
 					if s != nil && (len(s.Frames) != len(s.Code) || s.FirstUserFrame() > len(s.Frames)) {
 						t.Fatalf("inconsistent stack %+v", s)
 					}

@@ -12,6 +12,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 )
 
 // RuntimeOptions configure the analysis of tracer JSON, memory timelines and training logs.
@@ -180,7 +181,7 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 	r := &Report{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
 		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{}, Warnings: []string{}}
 	if r.Format == "" {
-		r.Format = snapshot.FormatTracerJSON
+		r.Format = tracer.Format
 	}
 	view := &TracerView{Rank: tr.Rank, Devices: []TracerDeviceView{}}
 	cz := categorize.NewCategorizer(opts.Rules)
@@ -230,7 +231,7 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 }
 
 func tracerOrdinal(name string) int {
-	d := snapshot.TracerDevice{Name: name}
+	d := tracer.Device{Name: name}
 	return d.Ordinal()
 }
 
@@ -243,11 +244,11 @@ type tensorFacts struct {
 	code     string
 }
 
-func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, top int) TracerDeviceView {
+func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) TracerDeviceView {
 	dv := TracerDeviceView{Device: d.Name, PeakBytes: d.PeakBytes, Tensors: len(d.Tensors),
 		Phases: []PhaseStat{}, Modules: []ModuleStat{}, ModuleTree: []ModuleNode{}, Categories: []CategoryStat{},
 		Sites: []TracerSite{}, Stacks: []TracerStackGroup{}, Top: []TracerTensorRow{}}
-	userStacks := map[*snapshot.TracerStack]*snapshot.Stack{}
+	userStacks := map[*tracer.Stack]*snapshot.Stack{}
 	facts := make([]tensorFacts, len(d.Tensors))
 	for i := range d.Tensors {
 		t := &d.Tensors[i]
@@ -311,8 +312,8 @@ func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, t
 
 	// Sites and whole-stack groups.
 	siteIdx := map[string]int{}
-	stackIdx := map[*snapshot.TracerStack]int{}
-	var stackKeys []*snapshot.TracerStack
+	stackIdx := map[*tracer.Stack]int{}
+	var stackKeys []*tracer.Stack
 	for i := range d.Tensors {
 		t, f := &d.Tensors[i], &facts[i]
 		j, ok := siteIdx[f.site]
@@ -385,7 +386,7 @@ func formatShapeDims(d []int64) string {
 
 // moduleViews builds the merged-pattern table and the merged hierarchy. Every tensor lands in exactly one
 // pattern (Unknown included), so the table's bytes sum to the listed bytes.
-func moduleViews(d *snapshot.TracerDevice, facts []tensorFacts, listed int64) ([]ModuleStat, []ModuleNode) {
+func moduleViews(d *tracer.Device, facts []tensorFacts, listed int64) ([]ModuleStat, []ModuleNode) {
 	type agg struct {
 		bytes, own int64
 		count      int
@@ -476,7 +477,7 @@ func moduleViews(d *snapshot.TracerDevice, facts []tensorFacts, listed int64) ([
 
 // userStack returns the creation stack without the tracer's own frames, built once per distinct stack so the
 // categorizer's per-stack cache works.
-func userStack(cache map[*snapshot.TracerStack]*snapshot.Stack, s *snapshot.TracerStack) *snapshot.Stack {
+func userStack(cache map[*tracer.Stack]*snapshot.Stack, s *tracer.Stack) *snapshot.Stack {
 	if s == nil {
 		return nil
 	}
@@ -503,7 +504,7 @@ func isTorchPlumbing(f snapshot.Frame) bool {
 
 // tracerSite picks the creation site: the innermost frame that is neither the tracer's nor torch plumbing, else
 // the innermost non-tracer frame.
-func tracerSite(s *snapshot.TracerStack) (site, code string) {
+func tracerSite(s *tracer.Stack) (site, code string) {
 	if s == nil {
 		return "(no stack)", ""
 	}
@@ -521,7 +522,7 @@ func tracerSite(s *snapshot.TracerStack) (site, code string) {
 	return categorize.Site(&s.Frames[pick]), s.Code[pick]
 }
 
-func userFrameStrings(s *snapshot.TracerStack) []string {
+func userFrameStrings(s *tracer.Stack) []string {
 	if s == nil {
 		return []string{}
 	}
@@ -539,7 +540,7 @@ func userFrameStrings(s *snapshot.TracerStack) []string {
 // in a module's forward are activations. Only what is left (backward and batch tensors with module Unknown) goes
 // through the stack rules of the categorize package, since for the rest the phase and module are stronger
 // evidence than the frames.
-func tracerCategory(t *snapshot.TracerTensor, user *snapshot.Stack, cz *categorize.Categorizer) (string, string) {
+func tracerCategory(t *tracer.Tensor, user *snapshot.Stack, cz *categorize.Categorizer) (string, string) {
 	phase := strings.ToLower(t.Phase)
 	known := t.Module != "" && t.Module != UnknownModule
 	switch {
@@ -570,7 +571,7 @@ func tracerCategory(t *snapshot.TracerTensor, user *snapshot.Stack, cz *categori
 }
 
 // siteText is the creation site's function name and source line, where buffer names such as grad_data appear.
-func siteText(s *snapshot.TracerStack) string {
+func siteText(s *tracer.Stack) string {
 	if s == nil {
 		return ""
 	}

@@ -27,7 +27,7 @@ import (
 // peak_memory_mb 12.5 → 13107200 bytes; listed 11272192; gap 1835008.
 func tracerFixture(t *testing.T, name string) *load.Input {
 	t.Helper()
-	in, err := load.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "tracer", name))
+	in, err := load.DecodeFile(context.Background(), filepath.Join("..", "tracer", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/tracer"
 )
 
 const mib = 1 << 20
@@ -116,8 +117,8 @@ func TestAttributeTimeline(t *testing.T) {
 }
 
 func TestAttributeTracer(t *testing.T) {
-	tr := &snapshot.Tracer{Rank: 0, Devices: []snapshot.TracerDevice{{Name: "cuda:0", PeakBytes: 1000 * mib, PeakMB: 1000,
-		Tensors: []snapshot.TracerTensor{
+	tr := &tracer.File{Rank: 0, Devices: []tracer.Device{{Name: "cuda:0", PeakBytes: 1000 * mib, PeakMB: 1000,
+		Tensors: []tracer.Tensor{
 			{SizeBytes: 400 * mib, Module: "model.layers.0", Phase: "forward_backward_iter_1"},
 			{SizeBytes: 300 * mib, Module: "Unknown", Phase: "setup_model_and_optimizer"},
 			{SizeBytes: 200 * mib, Module: "Unknown", Phase: "optimizer_step"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 )
 
 // Input is one decoded input file. Exactly one of the source fields is set.
@@ -22,7 +23,7 @@ type Input struct {
 	// Snapshot is set for CUDA caching-allocator snapshots (pickle or their JSON rendition).
 	Snapshot *snapshot.Snapshot
 	// Tracer is set for memory-tracer peak-snapshot JSON ("tracer-json").
-	Tracer *snapshot.Tracer
+	Tracer *tracer.File
 	// Timeline is set for torch.profiler memory timelines ("memory-timeline").
 	Timeline *snapshot.MemoryTimeline
 	// Log is set for training logs with memory lines ("megatron-log", "deepspeed-log", "torchtitan-log").

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 )
 
 func addFileSeeds(f *testing.F, pattern string) {
@@ -24,8 +25,8 @@ func addFileSeeds(f *testing.F, pattern string) {
 // FuzzDecodeRuntimeJSON feeds arbitrary bytes through the JSON decoder with seeds (tracer, timeline,
 // snapshot JSON): it must never panic, and whatever it accepts must satisfy the model's invariants.
 func FuzzDecodeRuntimeJSON(f *testing.F) {
-	addFileSeeds(f, filepath.Join("testdata", "tracer", "*.json"))
-	addFileSeeds(f, filepath.Join("testdata", "timeline", "*.json"))
+	addFileSeeds(f, filepath.Join("..", "tracer", "testdata", "*.json"))
+	addFileSeeds(f, filepath.Join("..", "snapshot", "testdata", "timeline", "*.json"))
 	for _, s := range []string{
 		`{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": -4}]}}`,
 		`{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": 4, "shape": "torch.Size([2, 2])", "create_stack_trace": ["  File \"a.py\", line 1, in f\n    x\n"]}]}}`,
@@ -47,7 +48,7 @@ func FuzzDecodeRuntimeJSON(f *testing.F) {
 
 // FuzzDecodeLog feeds arbitrary text through the log decoder.
 func FuzzDecodeLog(f *testing.F) {
-	addFileSeeds(f, filepath.Join("testdata", "logs", "*.log"))
+	addFileSeeds(f, filepath.Join("..", "snapshot", "testdata", "logs", "*.log"))
 	f.Add([]byte("[Rank 3] (after 7 iterations) memory (MB) | allocated: 1e3 | max allocated: -2 | reserved: x | max reserved: 4\n"))
 	f.Add([]byte("MA 1 GB Max_MA 2 GB CA 3 GB Max_CA 4 GB\nstep: 3 memory: 1.5GiB(2.0%)\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -70,7 +71,7 @@ func checkRuntimeInput(t *testing.T, in *Input) {
 				if x.SizeBytes < 0 || x.SizeMB < 0 {
 					t.Fatalf("negative tensor size %+v", x)
 				}
-				for _, s := range []*snapshot.TracerStack{x.Create, x.Release} {
+				for _, s := range []*tracer.Stack{x.Create, x.Release} {
 					if s != nil && (len(s.Frames) != len(s.Code) || s.FirstUserFrame() > len(s.Frames)) {
 						t.Fatalf("inconsistent stack %+v", s)
 					}

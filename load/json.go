@@ -9,6 +9,7 @@ import (
 
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 )
 
 // decodeJSON decodes JSON inputs, telling them apart by shape rather than by name:
@@ -60,14 +61,14 @@ func decodeJSONObject(s *input.JSONStream, name string) (*Input, error) {
 		}
 		return &Input{Path: name, Format: snapshot.FormatSnapshotJSON, Snapshot: snap}, nil
 	}
-	tr, err := snapshot.DecodeTracerRest(s, *k)
+	tr, err := tracer.DecodeRest(s, *k)
 	if err != nil {
 		return nil, err
 	}
 	if rank, ok := input.RankFromPath(name); ok {
 		tr.Rank = rank
 	}
-	return &Input{Path: name, Format: snapshot.FormatTracerJSON, Tracer: tr}, nil
+	return &Input{Path: name, Format: tracer.Format, Tracer: tr}, nil
 }
 
 // decodeJSONList tells a memory timeline (a list of lists) from a bare list of snapshot segments.

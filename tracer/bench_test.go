@@ -1,4 +1,4 @@
-package snapshot_test
+package tracer_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // BenchmarkDecodeTracer decodes a synthetic tracer file: the fixture's tensors repeated 3000 times (21000
 // tensors, about 30 MB with indent=4 like the tracer writes).
 func BenchmarkDecodeTracer(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "tracer", "small_rank0.json"))
+	raw, err := os.ReadFile(filepath.Join("testdata", "small_rank0.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

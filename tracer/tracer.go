@@ -1,4 +1,4 @@
-package snapshot
+package tracer
 
 import (
 	"encoding/json"
@@ -10,31 +10,32 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/snapshot"
 )
 
-// Tracer is one peak-memory JSON written by the PyTorch memory tracer (MemoryDispatchMode
+// File is one peak-memory JSON written by the PyTorch memory tracer (MemoryDispatchMode
 // save_peak_memory_snapshot_to_file): for each device, the peak of tracked storage bytes and the storages that
 // were alive at that peak. One file describes one (simulated) rank.
-type Tracer struct {
+type File struct {
 	// Devices in file order ("cuda:0", "cpu", ...). Each device has its own peak instant.
-	Devices []TracerDevice
+	Devices []Device
 	// Rank is taken from the file path (rank3, rank_3, _r3_) or set by the caller; -1 when unknown. The file
 	// itself never records it.
 	Rank int
 }
 
-// TracerDevice is one top-level device entry.
-type TracerDevice struct {
+// Device is one top-level device entry.
+type Device struct {
 	Name string // str(torch.device), e.g. "cuda:0", "cpu"
 	// PeakMB is peak_memory_mb as written (MiB although labelled MB); PeakBytes is it in bytes, rounded.
 	PeakMB    float64
 	PeakBytes int64
 	// Tensors are the storages alive at the peak, in file order (size descending in real files).
-	Tensors []TracerTensor
+	Tensors []Tensor
 }
 
 // Ordinal returns the device index of "cuda:N" (or any "<type>:N"), or -1 when the name has none.
-func (d *TracerDevice) Ordinal() int {
+func (d *Device) Ordinal() int {
 	i := strings.LastIndexByte(d.Name, ':')
 	if i < 0 {
 		return -1
@@ -47,10 +48,10 @@ func (d *TracerDevice) Ordinal() int {
 }
 
 // IsCUDA reports whether the device is a CUDA device.
-func (d *TracerDevice) IsCUDA() bool { return strings.HasPrefix(d.Name, "cuda") }
+func (d *Device) IsCUDA() bool { return strings.HasPrefix(d.Name, "cuda") }
 
 // ListedBytes is the sum of size_bytes over the listed tensors.
-func (d *TracerDevice) ListedBytes() int64 {
+func (d *Device) ListedBytes() int64 {
 	var n int64
 	for i := range d.Tensors {
 		n += d.Tensors[i].SizeBytes
@@ -58,8 +59,8 @@ func (d *TracerDevice) ListedBytes() int64 {
 	return n
 }
 
-// TracerTensor is one storage record.
-type TracerTensor struct {
+// Tensor is one storage record.
+type Tensor struct {
 	SizeBytes int64   // untyped_storage().nbytes()
 	SizeMB    float64 // as written; SizeBytes is authoritative
 	// Shape is the display string as written ("torch.Size([4096, 1, 2048])"); Dims its parsed form, nil when
@@ -72,12 +73,12 @@ type TracerTensor struct {
 	// Create and Release are the creation and release stacks, innermost frame first like every Stack in this
 	// package (the file lists them outermost first). Identical stacks within a file share one pointer. Release
 	// is nil when the storage was still alive when the file was written.
-	Create  *TracerStack
-	Release *TracerStack
+	Create  *Stack
+	Release *Stack
 }
 
 // Numel is the element count of the parsed shape, or -1 when the shape is unknown or overflows.
-func (t *TracerTensor) Numel() int64 {
+func (t *Tensor) Numel() int64 {
 	if t.Dims == nil {
 		return -1
 	}
@@ -93,7 +94,7 @@ func (t *TracerTensor) Numel() int64 {
 
 // ElementBytes infers the element size from size_bytes / numel when it divides exactly into 1, 2, 4 or 8 (the
 // file records no dtype); 0 when it cannot be inferred (views, flat buffers of another shape, unknown shape).
-func (t *TracerTensor) ElementBytes() int {
+func (t *Tensor) ElementBytes() int {
 	n := t.Numel()
 	if n <= 0 || t.SizeBytes%n != 0 {
 		return 0
@@ -105,30 +106,30 @@ func (t *TracerTensor) ElementBytes() int {
 	return 0
 }
 
-// TracerStack is a tracer stack trace: frames innermost first plus the source line the traceback printed for
+// Stack is a tracer stack trace: frames innermost first plus the source line the traceback printed for
 // each frame ("" when Python could not read the source).
-type TracerStack struct {
-	Stack
+type Stack struct {
+	snapshot.Stack
 	Code []string
 }
 
 // FirstUserFrame returns the index in s.Frames of the innermost frame that is not the tracer's own machinery
 // (__torch_dispatch__, torch/utils/_pytree.py, the tracker lambda, weakref finalizers, the memory_profiler
 // package); len(s.Frames) when every frame is the tracer's.
-func (s *TracerStack) FirstUserFrame() int {
+func (s *Stack) FirstUserFrame() int {
 	if s == nil {
 		return 0
 	}
 	i := 0
-	for i < len(s.Frames) && IsTracerFrame(s.Frames[i]) {
+	for i < len(s.Frames) && IsOwnFrame(s.Frames[i]) {
 		i++
 	}
 	return i
 }
 
-// IsTracerFrame reports whether f is one of the memory tracer's own frames, which every creation stack ends
+// IsOwnFrame reports whether f is one of the memory tracer's own frames, which every creation stack ends
 // with (7 frames) and every release stack ends with (2 frames).
-func IsTracerFrame(f Frame) bool {
+func IsOwnFrame(f snapshot.Frame) bool {
 	fn := strings.ReplaceAll(f.Filename, "\\", "/")
 	switch {
 	case f.Name == "__torch_dispatch__":
@@ -184,29 +185,29 @@ func ParseShape(s string) (dims []int64, ok bool) {
 //
 // The source line is absent when Python could not read the file. Text that does not have this form is kept
 // whole as the function name, so no information is lost.
-func parseTracerFrame(s string) (Frame, string) {
+func parseTracerFrame(s string) (snapshot.Frame, string) {
 	head, code, _ := strings.Cut(s, "\n")
 	code = strings.TrimSpace(code)
 	h := strings.TrimSpace(head)
 	rest, ok := strings.CutPrefix(h, `File "`)
 	if !ok {
-		return Frame{Name: strings.TrimSpace(s)}, ""
+		return snapshot.Frame{Name: strings.TrimSpace(s)}, ""
 	}
 	i := strings.LastIndex(rest, `", line `)
 	if i < 0 {
-		return Frame{Name: strings.TrimSpace(s)}, ""
+		return snapshot.Frame{Name: strings.TrimSpace(s)}, ""
 	}
 	file := rest[:i]
 	rest = rest[i+len(`", line `):]
 	num, fn, ok := strings.Cut(rest, ", in ")
 	if !ok {
-		return Frame{Name: strings.TrimSpace(s)}, ""
+		return snapshot.Frame{Name: strings.TrimSpace(s)}, ""
 	}
 	line, err := strconv.Atoi(strings.TrimSpace(num))
 	if err != nil || line < 0 {
-		return Frame{Name: strings.TrimSpace(s)}, ""
+		return snapshot.Frame{Name: strings.TrimSpace(s)}, ""
 	}
-	return Frame{Filename: file, Line: line, Name: strings.TrimSpace(fn)}, code
+	return snapshot.Frame{Filename: file, Line: line, Name: strings.TrimSpace(fn)}, code
 }
 
 // Limits that keep a hostile or corrupt tracer file from exhausting memory.
@@ -222,19 +223,19 @@ const (
 type tracerDecoder struct {
 	s      *input.JSONStream
 	frames map[string]frameText
-	stacks map[string]*TracerStack
+	stacks map[string]*Stack
 	key    strings.Builder
 }
 
 type frameText struct {
-	f    Frame
+	f    snapshot.Frame
 	code string
 }
 
-// DecodeTracerRest decodes a tracer file whose opening '{' and first key have already been read.
-func DecodeTracerRest(s *input.JSONStream, firstKey string) (*Tracer, error) {
-	d := &tracerDecoder{s: s, frames: map[string]frameText{}, stacks: map[string]*TracerStack{}}
-	tr := &Tracer{Rank: -1}
+// DecodeRest decodes a tracer file whose opening '{' and first key have already been read.
+func DecodeRest(s *input.JSONStream, firstKey string) (*File, error) {
+	d := &tracerDecoder{s: s, frames: map[string]frameText{}, stacks: map[string]*Stack{}}
+	tr := &File{Rank: -1}
 	seen := map[string]bool{}
 	key := firstKey
 	for {
@@ -265,9 +266,9 @@ func DecodeTracerRest(s *input.JSONStream, firstKey string) (*Tracer, error) {
 	return tr, nil
 }
 
-func (d *tracerDecoder) device(name string) (TracerDevice, error) {
+func (d *tracerDecoder) device(name string) (Device, error) {
 	s := d.s
-	dev := TracerDevice{Name: name}
+	dev := Device{Name: name}
 	if err := s.ExpectDelim(name, '{'); err != nil {
 		return dev, err
 	}
@@ -314,7 +315,7 @@ func (d *tracerDecoder) device(name string) (TracerDevice, error) {
 	return dev, nil
 }
 
-func (d *tracerDecoder) tensors(path string, dev *TracerDevice) error {
+func (d *tracerDecoder) tensors(path string, dev *Device) error {
 	s := d.s
 	if err := s.ExpectDelim(path, '['); err != nil {
 		return err
@@ -351,9 +352,9 @@ type rawTensor struct {
 	Release   []string        `json:"release_stack_trace"`
 }
 
-func (d *tracerDecoder) tensor(path string) (TracerTensor, error) {
+func (d *tracerDecoder) tensor(path string) (Tensor, error) {
 	s := d.s
-	t := TracerTensor{}
+	t := Tensor{}
 	start := s.Offset() // where the record starts (before any whitespace); field errors are reported here
 	var raw rawTensor
 	if err := s.Decode(&raw); err != nil {
@@ -418,7 +419,7 @@ func jsonTypeName(t reflect.Type) string {
 
 // stack interns a decoded creation or release stack (frame strings outermost first) and returns it innermost
 // first; nil for an empty or missing list.
-func (d *tracerDecoder) stack(path string, texts []string) (*TracerStack, error) {
+func (d *tracerDecoder) stack(path string, texts []string) (*Stack, error) {
 	if len(texts) > maxTracerStackFrames {
 		return nil, d.s.Errf(path, "more than %d frames", maxTracerStackFrames)
 	}
@@ -433,7 +434,7 @@ func (d *tracerDecoder) stack(path string, texts []string) (*TracerStack, error)
 	if st, ok := d.stacks[d.key.String()]; ok {
 		return st, nil
 	}
-	st := &TracerStack{Stack: Stack{Frames: make([]Frame, len(texts))}, Code: make([]string, len(texts))}
+	st := &Stack{Stack: snapshot.Stack{Frames: make([]snapshot.Frame, len(texts))}, Code: make([]string, len(texts))}
 	for i, t := range texts {
 		ft, ok := d.frames[t]
 		if !ok {
@@ -451,3 +452,6 @@ func (d *tracerDecoder) stack(path string, texts []string) (*TracerStack, error)
 	}
 	return st, nil
 }
+
+// Format is the format name of a tracer peak-memory JSON.
+const Format = "tracer-json"

@@ -1,4 +1,4 @@
-package snapshot_test
+package tracer_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 )
 
 func decodeTracerFile(t *testing.T, path string) *load.Input {
@@ -23,7 +24,7 @@ func decodeTracerFile(t *testing.T, path string) *load.Input {
 	if err != nil {
 		t.Fatalf("decode %s: %v", path, err)
 	}
-	if in.Format != snapshot.FormatTracerJSON || in.Tracer == nil {
+	if in.Format != tracer.Format || in.Tracer == nil {
 		t.Fatalf("decode %s: format %q, tracer %v", path, in.Format, in.Tracer != nil)
 	}
 	return in
@@ -32,7 +33,7 @@ func decodeTracerFile(t *testing.T, path string) *load.Input {
 // TestTracerFixture checks every key of the schema on the hand-written fixture; the expected values are the ones
 // written into it (see the generator comment in testdata/tracer).
 func TestTracerFixture(t *testing.T) {
-	in := decodeTracerFile(t, filepath.Join("testdata", "tracer", "small_rank0.json"))
+	in := decodeTracerFile(t, filepath.Join("testdata", "small_rank0.json"))
 	tr := in.Tracer
 	if tr.Rank != 0 {
 		t.Errorf("rank = %d, want 0 (from small_rank0.json)", tr.Rank)
@@ -121,7 +122,7 @@ func TestParseShape(t *testing.T) {
 		{"4096", nil, false},
 	}
 	for _, tc := range tests {
-		got, ok := snapshot.ParseShape(tc.in)
+		got, ok := tracer.ParseShape(tc.in)
 		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("ParseShape(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
@@ -237,46 +238,6 @@ func TestTracerValueBound(t *testing.T) {
 	}
 }
 
-// TestDecodeFilesParallelMatchesSequential decodes the same files with one worker and with several: the results
-// must be identical and in input order.
-func TestDecodeFilesParallelMatchesSequential(t *testing.T) {
-	var paths []string
-	for i := 0; i < 6; i++ {
-		paths = append(paths,
-			filepath.Join("testdata", "tracer", "small_rank0.json"),
-			filepath.Join("testdata", "tracer", "run_r1_small.json"),
-			filepath.Join("testdata", "tracer", "missing.json"))
-	}
-	seq := load.DecodeFiles(context.Background(), paths, 1)
-	for _, jobs := range []int{2, 4, 16} {
-		par := load.DecodeFiles(context.Background(), paths, jobs)
-		if len(par) != len(seq) {
-			t.Fatalf("jobs=%d: %d results, want %d", jobs, len(par), len(seq))
-		}
-		for i := range seq {
-			if par[i].Path != paths[i] {
-				t.Errorf("jobs=%d: result %d is %s, want %s", jobs, i, par[i].Path, paths[i])
-			}
-			if (seq[i].Err == nil) != (par[i].Err == nil) {
-				t.Errorf("jobs=%d: %s: err %v vs %v", jobs, paths[i], seq[i].Err, par[i].Err)
-			}
-			if !reflect.DeepEqual(seq[i].Input, par[i].Input) {
-				t.Errorf("jobs=%d: %s decodes differently in parallel", jobs, paths[i])
-			}
-		}
-	}
-	if seq[1].Input == nil || seq[1].Input.Tracer.Rank != 1 || seq[2].Err == nil {
-		t.Errorf("rank from _r1_ = %+v, missing file err = %v", seq[1].Input, seq[2].Err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	for _, d := range load.DecodeFiles(ctx, paths[:3], 2) {
-		if !errors.Is(d.Err, context.Canceled) {
-			t.Errorf("%s: err = %v after cancel", d.Path, d.Err)
-		}
-	}
-}
-
 // TestTracerSharedExamples decodes the documented example files: 43 tensors on cuda:0 and an empty cpu entry.
 func TestTracerSharedExamples(t *testing.T) {
 	dir := testutil.SharedDir(t, "docs", "examples")
@@ -326,31 +287,5 @@ func TestTracerSharedExamples(t *testing.T) {
 				t.Errorf("%s: listed %d, want %d", tc.file, sum, wsum)
 			}
 		}
-	}
-}
-
-// TestSnapshotJSONRouting checks that the JSON rendition of an allocator snapshot is told apart from tracer
-// and timeline JSON and decodes to the same model as its pickle.
-func TestSnapshotJSONRouting(t *testing.T) {
-	js, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "v22_oom.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "v22_oom.pickle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if js.Format != snapshot.FormatSnapshotJSON || js.Snapshot == nil || js.Tracer != nil || js.Timeline != nil {
-		t.Fatalf("format %q", js.Format)
-	}
-	want := *pk.Snapshot
-	want.Protocol = 0
-	if !reflect.DeepEqual(*js.Snapshot, want) {
-		t.Error("snapshot JSON decodes differently from its pickle")
-	}
-	// A bare list of segments is a snapshot too.
-	in, err := load.Decode(context.Background(), "list.json", strings.NewReader(`[]`))
-	if err != nil || in.Snapshot == nil || !in.Snapshot.BareList {
-		t.Errorf("empty segment list: %+v, %v", in, err)
 	}
 }

@@ -212,7 +212,7 @@ func TestCompareTracerWithSnapshot(t *testing.T) {
 // bytes). The rows must pair up by category, so optimizer state and parameters show no change and gradients
 // +100, with no row under a profiler-only name and no residual.
 func TestCompareTimelineWithSnapshot(t *testing.T) {
-	in, err := load.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "timeline", "small_memory_timeline.json"))
+	in, err := load.DecodeFile(context.Background(), filepath.Join("..", "memtimeline", "testdata", "small_memory_timeline.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/memtimeline"
 )
 
 // TimelineView is the analysis of a torch.profiler memory timeline.
@@ -60,7 +60,7 @@ func AnalyzeTimeline(ctx context.Context, in *load.Input, opts RuntimeOptions) (
 		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{},
 		Warnings: append([]string{}, tl.Warnings...)}
 	if r.Format == "" {
-		r.Format = snapshot.FormatMemoryTimeline
+		r.Format = memtimeline.Format
 	}
 	n := tl.Points()
 	v := &TimelineView{Form: tl.Form, Points: n, Events: tl.Events, Categories: slices.Clone(tl.Categories),
@@ -147,7 +147,7 @@ func CanonicalTimelineCategories(cs []CategoryStat) []CategoryStat {
 
 // downsampleTimeline keeps at most maxTimelinePlotPoints points: in each bucket of consecutive points the one with the
 // highest total survives, and the global peak always does, so the plot never hides the peak.
-func downsampleTimeline(tl *snapshot.MemoryTimeline, totals []int64, peak int) *TimelineSeriesData {
+func downsampleTimeline(tl *memtimeline.Timeline, totals []int64, peak int) *TimelineSeriesData {
 	n := len(totals)
 	keep := make([]int, 0, min(n, maxTimelinePlotPoints))
 	if n <= maxTimelinePlotPoints {

@@ -14,6 +14,7 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/tracer"
@@ -88,13 +89,13 @@ func TestAttributeSnapshotPeak(t *testing.T) {
 }
 
 func TestAttributeTimeline(t *testing.T) {
-	cats := snapshot.TimelineCategories[:]
+	cats := memtimeline.Categories[:]
 	// One point per column: the peak is the second point (sum 1000 MiB).
 	bytes := map[string][]int64{
 		"Parameter": {100, 100}, "Optimizer state": {0, 200}, "Input": {10, 10}, "Temporary": {0, 40},
 		"Activation": {300, 500}, "Gradient": {0, 100}, "Autograd detail": {0, 20}, "Unknown": {0, 30},
 	}
-	tl := &snapshot.MemoryTimeline{Form: "plot", Categories: cats, TimesUS: []int64{1, 2}, Rank: -1}
+	tl := &memtimeline.Timeline{Form: "plot", Categories: cats, TimesUS: []int64{1, 2}, Rank: -1}
 	for _, c := range cats {
 		row := bytes[c]
 		tl.Bytes = append(tl.Bytes, []int64{row[0] * mib, row[1] * mib})

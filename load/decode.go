@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
 )
@@ -25,7 +26,7 @@ type Input struct {
 	// Tracer is set for memory-tracer peak-snapshot JSON ("tracer-json").
 	Tracer *tracer.File
 	// Timeline is set for torch.profiler memory timelines ("memory-timeline").
-	Timeline *snapshot.MemoryTimeline
+	Timeline *memtimeline.Timeline
 	// Log is set for training logs with memory lines ("megatron-log", "deepspeed-log", "torchtitan-log").
 	Log *snapshot.Log
 }

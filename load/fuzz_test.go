@@ -26,7 +26,7 @@ func addFileSeeds(f *testing.F, pattern string) {
 // snapshot JSON): it must never panic, and whatever it accepts must satisfy the model's invariants.
 func FuzzDecodeRuntimeJSON(f *testing.F) {
 	addFileSeeds(f, filepath.Join("..", "tracer", "testdata", "*.json"))
-	addFileSeeds(f, filepath.Join("..", "snapshot", "testdata", "timeline", "*.json"))
+	addFileSeeds(f, filepath.Join("..", "memtimeline", "testdata", "*.json"))
 	for _, s := range []string{
 		`{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": -4}]}}`,
 		`{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": 4, "shape": "torch.Size([2, 2])", "create_stack_trace": ["  File \"a.py\", line 1, in f\n    x\n"]}]}}`,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
 )
@@ -79,11 +80,11 @@ func decodeJSONList(s *input.JSONStream, name string) (*Input, error) {
 	}
 	switch tok {
 	case json.Delim('['):
-		tl, err := snapshot.DecodeTimelineRest(s)
+		tl, err := memtimeline.DecodeRest(s)
 		if err != nil {
 			return nil, err
 		}
-		return &Input{Path: name, Format: snapshot.FormatMemoryTimeline, Timeline: tl}, nil
+		return &Input{Path: name, Format: memtimeline.Format, Timeline: tl}, nil
 	case json.Delim('{'), json.Delim(']'):
 		snap, err := snapshot.DecodeJSONList(s, tok.(json.Delim))
 		if err != nil {

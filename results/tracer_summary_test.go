@@ -19,7 +19,7 @@ func runtimeFixture(name string) string {
 	kind, file, _ := strings.Cut(name, "/")
 	dirs := map[string][]string{
 		"tracer":   {"..", "tracer", "testdata"},
-		"timeline": {"..", "snapshot", "testdata", "timeline"},
+		"timeline": {"..", "memtimeline", "testdata"},
 		"logs":     {"..", "snapshot", "testdata", "logs"},
 	}
 	return filepath.Join(append(dirs[kind], filepath.FromSlash(file))...)

@@ -12,7 +12,7 @@ import (
 // timeline's rows must carry memscan's category names (its peak of 3400 B is optimizer state 2000, parameters
 // 1000, gradients 400, see snapshot/timeline_test.go), so they pair with the snapshot's categories.
 func TestCompareTimelineAgainstSnapshot(t *testing.T) {
-	tl := fixture(t, "snapshot/testdata/timeline/small_memory_timeline.json")
+	tl := fixture(t, "memtimeline/testdata/small_memory_timeline.json")
 	snap := fixture(t, "snapshot/testdata/v21_multi_device.pickle")
 	code, stdout, stderr := runCLI(t, "compare", "--no-plots", "--format", "json", "--out", t.TempDir(), tl, snap)
 	if code != exitOK {

@@ -1,4 +1,4 @@
-package snapshot_test
+package memtimeline_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/memtimeline"
 )
 
 // The timeline fixtures hold the same history twice. Raw events (t_ns, action, bytes, category):
@@ -48,12 +48,12 @@ func TestTimelineForms(t *testing.T) {
 		{"small.raw.json.gz", "raw", 8},
 	} {
 		t.Run(tc.form, func(t *testing.T) {
-			in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "timeline", tc.file))
+			in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
 			tl := in.Timeline
-			if in.Format != snapshot.FormatMemoryTimeline || tl == nil || tl.Form != tc.form || tl.Events != tc.events {
+			if in.Format != memtimeline.Format || tl == nil || tl.Form != tc.form || tl.Events != tc.events {
 				t.Fatalf("format %q form %q events %d", in.Format, tl.Form, tl.Events)
 			}
 			if !reflect.DeepEqual(tl.TimesUS, wantTimelineTimes) {
@@ -62,7 +62,7 @@ func TestTimelineForms(t *testing.T) {
 			if !reflect.DeepEqual(tl.Bytes, wantTimelineBytes) {
 				t.Errorf("bytes = %v, want %v", tl.Bytes, wantTimelineBytes)
 			}
-			if !reflect.DeepEqual(tl.Categories, snapshot.TimelineCategories[:]) {
+			if !reflect.DeepEqual(tl.Categories, memtimeline.Categories[:]) {
 				t.Errorf("categories = %v", tl.Categories)
 			}
 			if got := tl.Total(4); got != 3400 {

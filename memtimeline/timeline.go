@@ -1,4 +1,4 @@
-package snapshot
+package memtimeline
 
 import (
 	"cmp"
@@ -9,12 +9,12 @@ import (
 	"github.com/memscan/memscan/input"
 )
 
-// MemoryTimeline is a torch.profiler memory timeline (profiler.export_memory_timeline): bytes per category over
+// Timeline is a torch.profiler memory timeline (profiler.export_memory_timeline): bytes per category over
 // time for one device.
-type MemoryTimeline struct {
+type Timeline struct {
 	// Form is "plot" for the [times, sizes] JSON and "raw" for the .raw.json.gz event list.
 	Form string
-	// Categories are the category names in index order (TimelineCategories for files PyTorch writes).
+	// Categories are the category names in index order (Categories for files PyTorch writes).
 	Categories []string
 	// TimesUS holds one time per point in microseconds; pre-existing allocations (t = -1) are placed at the
 	// smallest positive time, as PyTorch does.
@@ -31,23 +31,23 @@ type MemoryTimeline struct {
 	Warnings []string
 }
 
-// TimelineCategories are torch.profiler's memory categories in the index order its exports use (the key order of
+// Categories are torch.profiler's memory categories in the index order its exports use (the key order of
 // _CATEGORY_TO_COLORS, which differs from the Category enum values); index 7 is "no category".
-var TimelineCategories = [...]string{"Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient", "Autograd detail", "Unknown"}
+var Categories = [...]string{"Parameter", "Optimizer state", "Input", "Temporary", "Activation", "Gradient", "Autograd detail", "Unknown"}
 
 // Raw-event action indexes (the Action enum values).
 const (
-	TimelinePreexisting      = 1
-	TimelineCreate           = 2
-	TimelineIncrementVersion = 3
-	TimelineDestroy          = 4
+	ActionPreexisting      = 1
+	ActionCreate           = 2
+	ActionIncrementVersion = 3
+	ActionDestroy          = 4
 )
 
 // Points returns the number of points.
-func (t *MemoryTimeline) Points() int { return len(t.TimesUS) }
+func (t *Timeline) Points() int { return len(t.TimesUS) }
 
 // Total returns the sum over categories at point i.
-func (t *MemoryTimeline) Total(i int) int64 {
+func (t *Timeline) Total(i int) int64 {
 	var n int64
 	for k := range t.Bytes {
 		n += t.Bytes[k][i]
@@ -61,13 +61,13 @@ const (
 	maxTimelineWidth  = 64
 )
 
-// DecodeTimelineRest decodes a timeline whose top-level '[' and the '[' of its first element have been read.
-func DecodeTimelineRest(s *input.JSONStream) (*MemoryTimeline, error) {
+// DecodeRest decodes a timeline whose top-level '[' and the '[' of its first element have been read.
+func DecodeRest(s *input.JSONStream) (*Timeline, error) {
 	first, err := intsRest(s, "[0]", nil, maxTimelinePoints)
 	if err != nil {
 		return nil, err
 	}
-	var tl *MemoryTimeline
+	var tl *Timeline
 	if !s.HasMore() {
 		// A single element can only be one raw event.
 		if len(first) != 4 {
@@ -135,8 +135,8 @@ func intsRest(s *input.JSONStream, path string, dst []int64, max int) ([]int64, 
 
 // decodePlotRows reads the rows of the plot form. open says whether the first row's '[' was consumed (false
 // means the sizes list was empty and its ']' was consumed).
-func decodePlotRows(s *input.JSONStream, times []int64, open bool) (*MemoryTimeline, error) {
-	tl := &MemoryTimeline{Form: "plot", TimesUS: times}
+func decodePlotRows(s *input.JSONStream, times []int64, open bool) (*Timeline, error) {
+	tl := &Timeline{Form: "plot", TimesUS: times}
 	width := -1
 	var row []int64
 	for i := 0; open; i++ {
@@ -199,8 +199,8 @@ func decodePlotRows(s *input.JSONStream, times []int64, open bool) (*MemoryTimel
 func timelineCategoryNames(n int) []string {
 	names := make([]string, n)
 	for k := range names {
-		if k < len(TimelineCategories) {
-			names[k] = TimelineCategories[k]
+		if k < len(Categories) {
+			names[k] = Categories[k]
 		} else {
 			names[k] = fmt.Sprintf("Category %d", k)
 		}
@@ -209,7 +209,7 @@ func timelineCategoryNames(n int) []string {
 }
 
 // decodeRawEvents reads the raw form: first is the first event, second the first number of the second.
-func decodeRawEvents(s *input.JSONStream, first []int64, second json.Number) (*MemoryTimeline, error) {
+func decodeRawEvents(s *input.JSONStream, first []int64, second json.Number) (*Timeline, error) {
 	if len(first) != 4 {
 		return nil, s.Errf("[0]", "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(first))
 	}
@@ -250,14 +250,14 @@ func decodeRawEvents(s *input.JSONStream, first []int64, second json.Number) (*M
 // buildRawTimeline accumulates raw events into points the way PyTorch's plot export does: nanoseconds become
 // microseconds, a new point starts whenever the time changes, every point carries the running totals, and the
 // pre-existing time -1 becomes the smallest positive time.
-func buildRawTimeline(s *input.JSONStream, events [][4]int64) (*MemoryTimeline, error) {
-	tl := &MemoryTimeline{Form: "raw", Events: len(events), Categories: timelineCategoryNames(len(TimelineCategories))}
+func buildRawTimeline(s *input.JSONStream, events [][4]int64) (*Timeline, error) {
+	tl := &Timeline{Form: "raw", Events: len(events), Categories: timelineCategoryNames(len(Categories))}
 	for i, e := range events {
-		if e[1] < TimelinePreexisting || e[1] > TimelineDestroy {
+		if e[1] < ActionPreexisting || e[1] > ActionDestroy {
 			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][1]", i), Msg: fmt.Sprintf("unknown action %d (want 1..4)", e[1])}
 		}
-		if e[3] < 0 || e[3] >= int64(len(TimelineCategories)) {
-			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][3]", i), Msg: fmt.Sprintf("unknown category %d (want 0..%d)", e[3], len(TimelineCategories)-1)}
+		if e[3] < 0 || e[3] >= int64(len(Categories)) {
+			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][3]", i), Msg: fmt.Sprintf("unknown category %d (want 0..%d)", e[3], len(Categories)-1)}
 		}
 		if e[0] < -1 {
 			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][0]", i), Msg: fmt.Sprintf("negative time (%d)", e[0])}
@@ -268,8 +268,8 @@ func buildRawTimeline(s *input.JSONStream, events [][4]int64) (*MemoryTimeline, 
 	slices.SortStableFunc(events, func(a, b [4]int64) int {
 		return cmp.Compare(usTime(a[0]), usTime(b[0]))
 	})
-	tl.Bytes = make([][]int64, len(TimelineCategories))
-	cur := make([]int64, len(TimelineCategories))
+	tl.Bytes = make([][]int64, len(Categories))
+	cur := make([]int64, len(Categories))
 	tMin := int64(-1)
 	for i, e := range events {
 		t := usTime(e[0])
@@ -295,7 +295,7 @@ func buildRawTimeline(s *input.JSONStream, events [][4]int64) (*MemoryTimeline, 
 	return tl, nil
 }
 
-func (t *MemoryTimeline) appendPoint(cur []int64) {
+func (t *Timeline) appendPoint(cur []int64) {
 	for k, v := range cur {
 		t.Bytes[k] = append(t.Bytes[k], v)
 	}
@@ -309,7 +309,7 @@ func usTime(ns int64) int64 {
 	return ns / 1000
 }
 
-func negativeTotalsWarning(tl *MemoryTimeline) []string {
+func negativeTotalsWarning(tl *Timeline) []string {
 	var out []string
 	for k, col := range tl.Bytes {
 		lowest, at := int64(0), -1
@@ -324,3 +324,6 @@ func negativeTotalsWarning(tl *MemoryTimeline) []string {
 	}
 	return out
 }
+
+// Format is the format name of a torch.profiler memory timeline.
+const Format = "memory-timeline"

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/trainlog"
 )
 
 // LogView is the analysis of the memory lines of one training log: runtime measurements per rank and iteration.
@@ -32,8 +32,8 @@ type LogView struct {
 	ReservedImbalancePct float64 `json:"reserved_imbalance_pct" msgpack:"reserved_imbalance_pct"`
 	// Theoretical is Megatron's last static estimate line; TheoryGapPct compares the measured peak allocated
 	// with its total (or with weight and optimizer when no total is printed): (measured/theory − 1) × 100.
-	Theoretical  *snapshot.LogTheoretical `json:"theoretical,omitempty" msgpack:"theoretical,omitempty"`
-	TheoryGapPct *float64                 `json:"theory_gap_pct,omitempty" msgpack:"theory_gap_pct,omitempty"`
+	Theoretical  *trainlog.Theoretical `json:"theoretical,omitempty" msgpack:"theoretical,omitempty"`
+	TheoryGapPct *float64              `json:"theory_gap_pct,omitempty" msgpack:"theory_gap_pct,omitempty"`
 	// CapacityBytes is the device capacity when the log states it (torchtitan).
 	CapacityBytes int64  `json:"capacity_bytes,omitempty" msgpack:"capacity_bytes,omitempty"`
 	DeviceName    string `json:"device_name,omitempty" msgpack:"device_name,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
+	"github.com/memscan/memscan/trainlog"
 )
 
 // Input is one decoded input file. Exactly one of the source fields is set.
@@ -28,7 +29,7 @@ type Input struct {
 	// Timeline is set for torch.profiler memory timelines ("memory-timeline").
 	Timeline *memtimeline.Timeline
 	// Log is set for training logs with memory lines ("megatron-log", "deepspeed-log", "torchtitan-log").
-	Log *snapshot.Log
+	Log *trainlog.Log
 }
 
 // DecodeFile opens and decodes one input file.
@@ -110,10 +111,10 @@ func seekStart(r io.Reader) (io.ReadSeeker, int64) {
 // decodeText decodes a training log: lines are streamed with a bounded buffer, and only memory lines are
 // kept. A log without any memory line is not recognised.
 func decodeText(ctx context.Context, name string, r io.Reader) (*Input, error) {
-	lg, err := snapshot.DecodeLog(ctx, name, r)
+	lg, err := trainlog.Decode(ctx, name, r)
 	if err != nil {
 		return nil, err
 	}
-	format := map[string]string{"megatron": snapshot.FormatMegatronLog, "deepspeed": snapshot.FormatDeepSpeedLog, "torchtitan": snapshot.FormatTorchtitanLog}[lg.Dialect]
+	format := map[string]string{"megatron": trainlog.FormatMegatron, "deepspeed": trainlog.FormatDeepSpeed, "torchtitan": trainlog.FormatTorchtitan}[lg.Dialect]
 	return &Input{Path: name, Format: format, Log: lg}, nil
 }

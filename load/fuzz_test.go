@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
+	"github.com/memscan/memscan/trainlog"
 )
 
 func addFileSeeds(f *testing.F, pattern string) {
@@ -48,11 +48,11 @@ func FuzzDecodeRuntimeJSON(f *testing.F) {
 
 // FuzzDecodeLog feeds arbitrary text through the log decoder.
 func FuzzDecodeLog(f *testing.F) {
-	addFileSeeds(f, filepath.Join("..", "snapshot", "testdata", "logs", "*.log"))
+	addFileSeeds(f, filepath.Join("..", "trainlog", "testdata", "*.log"))
 	f.Add([]byte("[Rank 3] (after 7 iterations) memory (MB) | allocated: 1e3 | max allocated: -2 | reserved: x | max reserved: 4\n"))
 	f.Add([]byte("MA 1 GB Max_MA 2 GB CA 3 GB Max_CA 4 GB\nstep: 3 memory: 1.5GiB(2.0%)\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		lg, err := snapshot.DecodeLog(context.Background(), "fuzz.log", bytes.NewReader(data))
+		lg, err := trainlog.Decode(context.Background(), "fuzz.log", bytes.NewReader(data))
 		if err != nil {
 			return
 		}

@@ -16,7 +16,7 @@ import (
 // rank 1 (max cached 2700 MB at iteration 2).
 func TestTrainingLogPeakPlaces(t *testing.T) {
 	ctx := context.Background()
-	in, err := load.DecodeFile(ctx, filepath.Join("..", "snapshot", "testdata", "logs", "megatron.log"))
+	in, err := load.DecodeFile(ctx, filepath.Join("..", "trainlog", "testdata", "megatron.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func runtimeFixture(name string) string {
 	dirs := map[string][]string{
 		"tracer":   {"..", "tracer", "testdata"},
 		"timeline": {"..", "memtimeline", "testdata"},
-		"logs":     {"..", "snapshot", "testdata", "logs"},
+		"logs":     {"..", "trainlog", "testdata"},
 	}
 	return filepath.Join(append(dirs[kind], filepath.FromSlash(file))...)
 }

@@ -1,4 +1,4 @@
-package snapshot_test
+package trainlog_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/trainlog"
 )
 
 // rec abbreviates an expected record: -1 marks a measure the line does not carry.
@@ -21,7 +21,7 @@ type wantRec struct {
 	label                            string
 }
 
-func checkRecords(t *testing.T, got []snapshot.LogRecord, want []wantRec) {
+func checkRecords(t *testing.T, got []trainlog.Record, want []wantRec) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d records, want %d: %+v", len(got), len(want), got)
@@ -40,12 +40,12 @@ func checkRecords(t *testing.T, got []snapshot.LogRecord, want []wantRec) {
 // rounded: e.g. 542.3623046875 MiB × 1048576 = 568708096, 12.34 GiB × 1073741824 = 13249974108.16 → 13249974108.
 func TestLogDialects(t *testing.T) {
 	t.Run("megatron", func(t *testing.T) {
-		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "megatron.log"))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "megatron.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		lg := in.Log
-		if in.Format != snapshot.FormatMegatronLog || lg.Dialect != "megatron" || lg.Lines != 8 {
+		if in.Format != trainlog.FormatMegatron || lg.Dialect != "megatron" || lg.Lines != 8 {
 			t.Fatalf("format %q dialect %q lines %d", in.Format, lg.Dialect, lg.Lines)
 		}
 		checkRecords(t, lg.Records, []wantRec{
@@ -65,12 +65,12 @@ func TestLogDialects(t *testing.T) {
 		}
 	})
 	t.Run("deepspeed", func(t *testing.T) {
-		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "deepspeed.log"))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "deepspeed.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		lg := in.Log
-		if in.Format != snapshot.FormatDeepSpeedLog || lg.Dialect != "deepspeed" {
+		if in.Format != trainlog.FormatDeepSpeed || lg.Dialect != "deepspeed" {
 			t.Fatalf("format %q dialect %q", in.Format, lg.Dialect)
 		}
 		checkRecords(t, lg.Records, []wantRec{
@@ -80,12 +80,12 @@ func TestLogDialects(t *testing.T) {
 		})
 	})
 	t.Run("torchtitan", func(t *testing.T) {
-		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "torchtitan.log"))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "torchtitan.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		lg := in.Log
-		if in.Format != snapshot.FormatTorchtitanLog || lg.Dialect != "torchtitan" {
+		if in.Format != trainlog.FormatTorchtitan || lg.Dialect != "torchtitan" {
 			t.Fatalf("format %q dialect %q", in.Format, lg.Dialect)
 		}
 		// torchtitan prints only the peak reserved memory (and its share of capacity), with ANSI colours.
@@ -102,7 +102,7 @@ func TestLogDialects(t *testing.T) {
 }
 
 func TestLogWithoutMemoryLines(t *testing.T) {
-	_, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "logs", "no_memory.log"))
+	_, err := load.DecodeFile(context.Background(), filepath.Join("testdata", "no_memory.log"))
 	var de *input.Error
 	if !errors.As(err, &de) || !errors.Is(err, input.ErrUnknownContent) || !strings.Contains(de.Msg, "no Megatron, DeepSpeed or torchtitan memory lines in 2 lines") {
 		t.Errorf("err = %v", err)
@@ -115,7 +115,7 @@ func TestLogLongLineSkipped(t *testing.T) {
 	first := "[Rank 0] (after 1 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0 | reserved: 3.0 | max reserved: 4.0\n"
 	long := strings.Repeat("x", 3<<20) + "\n"
 	last := "[Rank 0] (after 2 iterations) memory (MB) | allocated: 5.0 | max allocated: 6.0 | reserved: 7.0 | max reserved: 8.0"
-	lg, err := snapshot.DecodeLog(context.Background(), "long.log", strings.NewReader(first+long+last))
+	lg, err := trainlog.Decode(context.Background(), "long.log", strings.NewReader(first+long+last))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestLogLongLineSkipped(t *testing.T) {
 func TestLogCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := snapshot.DecodeLog(ctx, "c.log", strings.NewReader("a\nb\n"))
+	_, err := trainlog.Decode(ctx, "c.log", strings.NewReader("a\nb\n"))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}

@@ -1,4 +1,4 @@
-package snapshot
+package trainlog
 
 import (
 	"bufio"
@@ -19,9 +19,9 @@ type Log struct {
 	// Dialect is the framework whose lines dominate: "megatron", "deepspeed" or "torchtitan".
 	Dialect string
 	// Records are the memory lines in file order.
-	Records []LogRecord
+	Records []Record
 	// Theoretical are Megatron's "Theoretical memory footprints" lines (the static estimate it prints).
-	Theoretical []LogTheoretical
+	Theoretical []Theoretical
 	// CapacityBytes is the device capacity torchtitan prints at start-up ("CUDA capacity: ... with X GiB
 	// memory"); 0 when absent. DeviceName is the name on that line.
 	CapacityBytes int64
@@ -32,10 +32,10 @@ type Log struct {
 	Warnings     []string
 }
 
-// LogRecord is one memory line. Byte fields are -1 when the line does not carry them. Values printed in MB/GB are
+// Record is one memory line. Byte fields are -1 when the line does not carry them. Values printed in MB/GB are
 // MiB/GiB (all three frameworks divide by powers of 1024) and are converted to bytes, so a value rounded to 2
 // decimals in GiB is only accurate to about 5 MiB.
-type LogRecord struct {
+type Record struct {
 	Dialect string
 	Line    int   // 1-based line number
 	Offset  int64 // byte offset of the line start
@@ -57,8 +57,8 @@ type LogRecord struct {
 	CapacityPct float64
 }
 
-// LogTheoretical is one Megatron theoretical-memory line, in bytes (-1 when a part is not printed).
-type LogTheoretical struct {
+// Theoretical is one Megatron theoretical-memory line, in bytes (-1 when a part is not printed).
+type Theoretical struct {
 	Line                   int
 	Rank                   int
 	WeightAndOptimizerByte int64
@@ -89,8 +89,8 @@ var (
 	titanCapRe     = regexp.MustCompile(`CUDA capacity:\s*(.*?)\s+with\s+([0-9.]+)\s*GiB memory`)
 )
 
-// DecodeLog reads memory lines from a training log.
-func DecodeLog(ctx context.Context, name string, r io.Reader) (*Log, error) {
+// Decode reads memory lines from a training log.
+func Decode(ctx context.Context, name string, r io.Reader) (*Log, error) {
 	lg := &Log{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLogLineBytes)
@@ -187,8 +187,8 @@ func (lg *Log) warnf(format string, args ...any) {
 }
 
 // parseLogLine recognises one memory line of any dialect.
-func parseLogLine(line, prev string, lg *Log) (LogRecord, bool) {
-	rec := LogRecord{Rank: -1, Iteration: -1, AllocatedBytes: -1, MaxAllocatedBytes: -1, ReservedBytes: -1, MaxReservedBytes: -1, DeviceUsageBytes: -1, CapacityPct: -1}
+func parseLogLine(line, prev string, lg *Log) (Record, bool) {
+	rec := Record{Rank: -1, Iteration: -1, AllocatedBytes: -1, MaxAllocatedBytes: -1, ReservedBytes: -1, MaxReservedBytes: -1, DeviceUsageBytes: -1, CapacityPct: -1}
 	if m := launcherRankRe.FindStringSubmatch(line); m != nil {
 		rec.Rank = atoiOr(m[1], -1)
 	}
@@ -273,12 +273,12 @@ func parseLogLine(line, prev string, lg *Log) (LogRecord, bool) {
 	return rec, false
 }
 
-func parseTheoretical(line string) (LogTheoretical, bool) {
+func parseTheoretical(line string) (Theoretical, bool) {
 	m := theoreticalRe.FindStringSubmatch(line)
 	if m == nil {
-		return LogTheoretical{}, false
+		return Theoretical{}, false
 	}
-	t := LogTheoretical{Rank: -1, WeightAndOptimizerByte: -1, ActivationBytes: -1, TotalBytes: -1}
+	t := Theoretical{Rank: -1, WeightAndOptimizerByte: -1, ActivationBytes: -1, TotalBytes: -1}
 	if r := launcherRankRe.FindStringSubmatch(line); r != nil {
 		t.Rank = atoiOr(r[1], -1)
 	}
@@ -316,3 +316,10 @@ func atoiOr(s string, def int) int {
 	}
 	return n
 }
+
+// Format names of the log dialects.
+const (
+	FormatMegatron   = "megatron-log"
+	FormatDeepSpeed  = "deepspeed-log"
+	FormatTorchtitan = "torchtitan-log"
+)

@@ -1,8 +1,0 @@
-package snapshot
-
-// Formats produced by the JSON and text decoders.
-const (
-	FormatMegatronLog    = "megatron-log"
-	FormatDeepSpeedLog   = "deepspeed-log"
-	FormatTorchtitanLog  = "torchtitan-log"
-)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/units"
 )
 
@@ -25,11 +26,9 @@ type Run struct {
 	Cross *Cross `json:"cross,omitempty" msgpack:"cross,omitempty"`
 }
 
-// Failure is an input that could not be decoded or analyzed.
-type Failure struct {
-	File  string `json:"file" msgpack:"file"`
-	Error string `json:"error" msgpack:"error"`
-}
+// Failure is an input that could not be decoded or analyzed. It is load's type, so that discovery and
+// analysis failures share one list.
+type Failure = load.Failure
 
 // Report is the analysis of one input. The JSON form of a Report is one element of summary.json's inputs[].
 type Report struct {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,9 +20,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
@@ -190,7 +189,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	files, failures := discoverInputs(inputs, flags.out)
+	files, failures := load.Discover(inputs, load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir})
 	for _, f := range failures {
 		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.File, f.Error)
 	}
@@ -350,200 +349,6 @@ func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.Prog
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionThrottle(100*time.Millisecond),
 	)
-}
-
-// discoverInputs expands INPUT arguments into a sorted, de-duplicated file list. Named files are taken as they
-// are; directories are walked for snapshot-like files; anything else is tried as a glob. Arguments that yield
-// nothing become failures, so the other inputs are still analyzed.
-func discoverInputs(args []string, outRoot string) ([]string, []analyze.Failure) {
-	var files []string
-	var failures []analyze.Failure
-	outAbs, _ := filepath.Abs(outRoot)
-	for _, arg := range args {
-		fi, err := os.Stat(arg)
-		switch {
-		case err == nil && fi.IsDir():
-			found, err := walkInputs(arg, outAbs)
-			if err != nil {
-				failures = append(failures, analyze.Failure{File: arg, Error: err.Error()})
-			} else if len(found) == 0 {
-				failures = append(failures, analyze.Failure{File: arg, Error: "no snapshot, tracer, timeline or log files found in this directory"})
-			}
-			files = append(files, found...)
-		case err == nil:
-			files = append(files, arg)
-		case hasGlobMeta(arg):
-			matches, gerr := filepath.Glob(arg)
-			if gerr != nil {
-				failures = append(failures, analyze.Failure{File: arg, Error: "bad glob pattern: " + gerr.Error()})
-				continue
-			}
-			var n int
-			for _, m := range matches {
-				mi, err := os.Stat(m)
-				if err != nil {
-					continue
-				}
-				if mi.IsDir() {
-					found, _ := walkInputs(m, outAbs)
-					n += len(found)
-					files = append(files, found...)
-					continue
-				}
-				n++
-				files = append(files, m)
-			}
-			if n == 0 {
-				failures = append(failures, analyze.Failure{File: arg, Error: "no files match this pattern"})
-			}
-		default:
-			failures = append(failures, analyze.Failure{File: arg, Error: errorText(err)})
-		}
-	}
-	sort.SliceStable(files, func(i, j int) bool { return naturalLess(files[i], files[j]) })
-	files = dedupe(files)
-	return files, failures
-}
-
-// errorText strips the "stat NAME:" prefix that the failure line already carries.
-func errorText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
-func hasGlobMeta(s string) bool { return strings.ContainsAny(s, "*?[") }
-
-// walkInputs lists the snapshot-like files under dir in lexical order, skipping hidden directories and
-// memscan's own results (run directories and the results root).
-func walkInputs(dir, outAbs string) ([]string, error) {
-	var found []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil // an unreadable subdirectory is skipped, not fatal
-		}
-		if d.IsDir() {
-			if p != dir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__pycache__" || d.Name() == "node_modules") {
-				return filepath.SkipDir
-			}
-			if abs, err := filepath.Abs(p); err == nil && abs == outAbs && p != dir {
-				return filepath.SkipDir
-			}
-			if isRunDir(p) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !isInputName(d.Name()) {
-			return nil
-		}
-		regular := d.Type().IsRegular()
-		if d.Type()&fs.ModeSymlink != 0 {
-			// Follow links to files (not to directories, which could loop).
-			fi, err := os.Stat(p)
-			regular = err == nil && fi.Mode().IsRegular()
-		}
-		if regular {
-			found = append(found, p)
-		}
-		return nil
-	})
-	return found, err
-}
-
-// isRunDir reports whether dir is a memscan run directory (its report files are outputs, not inputs): one that
-// analyze, merge, compare or calibrate wrote.
-func isRunDir(dir string) bool {
-	has := func(files ...string) bool {
-		for _, f := range files {
-			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-				return false
-			}
-		}
-		return true
-	}
-	return has(results.FileSummary, results.FileMsgpack) || has(mergeJSONFile, mergeMsgpackFile) ||
-		has(compareJSONFile, compareMarkdownFile) || has(calibrate.FileJSON, calibrate.FileMarkdown)
-}
-
-// isInputName reports whether a file found in a directory walk looks like something memscan reads. Named
-// files are always tried; this only keeps directory walks from picking up configs and checkpoints.
-func isInputName(name string) bool {
-	lower := strings.ToLower(name)
-	hint := func() bool {
-		for _, k := range []string{"snapshot", "memory", "mem_", "tracer", "timeline", "peak", "rank", "oom"} {
-			if strings.Contains(lower, k) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case strings.HasSuffix(lower, ".pickle"), strings.HasSuffix(lower, ".pkl"), strings.HasSuffix(lower, ".log"):
-		return true
-	case strings.HasSuffix(lower, ".json"), strings.HasSuffix(lower, ".json.gz"), strings.HasSuffix(lower, ".pt"):
-		return hint() // a run directory also holds configs and checkpoints
-	case strings.HasSuffix(lower, ".msgpack"), strings.HasSuffix(lower, ".png"), strings.HasSuffix(lower, ".md"), strings.HasSuffix(lower, ".txt"):
-		return false
-	}
-	return strings.Contains(lower, "snapshot")
-}
-
-// naturalLess orders paths with digit runs compared as numbers, so rank2 sorts before rank10.
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := digitPrefix(a), digitPrefix(b)
-		if da != "" && db != "" {
-			na, nb := strings.TrimLeft(da, "0"), strings.TrimLeft(db, "0")
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			if na != nb {
-				return na < nb
-			}
-			if len(da) != len(db) {
-				return len(da) < len(db)
-			}
-			a, b = a[len(da):], b[len(db):]
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func digitPrefix(s string) string {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return s[:i]
-}
-
-// dedupe drops repeated paths (the same file named twice, or found by a glob and a directory) from a sorted list.
-func dedupe(files []string) []string {
-	seen := map[string]bool{}
-	out := files[:0]
-	for _, f := range files {
-		key := filepath.Clean(f)
-		if abs, err := filepath.Abs(f); err == nil {
-			key = abs
-		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		out = append(out, f)
-	}
-	return out
 }
 
 // summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.

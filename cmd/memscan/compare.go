@@ -128,10 +128,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	mdOpt := analyze.CompareMarkdownOptions{Rows: f.rows, Images: images}
-	if err := results.WriteFile(filepath.Join(dir, compareMarkdownFile), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, results.FileCompareMarkdown), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
 		return err
 	}
-	if err := results.WriteFile(filepath.Join(dir, compareJSONFile), func(w io.Writer) error { return units.WriteJSON(w, cmp) }); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) }); err != nil {
 		return err
 	}
 	if err := results.UpdateLatest(f.out, dir); err != nil {
@@ -184,12 +184,6 @@ func loadCompareInput(ctx context.Context, path string, opts analyze.Options) (a
 	}
 	return out, nil
 }
-
-// Files a comparison writes into its run directory.
-const (
-	compareMarkdownFile = "compare.md"
-	compareJSONFile     = "compare.json"
-)
 
 // compareChartRows bounds the rows drawn per chart (largest changes first).
 const compareChartRows = 15

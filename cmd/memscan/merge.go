@@ -23,13 +23,6 @@ import (
 	"github.com/memscan/memscan/units"
 )
 
-// Files that runMerge writes into its run directory.
-const (
-	mergeTextFile    = "cross_rank_report.txt"
-	mergeJSONFile    = "cross_rank.json"
-	mergeMsgpackFile = "cross_rank.msgpack"
-)
-
 // runMerge joins per-rank summaries (rank summary msgpack files, or report.msgpack files of earlier runs) into
 // one cross-rank report. Summaries are read by a bounded pool; each worker folds its files into its own Merger
 // and the workers' mergers are merged at the end, which gives the same result as one sequential pass because
@@ -260,13 +253,13 @@ func writeMergeRun(root, name, firstArg string, res *analyze.CrossRank) (string,
 	write := func(file string, fill func(w io.Writer) error) error {
 		return results.WriteFile(filepath.Join(dir, file), fill)
 	}
-	if err := write(mergeTextFile, func(w io.Writer) error { return res.WriteText(w, 0) }); err != nil {
+	if err := write(results.FileCrossRankText, func(w io.Writer) error { return res.WriteText(w, 0) }); err != nil {
 		return "", err
 	}
-	if err := write(mergeJSONFile, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {
+	if err := write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {
 		return "", err
 	}
-	if err := write(mergeMsgpackFile, func(w io.Writer) error { return msgpack.NewEncoder(w).Encode(res) }); err != nil {
+	if err := write(results.FileCrossRankMsgpack, func(w io.Writer) error { return msgpack.NewEncoder(w).Encode(res) }); err != nil {
 		return "", err
 	}
 	if err := results.UpdateLatest(root, dir); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/results"
 )
 
 // writeSummaries writes n rank summaries under dir/ranks/ with reserved = (rank+1) GiB, so the expected sum,
@@ -82,7 +83,7 @@ func TestMergeCLI(t *testing.T) {
 		})
 	}
 	// The run directory holds all three renderings and latest points at it.
-	for _, f := range []string{mergeTextFile, mergeJSONFile, mergeMsgpackFile} {
+	for _, f := range []string{results.FileCrossRankText, results.FileCrossRankJSON, results.FileCrossRankMsgpack} {
 		if _, err := os.Stat(filepath.Join(out, "latest", f)); err != nil {
 			t.Errorf("run dir: %v", err)
 		}

@@ -12,9 +12,9 @@ import (
 // OutlierPct is how far above the median (of the same iteration) an input's reserved bytes must be to be an outlier.
 const OutlierPct = 10.0
 
-// recordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
+// RecordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
 // tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
-func recordedPeak(r *Report) (int64, bool) {
+func (r *Report) RecordedPeak() (int64, bool) {
 	switch {
 	case r.Peak != nil:
 		return r.Peak.Bytes, true
@@ -42,7 +42,7 @@ func CrossInputs(reports []*Report) *Cross {
 		if r.HasAllocatorTotals() {
 			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = r.ReservedBytes, r.AllocatedBytes, r.EfficiencyPct
 		}
-		if p, ok := recordedPeak(r); ok {
+		if p, ok := r.RecordedPeak(); ok {
 			row.PeakBytes = p
 		}
 		rows = append(rows, row)

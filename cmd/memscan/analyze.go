@@ -23,6 +23,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/merge"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
@@ -354,7 +355,7 @@ func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.Prog
 // summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.
 const summarySuffix = ".summary.msgpack"
 
-// writeRankSummaries is the --summary-only path: one compact analyze.RankSummary per input, written beside the
+// writeRankSummaries is the --summary-only path: one compact merge.RankSummary per input, written beside the
 // input (or into --out), so that each rank can be summarized where its snapshot lives and merged anywhere.
 func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int, flags *analyzeFlags, stdout, stderr io.Writer) error {
 	if flags.summaryDir != "" {
@@ -369,8 +370,8 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 			// iteration_N), so the name also carries what the path says about rank and iteration.
 			path = filepath.Join(flags.summaryDir, results.InputName(r.File)+"_"+filepath.Base(r.File)+summarySuffix)
 		}
-		s := analyze.Summarize(r)
-		if err := results.WriteFile(path, func(w io.Writer) error { return analyze.WriteSummary(w, s) }); err != nil {
+		s := merge.Summarize(r)
+		if err := results.WriteFile(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
 			return fmt.Errorf("analyze: %w", err) // WriteFile's error names the path
 		}
 		if !flags.quiet {
@@ -386,7 +387,7 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 
 // summaryMeasures renders the --summary-only line's measures with what the input kind recorded: a tracer file,
 // profiler timeline or log has no allocator totals, so those print "-" rather than a made-up 0 B.
-func summaryMeasures(r *analyze.Report, s *analyze.RankSummary) string {
+func summaryMeasures(r *analyze.Report, s *merge.RankSummary) string {
 	dash := func(n int64, ok bool) string {
 		if !ok || n < 0 {
 			return "-"

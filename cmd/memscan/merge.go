@@ -18,7 +18,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/merge"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/units"
 )
@@ -77,11 +77,11 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(files) == 0 {
 		return &exitError{code: exitFailed, err: fmt.Errorf("merge: no .msgpack files under %s", strings.Join(fs.Args(), ", "))}
 	}
-	opts := analyze.MergeOptions{Stages: *stages, World: *world}
+	opts := merge.Options{Stages: *stages, World: *world}
 	if opts.Stages > 0 && opts.World == 0 {
 		// The world is the highest rank + 1 among the summaries merged, not the file count: a folder may hold
 		// several iterations of every rank. Summaries are small, so a first pass to find it is cheap.
-		pre, _, err := mergeFiles(ctx, files, analyze.MergeOptions{}, *jobs, iteration)
+		pre, _, err := mergeFiles(ctx, files, merge.Options{}, *jobs, iteration)
 		if err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	default:
-		if err := res.WriteText(stdout, *rows); err != nil {
+		if err := results.WriteCrossRankText(stdout, res, *rows); err != nil {
 			return err
 		}
 	}
@@ -157,9 +157,9 @@ func summaryFiles(args []string) ([]string, error) {
 
 // mergeFiles reads files with a bounded pool. Memory stays at one Merger per worker plus the files in flight.
 // iteration says which summaries are kept.
-func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, jobs int, iteration iterationFilter) (*analyze.Merger, []error, error) {
+func mergeFiles(ctx context.Context, files []string, opts merge.Options, jobs int, iteration iterationFilter) (*merge.Merger, []error, error) {
 	jobs = min(jobs, len(files))
-	mergers := make([]*analyze.Merger, jobs)
+	mergers := make([]*merge.Merger, jobs)
 	fails := make([][]error, jobs)
 	next := make(chan string)
 	g, gctx := errgroup.WithContext(ctx)
@@ -175,10 +175,10 @@ func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, 
 		return nil
 	})
 	for w := range jobs {
-		mergers[w] = analyze.NewMerger(opts)
+		mergers[w] = merge.New(opts)
 		g.Go(func() error {
 			for f := range next {
-				sums, err := analyze.ReadSummaryFile(f)
+				sums, err := merge.ReadSummaryFile(f)
 				if err != nil {
 					fails[w] = append(fails[w], err)
 					continue
@@ -196,7 +196,7 @@ func mergeFiles(ctx context.Context, files []string, opts analyze.MergeOptions, 
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	total := analyze.NewMerger(opts)
+	total := merge.New(opts)
 	var failures []error
 	for w := range jobs {
 		total.Merge(mergers[w])
@@ -241,7 +241,7 @@ func (f iterationFilter) String() string {
 
 // writeMergeRun writes the report into a new run directory and points latest at it.
 // The default name is the first argument's base name (a directory, usually) and the rank count.
-func writeMergeRun(root, name, firstArg string, res *analyze.CrossRank) (string, error) {
+func writeMergeRun(root, name, firstArg string, res *merge.CrossRank) (string, error) {
 	if name == "" {
 		base := strings.TrimSuffix(filepath.Base(filepath.Clean(firstArg)), filepath.Ext(firstArg))
 		name = results.SanitizeName(base) + "_merge_" + fmt.Sprint(res.Ranks) + "ranks"
@@ -253,7 +253,7 @@ func writeMergeRun(root, name, firstArg string, res *analyze.CrossRank) (string,
 	write := func(file string, fill func(w io.Writer) error) error {
 		return results.WriteFile(filepath.Join(dir, file), fill)
 	}
-	if err := write(results.FileCrossRankText, func(w io.Writer) error { return res.WriteText(w, 0) }); err != nil {
+	if err := write(results.FileCrossRankText, func(w io.Writer) error { return results.WriteCrossRankText(w, res, 0) }); err != nil {
 		return "", err
 	}
 	if err := write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {

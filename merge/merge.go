@@ -1,4 +1,4 @@
-package analyze
+package merge
 
 import (
 	"cmp"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/memscan/memscan/analyze"
 
 	"github.com/memscan/memscan/units"
 )
@@ -24,7 +26,7 @@ type RankSummary struct {
 	File      string `json:"file" msgpack:"file"`
 	Rank      int    `json:"rank" msgpack:"rank"`           // -1 when unknown
 	Iteration int    `json:"iteration" msgpack:"iteration"` // -1 when unknown
-	// Stage is the pipeline stage, -1 when unknown (the merger can derive it from the rank, see MergeOptions).
+	// Stage is the pipeline stage, -1 when unknown (the merger can derive it from the rank, see Options).
 	Stage   int   `json:"stage" msgpack:"stage"`
 	Devices []int `json:"devices" msgpack:"devices"`
 
@@ -36,9 +38,9 @@ type RankSummary struct {
 	LargestFreeBlockBytes int64 `json:"largest_free_block_bytes" msgpack:"largest_free_block_bytes"`
 	// PeakBytes is the trace's peak of live allocated bytes, or AllocatedBytes when there is no trace; for a
 	// tracer file, profiler timeline or log, the peak it recorded.
-	PeakBytes  int64          `json:"peak_bytes" msgpack:"peak_bytes"`
-	OOMs       int            `json:"ooms" msgpack:"ooms"`
-	Categories []CategoryStat `json:"categories" msgpack:"categories"`
+	PeakBytes  int64                  `json:"peak_bytes" msgpack:"peak_bytes"`
+	OOMs       int                    `json:"ooms" msgpack:"ooms"`
+	Categories []analyze.CategoryStat `json:"categories" msgpack:"categories"`
 }
 
 // summaryCategories is how many categories a summary (and a merged report) keeps, largest first; the rule sets
@@ -46,7 +48,7 @@ type RankSummary struct {
 const summaryCategories = 64
 
 // Summarize reduces a report to its rank summary.
-func Summarize(r *Report) *RankSummary {
+func Summarize(r *analyze.Report) *RankSummary {
 	s := &RankSummary{
 		Kind: SummaryKind, Version: SummaryVersion, File: r.File, Rank: r.Rank, Iteration: r.Iteration, Stage: -1,
 		Devices:               slices.Clone(r.Devices),
@@ -61,11 +63,13 @@ func Summarize(r *Report) *RankSummary {
 	}
 	// The peak the input recorded, as CrossInputs reads it: a tracer file or profiler timeline has no allocator
 	// totals, so falling back to AllocatedBytes would summarize its rank as 0 bytes at the peak.
-	if p, ok := recordedPeak(r); ok {
+	if p, ok := r.RecordedPeak(); ok {
 		s.PeakBytes = p
 	}
 	cats := slices.Clone(r.Categories)
-	slices.SortFunc(cats, func(a, b CategoryStat) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name)) })
+	slices.SortFunc(cats, func(a, b analyze.CategoryStat) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name))
+	})
 	if len(cats) > summaryCategories {
 		cats = cats[:summaryCategories]
 	}
@@ -73,8 +77,8 @@ func Summarize(r *Report) *RankSummary {
 	return s
 }
 
-// MergeOptions control how summaries are grouped.
-type MergeOptions struct {
+// Options control how summaries are grouped.
+type Options struct {
 	// Stages and World derive a summary's pipeline stage from its rank when the summary has none: ranks are
 	// split into Stages contiguous groups of World/Stages ranks (pipeline parallelism as the outermost mesh
 	// dimension, torchtitan's default). Zero leaves such summaries without a stage.
@@ -113,7 +117,7 @@ func bigger(a, b RankRow) int {
 // extremes, a log-bucket sketch per metric (medians within 1%), per-category and per-stage sums, and the TopK
 // largest ranks.
 type Merger struct {
-	opts       MergeOptions
+	opts       Options
 	rows       []RankRow // one per summary added
 	oomRanks   int
 	ooms       int
@@ -123,19 +127,19 @@ type Merger struct {
 	peak       stat
 	internal   int64
 	external   int64
-	categories map[string]*CategoryStat
+	categories map[string]*analyze.CategoryStat
 	stages     map[int]*StageStat
 	top        []RankRow // the TopK largest by reserved, sorted by bigger
 	// iterations counts summaries per iteration (−1: unknown); a handful of keys, since a dump holds few steps.
 	iterations map[int]int
 }
 
-// NewMerger returns an empty merger.
-func NewMerger(opts MergeOptions) *Merger {
+// New returns an empty merger.
+func New(opts Options) *Merger {
 	if opts.TopK <= 0 {
 		opts.TopK = DefaultTopK
 	}
-	return &Merger{opts: opts, categories: map[string]*CategoryStat{}, stages: map[int]*StageStat{}, iterations: map[int]int{}}
+	return &Merger{opts: opts, categories: map[string]*analyze.CategoryStat{}, stages: map[int]*StageStat{}, iterations: map[int]int{}}
 }
 
 // stat accumulates one metric over ranks.
@@ -292,10 +296,10 @@ func (m *Merger) Add(s *RankSummary) {
 }
 
 // addCategory adds c's bytes and count to the category of its name.
-func (m *Merger) addCategory(c CategoryStat) {
+func (m *Merger) addCategory(c analyze.CategoryStat) {
 	cs := m.categories[c.Name]
 	if cs == nil {
-		cs = &CategoryStat{Name: c.Name}
+		cs = &analyze.CategoryStat{Name: c.Name}
 		m.categories[c.Name] = cs
 	}
 	cs.Bytes += c.Bytes
@@ -374,12 +378,12 @@ type CrossRank struct {
 	InternalFreeBytes int64   `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
 	ExternalFreeBytes int64   `json:"external_free_bytes" msgpack:"external_free_bytes"`
 	// Outliers are ranks reserving more than OutlierPct above the median, largest first (at most TopK).
-	Outliers        []RankRow        `json:"outliers" msgpack:"outliers"`
-	Stages          []StageStat      `json:"stages" msgpack:"stages"`
-	Categories      []CategoryStat   `json:"categories" msgpack:"categories"`
-	OOMs            int              `json:"ooms" msgpack:"ooms"`
-	OOMRanks        int              `json:"oom_ranks" msgpack:"oom_ranks"`
-	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
+	Outliers        []RankRow                `json:"outliers" msgpack:"outliers"`
+	Stages          []StageStat              `json:"stages" msgpack:"stages"`
+	Categories      []analyze.CategoryStat   `json:"categories" msgpack:"categories"`
+	OOMs            int                      `json:"ooms" msgpack:"ooms"`
+	OOMRanks        int                      `json:"oom_ranks" msgpack:"oom_ranks"`
+	Recommendations []analyze.Recommendation `json:"recommendations" msgpack:"recommendations"`
 	// Iterations lists the iterations (−1: unknown) when the summaries come from more than one: then a rank
 	// appears once per iteration, Ranks counts summaries, and the statistics mix steps.
 	Iterations []int `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
@@ -413,7 +417,7 @@ func (m *Merger) Result() *CrossRank {
 	c := &CrossRank{Kind: CrossRankKind, Version: SummaryVersion, Ranks: len(m.rows), Rows: slices.Clone(m.rows),
 		Reserved: m.reserved.stats(), Allocated: m.allocated.stats(), Peak: m.peak.stats(),
 		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
-		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []CategoryStat{}, Recommendations: []Recommendation{}}
+		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []analyze.CategoryStat{}, Recommendations: []analyze.Recommendation{}}
 	slices.SortStableFunc(c.Rows, rowOrder)
 	if len(m.iterations) > 1 {
 		for it := range m.iterations {
@@ -434,7 +438,7 @@ func (m *Merger) Result() *CrossRank {
 		c.EfficiencyPct = float64(m.requested.Sum) / float64(m.reserved.Sum) * 100
 	}
 	for _, r := range m.top {
-		if c.Reserved.Median > 0 && float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+OutlierPct/100) {
+		if c.Reserved.Median > 0 && float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+analyze.OutlierPct/100) {
 			c.Outliers = append(c.Outliers, r)
 		}
 	}
@@ -449,9 +453,11 @@ func (m *Merger) Result() *CrossRank {
 	for _, cs := range m.categories {
 		c.Categories = append(c.Categories, *cs)
 	}
-	slices.SortFunc(c.Categories, func(a, b CategoryStat) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name)) })
+	slices.SortFunc(c.Categories, func(a, b analyze.CategoryStat) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name))
+	})
 	if len(c.Categories) > summaryCategories {
-		rest := CategoryStat{Name: "(other categories)"}
+		rest := analyze.CategoryStat{Name: "(other categories)"}
 		for _, cs := range c.Categories[summaryCategories-1:] {
 			rest.Bytes += cs.Bytes
 			rest.Count += cs.Count
@@ -463,22 +469,22 @@ func (m *Merger) Result() *CrossRank {
 }
 
 // crossRankAdvice turns the merged numbers into advice.
-func crossRankAdvice(c *CrossRank) []Recommendation {
-	out := []Recommendation{}
+func crossRankAdvice(c *CrossRank) []analyze.Recommendation {
+	out := []analyze.Recommendation{}
 	if len(c.Iterations) > 1 {
-		out = append(out, Recommendation{ID: "mixed-iterations", Severity: "warning",
+		out = append(out, analyze.Recommendation{ID: "mixed-iterations", Severity: "warning",
 			Title:    "Summaries from several iterations are merged as if they were ranks",
-			Evidence: fmt.Sprintf("%d summaries come from %d iterations (%s)", c.Ranks, len(c.Iterations), joinInts(c.Iterations)),
+			Evidence: fmt.Sprintf("%d summaries come from %d iterations (%s)", c.Ranks, len(c.Iterations), IterationList(c.Iterations)),
 			Value:    float64(len(c.Iterations)), Threshold: 1,
 			Advice: "Ranks are compared within one training step: merge one iteration at a time " +
-				"(memscan merge --iteration N DIR" + unknownIterationHint(c.Iterations) + "), and compare iterations with memscan compare."})
+				"(memscan merge --iteration N DIR" + UnknownIterationHint(c.Iterations) + "), and compare iterations with memscan compare."})
 	}
-	if c.Ranks >= 2 && c.ImbalancePct > OutlierPct {
-		out = append(out, Recommendation{ID: "rank-imbalance", Severity: "warning",
+	if c.Ranks >= 2 && c.ImbalancePct > analyze.OutlierPct {
+		out = append(out, analyze.Recommendation{ID: "rank-imbalance", Severity: "warning",
 			Title: "Reserved memory is unbalanced across ranks",
 			Evidence: fmt.Sprintf("rank %d reserves %s, %.0f%% above the median of %s over %d ranks",
 				c.Reserved.MaxRank, units.Bytes(c.Reserved.Max), c.ImbalancePct, units.Bytes(c.Reserved.Median), c.Ranks),
-			Value: c.ImbalancePct, Threshold: OutlierPct,
+			Value: c.ImbalancePct, Threshold: analyze.OutlierPct,
 			Advice: "The largest rank decides whether the job fits. Check the pipeline split (layers per stage), " +
 				"uneven data or sequence lengths, and rank-0-only work such as logging or evaluation."})
 	}
@@ -487,7 +493,7 @@ func crossRankAdvice(c *CrossRank) []Recommendation {
 		if last.MeanReserved > 0 {
 			ratio := float64(first.MeanReserved) / float64(last.MeanReserved)
 			if ratio > 1.25 {
-				out = append(out, Recommendation{ID: "pipeline-stage-skew", Severity: "info",
+				out = append(out, analyze.Recommendation{ID: "pipeline-stage-skew", Severity: "info",
 					Title: "Early pipeline stages hold more memory",
 					Evidence: fmt.Sprintf("stage %d averages %s per rank, stage %d %s (%.2f×)",
 						first.Stage, units.Bytes(first.MeanReserved), last.Stage, units.Bytes(last.MeanReserved), ratio),
@@ -498,7 +504,7 @@ func crossRankAdvice(c *CrossRank) []Recommendation {
 		}
 	}
 	if c.OOMRanks > 0 {
-		out = append(out, Recommendation{ID: "rank-oom", Severity: "critical",
+		out = append(out, analyze.Recommendation{ID: "rank-oom", Severity: "critical",
 			Title:    "Some ranks ran out of memory",
 			Evidence: fmt.Sprintf("%d OOM events on %d of %d ranks", c.OOMs, c.OOMRanks, c.Ranks),
 			Value:    float64(c.OOMRanks), Threshold: 0,
@@ -507,8 +513,8 @@ func crossRankAdvice(c *CrossRank) []Recommendation {
 	return out
 }
 
-// joinInts renders 10, 20, 30 (−1 as "unknown").
-func joinInts(v []int) string {
+// IterationList renders iterations as "10, 20, 30" (−1, a summary whose path named none, as "unknown").
+func IterationList(v []int) string {
 	parts := make([]string, len(v))
 	for i, x := range v {
 		parts[i] = fmt.Sprint(x)
@@ -517,4 +523,12 @@ func joinInts(v []int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// UnknownIterationHint names --iteration none when some summaries do not know their iteration (−1).
+func UnknownIterationHint(iterations []int) string {
+	if slices.Contains(iterations, -1) {
+		return " (none: iteration unknown)"
+	}
+	return ""
 }

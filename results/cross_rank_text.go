@@ -1,22 +1,24 @@
-package analyze
+package results
 
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/merge"
 
 	"github.com/memscan/memscan/units"
 )
 
-// WriteText renders the cross-rank report as plain text. maxRows bounds the per-rank table (0 = all rows);
+// WriteCrossRankText renders memscan merge's cross-rank report as plain text. maxRows bounds the per-rank table (0 = all rows);
 // the rows shown are the first in rank order, and the outlier section names the largest ranks regardless.
-func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
+func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 	var b strings.Builder
 	if len(c.Iterations) > 1 {
 		fmt.Fprintf(&b, "Cross-rank memory report: %d summaries from %d iterations (%s); merge one with --iteration N%s\n\n",
-			c.Ranks, len(c.Iterations), joinInts(c.Iterations), unknownIterationHint(c.Iterations))
+			c.Ranks, len(c.Iterations), merge.IterationList(c.Iterations), merge.UnknownIterationHint(c.Iterations))
 	} else {
 		fmt.Fprintf(&b, "Cross-rank memory report: %d ranks\n\n", c.Ranks)
 	}
@@ -24,7 +26,7 @@ func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 	fmt.Fprintf(tw, "metric\tmin\tmedian\tp90\tmax\tmax rank\tsum\t\n")
 	for _, m := range []struct {
 		name string
-		s    MetricStats
+		s    merge.MetricStats
 	}{{"reserved", c.Reserved}, {"allocated", c.Allocated}, {"peak", c.Peak}} {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", m.name, units.Bytes(m.s.Min), units.Bytes(m.s.Median),
 			units.Bytes(m.s.P90), units.Bytes(m.s.Max), m.s.MaxRank, units.Bytes(m.s.Sum))
@@ -36,7 +38,7 @@ func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 		units.Bytes(c.InternalFreeBytes), units.Bytes(c.ExternalFreeBytes), c.OOMs, c.OOMRanks)
 
 	if len(c.Outliers) > 0 {
-		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", OutlierPct, units.Bytes(c.Reserved.Median))
+		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", analyze.OutlierPct, units.Bytes(c.Reserved.Median))
 		for _, r := range c.Outliers {
 			fmt.Fprintf(&b, "  rank %d  %s  (+%.1f%%)  %s\n", r.Rank, units.Bytes(r.ReservedBytes),
 				(float64(r.ReservedBytes)/float64(c.Reserved.Median)-1)*100, r.File)
@@ -81,12 +83,4 @@ func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// unknownIterationHint names --iteration none when some summaries do not know their iteration (−1).
-func unknownIterationHint(iterations []int) string {
-	if slices.Contains(iterations, -1) {
-		return " (none: iteration unknown)"
-	}
-	return ""
 }

@@ -1,10 +1,12 @@
-package analyze
+package merge
 
 import (
 	"bytes"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/memscan/memscan/analyze"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -62,7 +64,7 @@ func DecodeSummaries(name string, data []byte) ([]*RankSummary, error) {
 	case CrossRankKind:
 		return nil, fmt.Errorf("%s: a merged cross-rank report; merge the rank summaries it came from instead", name)
 	case "":
-		var run Run
+		var run analyze.Run
 		if err := msgpack.NewDecoder(bytes.NewReader(data)).Decode(&run); err != nil {
 			return nil, fmt.Errorf("%s: decoding report: %w", name, err)
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
-
 	"github.com/memscan/memscan/units"
 )
 

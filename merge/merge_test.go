@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
-
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/load"
 )

@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/memscan/memscan/analyze"
-
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/memscan/memscan/analyze"
 )
 
 // maxSummaryFile bounds what ReadSummaryFile loads: a rank summary is a few KB, a full report.msgpack of one

@@ -8,7 +8,6 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/merge"
-
 	"github.com/memscan/memscan/units"
 )
 

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/compare"
 )
 
 // TestCompareTimelineAgainstSnapshot runs memscan compare on a torch.profiler timeline and a snapshot: the
@@ -18,7 +18,7 @@ func TestCompareTimelineAgainstSnapshot(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var c analyze.Comparison
+	var c compare.Comparison
 	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package analyze
+package compare
 
 import (
 	"cmp"
@@ -6,11 +6,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/snapshot"
 )
 
-// CompareVersion is bumped whenever a field of Comparison changes meaning or is removed.
-const CompareVersion = 1
+// Version is bumped whenever a field of Comparison changes meaning or is removed.
+const Version = 1
 
 // Residual row names: the bytes a table's rows do not cover, so every table's deltas add up to its total's delta.
 const (
@@ -22,10 +23,10 @@ const (
 	ListedBytesBase = "listed_bytes"
 )
 
-// CompareInput is one side of a comparison: its report and, when it came from a snapshot, its segments (run
+// Input is one side of a comparison: its report and, when it came from a snapshot, its segments (run
 // directories and tracer JSON carry none).
-type CompareInput struct {
-	Report   *Report
+type Input struct {
+	Report   *analyze.Report
 	Segments []SegmentID // nil when unknown
 }
 
@@ -117,11 +118,11 @@ type Diff struct {
 }
 
 // Compare diffs every other input against the baseline.
-func Compare(tool string, baseline CompareInput, others []CompareInput) (*Comparison, error) {
+func Compare(tool string, baseline Input, others []Input) (*Comparison, error) {
 	if baseline.Report == nil {
 		return nil, fmt.Errorf("compare: baseline has no report")
 	}
-	c := &Comparison{Version: CompareVersion, Tool: tool, Baseline: baseline.Report.File}
+	c := &Comparison{Version: Version, Tool: tool, Baseline: baseline.Report.File}
 	for i, o := range others {
 		if o.Report == nil {
 			return nil, fmt.Errorf("compare: input %d has no report", i+1)
@@ -131,38 +132,38 @@ func Compare(tool string, baseline CompareInput, others []CompareInput) (*Compar
 	return c, nil
 }
 
-func diffReports(b, a CompareInput) Diff {
+func diffReports(b, a Input) Diff {
 	rb, ra := b.Report, a.Report
 	d := Diff{Before: rb.File, After: ra.File, BeforeFormat: rb.Format, AfterFormat: ra.Format, Warnings: []string{}}
-	tot := func(name string, f func(r *Report) int64) {
+	tot := func(name string, f func(r *analyze.Report) int64) {
 		x, y := f(rb), f(ra)
 		d.Totals = append(d.Totals, Delta{Name: name, Before: x, After: y, Delta: y - x})
 	}
-	tot("reserved_bytes", func(r *Report) int64 { return r.ReservedBytes })
-	tot(AllocatedBasis, func(r *Report) int64 { return r.AllocatedBytes })
-	tot("requested_bytes", func(r *Report) int64 { return r.RequestedBytes })
-	tot("active_bytes", func(r *Report) int64 { return r.ActiveBytes })
-	tot("inactive_bytes", func(r *Report) int64 { return r.InactiveBytes })
-	tot("internal_free_bytes", func(r *Report) int64 { return r.InternalFreeBytes })
-	tot("external_free_bytes", func(r *Report) int64 { return r.ExternalFreeBytes })
-	tot("largest_free_block_bytes", func(r *Report) int64 { return r.LargestFreeBlockBytes })
-	tot("segments", func(r *Report) int64 { return int64(r.Segments) })
-	tot("blocks", func(r *Report) int64 { return int64(r.Blocks) })
+	tot("reserved_bytes", func(r *analyze.Report) int64 { return r.ReservedBytes })
+	tot(AllocatedBasis, func(r *analyze.Report) int64 { return r.AllocatedBytes })
+	tot("requested_bytes", func(r *analyze.Report) int64 { return r.RequestedBytes })
+	tot("active_bytes", func(r *analyze.Report) int64 { return r.ActiveBytes })
+	tot("inactive_bytes", func(r *analyze.Report) int64 { return r.InactiveBytes })
+	tot("internal_free_bytes", func(r *analyze.Report) int64 { return r.InternalFreeBytes })
+	tot("external_free_bytes", func(r *analyze.Report) int64 { return r.ExternalFreeBytes })
+	tot("largest_free_block_bytes", func(r *analyze.Report) int64 { return r.LargestFreeBlockBytes })
+	tot("segments", func(r *analyze.Report) int64 { return int64(r.Segments) })
+	tot("blocks", func(r *analyze.Report) int64 { return int64(r.Blocks) })
 	tot(PeakBytesBasis, peakBytes)
 
 	// Each side's rows add up to its own measure: allocated bytes for a snapshot, the listed tensors for tracer
 	// JSON (no allocator state). Taking one measure for both sides of a tracer-vs-snapshot diff would leave the
 	// tracer's whole category list in a negative residual row.
-	sideBasis := func(r *Report) string {
-		if r.Kind() == KindTimeline {
+	sideBasis := func(r *analyze.Report) string {
+		if r.Kind() == analyze.KindTimeline {
 			return PeakBytesBasis // a timeline's categories are what each held at its peak
 		}
-		if r.Kind() == KindTracer || (r.AllocatedBytes == 0 && r.ListedBytes != 0) {
+		if r.Kind() == analyze.KindTracer || (r.AllocatedBytes == 0 && r.ListedBytes != 0) {
 			return ListedBytesBase
 		}
 		return AllocatedBasis
 	}
-	total := func(r *Report) int64 {
+	total := func(r *analyze.Report) int64 {
 		switch sideBasis(r) {
 		case ListedBytesBase:
 			return r.ListedBytes
@@ -201,7 +202,7 @@ func diffReports(b, a CompareInput) Diff {
 	return d
 }
 
-func peakBytes(r *Report) int64 {
+func peakBytes(r *analyze.Report) int64 {
 	switch {
 	case r.Peak != nil:
 		return r.Peak.Bytes
@@ -218,21 +219,21 @@ type row struct {
 
 // reportCategories and peakCategories give an input's categories under memscan's names: a timeline report
 // written before its categories were renamed still carries torch.profiler's ("Optimizer state").
-func reportCategories(r *Report) []CategoryStat {
-	if r.Kind() == KindTimeline {
-		return CanonicalTimelineCategories(r.Categories)
+func reportCategories(r *analyze.Report) []analyze.CategoryStat {
+	if r.Kind() == analyze.KindTimeline {
+		return analyze.CanonicalTimelineCategories(r.Categories)
 	}
 	return r.Categories
 }
 
-func peakCategories(r *Report) []CategoryStat {
-	if r.Kind() == KindTimeline {
-		return CanonicalTimelineCategories(r.Peak.Categories)
+func peakCategories(r *analyze.Report) []analyze.CategoryStat {
+	if r.Kind() == analyze.KindTimeline {
+		return analyze.CanonicalTimelineCategories(r.Peak.Categories)
 	}
 	return r.Peak.Categories
 }
 
-func catRows(cs []CategoryStat) []row {
+func catRows(cs []analyze.CategoryStat) []row {
 	out := make([]row, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, row{name: c.Name, bytes: c.Bytes, count: c.Count})
@@ -240,7 +241,7 @@ func catRows(cs []CategoryStat) []row {
 	return out
 }
 
-func siteRows(ss []SiteStat) []row {
+func siteRows(ss []analyze.SiteStat) []row {
 	out := make([]row, 0, len(ss))
 	for _, s := range ss {
 		out = append(out, row{name: s.Site, category: s.Category, bytes: s.Bytes, count: s.Count})
@@ -249,7 +250,7 @@ func siteRows(ss []SiteStat) []row {
 }
 
 // moduleRows uses the tracer's merged modules when the report has them, else groups sites by source file.
-func moduleRows(r *Report) []row {
+func moduleRows(r *analyze.Report) []row {
 	if len(r.Modules) > 0 {
 		out := make([]row, 0, len(r.Modules))
 		for _, m := range r.Modules {

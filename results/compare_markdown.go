@@ -1,4 +1,4 @@
-package analyze
+package results
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/units"
 )
 
@@ -19,16 +20,16 @@ type CompareMarkdownOptions struct {
 }
 
 // WriteCompareMarkdown renders the comparison as the compare.md report.
-func WriteCompareMarkdown(w io.Writer, c *Comparison, opt CompareMarkdownOptions) error {
+func WriteCompareMarkdown(w io.Writer, c *compare.Comparison, opt CompareMarkdownOptions) error {
 	if opt.Rows <= 0 {
 		opt.Rows = 25
 	}
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	p("# memscan compare\n\n")
-	p("Baseline: `%s`. Δ is after − baseline; every table's rows add up to its total row (a residual row holds what the inputs' own rows do not cover).\n\n", mdEscape(c.Baseline))
+	p("Baseline: `%s`. Δ is after − baseline; every table's rows add up to its total row (a residual row holds what the inputs' own rows do not cover).\n\n", compareCell(c.Baseline))
 	for i, d := range c.Diffs {
-		p("## `%s` vs `%s`\n\n", mdEscape(d.After), mdEscape(d.Before))
+		p("## `%s` vs `%s`\n\n", compareCell(d.After), compareCell(d.Before))
 		for _, w := range d.Warnings {
 			p("- ⚠ %s\n", w)
 		}
@@ -50,21 +51,21 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison, opt CompareMarkdownOptions
 		for _, img := range opt.Images[i] {
 			p("![%s](%s)\n\n", img, img)
 		}
-		writeTable(p, "Categories", "category", d.Categories, opt.Rows, false)
-		writeTable(p, "Creation sites", "site", d.Sites, opt.Rows, true)
-		writeTable(p, "Modules", "module", d.Modules, opt.Rows, false)
+		writeCompareTable(p, "Categories", "category", d.Categories, opt.Rows, false)
+		writeCompareTable(p, "Creation sites", "site", d.Sites, opt.Rows, true)
+		writeCompareTable(p, "Modules", "module", d.Modules, opt.Rows, false)
 		if d.PeakCategories != nil {
 			p("### Peak\n\nThe trace peak went from %s to %s (%s). Attribution:\n\n", units.Bytes(d.PeakCategories.Total.Before),
 				units.Bytes(d.PeakCategories.Total.After), signedBytes(d.PeakCategories.Total.Delta))
-			writeTable(p, "Peak by category", "category", *d.PeakCategories, opt.Rows, false)
-			writeTable(p, "Peak by source line", "site", *d.PeakSites, opt.Rows, true)
+			writeCompareTable(p, "Peak by category", "category", *d.PeakCategories, opt.Rows, false)
+			writeCompareTable(p, "Peak by source line", "site", *d.PeakSites, opt.Rows, true)
 		}
 		if s := d.Segments; s != nil {
 			p("### Segments\n\n%d segments in both (same device, address and size); %d new (%s); %d vanished (%s).\n\n",
 				s.Common, len(s.New), units.Bytes(s.NewBytes), len(s.Vanished), units.Bytes(s.VanishedBytes))
 			for _, part := range []struct {
 				title string
-				segs  []SegmentID
+				segs  []compare.SegmentID
 			}{{"New", s.New}, {"Vanished", s.Vanished}} {
 				if len(part.segs) == 0 {
 					continue
@@ -84,7 +85,7 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison, opt CompareMarkdownOptions
 	return bw.Flush()
 }
 
-func writeTable(p func(string, ...any), title, col string, t Table, n int, withCat bool) {
+func writeCompareTable(p func(string, ...any), title, col string, t compare.Table, n int, withCat bool) {
 	if len(t.Rows) == 0 {
 		return
 	}
@@ -109,9 +110,9 @@ func writeTable(p func(string, ...any), title, col string, t Table, n int, withC
 			break
 		}
 		if withCat {
-			p("| `%s` | %s | %s | %s | %s |\n", mdEscape(r.Name), r.Category, units.Bytes(r.Before), units.Bytes(r.After), signedBytes(r.Delta))
+			p("| `%s` | %s | %s | %s | %s |\n", compareCell(r.Name), r.Category, units.Bytes(r.Before), units.Bytes(r.After), signedBytes(r.Delta))
 		} else {
-			p("| %s | %s | %s | %s | %d → %d |\n", mdText(r.Name), units.Bytes(r.Before), units.Bytes(r.After), signedBytes(r.Delta), r.BeforeCount, r.AfterCount)
+			p("| %s | %s | %s | %s | %d → %d |\n", compareText(r.Name), units.Bytes(r.Before), units.Bytes(r.After), signedBytes(r.Delta), r.BeforeCount, r.AfterCount)
 		}
 	}
 	if withCat {
@@ -128,19 +129,19 @@ func signedBytes(n int64) string {
 	return units.Bytes(n)
 }
 
-func deltaPct(d Delta) string {
+func deltaPct(d compare.Delta) string {
 	if d.Before == 0 {
 		return ""
 	}
 	return fmt.Sprintf("%+.1f%%", d.DeltaPct())
 }
 
-// mdText escapes a plain (non-code) cell: as mdEscape, and angle brackets so "<no stack recorded>" is not a tag.
-func mdText(s string) string {
-	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(mdEscape(s))
+// compareText escapes a plain (non-code) cell: as compareCell, and angle brackets so "<no stack recorded>" is not a tag.
+func compareText(s string) string {
+	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(compareCell(s))
 }
 
-// mdEscape keeps table cells intact: pipes would split the cell, backticks would end the code span.
-func mdEscape(s string) string {
+// compareCell keeps table cells intact: pipes would split the cell, backticks would end the code span.
+func compareCell(s string) string {
 	return strings.NewReplacer("|", `\|`, "`", "'", "\n", " ").Replace(s)
 }

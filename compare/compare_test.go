@@ -1,4 +1,4 @@
-package analyze
+package compare_test
 
 import (
 	"bytes"
@@ -7,53 +7,56 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
 
 // compareFixture returns two reports built by hand. Before: 1000 allocated bytes in two categories plus 24 bytes
 // the categories miss; after: 1500 bytes, a new category, one vanished site.
-func compareFixture() (CompareInput, CompareInput) {
-	before := &Report{File: "before.pickle", Format: "pickle-v4",
-		Totals:     Totals{ReservedBytes: 4096, AllocatedBytes: 1024, RequestedBytes: 1000, Segments: 2, Blocks: 5},
-		Categories: []CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}},
-		Sites: []SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 600, Count: 3},
+func compareFixture() (compare.Input, compare.Input) {
+	before := &analyze.Report{File: "before.pickle", Format: "pickle-v4",
+		Totals:     analyze.Totals{ReservedBytes: 4096, AllocatedBytes: 1024, RequestedBytes: 1000, Segments: 2, Blocks: 5},
+		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}},
+		Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 600, Count: 3},
 			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1}},
-		Peak: &Peak{Device: 0, Bytes: 2000, Categories: []CategoryStat{{Name: "Activation", Bytes: 1600}, {Name: "Parameter", Bytes: 400}},
-			Sites: []SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1600}, {Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400}}},
+		Peak: &analyze.Peak{Device: 0, Bytes: 2000, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 1600}, {Name: "Parameter", Bytes: 400}},
+			Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1600}, {Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400}}},
 	}
-	after := &Report{File: "after.pickle", Format: "pickle-v4",
-		Totals: Totals{ReservedBytes: 8192, AllocatedBytes: 1500, RequestedBytes: 1400, Segments: 3, Blocks: 6},
-		Categories: []CategoryStat{{Name: "Activation", Bytes: 700, Count: 4}, {Name: "Parameter", Bytes: 400, Count: 1},
+	after := &analyze.Report{File: "after.pickle", Format: "pickle-v4",
+		Totals: analyze.Totals{ReservedBytes: 8192, AllocatedBytes: 1500, RequestedBytes: 1400, Segments: 3, Blocks: 6},
+		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700, Count: 4}, {Name: "Parameter", Bytes: 400, Count: 1},
 			{Name: "Optimizer", Bytes: 400, Count: 2}},
-		Sites: []SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 700, Count: 4},
+		Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 700, Count: 4},
 			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1},
 			{Site: `C:\src\opt.py:7:step`, Category: "Optimizer", Bytes: 400, Count: 2}},
-		Peak: &Peak{Device: 0, Bytes: 2600, Categories: []CategoryStat{{Name: "Activation", Bytes: 1800}, {Name: "Parameter", Bytes: 400}, {Name: "Optimizer", Bytes: 400}},
-			Sites: []SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1800}}},
-		OOMs: []OOM{{Device: 0}},
+		Peak: &analyze.Peak{Device: 0, Bytes: 2600, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 1800}, {Name: "Parameter", Bytes: 400}, {Name: "Optimizer", Bytes: 400}},
+			Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1800}}},
+		OOMs: []analyze.OOM{{Device: 0}},
 	}
-	segB := []SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 2048, 0}}
-	segA := []SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 4096, 0}, {1, 0x1000, 2048, 0}}
-	return CompareInput{Report: before, Segments: segB}, CompareInput{Report: after, Segments: segA}
+	segB := []compare.SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 2048, 0}}
+	segA := []compare.SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 4096, 0}, {1, 0x1000, 2048, 0}}
+	return compare.Input{Report: before, Segments: segB}, compare.Input{Report: after, Segments: segA}
 }
 
 func TestCompareFixture(t *testing.T) {
 	b, a := compareFixture()
-	c, err := Compare("memscan test", b, []CompareInput{a})
+	c, err := compare.Compare("memscan test", b, []compare.Input{a})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := c.Diffs[0]
-	for _, tab := range []Table{d.Categories, d.Sites, d.Modules, *d.PeakCategories, *d.PeakSites} {
+	for _, tab := range []compare.Table{d.Categories, d.Sites, d.Modules, *d.PeakCategories, *d.PeakSites} {
 		if err := tab.Check(); err != nil {
 			t.Error(err)
 		}
 	}
-	rows := func(tab Table) map[string]Delta {
-		m := map[string]Delta{}
+	rows := func(tab compare.Table) map[string]compare.Delta {
+		m := map[string]compare.Delta{}
 		for _, r := range tab.Rows {
 			m[r.Name] = r
 		}
@@ -61,7 +64,7 @@ func TestCompareFixture(t *testing.T) {
 	}
 	// By hand: allocated 1024 → 1500 (Δ 476); the categories cover 1000 → 1500, so the residual row is 24 → 0.
 	cats := rows(d.Categories)
-	wantCats := map[string][3]int64{"Activation": {600, 700, 100}, "Parameter": {400, 400, 0}, "Optimizer": {0, 400, 400}, Uncategorized: {24, 0, -24}}
+	wantCats := map[string][3]int64{"Activation": {600, 700, 100}, "Parameter": {400, 400, 0}, "Optimizer": {0, 400, 400}, compare.Uncategorized: {24, 0, -24}}
 	if len(cats) != len(wantCats) {
 		t.Errorf("category rows %v", cats)
 	}
@@ -82,7 +85,7 @@ func TestCompareFixture(t *testing.T) {
 	if pc["Activation"].Delta != 200 || pc["Optimizer"].Delta != 400 || d.PeakCategories.Total.Delta != 600 {
 		t.Errorf("peak categories %v", pc)
 	}
-	if ps["/src/model.py:10:forward"].Delta != 200 || ps[OtherSites].After != 800 || ps["/src/init.py:5:build"].Delta != -400 {
+	if ps["/src/model.py:10:forward"].Delta != 200 || ps[compare.OtherSites].After != 800 || ps["/src/init.py:5:build"].Delta != -400 {
 		t.Errorf("peak sites %v", ps)
 	}
 	// Segments keyed by (device, address, size): 0x2000 changed size, so it vanished and a new one appeared.
@@ -90,16 +93,16 @@ func TestCompareFixture(t *testing.T) {
 	if s.Common != 1 || len(s.New) != 2 || len(s.Vanished) != 1 || s.NewBytes != 6144 || s.VanishedBytes != 2048 || s.New[0].Size != 4096 {
 		t.Errorf("segments %+v", s)
 	}
-	tot := rows(Table{Rows: d.Totals})
-	if tot["reserved_bytes"].Delta != 4096 || tot["segments"].Delta != 1 || tot[PeakBytesBasis].Delta != 600 || d.OOMs.Delta != 1 {
+	tot := rows(compare.Table{Rows: d.Totals})
+	if tot["reserved_bytes"].Delta != 4096 || tot["segments"].Delta != 1 || tot[compare.PeakBytesBasis].Delta != 600 || d.OOMs.Delta != 1 {
 		t.Errorf("totals %v", d.Totals)
 	}
 	var md bytes.Buffer
-	if err := WriteCompareMarkdown(&md, c, CompareMarkdownOptions{Images: map[int][]string{0: {"compare_categories.png"}}}); err != nil {
+	if err := results.WriteCompareMarkdown(&md, c, results.CompareMarkdownOptions{Images: map[int][]string{0: {"compare_categories.png"}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| Optimizer | 0 B | 400 B | +400 B | 0 → 2 |", "![compare_categories.png](compare_categories.png)",
-		"| " + Uncategorized + " | 24 B | 0 B | -24 B |", "1 segments in both"} {
+		"| " + compare.Uncategorized + " | 24 B | 0 B | -24 B |", "1 segments in both"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -113,7 +116,7 @@ func TestSiteFile(t *testing.T) {
 		"<no stack recorded>":       "<no stack recorded>",
 		"torch/nn/functional.py:1:": "torch/nn/functional.py",
 	} {
-		if got := SiteFile(in); got != want {
+		if got := compare.SiteFile(in); got != want {
 			t.Errorf("SiteFile(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -124,14 +127,14 @@ func TestSiteFile(t *testing.T) {
 func TestCompareRealSnapshots(t *testing.T) {
 	dir := testutil.SharedDir(t, "real_snapshots")
 	ctx := context.Background()
-	var ins []CompareInput
+	var ins []compare.Input
 	var allocated []int64
 	for _, name := range []string{"HugePandaCoder__octree-nca-groupeq__my_snapshot__blob_1e496ac.pickle", "kkaitlyn111__cs336-a2-systems__cs336_systems_memory_logs_memory_ctx128_forward.pickle"} {
 		in, err := load.DecodeFile(ctx, filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Analyze(ctx, in, Options{TopN: 1 << 30})
+		rep, err := analyze.Analyze(ctx, in, analyze.Options{TopN: 1 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,14 +147,14 @@ func TestCompareRealSnapshots(t *testing.T) {
 			}
 		}
 		allocated = append(allocated, alloc)
-		ins = append(ins, CompareInput{Report: rep, Segments: SegmentIDs(in.Snapshot)})
+		ins = append(ins, compare.Input{Report: rep, Segments: compare.SegmentIDs(in.Snapshot)})
 	}
-	c, err := Compare("memscan test", ins[0], ins[1:])
+	c, err := compare.Compare("memscan test", ins[0], ins[1:])
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := c.Diffs[0]
-	for _, tab := range []*Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites} {
+	for _, tab := range []*compare.Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites} {
 		if tab == nil {
 			t.Fatal("a table is missing")
 		}
@@ -164,7 +167,7 @@ func TestCompareRealSnapshots(t *testing.T) {
 	}
 	// With every site kept, no residual row is needed.
 	for _, r := range d.Sites.Rows {
-		if r.Name == OtherSites {
+		if r.Name == compare.OtherSites {
 			t.Errorf("residual site row %+v although all sites were kept", r)
 		}
 	}
@@ -185,11 +188,11 @@ func TestCompareRealSnapshots(t *testing.T) {
 // so the residual row is 0 → 24, the snapshot's uncategorized bytes, not −700 for the tracer's whole list.
 func TestCompareTracerWithSnapshot(t *testing.T) {
 	_, snap := compareFixture()
-	snap.Report.Categories = []CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}
+	snap.Report.Categories = []analyze.CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}
 	snap.Report.AllocatedBytes = 1024
-	tr := &Report{File: "tracer_rank0.json", Format: "tracer-json", Tracer: &TracerView{}, ListedBytes: 700,
-		Categories: []CategoryStat{{Name: "Activation", Bytes: 500, Count: 2}, {Name: "Gradient", Bytes: 200, Count: 1}}}
-	c, err := Compare("memscan test", CompareInput{Report: tr}, []CompareInput{{Report: snap.Report}})
+	tr := &analyze.Report{File: "tracer_rank0.json", Format: "tracer-json", Tracer: &analyze.TracerView{}, ListedBytes: 700,
+		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 500, Count: 2}, {Name: "Gradient", Bytes: 200, Count: 1}}}
+	c, err := compare.Compare("memscan test", compare.Input{Report: tr}, []compare.Input{{Report: snap.Report}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +204,7 @@ func TestCompareTracerWithSnapshot(t *testing.T) {
 		t.Errorf("total %d → %d on %q; want 700 → 1024 on listed before, allocated after", cats.Total.Before, cats.Total.After, cats.Basis)
 	}
 	for _, r := range cats.Rows {
-		if r.Name == Uncategorized && (r.Before != 0 || r.After != 24) {
+		if r.Name == compare.Uncategorized && (r.Before != 0 || r.After != 24) {
 			t.Errorf("residual %d → %d, want 0 → 24", r.Before, r.After)
 		}
 	}
@@ -216,14 +219,14 @@ func TestCompareTimelineWithSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, err := AnalyzeTimeline(context.Background(), in, RuntimeOptions{})
+	tl, err := analyze.AnalyzeTimeline(context.Background(), in, analyze.RuntimeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := &Report{File: "rank0_memory_snapshot.pickle", Format: "pickle",
-		Categories: []CategoryStat{{Name: categorize.OptimizerState, Bytes: 2000}, {Name: categorize.Parameters, Bytes: 1000}, {Name: categorize.Gradient, Bytes: 500}}}
+	snap := &analyze.Report{File: "rank0_memory_snapshot.pickle", Format: "pickle",
+		Categories: []analyze.CategoryStat{{Name: categorize.OptimizerState, Bytes: 2000}, {Name: categorize.Parameters, Bytes: 1000}, {Name: categorize.Gradient, Bytes: 500}}}
 	snap.AllocatedBytes = 3500
-	c, err := Compare("memscan test", CompareInput{Report: tl}, []CompareInput{{Report: snap}})
+	c, err := compare.Compare("memscan test", compare.Input{Report: tl}, []compare.Input{{Report: snap}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,11 @@
 // Package analyze turns decoded inputs into reports: allocator totals, fragmentation, categories, top consumers,
-// size distributions, the timeline and the live set at its peak, OOM events, recommendations, and the cross-input
-// views (ranks, iterations). Each report is computed once; every renderer (text, Markdown, JSON, msgpack, PNG)
-// reads the same model.
+// size distributions, the timeline and the live set at its peak, OOM events, recommendations, and the views
+// across the inputs of one run (ranks, iterations). Each report is computed once; every renderer (text,
+// Markdown, JSON, msgpack, PNG) reads the same model. Work across runs lives elsewhere: merge (rank summaries)
+// and compare (a baseline against other inputs).
+//
+// It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize and units; it
+// imports neither results nor plots, and writes no files.
 package analyze
 
 import (

@@ -228,36 +228,13 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	name := flags.name
-	if name == "" {
-		name = results.RunName(files)
-	}
-	dir, err := results.NewRunDir(flags.out, name, time.Now())
+	dir, err := writeAnalyzeRun(ctx, run, files, flags, stderr)
 	if err != nil {
 		return err
 	}
-	written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
-	if err != nil {
-		return fmt.Errorf("analyze: writing %s: %w", dir, err)
-	}
-	if written.ChartErr != nil {
-		fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
-	}
-	if err := results.UpdateLatest(flags.out, dir); err != nil {
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-	}
-
 	if !flags.quiet || flags.formatSet {
-		switch flags.format {
-		case "json":
-			err = results.WriteJSON(stdout, run)
-		case "md":
-			err = results.WriteMarkdown(stdout, run, results.MarkdownOptions{})
-		default:
-			err = results.WriteText(stdout, run, results.TextOptions{Top: flags.top})
-		}
-		if err != nil {
-			return fmt.Errorf("analyze: writing the report: %w", err)
+		if err := printAnalyzeReport(stdout, run, flags); err != nil {
+			return err
 		}
 	}
 	if !flags.quiet {
@@ -270,6 +247,47 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(failures) > 0 {
 		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed; the rest are in %s", len(failures), total, dir)}
+	}
+	return nil
+}
+
+// writeAnalyzeRun writes the run directory (named by --name or from the inputs) and points latest at it; chart
+// and latest failures are warnings on stderr.
+func writeAnalyzeRun(ctx context.Context, run *analyze.Run, files []string, flags *analyzeFlags, stderr io.Writer) (string, error) {
+	name := flags.name
+	if name == "" {
+		name = results.RunName(files)
+	}
+	dir, err := results.NewRunDir(flags.out, name, time.Now())
+	if err != nil {
+		return "", err
+	}
+	written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
+	if err != nil {
+		return "", fmt.Errorf("analyze: writing %s: %w", dir, err)
+	}
+	if written.ChartErr != nil {
+		fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
+	}
+	if err := results.UpdateLatest(flags.out, dir); err != nil {
+		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	}
+	return dir, nil
+}
+
+// printAnalyzeReport prints the report on stdout in the --format asked for.
+func printAnalyzeReport(stdout io.Writer, run *analyze.Run, flags *analyzeFlags) error {
+	var err error
+	switch flags.format {
+	case "json":
+		err = results.WriteJSON(stdout, run)
+	case "md":
+		err = results.WriteMarkdown(stdout, run, results.MarkdownOptions{})
+	default:
+		err = results.WriteText(stdout, run, results.TextOptions{Top: flags.top})
+	}
+	if err != nil {
+		return fmt.Errorf("analyze: writing the report: %w", err)
 	}
 	return nil
 }

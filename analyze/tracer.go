@@ -271,47 +271,59 @@ func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) 
 	}
 	dv.GapExplanation = gapExplanation(&dv)
 
-	// Phases, in order of bytes.
+	dv.addPhases(d)
+	// Merged module patterns and the hierarchy.
+	dv.Modules, dv.ModuleTree = moduleViews(d, facts, dv.ListedBytes)
+
+	dv.addCategories(d, facts)
+	dv.addSitesAndStacks(d, facts, top)
+	dv.addTopTensors(d, facts, top)
+	return dv
+}
+
+// addPhases adds the bytes per tracer phase, in order of bytes.
+func (v *TracerDeviceView) addPhases(d *tracer.Device) {
 	phaseIdx := map[string]int{}
 	for i := range d.Tensors {
 		t := &d.Tensors[i]
 		j, ok := phaseIdx[t.Phase]
 		if !ok {
-			j = len(dv.Phases)
+			j = len(v.Phases)
 			phaseIdx[t.Phase] = j
-			dv.Phases = append(dv.Phases, PhaseStat{Name: t.Phase})
+			v.Phases = append(v.Phases, PhaseStat{Name: t.Phase})
 		}
-		dv.Phases[j].Bytes += t.SizeBytes
-		dv.Phases[j].Count++
+		v.Phases[j].Bytes += t.SizeBytes
+		v.Phases[j].Count++
 	}
-	slices.SortStableFunc(dv.Phases, func(a, b PhaseStat) int {
+	slices.SortStableFunc(v.Phases, func(a, b PhaseStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
 	})
-	for i := range dv.Phases {
-		dv.Phases[i].SharePct = units.Share(dv.Phases[i].Bytes, dv.ListedBytes)
+	for i := range v.Phases {
+		v.Phases[i].SharePct = units.Share(v.Phases[i].Bytes, v.ListedBytes)
 	}
+}
 
-	// Merged module patterns and the hierarchy.
-	dv.Modules, dv.ModuleTree = moduleViews(d, facts, dv.ListedBytes)
-
-	// Categories.
+// addCategories adds the bytes per category, in order of bytes.
+func (v *TracerDeviceView) addCategories(d *tracer.Device, facts []tensorFacts) {
 	catIdx := map[string]int{}
 	for i := range d.Tensors {
 		c := facts[i].category
 		j, ok := catIdx[c]
 		if !ok {
-			j = len(dv.Categories)
+			j = len(v.Categories)
 			catIdx[c] = j
-			dv.Categories = append(dv.Categories, CategoryStat{Name: c})
+			v.Categories = append(v.Categories, CategoryStat{Name: c})
 		}
-		dv.Categories[j].Bytes += d.Tensors[i].SizeBytes
-		dv.Categories[j].Count++
+		v.Categories[j].Bytes += d.Tensors[i].SizeBytes
+		v.Categories[j].Count++
 	}
-	slices.SortStableFunc(dv.Categories, func(a, b CategoryStat) int {
+	slices.SortStableFunc(v.Categories, func(a, b CategoryStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
 	})
+}
 
-	// Sites and whole-stack groups.
+// addSitesAndStacks adds the top creation sites and whole creation stacks, in order of bytes.
+func (v *TracerDeviceView) addSitesAndStacks(d *tracer.Device, facts []tensorFacts, top int) {
 	siteIdx := map[string]int{}
 	stackIdx := map[*tracer.Stack]int{}
 	var stackKeys []*tracer.Stack
@@ -319,11 +331,11 @@ func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) 
 		t, f := &d.Tensors[i], &facts[i]
 		j, ok := siteIdx[f.site]
 		if !ok {
-			j = len(dv.Sites)
+			j = len(v.Sites)
 			siteIdx[f.site] = j
-			dv.Sites = append(dv.Sites, TracerSite{Site: f.site, Code: f.code, Category: f.category, Phases: []string{}})
+			v.Sites = append(v.Sites, TracerSite{Site: f.site, Code: f.code, Category: f.category, Phases: []string{}})
 		}
-		s := &dv.Sites[j]
+		s := &v.Sites[j]
 		s.Bytes += t.SizeBytes
 		s.Count++
 		if !slices.Contains(s.Phases, t.Phase) {
@@ -331,27 +343,29 @@ func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) 
 		}
 		k, ok := stackIdx[t.Create]
 		if !ok {
-			k = len(dv.Stacks)
+			k = len(v.Stacks)
 			stackIdx[t.Create] = k
 			stackKeys = append(stackKeys, t.Create)
-			dv.Stacks = append(dv.Stacks, TracerStackGroup{Frames: userFrameStrings(t.Create)})
+			v.Stacks = append(v.Stacks, TracerStackGroup{Frames: userFrameStrings(t.Create)})
 		}
-		dv.Stacks[k].Bytes += t.SizeBytes
-		dv.Stacks[k].Count++
+		v.Stacks[k].Bytes += t.SizeBytes
+		v.Stacks[k].Count++
 	}
-	for i := range dv.Sites {
-		slices.Sort(dv.Sites[i].Phases)
+	for i := range v.Sites {
+		slices.Sort(v.Sites[i].Phases)
 	}
-	slices.SortStableFunc(dv.Sites, func(a, b TracerSite) int {
+	slices.SortStableFunc(v.Sites, func(a, b TracerSite) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Site, b.Site))
 	})
-	slices.SortStableFunc(dv.Stacks, func(a, b TracerStackGroup) int {
+	slices.SortStableFunc(v.Stacks, func(a, b TracerStackGroup) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(strings.Join(a.Frames, "\n"), strings.Join(b.Frames, "\n")))
 	})
-	dv.Sites = dv.Sites[:min(len(dv.Sites), top)]
-	dv.Stacks = dv.Stacks[:min(len(dv.Stacks), top)]
+	v.Sites = v.Sites[:min(len(v.Sites), top)]
+	v.Stacks = v.Stacks[:min(len(v.Stacks), top)]
+}
 
-	// Largest tensors: stable by size so equal sizes keep the file's (creation) order.
+// addTopTensors adds the largest tensors: stable by size so equal sizes keep the file's (creation) order.
+func (v *TracerDeviceView) addTopTensors(d *tracer.Device, facts []tensorFacts, top int) {
 	order := make([]int, len(d.Tensors))
 	for i := range order {
 		order[i] = i
@@ -363,11 +377,10 @@ func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) 
 		if t.Dims != nil {
 			shape = formatShapeDims(t.Dims)
 		}
-		dv.Top = append(dv.Top, TracerTensorRow{Bytes: t.SizeBytes, Shape: shape, Dims: t.Dims, ElemBytes: t.ElementBytes(),
+		v.Top = append(v.Top, TracerTensorRow{Bytes: t.SizeBytes, Shape: shape, Dims: t.Dims, ElemBytes: t.ElementBytes(),
 			Module: moduleOrUnknown(t.Module), Pattern: f.pattern, Phase: t.Phase, Category: f.category, Rule: f.rule,
 			Site: f.site, Code: f.code, Released: t.Release != nil})
 	}
-	return dv
 }
 
 func moduleOrUnknown(m string) string {

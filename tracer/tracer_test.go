@@ -31,7 +31,7 @@ func decodeTracerFile(t *testing.T, path string) *load.Input {
 }
 
 // TestTracerFixture checks every key of the schema on the hand-written fixture; the expected values are the ones
-// written into it (see the generator comment in testdata/tracer).
+// written into it (see the generator comment in testdata/).
 func TestTracerFixture(t *testing.T) {
 	in := decodeTracerFile(t, filepath.Join("testdata", "small_rank0.json"))
 	tr := in.Tracer

@@ -10,14 +10,13 @@ import (
 	"strconv"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
-// Defaults for Options.
-const (
-	DefaultTopN              = 50
-	DefaultMaxTimelinePoints = 4000
-)
+// DefaultMaxTimelinePoints is the default Options.MaxTimelinePoints (DefaultTopN is in defaults.go).
+const DefaultMaxTimelinePoints = 4000
 
 // Size thresholds used by the fragmentation figures and recommendations.
 const (
@@ -39,7 +38,7 @@ type Options struct {
 	// MaxTimelinePoints bounds each downsampled TimelineSeries; 0 means DefaultMaxTimelinePoints.
 	MaxTimelinePoints int
 	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
-	// snapshot.DefaultMaxInputSize.
+	// load.DefaultMaxInputSize.
 	MaxInputSize int64
 }
 
@@ -58,7 +57,7 @@ func (o Options) withDefaults() Options {
 
 // Analyze computes the report of one decoded input: allocator snapshots here, tracer JSON, profiler timelines and
 // training logs by their own analyzers. An input of no known kind returns an error wrapping ErrUnsupported.
-func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, error) {
+func Analyze(ctx context.Context, in *load.Input, opts Options) (*Report, error) {
 	if in == nil {
 		return nil, fmt.Errorf("analyze: nil input")
 	}
@@ -81,14 +80,14 @@ func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, er
 	}
 	rep.File = in.Path
 	rep.Format = in.Format
-	info := snapshot.ParsePath(in.Path)
+	info := input.ParsePath(in.Path)
 	rep.Rank, rep.Iteration = info.Rank, info.Iteration
 	return rep, nil
 }
 
 // AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
 func AnalyzeFile(ctx context.Context, path string, opts Options) (*Report, error) {
-	in, err := snapshot.DecodeFileWith(ctx, path, snapshot.Options{MaxInputSize: opts.MaxInputSize})
+	in, err := load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: opts.MaxInputSize})
 	if err != nil {
 		return nil, err
 	}

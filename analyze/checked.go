@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 )
 
 // OverflowError reports a size whose addition to the others would pass what an int64 holds: every total,
@@ -88,7 +88,7 @@ func (a *analysis) checkSizes() error {
 }
 
 // checkTracerSizes is checkSizes for a tracer file: its tensor sizes, which every per-device view adds up.
-func checkTracerSizes(tr *snapshot.Tracer) error {
+func checkTracerSizes(tr *tracer.File) error {
 	var sum sizeSum
 	for i := range tr.Devices {
 		d := &tr.Devices[i]

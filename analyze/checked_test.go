@@ -9,7 +9,9 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 )
 
 // hugeSegment appends a segment of one inactive block of size bytes, with its sizes set directly (the builder's
@@ -85,12 +87,12 @@ func TestAnalyzeSizeOverflow(t *testing.T) {
 // TestAnalyzeTracerSizeOverflow is TestAnalyzeSizeOverflow for tracer files: tensor sizes that add up past
 // 2^63−1 bytes name the tensor where the sum overflowed.
 func TestAnalyzeTracerSizeOverflow(t *testing.T) {
-	tensor := func(size int64) snapshot.TracerTensor { return snapshot.TracerTensor{SizeBytes: size} }
-	tr := &snapshot.Tracer{Rank: 0, Devices: []snapshot.TracerDevice{
-		{Name: "cuda:0", Tensors: []snapshot.TracerTensor{tensor(1 << 62), tensor(1 << 61)}},
-		{Name: "cuda:1", Tensors: []snapshot.TracerTensor{tensor(1 << 60), tensor(1 << 61)}},
+	tensor := func(size int64) tracer.Tensor { return tracer.Tensor{SizeBytes: size} }
+	tr := &tracer.File{Rank: 0, Devices: []tracer.Device{
+		{Name: "cuda:0", Tensors: []tracer.Tensor{tensor(1 << 62), tensor(1 << 61)}},
+		{Name: "cuda:1", Tensors: []tracer.Tensor{tensor(1 << 60), tensor(1 << 61)}},
 	}}
-	in := &snapshot.Input{Path: "tracer.json", Format: snapshot.FormatTracerJSON, Tracer: tr}
+	in := &load.Input{Path: "tracer.json", Format: tracer.Format, Tracer: tr}
 	_, err := analyze.Analyze(context.Background(), in, analyze.Options{})
 	var oe *analyze.OverflowError
 	// 2^62 + 2^61 + 2^60 fit; adding 2^61 passes 2^63−1.

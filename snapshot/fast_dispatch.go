@@ -3,109 +3,106 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+
+	"github.com/memscan/memscan/input"
 )
 
-// rewindable is an input that can be read again from its start: a seekable file, or the decompressed inside of
-// a gzip layer over one. The fast decoder streams it, and a pickle the fast decoder declines is read again by the
-// reference decoder instead of being kept in memory while the fast decoder runs.
-type rewindable struct {
-	reopen func() (io.Reader, error)
-	size   int64 // bytes from the start to the end when known, 0 otherwise
+// PickleSource says how DecodePickleFrom may read a pickle besides the reader it is given.
+type PickleSource struct {
+	// Reopen returns a reader at the pickle's first byte again (a seekable file rewound, or a gzip file
+	// decompressed again), so that a pickle the fast decoder declines is read again by the reference decoder
+	// instead of being kept in memory while the fast decoder streams it. Nil when the input can be read only
+	// once (a pipe): the bytes are then kept.
+	Reopen func() (io.Reader, error)
+	// Size is the pickle's length in bytes when known (0 otherwise); the fast decoder sizes trace lists from it.
+	Size int64
+	// Limit is the input size limit (0: none). The reference decoder holds the whole pickle and gopickle's value
+	// tree at once, several times the bytes, so it reads at most a quarter of it.
+	Limit int64
 }
 
-// rewinder returns r's rewindable view, or nil when r cannot seek (a pipe). Decode takes it before buffering.
-func rewinder(r io.Reader) *rewindable {
+// refDecoderShare is the part of PickleSource.Limit that the reference decoder may read.
+const refDecoderShare = 4
+
+// SeekableSource returns the PickleSource of a seekable r (its size, and a rewind to where it is now), and false
+// when r cannot seek.
+func SeekableSource(r io.Reader) (PickleSource, bool) {
 	s, ok := r.(io.ReadSeeker)
 	if !ok {
-		return nil
+		return PickleSource{}, false
 	}
 	start, err := s.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil
+		return PickleSource{}, false
 	}
 	end, err := s.Seek(0, io.SeekEnd)
 	if err != nil {
-		return nil
+		return PickleSource{}, false
 	}
 	if _, err := s.Seek(start, io.SeekStart); err != nil {
-		return nil
+		return PickleSource{}, false
 	}
-	return &rewindable{size: end - start, reopen: func() (io.Reader, error) {
+	return PickleSource{Size: end - start, Reopen: func() (io.Reader, error) {
 		if _, err := s.Seek(start, io.SeekStart); err != nil {
 			return nil, err
 		}
 		return s, nil
-	}}
+	}}, true
 }
 
-// gunzipped is the decompressed view of a rewindable gzip layer, capped at limit bytes like the first pass
-// (nil when rw is nil). Its size is unknown: the gzip trailer holds it only modulo 4 GiB.
-func (rw *rewindable) gunzipped(limit int64) *rewindable {
-	if rw == nil {
-		return nil
-	}
-	return &rewindable{reopen: func() (io.Reader, error) {
-		r, err := rw.reopen()
-		if err != nil {
-			return nil, err
-		}
-		zr, err := gzip.NewReader(bufio.NewReaderSize(r, 1<<16))
-		if err != nil {
-			return nil, err
-		}
-		return &capReader{r: zr, limit: limit}, nil
-	}}
+// DecodePickle decodes a CUDA allocator snapshot pickle from r, which starts at the pickle's first byte. When r
+// can seek, the fast decoder learns the size from it and a fallback re-reads it; otherwise the bytes are kept.
+func DecodePickle(ctx context.Context, name string, r io.Reader) (*Snapshot, error) {
+	src, _ := SeekableSource(r)
+	return DecodePickleFrom(ctx, name, r, src)
 }
 
-// refDecoderShare is the part of the input size limit that the reference decoder may read: it holds the whole
-// pickle and gopickle's value tree at once, several times the bytes, where the fast decoder streams.
-const refDecoderShare = 4
-
-// decodePickleDispatch decodes a snapshot pickle with the streaming fast decoder, and with the reference
+// DecodePickleFrom decodes a snapshot pickle from r with the streaming fast decoder, and with the reference
 // decoder (gopickle) when the fast one meets a construct it does not handle. Both produce the same model on
 // everything the fast decoder accepts (see diff_test.go), so the choice is invisible except in speed and memory.
-// limit is the input size limit; the reference decoder gets a quarter of it.
-func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, rewind *rewindable, limit int64) (*Input, error) {
+func DecodePickleFrom(ctx context.Context, name string, r io.Reader, src PickleSource) (*Snapshot, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
 	var data []byte
-	var size int64
-	src := io.Reader(br)
-	if rewind != nil {
-		size = rewind.size
-	} else {
-		// Not seekable: keep the bytes so the fallback can read them again.
+	size := src.Size
+	fastIn := io.Reader(br)
+	if src.Reopen == nil {
+		// Not readable twice: keep the bytes so the fallback can read them again.
 		var err error
 		if data, err = readPickle(ctx, name, br); err != nil {
 			return nil, err
 		}
-		src = bytes.NewReader(data)
+		fastIn = bytes.NewReader(data)
 		size = int64(len(data))
 	}
-	snap, err := decodeFastPickleSized(ctx, name, src, size)
+	snap, err := decodeFastPickleSized(ctx, name, fastIn, size)
 	if err == nil {
-		return pickleInput(name, snap), nil
+		return snap, nil
 	}
 	var fu *fastUnsupported
 	if !errors.As(err, &fu) {
 		return nil, err
 	}
-	refLimit := limit / refDecoderShare
-	tooLarge := &sizeError{limit: refLimit, size: max(size, int64(len(data))), declined: fu}
-	if data != nil {
-		if int64(len(data)) > refLimit {
-			return nil, tooLarge
+	refLimit := int64(-1)
+	declined := fmt.Sprintf("%s at byte %d", fu.Why, fu.Offset)
+	if src.Limit > 0 {
+		refLimit = src.Limit / refDecoderShare
+		if size > refLimit {
+			return nil, &input.SizeError{Limit: refLimit, Size: size, Declined: declined}
 		}
-		return decodePickleBytesInput(ctx, name, data)
 	}
-	if rewind.size > refLimit {
-		return nil, tooLarge
+	if data != nil {
+		return decodePickleBytes(ctx, name, data)
 	}
-	r, rerr := rewind.reopen()
+	rr, rerr := src.Reopen()
 	if rerr != nil {
-		return nil, &Error{File: name, Offset: 0, Msg: "cannot re-read the file for the reference decoder", Err: rerr}
+		return nil, &input.Error{File: name, Offset: 0, Msg: "cannot re-read the file for the reference decoder", Err: rerr}
 	}
-	return decodePickleInput(ctx, name, bufio.NewReaderSize(&capReader{r: r, limit: refLimit, declined: fu}, 1<<16))
+	if refLimit >= 0 {
+		rr = input.NewCapReader(rr, refLimit, declined)
+	}
+	return decodePickleReference(ctx, name, bufio.NewReaderSize(rr, 1<<16))
 }

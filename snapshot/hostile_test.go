@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/internal/gen"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/trainlog"
 )
 
 // gzipBomb writes to path a gzip file whose decompressed content is head followed by n copies of fill: one
@@ -85,12 +87,12 @@ func TestDecodeSizeLimit(t *testing.T) {
 			gzipBomb(t, path, tc.head, tc.fill, fillN)
 			var err error
 			alloc := allocated(func() {
-				_, err = snapshot.DecodeFileWith(context.Background(), path, snapshot.Options{MaxInputSize: limit})
+				_, err = load.DecodeFileWith(context.Background(), path, load.Options{MaxInputSize: limit})
 			})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path+": ") {
 				t.Fatalf("err = %v, want %q naming the file", err, tc.want)
 			}
-			if got := errors.Is(err, snapshot.ErrInputTooLarge); got != tc.tooLarge {
+			if got := errors.Is(err, input.ErrInputTooLarge); got != tc.tooLarge {
 				t.Errorf("errors.Is(err, ErrInputTooLarge) = %v, want %v", got, tc.tooLarge)
 			}
 			if strings.Contains(err.Error(), "\n") {
@@ -108,9 +110,9 @@ func TestDecodeSizeLimit(t *testing.T) {
 		if err := os.WriteFile(path, make([]byte, 5000), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := snapshot.DecodeFileWith(context.Background(), path, snapshot.Options{MaxInputSize: 4096})
+		_, err := load.DecodeFileWith(context.Background(), path, load.Options{MaxInputSize: 4096})
 		want := path + ": 4.9KiB (5000 bytes) is larger than the input size limit of 4KiB (4096 bytes)"
-		if err == nil || !errors.Is(err, snapshot.ErrInputTooLarge) || !strings.HasPrefix(err.Error(), want) {
+		if err == nil || !errors.Is(err, input.ErrInputTooLarge) || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("err = %v, want %q…", err, want)
 		}
 	})
@@ -141,7 +143,7 @@ func TestDecodeGzipFallback(t *testing.T) {
 			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			in, err := snapshot.DecodeFile(context.Background(), path)
+			in, err := load.DecodeFile(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +170,7 @@ func TestDecodeOldPickles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := snapshot.Decode(context.Background(), "x.pkl", strings.NewReader(tc.data))
+			_, err := load.Decode(context.Background(), "x.pkl", strings.NewReader(tc.data))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
@@ -200,10 +202,10 @@ func TestDecodeNotSnapshotTop(t *testing.T) {
 				t.Fatal(err)
 			}
 			var err error
-			alloc := allocated(func() { _, err = snapshot.DecodeFile(context.Background(), path) })
-			var de *snapshot.Error
+			alloc := allocated(func() { _, err = load.DecodeFile(context.Background(), path) })
+			var de *input.Error
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want a *snapshot.Error saying %q", err, tc.want)
+				t.Fatalf("err = %v, want an *input.Error saying %q", err, tc.want)
 			}
 			if alloc > tc.maxAlloc {
 				t.Errorf("allocated %d bytes refusing a %d-byte file (bound %d)", alloc, len(tc.data), tc.maxAlloc)
@@ -238,9 +240,9 @@ func TestDecodeLongFirstLine(t *testing.T) {
 		t.Run(start, func(t *testing.T) {
 			r := io.MultiReader(strings.NewReader(start), &repeatReader{b: 'x', n: n}, strings.NewReader("\nhello\n"))
 			var err error
-			alloc := allocated(func() { _, err = snapshot.Decode(context.Background(), "train.log", r) })
+			alloc := allocated(func() { _, err = load.Decode(context.Background(), "train.log", r) })
 			want := "train.log: byte 0: line 1: longer than 1048576 bytes, the limit for one log line"
-			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, snapshot.ErrLineTooLong) {
+			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, trainlog.ErrLineTooLong) {
 				t.Errorf("err = %v, want %q…", err, want)
 			}
 			if alloc > 16<<20 {
@@ -267,7 +269,7 @@ func TestDecodeMultiDeviceTraceRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := snapshot.DecodeFile(context.Background(), path)
+	in, err := load.DecodeFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,39 +3,27 @@ package snapshot
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strings"
+
+	"github.com/memscan/memscan/input"
 )
 
-// oldPickleHead matches how pickles of protocols 0 and 1 begin (they have no PROTO opcode): GLOBAL or INST with
-// their module and name lines followed by an opcode ("cos\nsystem\n(" ...), a MARK followed by a quoted string,
-// an int or a global (a tuple of arguments), a protocol-0 dict or list ("(dp0\n", "(lp0\n"), or a protocol-1
-// empty dict or list followed by a memo store or a MARK. Logs and JSON do not start like that.
-var oldPickleHead = regexp.MustCompile(`^(?:` +
-	`[ci][A-Za-z_][\w.]*\n[A-Za-z_][\w.]*\n(?:[()\]}.]|p\d|q[\x00-\x1f\x7f-\xff]|S['"]|\z)` +
-	`|\((?:S['"]|I-?\d|[ci][A-Za-z_][\w.]*\n)` +
-	`|\([dl]p\d+\n` +
-	`|[}\]](?:q[\x00-\xff]|r[\x00-\xff]{4})?\()`)
-
-// isOldPickle reports whether head starts a pickle of protocol 0 or 1.
-func isOldPickle(head []byte) bool { return oldPickleHead.Match(head) }
-
-// oldPickleError refuses a protocol-0 or -1 pickle without reading past its first bytes: no snapshot is written
-// with those protocols. A GLOBAL or INST among the first opcodes is named, since that is the real danger of such
-// a file.
-func oldPickleError(ctx context.Context, name string, head []byte) error {
+// OldPickleError refuses a pickle of protocol 0 or 1 (input.KindOldPickle) from its first bytes, head, without
+// reading further: no snapshot is written with those protocols. A GLOBAL or INST among the first opcodes is
+// named, since that is the real danger of such a file.
+func OldPickleError(ctx context.Context, name string, head []byte) error {
 	s := &pickleScanner{data: head, proto: -1}
 	for s.pos < len(s.data) && ctx.Err() == nil {
 		_, err := s.step()
 		var se *scanError
 		if errors.As(err, &se) && se.refused {
-			return &Error{File: name, Offset: se.Offset, Msg: "pickle (protocol 0 or 1): " + se.Msg}
+			return &input.Error{File: name, Offset: se.Offset, Msg: "pickle (protocol 0 or 1): " + se.Msg}
 		}
 		if err != nil {
 			break
 		}
 	}
-	return &Error{File: name, Offset: 0, Msg: "a pickle of protocol 0 or 1 (it has no PROTO opcode); snapshots are pickled with protocol 2 or later"}
+	return &input.Error{File: name, Offset: 0, Msg: "a pickle of protocol 0 or 1 (it has no PROTO opcode); snapshots are pickled with protocol 2 or later"}
 }
 
 // Top-level shape. Every snapshot pickle begins its top-level dict (or, before torch 2.0, its list of segments)

@@ -1,0 +1,150 @@
+package load
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/memtimeline"
+	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
+	"github.com/memscan/memscan/trainlog"
+)
+
+// Input is one decoded input file. Exactly one of the source fields is set.
+type Input struct {
+	Path string
+	// Format names what the content was, e.g. "pickle-v4", "snapshot-json", "tracer-json", "memory-timeline",
+	// "megatron-log".
+	Format string
+	// Snapshot is set for CUDA caching-allocator snapshots (pickle or their JSON rendition).
+	Snapshot *snapshot.Snapshot
+	// Tracer is set for memory-tracer peak-snapshot JSON ("tracer-json").
+	Tracer *tracer.File
+	// Timeline is set for torch.profiler memory timelines ("memory-timeline").
+	Timeline *memtimeline.Timeline
+	// Log is set for training logs with memory lines ("megatron-log", "deepspeed-log", "torchtitan-log").
+	Log *trainlog.Log
+}
+
+// DecodeFile opens and decodes one input file with the default Options.
+func DecodeFile(ctx context.Context, path string) (*Input, error) {
+	return DecodeFileWith(ctx, path, Options{})
+}
+
+// DecodeFileWith opens and decodes one input file.
+func DecodeFileWith(ctx context.Context, path string, opts Options) (*Input, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return DecodeWith(ctx, path, f, opts)
+}
+
+// maxGzipDepth bounds nested gzip layers so a gzip bomb of gzips cannot recurse forever.
+const maxGzipDepth = 2
+
+// Decode sniffs r and decodes it with the matching format's decoder and the default Options. name is used in
+// errors and as Input.Path.
+func Decode(ctx context.Context, name string, r io.Reader) (*Input, error) {
+	return DecodeWith(ctx, name, r, Options{})
+}
+
+// DecodeWith is Decode with options. Every decoder streams its input; a seekable input larger than
+// opts.MaxInputSize is refused before it is read, and any other (a pipe, the inside of a gzip file) as soon as
+// that many bytes have come out of it.
+func DecodeWith(ctx context.Context, name string, r io.Reader, opts Options) (*Input, error) {
+	limit := opts.maxInputSize()
+	src, seekable := snapshot.SeekableSource(r)
+	if seekable {
+		if src.Size > limit {
+			return nil, sizeFailure(name, &input.SizeError{Limit: limit, Size: src.Size})
+		}
+	} else {
+		r = input.NewCapReader(r, limit, "")
+	}
+	src.Limit = limit
+	in, err := decode(ctx, name, r, src, 0)
+	if err != nil {
+		return nil, sizeFailure(name, err)
+	}
+	return in, nil
+}
+
+// decode sniffs one layer of input. src says how to read the layer again (src.Reopen nil: it cannot be).
+func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSource, depth int) (*Input, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	head, err := br.Peek(input.SniffLen)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, &input.Error{File: name, Offset: 0, Msg: "cannot read", Err: err}
+	}
+	if len(head) == 0 {
+		return nil, &input.Error{File: name, Offset: 0, Msg: "empty file"}
+	}
+	switch input.Sniff(head) {
+	case input.KindPickle:
+		snap, err := snapshot.DecodePickleFrom(ctx, name, br, src)
+		if err != nil {
+			return nil, err
+		}
+		return &Input{Path: name, Format: snapshot.PickleFormat(snap.Protocol), Snapshot: snap}, nil
+	case input.KindOldPickle:
+		return nil, snapshot.OldPickleError(ctx, name, head)
+	case input.KindGzip:
+		if depth >= maxGzipDepth {
+			return nil, &input.Error{File: name, Offset: 0, Msg: "too many nested gzip layers"}
+		}
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &input.Error{File: name, Offset: 0, Msg: "bad gzip header", Err: err}
+		}
+		defer zr.Close()
+		// The decoders read the decompressed stream as it inflates; the cap stops a bomb at the limit.
+		return decode(ctx, name, input.NewCapReader(zr, src.Limit, ""), gunzipped(src), depth+1)
+	case input.KindMemscanOutput:
+		return nil, &input.Error{File: name, Offset: 0, Msg: "a file memscan wrote (report, summary or comparison), not a PyTorch dump", Err: input.ErrMemscanOutput}
+	case input.KindJSON:
+		return decodeJSON(ctx, name, br)
+	case input.KindText:
+		return decodeText(ctx, name, br)
+	}
+	return nil, &input.Error{File: name, Offset: 0, Msg: fmt.Sprintf("not a snapshot pickle, JSON or log (first byte 0x%02x)", head[0]), Err: input.ErrUnknownContent}
+}
+
+// gunzipped is the source of the decompressed inside of a gzip layer: reopening decompresses the reopened layer
+// again, capped like the first pass. Its size is unknown (the gzip trailer holds it only modulo 4 GiB).
+func gunzipped(src snapshot.PickleSource) snapshot.PickleSource {
+	out := snapshot.PickleSource{Limit: src.Limit}
+	if src.Reopen == nil {
+		return out
+	}
+	out.Reopen = func() (io.Reader, error) {
+		r, err := src.Reopen()
+		if err != nil {
+			return nil, err
+		}
+		zr, err := gzip.NewReader(bufio.NewReaderSize(r, 1<<16))
+		if err != nil {
+			return nil, err
+		}
+		return input.NewCapReader(zr, src.Limit, ""), nil
+	}
+	return out
+}
+
+// decodeText decodes a training log: lines are streamed with a bounded buffer, and only memory lines are
+// kept. A log without any memory line is not recognised.
+func decodeText(ctx context.Context, name string, r io.Reader) (*Input, error) {
+	lg, err := trainlog.Decode(ctx, name, r)
+	if err != nil {
+		return nil, err
+	}
+	format := map[string]string{"megatron": trainlog.FormatMegatron, "deepspeed": trainlog.FormatDeepSpeed, "torchtitan": trainlog.FormatTorchtitan}[lg.Dialect]
+	return &Input{Path: name, Format: format, Log: lg}, nil
+}

@@ -64,11 +64,14 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *stages < 0 || *world < 0 || *jobs < 1 {
 		return usageErrorf("merge: --stages, --world must be ≥ 0 and --jobs ≥ 1")
 	}
-	files, err := merge.SummaryFiles(fs.Args())
+	files, unreadable, err := merge.SummaryFiles(fs.Args())
 	if err != nil {
 		return usageErrorf("merge: %v", err)
 	}
 	if len(files) == 0 {
+		for _, u := range unreadable {
+			fmt.Fprintf(stderr, "memscan: merge: %v\n", u)
+		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("merge: no .msgpack files under %s", strings.Join(fs.Args(), ", "))}
 	}
 	res, failures, err := merge.MergeFiles(ctx, files, merge.FilesOptions{
@@ -76,11 +79,13 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// What could not even be listed failed too: the rank set is incomplete.
+	failures = append(unreadable, failures...)
 	for _, f := range failures {
 		fmt.Fprintf(stderr, "memscan: merge: %v\n", f)
 	}
 	if res.Ranks == 0 {
-		if !iteration.All() && len(failures) < len(files) {
+		if !iteration.All() && len(failures)-len(unreadable) < len(files) {
 			return &exitError{code: exitFailed, err: fmt.Errorf("merge: no summary of iteration %s", iteration)}
 		}
 		return &exitError{code: exitFailed, err: errors.New("merge: no summary could be read")}
@@ -103,7 +108,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if len(failures) > 0 {
-		return &exitError{code: exitPartial, err: fmt.Errorf("merge: %d of %d files could not be read", len(failures), len(files))}
+		return &exitError{code: exitPartial, err: fmt.Errorf("merge: %d of %d files or folders could not be read", len(failures), len(files)+len(unreadable))}
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func TestDiscoverFollowsLinks(t *testing.T) {
 	link("..", "run/iteration_1/loop")
 	link(filepath.Join(dir, "gone.pickle"), "run/iteration_1/rank2_memory_snapshot.pickle")
 	link(filepath.Join(dir, "gone.yaml"), "run/iteration_1/config.yaml") // not an input's name: not reported
-	link("run", "latest") // relative, as memscan writes it
+	link("run", "latest")                                                // relative, as memscan writes it
 
 	for _, arg := range []string{filepath.Join(dir, "run"), filepath.Join(dir, "latest")} {
 		t.Run(filepath.Base(arg), func(t *testing.T) {

@@ -58,7 +58,7 @@ func TestGoldenReports(t *testing.T) {
 		{"views.md", viewsRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
 		{"repeated.txt", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{Top: 10}) }},
 		{"repeated.md", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
-		{"empty.txt", &analyze.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}}}, func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
+		{"empty.txt", &analyze.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{{Header: analyze.Header{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}}}}, func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

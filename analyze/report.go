@@ -4,8 +4,13 @@
 // Markdown, JSON, msgpack, PNG) reads the same model. Work across runs lives elsewhere: merge (rank summaries)
 // and compare (a baseline against other inputs).
 //
+// A Report is a Header shared by every kind of input plus one part per kind (SnapshotReport, TracerReport,
+// TimelineReport, LogReport); Report.Kind names the kind, and report_wire.go writes and reads the flat JSON and
+// msgpack object that summary.json and report.msgpack hold.
+//
 // It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize and units; it
-// imports neither results nor plots, and writes no files.
+// imports neither results nor plots, and writes no files. It imports the msgpack library only to keep a
+// Report's wire form in one place.
 package analyze
 
 import (
@@ -325,7 +330,8 @@ const (
 	KindLog      = "log"      // training log
 )
 
-// Kind says what kind of input r was analyzed from.
+// Kind says what kind of input r was analyzed from, that is which part of r is filled: the tracer, timeline and
+// log parts each have a view that is set for every report of their kind; a report with none is a snapshot.
 func (r *Report) Kind() string {
 	switch {
 	case r.Tracer != nil:

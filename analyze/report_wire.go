@@ -3,6 +3,8 @@ package analyze
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -37,7 +39,7 @@ type reportWire struct {
 	DevicePeaks  []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
 	OOMs         []OOM            `json:"ooms" msgpack:"ooms"`
 	LeakSuspects []LeakSuspect    `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
-	TraceActions map[string]int   `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+	TraceActions actionCounts     `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
 
 	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
 	Warnings        []string         `json:"warnings" msgpack:"warnings"`
@@ -65,7 +67,7 @@ func (r *Report) wire() *reportWire {
 		Categories: h.Categories, Top: h.Top, Sites: h.Sites,
 		ActiveSizes: s.ActiveSizes, FreeSizes: s.FreeSizes, Fragmentation: s.Fragmentation,
 		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom,
-		LeakSuspects: s.LeakSuspects, TraceActions: s.TraceActions,
+		LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
 		Recommendations: h.Recommendations, Warnings: h.Warnings,
 		PeakBytes: t.PeakBytes, ListedBytes: t.ListedBytes, Phases: t.Phases, Modules: t.Modules, Tracer: t.Tracer,
 		MemoryTimeline: r.MemoryTimeline, Log: r.Log,
@@ -82,7 +84,7 @@ func (w *reportWire) report() *Report {
 		SnapshotReport: SnapshotReport{Totals: w.Totals,
 			PerDevice: w.PerDevice, PerStream: w.PerStream, PerPool: w.PerPool, PerSegmentType: w.PerSegmentType,
 			ActiveSizes: w.ActiveSizes, FreeSizes: w.FreeSizes, Fragmentation: w.Fragmentation,
-			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, LeakSuspects: w.LeakSuspects, TraceActions: w.TraceActions},
+			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions)},
 		TracerReport:   TracerReport{PeakBytes: w.PeakBytes, ListedBytes: w.ListedBytes, Phases: w.Phases, Modules: w.Modules, Tracer: w.Tracer},
 		TimelineReport: TimelineReport{MemoryTimeline: w.MemoryTimeline},
 		LogReport:      LogReport{Log: w.Log},
@@ -123,5 +125,28 @@ func (r *Report) DecodeMsgpack(dec *msgpack.Decoder) error {
 		return err
 	}
 	*r = *w.report()
+	return nil
+}
+
+// actionCounts is trace_actions on the wire. encoding/json sorts map keys; msgpack does not for map[string]int,
+// so it is written in key order here to keep report.msgpack byte-identical for identical input.
+type actionCounts map[string]int
+
+// EncodeMsgpack writes the counts as a map in increasing key order.
+func (a actionCounts) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if a == nil {
+		return enc.EncodeNil()
+	}
+	if err := enc.EncodeMapLen(len(a)); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if err := enc.EncodeString(k); err != nil {
+			return err
+		}
+		if err := enc.EncodeInt(int64(a[k])); err != nil {
+			return err
+		}
+	}
 	return nil
 }

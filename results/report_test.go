@@ -296,3 +296,23 @@ func TestChartedInputsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestMsgpackDeterministic encodes one run many times: map-valued fields (trace_actions) must not make the
+// bytes depend on Go's map iteration order.
+func TestMsgpackDeterministic(t *testing.T) {
+	run := sampleRun()
+	run.Inputs[0].TraceActions = map[string]int{"alloc": 7, "free_requested": 5, "free_completed": 5, "segment_alloc": 2, "segment_free": 1, "oom": 1, "snapshot": 1}
+	var first bytes.Buffer
+	if err := WriteMsgpack(&first, run); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		var b bytes.Buffer
+		if err := WriteMsgpack(&b, run); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b.Bytes(), first.Bytes()) {
+			t.Fatalf("encoding %d differs from the first", i+1)
+		}
+	}
+}

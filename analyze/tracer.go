@@ -182,8 +182,8 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 	if err := checkTracerSizes(tr); err != nil {
 		return nil, fmt.Errorf("analyze %s: %w", in.Path, err)
 	}
-	r := &Report{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{}, Warnings: []string{}}
+	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
+		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []Recommendation{}, Warnings: []string{}}}
 	if r.Format == "" {
 		r.Format = tracer.Format
 	}

@@ -145,14 +145,16 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string
 	return f, fs.Args(), nil
 }
 
-// checkOutDir reports, before any input is read, an --out that cannot become a directory: an existing
-// non-directory, or a path below one. A missing directory is fine (it is created when the results are written).
+// checkOutDir reports, before any input is read, an --out that cannot hold the results: an existing
+// non-directory or a path below one, or a directory (the --out itself, or the nearest existing one above a
+// missing --out) in which no file can be created. A missing directory is fine otherwise: it is created when the
+// results are written.
 func checkOutDir(dir string) error {
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
 		switch {
 		case err == nil && fi.IsDir():
-			return nil
+			return checkWritable(p, p == filepath.Clean(dir))
 		case err == nil && p == filepath.Clean(dir):
 			return errors.New("is a file, not a directory; give a directory for the results")
 		case err == nil:
@@ -164,6 +166,25 @@ func checkOutDir(dir string) error {
 			return nil
 		}
 	}
+}
+
+// checkWritable creates and removes a file in dir, the one test of writability that holds for every cause
+// (permissions, a read-only mount, ACLs, quotas of zero). self says whether dir is --out itself or a parent that
+// --out would be created in.
+func checkWritable(dir string, self bool) error {
+	f, err := os.CreateTemp(dir, ".memscan-write-test-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if self {
+			return fmt.Errorf("is not writable: %v", err)
+		}
+		return fmt.Errorf("cannot be created: %s is not writable: %v", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // errHelp ends a run after --help with exit status 0.
@@ -262,16 +283,23 @@ func writeAnalyzeRun(ctx context.Context, run *analyze.Run, files []string, flag
 	if name == "" {
 		name = results.RunName(files)
 	}
-	dir, err := results.NewRunDir(flags.out, name, time.Now())
+	// The run is written under a temporary name and renamed when complete: a failure (a full disk) leaves no
+	// half-written run for latest or a reader to find.
+	stage, err := results.NewStagedRunDir(flags.out, name, time.Now())
 	if err != nil {
 		return "", err
 	}
-	written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
+	written, err := results.Write(ctx, stage.Dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
 	if err != nil {
-		return "", fmt.Errorf("analyze: writing %s: %w", dir, err)
+		stage.Discard()
+		return "", fmt.Errorf("analyze: writing the run in %s: %w", flags.out, err)
 	}
 	if written.ChartErr != nil {
 		fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
+	}
+	dir, err := stage.Commit()
+	if err != nil {
+		return "", fmt.Errorf("analyze: %w", err)
 	}
 	if err := results.UpdateLatest(flags.out, dir); err != nil {
 		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)

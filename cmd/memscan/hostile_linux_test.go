@@ -163,3 +163,35 @@ func TestAnalyzeMaxInputSizeFlag(t *testing.T) {
 			fmt.Sprintf("%s: %s (%d bytes) is larger than the input size limit of 1KiB (1024 bytes)", good, bytesize.Format(fi.Size()), fi.Size())},
 	})
 }
+
+// TestAnalyzeOutChecked checks that an --out that cannot hold results is refused before any input is read, with
+// exit status 1 and the path and reason (the report found a read-only --out only after the whole analysis, exit
+// 2). Files cannot be created anywhere in /proc, whoever runs the test. A run that succeeds leaves exactly its
+// run directory and latest in --out, no staging directory.
+func TestAnalyzeOutChecked(t *testing.T) {
+	good := fixture(t, "testdata/example/rank0_memory_snapshot.pickle")
+	bomb := filepath.Join(t.TempDir(), "bomb.pickle.gz")
+	writeGzipBomb(t, bomb, []byte("\x80\x04}2"), 'N', 16) // would take the reference decoder's path if read
+	checkCLIErrors(t, []cliErrorCase{
+		{"out not writable", []string{"analyze", "--out", "/proc/self", good, bomb}, exitUsage,
+			"analyze: --out /proc/self: is not writable: "},
+		{"out below a directory that is not writable", []string{"analyze", "--out", "/proc/self/results", good}, exitUsage,
+			"analyze: --out /proc/self/results: cannot be created: /proc/self is not writable: "},
+	})
+	out := filepath.Join(t.TempDir(), "results")
+	if code, _, stderr := runCLI(t, "analyze", "--quiet", "--no-plots", "--out", out, good); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[1].Name() != "latest" || strings.HasPrefix(entries[0].Name(), ".") {
+		t.Errorf("--out holds %v, want the run directory and latest", entries)
+	}
+	for _, f := range []string{"analysis_report.txt", "README.md", "summary.json", "report.msgpack"} {
+		if _, err := os.Stat(filepath.Join(out, "latest", f)); err != nil {
+			t.Errorf("latest run lacks %s: %v", f, err)
+		}
+	}
+}

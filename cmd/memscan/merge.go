@@ -120,24 +120,31 @@ func writeMergeRun(root, name, firstArg string, res *merge.CrossRank) (string, e
 		base := strings.TrimSuffix(filepath.Base(filepath.Clean(firstArg)), filepath.Ext(firstArg))
 		name = results.SanitizeName(base) + "_merge_" + fmt.Sprint(res.Ranks) + "ranks"
 	}
-	dir, err := results.NewRunDir(root, name, time.Now())
+	// Written under a temporary name and renamed when complete, as analyze's runs are.
+	stage, err := results.NewStagedRunDir(root, name, time.Now())
 	if err != nil {
 		return "", err
 	}
 	write := func(file string, fill func(w io.Writer) error) error {
-		return results.WriteFile(filepath.Join(dir, file), fill)
+		return results.WriteFile(filepath.Join(stage.Dir, file), fill)
 	}
-	if err := write(results.FileCrossRankText, func(w io.Writer) error { return results.WriteCrossRankText(w, res, 0) }); err != nil {
+	err = write(results.FileCrossRankText, func(w io.Writer) error { return results.WriteCrossRankText(w, res, 0) })
+	if err == nil {
+		err = write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) })
+	}
+	if err == nil {
+		err = write(results.FileCrossRankMsgpack, func(w io.Writer) error {
+			enc := msgpack.NewEncoder(w)
+			enc.SetSortMapKeys(true)
+			return enc.Encode(res)
+		})
+	}
+	if err != nil {
+		stage.Discard()
 		return "", err
 	}
-	if err := write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {
-		return "", err
-	}
-	if err := write(results.FileCrossRankMsgpack, func(w io.Writer) error {
-		enc := msgpack.NewEncoder(w)
-		enc.SetSortMapKeys(true)
-		return enc.Encode(res)
-	}); err != nil {
+	dir, err := stage.Commit()
+	if err != nil {
 		return "", err
 	}
 	if err := results.UpdateLatest(root, dir); err != nil {

@@ -154,6 +154,9 @@ func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOp
 						mergers[w].Add(s)
 					}
 				}
+				if err := mergers[w].Err(); err != nil {
+					return fmt.Errorf("%s: %w", files[i], err)
+				}
 			}
 			return nil
 		})
@@ -164,6 +167,9 @@ func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOp
 	total := New(mopts)
 	for _, m := range mergers {
 		total.Merge(m)
+	}
+	if err := total.Err(); err != nil {
+		return nil, nil, err
 	}
 	var failures []error
 	for _, err := range fails {

@@ -283,16 +283,30 @@ const (
 	opMemoize     = 0x94
 )
 
-// TestDecodeFallsBack checks the dispatcher: a valid snapshot that the fast decoder declines (an allocator
-// setting it does not know, which the reference keeps as text) still decodes through Decode, from a seekable
-// file and from a plain stream, and the fast decoder really declined it.
-func TestDecodeFallsBack(t *testing.T) {
+// declinedPickle is a valid snapshot that the fast decoder declines: an allocator setting it does not know, which
+// the reference decoder keeps as text.
+func declinedPickle() []byte {
 	p := &pk{}
 	p.op(opProto, 4, opEmptyDict, opMark)
 	p.str("segments").op(opEmptyList)
 	p.str("allocator_settings").op(opEmptyDict).str("future_knob").str("on").op(opSetItem)
 	p.op(opSetItems, opStop)
-	data := p.Bytes()
+	return p.Bytes()
+}
+
+// checkDeclinedDecoded checks that declinedPickle was decoded, by the reference decoder.
+func checkDeclinedDecoded(t *testing.T, in *load.Input) {
+	t.Helper()
+	if s := in.Snapshot; s == nil || s.AllocatorSettings == nil || s.AllocatorSettings.Other["future_knob"] != "on" || in.Format != "pickle-v4" {
+		t.Errorf("decoded %+v, want allocator setting future_knob=on via the reference decoder", in)
+	}
+}
+
+// TestDecodeFallsBack checks the dispatcher: a valid snapshot that the fast decoder declines (an allocator
+// setting it does not know, which the reference keeps as text) still decodes through Decode, from a seekable
+// file and from a plain stream, and the fast decoder really declined it.
+func TestDecodeFallsBack(t *testing.T) {
+	data := declinedPickle()
 	if _, err := snapshot.DecodeFastPickle(context.Background(), "x", bytes.NewReader(data)); !errors.Is(err, snapshot.ErrFastUnsupported) {
 		t.Fatalf("fast decoder: err = %v, want it to decline", err)
 	}
@@ -310,10 +324,7 @@ func TestDecodeFallsBack(t *testing.T) {
 		t.Fatalf("Decode(stream): %v", err)
 	}
 	for _, in := range []*load.Input{fromFile, fromStream} {
-		s := in.Snapshot
-		if s == nil || s.AllocatorSettings == nil || s.AllocatorSettings.Other["future_knob"] != "on" || in.Format != "pickle-v4" {
-			t.Errorf("decoded %+v, want allocator setting future_knob=on via the reference decoder", in)
-		}
+		checkDeclinedDecoded(t, in)
 	}
 }
 

@@ -14,37 +14,10 @@ import (
 
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/trainlog"
 )
-
-// gzipBomb writes to path a gzip file whose decompressed content is head followed by n copies of fill: one
-// gzip member for head, then the compressed fill repeated as further members (gzip readers join members), so a
-// gigabyte of content costs a few hundred kilobytes on disk and one compression of fill.
-func gzipBomb(t testing.TB, path string, head, fill []byte, n int) {
-	t.Helper()
-	gz := func(b []byte) []byte {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Write(gz(head)); err != nil {
-		t.Fatal(err)
-	}
-	member := gz(fill)
-	for range n {
-		if _, err := f.Write(member); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // allocated runs f and returns the bytes it allocated on the heap (all goroutines, so tests using it do not run
 // in parallel).
@@ -84,7 +57,7 @@ func TestDecodeSizeLimit(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "bomb.gz")
-			gzipBomb(t, path, tc.head, tc.fill, fillN)
+			testutil.GzipBomb(t, path, tc.head, tc.fill, fillN)
 			var err error
 			alloc := allocated(func() {
 				_, err = load.DecodeFileWith(context.Background(), path, load.Options{MaxInputSize: limit})
@@ -121,12 +94,7 @@ func TestDecodeSizeLimit(t *testing.T) {
 // TestDecodeGzipFallback decodes a gzip-compressed snapshot that the fast decoder declines, in one and two gzip
 // layers: the reference decoder gets the content by decompressing the file again.
 func TestDecodeGzipFallback(t *testing.T) {
-	p := &pk{}
-	p.op(opProto, 4, opEmptyDict, opMark)
-	p.str("segments").op(opEmptyList)
-	p.str("allocator_settings").op(opEmptyDict).str("future_knob").str("on").op(opSetItem)
-	p.op(opSetItems, opStop)
-	data := p.Bytes()
+	data := declinedPickle()
 	gz := func(b []byte) []byte {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
@@ -147,9 +115,7 @@ func TestDecodeGzipFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s := in.Snapshot; s == nil || s.AllocatorSettings == nil || s.AllocatorSettings.Other["future_knob"] != "on" {
-				t.Errorf("decoded %+v, want allocator setting future_knob=on via the reference decoder", in)
-			}
+			checkDeclinedDecoded(t, in)
 		})
 	}
 }

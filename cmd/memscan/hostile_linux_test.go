@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/internal/bytesize"
+	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -45,29 +45,11 @@ func runChild(t *testing.T, args ...string) (int, string, int64) {
 	return cmd.ProcessState.ExitCode(), stderr.String(), ru.Maxrss << 10 // kilobytes on Linux
 }
 
-// writeGzipBomb writes a gzip file whose content is head followed by n MiB of fill: head in one member, then
-// one compressed MiB of fill repeated as further members, so 4 GiB of content is a 4 MB file made in a moment.
+// writeGzipBomb writes a gzip file whose content is head followed by n MiB of fill: 4 GiB of content is a 4 MB
+// file made in a moment.
 func writeGzipBomb(t *testing.T, path string, head []byte, fill byte, n int) {
 	t.Helper()
-	gz := func(b []byte) []byte {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	f.Write(gz(head))
-	member := gz(bytes.Repeat([]byte{fill}, 1<<20))
-	for range n {
-		if _, err := f.Write(member); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.GzipBomb(t, path, head, bytes.Repeat([]byte{fill}, 1<<20), n)
 }
 
 // TestAnalyzeHostileInputs runs memscan analyze on hostile inputs in a child process each, checking the exit

@@ -192,6 +192,13 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 			rest := max(0, d.size-cur) / int64(max(1, len(d.segDevices)-d.traceLists+1))
 			proj := have + int(rest/per) + entryChunk
 			est := have + int(float64(rest/per)*entryEstimateSlack) + entryChunk
+			if b == 2 {
+				// Two batches measure the bytes per entry poorly, and a list sized on them and shrunk at the next
+				// checkpoint held both lists at once: the peak of a single-device decode. Room for 32 times the
+				// entries so far defers the full reservation to the better estimate.
+				est = min(est, 32*have+entryChunk)
+				proj = min(proj, est)
+			}
 			m.mark, m.markLen = cur, have
 			// Grow only when even the bare projection no longer fits: every reallocation leaves the old list
 			// to the collector, and the slack absorbs the usual drift.

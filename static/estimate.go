@@ -37,6 +37,8 @@ type est struct {
 	nDense, nExpert int64   // ZeRO sharding group sizes
 	layersPerStage  int64
 	inference       bool
+	lora            *LoRAConfig // training with adapters on a frozen base; nil otherwise
+	kernel          attnKernel  // the attention kernel that runs
 }
 
 func newEst(c *Config) *est {
@@ -75,6 +77,10 @@ func newEst(c *Config) *est {
 	e.nDense = int64(p.DP * p.CP)
 	e.nExpert = max(1, int64(p.DP*p.CP*p.TP)/int64(p.EP*p.ETP))
 	e.layersPerStage = e.x.L / int64(p.PP)
+	if !e.inference {
+		e.lora = c.Training.LoRA
+	}
+	e.kernel = e.selectAttention()
 	return e
 }
 
@@ -102,7 +108,7 @@ func (e *est) shardGroup(p paramTensor) float64 {
 // stateBytes is optimizer-state bytes (excluding the fp32 master copy) for elems elements of p.
 func (e *est) stateBytes(p paramTensor, elems float64) float64 {
 	sb := 4.0
-	if !e.c.mixed() && e.c.Training.Precision != "fp32" {
+	if e.c.lowPrecisionStates() {
 		sb = 2 // pure low-precision training keeps optimizer states in the parameter dtype
 	}
 	switch e.c.Training.Optimizer {
@@ -128,9 +134,13 @@ type modelStates struct {
 	weights, grads, opt   float64
 	largestWeightPerGPU   float64
 	reservedRoundingExtra float64
+	adapterParams         float64 // LoRA adapter parameters (trainable) among params
 }
 
-func (e *est) states(ps []paramTensor, mult float64) modelStates {
+func (e *est) states(ps []paramTensor, mult float64, inLayer bool) modelStates {
+	if e.lora != nil {
+		return e.loraStates(ps, mult, inLayer)
+	}
 	var ms modelStates
 	zero := e.c.Parallel.ZeroStage
 	mixed := e.c.mixed()
@@ -253,7 +263,7 @@ func estimateCore(cfg Config) (*Report, error) {
 	embOps, headOps := e.embeddingOps(), e.headOps()
 
 	// Every stage holds the same number of layers, so their states are computed once.
-	layers := e.states(layerPs, float64(e.layersPerStage))
+	layers := e.states(layerPs, float64(e.layersPerStage), true)
 	var worst Stage
 	var worstOps []Operator
 	for i := 0; i < pp; i++ {
@@ -264,7 +274,7 @@ func estimateCore(cfg Config) (*Report, error) {
 		if i == pp-1 {
 			ps = append(ps, headPs...)
 		}
-		head := e.states(ps, 1)
+		head := e.states(ps, 1, false)
 		st, ops := e.stage(i, head, layers, layerPs, layerOps, embOps, headOps)
 		r.Stages = append(r.Stages, st)
 		r.Summary.WholeModel.SumPeakAcrossGPUs += st.PeakAllocated * int64(c.Hardware.NumGPUs/pp)
@@ -383,24 +393,28 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			maxOut = math.Max(maxOut, float64(t.Bytes))
 		}
 	}
-	hr := float64(e.n*e.x.h) * e.ab / float64(e.spDiv)
+	// ckpt is what a recomputed layer keeps: its input (full), or torchtitan's per-op selection.
+	ckpt := e.checkpointBytes()
 	aLayer := aLayerFull
 	recomputed := int64(0)
-	if c.Training.Recompute == "full" {
+	if r := c.Training.Recompute; r == "full" || r == "op_selective" {
 		recomputed = l
 		if c.Training.RecomputeLayers > 0 {
 			recomputed = min(l, int64(c.Training.RecomputeLayers))
 		}
-		// A recomputed layer keeps only its input; the rest is rebuilt, one layer at a time, in backward.
-		aLayer = (float64(recomputed)*hr + float64(l-recomputed)*aLayerFull) / float64(l)
+		// A recomputed layer keeps only ckpt; the rest is rebuilt, one layer at a time, in backward.
+		aLayer = (float64(recomputed)*ckpt + float64(l-recomputed)*aLayerFull) / float64(l)
 	}
 	layerBwdTemp := 2*float64(e.n*e.x.h)*e.ab + 2*maxOut
-	if e.gb != e.pb {
+	if e.gb != e.pb && e.lora == nil {
 		layerBwdTemp += layers.largestWeightPerGPU // low-precision weight gradient before accumulation
 	}
 	if recomputed > 0 {
 		layerBwdTemp += aLayerFull
 	}
+	dq := e.dequantTemp(layerPs)
+	fwdTempLayer += dq
+	layerBwdTemp += dq
 
 	var aEmb, aHead, headFwdTemp, headBwdTemp, headSaved float64
 	if first {
@@ -420,19 +434,37 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 	}
 	keptMBs := layerMBs * (l - recomputed) / l
-	aLayers := float64(keptMBs)*aLayerFull + float64(layerMBs-keptMBs)*hr
+	aLayers := float64(keptMBs)*aLayerFull + float64(layerMBs-keptMBs)*ckpt
+	offloaded := 0.0
+	if c.Training.ActivationOffload && layerMBs > 2 {
+		// torchtune OffloadActivations: saved tensors go to pinned host memory as they are produced and come
+		// back one layer ahead of the backward, so about two layers' worth stay on the GPU.
+		offloaded = aLayers * float64(layerMBs-2) / float64(layerMBs)
+		aLayers -= offloaded
+	}
 	A := (aLayers + aEmb + aHead) * corr.Activations
 
 	// ZeRO / FSDP communication buffers.
-	var gatherTemp, reduceTemp float64
+	var gatherTemp, reduceTemp, unsharded float64
 	layerPerGPU := 0.0
 	for _, p := range layerPs {
 		layerPerGPU += e.perGPU(p)
 	}
 	switch z := c.Parallel.ZeroStage; {
 	case z == 3:
-		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * e.pb
+		gb := e.pb
+		if c.mixed() && e.gb == 4 || c.Training.Float8 {
+			gb = dtypeBytes[c.actDtype()] // FSDP2 gathers in param_dtype (bf16), float8 all-gather in 1 B
+			if c.Training.Float8 {
+				gb = 1
+			}
+		}
+		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * gb
 		reduceTemp = layerPerGPU * e.gb
+		if r := c.Parallel.FSDPReshardAfterForward; r != nil && !*r {
+			// Without resharding after forward every layer's gathered parameters stay until its backward.
+			unsharded = float64(l-1) * layerPerGPU * gb
+		}
 	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
 		reduceTemp = math.Min(5e8, layerPerGPU*float64(l)) * e.gb // DeepSpeed reduce bucket (5e8 elements)
 	}
@@ -450,23 +482,42 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	if c.Parallel.ZeroStage >= 2 {
 		headGrads = 0
 	}
+	inBwd := c.Training.OptimizerInBackward
+	if inBwd {
+		// optimizer_in_bwd steps each parameter in its gradient hook and frees the gradient: one is alive.
+		g := math.Max(head.largestWeightPerGPU, layers.largestWeightPerGPU) / e.pb * e.gb
+		gOnDemand, headGrads = math.Min(G, g), math.Min(headGrads, g)
+	}
 	gPersist := 0.0
 	if persistentGrads {
 		gPersist = G
 	}
-	aEnd := A - (aLayer*float64(l)+headSaved)*corr.Activations
+	aEnd := A - (math.Min(aLayer*float64(l), aLayers)+headSaved)*corr.Activations
 	type moment struct {
 		name              string
 		grads, acts, temp float64
 	}
-	fwd := moment{"forward_end", gPersist, A, fwdTemp * tc}
-	bStart := moment{"backward", gPersist + headGradsIf(!persistentGrads, headGrads), A, (math.Max(headBwdTemp, layerBwdTemp) + gatherTemp + reduceTemp) * tc}
+	fwd := moment{"forward_end", gPersist, A + unsharded, fwdTemp * tc}
+	// The loss backward runs before any gradient of the on-demand kind exists; the output layer's and the
+	// last layer's backward follow once the loss has released what it saved.
+	// (Megatron's persistent-buffer runs keep the fused loss's buffer as the logits gradient, so there the two
+	// overlap.)
+	bStart := moment{"backward", gPersist, A + unsharded, (math.Max(headBwdTemp, layerBwdTemp) + gatherTemp + reduceTemp) * tc}
+	if !persistentGrads {
+		bStart.temp = (headBwdTemp + gatherTemp + reduceTemp) * tc
+		firstLayer := moment{"backward", headGrads, A + unsharded - headSaved*corr.Activations, (layerBwdTemp + gatherTemp + reduceTemp) * tc}
+		if firstLayer.grads+firstLayer.acts+firstLayer.temp > bStart.grads+bStart.acts+bStart.temp {
+			bStart = firstLayer
+		}
+	}
 	bEnd := moment{"backward", gPersist + gOnDemand, aEnd, (layerBwdTemp + gatherTemp + reduceTemp) * tc}
 	optTemp := 0.0
-	if c.Training.OptimizerImpl == "foreach" {
+	if e.lora != nil && c.Training.OptimizerImpl == "foreach" {
+		optTemp = layers.adapterParams * dtypeBytes[e.lora.AdapterDtype]
+	} else if c.Training.OptimizerImpl == "foreach" && !inBwd {
 		// torch._foreach_* AdamW materializes one intermediate list, in the state dtype, for the local parameters.
 		sb := 4.0
-		if !c.mixed() && c.Training.Precision != "fp32" {
+		if c.lowPrecisionStates() {
 			sb = 2
 		}
 		optTemp = (head.params + layers.params) * sb
@@ -480,13 +531,16 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	// iteration's zero_grad, so with its persistent grad buffer they are still allocated at the end of the step:
 	// this is the 20 B/param (4 + 16/d distributed) of Megatron's fp16 table against 18 for bf16.
 	mainGradCopy := 0.0
-	if c.mixed() && e.gb < 4 {
+	if c.mixed() && e.gb < 4 && e.lora == nil {
 		mainGradCopy = (head.params + layers.params) * 4 * corr.Grads
 		if c.Parallel.ZeroStage >= 1 {
 			mainGradCopy /= float64(e.nDense)
 		}
 	}
 	opt := moment{"optimizer_step", G, 0, optTemp*tc + mainGradCopy}
+	if inBwd {
+		opt = moment{"optimizer_step", 0, 0, mainGradCopy} // the step already ran inside backward
+	}
 	base := W + O + float64(st.Other)
 	total := func(m moment) float64 { return base + m.grads + m.acts + m.temp }
 	bwd := bStart
@@ -510,16 +564,11 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	e.reserved(&st, head, layers, layerOps, layerMBs)
 
 	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,
-		transients{layerBwd: layerBwdTemp, headBwd: headBwdTemp, gather: gatherTemp, reduce: reduceTemp, opt: optTemp})
+		transients{layerBwd: layerBwdTemp, headBwd: headBwdTemp, gather: gatherTemp, reduce: reduceTemp, opt: optTemp,
+			ckpt: ckpt, offloaded: offloaded * corr.Activations, unsharded: unsharded})
 	return st, ops
 }
 
-func headGradsIf(ok bool, v float64) float64 {
-	if ok {
-		return v
-	}
-	return 0
-}
 
 // otherBytes are allocator-visible buffers that are neither parameters, gradients, states nor activations.
 func (e *est) otherBytes(head, layers modelStates) float64 {
@@ -611,8 +660,8 @@ func (e *est) wholeModel(r *Report) {
 	one.c = &Config{}
 	*one.c = *c
 	one.c.Parallel.ZeroStage, one.c.Parallel.EP, one.c.Parallel.ETP, one.c.Parallel.TP = 0, 1, 1, 1
-	ms := one.states(append(embeddingParams(x), headParams(x, 1)...), 1)
-	ls := one.states(layerParams(x), float64(x.L))
+	ms := one.states(append(embeddingParams(x), headParams(x, 1)...), 1, false)
+	ls := one.states(layerParams(x), float64(x.L), true)
 	w.WeightMemoryBytes = int64(ms.weights + ls.weights)
 	w.GradMemoryBytes = int64(ms.grads + ls.grads)
 	w.OptimizerMemoryBytes = int64(ms.opt + ls.opt)

@@ -25,6 +25,12 @@ func (c *Config) Resolve() error {
 		}
 		*m = pm
 	}
+	if err := c.checkLimits(); err != nil {
+		return err
+	}
+	if err := applyFamily(m); err != nil {
+		return err
+	}
 	if m.Type == "" {
 		m.Type = "llama"
 	}
@@ -48,7 +54,7 @@ func (c *Config) Resolve() error {
 		ok     []string
 	}{
 		{"model.norm", m.Norm, []string{"rmsnorm", "layernorm"}},
-		{"model.activation", m.Activation, []string{"swiglu", "gelu", "squared-relu"}},
+		{"model.activation", m.Activation, []string{"swiglu", "geglu", "gelu", "gelu_new", "squared-relu"}},
 		{"model.position_embedding", m.PositionEmbedding, []string{"rope", "learned"}},
 	} {
 		if err := oneOf(ch.key, ch.v, ch.ok...); err != nil {
@@ -83,7 +89,7 @@ func (c *Config) Resolve() error {
 		return fmt.Errorf("model.head_dim: %d (must be > 0)", m.HeadDim)
 	}
 	if m.FFNHiddenSize == 0 {
-		if m.Activation == "swiglu" {
+		if m.Activation == "swiglu" || m.Activation == "geglu" {
 			// LLaMA rule: 2/3 of 4h, rounded up to a multiple of 256.
 			m.FFNHiddenSize = (8*m.HiddenSize/3 + 255) / 256 * 256
 		} else {
@@ -136,16 +142,19 @@ func (c *Config) Resolve() error {
 	if t.GlobalBatchSize < 0 || t.TrainSteps < 0 || t.TrainTokens < 0 || t.LossChunkTokens < 0 || t.RecomputeLayers < 0 {
 		return fmt.Errorf("training: global_batch_size, train_steps, train_tokens, loss_chunk_tokens and recompute_layers must be >= 0")
 	}
+	if t.Precision == "amp" {
+		t.Precision = "amp-bf16" // torch.autocast's default CUDA dtype since bf16 GPUs
+	}
 	for _, ch := range []struct {
 		key, v string
 		ok     []string
 	}{
-		{"training.precision", t.Precision, []string{"fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"}},
+		{"training.precision", t.Precision, []string{"fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16"}},
 		{"training.optimizer", t.Optimizer, []string{"adamw", "adamw-8bit", "sgd", "adafactor"}},
 		{"training.optimizer_impl", t.OptimizerImpl, []string{"foreach", "fused"}},
-		{"training.attention", t.Attention, []string{"flash", "standard"}},
-		{"training.recompute", t.Recompute, []string{"none", "selective", "full"}},
-		{"training.loss", t.Loss, []string{"standard", "fused", "fused_jit", "chunked"}},
+		{"training.attention", t.Attention, []string{"sdpa", "flash", "efficient", "cudnn", "math", "flex", "standard"}},
+		{"training.recompute", t.Recompute, []string{"none", "selective", "full", "op_selective"}},
+		{"training.loss", t.Loss, []string{"standard", "fused", "fused_jit", "chunked", "chunked_output"}},
 		{"training.kernels", t.Kernels, []string{"fused", "eager"}},
 	} {
 		if err := oneOf(ch.key, ch.v, ch.ok...); err != nil {
@@ -154,7 +163,7 @@ func (c *Config) Resolve() error {
 	}
 	if t.GradPrecision == "" {
 		switch t.Precision {
-		case "fp32", "bf16-mixed", "fp16-mixed":
+		case "fp32", "bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16":
 			t.GradPrecision = "fp32"
 		default:
 			t.GradPrecision = t.Precision
@@ -339,6 +348,9 @@ func (c *Config) Resolve() error {
 	if a.FragmentationFraction > 1 {
 		return fmt.Errorf("allocator.fragmentation_fraction: %g (must be in [0, 1])", a.FragmentationFraction)
 	}
+	if err := c.resolveExtensions(); err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		key string
 		v   float64
@@ -364,10 +376,10 @@ func oneOf(key, v string, ok ...string) error {
 // dtypeBytes is the storage size per element; int4 packs two per byte.
 var dtypeBytes = map[string]float64{"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5, "int64": 8, "bool": 1}
 
-// paramDtype is the dtype the training weights are stored and computed in.
+// paramDtype is the dtype the training weights are stored in (fp32 under autocast).
 func (c *Config) paramDtype() string {
 	switch c.Training.Precision {
-	case "fp32":
+	case "fp32", "amp-bf16", "amp-fp16":
 		return "fp32"
 	case "fp16", "fp16-mixed":
 		return "fp16"
@@ -375,15 +387,30 @@ func (c *Config) paramDtype() string {
 	return "bf16"
 }
 
-// actDtype is the activation dtype.
+// actDtype is the dtype of matmul outputs and most saved activations: autocast's lower precision under AMP.
 func (c *Config) actDtype() string {
-	if c.Training.Precision == "fp32" {
+	switch c.Training.Precision {
+	case "fp32":
 		return "fp32"
+	case "amp-bf16":
+		return "bf16"
+	case "amp-fp16":
+		return "fp16"
 	}
 	return c.paramDtype()
 }
 
+// mixed reports Megatron/DeepSpeed-style mixed precision: 16-bit parameters with an fp32 master copy.
 func (c *Config) mixed() bool { return strings.HasSuffix(c.Training.Precision, "-mixed") }
+
+// amp reports torch.autocast training: fp32 parameters, gradients and states, 16-bit matmuls whose casted
+// weight copies autocast caches for the forward.
+func (c *Config) amp() bool { return strings.HasPrefix(c.Training.Precision, "amp-") }
+
+// lowPrecisionStates reports pure 16-bit training, whose optimizer keeps its states in the parameter dtype.
+func (c *Config) lowPrecisionStates() bool {
+	return c.Training.Precision == "bf16" || c.Training.Precision == "fp16"
+}
 
 // GPU returns the resolved accelerator.
 func (c *Config) GPU() GPUSpec {

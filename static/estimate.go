@@ -569,7 +569,6 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	return st, ops
 }
 
-
 // otherBytes are allocator-visible buffers that are neither parameters, gradients, states nor activations.
 func (e *est) otherBytes(head, layers modelStates) float64 {
 	c := e.c

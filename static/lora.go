@@ -72,8 +72,8 @@ func (e *est) loraOp(prefix string, rows, inCols int64, inDtype string, inputSav
 		Inputs:      []Tensor{tensor(prefix+".lora.in", inDtype, rows, inCols)},
 		Outputs:     []Tensor{tensor(prefix+".lora_A.out", l.AdapterDtype, rows, r)},
 		MemoryBytes: int64(saved), TempBytes: int64(temp), Formula: formula,
-		Notes:       fmt.Sprintf("LoRA r=%d on %v (adapters %s)", l.Rank, targets, l.AdapterDtype),
-		FLOPs:       2 * in * float64(r) * float64(len(targets)), Extra: map[string]any{"targets": targets}}}
+		Notes: fmt.Sprintf("LoRA r=%d on %v (adapters %s)", l.Rank, targets, l.AdapterDtype),
+		FLOPs: 2 * in * float64(r) * float64(len(targets)), Extra: map[string]any{"targets": targets}}}
 }
 
 // loraLayerParams lists one layer's adapter matrices (A: r × in, B: out × r).

@@ -101,9 +101,9 @@ func (e *est) kvBytesPerToken() int64 {
 // transients are the non-forward temporary sizes of a stage.
 type transients struct {
 	layerBwd, headBwd, gather, reduce, opt float64
-	ckpt      float64 // bytes a recomputed layer keeps per micro-batch
-	offloaded float64 // saved activations moved to host memory
-	unsharded float64 // gathered parameters kept from forward to backward (FSDP without resharding)
+	ckpt                                   float64 // bytes a recomputed layer keeps per micro-batch
+	offloaded                              float64 // saved activations moved to host memory
+	unsharded                              float64 // gathered parameters kept from forward to backward (FSDP without resharding)
 }
 
 // operatorList assembles the worst-stage record list in MemScope's shape.

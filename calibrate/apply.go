@@ -1,12 +1,12 @@
 package calibrate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 // Applied is one config's raw and corrected prediction side by side (what `memscan static --calibration` adds).
@@ -72,7 +72,5 @@ func (a *Applied) WriteText(w io.Writer) error {
 
 // WriteJSON writes the comparison as indented JSON.
 func (a *Applied) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(a)
+	return units.WriteJSON(w, a)
 }

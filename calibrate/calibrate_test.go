@@ -15,6 +15,7 @@ import (
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 const mib = 1 << 20
@@ -170,7 +171,7 @@ func TestErrorArithmetic(t *testing.T) {
 	if a := s[Activations]; a.N != 1 || math.Abs(a.MedianAbsPct-5) > 1e-9 {
 		t.Errorf("activations summary %+v, want median 5", a)
 	}
-	if got := Median([]float64{3, 1, 2}); got != 2 {
+	if got := units.Median([]float64{3, 1, 2}); got != 2 {
 		t.Errorf("median of 3 values = %g", got)
 	}
 }

@@ -1,8 +1,8 @@
 package calibrate
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 // ModelVersion is the version of the corrections file; bumped when a field changes meaning or is removed.
@@ -286,7 +287,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 		}
 	}
 	if len(ps) > 0 {
-		m.PersistentScale = Median(ps)
+		m.PersistentScale = units.Median(ps)
 		m.PersistentRuns = len(ps)
 	} else {
 		m.Notes = append(m.Notes, "no run measured the end-of-step allocation: persistent scale left at 1")
@@ -313,7 +314,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	m.ActivationScale = Median(all)
+	m.ActivationScale = units.Median(all)
 	groups := map[string]*Group{}
 	var order []string
 	vals := map[string][]float64{}
@@ -330,7 +331,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 	slices.Sort(order)
 	for _, k := range order {
 		gr := groups[k]
-		gr.Scale = Median(vals[k])
+		gr.Scale = units.Median(vals[k])
 		m.Groups = append(m.Groups, *gr)
 	}
 	m.PerRun = per
@@ -343,7 +344,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 		}
 	}
 	if len(rr) > 0 {
-		m.ReservedRatio = math.Max(1, Median(rr))
+		m.ReservedRatio = math.Max(1, units.Median(rr))
 		m.ReservedRuns = len(rr)
 	} else {
 		m.Notes = append(m.Notes, "no run measured peak reserved: reserved predictions are not corrected")
@@ -375,7 +376,7 @@ func (m *Model) activationScaleFor(c static.Config) (float64, string) {
 			}
 		}
 		if len(v) > 0 {
-			return Median(v), fmt.Sprintf("median of %d %s (group %s not seen)", len(v), b.name, groupName(a, r, l))
+			return units.Median(v), fmt.Sprintf("median of %d %s (group %s not seen)", len(v), b.name, groupName(a, r, l))
 		}
 	}
 	return m.ActivationScale, "median of all runs (group " + groupName(a, r, l) + " not seen)"
@@ -426,9 +427,9 @@ func (m *Model) estimate(cfg static.Config) (*static.Report, error) {
 func (m *Model) Explain(cfg static.Config) string {
 	as, from := m.activationScaleFor(cfg)
 	s := fmt.Sprintf("weights, gradients, optimizer states × %.4f (end-of-step fit on %s); activations, temporaries × %.4f (%s)",
-		m.PersistentScale, count(m.PersistentRuns, "run", "runs"), as, from)
+		m.PersistentScale, units.Plural(m.PersistentRuns, "run", "runs"), as, from)
 	if m.ReservedRatio > 0 {
-		s += fmt.Sprintf("; peak reserved ≥ %.4f × peak allocated (%s)", m.ReservedRatio, count(m.ReservedRuns, "run", "runs"))
+		s += fmt.Sprintf("; peak reserved ≥ %.4f × peak allocated (%s)", m.ReservedRatio, units.Plural(m.ReservedRuns, "run", "runs"))
 	}
 	return s
 }
@@ -466,11 +467,11 @@ func (m *Model) Validate() error {
 
 // WriteFile saves the model as indented JSON.
 func (m *Model) WriteFile(path string) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := units.WriteJSON(&b, m); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing corrections: %w", err)
 	}
 	return nil
@@ -554,7 +555,7 @@ func LeaveOneOut(ctx context.Context, samples []Sample, full *Model) (*CrossVali
 		for _, r := range cv.Runs {
 			v = append(v, math.Abs(f(r)))
 		}
-		return Median(v), slices.Max(v)
+		return units.Median(v), slices.Max(v)
 	}
 	cv.RawMedianAbsPct, cv.RawMaxAbsPct = col(func(r CVRow) float64 { return r.RawErrorPct })
 	cv.InSampleMedianAbsPct, cv.InSampleMaxAbsPct = col(func(r CVRow) float64 { return r.InSampleErrPct })
@@ -566,7 +567,7 @@ func LeaveOneOut(ctx context.Context, samples []Sample, full *Model) (*CrossVali
 func (m *Model) describeGroups() string {
 	var b strings.Builder
 	for _, g := range m.Groups {
-		fmt.Fprintf(&b, "  %-52s activation scale %.4f  (%s)\n", groupName(g.Attention, g.Recompute, g.Loss), g.Scale, count(len(g.Runs), "run", "runs"))
+		fmt.Fprintf(&b, "  %-52s activation scale %.4f  (%s)\n", groupName(g.Attention, g.Recompute, g.Loss), g.Scale, units.Plural(len(g.Runs), "run", "runs"))
 	}
 	return b.String()
 }

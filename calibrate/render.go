@@ -1,16 +1,17 @@
 package calibrate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
-func gib(b int64) string { return fmt.Sprintf("%.3f", float64(b)/(1<<30)) }
+// gib renders bytes as a number in the GiB column of the tables, whose header names the unit; three decimals
+// because calibration errors are often under 1 %.
+func gib(b int64) string { return fmt.Sprintf("%.3f", units.GiB(b)) }
 
 func pct(v float64) string { return fmt.Sprintf("%+.1f%%", v) }
 
@@ -30,25 +31,15 @@ func absPctOrDash(s Stat, v float64, width int) string {
 	return fmt.Sprintf("%*.1f%%", width-1, v)
 }
 
-// count writes n with the singular or plural noun, so output never reads "1 runs" or "run(s)".
-func count(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // WriteJSON writes calibration.json.
 func (c *Calibration) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(c)
+	return units.WriteJSON(w, c)
 }
 
 // WriteText renders the console table: one line per row, then the summary and the cross-validation.
 func (c *Calibration) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "memscan calibrate — %s: %s", c.Name, count(len(c.Runs), "run", "runs"))
+	fmt.Fprintf(&b, "memscan calibrate — %s: %s", c.Name, units.Plural(len(c.Runs), "run", "runs"))
 	if len(c.Failures) > 0 {
 		fmt.Fprintf(&b, ", %d failed", len(c.Failures))
 	}
@@ -81,10 +72,10 @@ func (c *Calibration) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s %s (%s, %s of total): ", m.Component, signedBytes(m.ErrorBytes), pctOrDash(m.ErrorPct), pct(m.ErrorOfTotalPct))
 			var parts []string
 			for _, s := range m.Sites {
-				parts = append(parts, fmt.Sprintf("runtime %s %s", s.Site, analyze.FormatBytes(s.Bytes)))
+				parts = append(parts, fmt.Sprintf("runtime %s %s", s.Site, units.Bytes(s.Bytes)))
 			}
 			for _, o := range m.Operators {
-				parts = append(parts, fmt.Sprintf("static %s %s", o.Name, analyze.FormatBytes(o.Bytes)))
+				parts = append(parts, fmt.Sprintf("static %s %s", o.Name, units.Bytes(o.Bytes)))
 			}
 			b.WriteString(strings.Join(parts, "; ") + "\n")
 		}
@@ -94,7 +85,7 @@ func (c *Calibration) WriteText(w io.Writer) error {
 	}
 	if c.Model != nil {
 		b.WriteString("\nCorrections\n")
-		fmt.Fprintf(&b, "  persistent scale %.4f (weights, gradients, optimizer; %s)\n", c.Model.PersistentScale, count(c.Model.PersistentRuns, "run", "runs"))
+		fmt.Fprintf(&b, "  persistent scale %.4f (weights, gradients, optimizer; %s)\n", c.Model.PersistentScale, units.Plural(c.Model.PersistentRuns, "run", "runs"))
 		b.WriteString(c.Model.describeGroups())
 	}
 	for _, f := range c.Failures {
@@ -141,9 +132,9 @@ func writeCVText(b *strings.Builder, cv *CrossValidation) {
 
 func signedBytes(v int64) string {
 	if v < 0 {
-		return "−" + analyze.FormatBytes(-v)
+		return "−" + units.Bytes(-v)
 	}
-	return "+" + analyze.FormatBytes(v)
+	return "+" + units.Bytes(v)
 }
 
 func clip(s string, n int) string {
@@ -158,7 +149,7 @@ func clip(s string, n int) string {
 func (c *Calibration) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# memscan calibration — %s\n\n", c.Name)
-	fmt.Fprintf(&b, "%s evaluated", count(len(c.Runs), "run", "runs"))
+	fmt.Fprintf(&b, "%s evaluated", units.Plural(len(c.Runs), "run", "runs"))
 	if len(c.Failures) > 0 {
 		fmt.Fprintf(&b, ", %d failed", len(c.Failures))
 	}
@@ -251,16 +242,16 @@ func (c *Calibration) WriteMarkdown(w io.Writer) error {
 		details.WriteString(".\n")
 		if a := r.Attribution; a != nil {
 			fmt.Fprintf(&details, "\nAttribution from %s: %s attributed of %s (confidence %.2f), %s unattributed.\n",
-				a.Source, analyze.FormatBytes(a.TotalBytes-a.UnattributedBytes), analyze.FormatBytes(a.TotalBytes), a.Confidence,
-				analyze.FormatBytes(a.UnattributedBytes))
+				a.Source, units.Bytes(a.TotalBytes-a.UnattributedBytes), units.Bytes(a.TotalBytes), a.Confidence,
+				units.Bytes(a.UnattributedBytes))
 		}
 		for _, m := range r.Misses {
 			fmt.Fprintf(&details, "\n- **%s** %s (%s, %s of total)\n", m.Component, signedBytes(m.ErrorBytes), mdPct(m.ErrorPct), pct(m.ErrorOfTotalPct))
 			for _, s := range m.Sites {
-				fmt.Fprintf(&details, "  - runtime `%s` (%s) %s\n", s.Site, s.Category, analyze.FormatBytes(s.Bytes))
+				fmt.Fprintf(&details, "  - runtime `%s` (%s) %s\n", s.Site, s.Category, units.Bytes(s.Bytes))
 			}
 			for _, o := range m.Operators {
-				fmt.Fprintf(&details, "  - static `%s` (%s) %s\n", o.Name, o.Phase, analyze.FormatBytes(o.Bytes))
+				fmt.Fprintf(&details, "  - static `%s` (%s) %s\n", o.Name, o.Phase, units.Bytes(o.Bytes))
 			}
 		}
 		for _, n := range r.Notes {

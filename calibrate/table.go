@@ -10,6 +10,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 // Metrics compared between prediction and measurement. The three totals are also used as the component name of
@@ -243,28 +244,14 @@ func Summarize(rows []Row) map[string]Stat {
 	}
 	for c, v := range abs {
 		s := out[c]
-		s.MedianAbsPct = Median(v)
+		s.MedianAbsPct = units.Median(v)
 		if cv := cabs[c]; len(cv) == len(v) {
-			med, mx := Median(cv), slices.Max(cv)
+			med, mx := units.Median(cv), slices.Max(cv)
 			s.CorrectedMedianAbsPct, s.CorrectedMaxAbsPct = &med, &mx
 		}
 		out[c] = s
 	}
 	return out
-}
-
-// Median of v (the mean of the two middle values for an even count); 0 for none.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // SummaryOrder lists summary keys in report order: totals first, then components.

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 
+	"github.com/memscan/memscan/units"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -70,8 +71,8 @@ func CompareBars(path string, c CompareChart) error {
 				col, sign = ColorShrank, "−"
 			}
 			bp.bars = append(bp.bars,
-				bar{pos: pos + 0.19, value: b / unit.Bytes, color: ColorBefore, note: HumanBytes(b)},
-				bar{pos: pos - 0.19, value: a / unit.Bytes, color: col, note: HumanBytes(a) + "  (" + sign + HumanBytes(math.Abs(a-b)) + ")"})
+				bar{pos: pos + 0.19, value: b / unit.Bytes, color: ColorBefore, note: units.Bytes(int64(b))},
+				bar{pos: pos - 0.19, value: a / unit.Bytes, color: col, note: units.Bytes(int64(a)) + "  (" + sign + units.Bytes(int64(math.Abs(a-b))) + ")"})
 		}
 		p.Add(bp)
 		p.NominalY(names...)

@@ -1,15 +1,14 @@
 package static
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
-)
 
-func gb(v int64) string { return fmt.Sprintf("%.2f GiB", float64(v)/gib) }
+	"github.com/memscan/memscan/units"
+)
 
 func stepsNoun(n int64) string {
 	if n == 1 {
@@ -18,19 +17,9 @@ func stepsNoun(n int64) string {
 	return "steps"
 }
 
-// count writes n with the singular or plural noun, so output never reads "1 micro-batches".
-func count[T ~int | ~int64](n T, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // WriteJSON writes the report as indented JSON (static_report.json).
 func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
+	if err := units.WriteJSON(w, r); err != nil {
 		return fmt.Errorf("static report JSON: %w", err)
 	}
 	return nil
@@ -74,7 +63,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	b.WriteString("\n")
 	if c.Mode == "train" {
 		fmt.Fprintf(&b, "Workload: micro-batch %d × seq %d, global batch %d (%s), %s attention, recompute %s, loss %s, %s\n\n",
-			c.Training.MicroBatchSize, c.Training.SeqLength, c.Training.GlobalBatchSize, count(c.Parallel.NumMicrobatches, "micro-batch", "micro-batches"),
+			c.Training.MicroBatchSize, c.Training.SeqLength, c.Training.GlobalBatchSize, units.Plural(c.Parallel.NumMicrobatches, "micro-batch", "micro-batches"),
 			c.Training.Attention, c.Training.Recompute, c.Training.Loss, c.Training.Optimizer)
 	} else {
 		fmt.Fprintf(&b, "Workload: batch %d, prompt %d + %d generated tokens, weights %s, KV cache %s\n\n",
@@ -85,11 +74,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	peak := float64(max(1, s.DeviceTotalBytes))
 	for _, cp := range r.Components() {
-		fmt.Fprintf(tw, "  %s\t%s\t%5.1f%%\t\n", cp.Name, gb(cp.Bytes), 100*float64(cp.Bytes)/peak)
+		fmt.Fprintf(tw, "  %s\t%s\t%5.1f%%\t\n", cp.Name, units.Bytes(cp.Bytes), 100*float64(cp.Bytes)/peak)
 	}
-	fmt.Fprintf(tw, "  peak allocated (%s)\t%s\t\t\n", s.PeakStage, gb(s.PeakMemoryBytes))
-	fmt.Fprintf(tw, "  peak reserved\t%s\t\t\n", gb(s.PeakReservedBytes))
-	fmt.Fprintf(tw, "  device total (nvidia-smi)\t%s\t\t\n", gb(s.DeviceTotalBytes))
+	fmt.Fprintf(tw, "  peak allocated (%s)\t%s\t\t\n", s.PeakStage, units.Bytes(s.PeakMemoryBytes))
+	fmt.Fprintf(tw, "  peak reserved\t%s\t\t\n", units.Bytes(s.PeakReservedBytes))
+	fmt.Fprintf(tw, "  device total (nvidia-smi)\t%s\t\t\n", units.Bytes(s.DeviceTotalBytes))
 	tw.Flush()
 	if len(r.Stages) > 1 {
 		b.WriteString("\nPER PIPELINE STAGE (one GPU each)\n")
@@ -100,13 +89,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			if st.Index == r.WorstStage {
 				mark = " *"
 			}
-			fmt.Fprintf(tw, "  %d%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, mark, commas(st.Params), gb(st.Weights), gb(st.Grads),
-				gb(st.Optimizer), gb(st.Activations), gb(st.PeakAllocated), st.PeakStage, gb(st.PeakReserved), gb(st.DeviceTotal))
+			fmt.Fprintf(tw, "  %d%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", st.Index, mark, commas(st.Params), units.Bytes(st.Weights), units.Bytes(st.Grads),
+				units.Bytes(st.Optimizer), units.Bytes(st.Activations), units.Bytes(st.PeakAllocated), st.PeakStage, units.Bytes(st.PeakReserved), units.Bytes(st.DeviceTotal))
 		}
 		tw.Flush()
 	}
 	if in := r.Inference; in != nil {
-		fmt.Fprintf(&b, "\nKV cache: %s per token, %d context tokens\n", humanInt(in.KVBytesPerToken), in.ContextTokens)
+		fmt.Fprintf(&b, "\nKV cache: %s per token, %d context tokens\n", units.Bytes(in.KVBytesPerToken), in.ContextTokens)
 	}
 	if t := r.Time; t != nil {
 		b.WriteString("\nTIME\n")
@@ -146,7 +135,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if sr != nil {
 			fmt.Fprintf(&b, "\nMax %s: %d", sr.Parameter, sr.Max)
 			if sr.Max > 0 {
-				fmt.Fprintf(&b, " (peak allocated %s, device %s)", gb(sr.PeakBytes), gb(sr.DeviceBytes))
+				fmt.Fprintf(&b, " (peak allocated %s, device %s)", units.Bytes(sr.PeakBytes), units.Bytes(sr.DeviceBytes))
 			}
 			if sr.Note != "" {
 				fmt.Fprintf(&b, " — %s", sr.Note)
@@ -180,7 +169,7 @@ func writeStrategies(b *strings.Builder, rows []StrategyRow) {
 		if s.Fits {
 			fit = "yes"
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%.2f\t%s\t%.0f%%\t\n", s.Name, s.DP, s.TP, s.PP, s.ZeroStage, gb(s.PeakBytes), gb(s.DeviceBytes), fit, s.StepSeconds, commas(int64(s.TokensPerSec)), 100*s.CommFraction)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%.2f\t%s\t%.0f%%\t\n", s.Name, s.DP, s.TP, s.PP, s.ZeroStage, units.Bytes(s.PeakBytes), units.Bytes(s.DeviceBytes), fit, s.StepSeconds, commas(int64(s.TokensPerSec)), 100*s.CommFraction)
 	}
 	tw.Flush()
 }
@@ -202,21 +191,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		{"activation_memory_bytes", s.ActivationMemoryBytes}, {"kv_cache_memory_bytes", s.KVCacheMemoryBytes}, {"temporary_memory_bytes", s.TemporaryMemoryBytes},
 		{"other_memory_bytes", s.OtherMemoryBytes}, {"persistent_memory_bytes", s.PersistentMemoryBytes}, {"peak_memory_bytes", s.PeakMemoryBytes},
 		{"peak_reserved_bytes", s.PeakReservedBytes}, {"device_total_bytes", s.DeviceTotalBytes}} {
-		fmt.Fprintf(&b, "| %s | %s (%s) |\n", kv.k, commas(kv.v), gb(kv.v))
+		fmt.Fprintf(&b, "| %s | %s (%s) |\n", kv.k, commas(kv.v), units.Bytes(kv.v))
 	}
 	fmt.Fprintf(&b, "| peak_stage | %s |\n\n", s.PeakStage)
 	if len(r.Stages) > 1 {
 		b.WriteString("## Pipeline stages\n\n| stage | params | weights | grads | optimizer | activations | peak allocated | at | reserved | device |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, st := range r.Stages {
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", st.Index, commas(st.Params), gb(st.Weights), gb(st.Grads), gb(st.Optimizer),
-				gb(st.Activations), gb(st.PeakAllocated), st.PeakStage, gb(st.PeakReserved), gb(st.DeviceTotal))
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", st.Index, commas(st.Params), units.Bytes(st.Weights), units.Bytes(st.Grads), units.Bytes(st.Optimizer),
+				units.Bytes(st.Activations), units.Bytes(st.PeakAllocated), st.PeakStage, units.Bytes(st.PeakReserved), units.Bytes(st.DeviceTotal))
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("## Operators\n\n| name | category | phase | layer | × | memory | temp | formula |\n|---|---|---|---|---|---|---|---|\n")
 	for _, op := range r.Operators {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %s | %s |\n", op.Name, op.Category, op.Phase, op.Layer, op.Multiplier,
-			gb(op.MemoryBytes), gb(op.TempBytes), strings.ReplaceAll(op.Formula, "|", "\\|"))
+			units.Bytes(op.MemoryBytes), units.Bytes(op.TempBytes), strings.ReplaceAll(op.Formula, "|", "\\|"))
 	}
 	if t := r.Time; t != nil {
 		fmt.Fprintf(&b, "\n## Time\n\n- Step: %.2f s (compute %.2f s, bubble %.1f%%, TP %.2f s, CP %.2f s, PP %.2f s, EP %.2f s, exposed DP %.2f s)\n- %s tokens/s, MFU %.1f%%\n",
@@ -235,7 +224,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.Strategies) > 0 {
 		b.WriteString("\n## Strategy comparison\n\n| strategy | dp | tp | pp | zero | peak allocated | device | fits | step s | tokens/s |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, st := range r.Strategies {
-			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %t | %.2f | %s |\n", st.Name, st.DP, st.TP, st.PP, st.ZeroStage, gb(st.PeakBytes), gb(st.DeviceBytes), st.Fits, st.StepSeconds, commas(int64(st.TokensPerSec)))
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %s | %s | %t | %.2f | %s |\n", st.Name, st.DP, st.TP, st.PP, st.ZeroStage, units.Bytes(st.PeakBytes), units.Bytes(st.DeviceBytes), st.Fits, st.StepSeconds, commas(int64(st.TokensPerSec)))
 		}
 	}
 	for _, sr := range []*SearchResult{r.MaxBatch, r.MaxSeq} {
@@ -272,16 +261,4 @@ func commas(v int64) string {
 		r = "-" + r
 	}
 	return r
-}
-
-func humanInt(v int64) string {
-	switch {
-	case v >= gib:
-		return fmt.Sprintf("%.2f GiB", float64(v)/gib)
-	case v >= mib:
-		return fmt.Sprintf("%.2f MiB", float64(v)/mib)
-	case v >= 1024:
-		return fmt.Sprintf("%.0f KiB", float64(v)/1024)
-	}
-	return fmt.Sprintf("%d B", v)
 }

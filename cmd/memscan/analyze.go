@@ -25,6 +25,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 const analyzeHelp = `Usage: memscan analyze [flags] INPUT...
@@ -574,14 +575,14 @@ func summaryMeasures(r *analyze.Report, s *analyze.RankSummary) string {
 		if !ok || n < 0 {
 			return "-"
 		}
-		return analyze.FormatBytes(n)
+		return units.Bytes(n)
 	}
 	totals := r.HasAllocatorTotals()
 	line := fmt.Sprintf("reserved %s, allocated %s, peak %s", dash(r.ReservedBytes, totals), dash(r.AllocatedBytes, totals),
 		dash(s.PeakBytes, r.Kind() != analyze.KindLog || r.Log.PeakAllocatedBytes >= 0))
 	switch r.Kind() {
 	case analyze.KindTracer:
-		line += ", listed " + analyze.FormatBytes(r.ListedBytes)
+		line += ", listed " + units.Bytes(r.ListedBytes)
 	case analyze.KindLog:
 		line += ", peak reserved " + dash(r.Log.PeakReservedBytes, true)
 	}

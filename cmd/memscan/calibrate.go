@@ -15,6 +15,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 const calibrateUsage = `Usage: memscan calibrate --config CFG [flags] RUNTIME...
@@ -125,7 +126,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.ID, f.Error)
 	}
 	if len(cal.Runs) == 0 {
-		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: none of the %s could be evaluated", runsNoun(len(specs)))}
+		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: none of the %s could be evaluated", units.Plural(len(specs), "run", "runs"))}
 	}
 
 	samples := cal.Samples()
@@ -143,7 +144,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		m.HeldOut = &calibrate.HeldOutError{MedianAbsPct: cv.HeldOutMedianAbsPct, MaxAbsPct: cv.HeldOutMaxAbsPct}
 		model, cal.CV = m, cv
 	case *manifest != "" && !*noFit:
-		fmt.Fprintf(stderr, "memscan: warning: %s with a measured peak; at least 2 are needed to fit corrections\n", runsNoun(len(samples)))
+		fmt.Fprintf(stderr, "memscan: warning: %s with a measured peak; at least 2 are needed to fit corrections\n", units.Plural(len(samples), "run", "runs"))
 	}
 	if model != nil {
 		if err := cal.ApplyModel(model); err != nil {
@@ -230,12 +231,4 @@ func analyzeStaticJoin(cfgPath string, cfg static.Config, reports []*analyze.Rep
 	}
 	fmt.Fprintln(stdout)
 	return cal.WriteText(stdout)
-}
-
-// runsNoun writes a run count with the right noun ("1 run", "3 runs").
-func runsNoun(n int) string {
-	if n == 1 {
-		return "1 run"
-	}
-	return fmt.Sprintf("%d runs", n)
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 const exportHelp = `Usage: memscan export --format FORMAT [flags] -o FILE INPUT
@@ -169,7 +169,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &exitError{code: exitFailed, err: fmt.Errorf("export: %w", err)}
 	}
 	for _, k := range kept {
-		fmt.Fprintf(stderr, "kept site %s (%s)\n", k.Site, analyze.FormatBytes(k.Bytes))
+		fmt.Fprintf(stderr, "kept site %s (%s)\n", k.Site, units.Bytes(k.Bytes))
 	}
 	if f.out != "-" {
 		fmt.Fprintf(stderr, "wrote %s\n", f.out)

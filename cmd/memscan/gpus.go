@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 const gpusUsage = `Usage: memscan gpus [--format text|json] [--gpus-file FILE] [--presets]
@@ -59,7 +60,7 @@ func runGPUs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		list = append(list, custom...)
 	}
 	if *format == "json" {
-		return writeJSON(stdout, list)
+		return units.WriteJSON(stdout, list)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tNAME\tMEM GiB\tBW TB/s\tBF16\tFP16\tFP8\tTF32\tFP32\tRIDGE\tINTERCONNECT")

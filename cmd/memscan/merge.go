@@ -20,6 +20,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/units"
 )
 
 // Files that runMerge writes into its run directory.
@@ -118,7 +119,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch *format {
 	case "json":
-		if err := writeJSON(stdout, res); err != nil {
+		if err := units.WriteJSON(stdout, res); err != nil {
 			return err
 		}
 	default:
@@ -262,7 +263,7 @@ func writeMergeRun(root, name, firstArg string, res *analyze.CrossRank) (string,
 	if err := write(mergeTextFile, func(w io.Writer) error { return res.WriteText(w, 0) }); err != nil {
 		return "", err
 	}
-	if err := write(mergeJSONFile, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
+	if err := write(mergeJSONFile, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {
 		return "", err
 	}
 	if err := write(mergeMsgpackFile, func(w io.Writer) error { return msgpack.NewEncoder(w).Encode(res) }); err != nil {

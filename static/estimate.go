@@ -312,6 +312,17 @@ func estimateCore(cfg Config) (*Report, error) {
 
 	gpu := e.gpu
 	r.Fit = fitVerdict(gpu, c.Hardware.UsableFraction, worst.DeviceTotal)
+	if limit := gpu.MemoryBytes() - (worst.DeviceTotal - worst.PeakReserved); worst.PeakAllocated > limit {
+		r.OOM = e.oomPoint(worst, r.WorstStage, layerOps, embOps, headOps, limit)
+	}
+	r.Attention = &AttentionChoice{Requested: c.Training.Attention, Kernel: e.kernel.name, Why: e.kernel.why}
+	if e.lora != nil {
+		lm := &LoRAMemory{Rank: e.lora.Rank, Targets: e.lora.Targets, AdapterDtype: e.lora.AdapterDtype, BaseDtype: e.lora.BaseDtype,
+			AdapterParams: int64(layers.adapterParams), DequantTempBytes: int64(e.dequantTemp(layerPs))}
+		lm.AdapterBytes = int64(layers.adapterParams * dtypeBytes[e.lora.AdapterDtype])
+		lm.FrozenBaseBytes = worst.Weights - lm.AdapterBytes
+		r.LoRA = lm
+	}
 	r.Metadata = Metadata{
 		Mode: c.Mode, ModelType: c.Model.Type, Model: modelName(c), Dtype: c.actDtype(), GPU: gpu.Name,
 		Layout: layoutString(c), Tool: "memscan static",

@@ -487,6 +487,16 @@ func (e *est) headOps() []Operator {
 		loss.Formula = "4·b·s·V/t (fp32 softmax); forward temp 6·b·s·V/t (bf16 logits + fp32 copy); backward temp 2·b·s·V/t"
 		loss.Notes = "jit-compiled vocab-parallel cross entropy: out-of-place exp beside the fp32 logits"
 		lm.MemoryBytes = in.Bytes / sp
+	case "chunked_output":
+		// torchtune CEWithChunkedOutputLoss: the output layer runs per chunk of tokens and the loss upcasts one
+		// chunk at a time; every chunk's fp32 log-softmax stays saved, the 16-bit logits are dropped (del logits)
+		// before backward, whose gradients then also come one chunk at a time.
+		k := int64(c.Training.LossChunks)
+		loss.MemoryBytes = 4 * E
+		loss.TempBytes = 2*E + 4*E/k
+		bwd = 10 * E / k
+		loss.Formula = fmt.Sprintf("4·b·s·V/t (fp32 log-probs of all %d chunks); forward temp 2·b·s·V/t + 4·b·s·V/t/%d; backward temp 10·b·s·V/t/%d", k, k, k)
+		loss.Notes = "chunked-output cross entropy: one chunk upcast to fp32 at a time"
 	case "chunked":
 		chunk := min(int64(c.Training.LossChunkTokens), rows)
 		loss.TempBytes = 10 * chunk * vL

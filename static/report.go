@@ -15,6 +15,9 @@ type Report struct {
 	Stages          []Stage          `json:"stages"` // one per pipeline stage (per-GPU figures)
 	WorstStage      int              `json:"worst_stage"`
 	Inference       *InferenceMemory `json:"inference,omitempty"`
+	OOM             *OOMPoint        `json:"oom,omitempty"`  // where a run that cannot fit the GPU fails
+	LoRA            *LoRAMemory      `json:"lora,omitempty"` // adapter and frozen-base figures of LoRA training
+	Attention       *AttentionChoice `json:"attention,omitempty"`
 	Fit             Fit              `json:"fit"`
 	Time            *TimeEstimate    `json:"time,omitempty"`
 	Roofline        *Roofline        `json:"roofline,omitempty"`
@@ -142,6 +145,37 @@ type InferenceMemory struct {
 	KVBytesPerToken int64 `json:"kv_cache_bytes_per_token"`
 	Activations     int64 `json:"activation_memory_bytes"` // prefill working set
 	ContextTokens   int64 `json:"context_tokens"`
+}
+
+// OOMPoint is the first allocation of the first training step that the GPU cannot hold: PyTorch raises
+// OutOfMemoryError there, and torch.cuda.max_memory_allocated is AllocatedBytes.
+type OOMPoint struct {
+	Step           int    `json:"step"`  // 1 = the first step (no optimizer states yet), 2 = once they exist
+	Phase          string `json:"phase"` // forward | backward | optimizer_step
+	Layer          int    `json:"layer"` // -1 outside the layer stack
+	Operator       string `json:"operator"`
+	AllocatedBytes int64  `json:"allocated_bytes"` // allocated when the request fails
+	RequestBytes   int64  `json:"request_bytes"`
+	LimitBytes     int64  `json:"limit_bytes"` // GPU capacity − CUDA context − NCCL buffers
+}
+
+// LoRAMemory breaks down LoRA / QLoRA training on the worst GPU.
+type LoRAMemory struct {
+	Rank             int      `json:"rank"`
+	Targets          []string `json:"targets"`
+	AdapterParams    int64    `json:"adapter_params"` // trainable
+	AdapterDtype     string   `json:"adapter_dtype"`
+	BaseDtype        string   `json:"base_dtype"`
+	FrozenBaseBytes  int64    `json:"frozen_base_bytes"`  // quantized or 16-bit base weights
+	AdapterBytes     int64    `json:"adapter_bytes"`      // adapter weights
+	DequantTempBytes int64    `json:"dequant_temp_bytes"` // one weight dequantized (nf4/int8), forward and backward
+}
+
+// AttentionChoice is the attention kernel that runs and why (PyTorch's SDPA dispatch for "sdpa").
+type AttentionChoice struct {
+	Requested string `json:"requested"`
+	Kernel    string `json:"kernel"` // flash | efficient | cudnn | math | flex | standard
+	Why       string `json:"why"`
 }
 
 // Fit is the verdict against the GPU.

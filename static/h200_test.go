@@ -1,0 +1,91 @@
+package static
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/units"
+)
+
+// h200Run is the part of one runs.json record the test compares with: PyTorch's own
+// torch.cuda.max_memory_allocated over all phases of the run (peak_allocated), and max_memory_reserved.
+type h200Run struct {
+	Name          string `json:"name"`
+	PeakAllocated int64  `json:"peak_allocated"`
+	PeakReserved  int64  `json:"peak_reserved"`
+	OOM           string `json:"oom"`
+}
+
+// TestH200Runs predicts every shared H200 run from its config in testdata/static/h200 (one file per run,
+// named as in runs.json) and requires the peak allocated within 3 % of the measured one. A run that ran out
+// of memory is compared at the predicted failure point: what was allocated when the first request failed.
+func TestH200Runs(t *testing.T) {
+	dir := testutil.SharedDir(t, "gpu_runs")
+	data, err := os.ReadFile(filepath.Join(dir, "runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []h200Run
+	if err := json.Unmarshal(data, &runs); err != nil {
+		t.Fatalf("runs.json: %v", err)
+	}
+	byName := map[string]h200Run{}
+	for _, r := range runs {
+		byName[r.Name] = r
+	}
+	files, _ := filepath.Glob("../testdata/static/h200/*.json")
+	if len(files) < 10 {
+		t.Fatalf("only %d H200 run configs", len(files))
+	}
+	var allocErr, resErr []float64
+	for _, f := range files {
+		name := filepath.Base(f)
+		name = name[:len(name)-len(".json")]
+		t.Run(name, func(t *testing.T) {
+			run, ok := byName[name]
+			if !ok {
+				t.Fatalf("no run %q in runs.json", name)
+			}
+			cfg, err := LoadConfig(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Estimate(*cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.Summary.PeakMemoryBytes
+			if run.OOM != "" {
+				if r.OOM == nil || r.Fit.Fits {
+					t.Fatalf("the run ran out of memory; predicted %s, no failure point", r.Fit.Verdict)
+				}
+				got = r.OOM.AllocatedBytes
+			}
+			e := float64(got)/float64(run.PeakAllocated) - 1
+			er := float64(r.Summary.PeakReservedBytes)/float64(run.PeakReserved) - 1
+			allocErr = append(allocErr, math.Abs(e))
+			if run.OOM == "" { // a failed run's reserved is the pool at the failure, not a step's peak
+				resErr = append(resErr, math.Abs(er))
+			}
+			t.Logf("peak allocated %.3f GiB vs measured %.3f GiB (%+.2f%%); reserved %.3f vs %.3f GiB (%+.1f%%)",
+				float64(got)/gib, float64(run.PeakAllocated)/gib, 100*e, float64(r.Summary.PeakReservedBytes)/gib, float64(run.PeakReserved)/gib, 100*er)
+			if math.Abs(e) > 0.03 {
+				t.Errorf("peak allocated off by %+.2f%% (bound 3%%)", 100*e)
+			}
+		})
+	}
+	t.Logf("peak allocated: median |error| %.2f%%, max %.2f%%; reserved (flat allowance): median %.1f%%, max %.1f%%",
+		100*units.Median(allocErr), 100*maxOf(allocErr), 100*units.Median(resErr), 100*maxOf(resErr))
+}
+
+func maxOf(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = math.Max(m, x)
+	}
+	return m
+}

@@ -208,12 +208,16 @@ func DefaultConfig() Config {
 
 // LoadConfig reads a JSON (or YAML, by extension or content) config file strictly: unknown keys, wrong types and
 // impossible values are errors naming the key. The result is resolved (presets applied, auto values filled).
-func LoadConfig(path string) (*Config, error) {
+func LoadConfig(path string) (*Config, error) { return LoadConfigFramework(path, "") }
+
+// LoadConfigFramework is LoadConfig with the framework given from outside (the --framework flag): it replaces
+// the file's framework key, and the file's other keys still override that framework's defaults.
+func LoadConfigFramework(path, framework string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("static config: %w", err)
 	}
-	cfg, err := ParseConfig(data, isYAML(path, data))
+	cfg, err := ParseConfigFramework(data, isYAML(path, data), framework)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -231,8 +235,13 @@ func isYAML(path string, data []byte) bool {
 	return len(t) == 0 || t[0] != '{'
 }
 
-// ParseConfig decodes a config from JSON or YAML bytes, applies its preset and resolves it.
+// ParseConfig decodes a config from JSON or YAML bytes, applies its framework and preset and resolves it.
 func ParseConfig(data []byte, yamlInput bool) (*Config, error) {
+	return ParseConfigFramework(data, yamlInput, "")
+}
+
+// ParseConfigFramework is ParseConfig with the framework set from outside ("" keeps the document's).
+func ParseConfigFramework(data []byte, yamlInput bool, framework string) (*Config, error) {
 	if len(data) > maxConfigBytes {
 		return nil, fmt.Errorf("config is %d bytes; a static config is at most %d", len(data), maxConfigBytes)
 	}
@@ -270,6 +279,14 @@ func ParseConfig(data []byte, yamlInput bool) (*Config, error) {
 		return nil, err
 	}
 	cfg := DefaultConfig()
+	if framework != "" {
+		raw["framework"] = framework
+		js, err := json.Marshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("invalid config: %w", err)
+		}
+		data = js
+	}
 	if fw, ok := raw["framework"]; ok {
 		name, isStr := fw.(string)
 		if !isStr {
@@ -365,7 +382,7 @@ func checkKeys(path string, v any, t reflect.Type) error {
 			if v == nil {
 				return nil
 			}
-			return fmt.Errorf("%s: expected an object, got %T", orRoot(path), v)
+			return fmt.Errorf("%s: expected an object, got %s", orRoot(path), jsonKind(v))
 		}
 		fields := map[string]reflect.Type{}
 		for i := 0; i < t.NumField(); i++ {

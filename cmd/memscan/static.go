@@ -40,6 +40,7 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	noFiles := fs.Bool("no-files", false, "print only; write nothing to --out")
 	gpusFile := fs.String("gpus-file", "", "JSON/YAML list of custom GPU specs (see memscan gpus --help) usable by --gpu")
 
+	framework := fs.String("framework", "", "training stack whose defaults fill what the config leaves out: "+strings.Join(static.FrameworkNames(), ", "))
 	preset := fs.String("model", "", "model preset (memscan gpus --presets lists them), e.g. llama3-8b")
 	size := fs.Float64("model-size", 0, "pick standard LLaMA-style dims for this many billion parameters, e.g. 7.0")
 	mode := fs.String("mode", "", "train or inference")
@@ -48,11 +49,11 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	gbs := fs.Int("global-batch-size", 0, "global batch size (sets the number of micro-batches)")
 	seq := fs.Int("seq-length", 0, "sequence length (training) or prompt length (inference)")
 	gen := fs.Int("generate-tokens", -1, "inference: tokens generated after the prompt (KV cache grows)")
-	precision := fs.String("precision", "", "fp32, bf16, fp16, bf16-mixed or fp16-mixed (mixed = fp32 master weights and grads)")
+	precision := fs.String("precision", "", "fp32, bf16, fp16, bf16-mixed, fp16-mixed (mixed = fp32 master weights and grads), amp-bf16 or amp-fp16 (fp32 params under torch.autocast)")
 	optimizer := fs.String("optimizer", "", "adamw, adamw-8bit, sgd or adafactor")
-	attention := fs.String("attention", "", "flash or standard")
-	recompute := fs.String("recompute", "", "activation recomputation: none, selective or full")
-	loss := fs.String("loss", "", "cross-entropy: standard (HF: fp32 logits), fused (Megatron vocab-parallel), fused_jit (Megatron --cross-entropy-loss-fusion) or chunked")
+	attention := fs.String("attention", "", "sdpa (PyTorch picks the kernel), flash, efficient, cudnn, math, flex or standard (unfused)")
+	recompute := fs.String("recompute", "", "activation recomputation: none, selective (Megatron core attention), full or op_selective (torchtitan per-op policy)")
+	loss := fs.String("loss", "", "cross-entropy: standard (HF: fp32 logits), fused (Megatron vocab-parallel), fused_jit (Megatron --cross-entropy-loss-fusion), chunked (fused linear CE) or chunked_output (torchtune)")
 	kernels := fs.String("kernels", "", "fused (Megatron/Transformer Engine, compiled) or eager (HF transformers: fp32 RMSNorm, unfused SwiGLU)")
 	tp := fs.Int("tp", 0, "tensor parallel size")
 	pp := fs.Int("pp", 0, "pipeline parallel size")
@@ -92,7 +93,7 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageErrorf("static: --model-size must be a positive number of billions of parameters, got %v", *size)
 	}
 	if *configPath != "" {
-		c, err := static.LoadConfig(*configPath)
+		c, err := static.LoadConfigFramework(*configPath, *framework)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
@@ -101,7 +102,11 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if *preset == "" && *size == 0 {
 			return usageErrorf("static: give --config FILE, --model PRESET or --model-size N (see memscan static --help)")
 		}
-		cfg = static.DefaultConfig()
+		c, err := static.DefaultConfigFor(*framework)
+		if err != nil {
+			return usageErrorf("static: --%v", err)
+		}
+		cfg = c
 	}
 	if *gpusFile != "" {
 		specs, err := static.LoadGPUFile(*gpusFile)

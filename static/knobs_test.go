@@ -263,7 +263,9 @@ func TestLoRA(t *testing.T) {
 		t.Errorf("LoRA layer keeps %.0f B, want %d", got, layer)
 	}
 	// bf16 adapters share the input: the frozen projections' inputs are kept once, by lora_A.
-	r2 := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: r, AdapterDtype: "bf16", Targets: LoRATargets{"q_proj", "v_proj"}} })
+	r2 := tiny(t, func(c *Config) {
+		c.Training.LoRA = &LoRAConfig{Rank: r, AdapterDtype: "bf16", Targets: LoRATargets{"q_proj", "v_proj"}}
+	})
 	if got, want := op(t, r2, "qkv.lora").MemoryBytes, 2*nh+2*(2*nr); got != want {
 		t.Errorf("bf16 q/v adapters keep %d B, want %d", got, want)
 	}

@@ -138,3 +138,12 @@ func (e *est) checkpointBytes() float64 {
 	saved += n*float64(e.aL*x.d)*e.ab + 4*float64(e.b*e.aL*e.sl) // SDPA output + log-sum-exp
 	return saved
 }
+
+// AttentionKernel is the attention kernel that runs for a config (resolved on a copy): what "sdpa" dispatches
+// to, or the explicit choice. Empty when the config does not resolve.
+func (c Config) AttentionKernel() string {
+	if err := c.Resolve(); err != nil {
+		return ""
+	}
+	return newEst(&c).kernel.name
+}

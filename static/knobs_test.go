@@ -434,3 +434,19 @@ func TestGemmaFamily(t *testing.T) {
 		t.Errorf("GeGLU keeps %d", op(t, r, "mlp.geglu").MemoryBytes)
 	}
 }
+
+// Mixtral's HF dispatch holds, while its expert loop runs, the int64 one-hot expert mask (b·s·k·E) and the zeroed
+// output it index_add_s into (b·s·h); the saved tensors are Megatron's (router input, fp32 probabilities,
+// top-k indices and weights, the gathered tokens, expert SwiGLUs and outputs).
+func TestMixtralHFDispatch(t *testing.T) {
+	r := tiny(t, func(c *Config) {
+		c.Model = ModelConfig{Family: "mixtral", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, NumKVHeads: tg, FFNHiddenSize: tf, VocabSize: tv}
+	})
+	router := op(t, r, "moe.router")
+	if want := int64(8*tn*2*8 + 2*tn*th); router.TempBytes != want {
+		t.Errorf("router temporaries %d, want %d", router.TempBytes, want)
+	}
+	if want := int64(2*tn*th + 4*tn*8 + 8*tn*2 + 4*tn*2); router.MemoryBytes != want {
+		t.Errorf("router keeps %d, want %d", router.MemoryBytes, want)
+	}
+}

@@ -398,6 +398,12 @@ func (e *est) moeOps(in Tensor, keep func(int64) int64) []Operator {
 		Formula:     "2·b·s·h/sp + b·s/sp·(4E + 12k) (input, fp32 probs, top-k indices and weights)",
 		Notes:       fmt.Sprintf("top-%d of %d experts", x.k, x.E), FLOPs: 2 * float64(local*x.h*x.E),
 		BytesMoved: float64(in.Bytes/sp + probs.Bytes)}
+	if e.c.Model.Family == "mixtral" && e.eager() {
+		// transformers' MixtralSparseMoeBlock loops over experts with an int64 one_hot(selected, E) mask of
+		// b·s·k·E entries and accumulates into a zeroed b·s·h output with index_add_.
+		router.TempBytes = 8*local*x.k*x.E + local*x.h*int64(e.ab)
+		router.Notes += "; HF dispatch: int64 one-hot expert mask and a zeroed output during the expert loop"
+	}
 	ops = append(ops, router)
 	// Tokens each GPU's experts process: balanced routing sends top-k copies of the local tokens (× capacity).
 	ne := int64(math.Ceil(float64(local*x.k*int64(p.ETP)) * e.c.Model.MoECapacityFactor))

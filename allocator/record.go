@@ -186,7 +186,7 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		r.InitialReserved = 0
 		return
 	case r.InitialReserved > 0:
-		r.Issues = addIssue(r.Issues, -1, "the trace starts after %d bytes of segments were already reserved (the history keeps only the last max_entries events); the state at its start was rebuilt from the final segments", r.InitialReserved)
+		r.Issues = addIssue(r.Issues, -1, "the trace starts after %d bytes of segments were already reserved (history recording began later, or its ring buffer dropped the oldest events); the state at its start was rebuilt from the final segments", r.InitialReserved)
 	}
 	if freedBefore > 0 {
 		r.Issues = addIssue(r.Issues, -1, "%d allocations freed in the trace were made before it began", freedBefore)

@@ -3,6 +3,7 @@ package allocator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,10 +16,11 @@ import (
 // gpuRun is the part of runs.json these tests read: PyTorch's own max_memory_reserved over the run and the
 // reserved bytes of the dumped snapshot.
 type gpuRun struct {
-	Name         string `json:"name"`
-	Snapshot     string `json:"snapshot"`
-	PeakReserved int64  `json:"peak_reserved"`
-	Segsum       *struct {
+	Name          string `json:"name"`
+	Snapshot      string `json:"snapshot"`
+	PeakReserved  int64  `json:"peak_reserved"`
+	PeakAllocated int64  `json:"peak_allocated"`
+	Segsum        *struct {
 		Reserved int64 `json:"reserved"`
 		Segments int   `json:"segments"`
 	} `json:"segsum"`
@@ -83,6 +85,12 @@ func TestGPURunsBaseline(t *testing.T) {
 			if i := firstSizeMismatch(rec.Created, base.Created); i >= 0 {
 				t.Errorf("segment sizes differ first at creation %d of %d recorded / %d replayed", i, len(rec.Created), len(base.Created))
 			}
+			if base.FirstDivergence != -1 {
+				t.Errorf("baseline reserved departs from the recording at event %d", base.FirstDivergence)
+			}
+			if base.PeakFragmentation.Allocated > run.PeakAllocated || base.PeakFragmentation.Reserved != base.PeakReserved {
+				t.Errorf("fragmentation at the peak %+v: allocated above PyTorch's max_memory_allocated %d", base.PeakFragmentation, run.PeakAllocated)
+			}
 			if base.AddressMismatches != 0 {
 				t.Errorf("%d allocations at another address, first at event %d", base.AddressMismatches, base.FirstAddressMismatch)
 			}
@@ -111,4 +119,66 @@ func firstSizeMismatch(a, b []SegmentEvent) int {
 	return -1
 }
 
-var _ = strings.Contains
+// TestRealSnapshots replays every device trace of the public snapshots. Most start after the process's first
+// allocation: the final segments hold more than the trace's segment events add up to (manifest totals decide
+// which), and then, and only then, the replay must say it is partial and by how many bytes. Every baseline must
+// follow the recorded reserved memory and reach the recorded peak.
+func TestRealSnapshots(t *testing.T) {
+	dir, manifest := realsnap.Load(t)
+	traced := 0
+	for _, m := range manifest {
+		t.Run(m.File, func(t *testing.T) {
+			s := decode(t, filepath.Join(dir, m.File))
+			var total int64
+			for _, seg := range s.Segments {
+				total += seg.TotalSize
+			}
+			if total != m.Segsum.Reserved {
+				t.Fatalf("decoded reserved %d, PyTorch %d", total, m.Segsum.Reserved)
+			}
+			for dev, tr := range s.DeviceTraces {
+				if len(tr) == 0 {
+					continue
+				}
+				traced++
+				var final int64
+				for _, seg := range s.Segments {
+					if seg.Device == dev {
+						final += seg.TotalSize
+					}
+				}
+				late := final - netSegmentBytes(tr)
+				sr, err := ReplaySnapshot(context.Background(), s, dev, &Config{ExpandableSegments: true}, ReplayOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				base := sr.Baseline
+				if late > 0 {
+					want := fmt.Sprintf("starts after %d bytes of segments were already reserved", late)
+					if !base.Partial || !strings.Contains(base.PartialReason(), want) || !sr.WhatIf.Partial {
+						t.Errorf("device %d: trace starts %d bytes in; partial %v %q", dev, late, base.Partial, base.PartialReason())
+					}
+				} else if base.Partial {
+					t.Errorf("device %d: complete trace called partial: %s", dev, base.PartialReason())
+				}
+				if base.PeakReserved != sr.Recording.PeakReserved || base.FirstDivergence != -1 {
+					t.Errorf("device %d: baseline peak %d, recorded %d, diverges at %d", dev, base.PeakReserved, sr.Recording.PeakReserved, base.FirstDivergence)
+				}
+				if i := firstSizeMismatch(sr.Recording.Created, base.Created); i >= 0 {
+					t.Errorf("device %d: segment sizes differ first at creation %d", dev, i)
+				}
+				if base.AddressMismatches != 0 {
+					t.Errorf("device %d: %d allocations at another address, first at event %d", dev, base.AddressMismatches, base.FirstAddressMismatch)
+				}
+				for _, o := range base.OOMs {
+					if !o.Reproduced {
+						t.Errorf("device %d: oom at event %d not reproduced", dev, o.Index)
+					}
+				}
+			}
+		})
+	}
+	if traced == 0 {
+		t.Fatal("no real snapshot has a trace")
+	}
+}

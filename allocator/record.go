@@ -124,10 +124,11 @@ func netSegmentBytes(trace []snapshot.TraceEntry) int64 {
 
 // startSeg is a segment of the start state while it is rebuilt.
 type startSeg struct {
-	size   int64
-	stream uint64
-	pool   PoolID
-	small  bool
+	size    int64
+	stream  uint64
+	pool    PoolID
+	small   bool
+	freedAt int // the trace event that frees it, −1 when it is still there at the end
 }
 
 // rebuildStart works backwards from the final segments through the trace to the state before its first event:
@@ -142,7 +143,7 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 			continue
 		}
 		finalReserved += s.TotalSize
-		segs[s.Address] = startSeg{size: s.TotalSize, stream: s.Stream, pool: PoolID(s.Pool), small: s.Type == snapshot.SegmentSmall}
+		segs[s.Address] = startSeg{size: s.TotalSize, stream: s.Stream, pool: PoolID(s.Pool), small: s.Type == snapshot.SegmentSmall, freedAt: -1}
 		for _, b := range s.Blocks {
 			if b.State.Active() {
 				live[b.Address] = seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize}
@@ -154,29 +155,46 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		r.InitialReserved = finalReserved - netSegmentBytes(trace)
 	}
 	expandable := false
-	freedBefore, liveAtEnd := 0, map[uint64]bool{}
+	freedBefore := 0
+	fromFinal := map[uint64]bool{}        // live addresses whose block is still the final state's
+	firstFree := map[uint64]int{}         // earliest free of each address with no alloc before it
+	firstSegFree, segFreedBefore := -1, 0 // segment frees of segments the trace never allocated
 	for a := range live {
-		liveAtEnd[a] = true
+		fromFinal[a] = true
 	}
 	for i := len(trace) - 1; i >= 0; i-- {
 		e := &trace[i]
 		switch e.Action {
 		case snapshot.ActionAlloc:
 			delete(live, e.Addr)
+			delete(fromFinal, e.Addr)
 		case r.freeAction:
 			live[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: e.Size}
+			firstFree[e.Addr] = i
 		case snapshot.ActionSegmentAlloc:
 			delete(segs, e.Addr)
 		case snapshot.ActionSegmentFree:
-			segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size == smallBuffer}
+			segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size == smallBuffer, freedAt: i}
 		case snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
 			expandable = true
 			r.rewindMapping(segs, e)
 		}
 	}
+	firstFreedBefore := -1
 	for a := range live {
-		if !liveAtEnd[a] {
+		if !fromFinal[a] {
 			freedBefore++
+			if i := firstFree[a]; firstFreedBefore < 0 || i < firstFreedBefore {
+				firstFreedBefore = i
+			}
+		}
+	}
+	for _, sg := range segs {
+		if sg.freedAt >= 0 {
+			segFreedBefore++
+			if firstSegFree < 0 || sg.freedAt < firstSegFree {
+				firstSegFree = sg.freedAt
+			}
 		}
 	}
 	liveBefore := len(live) - freedBefore
@@ -188,8 +206,11 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 	case r.InitialReserved > 0:
 		r.Issues = addIssue(r.Issues, -1, "the trace starts after %d bytes of segments were already reserved (history recording began later, or its ring buffer dropped the oldest events); the state at its start was rebuilt from the final segments", r.InitialReserved)
 	}
+	if opt.Final == nil && segFreedBefore > 0 {
+		r.Issues = addIssue(r.Issues, firstSegFree, "%d segments freed in the trace were never allocated in it (first here)", segFreedBefore)
+	}
 	if freedBefore > 0 {
-		r.Issues = addIssue(r.Issues, -1, "%d allocations freed in the trace were made before it began", freedBefore)
+		r.Issues = addIssue(r.Issues, firstFreedBefore, "%d allocations freed in the trace were never allocated in it (first here); they were made before it began", freedBefore)
 	}
 	if liveBefore > 0 && finalLive > 0 {
 		r.Issues = addIssue(r.Issues, -1, "%d allocations live at the end were made before the trace began", liveBefore)
@@ -198,6 +219,11 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		return
 	}
 	r.Partial = true
+	if opt.Final == nil {
+		for _, sg := range segs {
+			r.InitialReserved += sg.size
+		}
+	}
 	if expandable {
 		r.Issues = addIssue(r.Issues, -1, "expandable pages mapped before the trace began are replayed as fixed segments")
 	}
@@ -231,7 +257,7 @@ func (r *Recording) rewindMapping(segs map[uint64]startSeg, e *snapshot.TraceEnt
 		}
 	}
 	if e.Action == snapshot.ActionSegmentUnmap {
-		segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size%largeBuffer != 0}
+		segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size%largeBuffer != 0, freedAt: -1}
 	}
 }
 

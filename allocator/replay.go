@@ -41,6 +41,10 @@ type Result struct {
 	// used the trace's segment addresses; FirstAddressMismatch is the first such event (−1: none).
 	AddressMismatches    int
 	FirstAddressMismatch int
+	// FirstDivergence is the first alloc, free or oom event after which the model's reserved memory differs
+	// from what the trace's segment events add up to (−1: never). Under the recorded settings a faithful replay
+	// never diverges; under other settings it says where the what-if departs from the recording.
+	FirstDivergence int
 	// Partial is true when the trace did not start at the process's first allocation or the replay met events
 	// it could not explain; Issues say which and where.
 	Partial bool
@@ -96,7 +100,7 @@ type ReplayOptions struct {
 // must fail. It fails only for a configuration the model cannot run or a cancelled context; what the trace
 // cannot explain makes the result partial.
 func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) (*Result, error) {
-	res := &Result{Settings: cfg.String(), PeakIndex: -1, FirstAddressMismatch: -1, CapacitySource: "none (unlimited)"}
+	res := &Result{Settings: cfg.String(), PeakIndex: -1, FirstAddressMismatch: -1, FirstDivergence: -1, CapacitySource: "none (unlimited)"}
 	switch {
 	case rec.Capacity > 0 && opt.Capacity <= 0:
 		res.Capacity, res.CapacitySource = rec.Capacity, "oom event"
@@ -135,6 +139,7 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	nextEmpty := 0
 	const oomID = ^uint64(0) // the id of an oom event's request; no trace address is all ones
 	trace := rec.Trace
+	recorded := rec.InitialReserved
 	for i := range trace {
 		if i&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -192,6 +197,10 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 			if err == nil {
 				_ = a.Free(oomID) // the real request failed: nothing stays allocated
 			}
+		}
+		recorded += segDelta(e)
+		if res.FirstDivergence < 0 && a.reserved != recorded && (e.Action == snapshot.ActionAlloc || e.Action == rec.freeAction || e.Action == snapshot.ActionOOM) {
+			res.FirstDivergence = i
 		}
 		if a.reserved != before {
 			res.Timeline = append(res.Timeline, Sample{Index: i, TimeUS: e.TimeUS, Reserved: a.reserved})

@@ -171,6 +171,7 @@ type Allocator struct {
 
 	events    []SegmentEvent
 	keepEvent bool
+	spare     *block // blocks merged away, linked through left, for reuse
 }
 
 // syntheticTop is where synthetic segment addresses start (they descend from it); it is far above the
@@ -453,7 +454,14 @@ func (a *Allocator) newBlock(addr uint64, size int64, stream uint64, p *pool, se
 	a.rng ^= a.rng >> 12
 	a.rng ^= a.rng << 25
 	a.rng ^= a.rng >> 27
-	return &block{addr: addr, size: size, stream: stream, pool: p, seg: seg, mapped: true, prio: a.rng * 2685821657736338717}
+	b := a.spare
+	if b != nil {
+		a.spare = b.left
+	} else {
+		b = new(block)
+	}
+	*b = block{addr: addr, size: size, stream: stream, pool: p, seg: seg, mapped: true, prio: a.rng * 2685821657736338717}
+	return b
 }
 
 func (a *Allocator) insertFree(b *block) {
@@ -588,6 +596,9 @@ func (a *Allocator) tryMerge(dst, src *block) {
 		}
 	}
 	dst.size += src.size
+	// src is gone: keep it for the next newBlock (a replay merges about as often as it splits).
+	*src = block{left: a.spare}
+	a.spare = src
 }
 
 // EmptyCache is torch.cuda.empty_cache(): release every cached whole segment, unmap every free expandable page,

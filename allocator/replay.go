@@ -158,12 +158,14 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 				res.Issues = addIssue(res.Issues, i, "alloc at 0x%x, which is still allocated (its free is missing); the old block is freed first", e.Addr)
 				_ = a.Free(e.Addr)
 			}
-			delete(failed, e.Addr)
-			delete(ignore, e.Addr)
-			err := a.MallocIn(e.Addr, e.Size, e.Stream, PoolID(e.Pool()))
-			var oom *OOMError
-			switch {
-			case errors.As(err, &oom):
+			if len(failed) > 0 {
+				delete(failed, e.Addr)
+			}
+			if len(ignore) > 0 {
+				delete(ignore, e.Addr)
+			}
+			switch err := a.MallocIn(e.Addr, e.Size, e.Stream, PoolID(e.Pool())); {
+			case isOOM(err):
 				failed[e.Addr] = true
 				res.Failed = append(res.Failed, Failure{Index: i, Size: e.Size, Reserved: a.reserved})
 			case err != nil:
@@ -177,7 +179,7 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 				}
 			}
 		case rec.freeAction:
-			if failed[e.Addr] || ignore[e.Addr] {
+			if (len(failed) > 0 && failed[e.Addr]) || (len(ignore) > 0 && ignore[e.Addr]) {
 				delete(failed, e.Addr)
 				delete(ignore, e.Addr)
 				continue
@@ -221,4 +223,13 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	}
 	res.Partial = rec.Partial || len(res.Issues) > 0
 	return res, nil
+}
+
+// isOOM reports an *OOMError (without making a nil error escape, which would cost one allocation per alloc).
+func isOOM(err error) bool {
+	if err == nil {
+		return false
+	}
+	var oom *OOMError
+	return errors.As(err, &oom)
 }

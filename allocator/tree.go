@@ -31,8 +31,18 @@ func (t *tree) less(a, b key) bool {
 
 func (t *tree) insert(b *block) {
 	b.left, b.right, b.inTree = nil, nil, true
-	l, r := t.split(t.root, t.keyOf(b))
-	t.root = merge(merge(l, b), r)
+	k := t.keyOf(b)
+	// Descend to where b's priority puts it, then split only that subtree under it.
+	link := &t.root
+	for n := *link; n != nil && n.prio > b.prio; n = *link {
+		if t.less(k, t.keyOf(n)) {
+			link = &n.left
+		} else {
+			link = &n.right
+		}
+	}
+	b.left, b.right = t.split(*link, k)
+	*link = b
 	t.n++
 }
 

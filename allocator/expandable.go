@@ -16,13 +16,13 @@ func (a *Allocator) pageSize(p *pool) int64 {
 // missing pages, and take the resulting block out of the pool; nil when a mapping does not fit the capacity.
 func (a *Allocator) allocExpandable(p *pool, s int64, stream uint64) *block {
 	c := a.findExpandable(p, s, stream)
-	if !c.mapped && !a.mapBlock(c, min(c.size, s)) {
+	if c == nil || (!c.mapped && !a.mapBlock(c, min(c.size, s))) {
 		return nil
 	}
 	for c.size < s {
 		// c is free and mapped, the unmapped block after it supplies the rest; mapping merges c into it.
 		n := c.next
-		if !a.mapBlock(n, min(s-c.size, n.size)) {
+		if n == nil || n.mapped || !a.mapBlock(n, min(s-c.size, n.size)) {
 			return nil
 		}
 		c = n
@@ -36,7 +36,7 @@ func allocatable(b *block) bool { return b != nil && !b.allocated }
 
 // findExpandable is find_expandable_block: the first unmapped block of the pool and stream (by address), or
 // the free block just before it, from which consecutive free or unmapped blocks add up to s; a new virtual
-// range of 1.125 × the device memory when none has room.
+// range of 1.125 × the device memory when none has room; nil when even a new range is too small.
 func (a *Allocator) findExpandable(p *pool, s int64, stream uint64) *block {
 	for c := p.unmapped.lowerBound(key{stream: stream}); c != nil && c.stream == stream; c = p.unmapped.next(c) {
 		start := c
@@ -54,6 +54,9 @@ func (a *Allocator) findExpandable(p *pool, s int64, stream uint64) *block {
 	page := a.pageSize(p)
 	space := a.total + a.total/8
 	virt := (space + page - 1) / page * page
+	if s > virt {
+		return nil
+	}
 	first := min((s+page-1)/page*page, virt)
 	addr := a.segmentAddress(SegmentMap, first, virt)
 	seg := &segment{addr: addr, virt: virt, page: page, stream: stream, pool: p, expandable: true}

@@ -169,15 +169,20 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 			delete(live, e.Addr)
 			delete(fromFinal, e.Addr)
 		case r.freeAction:
-			live[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: e.Size}
+			live[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0)}
 			firstFree[e.Addr] = i
 		case snapshot.ActionSegmentAlloc:
 			delete(segs, e.Addr)
 		case snapshot.ActionSegmentFree:
+			if e.Size <= 0 {
+				continue
+			}
 			segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size == smallBuffer, freedAt: i}
 		case snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
 			expandable = true
-			r.rewindMapping(segs, e)
+			if e.Size > 0 {
+				r.rewindMapping(segs, e)
+			}
 		}
 	}
 	firstFreedBefore := -1
@@ -327,7 +332,11 @@ func (r *Recording) scan(opt RecordOptions) {
 				inRun = false
 			}
 		}
-		if e.Action == snapshot.ActionSegmentAlloc || e.Action == snapshot.ActionSegmentMap {
+		if segDelta(e) == 0 && kindOf(e.Action) != 0 {
+			r.Issues = addIssue(r.Issues, i, "%s of %d bytes", e.Action, e.Size)
+			r.Partial = true
+		}
+		if segDelta(e) > 0 {
 			r.Created = append(r.Created, SegmentEvent{Kind: kindOf(e.Action), Addr: e.Addr, Size: e.Size, Stream: e.Stream, Pool: PoolID(e.Pool()), Reserved: reserved + e.Size})
 		}
 		reserved += segDelta(e)
@@ -372,7 +381,12 @@ func kindOf(a snapshot.Action) EventKind {
 	return 0
 }
 
+// segDelta is what one event adds to reserved; a segment event without a positive size adds nothing (Record
+// reports it).
 func segDelta(e *snapshot.TraceEntry) int64 {
+	if e.Size <= 0 {
+		return 0
+	}
 	switch e.Action {
 	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
 		return e.Size

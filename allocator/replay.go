@@ -100,6 +100,12 @@ type ReplayOptions struct {
 // must fail. It fails only for a configuration the model cannot run or a cancelled context; what the trace
 // cannot explain makes the result partial.
 func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) (*Result, error) {
+	res, _, err := replay(ctx, rec, cfg, opt)
+	return res, err
+}
+
+// replay is Replay, also returning the model in its final state (for tests of its structure).
+func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) (*Result, *Allocator, error) {
 	res := &Result{Settings: cfg.String(), PeakIndex: -1, FirstAddressMismatch: -1, FirstDivergence: -1, CapacitySource: "none (unlimited)"}
 	switch {
 	case rec.Capacity > 0 && opt.Capacity <= 0:
@@ -119,7 +125,7 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	}
 	a, err := New(cfg, Options{Capacity: res.Capacity, TotalMemory: cmpOr(opt.TotalMemory, res.Capacity), Address: hint})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.Issues = append(res.Issues, rec.Issues...)
 	ignore := map[uint64]bool{}
@@ -143,7 +149,7 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	for i := range trace {
 		if i&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		e := &trace[i]
@@ -169,7 +175,7 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 				failed[e.Addr] = true
 				res.Failed = append(res.Failed, Failure{Index: i, Size: e.Size, Reserved: a.reserved})
 			case err != nil:
-				return nil, fmt.Errorf("event %d: %w", i, err)
+				return nil, nil, fmt.Errorf("event %d: %w", i, err)
 			case !diverged:
 				if got, _ := a.AddressOf(e.Addr); got != e.Addr {
 					if res.AddressMismatches == 0 {
@@ -222,7 +228,7 @@ func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 		}
 	}
 	res.Partial = rec.Partial || len(res.Issues) > 0
-	return res, nil
+	return res, a, nil
 }
 
 // isOOM reports an *OOMError (without making a nil error escape, which would cost one allocation per alloc).

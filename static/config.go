@@ -87,6 +87,10 @@ type TrainingConfig struct {
 	LossChunks  int     `json:"loss_chunks"`
 	TrainTokens float64 `json:"train_tokens"`
 	TrainSteps  int     `json:"train_steps"`
+	// SeqLengths are the sequence lengths of successive steps when they vary (unpacked batches of varying
+	// length); seq_length defaults to their maximum, which sets the peak allocated, while the allocator replay
+	// runs one step per entry because varying sizes fragment the cache.
+	SeqLengths []int `json:"seq_lengths,omitempty"`
 	// Compile says the model runs under torch.compile: Inductor fuses elementwise chains, so they keep only
 	// what the fused kernel's backward needs (see eagerChains).
 	Compile bool `json:"compile"`

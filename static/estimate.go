@@ -299,6 +299,7 @@ func estimateCore(cfg Config) (*Report, error) {
 	s.PeakMemoryBytes = worst.PeakAllocated
 	s.PeakStage = worst.PeakStage
 	s.PeakReservedBytes = worst.PeakReserved
+	s.ReservedSource = worst.ReservedSource
 	s.DeviceTotalBytes = worst.DeviceTotal
 	s.WorstPipelineStage = r.WorstStage
 	s.ParamCountPerGPU = worst.Params
@@ -573,6 +574,10 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		st.EndOfStepAllocated += int64(mainGradCopy)
 	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
+	if e.replayable() {
+		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps))
+		e.replayReserved(&st, seq)
+	}
 
 	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,
 		transients{layerBwd: layerBwdTemp, headBwd: headBwdTemp, gather: gatherTemp, reduce: reduceTemp, opt: optTemp,
@@ -637,6 +642,7 @@ func (e *est) reserved(st *Stage, head, layers modelStates, layerOps []Operator,
 	}
 	churn := float64(st.Activations + st.Temporaries + st.KVCache)
 	st.PeakReserved = roundUp(st.PeakAllocated+int64(extra+frag*churn), 2*mib)
+	st.ReservedSource = "flat allowance"
 	ctx := c.Allocator.CUDAContextMiB
 	if ctx < 0 {
 		ctx = 500 // CUDA context + kernels with lazy module loading; 300 MiB–1 GiB in practice

@@ -47,7 +47,7 @@ func (e *est) linear(name, cat string, in Tensor, outCols, inCols int64, rows in
 	w := float64(inCols*outCols) * dtypeBytes[e.weightName()]
 	return Operator{
 		Name: name, Category: cat, Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{out},
-		MemoryBytes: saved, Formula: formula, Notes: notes,
+		MemoryBytes: saved, Formula: formula, Notes: notes, seq: keepSeq(saved),
 		FLOPs: 2 * float64(rows) * float64(inCols) * float64(outCols), BytesMoved: w + float64(inBytes+out.Bytes),
 		Extra: map[string]any{"weight_bytes": int64(w)},
 	}
@@ -68,6 +68,7 @@ func (e *est) dropoutMask(name string) Operator {
 		Formula: "b·s·h/sp (1-byte mask)", Notes: fmt.Sprintf("hidden dropout p=%g: the mask is kept for backward", e.c.Training.HiddenDropout)}
 	if e.c.Training.HiddenDropout > 0 && !e.inference {
 		op.MemoryBytes = mask.Bytes
+		op.seq = append(keepSeq(mask.Bytes), tempSeq(mask.Bytes*int64(e.ab))...) // mask kept, dropped output consumed
 	}
 	op.BytesMoved = float64(3 * mask.Bytes * int64(e.ab))
 	op.FLOPs = float64(2 * mask.Bytes)
@@ -118,9 +119,28 @@ func (e *est) norm(name string) Operator {
 			formula = "4·b·s·h + 4·b·s (eager, frozen weight: fp32 input + rstd)"
 		}
 	}
-	return Operator{Name: name, Category: "norm", Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{out},
+	op := Operator{Name: name, Category: "norm", Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{out},
 		MemoryBytes: saved, Formula: formula, Notes: kind + ": input saved for backward",
 		FLOPs: 5 * float64(e.n/sp*x.h), BytesMoved: float64(in.Bytes + out.Bytes)}
+	stats := statB * e.n / sp
+	switch {
+	case x.rms && e.eager():
+		// The eager chain: the fp32 upcast, pow's and the product's fp32 temporaries, rstd, the normalized tensor;
+		// the residual-stream tensor it reads lives on beside them until the next residual add.
+		f32 := 4 * e.n / sp * x.h
+		rest := saved - f32 - stats
+		op.seq = append(keepSeq(f32), tempSeq(f32)...)
+		op.seq = append(op.seq, keepSeq(stats)...)
+		op.seq = append(op.seq, tempSeq(f32)...)
+		op.seq = append(op.seq, keepSeq(rest)...)
+		if rest == 0 {
+			op.seq = append(op.seq, tempSeq(out.Bytes)...)
+		}
+		op.seq = append(op.seq, seqTensor{in.Bytes, lifeLayer})
+	default:
+		op.seq = keepSeq(in.Bytes, stats)
+	}
+	return op
 }
 
 // ampCasts is how many 16-bit copies of one fp32 input autocast makes for the projections that read it:
@@ -252,6 +272,9 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 	case "flash", "efficient", "cudnn", "flex":
 		lse := tensor("attn.lse", "fp32", b, e.aL, sl)
 		attn.MemoryBytes = keep(q.Bytes + kvSaved + lse.Bytes + kn.maskBytes)
+		if attn.MemoryBytes > 0 {
+			attn.seq = keepSeq(kn.maskBytes, q.Bytes, kvSaved/2, kvSaved/2, lse.Bytes)
+		}
 		attn.Outputs = append(attn.Outputs, lse)
 		attn.Formula = "2·b·s·h·(1 + 2g/a)/t + 4·b·a·s/t (Q, K, V and fp32 log-sum-exp; output counted at o_proj)"
 		attn.Notes = kn.name + " attention: O(s) memory, scores never materialized"
@@ -281,6 +304,11 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		}
 		attn.MemoryBytes = keep(saved)
 		attn.TempBytes = probs.Bytes // the scores while the softmax runs
+		if attn.MemoryBytes > 0 {
+			third := int64(kvb / 2)
+			attn.seq = append(keepSeq(kn.maskBytes, int64(qkv), third, third), tempSeq(probs.Bytes)...)
+			attn.seq = append(attn.seq, keepSeq(attn.MemoryBytes-kn.maskBytes-int64(qkv)-2*third)...)
+		}
 		attn.Outputs = append(attn.Outputs, probs)
 		attn.Formula = formula
 		attn.Notes = "math SDPA: O(s²) scores and probabilities per head"
@@ -305,6 +333,22 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 	}
 	attn.MemoryBytes = keep(saved)
 	attn.TempBytes = scores.Bytes // pre-softmax scores while the softmax runs
+	if attn.MemoryBytes > 0 {
+		attn.seq = keepSeq(q.Bytes, kvSaved/2, kvSaved/2)
+		rest := saved - q.Bytes - kvSaved
+		if e.eager() && c.Training.Recompute != "selective" && c.Training.AttentionDropout == 0 {
+			// HF eager_attention_forward: q·kᵀ, its scaled copy and the masked copy follow one another, then the
+			// fp32 softmax (kept) and its 16-bit cast (kept for the matmul with V).
+			attn.seq = append(attn.seq, briefSeq(scores.Bytes, scores.Bytes, scores.Bytes)...)
+			attn.seq = append(attn.seq, keepSeq(2*scores.Bytes, rest-2*scores.Bytes)...)
+			// Backward: the probabilities' gradient, its fp32 cast, softmax's gradient, the scaled one, then
+			// the gradients of Q and of the expanded K.
+			attn.Extra["backward_chain"] = []int64{scores.Bytes, 2 * scores.Bytes, scores.Bytes, scores.Bytes, q.Bytes + kvSaved/2}
+		} else {
+			attn.seq = append(attn.seq, tempSeq(scores.Bytes)...)
+			attn.seq = append(attn.seq, splitEven(rest, scores.Bytes)...)
+		}
+	}
 	attn.Outputs = append(attn.Outputs, scores)
 	attn.Formula = formula
 	attn.Notes = "standard attention: O(s²) score matrix per head"
@@ -335,9 +379,13 @@ func (e *est) mlpOps(prefix string, in Tensor, f, rows, inSaved int64, keep func
 		if e.c.Model.Activation == "geglu" {
 			name = ".geglu"
 		}
-		ops = append(ops, Operator{Name: prefix + name, Category: "mlp", Phase: "forward", Inputs: up.Outputs, Outputs: []Tensor{mid},
+		actOp := Operator{Name: prefix + name, Category: "mlp", Phase: "forward", Inputs: up.Outputs, Outputs: []Tensor{mid},
 			MemoryBytes: keep(saved), Formula: formula, Notes: "gated MLP = act(gate)·up",
-			FLOPs: 4 * float64(rows*f), BytesMoved: float64(up.Outputs[0].Bytes + mid.Bytes)})
+			FLOPs: 4 * float64(rows*f), BytesMoved: float64(up.Outputs[0].Bytes + mid.Bytes)}
+		if actOp.MemoryBytes > 0 {
+			actOp.seq = splitEven(actOp.MemoryBytes, mid.Bytes) // gate, up (and act(gate)): one f-wide tensor each
+		}
+		ops = append(ops, actOp)
 		down := e.linear(prefix+".down_proj", "mlp", mid, h, f, rows, keep(e.linearSaved(mid.Bytes, frozen)), "2·b·s·f/t (input saved)", "row-parallel")
 		ops = append(ops, down)
 		if frozen {
@@ -374,9 +422,16 @@ func (e *est) mlpOps(prefix string, in Tensor, f, rows, inSaved int64, keep func
 	case e.c.Model.Activation == "gelu_new":
 		name = "gelu_new"
 	}
-	ops = append(ops, Operator{Name: prefix + "." + name, Category: "mlp", Phase: "forward", Inputs: fc1.Outputs, Outputs: []Tensor{mid},
+	gelu := Operator{Name: prefix + "." + name, Category: "mlp", Phase: "forward", Inputs: fc1.Outputs, Outputs: []Tensor{mid},
 		MemoryBytes: keep(saved), Formula: formula, Notes: notes,
-		FLOPs: 8 * float64(rows*f), BytesMoved: float64(fc1.Outputs[0].Bytes + mid.Bytes)})
+		FLOPs: 8 * float64(rows*f), BytesMoved: float64(fc1.Outputs[0].Bytes + mid.Bytes)}
+	if gelu.MemoryBytes > 0 {
+		gelu.seq = splitEven(gelu.MemoryBytes, fc1.Outputs[0].Bytes)
+		if name == "gelu_new" && e.eager() {
+			gelu.seq = append(gelu.seq, tempSeq(mid.Bytes, mid.Bytes)...) // x³ and the scaled sum, dropped on the way
+		}
+	}
+	ops = append(ops, gelu)
 	// Under autocast fc2 casts an fp32 activation to 16 bits and saves the cast.
 	fc2In := int64(float64(rows*f) * e.ab)
 	ops = append(ops, e.linear(prefix+".fc2", "mlp", mid, h, f, rows, keep(e.linearSaved(fc2In, frozen)), "2·b·s·f/t (input saved)", "row-parallel"))
@@ -510,6 +565,28 @@ func (e *est) headOps() []Operator {
 		loss.Formula = fmt.Sprintf("0 saved; temp 10·chunk·V/t with chunk=%d tokens", chunk)
 		loss.Notes = "chunked / fused linear cross entropy: full logits never materialized"
 		lm.Outputs = []Tensor{tensor("logits.chunk", e.actName(), chunk, vL)}
+	}
+	// The loss's tensors in creation order and its backward's, for the allocation sequence: HF's
+	// logits.float() copy and log-softmax, then nll_loss's and log_softmax's fp32 gradients, then the 16-bit
+	// gradient of the logits.
+	switch c.Training.Loss {
+	case "standard":
+		loss.seq = append(keepSeq(2*E), tempSeq(4*E)...)
+		loss.seq = append(loss.seq, keepSeq(4*E)...)
+		loss.Extra["backward_pieces"] = [][]int64{{4 * E, 4 * E}, {2 * E}}
+	case "fused", "fused_jit":
+		loss.seq = append(tempSeq(loss.TempBytes), keepSeq(4*E)...)
+		loss.Extra["backward_pieces"] = [][]int64{{bwd}}
+	case "chunked_output":
+		k := int64(c.Training.LossChunks)
+		loss.seq = tempSeq(2 * E)
+		for range k {
+			loss.seq = append(loss.seq, briefSeq(4*E/k)...)
+			loss.seq = append(loss.seq, keepSeq(4*E/k)...)
+		}
+		loss.Extra["backward_pieces"] = [][]int64{{4 * E / k, 4 * E / k, 2 * E / k}}
+	default:
+		loss.Extra["backward_pieces"] = [][]int64{{bwd}}
 	}
 	if e.inference {
 		loss = Operator{Name: "logits", Category: "loss", Phase: "prefill", Inputs: []Tensor{logits}, Layer: -1,

@@ -45,6 +45,7 @@ type Summary struct {
 	KVCacheMemoryBytes int64      `json:"kv_cache_memory_bytes,omitempty"`
 	ParamCountPerGPU   int64      `json:"param_count_per_gpu"`
 	PeakReservedBytes  int64      `json:"peak_reserved_bytes"`  // predicted torch.cuda.max_memory_reserved
+	ReservedSource     string     `json:"reserved_source"`      // "allocator replay" or "flat allowance"
 	DeviceTotalBytes   int64      `json:"device_total_bytes"`   // + CUDA context and NCCL, what nvidia-smi shows
 	WorstPipelineStage int        `json:"worst_pipeline_stage"` // index of the stage these figures are for
 	NumGPUs            int        `json:"num_gpus"`
@@ -90,6 +91,8 @@ type Operator struct {
 	TempBytes  int64   `json:"temp_bytes"` // transient workspace while the op runs
 	FLOPs      float64 `json:"flops"`      // per call, this GPU
 	BytesMoved float64 `json:"bytes_moved"`
+
+	seq []seqTensor // the tensors the operator allocates, for the allocation sequence (steps.go)
 }
 
 // Metadata describes the run.
@@ -107,24 +110,27 @@ type Metadata struct {
 
 // Stage holds per-GPU predictions for one pipeline stage (all GPUs of a stage are alike).
 type Stage struct {
-	Index              int    `json:"index"`
-	Layers             int    `json:"layers"`
-	FirstLayer         int    `json:"first_layer"`
-	Params             int64  `json:"params"` // on one GPU of the stage, before ZeRO sharding
-	InflightLayerMBs   int64  `json:"inflight_layer_microbatches"`
-	Weights            int64  `json:"weight_memory_bytes"`
-	Grads              int64  `json:"grad_memory_bytes"`
-	Optimizer          int64  `json:"optimizer_memory_bytes"`
-	Activations        int64  `json:"activation_memory_bytes"`
-	Temporaries        int64  `json:"temporary_memory_bytes"` // transient at the peak
-	Other              int64  `json:"other_memory_bytes"`
-	KVCache            int64  `json:"kv_cache_memory_bytes,omitempty"`
-	ForwardPeak        int64  `json:"forward_peak_bytes"`
-	BackwardPeak       int64  `json:"backward_peak_bytes"`
-	OptimizerPeak      int64  `json:"optimizer_step_peak_bytes"`
-	PeakAllocated      int64  `json:"peak_allocated_bytes"`
-	PeakStage          string `json:"peak_stage"`
-	PeakReserved       int64  `json:"peak_reserved_bytes"`
+	Index            int    `json:"index"`
+	Layers           int    `json:"layers"`
+	FirstLayer       int    `json:"first_layer"`
+	Params           int64  `json:"params"` // on one GPU of the stage, before ZeRO sharding
+	InflightLayerMBs int64  `json:"inflight_layer_microbatches"`
+	Weights          int64  `json:"weight_memory_bytes"`
+	Grads            int64  `json:"grad_memory_bytes"`
+	Optimizer        int64  `json:"optimizer_memory_bytes"`
+	Activations      int64  `json:"activation_memory_bytes"`
+	Temporaries      int64  `json:"temporary_memory_bytes"` // transient at the peak
+	Other            int64  `json:"other_memory_bytes"`
+	KVCache          int64  `json:"kv_cache_memory_bytes,omitempty"`
+	ForwardPeak      int64  `json:"forward_peak_bytes"`
+	BackwardPeak     int64  `json:"backward_peak_bytes"`
+	OptimizerPeak    int64  `json:"optimizer_step_peak_bytes"`
+	PeakAllocated    int64  `json:"peak_allocated_bytes"`
+	PeakStage        string `json:"peak_stage"`
+	PeakReserved     int64  `json:"peak_reserved_bytes"`
+	// ReservedSource says how PeakReserved was predicted: "allocator replay" (the allocation sequence through
+	// the caching-allocator model) or "flat allowance" (allocated + rounding + fragmentation_fraction).
+	ReservedSource     string `json:"reserved_source"`
 	DeviceTotal        int64  `json:"device_total_bytes"`
 	EndOfStepAllocated int64  `json:"end_of_step_allocated_bytes"` // what stays allocated between steps
 	// AtPeak is what is live at the peak besides weights, optimizer states and other buffers.

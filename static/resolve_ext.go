@@ -25,6 +25,14 @@ func (c *Config) resolveExtensions() error {
 	if err := c.resolveFramework(); err != nil {
 		return err
 	}
+	if len(t.SeqLengths) > 64 {
+		return fmt.Errorf("training.seq_lengths: %d entries (at most 64 steps are replayed)", len(t.SeqLengths))
+	}
+	for i, n := range t.SeqLengths {
+		if n <= 0 || n > t.SeqLength {
+			return fmt.Errorf("training.seq_lengths[%d]: %d (must be in [1, training.seq_length = %d])", i, n, t.SeqLength)
+		}
+	}
 	if t.LossChunks <= 0 {
 		if t.LossChunks < 0 {
 			return fmt.Errorf("training.loss_chunks: %d (must be > 0)", t.LossChunks)

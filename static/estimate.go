@@ -575,7 +575,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
 	if e.replayable() {
-		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps))
+		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps), st.Other)
 		e.replayReserved(&st, seq)
 	}
 

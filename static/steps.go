@@ -162,7 +162,7 @@ func (e *est) stepsFor(layerOps, embOps, headOps []Operator) []stepOps {
 	return out
 }
 
-func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []stepOps) *seqBuilder {
+func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []stepOps, other int64) *seqBuilder {
 	c := e.c
 	s := newSeq()
 	l := int(e.layersPerStage)
@@ -209,13 +209,17 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			}
 		}
 	}
-	ws := c.Allocator.WorkspaceMiB
-	if ws < 0 {
-		ws = 64
-	}
-	s.alloc(int64(ws/2) * mib)
-	s.alloc(int64(ws/2) * mib)
+	s.buffers(other)
 	persistent := c.Parallel.GradBuffer == "persistent"
+	// DeepSpeed ZeRO-1/2 reduces gradients through a bucket of up to 5e8 elements during backward.
+	var bucket int64
+	if zero >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1 {
+		var layer float64
+		for _, p := range layerPs {
+			layer += e.perGPU(p)
+		}
+		bucket = int64(min(5e8, layer*float64(l)) * e.gb)
+	}
 	grads := map[string]uint64{}
 	gradOf := func(key string, bytes int64) {
 		if _, ok := grads[key]; !ok && bytes > 0 {
@@ -369,6 +373,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			runOps(headOps, &headKeep)
 			// Backward: the loss first, then the output layer, the layers in reverse and the embeddings.
 			backOps(headOps, headKeep, -1, headPs, func(n string) string { return "head." + n })
+			bid := s.alloc(bucket)
 			dx := s.alloc(hr)
 			for li := l - 1; li >= 0; li-- {
 				gid := s.alloc(gather)
@@ -388,7 +393,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 				dx = ndx
 			}
 			backOps(embOps, embKeep, -1, embPs, func(n string) string { return "emb." + n })
-			s.free(dx)
+			s.free(dx, bid)
 			if frozen {
 				for li := range l {
 					for _, p := range adapters {
@@ -537,7 +542,7 @@ const maxDecodeSteps = 256
 // cache (preallocated, or per layer in the prefill for the dynamic cache), the prefill operator by operator
 // with residuals residual-stream tensors alive, then the decode steps, each concatenating every layer's K and
 // V into new tensors (dynamic cache) and sampling from the last position's logits.
-func (e *est) inferenceSequence(layerOps, embOps, headOps []Operator, residuals int64, last bool) *seqBuilder {
+func (e *est) inferenceSequence(layerOps, embOps, headOps []Operator, residuals, other int64, last bool) *seqBuilder {
 	c, x := e.c, e.x
 	in := c.Inference
 	s := newSeq()
@@ -556,8 +561,7 @@ func (e *est) inferenceSequence(layerOps, embOps, headOps []Operator, residuals 
 	if x.tied && c.Framework == "hf" {
 		s.free(s.alloc(int64(float64(x.V*x.h/e.t) * e.pb)))
 	}
-	s.alloc(32 * mib)
-	s.alloc(32 * mib)
+	s.buffers(other)
 	perTokLayer := e.kvBytesPerToken() / l / 2 // one of K or V, one layer, one token and sequence
 	ctx := int64(in.PromptLength + in.GenerateTokens)
 	if bt := int64(in.KVCache.BlockTokens); bt > 0 {
@@ -633,4 +637,16 @@ func opTokens(embOps []Operator) int64 {
 		}
 	}
 	return 0
+}
+
+// buffers allocates the stage's other buffers (st.Other): the GEMM workspaces as two 32 MiB tensors (cuBLAS and
+// cuBLASLt), the rest (Transformer Engine workspace, score buffer, DDP buckets) as one.
+func (s *seqBuilder) buffers(other int64) {
+	for range 2 {
+		if other >= 32*mib {
+			s.alloc(32 * mib)
+			other -= 32 * mib
+		}
+	}
+	s.alloc(other)
 }

@@ -24,6 +24,8 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 		{"lora", func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4} }},
 		{"chunked-output loss", func(c *Config) { c.Training.Loss = "chunked_output" }},
 		{"mixed + fused adam", func(c *Config) { c.Training.Precision, c.Training.OptimizerImpl = "bf16-mixed", "fused" }},
+		{"ddp over 4", func(c *Config) { c.Hardware.NumGPUs = 4 }},
+		{"deepspeed zero-2 over 4", func(c *Config) { c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage = "deepspeed", 4, 2 }},
 		{"gpt2 dropout", func(c *Config) {
 			c.Model = ModelConfig{Family: "gpt2", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, VocabSize: tv, MaxPositionEmbeddings: ts, TieWordEmbeddings: true}
 			c.Training.HiddenDropout, c.Training.AttentionDropout = 0.1, 0.1
@@ -33,7 +35,7 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 			r := tiny(t, tc.mod)
 			c := r.Config
 			e := newEst(&c)
-			seq := e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()))
+			seq := e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
 			if d := float64(seq.peak)/float64(r.Summary.PeakMemoryBytes) - 1; d < -0.005 || d > 0.005 || tc.mod == nil && d != 0 {
 				t.Errorf("sequence peak %d, predicted peak allocated %d (%+d)", seq.peak, r.Summary.PeakMemoryBytes, seq.peak-r.Summary.PeakMemoryBytes)
 			}

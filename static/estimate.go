@@ -333,7 +333,7 @@ func estimateCore(cfg Config) (*Report, error) {
 	if e.inference {
 		r.Metadata.Dtype = c.Inference.WeightDtype
 	}
-	r.Assumptions = e.assumptions()
+	r.Assumptions = e.assumptions(worst.ReservedSource)
 	return r, nil
 }
 
@@ -697,11 +697,15 @@ func (e *est) wholeModel(r *Report) {
 	w.ActivationMemoryBytes = int64(a)
 }
 
-func (e *est) assumptions() []string {
+func (e *est) assumptions(reservedSource string) []string {
 	c := e.c
+	frag := fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100)
+	if reservedSource == "allocator replay" {
+		frag = "Peak reserved: the predicted allocation sequence (build, two training steps or one generate call) replayed through the caching-allocator model (torch 2.11 rules: rounding, pools, best fit, splitting)."
+	}
 	a := []string{
 		"Sizes in GiB (2^30 bytes). Peak allocated = torch.cuda.max_memory_allocated; reserved adds allocator rounding (512 B; ≥10 MiB requests rounded to 2 MiB; 1–10 MiB share 20 MiB segments; ≤1 MiB from 2 MiB small segments) and fragmentation.",
-		fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100),
+		frag,
 		fmt.Sprintf("Device total = reserved + CUDA context (%g MiB) + NCCL buffers (%s); these do not go through the caching allocator.", ctxOf(c), ncclOf(c)),
 		"Other (allocated) = cuBLAS + cuBLASLt workspaces (2 × 32 MiB unless allocator.workspace_mib), + Transformer Engine's workspace (32 MiB from Hopper on, 4 MiB before) when training.transformer_engine, + the attention-score buffer of Megatron's unfused attention, + DDP gradient buckets when plain DDP is used.",
 	}

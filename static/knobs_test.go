@@ -450,3 +450,31 @@ func TestMixtralHFDispatch(t *testing.T) {
 		t.Errorf("router keeps %d, want %d", router.MemoryBytes, want)
 	}
 }
+
+// LoRA with gradient checkpointing: each layer keeps only its 16-bit input (the frozen embedding's output is
+// made to require grad, so the checkpointed layers still run backward), the frozen embedding and output layer
+// get no gradients, and one layer's LoRA activations are rebuilt at a time.
+func TestLoRAWithCheckpointing(t *testing.T) {
+	r := tiny(t, func(c *Config) { c.Training.LoRA, c.Training.Recompute = &LoRAConfig{Rank: 4}, "full" })
+	if got, want := op(t, r, "recompute_checkpoint").MemoryBytes, int64(2*tn*th); got != want {
+		t.Errorf("checkpointed LoRA layer keeps %d B, want %d", got, want)
+	}
+	if r.Summary.GradMemoryBytes != 4*r.LoRA.AdapterParams {
+		t.Errorf("gradients %d B, want only the adapters' %d", r.Summary.GradMemoryBytes, 4*r.LoRA.AdapterParams)
+	}
+}
+
+// Varying sequence lengths: the peak allocated is the longest step's, the allocator replay runs one step per
+// length; an entry beyond seq_length is an error.
+func TestSeqLengths(t *testing.T) {
+	fixed := tiny(t, nil)
+	varied := tiny(t, func(c *Config) { c.Training.SeqLengths = []int{8, ts, 16} })
+	if varied.Summary.PeakMemoryBytes != fixed.Summary.PeakMemoryBytes || varied.Summary.PeakReservedBytes < fixed.Summary.PeakReservedBytes {
+		t.Errorf("varied lengths: peak %d reserved %d; fixed: peak %d reserved %d", varied.Summary.PeakMemoryBytes,
+			varied.Summary.PeakReservedBytes, fixed.Summary.PeakMemoryBytes, fixed.Summary.PeakReservedBytes)
+	}
+	_, err := ParseConfig([]byte(`{"model":{"preset":"gpt2"},"training":{"seq_length":512,"seq_lengths":[256,1024]}}`), false)
+	if err == nil || !strings.Contains(err.Error(), "training.seq_lengths[1]: 1024 (must be in [1, training.seq_length = 512])") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -23,7 +23,8 @@
 //	                     chunked_output, loss_chunk_tokens, loss_chunks, kernels fused|eager, transformer_engine (TE
 //	                     layers: +TE cuBLASLt workspace), compile, float8, packed_sequences, activation_offload,
 //	                     optimizer_in_backward, lora {rank, alpha, targets "all-linear"|[names], adapter_dtype,
-//	                     base_dtype bf16|fp16|fp32|nf4|int8, double_quant, dropout}, train_tokens, train_steps
+//	                     base_dtype bf16|fp16|fp32|nf4|int8, double_quant, dropout}, seq_lengths (per-step
+//	                     lengths when they vary; replayed for reserved), train_tokens, train_steps
 //	inference            batch_size, prompt_length, generate_tokens, weight_dtype, logits_all_tokens,
 //	                     kv_cache {implementation dynamic|static|paged, dtype, block_tokens}
 //	parallel             dp, tp, pp, cp, ep, etp, sequence_parallel, zero_stage 0-3 (3 = FSDP full shard),

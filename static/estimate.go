@@ -325,7 +325,7 @@ func estimateCore(cfg Config) (*Report, error) {
 		r.LoRA = lm
 	}
 	r.Metadata = Metadata{
-		Mode: c.Mode, ModelType: c.Model.Type, Model: modelName(c), Dtype: c.actDtype(), GPU: gpu.Name,
+		Mode: c.Mode, Framework: c.Framework, ModelType: c.Model.Type, Model: modelName(c), Dtype: c.actDtype(), GPU: gpu.Name,
 		Layout: layoutString(c), Tool: "memscan static",
 		OperatorsFor: fmt.Sprintf("one GPU of pipeline stage %d (the worst)", r.WorstStage),
 		Unrolled:     c.Output.Unroll,

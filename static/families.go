@@ -2,11 +2,11 @@ package static
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
-// familyNames are the Hugging Face model classes memscan follows op by op.
-var familyNames = []string{"gpt2", "gpt-neox", "llama", "mistral", "qwen2", "mixtral", "gemma"}
 
 // applyFamily fills the structural keys a Hugging Face family fixes (transformers' modeling_<family>.py),
 // leaving keys the config already set:
@@ -24,45 +24,42 @@ func applyFamily(m *ModelConfig) error {
 		return nil
 	}
 	m.Family = strings.ToLower(m.Family)
-	set := func(dst *string, v string) {
-		if *dst == "" {
-			*dst = v
+	f, ok := families[m.Family]
+	if !ok {
+		return fmt.Errorf("model.family: %q (must be one of %s)", m.Family, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
+	}
+	for _, kv := range [][2]*string{{&m.Type, &f.typ}, {&m.Norm, &f.norm}, {&m.Activation, &f.act}, {&m.PositionEmbedding, &f.pos}} {
+		if *kv[0] == "" {
+			*kv[0] = *kv[1]
 		}
 	}
-	switch m.Family {
-	case "gpt2":
-		set(&m.Type, "gpt")
-		set(&m.Norm, "layernorm")
-		set(&m.Activation, "gelu_new")
-		set(&m.PositionEmbedding, "learned")
-		m.LinearBias = true
-	case "gpt-neox":
-		set(&m.Type, "gpt")
-		set(&m.Norm, "layernorm")
-		set(&m.Activation, "gelu")
-		set(&m.PositionEmbedding, "rope")
-		m.LinearBias = true
-	case "llama", "mistral":
-		set(&m.Type, "llama")
-	case "qwen2":
-		set(&m.Type, "llama")
-		m.QKVBias = true
-	case "mixtral":
-		set(&m.Type, "llama")
-		if m.NumExperts == 0 {
-			m.NumExperts = 8
-		}
-		if m.MoETopK == 0 {
-			m.MoETopK = 2
-		}
-	case "gemma":
-		set(&m.Type, "llama")
-		set(&m.Activation, "geglu")
-		if m.HeadDim == 0 {
-			m.HeadDim = 256
-		}
-	default:
-		return fmt.Errorf("model.family: %q (must be one of %s)", m.Family, strings.Join(familyNames, ", "))
+	m.LinearBias = m.LinearBias || f.bias
+	m.QKVBias = m.QKVBias || f.qkvBias
+	if m.NumExperts == 0 {
+		m.NumExperts = f.experts
+	}
+	if m.MoETopK == 0 {
+		m.MoETopK = f.topK
+	}
+	if m.HeadDim == 0 {
+		m.HeadDim = f.headDim
 	}
 	return nil
+}
+
+// familyDefaults are the structural keys a family fixes ("" or 0: the type's default).
+type familyDefaults struct {
+	typ, norm, act, pos    string
+	bias, qkvBias          bool
+	experts, topK, headDim int
+}
+
+var families = map[string]familyDefaults{
+	"gpt2":     {typ: "gpt", norm: "layernorm", act: "gelu_new", pos: "learned", bias: true},
+	"gpt-neox": {typ: "gpt", norm: "layernorm", act: "gelu", pos: "rope", bias: true},
+	"llama":    {typ: "llama"},
+	"mistral":  {typ: "llama"},
+	"qwen2":    {typ: "llama", qkvBias: true},
+	"mixtral":  {typ: "llama", experts: 8, topK: 2},
+	"gemma":    {typ: "llama", act: "geglu", headDim: 256},
 }

@@ -98,6 +98,7 @@ type Operator struct {
 // Metadata describes the run.
 type Metadata struct {
 	Mode         string `json:"mode"`
+	Framework    string `json:"framework,omitempty"` // whose defaults filled the config (framework.go)
 	ModelType    string `json:"model_type"`
 	Model        string `json:"model"`
 	Dtype        string `json:"dtype"`

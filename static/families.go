@@ -7,7 +7,6 @@ import (
 	"strings"
 )
 
-
 // applyFamily fills the structural keys a Hugging Face family fixes (transformers' modeling_<family>.py),
 // leaving keys the config already set:
 //   - gpt2: learned positions, LayerNorm, Conv1D with biases, activation_function gelu_new (the tanh-approximation

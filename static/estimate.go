@@ -457,7 +457,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	A := (aLayers + aEmb + aHead) * corr.Activations
 
 	// ZeRO / FSDP communication buffers.
-	var gatherTemp, reduceTemp, unsharded float64
+	var gatherTemp, reduceTemp, unsharded, headUnit, headUnitBwd float64
 	layerPerGPU := 0.0
 	for _, p := range layerPs {
 		layerPerGPU += e.perGPU(p)
@@ -473,6 +473,17 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * gb
 		reduceTemp = layerPerGPU * e.gb
+		if e.gb > gb && !c.Training.Float8 {
+			reduceTemp += layerPerGPU * gb // the unsharded gradients in param_dtype before their cast to reduce_dtype
+		}
+		if last {
+			// The root unit (final norm and output layer) is not resharded after forward: its gathered weights stay
+			// through the loss backward, and its own backward adds its unsharded gradients.
+			for _, p := range headParams(e.x, c.Parallel.PP) {
+				headUnit += e.perGPU(p) * gb
+			}
+			headUnitBwd = headUnit / gb * (e.gb + gb)
+		}
 		if r := c.Parallel.FSDPReshardAfterForward; r != nil && !*r {
 			// Without resharding after forward every layer's gathered parameters stay until its backward.
 			unsharded = float64(l-1) * layerPerGPU * gb
@@ -509,6 +520,8 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		name              string
 		grads, acts, temp float64
 	}
+	layersUnsharded := unsharded
+	unsharded += headUnit
 	fwd := moment{"forward_end", gPersist, A + unsharded, fwdTemp * tc}
 	// The loss backward runs before any gradient of the on-demand kind exists; the output layer's and the
 	// last layer's backward follow once the loss has released what it saved.
@@ -517,7 +530,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	bStart := moment{"backward", gPersist, A + unsharded, (math.Max(headBwdTemp, layerBwdTemp) + gatherTemp + reduceTemp) * tc}
 	if !persistentGrads {
 		bStart.temp = (headBwdTemp + gatherTemp + reduceTemp) * tc
-		firstLayer := moment{"backward", headGrads, A + unsharded - headSaved*corr.Activations, (layerBwdTemp + gatherTemp + reduceTemp) * tc}
+		firstLayer := moment{"backward", headGrads, A + unsharded - headSaved*corr.Activations, (math.Max(layerBwdTemp, headUnitBwd) + gatherTemp + reduceTemp) * tc}
 		if firstLayer.grads+firstLayer.acts+firstLayer.temp > bStart.grads+bStart.acts+bStart.temp {
 			bStart = firstLayer
 		}
@@ -581,7 +594,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 
 	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,
 		transients{layerBwd: layerBwdTemp, headBwd: headBwdTemp, gather: gatherTemp, reduce: reduceTemp, opt: optTemp,
-			ckpt: ckpt, offloaded: offloaded * corr.Activations, unsharded: unsharded})
+			ckpt: ckpt, offloaded: offloaded * corr.Activations, unsharded: layersUnsharded, rootUnit: headUnit})
 	return st, ops
 }
 

@@ -531,6 +531,11 @@ func (e *est) headOps() []Operator {
 		bwd = 8 * E
 		loss.Formula = "6·b·s·V/t (bf16 logits kept + fp32 log-probs); forward temp 4·b·s·V/t; backward temp 8·b·s·V/t"
 		loss.Notes = "HF-style: logits.float() then log_softmax; backward materializes fp32 gradients"
+		if c.Framework == "torchtitan" {
+			// torchtitan's train step deletes pred before loss.backward(): only the fp32 log-probs stay.
+			loss.MemoryBytes, loss.TempBytes = 4*E, 6*E
+			loss.Formula = "4·b·s·V/t (fp32 log-probs; the logits are deleted before backward); forward temp 6·b·s·V/t; backward temp 8·b·s·V/t"
+		}
 	case "fused":
 		loss.MemoryBytes = 4 * E
 		loss.TempBytes = 2 * E
@@ -571,7 +576,8 @@ func (e *est) headOps() []Operator {
 	// gradient of the logits.
 	switch c.Training.Loss {
 	case "standard":
-		loss.seq = append(keepSeq(2*E), tempSeq(4*E)...)
+		loss.seq = append(keepSeq(loss.MemoryBytes-4*E), tempSeq(loss.TempBytes-4*E)...)
+		loss.seq = append(loss.seq, tempSeq(4*E)...)
 		loss.seq = append(loss.seq, keepSeq(4*E)...)
 		loss.Extra["backward_pieces"] = [][]int64{{4 * E, 4 * E}, {2 * E}}
 	case "fused", "fused_jit":

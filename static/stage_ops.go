@@ -109,6 +109,7 @@ type transients struct {
 	ckpt                                   float64 // bytes a recomputed layer keeps per micro-batch
 	offloaded                              float64 // saved activations moved to host memory
 	unsharded                              float64 // gathered parameters kept from forward to backward (FSDP without resharding)
+	rootUnit                               float64 // FSDP's root unit (final norm, output layer), gathered from its forward to its backward
 }
 
 // operatorList assembles the worst-stage record list in MemScope's shape.
@@ -196,6 +197,11 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 		ops = append(ops, Operator{Name: "activation_offload", Category: "offload", Phase: "forward", Layer: -1, Multiplier: 1,
 			MemoryBytes: -int64(tr.offloaded), Formula: "saved activations of all but two layer-micro-batches",
 			Notes: "moved to pinned host memory during forward, brought back one layer ahead in backward", Extra: map[string]any{}})
+	}
+	if tr.rootUnit > 0 {
+		ops = append(ops, Operator{Name: "fsdp_root_unit", Category: "communication", Phase: "forward", Layer: -1, Multiplier: 1,
+			TempBytes: int64(tr.rootUnit), Formula: "(final norm + output layer) params/GPU × gather bytes",
+			Notes: "the root FSDP unit is not resharded after forward", Extra: map[string]any{}})
 	}
 	if tr.unsharded > 0 {
 		ops = append(ops, Operator{Name: "fsdp_unsharded_params", Category: "communication", Phase: "forward", Layer: -1, Multiplier: 1,

@@ -478,3 +478,34 @@ func TestSeqLengths(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// Where a run that cannot fit fails: with W weights, B of buffers, embeddings keeping E and every layer keeping
+// S (the per-layer sum), a GPU whose limit is W + B + E + 3.5·S must fail inside the fourth layer (index 3) of
+// the first step's forward, with between W + B + E + 3·S and the limit allocated, and the failing request not
+// fitting beside it.
+func TestOOMPoint(t *testing.T) {
+	mod := func(c *Config) { c.Model.NumLayers, c.Training.MicroBatchSize, c.Allocator.CUDAContextMiB = 8, 64, 0 }
+	fits := tiny(t, mod)
+	s := int64(layerBytes(fits))
+	var emb int64
+	for _, o := range fits.Operators {
+		if o.Name == "embedding" {
+			emb = o.MemoryBytes
+		}
+	}
+	base := fits.Summary.WeightMemoryBytes + fits.Summary.OtherMemoryBytes + emb
+	limit := base + 7*s/2
+	r := tiny(t, func(c *Config) {
+		mod(c)
+		c.Hardware.Custom = &GPUSpec{Name: "small", MemoryGiB: float64(limit) / gib, BandwidthTBs: 1, BF16TFLOPS: 10}
+	})
+	p := r.OOM
+	if p == nil || r.Fit.Fits {
+		t.Fatalf("expected a failure point: %s", r.Fit.Verdict)
+	}
+	lim := r.Fit.CapacityBytes
+	if p.Step != 1 || p.Phase != "forward" || p.Layer != 3 || p.AllocatedBytes < base+3*s || p.AllocatedBytes > lim ||
+		p.AllocatedBytes+p.RequestBytes <= lim {
+		t.Errorf("failure %+v; want step 1, forward, layer 3, allocated in [%d, %d], request beyond %d", *p, base+3*s, lim, lim)
+	}
+}

@@ -1,7 +1,5 @@
 package static
 
-import "math"
-
 // oomPoint replays the first training step of stage i in execution order (embeddings, each layer's operators,
 // the head, then the backward and optimizer peaks) and returns the first allocation that does not fit below
 // limit, or nil when the whole step fits. The first step has no optimizer states yet (torch optimizers create
@@ -18,17 +16,22 @@ func (e *est) oomPoint(st Stage, i int, layerOps, embOps, headOps []Operator, li
 	if c.Parallel.GradBuffer == "persistent" {
 		running += float64(st.Grads)
 	}
+	// fail allocates the operator's tensors in order (as the allocation sequence does) and reports the first
+	// that does not fit; the operator's temporaries are dropped when it ends.
 	fail := func(layer int, op Operator) *OOMPoint {
-		req := float64(op.TempBytes)
-		for _, t := range op.Outputs {
-			req = math.Max(req, float64(t.Bytes))
+		var temp float64
+		for _, t := range opTensors(op) {
+			if running+float64(t.bytes) > float64(limit) {
+				return &OOMPoint{Step: 1, Phase: "forward", Layer: layer, Operator: op.Name, AllocatedBytes: int64(running),
+					RequestBytes: t.bytes, LimitBytes: limit}
+			}
+			running += float64(t.bytes)
+			if t.life != lifeSaved {
+				temp += float64(t.bytes)
+			}
 		}
-		if running+req <= float64(limit) {
-			running += float64(op.MemoryBytes)
-			return nil
-		}
-		return &OOMPoint{Step: 1, Phase: "forward", Layer: layer, Operator: op.Name, AllocatedBytes: int64(running),
-			RequestBytes: int64(req), LimitBytes: limit}
+		running -= temp
+		return nil
 	}
 	if i == 0 {
 		for _, op := range embOps {

@@ -189,6 +189,10 @@ func (c *Config) resolveTraining() error {
 	if t.Precision == "amp" {
 		t.Precision = "amp-bf16" // torch.autocast's default CUDA dtype since bf16 GPUs
 	}
+	if t.Attention == "eager" {
+		// HF attn_implementation="eager": unfused attention in the eager modules (fp32 softmax copy kept).
+		t.Attention, t.Kernels = "standard", "eager"
+	}
 	if t.GradPrecision == "" {
 		switch t.Precision {
 		case "fp32", "bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16":

@@ -166,7 +166,11 @@ func (l *LoRAConfig) resolve(c *Config) error {
 	}
 	l.Targets = resolved
 	if l.AdapterDtype == "" {
+		// PEFT upcasts 16-bit adapters to fp32 (autocast_adapter_dtype); torchtune builds them in the model dtype.
 		l.AdapterDtype = "fp32"
+		if c.Framework == "torchtune" {
+			l.AdapterDtype = c.actDtype()
+		}
 	}
 	if err := oneOf("training.lora.adapter_dtype", l.AdapterDtype, "fp32", "bf16", "fp16"); err != nil {
 		return err

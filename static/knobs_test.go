@@ -89,6 +89,18 @@ func TestFrameworkDefaults(t *testing.T) {
 	if err != nil || c.Parallel.ZeroStage != 0 || c.Training.Precision != "amp-bf16" {
 		t.Errorf("torchtitan on one GPU: zero %d precision %s (%v)", c.Parallel.ZeroStage, c.Training.Precision, err)
 	}
+	// HF's attn_implementation="eager" is the unfused attention with eager modules.
+	c, err = ParseConfig([]byte(`{"model":{"preset":"llama3.2-1b"},"training":{"attention":"eager"}}`), false)
+	if err != nil || c.Training.Attention != "standard" || c.Training.Kernels != "eager" {
+		t.Errorf("attention eager: %s / %s (%v)", c.Training.Attention, c.Training.Kernels, err)
+	}
+	// LoRA adapters: PEFT upcasts them to fp32, torchtune keeps the model dtype.
+	for fw, want := range map[string]string{"hf": "fp32", "torchtune": "bf16"} {
+		c, err = ParseConfig([]byte(`{"framework":"`+fw+`","model":{"preset":"llama3.2-1b"},"training":{"lora":{"rank":8}}}`), false)
+		if err != nil || c.Training.LoRA.AdapterDtype != want {
+			t.Errorf("%s LoRA adapters: %v (%v), want %s", fw, c.Training.LoRA, err, want)
+		}
+	}
 	// The framework from outside (--framework) replaces the file's and keeps its explicit keys.
 	c, err = ParseConfigFramework([]byte(`{"framework":"megatron","model":{"preset":"llama3.2-1b"},"training":{"loss":"chunked"}}`), false, "hf")
 	if err != nil || c.Framework != "hf" || c.Training.Kernels != "eager" || c.Training.Loss != "chunked" {

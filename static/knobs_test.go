@@ -521,3 +521,39 @@ func TestOOMPoint(t *testing.T) {
 		t.Errorf("failure %+v; want step 1, forward, layer 3, allocated in [%d, %d], request beyond %d", *p, base+3*s, lim, lim)
 	}
 }
+
+// Every framework × family × precision × LoRA combination that resolves estimates with ordered figures, and
+// the allocator replay never predicts less reserved than allocated.
+func TestFrameworkSweep(t *testing.T) {
+	n := 0
+	for _, fw := range FrameworkNames() {
+		for _, preset := range []string{"gpt2", "llama3.2-1b", "qwen2.5-0.5b", "gemma-2b", "mixtral-8x7b", "pythia-1.4b"} {
+			for _, prec := range []string{"bf16", "bf16-mixed", "amp-bf16", "fp32"} {
+				for _, lora := range []bool{false, true} {
+					c, err := DefaultConfigFor(fw)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.Model = ModelConfig{Preset: preset}
+					c.Training.Precision, c.Training.GradPrecision, c.Training.SeqLength = prec, "", 512
+					c.Hardware.GPU = "h200"
+					if lora {
+						c.Training.LoRA = &LoRAConfig{Rank: 8, BaseDtype: "nf4"}
+					}
+					r, err := estimateCore(c) // without the recommendations' re-estimates
+					if err != nil {
+						continue // e.g. LoRA under Megatron
+					}
+					n++
+					s := r.Summary
+					if s.PeakMemoryBytes < s.WeightMemoryBytes || s.PeakReservedBytes < s.PeakMemoryBytes || s.DeviceTotalBytes < s.PeakReservedBytes {
+						t.Errorf("%s %s %s lora=%v: %+v", fw, preset, prec, lora, s)
+					}
+				}
+			}
+		}
+	}
+	if n < 150 {
+		t.Errorf("only %d combinations estimated", n)
+	}
+}

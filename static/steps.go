@@ -167,7 +167,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	s := newSeq()
 	l := int(e.layersPerStage)
 	zero := c.Parallel.ZeroStage
-	// Bytes of one parameter, its gradient and one optimizer state on this GPU.
+	// Elements of one parameter on this GPU (ZeRO-3 shards them).
 	shard := func(p paramTensor) float64 {
 		if zero == 3 {
 			return e.perGPU(p) / e.shardGroup(p)
@@ -251,9 +251,6 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	}
 	ckpt := int64(e.checkpointBytes())
 	recompute := c.Training.Recompute == "full" || c.Training.Recompute == "op_selective"
-	if c.Training.RecomputeLayers > 0 {
-		recompute = false // partial recomputation: keep the simpler all-saved sequence
-	}
 	var gather int64
 	if zero == 3 {
 		for _, p := range layerPs {
@@ -506,7 +503,8 @@ func (e *est) replayable() bool {
 	p := c.Parallel
 	events := e.layersPerStage * int64(len(e.layerOps())) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
 	return p.PP == 1 && p.TP == 1 && p.CP == 1 && p.EP == 1 && p.ZeroStage <= 2 && p.GradBuffer != "persistent" &&
-		!c.Training.TransformerEngine && !c.Training.ActivationOffload && events <= maxReplayEvents
+		!c.Training.TransformerEngine && !c.Training.ActivationOffload && c.Training.RecomputeLayers == 0 &&
+		events <= maxReplayEvents
 }
 
 // maxReplayEvents bounds the allocation sequence replayed per estimate (searches estimate many times).

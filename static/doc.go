@@ -3,6 +3,13 @@
 // peak allocated (and at which moment: forward_end, backward, optimizer_step, prefill), reserved and device-total
 // predictions, fit verdict, max batch / sequence searches, strategy comparison, time, cost and roofline.
 //
+// Peak reserved comes from the allocator package: the operator records also list the tensors each operator
+// allocates and when they die (steps.go), which gives one run's allocation sequence — parameters as built, two
+// training steps (or one per training.seq_lengths entry), or one generate call — replayed through the
+// caching-allocator model (Summary.ReservedSource says so; layouts the sequence does not follow keep the flat
+// fragmentation allowance). A run that cannot fit gets the first allocation that fails (Report.OOM). Which
+// attention kernel runs, and why, is Report.Attention (sdpa.go follows PyTorch's dispatch).
+//
 // # Config (JSON or YAML, snake_case keys; unknown keys are errors)
 //
 //	name                 free text

@@ -41,6 +41,15 @@ func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operat
 		residuals = 4
 	}
 	work += float64(residuals * e.n * x.h * int64(e.ab))
+	if e.eager() && in.KVCache.Implementation != "dynamic" {
+		// HF with a preallocated cache: keys span the whole cache, longer than the prompt, so the model builds a
+		// b × 1 × prompt × cache boolean mask for the forward; SDPA then takes the masked path (memory-efficient
+		// attention with K and V repeated to every query head, the mask turned into an additive 16-bit one).
+		mask := float64(e.b * e.sl * ctx)
+		kvRep := float64(2*e.b*e.aL*ctx*x.d) * e.ab
+		qo := float64(2*e.b*e.sl*e.aL*x.d) * e.ab
+		work = math.Max(work, qo+kvRep+mask*e.ab+float64(residuals*e.n*x.h)*e.ab) + mask
+	}
 	var head float64
 	if i == c.Parallel.PP-1 {
 		for _, op := range headOps {

@@ -140,7 +140,8 @@ func opParams(opName string, ps []paramTensor) []paramTensor {
 	return out
 }
 
-// trainingSequence builds the allocation sequence of two training steps on stage 0 of a single-stage layout.
+// trainingSequence builds the allocation sequence of the training steps on stage 0 of a single-stage layout
+// without FSDP (replayable says which layouts).
 // stepOps are the operator lists of one training step (they differ when the sequence length varies).
 type stepOps struct{ layer, emb, head []Operator }
 
@@ -167,23 +168,12 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	s := newSeq()
 	l := int(e.layersPerStage)
 	zero := c.Parallel.ZeroStage
-	// Elements of one parameter on this GPU (ZeRO-3 shards them).
-	shard := func(p paramTensor) float64 {
-		if zero == 3 {
-			return e.perGPU(p) / e.shardGroup(p)
-		}
-		return e.perGPU(p)
-	}
 	frozen := e.lora != nil
 	wBytes := func(p paramTensor, inLayer bool) int64 {
 		if frozen {
 			return int64(e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p))
 		}
-		w := e.pb
-		if zero == 3 && c.mixed() && e.gb == 4 {
-			w = 4
-		}
-		return int64(shard(p) * w)
+		return int64(e.perGPU(p) * e.pb)
 	}
 	// Build: every parameter in module order; a tied output layer is created and then replaced by the embedding.
 	for _, p := range embPs {
@@ -251,12 +241,6 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	}
 	ckpt := int64(e.checkpointBytes())
 	recompute := c.Training.Recompute == "full" || c.Training.Recompute == "op_selective"
-	var gather int64
-	if zero == 3 {
-		for _, p := range layerPs {
-			gather += int64(e.perGPU(p) * e.pb)
-		}
-	}
 	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones and the
 	// residual-stream ones.
 	runOp := func(op Operator) (own, resid []uint64) {
@@ -288,7 +272,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			*keep = append(*keep, own)
 		}
 	}
-	backOps := func(ops []Operator, keep [][]uint64, li int, ps []paramTensor, key func(string) string) {
+	backOps := func(ops []Operator, keep [][]uint64, ps []paramTensor, key func(string) string) {
 		for j := len(ops) - 1; j >= 0; j-- {
 			op := ops[j]
 			// Gradients of what the operator saved (its inputs' gradients are as large), or of its output.
@@ -339,7 +323,6 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 				gradOf(key(p.Name), gBytes(p))
 			}
 		}
-		_ = li
 	}
 	for si, so := range steps {
 		step := si + 1
@@ -351,7 +334,6 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			ckptIDs := make([]uint64, l)
 			runOps(embOps, &embKeep)
 			for li := range l {
-				gid := s.alloc(gather)
 				var resid []uint64
 				for _, op := range layerOps {
 					own, r := runOp(op)
@@ -359,7 +341,6 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 					layerKeep[li] = append(layerKeep[li], own)
 				}
 				s.free(resid...)
-				s.free(gid)
 				if recompute {
 					for _, ids := range layerKeep[li] {
 						s.free(ids...)
@@ -369,27 +350,22 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			}
 			runOps(headOps, &headKeep)
 			// Backward: the loss first, then the output layer, the layers in reverse and the embeddings.
-			backOps(headOps, headKeep, -1, headPs, func(n string) string { return "head." + n })
+			backOps(headOps, headKeep, headPs, func(n string) string { return "head." + n })
 			bid := s.alloc(bucket)
 			dx := s.alloc(hr)
 			for li := l - 1; li >= 0; li-- {
-				gid := s.alloc(gather)
 				if recompute {
 					layerKeep[li] = nil
 					runOps(layerOps, &layerKeep[li])
 					s.free(ckptIDs[li])
 				}
 				li := li
-				backOps(layerOps, layerKeep[li], li, layerPs, func(n string) string { return layerKey(li, n) })
-				if gather > 0 {
-					s.free(s.alloc(gather)) // gradients of the layer before their reduce-scatter
-				}
-				s.free(gid)
+				backOps(layerOps, layerKeep[li], layerPs, func(n string) string { return layerKey(li, n) })
 				ndx := s.alloc(hr)
 				s.free(dx)
 				dx = ndx
 			}
-			backOps(embOps, embKeep, -1, embPs, func(n string) string { return "emb." + n })
+			backOps(embOps, embKeep, embPs, func(n string) string { return "emb." + n })
 			s.free(dx, bid)
 			if frozen {
 				for li := range l {

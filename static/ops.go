@@ -509,7 +509,10 @@ func (e *est) headOps() []Operator {
 		rows = e.b // prefill keeps the last position's logits only
 	}
 	in := tensor("lm_head.in", e.actName(), e.b, e.sl, x.h)
-	lmSaved := in.Bytes / sp
+	lmSaved := in.Bytes / sp // (float8 recipes leave the output layer in 16 bits)
+	if e.lora != nil {
+		lmSaved = 0 // a frozen output layer keeps nothing
+	}
 	if !e.inference && c.amp() {
 		lmSaved += int64(float64(vL*x.h) * e.ab) // autocast's 16-bit copy of the output weight, kept for backward
 	}

@@ -39,8 +39,9 @@ type est struct {
 	nDense, nExpert int64   // ZeRO sharding group sizes
 	layersPerStage  int64
 	inference       bool
-	lora            *LoRAConfig // training with adapters on a frozen base; nil otherwise
-	kernel          attnKernel  // the attention kernel that runs
+	lora            *LoRAConfig         // training with adapters on a frozen base; nil otherwise
+	kernel          attnKernel          // the attention kernel that runs
+	seqs            map[int]*seqBuilder // each stage's allocation sequence, where it is replayed
 }
 
 func newEst(c *Config) *est {
@@ -83,6 +84,7 @@ func newEst(c *Config) *est {
 		e.lora = c.Training.LoRA
 	}
 	e.kernel = e.selectAttention()
+	e.seqs = map[int]*seqBuilder{}
 	return e
 }
 
@@ -313,8 +315,11 @@ func estimateCore(cfg Config) (*Report, error) {
 
 	gpu := e.gpu
 	r.Fit = fitVerdict(gpu, c.Hardware.UsableFraction, worst.DeviceTotal)
-	if limit := gpu.MemoryBytes() - (worst.DeviceTotal - worst.PeakReserved); worst.PeakAllocated > limit {
-		r.OOM = e.oomPoint(worst, r.WorstStage, layerOps, embOps, headOps, limit)
+	if limit := gpu.MemoryBytes() - (worst.DeviceTotal - worst.PeakReserved); worst.PeakReserved > limit {
+		r.OOM = e.replayOOM(r.WorstStage, limit)
+		if r.OOM == nil && worst.PeakAllocated > limit {
+			r.OOM = e.oomPoint(worst, r.WorstStage, layerOps, embOps, headOps, limit)
+		}
 	}
 	r.Attention = &AttentionChoice{Requested: c.Training.Attention, Kernel: e.kernel.name, Why: e.kernel.why}
 	if e.lora != nil {
@@ -590,6 +595,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	if e.replayable() {
 		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps), st.Other)
 		e.replayReserved(&st, seq)
+		e.seqs[i] = seq
 	}
 
 	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,

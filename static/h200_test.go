@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/memscan/memscan/internal/testutil"
@@ -64,6 +66,14 @@ func TestH200Runs(t *testing.T) {
 					t.Fatalf("the run ran out of memory; predicted %s, no failure point", r.Fit.Verdict)
 				}
 				got = r.OOM.AllocatedBytes
+				// PyTorch's message names the request that failed ("Tried to allocate 1.75 GiB").
+				if m := triedRE.FindStringSubmatch(run.OOM); m != nil {
+					want, _ := strconv.ParseFloat(m[1], 64)
+					unit := map[string]float64{"GiB": gib, "MiB": mib}[m[2]]
+					if math.Abs(float64(r.OOM.RequestBytes)/(want*unit)-1) > 0.01 {
+						t.Errorf("failing request %d B (%s at layer %d), PyTorch reports %s %s", r.OOM.RequestBytes, r.OOM.Operator, r.OOM.Layer, m[1], m[2])
+					}
+				}
 			}
 			e := float64(got)/float64(run.PeakAllocated) - 1
 			er := float64(r.Summary.PeakReservedBytes)/float64(run.PeakReserved) - 1
@@ -91,6 +101,8 @@ func TestH200Runs(t *testing.T) {
 	t.Logf("peak allocated: median |error| %.2f%%, max %.2f%%; reserved (allocator replay): median %.1f%%, max %.1f%%",
 		100*units.Median(allocErr), 100*maxOf(allocErr), 100*units.Median(resErr), 100*maxOf(resErr))
 }
+
+var triedRE = regexp.MustCompile(`Tried to allocate ([0-9.]+) (GiB|MiB)`)
 
 func maxOf(v []float64) float64 {
 	m := 0.0

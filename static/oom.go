@@ -1,5 +1,28 @@
 package static
 
+import "github.com/memscan/memscan/allocator"
+
+// replayOOM replays stage i's allocation sequence through the allocator model with the GPU's capacity (less
+// the CUDA context and NCCL) and returns the allocation that fails, with what is allocated then; nil when the
+// stage has no sequence or the replay fits. The allocator's cached free blocks count here: a request fails when
+// no cached block fits it and a new segment would pass the capacity even after the cache is released.
+func (e *est) replayOOM(i int, limit int64) *OOMPoint {
+	seq, ok := e.seqs[i]
+	if !ok {
+		return nil
+	}
+	cfg := allocator.Config{}
+	if e.c.Allocator.ExpandableSegments {
+		cfg, _ = allocator.ParseConf("expandable_segments:True")
+	}
+	res, err := seq.replay(cfg, limit)
+	if err != nil || !res.failed {
+		return nil
+	}
+	return &OOMPoint{Step: max(1, res.site.step), Phase: res.site.phase, Layer: res.site.layer, Operator: res.site.op,
+		AllocatedBytes: res.allocated, RequestBytes: res.request, LimitBytes: limit}
+}
+
 // oomPoint replays the first training step of stage i in execution order (embeddings, each layer's operators,
 // the head, then the backward and optimizer peaks) and returns the first allocation that does not fit below
 // limit, or nil when the whole step fits. The first step has no optimizer states yet (torch optimizers create

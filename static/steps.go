@@ -54,29 +54,48 @@ func opTensors(op Operator) []seqTensor {
 	return append(keepSeq(op.MemoryBytes), tempSeq(op.TempBytes)...)
 }
 
-// allocEvent allocates size bytes as id, or frees id when size is 0.
+// allocEvent allocates size bytes as id, or frees id when size is 0; site indexes seqBuilder.sites.
 type allocEvent struct {
 	id   uint64
 	size int64
+	site int32
+}
+
+// seqSite is where in the run an allocation happens.
+type seqSite struct {
+	step  int
+	phase string // build | forward | backward | optimizer_step | prefill | decode
+	layer int    // -1 outside the layer stack
+	op    string
 }
 
 // seqBuilder records a sequence and tracks its allocated bytes.
 type seqBuilder struct {
 	ev        []allocEvent
+	sites     []seqSite
 	next      uint64
 	live      map[uint64]int64
 	allocated int64
 	peak      int64
 }
 
-func newSeq() *seqBuilder { return &seqBuilder{live: map[uint64]int64{}} }
+func newSeq() *seqBuilder {
+	return &seqBuilder{live: map[uint64]int64{}, sites: []seqSite{{phase: "build", layer: -1, op: "parameters"}}}
+}
+
+// at sets the site of the allocations that follow.
+func (s *seqBuilder) at(step int, phase string, layer int, op string) {
+	if c := s.sites[len(s.sites)-1]; c != (seqSite{step, phase, layer, op}) {
+		s.sites = append(s.sites, seqSite{step, phase, layer, op})
+	}
+}
 
 func (s *seqBuilder) alloc(n int64) uint64 {
 	if n <= 0 {
 		return 0
 	}
 	s.next++
-	s.ev = append(s.ev, allocEvent{s.next, n})
+	s.ev = append(s.ev, allocEvent{s.next, n, int32(len(s.sites) - 1)})
 	s.live[s.next] = n
 	s.allocated += n
 	s.peak = max(s.peak, s.allocated)
@@ -93,29 +112,46 @@ func (s *seqBuilder) free(ids ...uint64) {
 	}
 }
 
-// replay drives the allocator model with the sequence and returns its peak reserved bytes; with a capacity, an
-// allocation that cannot fit below it ends the replay there (the run would fail at that point).
-func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (int64, error) {
+// replayResult is what replaying a sequence gives: the peak reserved bytes and, with a capacity, the first
+// allocation the allocator could not satisfy (where the run raises OutOfMemoryError).
+type replayResult struct {
+	peakReserved int64
+	failed       bool
+	allocated    int64 // allocated (requested bytes) when the failing request came
+	request      int64
+	site         seqSite
+}
+
+// replay drives the allocator model with the sequence; with a capacity, an allocation that cannot fit even
+// after the allocator released its cache ends the replay there.
+func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult, error) {
 	a, err := allocator.New(cfg, allocator.Options{Capacity: capacity})
 	if err != nil {
-		return 0, err
+		return replayResult{}, err
 	}
+	var allocated int64
+	size := map[uint64]int64{}
 	for _, ev := range s.ev {
 		if ev.size == 0 {
 			if err := a.Free(ev.id); err != nil {
-				return 0, err
+				return replayResult{}, err
 			}
+			allocated -= size[ev.id]
+			delete(size, ev.id)
 			continue
 		}
 		if err := a.Malloc(ev.id, ev.size, 0); err != nil {
 			var oom *allocator.OOMError
 			if errors.As(err, &oom) {
-				break
+				return replayResult{peakReserved: a.PeakReserved(), failed: true, allocated: allocated, request: ev.size,
+					site: s.sites[ev.site]}, nil
 			}
-			return 0, err
+			return replayResult{}, err
 		}
+		size[ev.id] = ev.size
+		allocated += ev.size
 	}
-	return a.PeakReserved(), nil
+	return replayResult{peakReserved: a.PeakReserved()}, nil
 }
 
 // paramGroup is the parameters one operator owns, for allocating their gradients in its backward.
@@ -243,7 +279,9 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	recompute := c.Training.Recompute == "full" || c.Training.Recompute == "op_selective"
 	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones and the
 	// residual-stream ones.
+	step, layer := 0, -1
 	runOp := func(op Operator) (own, resid []uint64) {
+		s.at(step, "forward", layer, op.Name)
 		var tmp []uint64
 		var brief uint64
 		for _, t := range opTensors(op) {
@@ -275,6 +313,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	backOps := func(ops []Operator, keep [][]uint64, ps []paramTensor, key func(string) string) {
 		for j := len(ops) - 1; j >= 0; j-- {
 			op := ops[j]
+			s.at(step, "backward", layer, op.Name)
 			// Gradients of what the operator saved (its inputs' gradients are as large), or of its output.
 			var gs []uint64
 			groups, own := op.Extra["backward_pieces"].([][]int64)
@@ -325,15 +364,17 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 		}
 	}
 	for si, so := range steps {
-		step := si + 1
+		step = si + 1
 		layerOps, embOps, headOps := so.layer, so.emb, so.head
 		hr := int64(float64(int64(opTokens(embOps))*e.x.h) * e.ab / float64(e.spDiv))
 		for range max(1, c.Parallel.NumMicrobatches) {
 			var embKeep, headKeep [][]uint64
 			layerKeep := make([][][]uint64, l)
 			ckptIDs := make([]uint64, l)
+			layer = -1
 			runOps(embOps, &embKeep)
 			for li := range l {
+				layer = li
 				var resid []uint64
 				for _, op := range layerOps {
 					own, r := runOp(op)
@@ -348,12 +389,14 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 					ckptIDs[li] = s.alloc(ckpt)
 				}
 			}
+			layer = -1
 			runOps(headOps, &headKeep)
 			// Backward: the loss first, then the output layer, the layers in reverse and the embeddings.
 			backOps(headOps, headKeep, headPs, func(n string) string { return "head." + n })
 			bid := s.alloc(bucket)
 			dx := s.alloc(hr)
 			for li := l - 1; li >= 0; li-- {
+				layer = li
 				if recompute {
 					layerKeep[li] = nil
 					runOps(layerOps, &layerKeep[li])
@@ -365,6 +408,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 				s.free(dx)
 				dx = ndx
 			}
+			layer = -1
 			backOps(embOps, embKeep, embPs, func(n string) string { return "emb." + n })
 			s.free(dx, bid)
 			if frozen {
@@ -376,6 +420,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			}
 		}
 		// Optimizer: states on the first step (torch creates them lazily), then the foreach intermediates.
+		s.at(step, "optimizer_step", -1, c.Training.Optimizer)
 		type trained struct {
 			key   string
 			elems float64
@@ -500,10 +545,10 @@ func (e *est) replayReserved(st *Stage, seq *seqBuilder) {
 	// where it would fail).
 	overhead := st.DeviceTotal - st.PeakReserved
 	res, err := seq.replay(cfg, 0)
-	if err != nil || res <= 0 {
+	if err != nil || res.peakReserved <= 0 {
 		return
 	}
-	st.PeakReserved = max(res, roundUp(st.PeakAllocated, 2*mib))
+	st.PeakReserved = max(res.peakReserved, roundUp(st.PeakAllocated, 2*mib))
 	st.DeviceTotal = st.PeakReserved + overhead
 	st.ReservedSource = "allocator replay"
 }
@@ -555,6 +600,7 @@ func (e *est) inferenceSequence(layerOps, embOps, headOps []Operator, residuals,
 	run := func(ops []Operator, li int64) {
 		var prev []uint64
 		for _, op := range ops {
+			s.at(1, "prefill", int(li), op.Name)
 			var out []uint64
 			for _, t := range op.Outputs {
 				out = append(out, s.alloc(t.Bytes))
@@ -584,6 +630,7 @@ func (e *est) inferenceSequence(layerOps, embOps, headOps []Operator, residuals,
 	if in.KVCache.Implementation != "dynamic" {
 		return s
 	}
+	s.at(1, "decode", -1, "kv_cache")
 	for step := range min(int64(in.GenerateTokens), maxDecodeSteps) {
 		n := int64(in.PromptLength) + step + 1
 		for li := range l {

@@ -58,14 +58,23 @@ func TestSequenceReplay(t *testing.T) {
 	s.free(a, b)
 	s.alloc(50 * mib)
 	got, err := s.replay(allocator.Config{}, 0)
-	if err != nil || got != 110*mib {
-		t.Errorf("reserved %d MiB (%v), want 110", got/mib, err)
+	if err != nil || got.peakReserved != 110*mib {
+		t.Errorf("reserved %d MiB (%v), want 110", got.peakReserved/mib, err)
+	}
+	// With 100 MiB of capacity the 50 MiB request first fails (60 + 50 > 100), the allocator releases the two
+	// cached segments and retries: it succeeds, and reserved never passed 60 MiB. With 40 MiB the second 30 MiB
+	// request fails outright, with 30 MiB allocated.
+	if got, _ := s.replay(allocator.Config{}, 100*mib); got.failed || got.peakReserved != 60*mib {
+		t.Errorf("capacity 100 MiB: %+v, want success after releasing the cache (peak 60 MiB)", got)
+	}
+	if got, _ := s.replay(allocator.Config{}, 40*mib); !got.failed || got.allocated != 30*mib || got.request != 30*mib {
+		t.Errorf("capacity 40 MiB: %+v, want the second 30 MiB request to fail with 30 MiB allocated", got)
 	}
 	s = newSeq()
 	a = s.alloc(30 * mib)
 	s.free(a)
 	s.alloc(20 * mib)
-	if got, _ := s.replay(allocator.Config{}, 0); got != 30*mib {
-		t.Errorf("reserved %d MiB, want 30 (the cached segment reused)", got/mib)
+	if got, _ := s.replay(allocator.Config{}, 0); got.peakReserved != 30*mib {
+		t.Errorf("reserved %d MiB, want 30 (the cached segment reused)", got.peakReserved/mib)
 	}
 }

@@ -16,7 +16,7 @@ const (
 // Estimate predicts per-GPU memory (every pipeline stage, the worst one in the summary), the allocated and
 // reserved peaks, the fit verdict, training time and the roofline for cfg. cfg is resolved on a copy.
 func Estimate(cfg Config) (*Report, error) {
-	r, err := estimateCore(cfg)
+	r, err := estimateWith(cfg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,11 @@ func (e *est) stageLayers(i int) []int {
 	return out
 }
 
-func estimateCore(cfg Config) (*Report, error) {
+// estimateCore is the memory prediction alone, as searches, strategy rows and recommendations need it (no
+// failure point).
+func estimateCore(cfg Config) (*Report, error) { return estimateWith(cfg, false) }
+
+func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
 	}
@@ -315,7 +319,7 @@ func estimateCore(cfg Config) (*Report, error) {
 
 	gpu := e.gpu
 	r.Fit = fitVerdict(gpu, c.Hardware.UsableFraction, worst.DeviceTotal)
-	if limit := gpu.MemoryBytes() - (worst.DeviceTotal - worst.PeakReserved); worst.PeakReserved > limit {
+	if limit := gpu.MemoryBytes() - (worst.DeviceTotal - worst.PeakReserved); withOOM && worst.PeakReserved > limit {
 		r.OOM = e.replayOOM(r.WorstStage, limit)
 		if r.OOM == nil && worst.PeakAllocated > limit {
 			r.OOM = e.oomPoint(worst, r.WorstStage, layerOps, embOps, headOps, limit)

@@ -566,3 +566,18 @@ func TestFrameworkSweep(t *testing.T) {
 		t.Errorf("only %d combinations estimated", n)
 	}
 }
+
+// LoRA under FSDP (torchtune's distributed LoRA): the frozen base, the adapters, their gradients and states are
+// all sharded over the data-parallel group.
+func TestLoRAFSDP(t *testing.T) {
+	one := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4} })
+	four := tiny(t, func(c *Config) {
+		c.Training.LoRA = &LoRAConfig{Rank: 4}
+		c.Parallel.ZeroStage, c.Hardware.NumGPUs = 3, 4
+	})
+	a, b := one.Summary, four.Summary
+	if a.WeightMemoryBytes/4 != b.WeightMemoryBytes || a.GradMemoryBytes/4 != b.GradMemoryBytes || a.OptimizerMemoryBytes/4 != b.OptimizerMemoryBytes {
+		t.Errorf("one GPU %d/%d/%d, FSDP over 4 %d/%d/%d (want a quarter each)", a.WeightMemoryBytes, a.GradMemoryBytes,
+			a.OptimizerMemoryBytes, b.WeightMemoryBytes, b.GradMemoryBytes, b.OptimizerMemoryBytes)
+	}
+}

@@ -131,10 +131,18 @@ func (e *est) frozenWeightBytes(p paramTensor, inLayer bool) float64 {
 // states (no master copy: the adapters train in their own dtype).
 func (e *est) loraStates(ps []paramTensor, mult float64, inLayer bool) modelStates {
 	var ms modelStates
+	// ZeRO shards what it shards of full training: parameters at stage 3, gradients from 2, states from 1.
+	zero := e.c.Parallel.ZeroStage
+	div := func(from int) float64 {
+		if zero >= from {
+			return float64(e.nDense)
+		}
+		return 1
+	}
 	for _, p := range ps {
 		ms.params += float64(p.numel()) * mult
 		w := e.frozenWeightBytes(p, inLayer) * mult
-		ms.weights += w
+		ms.weights += w / div(3)
 		ms.largestWeightPerGPU = math.Max(ms.largestWeightPerGPU, w/mult)
 	}
 	if !inLayer {
@@ -147,8 +155,8 @@ func (e *est) loraStates(ps []paramTensor, mult float64, inLayer bool) modelStat
 	}
 	adapters *= mult
 	ms.adapterParams = adapters
-	ms.weights += adapters * ad
-	ms.grads = adapters * ad
+	ms.weights += adapters * ad / div(3)
+	ms.grads = adapters * ad / div(2)
 	switch e.c.Training.Optimizer {
 	case "adamw":
 		ms.opt = 2 * ad * adapters
@@ -159,6 +167,7 @@ func (e *est) loraStates(ps []paramTensor, mult float64, inLayer bool) modelStat
 	case "adafactor":
 		ms.opt = ad * adapters // factored rows+columns of r-wide matrices ≈ one value per element at most
 	}
+	ms.opt /= div(1)
 	return ms
 }
 

@@ -591,7 +591,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	}
 	st.PeakAllocated, st.PeakStage, st.Temporaries = int64(total(peak)), peak.name, int64(peak.temp)
 	st.AtPeak = PeakBreakdown{Grads: int64(peak.grads), Activations: int64(peak.acts), Temporaries: int64(peak.temp)}
-	st.EndOfStepAllocated = int64(W + G + O + float64(st.Other))
+	st.EndOfStepAllocated = int64(W + gPersist + O + float64(st.Other)) // zero_grad(set_to_none) drops on-demand gradients
 	if persistentGrads {
 		st.EndOfStepAllocated += int64(mainGradCopy)
 	}

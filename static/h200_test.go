@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/memscan/memscan/internal/testutil"
@@ -17,9 +18,14 @@ import (
 // torch.cuda.max_memory_allocated over all phases of the run (peak_allocated), and max_memory_reserved.
 type h200Run struct {
 	Name          string `json:"name"`
+	Mode          string `json:"mode"`
 	PeakAllocated int64  `json:"peak_allocated"`
 	PeakReserved  int64  `json:"peak_reserved"`
 	OOM           string `json:"oom"`
+	Phases        []struct {
+		Phase string `json:"phase"`
+		Alloc int64  `json:"alloc"`
+	} `json:"phases"`
 }
 
 // TestH200Runs predicts every shared H200 run from its config in testdata/static/h200 (one file per run,
@@ -85,6 +91,19 @@ func TestH200Runs(t *testing.T) {
 				float64(got)/gib, float64(run.PeakAllocated)/gib, 100*e, float64(r.Summary.PeakReservedBytes)/gib, float64(run.PeakReserved)/gib, 100*er)
 			if math.Abs(e) > 0.03 {
 				t.Errorf("peak allocated off by %+.2f%% (bound 3%%)", 100*e)
+			}
+			// Between steps only the weights, the optimizer states and the buffers stay allocated: the last phase
+			// named stepN (after optimizer.step() and zero_grad) measures that.
+			if run.Mode == "train" && run.OOM == "" {
+				var end int64
+				for _, ph := range run.Phases {
+					if strings.HasPrefix(ph.Phase, "step") && !strings.Contains(ph.Phase, "_after_") {
+						end = ph.Alloc
+					}
+				}
+				if d := float64(r.Stages[0].EndOfStepAllocated)/float64(end) - 1; math.Abs(d) > 0.03 {
+					t.Errorf("end of step %d B, measured %d B (%+.1f%%)", r.Stages[0].EndOfStepAllocated, end, 100*d)
+				}
 			}
 			// Peak reserved comes from replaying the predicted allocation sequence through the allocator model.
 			// The eager-attention run grows its cache by one more 4·b·s·V block in its third step, which the

@@ -608,6 +608,19 @@ func (e *est) inferenceSequence(layerOps, embOps, headOps []Operator, residuals,
 			if op.Category == "attention" && op.Name == "attention" && li >= 0 && in.KVCache.Implementation == "dynamic" {
 				kv[li] = [2]uint64{s.alloc(perTokLayer * e.b * int64(in.PromptLength)), s.alloc(perTokLayer * e.b * int64(in.PromptLength))}
 			}
+			// Without autograd an eager norm's fp32 intermediates die as soon as the next one exists: each is
+			// allocated, then the one before it is freed.
+			if op.seq != nil && op.Category == "norm" {
+				var prevT uint64
+				for _, t := range op.seq {
+					if t.life != lifeLayer {
+						id := s.alloc(t.bytes)
+						s.free(prevT)
+						prevT = id
+					}
+				}
+				s.free(prevT)
+			}
 			s.free(s.alloc(op.TempBytes))
 			s.free(prev...)
 			prev = out

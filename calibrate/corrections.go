@@ -1,13 +1,11 @@
 package calibrate
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -99,7 +97,8 @@ func groupKey(c static.Config) (attention, recompute, loss string) {
 	return attention, c.Training.Recompute, c.Training.Loss
 }
 
-func groupName(a, r, l string) string { return "attention=" + a + " recompute=" + r + " loss=" + l }
+// GroupName names a correction group by the choices that change activation memory.
+func GroupName(a, r, l string) string { return "attention=" + a + " recompute=" + r + " loss=" + l }
 
 // Scale bounds for the fitted factors: outside them the analytic model is wrong in kind, not degree.
 const (
@@ -280,7 +279,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 		}
 		seen[s.ID] = true
 		att, rec, loss := groupKey(s.Config)
-		per[i] = RunScale{ID: s.ID, Group: groupName(att, rec, loss), Attention: att, Recompute: rec, Loss: loss}
+		per[i] = RunScale{ID: s.ID, Group: GroupName(att, rec, loss), Attention: att, Recompute: rec, Loss: loss}
 		m.FittedOn = append(m.FittedOn, s.ID)
 		r, err := sv.persistent(s)
 		if err != nil {
@@ -325,7 +324,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 	vals := map[string][]float64{}
 	for i, s := range samples {
 		a, r, l := groupKey(s.Config)
-		k := groupName(a, r, l)
+		k := GroupName(a, r, l)
 		if groups[k] == nil {
 			groups[k] = &Group{Attention: a, Recompute: r, Loss: l}
 			order = append(order, k)
@@ -362,7 +361,7 @@ func (m *Model) activationScaleFor(c static.Config) (float64, string) {
 	a, r, l := groupKey(c)
 	for _, g := range m.Groups {
 		if g.Attention == a && g.Recompute == r && g.Loss == l {
-			return g.Scale, groupName(a, r, l)
+			return g.Scale, GroupName(a, r, l)
 		}
 	}
 	// Unseen group: back off to the runs that share the loss kind and attention, then the loss kind alone (the
@@ -381,10 +380,10 @@ func (m *Model) activationScaleFor(c static.Config) (float64, string) {
 			}
 		}
 		if len(v) > 0 {
-			return units.Median(v), fmt.Sprintf("median of %d %s (group %s not seen)", len(v), b.name, groupName(a, r, l))
+			return units.Median(v), fmt.Sprintf("median of %d %s (group %s not seen)", len(v), b.name, GroupName(a, r, l))
 		}
 	}
-	return m.ActivationScale, "median of all runs (group " + groupName(a, r, l) + " not seen)"
+	return m.ActivationScale, "median of all runs (group " + GroupName(a, r, l) + " not seen)"
 }
 
 // Apply estimates cfg twice: raw exactly as static.Estimate(cfg) gives it, and corrected with the model's
@@ -466,18 +465,6 @@ func (m *Model) Validate() error {
 	}
 	if m.ReservedRatio != 0 && (m.ReservedRatio < 1 || m.ReservedRatio > maxScale) {
 		return fmt.Errorf("corrections: reserved_ratio = %g must be 0 (not fitted) or in [1, %g]", m.ReservedRatio, maxScale)
-	}
-	return nil
-}
-
-// WriteFile saves the model as indented JSON.
-func (m *Model) WriteFile(path string) error {
-	var b bytes.Buffer
-	if err := units.WriteJSON(&b, m); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing corrections: %w", err)
 	}
 	return nil
 }
@@ -566,13 +553,4 @@ func LeaveOneOut(ctx context.Context, samples []Sample, full *Model) (*CrossVali
 	cv.InSampleMedianAbsPct, cv.InSampleMaxAbsPct = col(func(r CVRow) float64 { return r.InSampleErrPct })
 	cv.HeldOutMedianAbsPct, cv.HeldOutMaxAbsPct = col(func(r CVRow) float64 { return r.HeldOutErrPct })
 	return cv, nil
-}
-
-// describeGroups renders the groups for text output.
-func (m *Model) describeGroups() string {
-	var b strings.Builder
-	for _, g := range m.Groups {
-		fmt.Fprintf(&b, "  %-52s activation scale %.4f  (%s)\n", groupName(g.Attention, g.Recompute, g.Loss), g.Scale, units.Plural(len(g.Runs), "run", "runs"))
-	}
-	return b.String()
 }

@@ -1,5 +1,8 @@
-// Package plots draws memscan's PNG charts with gonum.org/v1/plot. Every function takes plain data (labels,
-// byte counts, colours) and a file path; the mapping from reports to charts lives with the callers.
+// Package plots draws every PNG chart of memscan with gonum.org/v1/plot. Every function takes plain data
+// (labels, byte counts, colours) and a file path; the mapping from reports to chart data lives in results.
+//
+// It imports only gonum.org/v1/plot, the standard library and units; it is the only package that imports
+// gonum.org/v1/plot, and only results (and the CLI) import it.
 package plots
 
 import (

@@ -256,9 +256,9 @@ func (t *textWriter) tracerCross(c *analyze.TracerCross) {
 	if len(c.Modules) > 0 {
 		mods := append([]analyze.TracerModuleAcross(nil), c.Modules...)
 		sort.SliceStable(mods, func(i, j int) bool { return mods[i].SpreadBytes > mods[j].SpreadBytes })
-		n := limit(len(mods), min(t.opts.Top, 20))
+		n := limit(len(mods), min(t.opts.Top, analyze.DefaultTracerModuleRows))
 		if t.opts.Top == 0 {
-			n = min(len(mods), 20)
+			n = min(len(mods), analyze.DefaultTracerModuleRows)
 		}
 		t.printf("\n  modules that differ most across ranks (top %d):\n", n)
 		mt := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "module", "min", "max", "spread")

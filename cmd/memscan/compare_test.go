@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/results"
 )
@@ -31,22 +32,22 @@ func writeRunDir(t *testing.T, dir string, rep *analyze.Report) {
 	}
 }
 
-func readComparison(t *testing.T, out string) *analyze.Comparison {
+func readComparison(t *testing.T, out string) *compare.Comparison {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(out, results.LatestName, "compare.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c analyze.Comparison
+	var c compare.Comparison
 	if err := json.Unmarshal(data, &c); err != nil {
 		t.Fatal(err)
 	}
 	return &c
 }
 
-func checkTables(t *testing.T, d analyze.Diff) {
+func checkTables(t *testing.T, d compare.Diff) {
 	t.Helper()
-	tables := []*analyze.Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites}
+	tables := []*compare.Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites}
 	for _, tab := range tables {
 		if tab == nil {
 			continue
@@ -61,15 +62,13 @@ func checkTables(t *testing.T, d analyze.Diff) {
 // returns their paths (before, after).
 func compareRunDirs(t *testing.T, dir string) (string, string) {
 	t.Helper()
-	before := &analyze.Report{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1,
-		Totals:     analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20},
-		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}},
-		Sites:      []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}},
+	before := &analyze.Report{
+		Header:         analyze.Header{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}}},
+		SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20}},
 	}
-	after := &analyze.Report{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1,
-		Totals:     analyze.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20},
-		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}},
-		Sites:      []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}},
+	after := &analyze.Report{
+		Header:         analyze.Header{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}}},
+		SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20}},
 	}
 	b, a := filepath.Join(dir, "before"), filepath.Join(dir, "after")
 	writeRunDir(t, b, before)
@@ -152,7 +151,7 @@ func TestCompareRealSnapshots(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, results.LatestName, "compare_sites_2.png")); err != nil {
 		t.Error(err)
 	}
-	var fromStdout analyze.Comparison
+	var fromStdout compare.Comparison
 	if err := json.Unmarshal(stdout.Bytes(), &fromStdout); err != nil || len(fromStdout.Diffs) != 2 {
 		t.Errorf("stdout is not the comparison JSON: %v", err)
 	}

@@ -17,9 +17,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // that moving a fixture changes one line.
 var goldenFixtures = map[string]string{
 	"example":     "testdata/example/rank0_memory_snapshot.pickle",
-	"tracer":      "snapshot/testdata/tracer/small_rank0.json",
-	"tracer-r1":   "snapshot/testdata/tracer/run_r1_small.json",
-	"log":         "snapshot/testdata/logs/megatron.log",
+	"tracer":      "tracer/testdata/small_rank0.json",
+	"tracer-r1":   "tracer/testdata/run_r1_small.json",
+	"log":         "trainlog/testdata/megatron.log",
+	"timeline":    "memtimeline/testdata/small_memory_timeline.json",
 	"history":     "snapshot/testdata/v20_history.pickle",
 	"multidevice": "snapshot/testdata/v21_multi_device.pickle",
 	"llama3":      "testdata/static/llama3-8b-fsdp8.json",
@@ -106,13 +107,18 @@ func TestCLIGolden(t *testing.T) {
 		{"analyze_tracer.md", analyzeArgs("md", in("tracer"))},
 		{"analyze_log.txt", analyzeArgs("text", in("log"))},
 		{"analyze_two_snapshots.txt", analyzeArgs("text", in("history"), in("multidevice"))},
+		// summary.json is a contract: one input of each kind, byte for byte.
+		{"analyze_four_kinds.json", analyzeArgs("json", in("example"), in("tracer"), in("timeline"), in("log"))},
 		{"static_llama3.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama3")}},
 		{"static_llama2_70b.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama2-70b")}},
 		{"static_mixtral.txt", []string{"static", "--no-files", "--no-plots", "--config", in("mixtral")}},
 		{"static_llama3_strategies.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama3"), "--compare-strategies"}},
 		{"calibrate_manifest.txt", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--manifest", in("manifest")}},
+		{"calibrate_manifest.md", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--format", "md", "--manifest", in("manifest")}},
 		{"compare_rundirs.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), before, after}},
 		{"compare_tracers.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), in("tracer"), in("tracer-r1")}},
+		{"gpus.txt", []string{"gpus"}},
+		{"gpus_presets.txt", []string{"gpus", "--presets"}},
 		{"merge_8ranks.txt", []string{"merge", "--no-write", "--stages", "2", "--jobs", "1", filepath.Join(tmp, "ranks")}},
 	}
 	for _, tc := range cases {

@@ -587,7 +587,9 @@ func TestLoRAFSDP(t *testing.T) {
 func TestLoRADropoutAndInt8(t *testing.T) {
 	const r = 4
 	nh, nr := int64(tn*th), int64(tn*r)
-	d := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: r, Dropout: 0.05, Targets: LoRATargets{"q_proj", "v_proj"}} })
+	d := tiny(t, func(c *Config) {
+		c.Training.LoRA = &LoRAConfig{Rank: r, Dropout: 0.05, Targets: LoRATargets{"q_proj", "v_proj"}}
+	})
 	if got, want := op(t, d, "qkv.lora").MemoryBytes, 2*(4*nh+nh+4*nr); got != want {
 		t.Errorf("q/v adapters with dropout keep %d B, want %d", got, want)
 	}

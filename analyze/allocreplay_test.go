@@ -1,0 +1,78 @@
+package analyze
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// TestReplayAllocatorVarlen replays the H200 variable-length run: PyTorch recorded max_memory_reserved
+// 79079407616 B (runs.json); with expandable segments the same run measured 61.6 GiB (issue 14).
+func TestReplayAllocatorVarlen(t *testing.T) {
+	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-varlen-b4-snap.pickle.gz")
+	in, err := snapshot.DecodeFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, err := allocator.ParseConf("max_split_size_mb:512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := ReplayAllocator(context.Background(), in.Snapshot, AllocatorOptions{WhatIf: &split, Capacity: 149381316608, CapacitySource: "--device-memory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 {
+		t.Fatalf("%d replays, want one (one device)", len(reps))
+	}
+	r := reps[0]
+	const recorded = 79079407616
+	if r.RecordedPeakReservedBytes != recorded || r.BaselinePeakReservedBytes != recorded || !r.BaselineMatchesRecording || r.Partial {
+		t.Errorf("recorded %d baseline %d (match %v, partial %v), PyTorch %d", r.RecordedPeakReservedBytes, r.BaselinePeakReservedBytes, r.BaselineMatchesRecording, r.Partial, int64(recorded))
+	}
+	if got := float64(r.ExpandablePeakReservedBytes) / (1 << 30); got < 61.3 || got > 61.9 {
+		t.Errorf("expandable peak %.2f GiB, measured 61.6", got)
+	}
+	if r.ExpandableSavingBytes() != r.BaselinePeakReservedBytes-r.ExpandablePeakReservedBytes {
+		t.Errorf("saving %d", r.ExpandableSavingBytes())
+	}
+	if r.Settings != "max_split_size_mb:512" || !r.WhatIf || r.RecordedSettings != "" || !r.RecordedSettingsKnown {
+		t.Errorf("settings %q (what-if %v), recorded %q (known %v)", r.Settings, r.WhatIf, r.RecordedSettings, r.RecordedSettingsKnown)
+	}
+	if r.CapacityBytes != 149381316608 || r.CapacitySource != "--device-memory" {
+		t.Errorf("capacity %d from %q", r.CapacityBytes, r.CapacitySource)
+	}
+	if r.PeakReservedBytes <= r.BaselinePeakReservedBytes || r.PeakReservedBytes > r.CapacityBytes || len(r.WhatIfTimeline) == 0 {
+		t.Errorf("what-if peak %d (baseline %d, capacity %d), %d timeline samples", r.PeakReservedBytes, r.BaselinePeakReservedBytes, r.CapacityBytes, len(r.WhatIfTimeline))
+	}
+	f := r.BaselineFragmentation
+	if f.Reserved != r.BaselinePeakReservedBytes || f.Free != f.Reserved-f.Allocated || f.CachedSegments+f.FreeInUsedSegments != f.Free {
+		t.Errorf("baseline fragmentation does not add up: %+v", f)
+	}
+}
+
+// TestReplayAllocatorPartial: a snapshot whose trace begins after its only segment was made replays from the
+// final state and says so.
+func TestReplayAllocatorPartial(t *testing.T) {
+	b := testutil.NewSnap(1)
+	base := b.Segment(testutil.SegOpts{}, testutil.Live(4*allocator.MiB, 4*allocator.MiB, nil), testutil.Free(16*allocator.MiB))
+	b.Event(0, testutil.Ev(snapshot.ActionFreeRequested, base, 5*allocator.MiB, nil), testutil.Ev(snapshot.ActionFreeCompleted, base, 5*allocator.MiB, nil),
+		testutil.Ev(snapshot.ActionAlloc, base, 4*allocator.MiB, nil))
+	reps, err := ReplayAllocator(context.Background(), b.S, AllocatorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if !r.Partial || !strings.Contains(r.PartialReason, "20971520 bytes of segments were already reserved") || r.RecordedSettingsKnown {
+		t.Errorf("partial %v %q, settings known %v", r.Partial, r.PartialReason, r.RecordedSettingsKnown)
+	}
+	if r.RecordedPeakReservedBytes != 20*allocator.MiB || r.BaselinePeakReservedBytes != 20*allocator.MiB || r.WhatIf || r.CapacitySource != "none (unlimited)" {
+		t.Errorf("%+v", r)
+	}
+}

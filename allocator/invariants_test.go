@@ -103,3 +103,54 @@ func (a *Allocator) checkInvariants() error {
 	}
 	return nil
 }
+
+// blockView is one block as a snapshot shows it.
+type blockView struct {
+	Addr      uint64
+	Size      int64
+	Allocated bool
+}
+
+// layout returns the model's memory as a snapshot lists it: each contiguous mapped range (a whole segment, or a
+// mapped run of an expandable range) keyed by its address, with its blocks in address order.
+func (a *Allocator) layout() map[uint64][]blockView {
+	out := map[uint64][]blockView{}
+	seen := map[*segment]bool{}
+	visit := func(b *block) {
+		if seen[b.seg] {
+			return
+		}
+		seen[b.seg] = true
+		for b.prev != nil {
+			b = b.prev
+		}
+		var start uint64
+		inRun := false
+		for ; b != nil; b = b.next {
+			if !b.mapped {
+				inRun = false
+				continue
+			}
+			if !inRun {
+				start, inRun = b.addr, true
+			}
+			out[start] = append(out[start], blockView{b.addr, b.size, b.allocated})
+		}
+	}
+	for _, b := range a.live {
+		visit(b)
+	}
+	pools := []*pool{&a.small, &a.large}
+	for _, pp := range a.private {
+		pools = append(pools, &pp.small, &pp.large)
+	}
+	for _, p := range pools {
+		for _, b := range p.blocks.appendAll(nil) {
+			visit(b)
+		}
+		for _, b := range p.unmapped.appendAll(nil) {
+			visit(b)
+		}
+	}
+	return out
+}

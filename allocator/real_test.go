@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,6 +103,7 @@ func TestGPURunsBaseline(t *testing.T) {
 			if len(base.Failed) != 0 {
 				t.Errorf("baseline failed %d allocations, first %+v", len(base.Failed), base.Failed[0])
 			}
+			checkFinalLayout(t, s, 0, sr)
 			t.Logf("peak %d, %d segments, %d empty_cache, capacity %d (%s), frag at peak %+v", base.PeakReserved, len(base.Created), base.EmptyCacheCalls, base.Capacity, base.CapacitySource, base.PeakFragmentation)
 		})
 	}
@@ -175,6 +177,7 @@ func TestRealSnapshots(t *testing.T) {
 						t.Errorf("device %d: oom at event %d not reproduced", dev, o.Index)
 					}
 				}
+				checkFinalLayout(t, s, dev, sr)
 			}
 		})
 	}
@@ -228,5 +231,45 @@ func TestGPURunsWhatIf(t *testing.T) {
 	if w := sr.WhatIf; w.PeakReserved <= sr.Baseline.PeakReserved*5/4 || w.PeakReserved > h200Capacity || len(w.Failed) != 0 {
 		t.Errorf("max_split_size_mb:512 reserves %d (default %d, capacity %d, %d failed requests); want far more than the default, within the device",
 			w.PeakReserved, sr.Baseline.PeakReserved, int64(h200Capacity), len(w.Failed))
+	}
+}
+
+// checkFinalLayout replays the baseline again keeping the model, checks its structure, and compares its final
+// memory with the snapshot's own segments: the same segments (mapped ranges) at the same addresses, cut into the
+// same blocks, the same ones allocated.
+func checkFinalLayout(t *testing.T, s *snapshot.Snapshot, dev int, sr *SnapshotReplay) {
+	t.Helper()
+	_, a, err := replay(context.Background(), sr.Recording, sr.RecordedSettings, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.checkInvariants(); err != nil {
+		t.Fatalf("device %d: %v", dev, err)
+	}
+	got := a.layout()
+	want := map[uint64][]blockView{}
+	for _, seg := range s.Segments {
+		if seg.Device != dev {
+			continue
+		}
+		for _, b := range seg.Blocks {
+			// A block freed on the caller's side but not yet returned is still allocated in the model.
+			want[seg.Address] = append(want[seg.Address], blockView{b.Address, b.Size, b.State.Active()})
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("device %d: model ends with %d segments, snapshot has %d", dev, len(got), len(want))
+	}
+	bad := 0
+	for addr, wb := range want {
+		if gb := got[addr]; !slices.Equal(gb, wb) {
+			if bad == 0 {
+				t.Errorf("device %d: segment 0x%x: model blocks %v, snapshot %v", dev, addr, gb, wb)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("device %d: %d of %d segments differ", dev, bad, len(want))
 	}
 }

@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/memscan/memscan/snapshot"
@@ -261,12 +262,7 @@ func (r *Recording) rewindMapping(segs map[uint64]startSeg, e *snapshot.TraceEnt
 
 // placeStart turns the rebuilt start state into seed segments, each with the live allocations inside it.
 func (r *Recording) placeStart(segs map[uint64]startSeg, live map[uint64]seedBlock) {
-	addrs := make([]uint64, 0, len(segs))
-	for a := range segs {
-		addrs = append(addrs, a)
-	}
-	slices.Sort(addrs)
-	for _, a := range addrs {
+	for _, a := range slices.Sorted(maps.Keys(segs)) {
 		s := segs[a]
 		r.initial = append(r.initial, seedSegment{addr: a, size: s.size, stream: s.stream, pool: s.pool, small: s.small})
 	}

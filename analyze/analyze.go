@@ -10,14 +10,13 @@ import (
 	"strconv"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
-// Defaults for Options.
-const (
-	DefaultTopN              = 50
-	DefaultMaxTimelinePoints = 4000
-)
+// DefaultMaxTimelinePoints is the default Options.MaxTimelinePoints (DefaultTopN is in defaults.go).
+const DefaultMaxTimelinePoints = 4000
 
 // Size thresholds used by the fragmentation figures and recommendations.
 const (
@@ -55,7 +54,7 @@ func (o Options) withDefaults() Options {
 
 // Analyze computes the report of one decoded input: allocator snapshots here, tracer JSON, profiler timelines and
 // training logs by their own analyzers. An input of no known kind returns an error wrapping ErrUnsupported.
-func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, error) {
+func Analyze(ctx context.Context, in *load.Input, opts Options) (*Report, error) {
 	if in == nil {
 		return nil, fmt.Errorf("analyze: nil input")
 	}
@@ -78,14 +77,14 @@ func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, er
 	}
 	rep.File = in.Path
 	rep.Format = in.Format
-	info := snapshot.ParsePath(in.Path)
+	info := input.ParsePath(in.Path)
 	rep.Rank, rep.Iteration = info.Rank, info.Iteration
 	return rep, nil
 }
 
 // AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
 func AnalyzeFile(ctx context.Context, path string, opts Options) (*Report, error) {
-	in, err := snapshot.DecodeFile(ctx, path)
+	in, err := load.DecodeFile(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +124,10 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		cat:   categorize.NewCategorizer(opts.Rules),
 		warns: newWarnings(),
 		rep: &Report{
-			TorchFormat: s.TorchFormat, Rank: -1, Iteration: -1,
-			Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{},
-			Recommendations: []Recommendation{}, Warnings: []string{},
+			Header: Header{TorchFormat: s.TorchFormat, Rank: -1, Iteration: -1,
+				Categories: []CategoryStat{}, Top: []Allocation{},
+				Recommendations: []Recommendation{}, Warnings: []string{}},
+			SnapshotReport: SnapshotReport{OOMs: []OOM{}},
 		},
 	}
 	steps := []func() error{a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll}

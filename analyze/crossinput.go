@@ -5,28 +5,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/memscan/memscan/units"
 )
 
 // OutlierPct is how far above the median (of the same iteration) an input's reserved bytes must be to be an outlier.
 const OutlierPct = 10.0
 
-// median is the middle value, or the mean of the two middle values (rounded down) for an even count; 0 for none.
-func median(v []int64) int64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return s[n/2-1] + (s[n/2]-s[n/2-1])/2
-}
-
-// recordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
+// RecordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
 // tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
-func recordedPeak(r *Report) (int64, bool) {
+func (r *Report) RecordedPeak() (int64, bool) {
 	switch {
 	case r.Peak != nil:
 		return r.Peak.Bytes, true
@@ -45,20 +33,7 @@ func recordedPeak(r *Report) (int64, bool) {
 // median of their own iteration, and recommendations for rank imbalance and growth across iterations.
 // It returns nil for an empty list.
 func CrossInputs(reports []*Report) *Cross {
-	var rows []CrossRow
-	for _, r := range reports {
-		if r == nil {
-			continue
-		}
-		row := CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration, PeakBytes: r.PeakBytes, ListedBytes: r.ListedBytes}
-		if r.HasAllocatorTotals() {
-			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = r.ReservedBytes, r.AllocatedBytes, r.EfficiencyPct
-		}
-		if p, ok := recordedPeak(r); ok {
-			row.PeakBytes = p
-		}
-		rows = append(rows, row)
-	}
+	rows := crossRows(reports)
 	if len(rows) == 0 {
 		return nil
 	}
@@ -81,26 +56,59 @@ func CrossInputs(reports []*Report) *Cross {
 		byIter[r.Iteration] = append(byIter[r.Iteration], i)
 	}
 	c.Iterations = len(iters)
-	// The statistics are those of the most unbalanced iteration (the only one in the usual single-step run).
+	c.setImbalance(rows, iters, byIter)
+	c.addOutliers(rows, iters, byIter)
+	c.addGrowth(rows)
+	return c
+}
+
+// crossRows is one row per input, with the allocator measures only where the input has them.
+func crossRows(reports []*Report) []CrossRow {
+	var rows []CrossRow
+	for _, r := range reports {
+		if r == nil {
+			continue
+		}
+		row := CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration, PeakBytes: r.PeakBytes, ListedBytes: r.ListedBytes}
+		if r.HasAllocatorTotals() {
+			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = r.ReservedBytes, r.AllocatedBytes, r.EfficiencyPct
+		}
+		if p, ok := r.RecordedPeak(); ok {
+			row.PeakBytes = p
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// setImbalance sets the reserved and allocated statistics of the iteration whose ranks are most unbalanced.
+// byIter lists, per iteration in iters, the rows with allocator totals.
+func (c *Cross) setImbalance(rows []CrossRow, iters []int, byIter map[int][]int) {
+	// The only iteration in the usual single-step run.
 	for k, it := range iters {
 		var res, alloc []int64
 		for _, i := range byIter[it] {
 			res = append(res, rows[i].ReservedBytes)
 			alloc = append(alloc, rows[i].AllocatedBytes)
 		}
-		maxRes, medRes := slices.Max(res), median(res)
+		maxRes, medRes := slices.Max(res), units.Median(res)
 		pct := 0.0
 		if medRes > 0 {
 			pct = (float64(maxRes)/float64(medRes) - 1) * 100
 		}
 		if k == 0 || pct > c.ImbalancePct {
 			c.MaxReservedBytes, c.MedianReservedBytes = maxRes, medRes
-			c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), median(alloc)
+			c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), units.Median(alloc)
 			c.ImbalancePct, c.ImbalanceIteration = pct, it
 		}
 	}
 
-	// Outliers are judged within an iteration: ranks of the same step should hold similar memory.
+}
+
+// addOutliers lists the inputs more than OutlierPct above the median of their iteration and recommends
+// balancing the worst.
+func (c *Cross) addOutliers(rows []CrossRow, iters []int, byIter map[int][]int) {
+	// Ranks of the same step should hold similar memory.
 	worst, worstPct, worstMed := -1, 0.0, int64(0)
 	for _, it := range iters {
 		idx := byIter[it]
@@ -111,11 +119,11 @@ func CrossInputs(reports []*Report) *Cross {
 		for _, i := range idx {
 			v = append(v, rows[i].ReservedBytes)
 		}
-		med := median(v)
+		med := units.Median(v)
 		for _, i := range idx {
 			if med > 0 && float64(rows[i].ReservedBytes) > float64(med)*(1+OutlierPct/100) {
 				c.OutlierFiles = append(c.OutlierFiles, rows[i].File)
-				if p := pctOf(rows[i].ReservedBytes-med, med); p > worstPct {
+				if p := units.Share(rows[i].ReservedBytes-med, med); p > worstPct {
 					worst, worstPct, worstMed = i, p, med
 				}
 			}
@@ -126,12 +134,15 @@ func CrossInputs(reports []*Report) *Cross {
 		c.Recommendations = append(c.Recommendations, Recommendation{ID: "rank-imbalance", Severity: SeverityWarning,
 			Title: "Memory imbalance between ranks", Value: worstPct, Threshold: OutlierPct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%s%s reserves %s, %.1f%% above the median %s of %s; %d outlier input(s)",
-				w.File, rankIterLabel(w.Rank, w.Iteration), FormatBytes(w.ReservedBytes), worstPct, FormatBytes(worstMed),
+				w.File, rankIterLabel(w.Rank, w.Iteration), units.Bytes(w.ReservedBytes), worstPct, units.Bytes(worstMed),
 				iterationLabel(w.Iteration), len(c.OutlierFiles)),
 			Advice: "Uneven pipeline stages, MoE expert load or rank-0-only work (logging, checkpointing, evaluation) make one rank the limit: balance it or size the job for that rank."})
 	}
 
-	// Growth across iterations on the same rank: allocated bytes that never drop and rise overall.
+}
+
+// addGrowth recommends a look at ranks whose allocated bytes never drop and rise overall across iterations.
+func (c *Cross) addGrowth(rows []CrossRow) {
 	byRank := map[int][]CrossRow{}
 	var ranks []int
 	for _, r := range rows {
@@ -162,11 +173,10 @@ func CrossInputs(reports []*Report) *Cross {
 			c.Recommendations = append(c.Recommendations, Recommendation{ID: "possible-leak-across-iterations", Severity: SeverityWarning,
 				Title: "Allocated memory grows from iteration to iteration", Value: float64(growth), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
 				Evidence: fmt.Sprintf("rank %d: allocated grew from %s (iteration %d) to %s (iteration %d) over %d snapshots without dropping",
-					rk, FormatBytes(rs[0].AllocatedBytes), rs[0].Iteration, FormatBytes(rs[len(rs)-1].AllocatedBytes), rs[len(rs)-1].Iteration, len(rs)),
+					rk, units.Bytes(rs[0].AllocatedBytes), rs[0].Iteration, units.Bytes(rs[len(rs)-1].AllocatedBytes), rs[len(rs)-1].Iteration, len(rs)),
 				Advice: "Compare the sites of the first and last snapshot (memscan compare) to find what accumulates."})
 		}
 	}
-	return c
 }
 
 // rankIterLabel is " (rank R, iteration N)" with only the parts the path told (−1 is unknown), or "".

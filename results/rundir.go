@@ -1,5 +1,14 @@
-// Package results writes memscan's run directories: a timestamped folder per run, the `latest` symlink, and the
-// renderers of one analyze.Run (text report, Markdown findings, summary.json, report.msgpack and the PNG charts).
+// Package results is memscan's presentation layer for everything but drawing: every text, Markdown, HTML, JSON
+// and msgpack renderer, and every file and directory memscan writes. It renders each report model as computed by
+// its package: analyze.Run (analysis_report.txt, README.md, report.html, summary.json, report.msgpack and the
+// mapping of reports to charts), static.Report (console view, static_report.{md,json} and its charts),
+// calibrate.Calibration and calibrate.Applied (console table, calibration.md/json, corrections.json), the GPU
+// catalogue; run directories (written, and read back as one side of memscan compare), `latest`, and plain and
+// atomic file writers.
+//
+// It may import the packages whose models it renders (analyze, static, calibrate and the cross-run packages),
+// plots for drawing and units for sizes and JSON; nothing but the CLI imports it. The packages that compute
+// reports never import it, and it computes nothing they could: a number appears here only as rendered.
 package results
 
 import (
@@ -13,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/input"
 )
 
 // maxRunDirSuffix bounds the collision loop; reaching it means something else keeps creating these names.
@@ -133,7 +142,7 @@ func isKnownExt(ext string) bool {
 
 // InputName is the short label of one input: iter1_rank0, step10_rank7, rank3, or the file stem.
 func InputName(path string) string {
-	info := snapshot.ParsePath(path)
+	info := input.ParsePath(path)
 	var parts []string
 	if info.Iteration >= 0 {
 		parts = append(parts, info.IterationKind+strconv.Itoa(info.Iteration))
@@ -162,7 +171,7 @@ func RunName(paths []string) string {
 	ranks := map[int]bool{}
 	parsed := true
 	for _, p := range paths {
-		info := snapshot.ParsePath(p)
+		info := input.ParsePath(p)
 		if info.Rank < 0 && info.Iteration < 0 {
 			parsed = false
 			break

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -13,9 +12,10 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 const compareHelp = `Usage: memscan compare [flags] BEFORE AFTER
@@ -59,7 +59,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
 	fs.StringVar(&f.baseline, "baseline", "", "compare every INPUT with this one")
 	fs.StringVar(&f.format, "format", "md", "report on stdout: md (compare.md) or json (compare.json)")
-	fs.IntVar(&f.rows, "top", 25, "rows per table in compare.md (compare.json has all)")
+	fs.IntVar(&f.rows, "top", analyze.DefaultCompareRows, "rows per table in compare.md (compare.json has all)")
 	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
@@ -93,15 +93,15 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		opts.Rules = rules
 	}
-	inputs := make([]analyze.CompareInput, len(paths))
+	inputs := make([]compare.Input, len(paths))
 	for i, p := range paths {
-		in, err := loadCompareInput(ctx, p, opts)
+		in, err := results.LoadCompareInput(ctx, p, opts)
 		if err != nil {
-			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", err)}
+			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", withCommandHint(err))}
 		}
 		inputs[i] = in
 	}
-	cmp, err := analyze.Compare("memscan "+version, inputs[0], inputs[1:])
+	cmp, err := compare.Compare("memscan "+version, inputs[0], inputs[1:])
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
@@ -126,20 +126,20 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			images[i] = files
 		}
 	}
-	mdOpt := analyze.CompareMarkdownOptions{Rows: f.rows, Images: images}
-	if err := results.WriteFile(filepath.Join(dir, compareMarkdownFile), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
+	mdOpt := results.CompareMarkdownOptions{Rows: f.rows, Images: images}
+	if err := results.WriteFile(filepath.Join(dir, results.FileCompareMarkdown), func(w io.Writer) error { return results.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
 		return err
 	}
-	if err := results.WriteFile(filepath.Join(dir, compareJSONFile), func(w io.Writer) error { return writeJSON(w, cmp) }); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) }); err != nil {
 		return err
 	}
 	if err := results.UpdateLatest(f.out, dir); err != nil {
 		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 	}
 	if f.format == "json" {
-		err = writeJSON(stdout, cmp)
+		err = units.WriteJSON(stdout, cmp)
 	} else {
-		err = analyze.WriteCompareMarkdown(stdout, cmp, analyze.CompareMarkdownOptions{Rows: f.rows})
+		err = results.WriteCompareMarkdown(stdout, cmp, results.CompareMarkdownOptions{Rows: f.rows})
 	}
 	if err != nil {
 		return fmt.Errorf("compare: writing the report: %w", err)
@@ -148,54 +148,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// loadCompareInput reads a run directory's report.msgpack, or decodes and analyzes an input file.
-func loadCompareInput(ctx context.Context, path string, opts analyze.Options) (analyze.CompareInput, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return analyze.CompareInput{}, err
-	}
-	if fi.IsDir() {
-		mp := filepath.Join(path, results.FileMsgpack)
-		run, err := results.ReadMsgpack(mp)
-		if err != nil {
-			return analyze.CompareInput{}, fmt.Errorf("%s: not a memscan run directory: %w", path, err)
-		}
-		switch len(run.Inputs) {
-		case 0:
-			return analyze.CompareInput{}, fmt.Errorf("%s: the run has no analyzed input", mp)
-		case 1:
-		default:
-			return analyze.CompareInput{}, fmt.Errorf("%s: the run holds %d inputs; compare their files instead", mp, len(run.Inputs))
-		}
-		return analyze.CompareInput{Report: run.Inputs[0]}, nil
-	}
-	in, err := snapshot.DecodeFile(ctx, path)
-	if err != nil {
-		return analyze.CompareInput{}, err
-	}
-	rep, err := analyze.Analyze(ctx, in, opts)
-	if err != nil {
-		return analyze.CompareInput{}, err
-	}
-	out := analyze.CompareInput{Report: rep}
-	if in.Snapshot != nil {
-		out.Segments = analyze.SegmentIDs(in.Snapshot)
-	}
-	return out, nil
-}
-
-// Files a comparison writes into its run directory.
-const (
-	compareMarkdownFile = "compare.md"
-	compareJSONFile     = "compare.json"
-)
-
 // compareChartRows bounds the rows drawn per chart (largest changes first).
 const compareChartRows = 15
 
 // writeCompareCharts draws compare_categories.png and compare_sites.png for diff i (suffixed _<i+1> after the
 // first) and returns the names of the files drawn.
-func writeCompareCharts(dir string, i int, d *analyze.Diff) ([]string, error) {
+func writeCompareCharts(dir string, i int, d *compare.Diff) ([]string, error) {
 	suffix := ""
 	if i > 0 {
 		suffix = fmt.Sprintf("_%d", i+1)
@@ -204,7 +162,7 @@ func writeCompareCharts(dir string, i int, d *analyze.Diff) ([]string, error) {
 	var errs []error
 	for _, c := range []struct {
 		file, title string
-		t           analyze.Table
+		t           compare.Table
 		site        bool
 	}{
 		{"compare_categories" + suffix + ".png", "Live memory by category", d.Categories, false},

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/results"
 )
@@ -31,22 +32,22 @@ func writeRunDir(t *testing.T, dir string, rep *analyze.Report) {
 	}
 }
 
-func readComparison(t *testing.T, out string) *analyze.Comparison {
+func readComparison(t *testing.T, out string) *compare.Comparison {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(out, results.LatestName, "compare.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c analyze.Comparison
+	var c compare.Comparison
 	if err := json.Unmarshal(data, &c); err != nil {
 		t.Fatal(err)
 	}
 	return &c
 }
 
-func checkTables(t *testing.T, d analyze.Diff) {
+func checkTables(t *testing.T, d compare.Diff) {
 	t.Helper()
-	tables := []*analyze.Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites}
+	tables := []*compare.Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites}
 	for _, tab := range tables {
 		if tab == nil {
 			continue
@@ -57,23 +58,30 @@ func checkTables(t *testing.T, d analyze.Diff) {
 	}
 }
 
+// compareRunDirs writes two run directories under dir whose reports differ by +300 MiB of activations, and
+// returns their paths (before, after).
+func compareRunDirs(t *testing.T, dir string) (string, string) {
+	t.Helper()
+	before := &analyze.Report{
+		Header:         analyze.Header{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}}},
+		SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20}},
+	}
+	after := &analyze.Report{
+		Header:         analyze.Header{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}}},
+		SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20}},
+	}
+	b, a := filepath.Join(dir, "before"), filepath.Join(dir, "after")
+	writeRunDir(t, b, before)
+	writeRunDir(t, a, after)
+	return b, a
+}
+
 func TestCompareRunDirectories(t *testing.T) {
 	tmp := t.TempDir()
-	before := &analyze.Report{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1,
-		Totals:     analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20},
-		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}},
-		Sites:      []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}},
-	}
-	after := &analyze.Report{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1,
-		Totals:     analyze.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20},
-		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}},
-		Sites:      []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}},
-	}
-	writeRunDir(t, filepath.Join(tmp, "before"), before)
-	writeRunDir(t, filepath.Join(tmp, "after"), after)
+	beforeDir, afterDir := compareRunDirs(t, tmp)
 	out := filepath.Join(tmp, "results")
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"compare", "--out", out, filepath.Join(tmp, "before"), filepath.Join(tmp, "after")}, &stdout, &stderr)
+	code := run(context.Background(), []string{"compare", "--out", out, beforeDir, afterDir}, &stdout, &stderr)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -92,7 +100,7 @@ func TestCompareRunDirectories(t *testing.T) {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
-	if !strings.Contains(stdout.String(), "| Activation | 400.0MiB | 700.0MiB | +300.0MiB | 4 → 7 |") {
+	if !strings.Contains(stdout.String(), "| Activation | 400.0 MiB | 700.0 MiB | +300.0 MiB | 4 → 7 |") {
 		t.Errorf("stdout report:\n%s", stdout.String())
 	}
 	if !strings.Contains(stderr.String(), "wrote ") {
@@ -143,7 +151,7 @@ func TestCompareRealSnapshots(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, results.LatestName, "compare_sites_2.png")); err != nil {
 		t.Error(err)
 	}
-	var fromStdout analyze.Comparison
+	var fromStdout compare.Comparison
 	if err := json.Unmarshal(stdout.Bytes(), &fromStdout); err != nil || len(fromStdout.Diffs) != 2 {
 		t.Errorf("stdout is not the comparison JSON: %v", err)
 	}

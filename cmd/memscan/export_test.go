@@ -13,6 +13,8 @@ import (
 
 	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -118,7 +120,7 @@ func TestExportFormats(t *testing.T) {
 			}
 		}},
 		{"slice", []string{"--format", "slice", "--window", "1:4"}, func(t *testing.T, data []byte) {
-			in, err := snapshot.Decode(context.Background(), "slice", bytes.NewReader(data))
+			in, err := load.Decode(context.Background(), "slice", bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,11 +187,11 @@ func TestExportRealSliceTop(t *testing.T) {
 	if n := strings.Count(stderr.String(), "kept site "); n != 3 {
 		t.Errorf("%d kept sites reported:\n%s", n, stderr.String())
 	}
-	orig, err := snapshot.DecodeFile(context.Background(), in)
+	orig, err := load.DecodeFile(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := snapshot.DecodeFile(context.Background(), out)
+	got, err := load.DecodeFile(context.Background(), out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,4 +221,22 @@ func TestExportPeakWithoutTrace(t *testing.T) {
 			t.Errorf("%s: warning %v, want %v (stderr %q)", tc.fixture, got, tc.warn, stderr)
 		}
 	}
+}
+
+// TestExportMemscanOutput gives export the files of a memscan run: the error says which commands read them,
+// as analyze's does.
+func TestExportMemscanOutput(t *testing.T) {
+	tmp := t.TempDir()
+	in := writeExportFixture(t, tmp)
+	out := filepath.Join(tmp, "results")
+	if code, _, stderr := runCLI(t, "analyze", "--quiet", "--no-plots", "--out", out, in); code != exitOK {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	const hint = "compare run directories with memscan compare, merge rank summaries with memscan merge"
+	var tests []cliErrorCase
+	for _, name := range []string{results.FileSummary, results.FileMsgpack} {
+		path := filepath.Join(out, results.LatestName, name)
+		tests = append(tests, cliErrorCase{name, []string{"export", "--format", "json", path}, exitFailed, hint})
+	}
+	checkCLIErrors(t, tests)
 }

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // TestSummaryOnlyTracerLine checks that --summary-only prints what a tracer file measured (its peak and the sum
 // of its listed tensors) and "-" for the allocator totals it lacks, instead of "reserved 0.0B". The expected
 // values are read from the fixture's JSON directly: peak_memory_mb × 2^20 and the sum of size_bytes on cuda:0.
 func TestSummaryOnlyTracerLine(t *testing.T) {
-	src := fixture(t, "snapshot/testdata/tracer/small_rank0.json")
+	src := fixture(t, "tracer/testdata/small_rank0.json")
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestSummaryOnlyTracerLine(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	want := "reserved -, allocated -, peak " + analyze.FormatBytes(peak) + ", listed " + analyze.FormatBytes(listed)
+	want := "reserved -, allocated -, peak " + units.Bytes(peak) + ", listed " + units.Bytes(listed)
 	if !strings.Contains(stdout, want) {
 		t.Errorf("stdout = %q, want it to contain %q", stdout, want)
 	}

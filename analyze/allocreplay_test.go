@@ -9,6 +9,7 @@ import (
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -16,7 +17,7 @@ import (
 // 79079407616 B (runs.json); with expandable segments the same run measured 61.6 GiB (issue 14).
 func TestReplayAllocatorVarlen(t *testing.T) {
 	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-varlen-b4-snap.pickle.gz")
-	in, err := snapshot.DecodeFile(context.Background(), path)
+	in, err := load.DecodeFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

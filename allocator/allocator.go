@@ -237,20 +237,20 @@ func (a *Allocator) Events() []SegmentEvent { return a.events }
 
 // Fragmentation breaks reserved memory down.
 type Fragmentation struct {
-	Reserved  int64 `json:"reserved_bytes"`
-	Allocated int64 `json:"allocated_bytes"` // block bytes of live allocations
-	Requested int64 `json:"requested_bytes"` // bytes the live allocations asked for
+	Reserved  int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
+	Allocated int64 `json:"allocated_bytes" msgpack:"allocated_bytes"` // block bytes of live allocations
+	Requested int64 `json:"requested_bytes" msgpack:"requested_bytes"` // bytes the live allocations asked for
 	// Free is Reserved − Allocated: cached memory no live allocation uses.
-	Free int64 `json:"free_bytes"`
+	Free int64 `json:"free_bytes" msgpack:"free_bytes"`
 	// InternalSlack is Allocated − Requested: rounding and unsplit remainders inside live blocks.
-	InternalSlack int64 `json:"internal_slack_bytes"`
+	InternalSlack int64 `json:"internal_slack_bytes" msgpack:"internal_slack_bytes"`
 	// CachedSegments is the free bytes in segments (or mapped ranges) that hold no live allocation at all:
 	// empty_cache would return them.
-	CachedSegments int64 `json:"cached_segment_bytes"`
+	CachedSegments int64 `json:"cached_segment_bytes" msgpack:"cached_segment_bytes"`
 	// FreeInUsedSegments is the rest of Free: free blocks in segments that also hold live allocations, which
 	// only those allocations' frees can give back.
-	FreeInUsedSegments int64 `json:"free_in_used_segments_bytes"`
-	Segments           int   `json:"segments"`
+	FreeInUsedSegments int64 `json:"free_in_used_segments_bytes" msgpack:"free_in_used_segments_bytes"`
+	Segments           int   `json:"segments" msgpack:"segments"`
 }
 
 // Fragmentation returns the current breakdown.

@@ -27,7 +27,7 @@ type Result struct {
 	FinalAllocated    int64
 	// Timeline holds reserved memory after every event that changed it, starting with the state before the
 	// first event (Index −1).
-	Timeline []Sample
+	Timeline Timeline
 	// Created are the segments (segment_alloc) and mappings (segment_map) the model made, in order.
 	Created []SegmentEvent
 	// EmptyCacheCalls is how many empty_cache calls of the trace were replayed.
@@ -53,23 +53,23 @@ type Result struct {
 
 // Sample is reserved memory after trace event Index.
 type Sample struct {
-	Index    int   `json:"index"`
-	TimeUS   int64 `json:"time_us,omitempty"`
-	Reserved int64 `json:"reserved_bytes"`
+	Index    int   `json:"index" msgpack:"index"`
+	TimeUS   int64 `json:"time_us,omitempty" msgpack:"time_us,omitempty"`
+	Reserved int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
 }
 
 // Failure is an allocation the model could not satisfy.
 type Failure struct {
-	Index    int   `json:"index"`
-	Size     int64 `json:"size"`
-	Reserved int64 `json:"reserved_bytes"`
+	Index    int   `json:"index" msgpack:"index"`
+	Size     int64 `json:"size" msgpack:"size"`
+	Reserved int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
 }
 
 // OOMCheck is one oom event of the trace.
 type OOMCheck struct {
-	Index      int   `json:"index"`
-	Size       int64 `json:"size"`
-	Reproduced bool  `json:"reproduced"`
+	Index      int   `json:"index" msgpack:"index"`
+	Size       int64 `json:"size" msgpack:"size"`
+	Reproduced bool  `json:"reproduced" msgpack:"reproduced"`
 }
 
 // PartialReason is the issues in one line, "" when the replay is complete.
@@ -240,16 +240,18 @@ func isOOM(err error) bool {
 	return errors.As(err, &oom)
 }
 
-// ReservedAt returns the replay's reserved memory after each of the trace events idx (ascending; −1 is the state
-// before the first event), read off Timeline as a step function: for overlaying on another series of the same
-// trace.
-func (r *Result) ReservedAt(idx []int) []int64 {
+// Timeline is reserved memory at each change, in event order.
+type Timeline []Sample
+
+// ReservedAt returns reserved memory after each of the trace events idx (ascending; −1 is the state before the
+// first event), read off the timeline as a step function: for overlaying on another series of the same trace.
+func (tl Timeline) ReservedAt(idx []int) []int64 {
 	out := make([]int64, len(idx))
 	j := 0
 	var cur int64
 	for i, x := range idx {
-		for j < len(r.Timeline) && r.Timeline[j].Index <= x {
-			cur = r.Timeline[j].Reserved
+		for j < len(tl) && tl[j].Index <= x {
+			cur = tl[j].Reserved
 			j++
 		}
 		out[i] = cur

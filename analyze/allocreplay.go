@@ -6,6 +6,7 @@ import (
 
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 // AllocatorOptions ask for a caching-allocator replay of each device trace under other settings.
@@ -67,7 +68,7 @@ type AllocatorReplay struct {
 
 	// WhatIfTimeline is the what-if's reserved memory at each change (for the timeline chart); not in
 	// summary.json.
-	WhatIfTimeline []allocator.Sample `json:"-" msgpack:"what_if_timeline,omitempty"`
+	WhatIfTimeline allocator.Timeline `json:"-" msgpack:"what_if_timeline,omitempty"`
 }
 
 // ExpandableSavingBytes is what expandable_segments:True would save at the peak: baseline peak reserved minus the
@@ -159,4 +160,63 @@ func sameSizes(a, b []allocator.SegmentEvent) bool {
 		}
 	}
 	return true
+}
+
+// allocatorReplay is the analysis step that replays each device trace through the allocator model, picks the
+// main device's replay for the report, overlays the what-if on the timeline and warns where the model and the
+// recording part.
+func (a *analysis) allocatorReplay() error {
+	reps, err := ReplayAllocator(a.ctx, a.snap, a.opts.Allocator)
+	if err != nil || len(reps) == 0 {
+		return err
+	}
+	main := 0
+	for i, r := range reps {
+		switch {
+		case a.rep.Peak != nil && r.Device == a.rep.Peak.Device:
+			main = i
+		case a.rep.Peak == nil && r.RecordedPeakReservedBytes > reps[main].RecordedPeakReservedBytes:
+			main = i
+		}
+	}
+	a.rep.AllocatorReplay = &reps[main]
+	if len(reps) > 1 {
+		a.rep.AllocatorReplayDevices = reps
+	}
+	for i := range a.rep.Timeline {
+		ts := &a.rep.Timeline[i]
+		for _, r := range reps {
+			if r.Device == ts.Device && r.WhatIf {
+				ts.WhatIfReserved = r.WhatIfTimeline.ReservedAt(ts.Index)
+			}
+		}
+	}
+	for _, r := range reps {
+		a.warnReplay(&r)
+	}
+	return nil
+}
+
+// warnReplay words what a reader must know about one replay beyond its own section: a complete trace whose
+// baseline does not follow the recording, a what-if that runs out of memory. (A partial replay says why in its
+// section; the trace problems behind it are already warned about by the trace replay.)
+func (a *analysis) warnReplay(r *AllocatorReplay) {
+	switch {
+	case r.Partial:
+	case !r.BaselineMatchesRecording:
+		a.warns.add("allocator-replay-departs", fmt.Sprintf("allocator replay of device %d under the recorded settings departs from the recording at event %d (peak reserved %s recorded, %s replayed): what-if numbers are less certain",
+			r.Device, r.BaselineFirstDivergence, units.Bytes(r.RecordedPeakReservedBytes), units.Bytes(r.BaselinePeakReservedBytes)))
+	}
+	if r.WhatIf && r.FailedAllocations > 0 {
+		a.warns.add("allocator-replay-oom", fmt.Sprintf("under %s device %d runs out of memory at event %d (%d requests fail with a capacity of %s)",
+			settingsName(r.Settings), r.Device, r.FirstFailedEvent, r.FailedAllocations, units.Bytes(r.CapacityBytes)))
+	}
+}
+
+// settingsName is a configuration as a reader sees it: its PYTORCH_CUDA_ALLOC_CONF string, or "the default".
+func settingsName(s string) string {
+	if s == "" {
+		return "the default settings"
+	}
+	return s
 }

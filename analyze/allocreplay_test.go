@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,5 +76,56 @@ func TestReplayAllocatorPartial(t *testing.T) {
 	}
 	if r.RecordedPeakReservedBytes != 20*allocator.MiB || r.BaselinePeakReservedBytes != 20*allocator.MiB || r.WhatIf || r.CapacitySource != "none (unlimited)" {
 		t.Errorf("%+v", r)
+	}
+}
+
+// TestAnalyzeAllocatorReplay: Analyze puts the replay in the report, overlays the what-if on the timeline and
+// writes allocator_replay into the summary.json object.
+func TestAnalyzeAllocatorReplay(t *testing.T) {
+	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-bf16-b4-s2048-snap.pickle.gz")
+	in, err := load.DecodeFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := allocator.Config{ExpandableSegments: true}
+	r, err := Analyze(context.Background(), in, Options{Allocator: AllocatorOptions{WhatIf: &exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := r.AllocatorReplay
+	// 40194015232 B is PyTorch's max_memory_reserved for this run (runs.json).
+	if ar == nil || ar.RecordedPeakReservedBytes != 40194015232 || ar.BaselinePeakReservedBytes != 40194015232 || !ar.BaselineMatchesRecording {
+		t.Fatalf("allocator replay %+v", ar)
+	}
+	if ar.PeakReservedBytes != ar.ExpandablePeakReservedBytes || ar.PeakReservedBytes >= ar.BaselinePeakReservedBytes || r.AllocatorReplayDevices != nil {
+		t.Errorf("what-if %d, expandable %d, baseline %d, devices %d", ar.PeakReservedBytes, ar.ExpandablePeakReservedBytes, ar.BaselinePeakReservedBytes, len(r.AllocatorReplayDevices))
+	}
+	ts := r.Timeline[0]
+	if len(ts.WhatIfReserved) != len(ts.Index) {
+		t.Fatalf("what-if overlay has %d points for %d", len(ts.WhatIfReserved), len(ts.Index))
+	}
+	for k, v := range ts.WhatIfReserved {
+		if v > ar.PeakReservedBytes || v < ts.Allocated[k] {
+			t.Fatalf("point %d: what-if reserved %d outside [allocated %d, peak %d]", k, v, ts.Allocated[k], ar.PeakReservedBytes)
+		}
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		AllocatorReplay map[string]any `json:"allocator_replay"`
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"settings", "recorded_settings", "recorded_peak_reserved_bytes", "baseline_peak_reserved_bytes",
+		"peak_reserved_bytes", "partial", "baseline_fragmentation_at_peak", "fragmentation_at_peak", "expandable_peak_reserved_bytes"} {
+		if _, ok := back.AllocatorReplay[k]; !ok {
+			t.Errorf("summary.json allocator_replay lacks %q", k)
+		}
+	}
+	if back.AllocatorReplay["settings"] != "expandable_segments:True" {
+		t.Errorf("settings %v", back.AllocatorReplay["settings"])
 	}
 }

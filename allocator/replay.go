@@ -42,7 +42,8 @@ type Result struct {
 	AddressMismatches    int
 	FirstAddressMismatch int
 	// FirstDivergence is the first alloc, free or oom event after which the model's reserved memory differs
-	// from what the trace's segment events add up to (−1: never). Under the recorded settings a faithful replay
+	// from what the trace's segment events add up to, else the recorded peak the model misses, else the last
+	// event when the final reserved memory differs (−1: never). Under the recorded settings a faithful replay
 	// never diverges; under other settings it says where the what-if departs from the recording.
 	FirstDivergence int
 	// Partial is true when the trace did not start at the process's first allocation or the replay met events
@@ -215,6 +216,18 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 		}
 		if a.reserved > res.PeakReserved {
 			res.PeakReserved, res.PeakIndex, res.PeakTimeUS = a.reserved, i, e.TimeUS
+		}
+	}
+	// Segment events the model never matched at an alloc or free (say a segment made and freed in between)
+	// still show in the peak or the final state.
+	if res.FirstDivergence < 0 {
+		switch {
+		case res.PeakReserved < rec.PeakReserved:
+			res.FirstDivergence = rec.PeakIndex
+		case res.PeakReserved > rec.PeakReserved:
+			res.FirstDivergence = res.PeakIndex
+		case a.reserved != recorded:
+			res.FirstDivergence = len(trace) - 1
 		}
 	}
 	res.PeakFragmentation = a.PeakFragmentation()

@@ -43,6 +43,8 @@ type AllocatorReplay struct {
 	// ExpandablePeakReservedBytes is the peak reserved under the recorded settings with expandable_segments:True
 	// (equal to the baseline when they are already on): what the fragmentation finding's fix would reserve.
 	ExpandablePeakReservedBytes int64 `json:"expandable_peak_reserved_bytes" msgpack:"expandable_peak_reserved_bytes"`
+	// ExpandableSettings is that configuration (the recorded one with expandable_segments:True).
+	ExpandableSettings string `json:"expandable_settings" msgpack:"expandable_settings"`
 
 	// BaselineMatchesRecording is true when the baseline reaches the recorded peak, follows the recorded reserved
 	// memory at every allocation and creates the recorded segment sizes in order.
@@ -130,9 +132,10 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 		out.WhatIfTimeline = what.Timeline
 	}
 	out.ExpandablePeakReservedBytes = base.PeakReserved
+	exp := sr.RecordedSettings
+	exp.ExpandableSegments = true
+	out.ExpandableSettings = exp.String()
 	if !sr.RecordedSettings.ExpandableSegments {
-		exp := sr.RecordedSettings
-		exp.ExpandableSegments = true
 		if sr.WhatIf != nil && opt.WhatIf.String() == exp.String() {
 			out.ExpandablePeakReservedBytes = sr.WhatIf.PeakReserved
 		} else {

@@ -8,9 +8,9 @@
 // TimelineReport, LogReport); Report.Kind names the kind, and report_wire.go writes and reads the flat JSON and
 // msgpack object that summary.json and report.msgpack hold.
 //
-// It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize and units; it
-// imports neither results nor plots, and writes no files. It imports the msgpack library only to keep a
-// Report's wire form in one place.
+// It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize, allocator and
+// units; it imports neither results nor plots, and writes no files. It imports the msgpack library only to keep
+// a Report's wire form in one place.
 package analyze
 
 import (

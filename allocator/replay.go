@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/memscan/memscan/snapshot"
 )
@@ -270,4 +271,20 @@ func (tl Timeline) ReservedAt(idx []int) []int64 {
 		out[i] = cur
 	}
 	return out
+}
+
+// ReplayAll replays one recording under several configurations at once (each replay has its own model and only
+// reads the recording); results are in the order of cfgs.
+func ReplayAll(ctx context.Context, rec *Recording, cfgs []Config, opt ReplayOptions) ([]*Result, error) {
+	out := make([]*Result, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() { out[i], errs[i] = Replay(ctx, rec, cfg, opt) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -53,12 +53,13 @@ type SnapshotReplay struct {
 	RecordedKnown    bool
 	SettingsNote     string
 	Baseline         *Result
-	WhatIf           *Result // nil without a what-if
+	WhatIf           *Result   // nil without a what-if
+	Extra            []*Result // the extra configurations' replays, in order
 }
 
-// ReplaySnapshot replays device dev's trace of s: the baseline under the recorded settings and, when whatIf is
-// not nil, a what-if under *whatIf, with the same capacity.
-func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *Config, opt ReplayOptions) (*SnapshotReplay, error) {
+// ReplaySnapshot replays device dev's trace of s: the baseline under the recorded settings, a what-if under
+// *whatIf when it is not nil, and one replay per extra configuration, all with the same capacity and at once.
+func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *Config, opt ReplayOptions, extra ...Config) (*SnapshotReplay, error) {
 	if dev < 0 || dev >= len(s.DeviceTraces) || len(s.DeviceTraces[dev]) == 0 {
 		return nil, fmt.Errorf("device %d has no trace", dev)
 	}
@@ -69,13 +70,18 @@ func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *
 		out.SettingsNote = err.Error()
 	}
 	out.Recording = Record(s.DeviceTraces[dev], RecordOptions{Final: s.Segments, Device: dev, Settings: out.RecordedSettings, Capacity: opt.Capacity})
-	if out.Baseline, err = Replay(ctx, out.Recording, out.RecordedSettings, opt); err != nil {
+	cfgs := []Config{out.RecordedSettings}
+	if whatIf != nil {
+		cfgs = append(cfgs, *whatIf)
+	}
+	res, err := ReplayAll(ctx, out.Recording, append(cfgs, extra...), opt)
+	if err != nil {
 		return nil, err
 	}
+	out.Baseline = res[0]
 	if whatIf != nil {
-		if out.WhatIf, err = Replay(ctx, out.Recording, *whatIf, opt); err != nil {
-			return nil, err
-		}
+		out.WhatIf = res[1]
 	}
+	out.Extra = res[len(cfgs):]
 	return out, nil
 }

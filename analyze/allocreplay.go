@@ -101,7 +101,16 @@ func ReplayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOpt
 
 func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions) (AllocatorReplay, error) {
 	ropt := allocator.ReplayOptions{Capacity: opt.Capacity, TotalMemory: opt.TotalMemory}
-	sr, err := allocator.ReplaySnapshot(ctx, s, dev, opt.WhatIf, ropt)
+	// The fragmentation finding's fix: the recorded settings with expandable segments, replayed alongside unless
+	// they are on already or are the what-if.
+	recorded, _, _ := allocator.ConfigFromSettings(s.AllocatorSettings)
+	exp := recorded
+	exp.ExpandableSegments = true
+	var extra []allocator.Config
+	if !recorded.ExpandableSegments && (opt.WhatIf == nil || opt.WhatIf.String() != exp.String()) {
+		extra = append(extra, exp)
+	}
+	sr, err := allocator.ReplaySnapshot(ctx, s, dev, opt.WhatIf, ropt, extra...)
 	if err != nil {
 		return AllocatorReplay{}, err
 	}
@@ -131,20 +140,14 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 	if sr.WhatIf != nil {
 		out.WhatIfTimeline = what.Timeline
 	}
-	out.ExpandablePeakReservedBytes = base.PeakReserved
-	exp := sr.RecordedSettings
-	exp.ExpandableSegments = true
 	out.ExpandableSettings = exp.String()
-	if !sr.RecordedSettings.ExpandableSegments {
-		if sr.WhatIf != nil && opt.WhatIf.String() == exp.String() {
-			out.ExpandablePeakReservedBytes = sr.WhatIf.PeakReserved
-		} else {
-			r, err := allocator.Replay(ctx, rec, exp, ropt)
-			if err != nil {
-				return AllocatorReplay{}, err
-			}
-			out.ExpandablePeakReservedBytes = r.PeakReserved
-		}
+	switch {
+	case len(sr.Extra) > 0:
+		out.ExpandablePeakReservedBytes = sr.Extra[0].PeakReserved
+	case recorded.ExpandableSegments:
+		out.ExpandablePeakReservedBytes = base.PeakReserved
+	default:
+		out.ExpandablePeakReservedBytes = what.PeakReserved
 	}
 	if sr.SettingsNote != "" {
 		out.RecordedSettings += " (" + sr.SettingsNote + ")"

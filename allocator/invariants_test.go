@@ -15,11 +15,7 @@ func (a *Allocator) checkInvariants() error {
 		}
 		note(b)
 	}
-	pools := []*pool{&a.small, &a.large}
-	for _, pp := range a.private {
-		pools = append(pools, &pp.small, &pp.large)
-	}
-	for _, p := range pools {
+	for _, p := range a.pools() {
 		for _, b := range p.blocks.appendAll(nil) {
 			if b.allocated || !b.mapped || b.pool != p {
 				return fmt.Errorf("pool block 0x%x: allocated %v mapped %v", b.addr, b.allocated, b.mapped)
@@ -140,17 +136,22 @@ func (a *Allocator) layout() map[uint64][]blockView {
 	for _, b := range a.live {
 		visit(b)
 	}
-	pools := []*pool{&a.small, &a.large}
-	for _, pp := range a.private {
-		pools = append(pools, &pp.small, &pp.large)
-	}
-	for _, p := range pools {
+	for _, p := range a.pools() {
 		for _, b := range p.blocks.appendAll(nil) {
 			visit(b)
 		}
 		for _, b := range p.unmapped.appendAll(nil) {
 			visit(b)
 		}
+	}
+	return out
+}
+
+// pools lists the default pool pair and every private pool's pair.
+func (a *Allocator) pools() []*pool {
+	out := []*pool{&a.small, &a.large}
+	for _, pp := range a.private {
+		out = append(out, &pp.small, &pp.large)
 	}
 	return out
 }

@@ -274,3 +274,26 @@ func checkFinalLayout(t *testing.T, s *snapshot.Snapshot, dev int, sr *SnapshotR
 		t.Errorf("device %d: %d of %d segments differ", dev, bad, len(want))
 	}
 }
+
+// TestGPURunsOOMOnAnotherDevice: the 8B run's trace ends in an OOM on the H200. With an 80 GB device given for
+// the what-if, the baseline still replays the recorded run on its own device (capacity from the oom event) and
+// reproduces the OOM, while the same settings on the smaller device run out of memory earlier.
+func TestGPURunsOOMOnAnotherDevice(t *testing.T) {
+	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama8b-oom-b8-s8192-snap.pickle.gz")
+	s := decode(t, path)
+	small := UsableCapacity(80_000_000_000)
+	sr, err := ReplaySnapshot(context.Background(), s, 0, &Config{}, ReplayOptions{Capacity: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, what := sr.Baseline, sr.WhatIf
+	if base.CapacitySource != "oom event" || base.Capacity != h200Capacity || base.PeakReserved != sr.Recording.PeakReserved ||
+		len(base.OOMs) != 1 || !base.OOMs[0].Reproduced || len(base.Failed) != 0 {
+		t.Errorf("baseline: capacity %d (%s), peak %d (recorded %d), ooms %+v, failed %d", base.Capacity, base.CapacitySource, base.PeakReserved, sr.Recording.PeakReserved, base.OOMs, len(base.Failed))
+	}
+	if what.CapacitySource != "input" || what.Capacity != small || len(what.Failed) == 0 || what.PeakReserved > small ||
+		what.Failed[0].Index >= base.OOMs[0].Index {
+		t.Errorf("what-if on 80 GB: capacity %d (%s), peak %d, failed %d (first %+v), recorded oom at %d",
+			what.Capacity, what.CapacitySource, what.PeakReserved, len(what.Failed), what.Failed, base.OOMs[0].Index)
+	}
+}

@@ -276,11 +276,20 @@ func (tl Timeline) ReservedAt(idx []int) []int64 {
 // ReplayAll replays one recording under several configurations at once (each replay has its own model and only
 // reads the recording); results are in the order of cfgs.
 func ReplayAll(ctx context.Context, rec *Recording, cfgs []Config, opt ReplayOptions) ([]*Result, error) {
+	opts := make([]ReplayOptions, len(cfgs))
+	for i := range opts {
+		opts[i] = opt
+	}
+	return replayAll(ctx, rec, cfgs, opts)
+}
+
+// replayAll is ReplayAll with options per configuration.
+func replayAll(ctx context.Context, rec *Recording, cfgs []Config, opts []ReplayOptions) ([]*Result, error) {
 	out := make([]*Result, len(cfgs))
 	errs := make([]error, len(cfgs))
 	var wg sync.WaitGroup
 	for i, cfg := range cfgs {
-		wg.Go(func() { out[i], errs[i] = Replay(ctx, rec, cfg, opt) })
+		wg.Go(func() { out[i], errs[i] = Replay(ctx, rec, cfg, opts[i]) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

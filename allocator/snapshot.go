@@ -58,7 +58,8 @@ type SnapshotReplay struct {
 }
 
 // ReplaySnapshot replays device dev's trace of s: the baseline under the recorded settings, a what-if under
-// *whatIf when it is not nil, and one replay per extra configuration, all with the same capacity and at once.
+// *whatIf when it is not nil, and one replay per extra configuration, all at once and with opt's capacity — except
+// that the baseline keeps the capacity of the trace's own oom event when it has one.
 func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *Config, opt ReplayOptions, extra ...Config) (*SnapshotReplay, error) {
 	if dev < 0 || dev >= len(s.DeviceTraces) || len(s.DeviceTraces[dev]) == 0 {
 		return nil, fmt.Errorf("device %d has no trace", dev)
@@ -74,7 +75,17 @@ func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *
 	if whatIf != nil {
 		cfgs = append(cfgs, *whatIf)
 	}
-	res, err := ReplayAll(ctx, out.Recording, append(cfgs, extra...), opt)
+	cfgs = append(cfgs, extra...)
+	opts := make([]ReplayOptions, len(cfgs))
+	for i := range opts {
+		opts[i] = opt
+	}
+	// The baseline replays the recorded run, so an oom event's capacity (the device it ran on) beats a given one,
+	// which is for the what-ifs (another GPU, say).
+	if out.Recording.Capacity > 0 {
+		opts[0].Capacity = 0
+	}
+	res, err := replayAll(ctx, out.Recording, cfgs, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +93,6 @@ func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *
 	if whatIf != nil {
 		out.WhatIf = res[1]
 	}
-	out.Extra = res[len(cfgs):]
+	out.Extra = res[len(cfgs)-len(extra):]
 	return out, nil
 }

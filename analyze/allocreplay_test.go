@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // TestReplayAllocatorVarlen replays the H200 variable-length run: PyTorch recorded max_memory_reserved
@@ -127,5 +129,46 @@ func TestAnalyzeAllocatorReplay(t *testing.T) {
 	}
 	if back.AllocatorReplay["settings"] != "expandable_segments:True" {
 		t.Errorf("settings %v", back.AllocatorReplay["settings"])
+	}
+}
+
+// TestAllocatorReplayWireRoundTrip: the replay survives report.msgpack and summary.json, what-if timeline included
+// (msgpack only).
+func TestAllocatorReplayWireRoundTrip(t *testing.T) {
+	b := testutil.NewSnap(1)
+	seg := b.Segment(testutil.SegOpts{}, testutil.Free(20*allocator.MiB))
+	b.Event(0, testutil.Ev(snapshot.ActionSegmentAlloc, seg, 20*allocator.MiB, nil), testutil.Ev(snapshot.ActionAlloc, seg, 5*allocator.MiB, nil),
+		testutil.Ev(snapshot.ActionFreeRequested, seg, 5*allocator.MiB, nil), testutil.Ev(snapshot.ActionFreeCompleted, seg, 5*allocator.MiB, nil))
+	exp := allocator.Config{ExpandableSegments: true}
+	r, err := AnalyzeSnapshot(context.Background(), b.S, Options{Allocator: AllocatorOptions{WhatIf: &exp, Capacity: 1 << 30, TotalMemory: 2 << 30, CapacitySource: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AllocatorReplay == nil || !r.AllocatorReplay.BaselineMatchesRecording || len(r.AllocatorReplay.WhatIfTimeline) == 0 {
+		t.Fatalf("replay %+v", r.AllocatorReplay)
+	}
+	raw, err := msgpack.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := msgpack.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.AllocatorReplay, r.AllocatorReplay) {
+		t.Errorf("msgpack round trip:\n got %+v\nwant %+v", back.AllocatorReplay, r.AllocatorReplay)
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON Report
+	if err := json.Unmarshal(js, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	want := *r.AllocatorReplay
+	want.WhatIfTimeline = nil // not in summary.json
+	if !reflect.DeepEqual(*fromJSON.AllocatorReplay, want) {
+		t.Errorf("JSON round trip:\n got %+v\nwant %+v", *fromJSON.AllocatorReplay, want)
 	}
 }

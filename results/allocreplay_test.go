@@ -73,8 +73,8 @@ func TestReplayText(t *testing.T) {
 func TestTimeChartWhatIf(t *testing.T) {
 	s := analyze.TimelineSeries{Device: 0, Index: []int{0, 1, 2}, Allocated: []int64{1, 2, 1}, Reserved: []int64{4, 4, 4}, WhatIfReserved: []int64{2, 3, 3}}
 	c := timeChart("t", s, nil, "expandable_segments:True")
-	if len(c.Lines) != 3 || c.Lines[2].Name != "reserved, what-if expandable_segments:True" || !slices.Equal(c.Lines[2].Values, []float64{2, 3, 3}) {
-		t.Errorf("lines %+v", c.Lines)
+	if len(c.Lines) != 3 || c.Lines[2].Name != "reserved, what-if" || !slices.Equal(c.Lines[2].Values, []float64{2, 3, 3}) || c.Title != "t (what-if: expandable_segments:True)" {
+		t.Errorf("title %q, lines %+v", c.Title, c.Lines)
 	}
 	s.WhatIfReserved = nil
 	if c := timeChart("t", s, nil, ""); len(c.Lines) != 2 {

@@ -485,7 +485,9 @@ func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak, whatI
 	}
 	if len(s.WhatIfReserved) == n && n > 0 {
 		// The allocator replay under --alloc-conf, in the colour of the other model-adjusted lines.
-		c.Lines = append(c.Lines, plots.Series{Name: "reserved, what-if " + whatIf, Values: toFloats(s.WhatIfReserved), Color: plots.ColorCorrected})
+		// The legend column is narrow: the settings go in the title.
+		c.Lines = append(c.Lines, plots.Series{Name: "reserved, what-if", Values: toFloats(s.WhatIfReserved), Color: plots.ColorCorrected})
+		c.Title += " (what-if: " + whatIf + ")"
 	}
 
 	// Mark the report's peak when it is on this device (the point at or just before its event), else the

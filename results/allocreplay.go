@@ -176,7 +176,7 @@ func replayFindings(r *analyze.Report) []string {
 		out = append(out, s)
 	}
 	if save := ar.ExpandableSavingBytes(); save > 0 && (!ar.WhatIf || ar.PeakReservedBytes != ar.ExpandablePeakReservedBytes) {
-		out = append(out, fmt.Sprintf("With `expandable_segments:True` it would reserve %s (%s less).", units.Bytes(ar.ExpandablePeakReservedBytes), units.Bytes(save)))
+		out = append(out, fmt.Sprintf("With `%s` it would reserve %s (%s less).", mdCode(settingsLabel(ar.ExpandableSettings)), units.Bytes(ar.ExpandablePeakReservedBytes), units.Bytes(save)))
 	}
 	return out
 }

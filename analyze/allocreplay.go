@@ -19,6 +19,8 @@ type AllocatorOptions struct {
 	Capacity       int64
 	TotalMemory    int64
 	CapacitySource string
+	// Skip turns the replay off, for callers that do not show it (rank summaries for memscan merge).
+	Skip bool
 }
 
 // AllocatorReplay is one device trace replayed through the allocator model: the recorded peak reserved (from the
@@ -172,6 +174,9 @@ func sameSizes(a, b []allocator.SegmentEvent) bool {
 // main device's replay for the report, overlays the what-if on the timeline and warns where the model and the
 // recording part.
 func (a *analysis) allocatorReplay() error {
+	if a.opts.Allocator.Skip {
+		return nil
+	}
 	reps, err := ReplayAllocator(a.ctx, a.snap, a.opts.Allocator)
 	if err != nil || len(reps) == 0 {
 		return err

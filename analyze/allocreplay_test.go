@@ -172,3 +172,18 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 		t.Errorf("JSON round trip:\n got %+v\nwant %+v", *fromJSON.AllocatorReplay, want)
 	}
 }
+
+func TestAllocatorReplaySkip(t *testing.T) {
+	b := testutil.NewSnap(1)
+	seg := b.Segment(testutil.SegOpts{}, testutil.Free(20*allocator.MiB))
+	b.Event(0, testutil.Ev(snapshot.ActionSegmentAlloc, seg, 20*allocator.MiB, nil))
+	for _, skip := range []bool{false, true} {
+		r, err := AnalyzeSnapshot(context.Background(), b.S, Options{Allocator: AllocatorOptions{Skip: skip}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r.AllocatorReplay == nil) != skip {
+			t.Errorf("skip %v: replay %+v", skip, r.AllocatorReplay)
+		}
+	}
+}

@@ -192,6 +192,8 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if opts.Allocator, err = allocatorOptions(flags); err != nil {
 		return err
 	}
+	// Rank summaries carry no allocator replay; thousands of ranks need not pay for it.
+	opts.Allocator.Skip = flags.summaryOnly
 	if flags.rules != "" {
 		rules, err := categorize.LoadFile(flags.rules, categorize.Default())
 		if err != nil {

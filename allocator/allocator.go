@@ -1,10 +1,13 @@
 package allocator
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // PoolID names a memory pool: {0, 0} is the default pool, anything else a private pool (CUDA graph or MemPool),
@@ -609,7 +612,11 @@ func (a *Allocator) EmptyCache() { a.releaseCached() }
 func (a *Allocator) releaseCached() {
 	a.releaseBlocks(&a.large)
 	a.releaseBlocks(&a.small)
-	for id, pp := range a.private {
+	// Pool-id order, so that the segment_free events come out the same on every run.
+	for _, id := range slices.SortedFunc(maps.Keys(a.private), func(x, y PoolID) int {
+		return cmp.Or(cmp.Compare(x[0], y[0]), cmp.Compare(x[1], y[1]))
+	}) {
+		pp := a.private[id]
 		if !pp.freeable {
 			continue
 		}

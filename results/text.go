@@ -134,6 +134,7 @@ func (t *textWriter) report(r *analyze.Report) {
 
 	if allocator {
 		t.fragmentation(r.Fragmentation)
+		t.allocatorReplay(r)
 	}
 
 	t.histogram("Size distribution of active allocations", r.ActiveSizes)

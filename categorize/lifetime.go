@@ -13,15 +13,15 @@ const (
 
 // Lifetime rule names, recorded on every attribution the lifetime informed.
 const (
-	LifeSetupKept          = "setup-kept"           // allocated before the first forward, alive through every iteration
-	LifeSavedForBackward   = "saved-for-backward"   // allocated in forward, freed in the same iteration's backward
-	LifeForwardTransient   = "forward-transient"    // allocated and freed within one forward
-	LifeForwardKept        = "forward-kept"         // allocated in a forward with no backward after it (inference, OOM)
-	LifeBackwardTransient  = "backward-transient"   // allocated and freed within one backward
-	LifeKeptAfterBackward  = "kept-after-backward"  // allocated in backward, alive until the optimizer or zero_grad
-	LifeOptimizerTransient = "optimizer-transient"  // allocated and freed within one optimizer phase
-	LifeOptimizerKept      = "optimizer-kept"       // allocated in an optimizer phase and kept past it
-	LifeInconclusive       = ""                     // the lifetime does not tell the role
+	LifeSetupKept          = "setup-kept"          // allocated before the first forward, alive through every iteration
+	LifeSavedForBackward   = "saved-for-backward"  // allocated in forward, freed in the same iteration's backward
+	LifeForwardTransient   = "forward-transient"   // allocated and freed within one forward
+	LifeForwardKept        = "forward-kept"        // allocated in a forward with no backward after it (inference, OOM)
+	LifeBackwardTransient  = "backward-transient"  // allocated and freed within one backward
+	LifeKeptAfterBackward  = "kept-after-backward" // allocated in backward, alive until the optimizer or zero_grad
+	LifeOptimizerTransient = "optimizer-transient" // allocated and freed within one optimizer phase
+	LifeOptimizerKept      = "optimizer-kept"      // allocated in an optimizer phase and kept past it
+	LifeInconclusive       = ""                    // the lifetime does not tell the role
 )
 
 // Life is what a trace says about one allocation: it was live after events Start..End−1 of the device's trace;

@@ -126,11 +126,11 @@ type Share struct {
 
 // LiveSet is what was live after one event, broken down four ways.
 type LiveSet struct {
-	Device    int   `json:"device"`
-	Event     int   `json:"event_index"`
-	TimeUS    int64 `json:"time_us,omitempty"`
-	Bytes     int64 `json:"bytes"`
-	Iteration int   `json:"iteration"` // 1-based; 0 when outside any iteration
+	Device    int    `json:"device"`
+	Event     int    `json:"event_index"`
+	TimeUS    int64  `json:"time_us,omitempty"`
+	Bytes     int64  `json:"bytes"`
+	Iteration int    `json:"iteration"` // 1-based; 0 when outside any iteration
 	Phase     string `json:"phase"`
 	// ByCategory, ByComponent and ByPhase (the phase each block was allocated in) sort by bytes, largest first;
 	// BySite holds the largest sites.
@@ -226,4 +226,6 @@ func UnknownShare(ls LiveSet) float64 {
 }
 
 // ComponentBytes is the bytes of component c in ls.
-func ComponentBytes(ls LiveSet, c components.Component) int64 { return ShareOf(ls.ByComponent, string(c)) }
+func ComponentBytes(ls LiveSet, c components.Component) int64 {
+	return ShareOf(ls.ByComponent, string(c))
+}

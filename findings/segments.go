@@ -90,13 +90,13 @@ const smallSegment = 2 << 20
 
 // cacheState describes the cache after one event: its segments and the holes between live blocks.
 type cacheState struct {
-	segments, mostlyFree   int
-	reserved, live, free   int64
-	largestFree            int64
-	smallPoolBytes         int64 // reserved in 2 MiB small-pool segments
-	largeLiveRounded       int64 // live blocks outside the small pool, at block granularity
-	freeInPartlyUsed       int64 // free bytes in segments that also hold live blocks (cannot be released)
-	freeInEmpty            int64 // bytes of segments holding nothing
+	segments, mostlyFree int
+	reserved, live, free int64
+	largestFree          int64
+	smallPoolBytes       int64 // reserved in 2 MiB small-pool segments
+	largeLiveRounded     int64 // live blocks outside the small pool, at block granularity
+	freeInPartlyUsed     int64 // free bytes in segments that also hold live blocks (cannot be released)
+	freeInEmpty          int64 // bytes of segments holding nothing
 }
 
 // cacheAt rebuilds the cache's layout after event j from the segments and the live blocks.

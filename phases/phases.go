@@ -431,7 +431,7 @@ func (d *detector) extendZeroGrad(end int) int {
 		next++
 	}
 	for _, z := range d.zero {
-		if z.start >= end && z.start <= next && z.end > end {
+		if z.start <= next && z.end > end {
 			return z.end
 		}
 	}

@@ -60,7 +60,7 @@ type trainAlloc struct {
 	stack  map[uint64]*snapshot.Stack
 	live   map[uint64]bool
 	order  []uint64 // segment addresses in creation order
-	marks  int // annotations made since the event count was markAt
+	marks  int      // annotations made since the event count was markAt
 	markAt int
 }
 

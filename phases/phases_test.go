@@ -206,3 +206,55 @@ func TestDetectRealRuns(t *testing.T) {
 }
 
 func itoa(i int) string { return string(rune('0' + i)) }
+
+// TestDetectPeriodic: with no stacks and no annotations the sawtooth of live memory gives the iterations, and each
+// backward begins at its iteration's highest live memory, where the fixture's first activation gradient lands.
+func TestDetectPeriodic(t *testing.T) {
+	s := testutil.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20}.Build()
+	tr := s.DeviceTraces[0]
+	// The first activation gradient of each iteration: the first stackless alloc after an activation.
+	var bwd []int
+	for j := 0; j < len(tr); j++ {
+		if tr[j].Action == snapshot.ActionAlloc && tr[j].Stack == nil && (len(bwd) == 0 || tr[j-1].Stack == testutil.TrainLogitsStack) {
+			if len(bwd) == 0 || j > bwd[len(bwd)-1]+20 {
+				bwd = append(bwd, j)
+			}
+		}
+	}
+	for j := range tr {
+		tr[j].Stack = nil
+	}
+	tl := phases.Detect(tr, nil, 0)
+	if tl.Source != "alloc/free pattern" || len(tl.Iterations) != 3 {
+		t.Fatalf("%s: %d iterations, want 3", tl.Source, len(tl.Iterations))
+	}
+	for k, it := range tl.Iterations {
+		// The highest point is right after the gradient's alloc: the activation gradient while everything is live.
+		if it.Backward.Start < bwd[k] || it.Backward.Start > bwd[k]+2 {
+			t.Errorf("iteration %d: backward at %d, the first activation gradient at %d", k+1, it.Backward.Start, bwd[k])
+		}
+	}
+}
+
+// TestDetectPeriodicReal: the healthy H200 run with its stacks and annotations removed still splits into its three
+// iterations, each backward within a few events of where autograd's first allocation put it.
+func TestDetectPeriodicReal(t *testing.T) {
+	in, err := snapshot.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-bf16-b4-s2048-snap.pickle.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := in.Snapshot.DeviceTraces[0]
+	want := phases.Detect(tr, in.Snapshot.ExternalAnnotations, 0)
+	for j := range tr {
+		tr[j].Stack = nil
+	}
+	got := phases.Detect(tr, nil, 0)
+	if got.Source != "alloc/free pattern" || len(got.Iterations) != len(want.Iterations) {
+		t.Fatalf("%s: %d iterations, want %d", got.Source, len(got.Iterations), len(want.Iterations))
+	}
+	for k := range got.Iterations {
+		if g, w := got.Iterations[k].Backward.Start, want.Iterations[k].Backward.Start; g < w || g > w+10 {
+			t.Errorf("iteration %d: backward at %d, autograd's first allocation at %d", k+1, g, w)
+		}
+	}
+}

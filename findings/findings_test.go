@@ -6,16 +6,16 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/findings"
-	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/traingen"
 )
 
 const mib = 1 << 20
 
 // healthy is a fixed-shape run whose cache holds less than 10 % beyond its peak.
-var healthy = testutil.TrainingLoop{Iterations: 4, Layers: 4, WeightBytes: 64 * mib, ActivationBytes: 256 * mib,
+var healthy = traingen.TrainingLoop{Iterations: 4, Layers: 4, WeightBytes: 64 * mib, ActivationBytes: 256 * mib,
 	LogitsBytes: 3072 * mib, Annotations: true}
 
-func detect(t *testing.T, c testutil.TrainingLoop) (*findings.Input, map[string]findings.Finding) {
+func detect(t *testing.T, c traingen.TrainingLoop) (*findings.Input, map[string]findings.Finding) {
 	t.Helper()
 	in := prepare(t, c.Build())
 	fs, err := findings.Detect(context.Background(), in)
@@ -64,7 +64,7 @@ func TestLeakFires(t *testing.T) {
 	if f.Unit != findings.UnitBytes || f.Value != float64(c.LogitsBytes) {
 		t.Errorf("growth %g %s per iteration, want %d bytes", f.Value, f.Unit, c.LogitsBytes)
 	}
-	if !strings.Contains(f.Evidence, "/work/model.py:85:forward") || !strings.Contains(f.Evidence, "512.0MiB more at the end of each iteration") {
+	if !strings.Contains(f.Evidence, "/home/user/proj/model.py:85:forward") || !strings.Contains(f.Evidence, "512.0MiB more at the end of each iteration") {
 		t.Errorf("evidence does not name the site and the growth: %s", f.Evidence)
 	}
 	// Warm-up: iteration 1 keeps 2 states per layer (and the first iteration's input until the next one).

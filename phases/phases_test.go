@@ -10,7 +10,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/realsnap"
-	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -34,7 +34,7 @@ func is(st *snapshot.Stack) func(*snapshot.Stack) bool {
 // the optimizer at its first allocation (frames) or its annotation.
 func TestDetectSynthetic(t *testing.T) {
 	for _, ann := range []bool{true, false} {
-		run := testutil.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, Annotations: ann}
+		run := traingen.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, Annotations: ann}
 		s := run.Build()
 		tr := s.DeviceTraces[0]
 		tl := phases.Detect(tr, s.ExternalAnnotations, 0)
@@ -47,17 +47,17 @@ func TestDetectSynthetic(t *testing.T) {
 		}
 		from := 0
 		for k, it := range tl.Iterations {
-			fwd := firstAlloc(tr, from, is(testutil.TrainActStack))
+			fwd := firstAlloc(tr, from, is(traingen.TrainActStack))
 			if k > 0 {
 				fwd = tl.Iterations[k-1].Span.End
 				// The previous iteration ends where its optimizer phase ends: right before this input's alloc
 				// (frames), or at the end of zero_grad's frees (annotations).
-				if in := firstAlloc(tr, from, is(testutil.TrainInputStack)); ann && in < fwd || !ann && in != fwd {
+				if in := firstAlloc(tr, from, is(traingen.TrainInputStack)); ann && in < fwd || !ann && in != fwd {
 					t.Errorf("annotations=%v iteration %d starts at %d; its input is allocated at %d", ann, k+1, fwd, in)
 				}
 			}
 			bwd := firstAlloc(tr, fwd, func(s *snapshot.Stack) bool { return s == nil })
-			opt := firstAlloc(tr, bwd, func(s *snapshot.Stack) bool { return s == testutil.TrainStateStack || s == testutil.TrainOptTmpStack })
+			opt := firstAlloc(tr, bwd, func(s *snapshot.Stack) bool { return s == traingen.TrainStateStack || s == traingen.TrainOptTmpStack })
 			if ann {
 				// The START mark is recorded at the time of the event after it, which is the optimizer's first alloc.
 				opt = sortSearchTime(tr, s.ExternalAnnotations[4*k].TimeUS)
@@ -89,7 +89,7 @@ func sortSearchTime(tr []snapshot.TraceEntry, t int64) int {
 // TestDetectOOMAndMarkers: an OOM ends its iteration at the failing event; a trace without stacks or optimizer
 // falls back to snapshot markers; an empty trace has no iterations.
 func TestDetectOOMAndMarkers(t *testing.T) {
-	s := testutil.TrainingLoop{Iterations: 1, Layers: 6, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, OOMAtLayer: 4}.Build()
+	s := traingen.TrainingLoop{Iterations: 1, Layers: 6, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, OOMAtLayer: 4}.Build()
 	tr := s.DeviceTraces[0]
 	tl := phases.Detect(tr, nil, 0)
 	oom := -1
@@ -210,12 +210,12 @@ func itoa(i int) string { return string(rune('0' + i)) }
 // TestDetectPeriodic: with no stacks and no annotations the sawtooth of live memory gives the iterations, and each
 // backward begins at its iteration's highest live memory, where the fixture's first activation gradient lands.
 func TestDetectPeriodic(t *testing.T) {
-	s := testutil.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20}.Build()
+	s := traingen.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20}.Build()
 	tr := s.DeviceTraces[0]
 	// The first activation gradient of each iteration: the first stackless alloc after an activation.
 	var bwd []int
 	for j := 0; j < len(tr); j++ {
-		if tr[j].Action == snapshot.ActionAlloc && tr[j].Stack == nil && (len(bwd) == 0 || tr[j-1].Stack == testutil.TrainLogitsStack) {
+		if tr[j].Action == snapshot.ActionAlloc && tr[j].Stack == nil && (len(bwd) == 0 || tr[j-1].Stack == traingen.TrainLogitsStack) {
 			if len(bwd) == 0 || j > bwd[len(bwd)-1]+20 {
 				bwd = append(bwd, j)
 			}

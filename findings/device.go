@@ -229,3 +229,19 @@ func UnknownShare(ls LiveSet) float64 {
 func ComponentBytes(ls LiveSet, c components.Component) int64 {
 	return ShareOf(ls.ByComponent, string(c))
 }
+
+// IterationPeak is the live set at the highest allocated memory within iteration k (0-based); ok is false when
+// there is no such iteration.
+func (d *Device) IterationPeak(k, top int) (LiveSet, bool) {
+	if k < 0 || k >= len(d.Timeline.Iterations) {
+		return LiveSet{}, false
+	}
+	sp := d.Timeline.Iterations[k].Span
+	best := sp.Start
+	for j := sp.Start; j < sp.End && j < len(d.Allocated); j++ {
+		if d.Allocated[j] > d.Allocated[best] {
+			best = j
+		}
+	}
+	return d.LiveAt(best, top), true
+}

@@ -173,3 +173,22 @@ func TestOOMExplained(t *testing.T) {
 		t.Errorf("finding %+v", f)
 	}
 }
+
+// TestIterationPeak: in the fixture every iteration peaks at the start of its backward (all activations, the
+// logits and the first activation gradient live); iteration 1 holds no optimizer state yet, iteration 2 does.
+func TestIterationPeak(t *testing.T) {
+	in := prepare(t, healthy.Build())
+	d := in.Devices[0]
+	p1, ok1 := d.IterationPeak(0, 5)
+	p2, ok2 := d.IterationPeak(1, 5)
+	if !ok1 || !ok2 || p1.Phase != "backward" || p2.Phase != "backward" {
+		t.Fatalf("iteration peaks in %q and %q, want backward", p1.Phase, p2.Phase)
+	}
+	states := 2 * int64(healthy.Layers) * healthy.WeightBytes
+	if findings.ComponentBytes(p1, "optimizer") != 0 || findings.ComponentBytes(p2, "optimizer") != states {
+		t.Errorf("optimizer state %d then %d, want 0 then %d", findings.ComponentBytes(p1, "optimizer"), findings.ComponentBytes(p2, "optimizer"), states)
+	}
+	if _, ok := d.IterationPeak(len(d.Timeline.Iterations), 5); ok {
+		t.Error("a peak for an iteration that does not exist")
+	}
+}

@@ -186,3 +186,21 @@ func TestRealOOM(t *testing.T) {
 		t.Errorf("fragmentation on an OOM whose cache held only %d free", x.ReservedBytes-x.Live.Bytes)
 	}
 }
+
+// TestRealVarlenExpandableReplay: with package allocator's replay the saving is what the H200 measured: the same
+// run under expandable_segments:True reserved 61.6 GiB (stated to 0.1 GiB).
+func TestRealVarlenExpandableReplay(t *testing.T) {
+	r := loadReal(t, "llama1b-varlen-b4-snap")
+	d := r.in.Devices[0]
+	f, ok, err := findings.Fragmentation(context.Background(), r.in.Snapshot, d, findings.Replayer{Snapshot: r.in.Snapshot})
+	if err != nil || !ok || f.Basis != "allocator replay" {
+		t.Fatalf("fragmentation with the allocator model: %+v %v %v", f, ok, err)
+	}
+	_, res := d.MaxReservedIndex()
+	if res != r.run.PeakReserved {
+		t.Errorf("max reserved %d, PyTorch measured %d", res, r.run.PeakReserved)
+	}
+	if withExp := float64(res) - f.Value; math.Abs(withExp/(1<<30)-61.6) > 0.05 {
+		t.Errorf("expandable segments would reserve %.2f GiB, the H200 reserved 61.6 GiB", withExp/(1<<30))
+	}
+}

@@ -13,11 +13,8 @@ import (
 	"github.com/memscan/memscan/snapshot"
 )
 
-// Defaults for Options.
-const (
-	DefaultTopN              = 50
-	DefaultMaxTimelinePoints = 4000
-)
+// DefaultMaxTimelinePoints is the default Options.MaxTimelinePoints (DefaultTopN is in defaults.go).
+const DefaultMaxTimelinePoints = 4000
 
 // Size thresholds used by the fragmentation figures and recommendations.
 const (

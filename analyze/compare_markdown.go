@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/memscan/memscan/units"
 )
 
 // CompareMarkdownOptions tune WriteCompareMarkdown.
@@ -39,7 +41,7 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison, opt CompareMarkdownOptions
 				continue // e.g. allocator totals of tracer JSON, which has none
 			}
 			if strings.HasSuffix(t.Name, "_bytes") {
-				p("| %s | %s | %s | %s | %s |\n", t.Name, FormatBytes(t.Before), FormatBytes(t.After), signedBytes(t.Delta), deltaPct(t))
+				p("| %s | %s | %s | %s | %s |\n", t.Name, units.Bytes(t.Before), units.Bytes(t.After), signedBytes(t.Delta), deltaPct(t))
 			} else {
 				p("| %s | %d | %d | %+d | %s |\n", t.Name, t.Before, t.After, t.Delta, deltaPct(t))
 			}
@@ -52,14 +54,14 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison, opt CompareMarkdownOptions
 		writeTable(p, "Creation sites", "site", d.Sites, opt.Rows, true)
 		writeTable(p, "Modules", "module", d.Modules, opt.Rows, false)
 		if d.PeakCategories != nil {
-			p("### Peak\n\nThe trace peak went from %s to %s (%s). Attribution:\n\n", FormatBytes(d.PeakCategories.Total.Before),
-				FormatBytes(d.PeakCategories.Total.After), signedBytes(d.PeakCategories.Total.Delta))
+			p("### Peak\n\nThe trace peak went from %s to %s (%s). Attribution:\n\n", units.Bytes(d.PeakCategories.Total.Before),
+				units.Bytes(d.PeakCategories.Total.After), signedBytes(d.PeakCategories.Total.Delta))
 			writeTable(p, "Peak by category", "category", *d.PeakCategories, opt.Rows, false)
 			writeTable(p, "Peak by source line", "site", *d.PeakSites, opt.Rows, true)
 		}
 		if s := d.Segments; s != nil {
 			p("### Segments\n\n%d segments in both (same device, address and size); %d new (%s); %d vanished (%s).\n\n",
-				s.Common, len(s.New), FormatBytes(s.NewBytes), len(s.Vanished), FormatBytes(s.VanishedBytes))
+				s.Common, len(s.New), units.Bytes(s.NewBytes), len(s.Vanished), units.Bytes(s.VanishedBytes))
 			for _, part := range []struct {
 				title string
 				segs  []SegmentID
@@ -73,7 +75,7 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison, opt CompareMarkdownOptions
 						p("| | … %d more in compare.json | | |\n", len(part.segs)-j)
 						break
 					}
-					p("| %d | 0x%x | %s | %d |\n", sg.Device, sg.Address, FormatBytes(sg.Size), sg.Stream)
+					p("| %d | 0x%x | %s | %d |\n", sg.Device, sg.Address, units.Bytes(sg.Size), sg.Stream)
 				}
 				p("\n")
 			}
@@ -100,30 +102,30 @@ func writeTable(p func(string, ...any), title, col string, t Table, n int, withC
 				a += x.After
 			}
 			if withCat {
-				p("| … %d more rows | | %s | %s | %s |\n", len(t.Rows)-i, FormatBytes(b), FormatBytes(a), signedBytes(a-b))
+				p("| … %d more rows | | %s | %s | %s |\n", len(t.Rows)-i, units.Bytes(b), units.Bytes(a), signedBytes(a-b))
 			} else {
-				p("| … %d more rows | %s | %s | %s | |\n", len(t.Rows)-i, FormatBytes(b), FormatBytes(a), signedBytes(a-b))
+				p("| … %d more rows | %s | %s | %s | |\n", len(t.Rows)-i, units.Bytes(b), units.Bytes(a), signedBytes(a-b))
 			}
 			break
 		}
 		if withCat {
-			p("| `%s` | %s | %s | %s | %s |\n", mdEscape(r.Name), r.Category, FormatBytes(r.Before), FormatBytes(r.After), signedBytes(r.Delta))
+			p("| `%s` | %s | %s | %s | %s |\n", mdEscape(r.Name), r.Category, units.Bytes(r.Before), units.Bytes(r.After), signedBytes(r.Delta))
 		} else {
-			p("| %s | %s | %s | %s | %d → %d |\n", mdText(r.Name), FormatBytes(r.Before), FormatBytes(r.After), signedBytes(r.Delta), r.BeforeCount, r.AfterCount)
+			p("| %s | %s | %s | %s | %d → %d |\n", mdText(r.Name), units.Bytes(r.Before), units.Bytes(r.After), signedBytes(r.Delta), r.BeforeCount, r.AfterCount)
 		}
 	}
 	if withCat {
-		p("| **total** | | %s | %s | %s |\n\n", FormatBytes(t.Total.Before), FormatBytes(t.Total.After), signedBytes(t.Total.Delta))
+		p("| **total** | | %s | %s | %s |\n\n", units.Bytes(t.Total.Before), units.Bytes(t.Total.After), signedBytes(t.Total.Delta))
 	} else {
-		p("| **total** | %s | %s | %s | |\n\n", FormatBytes(t.Total.Before), FormatBytes(t.Total.After), signedBytes(t.Total.Delta))
+		p("| **total** | %s | %s | %s | |\n\n", units.Bytes(t.Total.Before), units.Bytes(t.Total.After), signedBytes(t.Total.Delta))
 	}
 }
 
 func signedBytes(n int64) string {
 	if n > 0 {
-		return "+" + FormatBytes(n)
+		return "+" + units.Bytes(n)
 	}
-	return FormatBytes(n)
+	return units.Bytes(n)
 }
 
 func deltaPct(d Delta) string {

@@ -97,8 +97,8 @@ func TestCompareFixture(t *testing.T) {
 	if err := WriteCompareMarkdown(&md, c, CompareMarkdownOptions{Images: map[int][]string{0: {"compare_categories.png"}}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| Optimizer | 0.0B | 400.0B | +400.0B | 0 → 2 |", "![compare_categories.png](compare_categories.png)",
-		"| " + Uncategorized + " | 24.0B | 0.0B | -24.0B |", "1 segments in both"} {
+	for _, want := range []string{"| Optimizer | 0 B | 400 B | +400 B | 0 → 2 |", "![compare_categories.png](compare_categories.png)",
+		"| " + Uncategorized + " | 24 B | 0 B | -24 B |", "1 segments in both"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -5,24 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/memscan/memscan/units"
 )
 
 // OutlierPct is how far above the median (of the same iteration) an input's reserved bytes must be to be an outlier.
 const OutlierPct = 10.0
-
-// median is the middle value, or the mean of the two middle values (rounded down) for an even count; 0 for none.
-func median(v []int64) int64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return s[n/2-1] + (s[n/2]-s[n/2-1])/2
-}
 
 // recordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
 // tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
@@ -88,14 +76,14 @@ func CrossInputs(reports []*Report) *Cross {
 			res = append(res, rows[i].ReservedBytes)
 			alloc = append(alloc, rows[i].AllocatedBytes)
 		}
-		maxRes, medRes := slices.Max(res), median(res)
+		maxRes, medRes := slices.Max(res), units.Median(res)
 		pct := 0.0
 		if medRes > 0 {
 			pct = (float64(maxRes)/float64(medRes) - 1) * 100
 		}
 		if k == 0 || pct > c.ImbalancePct {
 			c.MaxReservedBytes, c.MedianReservedBytes = maxRes, medRes
-			c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), median(alloc)
+			c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), units.Median(alloc)
 			c.ImbalancePct, c.ImbalanceIteration = pct, it
 		}
 	}
@@ -111,11 +99,11 @@ func CrossInputs(reports []*Report) *Cross {
 		for _, i := range idx {
 			v = append(v, rows[i].ReservedBytes)
 		}
-		med := median(v)
+		med := units.Median(v)
 		for _, i := range idx {
 			if med > 0 && float64(rows[i].ReservedBytes) > float64(med)*(1+OutlierPct/100) {
 				c.OutlierFiles = append(c.OutlierFiles, rows[i].File)
-				if p := pctOf(rows[i].ReservedBytes-med, med); p > worstPct {
+				if p := units.Share(rows[i].ReservedBytes-med, med); p > worstPct {
 					worst, worstPct, worstMed = i, p, med
 				}
 			}
@@ -126,7 +114,7 @@ func CrossInputs(reports []*Report) *Cross {
 		c.Recommendations = append(c.Recommendations, Recommendation{ID: "rank-imbalance", Severity: SeverityWarning,
 			Title: "Memory imbalance between ranks", Value: worstPct, Threshold: OutlierPct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%s%s reserves %s, %.1f%% above the median %s of %s; %d outlier input(s)",
-				w.File, rankIterLabel(w.Rank, w.Iteration), FormatBytes(w.ReservedBytes), worstPct, FormatBytes(worstMed),
+				w.File, rankIterLabel(w.Rank, w.Iteration), units.Bytes(w.ReservedBytes), worstPct, units.Bytes(worstMed),
 				iterationLabel(w.Iteration), len(c.OutlierFiles)),
 			Advice: "Uneven pipeline stages, MoE expert load or rank-0-only work (logging, checkpointing, evaluation) make one rank the limit: balance it or size the job for that rank."})
 	}
@@ -162,7 +150,7 @@ func CrossInputs(reports []*Report) *Cross {
 			c.Recommendations = append(c.Recommendations, Recommendation{ID: "possible-leak-across-iterations", Severity: SeverityWarning,
 				Title: "Allocated memory grows from iteration to iteration", Value: float64(growth), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
 				Evidence: fmt.Sprintf("rank %d: allocated grew from %s (iteration %d) to %s (iteration %d) over %d snapshots without dropping",
-					rk, FormatBytes(rs[0].AllocatedBytes), rs[0].Iteration, FormatBytes(rs[len(rs)-1].AllocatedBytes), rs[len(rs)-1].Iteration, len(rs)),
+					rk, units.Bytes(rs[0].AllocatedBytes), rs[0].Iteration, units.Bytes(rs[len(rs)-1].AllocatedBytes), rs[len(rs)-1].Iteration, len(rs)),
 				Advice: "Compare the sites of the first and last snapshot (memscan compare) to find what accumulates."})
 		}
 	}

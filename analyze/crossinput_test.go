@@ -154,7 +154,7 @@ func TestCrossInputsUnknownRank(t *testing.T) {
 	if len(c.Recommendations) != 1 {
 		t.Fatalf("recommendations %+v", c.Recommendations)
 	}
-	if ev := c.Recommendations[0].Evidence; strings.Contains(ev, "-1") || !strings.HasPrefix(ev, "b.pickle reserves 200.0MiB") {
+	if ev := c.Recommendations[0].Evidence; strings.Contains(ev, "-1") || !strings.HasPrefix(ev, "b.pickle reserves 200.0 MiB") {
 		t.Errorf("evidence %q", ev)
 	}
 }

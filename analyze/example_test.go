@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // Example decodes the bundled example snapshot and prints its allocator totals and the top of its peak. The
@@ -20,16 +21,16 @@ func Example() {
 	fmt.Println("format:", rep.Format, rep.TorchFormat)
 	fmt.Println("reserved:", rep.ReservedBytes)
 	fmt.Println("requested + internal + external:", rep.RequestedBytes+rep.InternalFreeBytes+rep.ExternalFreeBytes)
-	fmt.Println("peak:", analyze.FormatBytes(rep.Peak.Bytes), "led by", rep.Peak.Categories[0].Name)
+	fmt.Println("peak:", units.Bytes(rep.Peak.Bytes), "led by", rep.Peak.Categories[0].Name)
 	for _, a := range rep.Top {
-		fmt.Println(analyze.FormatBytes(a.Size), a.Category, a.Site)
+		fmt.Println(units.Bytes(a.Size), a.Category, a.Site)
 	}
 	// Output:
 	// format: pickle-v4 2.10+
 	// reserved: 1264582656
 	// requested + internal + external: 1264582656
-	// peak: 1.2GiB led by Linear/MatMul
-	// 62.5MiB Parameters/Weights /home/alice/gpt-small/model.py:92:__init__
-	// 62.5MiB Gradient /home/alice/gpt-small/train.py:58:train_step
-	// 62.5MiB Optimizer State /home/alice/gpt-small/train.py:66:main
+	// peak: 1.2 GiB led by Linear/MatMul
+	// 62.5 MiB Parameters/Weights /home/alice/gpt-small/model.py:92:__init__
+	// 62.5 MiB Gradient /home/alice/gpt-small/train.py:58:train_step
+	// 62.5 MiB Optimizer State /home/alice/gpt-small/train.py:66:main
 }

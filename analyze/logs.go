@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 // LogView is the analysis of the memory lines of one training log: runtime measurements per rank and iteration.
@@ -160,7 +161,7 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 				res = append(res, row.MaxReserved)
 			}
 		}
-		if med := median(res); med > 0 {
+		if med := units.Median(res); med > 0 {
 			v.ReservedImbalancePct = (float64(slices.Max(res))/float64(med) - 1) * 100
 		}
 	}
@@ -187,19 +188,19 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 func logRecommendations(v *LogView) []Recommendation {
 	out := []Recommendation{}
 	if v.CapacityBytes > 0 && v.PeakReservedBytes > 0 {
-		share := pctOf(v.PeakReservedBytes, v.CapacityBytes)
+		share := units.Share(v.PeakReservedBytes, v.CapacityBytes)
 		if share >= 90 {
 			out = append(out, Recommendation{ID: "log-near-capacity", Severity: "warning", Title: "Reserved memory is close to device capacity",
-				Evidence: fmt.Sprintf("peak reserved %s is %.1f%% of %s", humanIEC(v.PeakReservedBytes), share, humanIEC(v.CapacityBytes)),
+				Evidence: fmt.Sprintf("peak reserved %s is %.1f%% of %s", units.Bytes(v.PeakReservedBytes), share, units.Bytes(v.CapacityBytes)),
 				Value:    share, Threshold: 90,
 				Advice: "A small change in batch or sequence length may OOM; consider activation checkpointing or expandable segments."})
 		}
 	}
 	if v.PeakAllocatedBytes > 0 && v.PeakReservedBytes > 0 {
-		slack := pctOf(v.PeakReservedBytes-v.PeakAllocatedBytes, v.PeakReservedBytes)
+		slack := units.Share(v.PeakReservedBytes-v.PeakAllocatedBytes, v.PeakReservedBytes)
 		if slack >= 20 {
 			out = append(out, Recommendation{ID: "log-reserved-slack", Severity: "info", Title: "Reserved memory well above allocated",
-				Evidence: fmt.Sprintf("peak reserved %s vs peak allocated %s (%.1f%% of reserved is cache)", humanIEC(v.PeakReservedBytes), humanIEC(v.PeakAllocatedBytes), slack),
+				Evidence: fmt.Sprintf("peak reserved %s vs peak allocated %s (%.1f%% of reserved is cache)", units.Bytes(v.PeakReservedBytes), units.Bytes(v.PeakAllocatedBytes), slack),
 				Value:    slack, Threshold: 20,
 				Advice: "The caching allocator holds memory that is not in use; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True usually reduces it."})
 		}

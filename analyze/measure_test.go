@@ -8,8 +8,8 @@ func TestFormatMeasure(t *testing.T) {
 		unit string
 		want string
 	}{
-		{104857600, UnitBytes, "100.0MiB"}, // 100 × 2^20
-		{2097152000, UnitBytes, "2.0GiB"},  // 2000 MiB = 1.95 GiB, printed with one decimal
+		{104857600, UnitBytes, "100.0 MiB"}, // 100 × 2^20
+		{2097152000, UnitBytes, "2.0 GiB"},  // 2000 MiB = 1.95 GiB, printed with one decimal
 		{12.754, UnitPercent, "12.75%"},
 		{10, UnitPercent, "10.00%"},
 		{3, "", "3"},

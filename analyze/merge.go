@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/memscan/memscan/units"
 )
 
 // SummaryKind marks a msgpack file as one rank's summary (as opposed to a whole run's report.msgpack).
@@ -80,9 +82,6 @@ type MergeOptions struct {
 	// TopK is how many of the largest ranks are kept as outlier candidates; 0 means DefaultTopK.
 	TopK int
 }
-
-// DefaultTopK is the default number of outlier candidates a Merger keeps.
-const DefaultTopK = 32
 
 // RankRow is one rank in the cross-rank table.
 type RankRow struct {
@@ -475,7 +474,7 @@ func crossRankAdvice(c *CrossRank) []Recommendation {
 		out = append(out, Recommendation{ID: "rank-imbalance", Severity: "warning",
 			Title: "Reserved memory is unbalanced across ranks",
 			Evidence: fmt.Sprintf("rank %d reserves %s, %.0f%% above the median of %s over %d ranks",
-				c.Reserved.MaxRank, fmtBytes(c.Reserved.Max), c.ImbalancePct, fmtBytes(c.Reserved.Median), c.Ranks),
+				c.Reserved.MaxRank, units.Bytes(c.Reserved.Max), c.ImbalancePct, units.Bytes(c.Reserved.Median), c.Ranks),
 			Value: c.ImbalancePct, Threshold: OutlierPct,
 			Advice: "The largest rank decides whether the job fits. Check the pipeline split (layers per stage), " +
 				"uneven data or sequence lengths, and rank-0-only work such as logging or evaluation."})
@@ -488,7 +487,7 @@ func crossRankAdvice(c *CrossRank) []Recommendation {
 				out = append(out, Recommendation{ID: "pipeline-stage-skew", Severity: "info",
 					Title: "Early pipeline stages hold more memory",
 					Evidence: fmt.Sprintf("stage %d averages %s per rank, stage %d %s (%.2f×)",
-						first.Stage, fmtBytes(first.MeanReserved), last.Stage, fmtBytes(last.MeanReserved), ratio),
+						first.Stage, units.Bytes(first.MeanReserved), last.Stage, units.Bytes(last.MeanReserved), ratio),
 					Value: ratio, Threshold: 1.25,
 					Advice: "With 1F1B the first stage keeps the most micro-batches in flight. Give early stages fewer " +
 						"layers, or use activation checkpointing on them."})
@@ -503,18 +502,6 @@ func crossRankAdvice(c *CrossRank) []Recommendation {
 			Advice: "Analyze the snapshot of an OOM rank in full (memscan analyze FILE) to see what was live."})
 	}
 	return out
-}
-
-// fmtBytes formats a byte count with binary units, as PyTorch's _memory_viz does.
-func fmtBytes(n int64) string {
-	f := float64(n)
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for math.Abs(f) >= 1024 && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	return fmt.Sprintf("%.1f%s", f, units[i])
 }
 
 // joinInts renders 10, 20, 30 (−1 as "unknown").

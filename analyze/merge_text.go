@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/memscan/memscan/units"
 )
 
 // WriteText renders the cross-rank report as plain text. maxRows bounds the per-rank table (0 = all rows);
@@ -24,19 +26,19 @@ func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 		name string
 		s    MetricStats
 	}{{"reserved", c.Reserved}, {"allocated", c.Allocated}, {"peak", c.Peak}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", m.name, fmtBytes(m.s.Min), fmtBytes(m.s.Median),
-			fmtBytes(m.s.P90), fmtBytes(m.s.Max), m.s.MaxRank, fmtBytes(m.s.Sum))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", m.name, units.Bytes(m.s.Min), units.Bytes(m.s.Median),
+			units.Bytes(m.s.P90), units.Bytes(m.s.Max), m.s.MaxRank, units.Bytes(m.s.Sum))
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "\nimbalance (max/median − 1): reserved %.1f%%, peak %.1f%%; efficiency (requested/reserved) %.1f%%\n",
 		c.ImbalancePct, c.PeakImbalancePct, c.EfficiencyPct)
 	fmt.Fprintf(&b, "free inside reserved: internal %s, external %s; OOM events: %d on %d ranks\n",
-		fmtBytes(c.InternalFreeBytes), fmtBytes(c.ExternalFreeBytes), c.OOMs, c.OOMRanks)
+		units.Bytes(c.InternalFreeBytes), units.Bytes(c.ExternalFreeBytes), c.OOMs, c.OOMRanks)
 
 	if len(c.Outliers) > 0 {
-		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", OutlierPct, fmtBytes(c.Reserved.Median))
+		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", OutlierPct, units.Bytes(c.Reserved.Median))
 		for _, r := range c.Outliers {
-			fmt.Fprintf(&b, "  rank %d  %s  (+%.1f%%)  %s\n", r.Rank, fmtBytes(r.ReservedBytes),
+			fmt.Fprintf(&b, "  rank %d  %s  (+%.1f%%)  %s\n", r.Rank, units.Bytes(r.ReservedBytes),
 				(float64(r.ReservedBytes)/float64(c.Reserved.Median)-1)*100, r.File)
 		}
 	}
@@ -45,15 +47,15 @@ func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "stage\tranks\tmean reserved\tmin reserved\tmax reserved\tmax peak\tOOMs\t\n")
 		for _, s := range c.Stages {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\t\n", s.Stage, s.Ranks, fmtBytes(s.MeanReserved),
-				fmtBytes(s.MinReserved), fmtBytes(s.MaxReserved), fmtBytes(s.MaxPeak), s.OOMs)
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%d\t\n", s.Stage, s.Ranks, units.Bytes(s.MeanReserved),
+				units.Bytes(s.MinReserved), units.Bytes(s.MaxReserved), units.Bytes(s.MaxPeak), s.OOMs)
 		}
 		tw.Flush()
 	}
 	if len(c.Categories) > 0 {
 		b.WriteString("\nCategories (live bytes summed over ranks):\n")
 		for _, cs := range c.Categories {
-			fmt.Fprintf(&b, "  %-28s %10s  %d allocations\n", cs.Name, fmtBytes(cs.Bytes), cs.Count)
+			fmt.Fprintf(&b, "  %-28s %10s  %d allocations\n", cs.Name, units.Bytes(cs.Bytes), cs.Count)
 		}
 	}
 	if len(c.Recommendations) > 0 {
@@ -70,8 +72,8 @@ func (c *CrossRank) WriteText(w io.Writer, maxRows int) error {
 		rows = rows[:maxRows]
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%d\t  %s\n", r.Rank, r.Iteration, r.Stage, fmtBytes(r.ReservedBytes),
-			fmtBytes(r.AllocatedBytes), fmtBytes(r.PeakBytes), r.EfficiencyPct, r.OOMs, r.File)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%d\t  %s\n", r.Rank, r.Iteration, r.Stage, units.Bytes(r.ReservedBytes),
+			units.Bytes(r.AllocatedBytes), units.Bytes(r.PeakBytes), r.EfficiencyPct, r.OOMs, r.File)
 	}
 	tw.Flush()
 	if len(rows) < len(c.Rows) {

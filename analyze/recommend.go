@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 // Recommendation thresholds. Each recommendation reports its measured value next to the threshold it crossed.
@@ -31,25 +32,6 @@ const (
 	SeverityInfo     = "info"
 )
 
-func pctOf(part, whole int64) float64 {
-	if whole <= 0 {
-		return 0
-	}
-	return float64(part) / float64(whole) * 100
-}
-
-// FormatBytes renders bytes with 1024-based units as PyTorch's _memory_viz does ("1.9GiB").
-func FormatBytes(n int64) string {
-	f := float64(n)
-	units := []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
-	u := 0
-	for (f >= 1024 || f <= -1024) && u < len(units)-1 {
-		f /= 1024
-		u++
-	}
-	return fmt.Sprintf("%.1f%sB", f, units[u])
-}
-
 // expandable reports whether the snapshot already uses expandable segments.
 func expandable(s *snapshot.Snapshot) bool {
 	if s.AllocatorSettings != nil && s.AllocatorSettings.ExpandableSegments {
@@ -74,7 +56,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 			rec := Recommendation{ID: "oom", Severity: SeverityCritical, Title: "Out-of-memory event recorded",
 				Value: float64(len(r.OOMs)), Threshold: 0,
 				Evidence: fmt.Sprintf("%d oom event(s); the first asked for %s with %s free on device %d (event %d)",
-					len(r.OOMs), FormatBytes(o.RequestedBytes), FormatBytes(o.DeviceFreeBytes), o.Device, o.EventIndex),
+					len(r.OOMs), units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes), o.Device, o.EventIndex),
 				Advice: "Look at the live set at the peak and the top sites: reduce batch or sequence length, enable activation checkpointing, or shard parameters/optimizer state (FSDP/ZeRO)."}
 			if o.Site != "" {
 				rec.Evidence += ", from " + o.Site
@@ -87,7 +69,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 				Value:     float64(cached),
 				Threshold: float64(o.RequestedBytes), Unit: UnitBytes,
 				Evidence: fmt.Sprintf("at oom event %d on device %d the allocator held %s reserved but not allocated, more than the %s requested, yet no free block was large enough",
-					o.EventIndex, o.Device, FormatBytes(cached), FormatBytes(o.RequestedBytes)),
+					o.EventIndex, o.Device, units.Bytes(cached), units.Bytes(o.RequestedBytes)),
 				Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so free memory can be remapped into one range."})
 			break
 		}
@@ -99,16 +81,16 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 			Title: "Possible memory leak: live bytes from one site keep growing",
 			Value: float64(l.GrowthBytes), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
 			Evidence: fmt.Sprintf("%s (%s) on device %d grew from %s to %s across %d %s without ever shrinking (%d suspect site(s))",
-				l.Site, l.Category, l.Device, FormatBytes(l.FirstBytes), FormatBytes(l.LastBytes), l.Markers, l.MarkerKind, len(r.LeakSuspects)),
+				l.Site, l.Category, l.Device, units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Markers, l.MarkerKind, len(r.LeakSuspects)),
 			Advice: "Check that tensors from this site are not kept alive across steps (appended to lists, stored on self, loss kept with its graph instead of loss.item())."})
 	}
 
-	if overhead := pctOf(reserved-r.RequestedBytes, reserved); reserved > 0 && overhead > CacheOverheadPct {
+	if overhead := units.Share(reserved-r.RequestedBytes, reserved); reserved > 0 && overhead > CacheOverheadPct {
 		out = append(out, Recommendation{ID: "cache-overhead", Severity: SeverityWarning, Title: "High cache overhead",
 			Value: overhead, Threshold: CacheOverheadPct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%s of %s reserved (%.1f%%) holds no requested bytes: %s cached free, %s pending free, %s rounding",
-				FormatBytes(reserved-r.RequestedBytes), FormatBytes(reserved), overhead, FormatBytes(r.InactiveBytes),
-				FormatBytes(r.ExternalFreeBytes-r.InactiveBytes), FormatBytes(r.InternalFreeBytes)),
+				units.Bytes(reserved-r.RequestedBytes), units.Bytes(reserved), overhead, units.Bytes(r.InactiveBytes),
+				units.Bytes(r.ExternalFreeBytes-r.InactiveBytes), units.Bytes(r.InternalFreeBytes)),
 			Advice: "Release cached blocks between phases with torch.cuda.empty_cache(), or limit splitting with PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<N>; see the fragmentation figures for why the cache is large."})
 	}
 
@@ -117,23 +99,23 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 		out = append(out, Recommendation{ID: "large-unused-blocks", Severity: SeverityWarning, Title: "Large unused cached blocks",
 			Value: float64(r.LargestFreeBlockBytes), Threshold: float64(LargeFreeBlockBytes), Unit: UnitBytes,
 			Evidence: fmt.Sprintf("%d cached free block(s) of at least %s hold %s; the largest is %s",
-				f.LargeFreeBlocks, FormatBytes(LargeFreeBlockBytes), FormatBytes(f.LargeFreeBlocksBytes), FormatBytes(r.LargestFreeBlockBytes)),
+				f.LargeFreeBlocks, units.Bytes(LargeFreeBlockBytes), units.Bytes(f.LargeFreeBlocksBytes), units.Bytes(r.LargestFreeBlockBytes)),
 			Advice: "Memory freed after a peak stays cached: call torch.cuda.empty_cache() after one-off phases (evaluation, checkpoint loading), or let other work reuse it."})
 	}
 
-	if !exp && f.FragmentationPct > FragmentationPctThreshold && pctOf(f.CachedFreeBytes, reserved) >= FragmentationMinCachedPct {
+	if !exp && f.FragmentationPct > FragmentationPctThreshold && units.Share(f.CachedFreeBytes, reserved) >= FragmentationMinCachedPct {
 		out = append(out, Recommendation{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache",
 			Value: f.FragmentationPct, Threshold: FragmentationPctThreshold, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%.1f%% of the %s cached free memory lies outside the largest free block (%s); %d segment(s) are at least %.0f%% free",
-				f.FragmentationPct, FormatBytes(f.CachedFreeBytes), FormatBytes(r.LargestFreeBlockBytes), f.MostlyFreeSegments, f.MostlyFreeThreshold*100),
+				f.FragmentationPct, units.Bytes(f.CachedFreeBytes), units.Bytes(r.LargestFreeBlockBytes), f.MostlyFreeSegments, f.MostlyFreeThreshold*100),
 			Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so segments grow in place instead of leaving many partly used ranges."})
 	}
 
-	if pending := r.ExternalFreeBytes - r.InactiveBytes; reserved > 0 && pending > 0 && pctOf(pending, reserved) >= PendingFreePct {
+	if pending := r.ExternalFreeBytes - r.InactiveBytes; reserved > 0 && pending > 0 && units.Share(pending, reserved) >= PendingFreePct {
 		out = append(out, Recommendation{ID: "pending-free", Severity: SeverityInfo, Title: "Blocks waiting on other streams (record_stream)",
-			Value: pctOf(pending, reserved), Threshold: PendingFreePct, Unit: UnitPercent,
+			Value: units.Share(pending, reserved), Threshold: PendingFreePct, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%s (%.1f%% of reserved) is in active_pending_free blocks: freed by the program but held until work on another stream finishes",
-				FormatBytes(pending), pctOf(pending, reserved)),
+				units.Bytes(pending), units.Share(pending, reserved)),
 			Advice: "Avoid Tensor.record_stream on large buffers (for NCCL set TORCH_NCCL_AVOID_RECORD_STREAMS=1), or synchronize the side stream before freeing."})
 	}
 
@@ -147,14 +129,14 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 		out = append(out, Recommendation{ID: "small-pool-segments", Severity: SeverityInfo, Title: "Many small-pool segments",
 			Value: float64(small.Segments), Threshold: SmallSegmentsThreshold,
 			Evidence: fmt.Sprintf("%d small-pool (2 MiB) segments reserve %s, of which %s is free",
-				small.Segments, FormatBytes(small.ReservedBytes), FormatBytes(small.ExternalFreeBytes)),
+				small.Segments, units.Bytes(small.ReservedBytes), units.Bytes(small.ExternalFreeBytes)),
 			Advice: "Many tensors under 1 MiB are alive or were alive together: batch small tensors into one buffer (e.g. flat parameter/optimizer buffers, foreach/fused optimizers)."})
 	}
 
-	if waste := pctOf(r.InternalFreeBytes, reserved); waste > RoundingWastePct {
+	if waste := units.Share(r.InternalFreeBytes, reserved); waste > RoundingWastePct {
 		out = append(out, Recommendation{ID: "rounding-waste", Severity: SeverityInfo, Title: "Allocation rounding wastes memory",
 			Value: waste, Threshold: RoundingWastePct, Unit: UnitPercent,
-			Evidence: fmt.Sprintf("live blocks are %s larger than requested (%.1f%% of reserved)", FormatBytes(r.InternalFreeBytes), waste),
+			Evidence: fmt.Sprintf("live blocks are %s larger than requested (%.1f%% of reserved)", units.Bytes(r.InternalFreeBytes), waste),
 			Advice:   "Odd sizes round up to allocator granularity: pad shapes to multiples of 512 bytes, or tune PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions."})
 	}
 
@@ -164,10 +146,10 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 			private += g.ReservedBytes
 		}
 	}
-	if p := pctOf(private, reserved); p > PrivatePoolPct {
+	if p := units.Share(private, reserved); p > PrivatePoolPct {
 		out = append(out, Recommendation{ID: "private-pools", Severity: SeverityInfo, Title: "Private memory pools hold reserved memory",
 			Value: p, Threshold: PrivatePoolPct, Unit: UnitPercent,
-			Evidence: fmt.Sprintf("%s (%.1f%% of reserved) belongs to non-default pools (CUDA graphs or MemPool), which other allocations cannot reuse", FormatBytes(private), p),
+			Evidence: fmt.Sprintf("%s (%.1f%% of reserved) belongs to non-default pools (CUDA graphs or MemPool), which other allocations cannot reuse", units.Bytes(private), p),
 			Advice:   "Share one graph pool between captures (torch.cuda.graph(pool=...)) and release graphs that are no longer replayed."})
 	}
 	return out

@@ -7,6 +7,8 @@ package analyze
 import (
 	"math"
 	"strconv"
+
+	"github.com/memscan/memscan/units"
 )
 
 // ReportVersion is bumped whenever a field of Report changes meaning or is removed.
@@ -231,7 +233,7 @@ const (
 func FormatMeasure(v float64, unit string) string {
 	switch unit {
 	case UnitBytes:
-		return FormatBytes(int64(v))
+		return units.Bytes(int64(v))
 	case UnitPercent:
 		return strconv.FormatFloat(v, 'f', 2, 64) + "%"
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 // RuntimeOptions configure the analysis of tracer JSON, memory timelines and training logs.
@@ -285,7 +286,7 @@ func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, t
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
 	})
 	for i := range dv.Phases {
-		dv.Phases[i].SharePct = pctOf(dv.Phases[i].Bytes, dv.ListedBytes)
+		dv.Phases[i].SharePct = units.Share(dv.Phases[i].Bytes, dv.ListedBytes)
 	}
 
 	// Merged module patterns and the hierarchy.
@@ -441,7 +442,7 @@ func moduleViews(d *snapshot.TracerDevice, facts []tensorFacts, listed int64) ([
 	mods := make([]ModuleStat, 0, len(patternOrder))
 	for _, p := range patternOrder {
 		a := patterns[p]
-		mods = append(mods, ModuleStat{Pattern: p, Bytes: a.bytes, Count: a.count, MergedModules: len(a.concrete), SharePct: pctOf(a.bytes, listed)})
+		mods = append(mods, ModuleStat{Pattern: p, Bytes: a.bytes, Count: a.count, MergedModules: len(a.concrete), SharePct: units.Share(a.bytes, listed)})
 	}
 	slices.SortStableFunc(mods, func(a, b ModuleStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Pattern, b.Pattern))
@@ -608,45 +609,31 @@ func gapExplanation(dv *TracerDeviceView) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s of the %s peak is not in the tensor list. The tracer copies the live list just before the allocation that sets the peak, so that allocation is never listed",
-		humanIEC(dv.GapBytes), humanIEC(dv.PeakBytes))
+		units.Bytes(dv.GapBytes), units.Bytes(dv.PeakBytes))
 	if dv.InferredMinMemoryMB >= 1 {
-		fmt.Fprintf(&b, "; and every listed tensor is at least %s, so the file was saved with a size filter (min_memory_mb ≥ 1; Megatron's integration uses 1) that dropped all smaller tensors", humanIEC(dv.SmallestListedBytes))
+		fmt.Fprintf(&b, "; and every listed tensor is at least %s, so the file was saved with a size filter (min_memory_mb ≥ 1; Megatron's integration uses 1) that dropped all smaller tensors", units.Bytes(dv.SmallestListedBytes))
 	}
 	b.WriteString(".")
 	return b.String()
 }
 
-// humanBytes renders bytes with a 1024-based unit for explanations.
-func humanIEC(n int64) string {
-	f := float64(n)
-	switch {
-	case n >= 1<<30 || n <= -(1<<30):
-		return strconv.FormatFloat(f/(1<<30), 'f', 2, 64) + " GiB"
-	case n >= 1<<20 || n <= -(1<<20):
-		return strconv.FormatFloat(f/(1<<20), 'f', 1, 64) + " MiB"
-	case n >= 1<<10 || n <= -(1<<10):
-		return strconv.FormatFloat(f/(1<<10), 'f', 1, 64) + " KiB"
-	}
-	return strconv.FormatInt(n, 10) + " B"
-}
-
 func tracerRecommendations(p *TracerDeviceView) []Recommendation {
 	out := []Recommendation{}
 	if p.PeakBytes > 0 {
-		share := pctOf(p.GapBytes, p.PeakBytes)
+		share := units.Share(p.GapBytes, p.PeakBytes)
 		if share >= 10 {
 			out = append(out, Recommendation{ID: "tracer-unlisted-peak", Severity: "info", Title: "A large part of the peak is not listed",
-				Evidence: fmt.Sprintf("%s of %s (%.1f%%) is not in the tensor list", humanIEC(p.GapBytes), humanIEC(p.PeakBytes), share),
+				Evidence: fmt.Sprintf("%s of %s (%.1f%%) is not in the tensor list", units.Bytes(p.GapBytes), units.Bytes(p.PeakBytes), share),
 				Value:    share, Threshold: 10,
 				Advice: "The allocation that set the peak is excluded by the tracer; save with min_memory_mb=0 to list small tensors too, and look at the largest forward tensors (e.g. logits) as the likely trigger."})
 		}
 	}
 	for _, m := range p.Modules {
 		if m.Pattern == UnknownModule {
-			share := pctOf(m.Bytes, p.ListedBytes)
+			share := units.Share(m.Bytes, p.ListedBytes)
 			if share >= 50 {
 				out = append(out, Recommendation{ID: "tracer-unknown-module", Severity: "info", Title: "Most memory was created outside any module forward",
-					Evidence: fmt.Sprintf("%s (%.1f%% of listed) has module Unknown", humanIEC(m.Bytes), share), Value: share, Threshold: 50,
+					Evidence: fmt.Sprintf("%s (%.1f%% of listed) has module Unknown", units.Bytes(m.Bytes), share), Value: share, Threshold: 50,
 					Advice: "Parameters, gradients and optimizer state are created outside forward hooks; see the phase and category views for their split."})
 			}
 		}

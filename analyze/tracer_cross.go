@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/memscan/memscan/units"
 )
 
 // TracerCross compares tracer inputs (one file per simulated rank): a per-rank table, per-module and per-phase
@@ -102,7 +104,7 @@ func CrossTracer(reports []*Report) *TracerCross {
 			c.Phases[j].Bytes[i] += ph.Bytes
 		}
 	}
-	c.MedianPeakBytes = median(peaks)
+	c.MedianPeakBytes = units.Median(peaks)
 	c.MinPeakBytes = slices.Min(peaks)
 	if c.MedianPeakBytes > 0 {
 		c.ImbalancePct = (float64(c.MaxPeakBytes)/float64(c.MedianPeakBytes) - 1) * 100

@@ -1,11 +1,6 @@
 package calibrate
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/memscan/memscan/static"
 )
 
@@ -53,26 +48,4 @@ func (m *Model) Compare(cfg static.Config, source string) (*Applied, error) {
 		AppliedRow{MetricPeakReserved, a.Raw.PeakReserved, a.Corrected.PeakReserved},
 		AppliedRow{MetricEndOfStep, a.Raw.EndOfStep, a.Corrected.EndOfStep})
 	return a, nil
-}
-
-// WriteText renders the side-by-side table.
-func (a *Applied) WriteText(w io.Writer) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nCalibrated prediction (%s)\n  %s\n", a.Corrections, a.Explanation)
-	if a.CV != nil {
-		fmt.Fprintf(&b, "  leave-one-out held-out error of the model: median %.1f %%, max %.1f %%\n", a.CV.MedianAbsPct, a.CV.MaxAbsPct)
-	}
-	fmt.Fprintf(&b, "  %-28s %12s %12s %9s\n", "", "RAW GiB", "CORR GiB", "CHANGE")
-	for _, r := range a.Rows {
-		fmt.Fprintf(&b, "  %-28s %12s %12s %9s\n", r.Name, gib(r.Raw), gib(r.Corrected), pct(ErrorPct(r.Corrected, r.Raw)))
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// WriteJSON writes the comparison as indented JSON.
-func (a *Applied) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(a)
 }

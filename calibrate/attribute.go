@@ -1,7 +1,11 @@
 // Package calibrate compares the static estimator's predictions with runtime measurements: it attributes runtime
 // memory to the estimator's components (weights, gradients, optimizer states, activations, temporaries, other),
 // builds per-run and many-run error tables, and fits a small, explainable correction model that
-// `memscan static --calibration` applies next to the raw prediction.
+// `memscan static --calibration` applies next to the raw prediction. Run orchestrates a whole calibration
+// (evaluate every run, then apply or fit and cross-validate corrections).
+//
+// It imports static, analyze (and what analyze needs to read runtime files) and units; it renders nothing and
+// writes no files (results does), and it does not import plots.
 package calibrate
 
 import (

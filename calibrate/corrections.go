@@ -2,17 +2,16 @@ package calibrate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 // ModelVersion is the version of the corrections file; bumped when a field changes meaning or is removed.
@@ -93,7 +92,8 @@ func groupKey(c static.Config) (attention, recompute, loss string) {
 	return c.Training.Attention, c.Training.Recompute, c.Training.Loss
 }
 
-func groupName(a, r, l string) string { return "attention=" + a + " recompute=" + r + " loss=" + l }
+// GroupName names a correction group by the choices that change activation memory.
+func GroupName(a, r, l string) string { return "attention=" + a + " recompute=" + r + " loss=" + l }
 
 // Scale bounds for the fitted factors: outside them the analytic model is wrong in kind, not degree.
 const (
@@ -274,7 +274,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 		}
 		seen[s.ID] = true
 		att, rec, loss := groupKey(s.Config)
-		per[i] = RunScale{ID: s.ID, Group: groupName(att, rec, loss), Attention: att, Recompute: rec, Loss: loss}
+		per[i] = RunScale{ID: s.ID, Group: GroupName(att, rec, loss), Attention: att, Recompute: rec, Loss: loss}
 		m.FittedOn = append(m.FittedOn, s.ID)
 		r, err := sv.persistent(s)
 		if err != nil {
@@ -286,7 +286,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 		}
 	}
 	if len(ps) > 0 {
-		m.PersistentScale = Median(ps)
+		m.PersistentScale = units.Median(ps)
 		m.PersistentRuns = len(ps)
 	} else {
 		m.Notes = append(m.Notes, "no run measured the end-of-step allocation: persistent scale left at 1")
@@ -313,13 +313,13 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	m.ActivationScale = Median(all)
+	m.ActivationScale = units.Median(all)
 	groups := map[string]*Group{}
 	var order []string
 	vals := map[string][]float64{}
 	for i, s := range samples {
 		a, r, l := groupKey(s.Config)
-		k := groupName(a, r, l)
+		k := GroupName(a, r, l)
 		if groups[k] == nil {
 			groups[k] = &Group{Attention: a, Recompute: r, Loss: l}
 			order = append(order, k)
@@ -330,7 +330,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 	slices.Sort(order)
 	for _, k := range order {
 		gr := groups[k]
-		gr.Scale = Median(vals[k])
+		gr.Scale = units.Median(vals[k])
 		m.Groups = append(m.Groups, *gr)
 	}
 	m.PerRun = per
@@ -343,7 +343,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 		}
 	}
 	if len(rr) > 0 {
-		m.ReservedRatio = math.Max(1, Median(rr))
+		m.ReservedRatio = math.Max(1, units.Median(rr))
 		m.ReservedRuns = len(rr)
 	} else {
 		m.Notes = append(m.Notes, "no run measured peak reserved: reserved predictions are not corrected")
@@ -356,7 +356,7 @@ func (m *Model) activationScaleFor(c static.Config) (float64, string) {
 	a, r, l := groupKey(c)
 	for _, g := range m.Groups {
 		if g.Attention == a && g.Recompute == r && g.Loss == l {
-			return g.Scale, groupName(a, r, l)
+			return g.Scale, GroupName(a, r, l)
 		}
 	}
 	// Unseen group: back off to the runs that share the loss kind and attention, then the loss kind alone (the
@@ -375,10 +375,10 @@ func (m *Model) activationScaleFor(c static.Config) (float64, string) {
 			}
 		}
 		if len(v) > 0 {
-			return Median(v), fmt.Sprintf("median of %d %s (group %s not seen)", len(v), b.name, groupName(a, r, l))
+			return units.Median(v), fmt.Sprintf("median of %d %s (group %s not seen)", len(v), b.name, GroupName(a, r, l))
 		}
 	}
-	return m.ActivationScale, "median of all runs (group " + groupName(a, r, l) + " not seen)"
+	return m.ActivationScale, "median of all runs (group " + GroupName(a, r, l) + " not seen)"
 }
 
 // Apply estimates cfg twice: raw exactly as static.Estimate(cfg) gives it, and corrected with the model's
@@ -426,9 +426,9 @@ func (m *Model) estimate(cfg static.Config) (*static.Report, error) {
 func (m *Model) Explain(cfg static.Config) string {
 	as, from := m.activationScaleFor(cfg)
 	s := fmt.Sprintf("weights, gradients, optimizer states × %.4f (end-of-step fit on %s); activations, temporaries × %.4f (%s)",
-		m.PersistentScale, count(m.PersistentRuns, "run", "runs"), as, from)
+		m.PersistentScale, units.Plural(m.PersistentRuns, "run", "runs"), as, from)
 	if m.ReservedRatio > 0 {
-		s += fmt.Sprintf("; peak reserved ≥ %.4f × peak allocated (%s)", m.ReservedRatio, count(m.ReservedRuns, "run", "runs"))
+		s += fmt.Sprintf("; peak reserved ≥ %.4f × peak allocated (%s)", m.ReservedRatio, units.Plural(m.ReservedRuns, "run", "runs"))
 	}
 	return s
 }
@@ -460,18 +460,6 @@ func (m *Model) Validate() error {
 	}
 	if m.ReservedRatio != 0 && (m.ReservedRatio < 1 || m.ReservedRatio > maxScale) {
 		return fmt.Errorf("corrections: reserved_ratio = %g must be 0 (not fitted) or in [1, %g]", m.ReservedRatio, maxScale)
-	}
-	return nil
-}
-
-// WriteFile saves the model as indented JSON.
-func (m *Model) WriteFile(path string) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing corrections: %w", err)
 	}
 	return nil
 }
@@ -554,19 +542,10 @@ func LeaveOneOut(ctx context.Context, samples []Sample, full *Model) (*CrossVali
 		for _, r := range cv.Runs {
 			v = append(v, math.Abs(f(r)))
 		}
-		return Median(v), slices.Max(v)
+		return units.Median(v), slices.Max(v)
 	}
 	cv.RawMedianAbsPct, cv.RawMaxAbsPct = col(func(r CVRow) float64 { return r.RawErrorPct })
 	cv.InSampleMedianAbsPct, cv.InSampleMaxAbsPct = col(func(r CVRow) float64 { return r.InSampleErrPct })
 	cv.HeldOutMedianAbsPct, cv.HeldOutMaxAbsPct = col(func(r CVRow) float64 { return r.HeldOutErrPct })
 	return cv, nil
-}
-
-// describeGroups renders the groups for text output.
-func (m *Model) describeGroups() string {
-	var b strings.Builder
-	for _, g := range m.Groups {
-		fmt.Fprintf(&b, "  %-52s activation scale %.4f  (%s)\n", groupName(g.Attention, g.Recompute, g.Loss), g.Scale, count(len(g.Runs), "run", "runs"))
-	}
-	return b.String()
 }

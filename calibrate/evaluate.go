@@ -11,6 +11,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 // Version of calibration.json; bumped when a field changes meaning or is removed.
@@ -104,7 +105,7 @@ func EvaluateReports(id string, cfg static.Config, stage string, reports []*anal
 		}
 		if res.Attribution.UnattributedBytes > 0 {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s of %s could not be attributed to a component",
-				analyze.FormatBytes(res.Attribution.UnattributedBytes), analyze.FormatBytes(res.Attribution.TotalBytes)))
+				units.Bytes(res.Attribution.UnattributedBytes), units.Bytes(res.Attribution.TotalBytes)))
 		}
 	}
 	if m.PeakAllocatedBytes == 0 && m.PeakReservedBytes == 0 && m.EndOfStepBytes == 0 && res.Attribution == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 // Metrics compared between prediction and measurement. The three totals are also used as the component name of
@@ -167,16 +168,16 @@ type Row struct {
 // error is computed for: below it a few MiB of difference read as thousands of percent.
 const MinRelativeShare = 0.01
 
-// newRow computes the error arithmetic of one comparison, relative to the measurement itself as the run's total;
-// withTotal rescales it for a component of a larger run.
-func newRow(id, metric, component string, predicted, measured int64, conf float64) Row {
+// NewRow computes the error arithmetic of one comparison, relative to the measurement itself as the run's total;
+// WithTotal rescales it for a component of a larger run.
+func NewRow(id, metric, component string, predicted, measured int64, conf float64) Row {
 	r := Row{ID: id, Metric: metric, Component: component, PredictedBytes: predicted, MeasuredBytes: measured,
 		ErrorBytes: predicted - measured, Confidence: conf}
-	return r.withTotal(measured)
+	return r.WithTotal(measured)
 }
 
-// withTotal sets the errors of r for a run whose total measured memory is total.
-func (r Row) withTotal(total int64) Row {
+// WithTotal sets the errors of r for a run whose total measured memory is total.
+func (r Row) WithTotal(total int64) Row {
 	r.ErrorPct = relativeError(r.PredictedBytes, r.MeasuredBytes, total)
 	r.ErrorOfTotalPct = 0
 	if total > 0 {
@@ -243,28 +244,14 @@ func Summarize(rows []Row) map[string]Stat {
 	}
 	for c, v := range abs {
 		s := out[c]
-		s.MedianAbsPct = Median(v)
+		s.MedianAbsPct = units.Median(v)
 		if cv := cabs[c]; len(cv) == len(v) {
-			med, mx := Median(cv), slices.Max(cv)
+			med, mx := units.Median(cv), slices.Max(cv)
 			s.CorrectedMedianAbsPct, s.CorrectedMaxAbsPct = &med, &mx
 		}
 		out[c] = s
 	}
 	return out
-}
-
-// Median of v (the mean of the two middle values for an even count); 0 for none.
-func Median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // SummaryOrder lists summary keys in report order: totals first, then components.
@@ -390,7 +377,7 @@ func compareRows(id string, p Prediction, m Measured, at *Attribution) []Row {
 	total := runTotal(m, at)
 	var rows []Row
 	add := func(metric, component string, pred, meas int64, conf float64) {
-		rows = append(rows, newRow(id, metric, component, pred, meas, conf).withTotal(total))
+		rows = append(rows, NewRow(id, metric, component, pred, meas, conf).WithTotal(total))
 	}
 	if m.PeakAllocatedBytes > 0 {
 		add(MetricPeakAllocated, MetricPeakAllocated, p.PeakAllocated, m.PeakAllocatedBytes, 1)

@@ -1,5 +1,8 @@
 // Package export writes a decoded snapshot in the formats other tools read: pprof profiles, Chrome/Perfetto trace
 // JSON, folded stacks, the snapshot as JSON, and smaller snapshot pickles that the PyTorch web viewer can open.
+//
+// It imports snapshot, categorize and analyze (for the trace replay), and writes to the io.Writer it is
+// given; the CLI chooses the file. It does not import results or plots.
 package export
 
 import (

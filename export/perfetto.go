@@ -61,117 +61,12 @@ func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*T
 		if err != nil {
 			return nil, err
 		}
-		n := len(r.Trace)
-		if n == 0 {
+		if len(r.Trace) == 0 {
 			continue
 		}
-		timed := true
-		for i := range r.Trace {
-			if !r.Trace[i].HasTime {
-				timed = false
-				break
-			}
+		if err := t.addDevice(ctx, r, pid, category); err != nil {
+			return nil, err
 		}
-		ts := func(i int) int64 {
-			if timed {
-				return r.Trace[i].TimeUS
-			}
-			return int64(i) + 1 // event indices from 1, so the initial state sits at 0
-		}
-		// The category set is fixed per device so every counter event carries every series. Live bytes per
-		// category come from memscan's replay: a lifetime adds its size at its Start and takes it back at its End.
-		lifeCat := make([]string, len(r.Lifetimes))
-		catIdx := make(map[string]int)
-		for k := range r.Lifetimes {
-			lifeCat[k] = category(r.Lifetimes[k].Stack)
-			catIdx[lifeCat[k]] = 0
-		}
-		names := make([]string, 0, len(catIdx))
-		for c := range catIdx {
-			names = append(names, c)
-		}
-		slices.Sort(names)
-		for k, c := range names {
-			catIdx[c] = k
-		}
-		vals := make([]int64, len(names))
-		type catStep struct {
-			event, cat int
-			delta      int64
-		}
-		steps := make([]catStep, 0, 2*len(r.Lifetimes))
-		for k := range r.Lifetimes {
-			l, c := &r.Lifetimes[k], catIdx[lifeCat[k]]
-			if l.Start < 0 {
-				vals[c] += l.Size
-			} else {
-				steps = append(steps, catStep{l.Start, c, l.Size})
-			}
-			if l.End < n {
-				steps = append(steps, catStep{l.End, c, -l.Size})
-			}
-		}
-		slices.SortStableFunc(steps, func(a, b catStep) int { return cmp.Compare(a.event, b.event) })
-		memName := fmt.Sprintf("GPU%d memory", dev)
-		catName := fmt.Sprintf("GPU%d by category", dev)
-		counters := func(at int64, alloc, reserved int64) {
-			t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: memName, Phase: "C", TS: at, PID: pid, TID: dev,
-				Args: map[string]any{"allocated": alloc, "reserved": reserved}})
-			args := make(map[string]any, len(names))
-			for k, c := range names {
-				args[c] = vals[k]
-			}
-			t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: catName, Phase: "C", TS: at, PID: pid, TID: dev, Args: args})
-		}
-		counters(ts(0)-1, r.InitialAllocated, r.InitialReserved)
-		prevAlloc, prevReserved := r.InitialAllocated, r.InitialReserved
-		next := 0 // first entry of steps not applied yet
-		var touched []int
-		var before []int64
-		for i := range r.Trace {
-			if i%(1<<16) == 0 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-			}
-			e := &r.Trace[i]
-			touched, before = touched[:0], before[:0]
-			for ; next < len(steps) && steps[next].event == i; next++ {
-				st := &steps[next]
-				touched, before = append(touched, st.cat), append(before, vals[st.cat])
-				vals[st.cat] += st.delta
-			}
-			catsChanged := false
-			for k, c := range touched {
-				if vals[c] != before[k] {
-					catsChanged = true
-				}
-			}
-			switch e.Action {
-			case snapshot.ActionOOM:
-				t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "OOM", Phase: "i", Scope: "p", TS: ts(i), PID: pid, TID: dev,
-					Args: map[string]any{"requested_bytes": e.Size, "device_free_bytes": e.DeviceFree, "site": InnermostSite(e.Stack)}})
-			case snapshot.ActionSnapshot:
-				t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "snapshot", Phase: "i", Scope: "p", TS: ts(i), PID: pid, TID: dev,
-					Args: map[string]any{"allocated_bytes": e.Size}})
-			case snapshot.ActionAnnotate, snapshot.ActionUserDefined:
-				t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "annotate", Phase: "i", Scope: "p", TS: ts(i), PID: pid, TID: dev,
-					Args: map[string]any{"text": e.UserMetadata, "addr": e.Addr}})
-			}
-			changed := r.Allocated[i] != prevAlloc || r.Reserved[i] != prevReserved || catsChanged
-			prevAlloc, prevReserved = r.Allocated[i], r.Reserved[i]
-			if !changed {
-				continue
-			}
-			// Events sharing a timestamp collapse into one point: the last state at that time.
-			if i+1 < n && ts(i+1) == ts(i) {
-				continue
-			}
-			counters(ts(i), r.Allocated[i], r.Reserved[i])
-		}
-		// Close the tracks at the final state even when the last events changed nothing.
-		last := len(r.Trace) - 1
-		counters(ts(last), r.Allocated[last], r.Reserved[last])
 	}
 	for _, a := range s.ExternalAnnotations {
 		args := map[string]any{"stage": a.Stage}
@@ -181,6 +76,137 @@ func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*T
 		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: a.Name, Phase: "i", Scope: "p", TS: a.TimeUS, PID: pid, TID: a.Device, Args: args})
 	}
 	return t, nil
+}
+
+// categoryStep is a change of live bytes in one category at one trace event.
+type categoryStep struct {
+	event, cat int
+	delta      int64
+}
+
+// categorySteps derives live bytes per category from the replay: a lifetime adds its size at its Start and takes
+// it back at its End. The category set is fixed per device (sorted names) so every counter event carries every
+// series; initial holds what was live before the first event, steps are in event order.
+func categorySteps(r *analyze.DeviceReplay, category func(*snapshot.Stack) string) (names []string, initial []int64, steps []categoryStep) {
+	lifeCat := make([]string, len(r.Lifetimes))
+	catIdx := make(map[string]int)
+	for k := range r.Lifetimes {
+		lifeCat[k] = category(r.Lifetimes[k].Stack)
+		catIdx[lifeCat[k]] = 0
+	}
+	names = make([]string, 0, len(catIdx))
+	for c := range catIdx {
+		names = append(names, c)
+	}
+	slices.Sort(names)
+	for k, c := range names {
+		catIdx[c] = k
+	}
+	initial = make([]int64, len(names))
+	steps = make([]categoryStep, 0, 2*len(r.Lifetimes))
+	n := len(r.Trace)
+	for k := range r.Lifetimes {
+		l, c := &r.Lifetimes[k], catIdx[lifeCat[k]]
+		if l.Start < 0 {
+			initial[c] += l.Size
+		} else {
+			steps = append(steps, categoryStep{l.Start, c, l.Size})
+		}
+		if l.End < n {
+			steps = append(steps, categoryStep{l.End, c, -l.Size})
+		}
+	}
+	slices.SortStableFunc(steps, func(a, b categoryStep) int { return cmp.Compare(a.event, b.event) })
+	return names, initial, steps
+}
+
+// addDevice appends one device's counter tracks (allocated/reserved, bytes by category) and its instant events
+// (OOMs, snapshots, annotations). Times are the trace's microseconds when every event has one, else event
+// indices from 1 so that the initial state sits at 0.
+func (t *Trace) addDevice(ctx context.Context, r *analyze.DeviceReplay, pid int, category func(*snapshot.Stack) string) error {
+	dev, n := r.Device, len(r.Trace)
+	timed := true
+	for i := range r.Trace {
+		if !r.Trace[i].HasTime {
+			timed = false
+			break
+		}
+	}
+	ts := func(i int) int64 {
+		if timed {
+			return r.Trace[i].TimeUS
+		}
+		return int64(i) + 1
+	}
+	names, vals, steps := categorySteps(r, category)
+	memName := fmt.Sprintf("GPU%d memory", dev)
+	catName := fmt.Sprintf("GPU%d by category", dev)
+	counters := func(at int64, alloc, reserved int64) {
+		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: memName, Phase: "C", TS: at, PID: pid, TID: dev,
+			Args: map[string]any{"allocated": alloc, "reserved": reserved}})
+		args := make(map[string]any, len(names))
+		for k, c := range names {
+			args[c] = vals[k]
+		}
+		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: catName, Phase: "C", TS: at, PID: pid, TID: dev, Args: args})
+	}
+	counters(ts(0)-1, r.InitialAllocated, r.InitialReserved)
+	prevAlloc, prevReserved := r.InitialAllocated, r.InitialReserved
+	next := 0 // first entry of steps not applied yet
+	var touched []int
+	var before []int64
+	for i := range r.Trace {
+		if i%(1<<16) == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		touched, before = touched[:0], before[:0]
+		for ; next < len(steps) && steps[next].event == i; next++ {
+			st := &steps[next]
+			touched, before = append(touched, st.cat), append(before, vals[st.cat])
+			vals[st.cat] += st.delta
+		}
+		catsChanged := false
+		for k, c := range touched {
+			if vals[c] != before[k] {
+				catsChanged = true
+			}
+		}
+		if ev, ok := instantEvent(&r.Trace[i], ts(i), pid, dev); ok {
+			t.TraceEvents = append(t.TraceEvents, ev)
+		}
+		changed := r.Allocated[i] != prevAlloc || r.Reserved[i] != prevReserved || catsChanged
+		prevAlloc, prevReserved = r.Allocated[i], r.Reserved[i]
+		if !changed {
+			continue
+		}
+		// Events sharing a timestamp collapse into one point: the last state at that time.
+		if i+1 < n && ts(i+1) == ts(i) {
+			continue
+		}
+		counters(ts(i), r.Allocated[i], r.Reserved[i])
+	}
+	// Close the tracks at the final state even when the last events changed nothing.
+	last := n - 1
+	counters(ts(last), r.Allocated[last], r.Reserved[last])
+	return nil
+}
+
+// instantEvent is the instant marker of an OOM, a snapshot or an annotation; false for other actions.
+func instantEvent(e *snapshot.TraceEntry, at int64, pid, dev int) (TraceEvent, bool) {
+	ev := TraceEvent{Phase: "i", Scope: "p", TS: at, PID: pid, TID: dev}
+	switch e.Action {
+	case snapshot.ActionOOM:
+		ev.Name, ev.Args = "OOM", map[string]any{"requested_bytes": e.Size, "device_free_bytes": e.DeviceFree, "site": InnermostSite(e.Stack)}
+	case snapshot.ActionSnapshot:
+		ev.Name, ev.Args = "snapshot", map[string]any{"allocated_bytes": e.Size}
+	case snapshot.ActionAnnotate, snapshot.ActionUserDefined:
+		ev.Name, ev.Args = "annotate", map[string]any{"text": e.UserMetadata, "addr": e.Addr}
+	default:
+		return TraceEvent{}, false
+	}
+	return ev, true
 }
 
 // WritePerfetto writes the Chrome trace JSON.

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 
+	"github.com/memscan/memscan/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
@@ -96,7 +97,7 @@ func drawBars(dc draw.Canvas, c BarChart, w vg.Length) {
 		if c.Colors != nil {
 			col = c.Colors[i]
 		}
-		note := HumanBytes(v)
+		note := units.Bytes(int64(v))
 		if c.Notes != nil && c.Notes[i] != "" {
 			note += "  " + c.Notes[i]
 		}

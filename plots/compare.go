@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 
+	"github.com/memscan/memscan/units"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -61,19 +62,7 @@ func CompareBars(path string, c CompareChart) error {
 		for i, l := range c.Labels {
 			names[n-1-i] = fitText(p.Y.Tick.Label, l, labelWidth)
 		}
-		bp := &barsPlotter{unit: unit, horizontal: true, width: 0.36, label: textStyle(8)}
-		for i := range c.Labels {
-			pos := float64(n - 1 - i)
-			b, a := c.Before[i], c.After[i]
-			col, sign := color.Color(ColorGrew), "+"
-			if a < b {
-				col, sign = ColorShrank, "−"
-			}
-			bp.bars = append(bp.bars,
-				bar{pos: pos + 0.19, value: b / unit.Bytes, color: ColorBefore, note: HumanBytes(b)},
-				bar{pos: pos - 0.19, value: a / unit.Bytes, color: col, note: HumanBytes(a) + "  (" + sign + HumanBytes(math.Abs(a-b)) + ")"})
-		}
-		p.Add(bp)
+		p.Add(&barsPlotter{unit: unit, horizontal: true, width: 0.36, label: textStyle(8), bars: compareBarPairs(c, unit)})
 		p.NominalY(names...)
 		p.Y.Padding = 0
 		p.X.Max = math.Max(p.X.Max*1.35, 1e-9) // room for the notes at the bar ends
@@ -93,4 +82,23 @@ func CompareBars(path string, c CompareChart) error {
 		}
 		return nil
 	})
+}
+
+// compareBarPairs lays out c's rows top-down: per row the baseline bar just above the row's centre and the after
+// bar just below it, coloured by the direction of the change and noted with the signed difference.
+func compareBarPairs(c CompareChart, unit Unit) []bar {
+	n := len(c.Labels)
+	bars := make([]bar, 0, 2*n)
+	for i := range c.Labels {
+		pos := float64(n - 1 - i)
+		b, a := c.Before[i], c.After[i]
+		col, sign := color.Color(ColorGrew), "+"
+		if a < b {
+			col, sign = ColorShrank, "−"
+		}
+		bars = append(bars,
+			bar{pos: pos + 0.19, value: b / unit.Bytes, color: ColorBefore, note: units.Bytes(int64(b))},
+			bar{pos: pos - 0.19, value: a / unit.Bytes, color: col, note: units.Bytes(int64(a)) + "  (" + sign + units.Bytes(int64(math.Abs(a-b))) + ")"})
+	}
+	return bars
 }

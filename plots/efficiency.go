@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 
+	"github.com/memscan/memscan/units"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -47,7 +48,7 @@ func drawEfficiencyBars(c draw.Canvas, d EfficiencyData) {
 	bp := &barsPlotter{label: textStyle(10)}
 	var maxV float64
 	for i, v := range vals {
-		bp.bars = append(bp.bars, bar{pos: float64(i), value: v / unit.Bytes, color: cols[i], note: unit.Format(v)})
+		bp.bars = append(bp.bars, bar{pos: float64(i), value: v / unit.Bytes, color: cols[i], note: units.Bytes(int64(v))})
 		maxV = math.Max(maxV, v/unit.Bytes)
 	}
 	p.Add(bp)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/memscan/memscan/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -59,7 +60,7 @@ func drawHistogram(c draw.Canvas, h Histogram) {
 			note = strconv.FormatFloat(n, 'f', -1, 64)
 			// With many buckets only the count fits above a bar.
 			if h.Bytes != nil && len(h.Counts) <= 16 {
-				note += " / " + HumanBytes(h.Bytes[i])
+				note += " / " + units.Bytes(int64(h.Bytes[i]))
 			}
 		}
 		bp.bars = append(bp.bars, bar{pos: float64(i), value: n, color: col, note: note})

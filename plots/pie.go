@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/memscan/memscan/units"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -106,7 +107,7 @@ func drawPie(c draw.Canvas, p PiePanel) {
 	for _, s := range slices {
 		box := []vg.Point{{X: x, Y: y - 5}, {X: x + 10, Y: y - 5}, {X: x + 10, Y: y + 5}, {X: x, Y: y + 5}}
 		c.FillPolygon(s.Color, box)
-		txt := fmt.Sprintf("%s  %s (%.1f%%)", s.Label, HumanBytes(s.Value), s.Value*100/total)
+		txt := fmt.Sprintf("%s  %s (%s)", s.Label, units.Bytes(int64(s.Value)), units.Percent(int64(s.Value), int64(total)))
 		c.FillText(leg, vg.Point{X: x + 15, Y: y}, fitText(leg, txt, width))
 		y -= lineH
 	}

@@ -1,5 +1,8 @@
-// Package plots draws memscan's PNG charts with gonum.org/v1/plot. Every function takes plain data (labels,
-// byte counts, colours) and a file path; the mapping from reports to charts lives with the callers.
+// Package plots draws every PNG chart of memscan with gonum.org/v1/plot. Every function takes plain data
+// (labels, byte counts, colours) and a file path; the mapping from reports to chart data lives in results.
+//
+// It imports only gonum.org/v1/plot, the standard library and units; it is the only package that imports
+// gonum.org/v1/plot, and only results (and the CLI) import it.
 package plots
 
 import (
@@ -9,7 +12,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"math"
 	"os"
 	"strings"
 
@@ -48,23 +50,6 @@ func UnitFor(maxBytes float64) Unit {
 	}
 	return Unit{"B", 1}
 }
-
-// Format renders bytes in this unit with a precision that suits its size.
-func (u Unit) Format(bytes float64) string {
-	v := bytes / u.Bytes
-	switch {
-	case v == 0:
-		return "0 " + u.Name
-	case math.Abs(v) >= 100:
-		return fmt.Sprintf("%.0f %s", v, u.Name)
-	case math.Abs(v) >= 10:
-		return fmt.Sprintf("%.1f %s", v, u.Name)
-	}
-	return fmt.Sprintf("%.2f %s", v, u.Name)
-}
-
-// HumanBytes renders bytes with the unit that suits them, 1024-based.
-func HumanBytes(bytes float64) string { return UnitFor(math.Abs(bytes)).Format(bytes) }
 
 // Well-known categories get fixed colours so that the same category looks the same in every chart and every run;
 // the keys are matched against lower-cased category names.

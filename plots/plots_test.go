@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/units"
 )
 
 var plotDir = flag.String("plotdir", "", "write the test charts into this directory for viewing")
@@ -125,7 +127,7 @@ func TestCharts(t *testing.T) {
 				}
 			}
 			return MemoryOverTime(path, TimeChart{Title: "Memory over time: rank0.pickle, device 0", XLabel: "time since first event (s)", X: x,
-				Stacked: stacks, Lines: []Series{alloc, res}, PeakIndex: peak, PeakValue: peakV, PeakLabel: "peak " + HumanBytes(peakV)})
+				Stacked: stacks, Lines: []Series{alloc, res}, PeakIndex: peak, PeakValue: peakV, PeakLabel: "peak " + units.Bytes(int64(peakV))})
 		}, px(1050), px(520)},
 		{"grouped", func(path string) error {
 			var groups []string
@@ -190,13 +192,13 @@ func TestCategoryColorDeterministic(t *testing.T) {
 func TestUnitFor(t *testing.T) {
 	tests := []struct {
 		bytes float64
-		want  string
+		want  Unit
 	}{
-		{0, "0 B"}, {1023, "1023 B"}, {1536, "1.50 KiB"}, {20 << 20, "20.0 MiB"}, {300 << 30, "300 GiB"},
+		{0, Unit{"B", 1}}, {1023, Unit{"B", 1}}, {1536, Unit{"KiB", 1 << 10}}, {20 << 20, Unit{"MiB", 1 << 20}}, {300 << 30, Unit{"GiB", 1 << 30}},
 	}
 	for _, tt := range tests {
-		if got := HumanBytes(tt.bytes); got != tt.want {
-			t.Errorf("HumanBytes(%v) = %q, want %q", tt.bytes, got, tt.want)
+		if got := UnitFor(tt.bytes); got != tt.want {
+			t.Errorf("UnitFor(%v) = %v, want %v", tt.bytes, got, tt.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"math"
 
+	"github.com/memscan/memscan/units"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -72,7 +73,7 @@ func StaticStackedBar(path, title string, groups []string, series []StaticBar, l
 		line.Color = color.RGBA{200, 0, 0, 255}
 		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("%s (%.1f GiB)", limitLabel, l), line)
+		p.Legend.Add(fmt.Sprintf("%s (%s)", limitLabel, units.Bytes(int64(limit))), line)
 		top = math.Max(top, l)
 	}
 	p.Y.Min, p.Y.Max = 0, top*(1.15+0.06*float64(len(series)+1)) // room for the legend above the bars

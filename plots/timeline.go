@@ -2,6 +2,8 @@ package plots
 
 import (
 	"fmt"
+
+	"github.com/memscan/memscan/units"
 )
 
 // ProfilerTimeline draws a torch.profiler memory timeline stacked by category (memory_timeline.png). bytes is
@@ -38,7 +40,7 @@ func ProfilerTimeline(path, title string, timesUS []int64, categories []string, 
 	}
 	if peakIndex >= 0 && peakIndex < len(total) {
 		c.PeakIndex, c.PeakValue = peakIndex, total[peakIndex]
-		c.PeakLabel = "peak " + HumanBytes(total[peakIndex])
+		c.PeakLabel = "peak " + units.Bytes(int64(total[peakIndex]))
 	}
 	return MemoryOverTime(path, c)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"image/color"
 	"strconv"
+
+	"github.com/memscan/memscan/units"
 )
 
 // Colours of the tracer charts: one for phase bars, one for module patterns and a distinct one for the Unknown
@@ -33,7 +35,7 @@ func TracerPhases(path, title string, names []string, bytes []int64, counts []in
 		c.Labels = append(c.Labels, n)
 		c.Values = append(c.Values, float64(bytes[i]))
 		c.Colors = append(c.Colors, tracerPhaseColor)
-		c.Notes = append(c.Notes, shareOfNote(bytes[i], listedBytes)+", "+pluralize(counts[i], "tensor"))
+		c.Notes = append(c.Notes, units.Percent(bytes[i], listedBytes)+", "+units.Plural(counts[i], "tensor", "tensors"))
 	}
 	return Bars(path, c)
 }
@@ -54,7 +56,7 @@ func TracerModules(path, title string, patterns []string, bytes []int64, merged 
 			col = tracerUnknownColor
 		}
 		c.Colors = append(c.Colors, col)
-		note := shareOfNote(bytes[i], listedBytes)
+		note := units.Percent(bytes[i], listedBytes)
 		if merged[i] > 1 {
 			note += ", " + strconv.Itoa(merged[i]) + " modules merged"
 		}
@@ -86,18 +88,4 @@ func TracerModulesByRank(path, title string, patterns, ranks []string, bytes [][
 		}
 	}
 	return GroupedBars(path, GroupedBarChart{Title: title, Groups: patterns, Series: series})
-}
-
-func shareOfNote(part, whole int64) string {
-	if whole <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f %%", float64(part)/float64(whole)*100)
-}
-
-func pluralize(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return strconv.Itoa(n) + " " + word + "s"
 }

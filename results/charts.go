@@ -16,6 +16,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/units"
 )
 
 // Chart file names inside a run directory (or inside an input's subdirectory when a run has several inputs).
@@ -223,7 +224,7 @@ func reportCharts(r *analyze.Report) []chartJob {
 		title := chartTitle("Memory overview", r)
 		add(ChartOverview, title, func(p string) error {
 			reserved := plots.PiePanel{
-				Title: "Reserved " + HumanBytes(r.ReservedBytes),
+				Title: "Reserved " + units.Bytes(r.ReservedBytes),
 				Slices: []plots.Slice{
 					{Label: "allocated", Value: float64(r.AllocatedBytes), Color: plots.ColorAllocated},
 					{Label: "cached / free", Value: float64(r.ReservedBytes - r.AllocatedBytes), Color: plots.ColorFree},
@@ -232,7 +233,7 @@ func reportCharts(r *analyze.Report) []chartJob {
 			// A tracer file has a peak and the tensors it lists instead of allocator totals.
 			if tp := tracerPrimary(r); tp != nil && r.ReservedBytes == 0 {
 				reserved = plots.PiePanel{
-					Title: "Peak " + HumanBytes(tp.PeakBytes) + " on " + tp.Device,
+					Title: "Peak " + units.Bytes(tp.PeakBytes) + " on " + tp.Device,
 					Slices: []plots.Slice{
 						{Label: "listed tensors", Value: float64(tp.ListedBytes), Color: plots.ColorAllocated},
 						{Label: "not listed", Value: float64(max(tp.GapBytes, 0)), Color: plots.ColorFree},
@@ -304,9 +305,9 @@ func reportCharts(r *analyze.Report) []chartJob {
 				c.Labels = append(c.Labels, x.Name)
 				c.Values = append(c.Values, float64(x.Bytes))
 				c.Colors = append(c.Colors, plots.CategoryColor(x.Name))
-				note := Percent(x.Bytes, sum)
+				note := units.Percent(x.Bytes, sum)
 				if x.Count > 0 {
-					note += ", " + plural(x.Count, unit)
+					note += ", " + units.Plural(x.Count, unit, unit+"s")
 				}
 				c.Notes = append(c.Notes, note)
 			}
@@ -393,7 +394,7 @@ func histogram(title string, los []int64, bs []analyze.SizeBucket, c color.Color
 	}
 	for _, lo := range los {
 		b := at[lo]
-		h.Labels = append(h.Labels, shortSize(lo)+"+")
+		h.Labels = append(h.Labels, units.Bytes(lo)+"+")
 		h.Counts = append(h.Counts, float64(b.Count))
 		h.Bytes = append(h.Bytes, float64(b.Bytes))
 	}
@@ -409,12 +410,6 @@ func shortSite(site string) string {
 		return slash
 	}
 	return "…/" + strings.Join(parts[len(parts)-3:], "/")
-}
-
-// shortSize renders power-of-two bucket bounds compactly: "512 B", "4 KiB", "1.5 MiB".
-func shortSize(n int64) string {
-	s := HumanBytes(n)
-	return strings.Replace(s, ".0 ", " ", 1)
 }
 
 // timelineOrder puts the series of the peak's device first so it gets the main chart name.
@@ -503,7 +498,7 @@ func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak) plots
 		}
 	}
 	if c.PeakIndex >= 0 {
-		c.PeakLabel = "peak " + HumanBytes(int64(c.PeakValue))
+		c.PeakLabel = "peak " + units.Bytes(int64(c.PeakValue))
 	}
 	return c
 }

@@ -2,7 +2,6 @@ package results
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,15 +10,13 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // WriteJSON renders run as summary.json: indented, integer bytes, and empty lists as [] rather than null so
 // scripts can iterate without checks.
 func WriteJSON(w io.Writer, run *analyze.Run) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(normalized(run)); err != nil {
+	if err := units.WriteJSON(w, normalized(run)); err != nil {
 		return fmt.Errorf("encoding summary JSON: %w", err)
 	}
 	return nil

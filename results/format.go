@@ -1,38 +1,12 @@
 package results
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
-
-// HumanBytes renders a byte count with 1024-based units: "512 B", "1.5 KiB", "12.3 GiB".
-func HumanBytes(n int64) string {
-	neg := n < 0
-	u := uint64(n)
-	if neg {
-		u = uint64(-n)
-	}
-	sign := ""
-	if neg {
-		sign = "-"
-	}
-	if u < 1024 {
-		return sign + strconv.FormatUint(u, 10) + " B"
-	}
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	v := float64(u) / 1024
-	i := 0
-	// Switch unit before rounding would print "1024.0", so compare against the rounded value.
-	for i < len(units)-1 && v >= 1023.95 {
-		v /= 1024
-		i++
-	}
-	return fmt.Sprintf("%s%.1f %s", sign, v, units[i])
-}
 
 // GroupDigits renders n with a space every three digits ("13 207 024 640"), the exact-bytes column.
 func GroupDigits(n int64) string {
@@ -52,14 +26,6 @@ func GroupDigits(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-// Percent renders part/whole as "12.34 %"; a zero whole gives "-".
-func Percent(part, whole int64) string {
-	if whole == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f %%", float64(part)*100/float64(whole))
 }
 
 // FormatTimeUS renders a Unix-epoch microsecond time in UTC, so reports do not depend on the reader's zone.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // FileHTML is the one-page report of a run directory.
@@ -152,7 +153,7 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 }
 
 var htmlFuncs = template.FuncMap{
-	"human":          HumanBytes,
+	"human":          units.Bytes,
 	"exact":          GroupDigits,
 	"pct":            func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 	"time":           FormatTimeUS,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // PlotFile is one chart written into the run directory.
@@ -145,7 +146,7 @@ func (m *mdWriter) totals(r *analyze.Report) {
 		{"external free", r.ExternalFreeBytes},
 		{"largest free block", r.LargestFreeBlockBytes},
 	} {
-		m.printf("| %s | %s | %s |\n", row.name, HumanBytes(row.v), strconv.FormatInt(row.v, 10))
+		m.printf("| %s | %s | %s |\n", row.name, units.Bytes(row.v), strconv.FormatInt(row.v, 10))
 	}
 }
 
@@ -167,7 +168,7 @@ func (m *mdWriter) tables(r *analyze.Report) {
 		}
 		m.printf("\n**%s**\n\n| category | size | share | count |\n|---|---:|---:|---:|\n", title)
 		for _, c := range r.Categories {
-			m.printf("| %s | %s | %s | %s |\n", mdCell(c.Name), HumanBytes(c.Bytes), Percent(c.Bytes, sum), countOrDash(c.Count))
+			m.printf("| %s | %s | %s | %s |\n", mdCell(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, sum), countOrDash(c.Count))
 		}
 	}
 
@@ -177,28 +178,28 @@ func (m *mdWriter) tables(r *analyze.Report) {
 		if len(groups) == n { // nothing repeats: no count column
 			m.printf("\n**Top %d allocations**\n\n| # | size | category | site |\n|---:|---:|---|---|\n", n)
 			for _, g := range groups {
-				m.printf("| %d | %s | %s | `%s` |\n", g.Rank, HumanBytes(g.Size), mdCell(g.Category), mdCell(mdCode(orDash(g.Site))))
+				m.printf("| %d | %s | %s | `%s` |\n", g.Rank, units.Bytes(g.Size), mdCell(g.Category), mdCell(mdCode(orDash(g.Site))))
 			}
 		} else {
 			m.printf("\n**Top %d allocations** (identical ones on one row)\n\n| # | size | count | category | site |\n|---:|---:|---:|---|---|\n", n)
 			for _, g := range groups {
-				m.printf("| %d | %s | %s | %s | `%s` |\n", g.Rank, HumanBytes(g.Size), countLabel(g.Count), mdCell(g.Category), mdCell(mdCode(orDash(g.Site))))
+				m.printf("| %d | %s | %s | %s | `%s` |\n", g.Rank, units.Bytes(g.Size), countLabel(g.Count), mdCell(g.Category), mdCell(mdCode(orDash(g.Site))))
 			}
 		}
 	}
 
 	if p := r.Peak; p != nil && len(p.Categories) > 0 && r.Kind() != analyze.KindTimeline {
 		m.printf("\n**Live at the peak** (%s on device %d, event %d)\n\n| category | size | share |\n|---|---:|---:|\n",
-			HumanBytes(p.Bytes), p.Device, p.EventIndex)
+			units.Bytes(p.Bytes), p.Device, p.EventIndex)
 		for _, c := range p.Categories {
-			m.printf("| %s | %s | %s |\n", mdCell(c.Name), HumanBytes(c.Bytes), Percent(c.Bytes, p.Bytes))
+			m.printf("| %s | %s | %s |\n", mdCell(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
 		}
 	}
 
 	if len(r.OOMs) > 0 {
 		m.printf("\n**Out-of-memory events**\n\n| device | event | requested | device free | site |\n|---:|---:|---:|---:|---|\n")
 		for _, o := range r.OOMs {
-			m.printf("| %d | %d | %s | %s | `%s` |\n", o.Device, o.EventIndex, HumanBytes(o.RequestedBytes), HumanBytes(o.DeviceFreeBytes), mdCell(mdCode(orDash(o.Site))))
+			m.printf("| %d | %d | %s | %s | `%s` |\n", o.Device, o.EventIndex, units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes), mdCell(mdCode(orDash(o.Site))))
 		}
 	}
 
@@ -218,23 +219,23 @@ func findings(r *analyze.Report) []string {
 	}
 	if p := tracerPrimary(r); p != nil {
 		out = append(out, fmt.Sprintf("The tracer recorded a peak of **%s** on %s; the listed tensors account for %s (%s), %s is not attributable.",
-			HumanBytes(p.PeakBytes), mdText(p.Device), HumanBytes(p.ListedBytes), Percent(p.ListedBytes, p.PeakBytes), HumanBytes(p.GapBytes)))
+			units.Bytes(p.PeakBytes), mdText(p.Device), units.Bytes(p.ListedBytes), units.Percent(p.ListedBytes, p.PeakBytes), units.Bytes(p.GapBytes)))
 		if len(p.Phases) > 0 {
 			ph := p.Phases[0]
-			out = append(out, fmt.Sprintf("Phase **%s** holds the most: %s (%.1f %% of listed).", mdText(ph.Name), HumanBytes(ph.Bytes), ph.SharePct))
+			out = append(out, fmt.Sprintf("Phase **%s** holds the most: %s (%.1f %% of listed).", mdText(ph.Name), units.Bytes(ph.Bytes), ph.SharePct))
 		}
 		if len(p.Modules) > 0 {
 			out = append(out, moduleFinding(p.Modules[0]))
 		}
 	}
 	if v := r.MemoryTimeline; v != nil {
-		s := fmt.Sprintf("The profiler timeline peaks at **%s**", HumanBytes(v.PeakBytes))
+		s := fmt.Sprintf("The profiler timeline peaks at **%s**", units.Bytes(v.PeakBytes))
 		if v.PeakTimeUS != 0 {
 			s += fmt.Sprintf(", %.3f s after the start", float64(v.PeakTimeUS-v.StartUS)/1e6)
 		}
 		if len(v.PeakComposition) > 0 {
 			c := v.PeakComposition[0]
-			s += fmt.Sprintf("; %s holds %s of it", mdText(c.Name), Percent(c.Bytes, v.PeakBytes))
+			s += fmt.Sprintf("; %s holds %s of it", mdText(c.Name), units.Percent(c.Bytes, v.PeakBytes))
 		}
 		out = append(out, s+".")
 	}
@@ -259,21 +260,21 @@ func findings(r *analyze.Report) []string {
 func moduleFinding(m analyze.ModuleStat) string {
 	switch {
 	case m.Pattern == analyze.UnknownModule:
-		return fmt.Sprintf("%s of listed memory (%.1f %%) was created outside any module's forward (module `%s`).", HumanBytes(m.Bytes), m.SharePct, mdCode(m.Pattern))
+		return fmt.Sprintf("%s of listed memory (%.1f %%) was created outside any module's forward (module `%s`).", units.Bytes(m.Bytes), m.SharePct, mdCode(m.Pattern))
 	case m.MergedModules > 1:
-		return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed, %d modules merged).", mdCode(m.Pattern), HumanBytes(m.Bytes), m.SharePct, m.MergedModules)
+		return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed, %d modules merged).", mdCode(m.Pattern), units.Bytes(m.Bytes), m.SharePct, m.MergedModules)
 	}
-	return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed).", mdCode(m.Pattern), HumanBytes(m.Bytes), m.SharePct)
+	return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed).", mdCode(m.Pattern), units.Bytes(m.Bytes), m.SharePct)
 }
 
 // allocatorFindings are the headline numbers of an allocator snapshot.
 func allocatorFindings(r *analyze.Report) []string {
 	var out []string
 	out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
-		HumanBytes(r.ReservedBytes), HumanBytes(r.RequestedBytes), r.EfficiencyPct))
+		units.Bytes(r.ReservedBytes), units.Bytes(r.RequestedBytes), r.EfficiencyPct))
 	if free := r.ExternalFreeBytes + r.InternalFreeBytes; free > 0 && r.ReservedBytes > 0 {
 		out = append(out, fmt.Sprintf("%s (%s of reserved) is cached but not in use: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
-			HumanBytes(free), Percent(free, r.ReservedBytes), HumanBytes(r.ExternalFreeBytes), HumanBytes(r.InternalFreeBytes), HumanBytes(r.LargestFreeBlockBytes)))
+			units.Bytes(free), units.Percent(free, r.ReservedBytes), units.Bytes(r.ExternalFreeBytes), units.Bytes(r.InternalFreeBytes), units.Bytes(r.LargestFreeBlockBytes)))
 	}
 	if len(r.Categories) > 0 {
 		sum := categorySum(r.Categories)
@@ -284,14 +285,14 @@ func allocatorFindings(r *analyze.Report) []string {
 			}
 		}
 		out = append(out, fmt.Sprintf("The largest category is **%s** with %s (%s of categorized memory, %d allocations).",
-			mdText(c.Name), HumanBytes(c.Bytes), Percent(c.Bytes, sum), c.Count))
+			mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, sum), c.Count))
 	}
 	if len(r.Top) > 0 {
 		a := r.Top[0]
-		out = append(out, fmt.Sprintf("The largest single allocation is %s (%s) from `%s`.", HumanBytes(a.Size), mdText(a.Category), mdCode(orDash(a.Site))))
+		out = append(out, fmt.Sprintf("The largest single allocation is %s (%s) from `%s`.", units.Bytes(a.Size), mdText(a.Category), mdCode(orDash(a.Site))))
 	}
 	if p := r.Peak; p != nil {
-		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", HumanBytes(p.Bytes), p.Device, p.EventIndex)
+		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", units.Bytes(p.Bytes), p.Device, p.EventIndex)
 		if p.TimeUS != 0 {
 			s += ", " + FormatTimeUS(p.TimeUS)
 		}
@@ -300,12 +301,12 @@ func allocatorFindings(r *analyze.Report) []string {
 	if n := len(r.OOMs); n > 0 {
 		o := r.OOMs[0]
 		out = append(out, fmt.Sprintf("**%d out-of-memory event(s)**; the first asked for %s with %s free on device %d.",
-			n, HumanBytes(o.RequestedBytes), HumanBytes(o.DeviceFreeBytes), o.Device))
+			n, units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes), o.Device))
 	}
 	if n := len(r.LeakSuspects); n > 0 {
 		l := r.LeakSuspects[0]
 		out = append(out, fmt.Sprintf("%d site(s) only grew across %s; the first, `%s`, went from %s to %s.",
-			n, mdText(l.MarkerKind), mdCode(l.Site), HumanBytes(l.FirstBytes), HumanBytes(l.LastBytes)))
+			n, mdText(l.MarkerKind), mdCode(l.Site), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes)))
 	}
 	return out
 }
@@ -316,11 +317,11 @@ func (m *mdWriter) cross(run *analyze.Run) {
 	m.printf("\n## Across inputs\n")
 	if v.Snapshots > 1 {
 		m.printf("\nReserved memory%s: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
-			ImbalanceScope(c), HumanBytes(c.MaxReservedBytes), HumanBytes(c.MedianReservedBytes), c.ImbalancePct, HumanBytes(c.MaxAllocatedBytes), HumanBytes(c.MedianAllocatedBytes))
+			ImbalanceScope(c), units.Bytes(c.MaxReservedBytes), units.Bytes(c.MedianReservedBytes), c.ImbalancePct, units.Bytes(c.MaxAllocatedBytes), units.Bytes(c.MedianAllocatedBytes))
 	}
 	if t := c.Tracer; t != nil {
 		m.printf("\nTracer peak: max %s (rank %d), median %s, min %s; imbalance **%.1f %%** (max / median - 1).\n",
-			HumanBytes(t.MaxPeakBytes), t.MaxPeakRank, HumanBytes(t.MedianPeakBytes), HumanBytes(t.MinPeakBytes), t.ImbalancePct)
+			units.Bytes(t.MaxPeakBytes), t.MaxPeakRank, units.Bytes(t.MedianPeakBytes), units.Bytes(t.MinPeakBytes), t.ImbalancePct)
 	}
 	if len(c.OutlierFiles) > 0 {
 		m.printf("\nOutliers:\n\n")

@@ -1,5 +1,13 @@
-// Package results writes memscan's run directories: a timestamped folder per run, the `latest` symlink, and the
-// renderers of one analyze.Run (text report, Markdown findings, summary.json, report.msgpack and the PNG charts).
+// Package results is memscan's presentation layer for everything but drawing: every text, Markdown, HTML, JSON
+// and msgpack renderer, and every file and directory memscan writes. It renders each report model as computed by
+// its package: analyze.Run (analysis_report.txt, README.md, report.html, summary.json, report.msgpack and the
+// mapping of reports to charts), static.Report (console view, static_report.{md,json} and its charts),
+// calibrate.Calibration and calibrate.Applied (console table, calibration.md/json, corrections.json), the GPU
+// catalogue; run directories, `latest`, and plain and atomic file writers.
+//
+// It may import the packages whose models it renders (analyze, static, calibrate and the cross-run packages),
+// plots for drawing and units for sizes and JSON; nothing but the CLI imports it. The packages that compute
+// reports never import it, and it computes nothing they could: a number appears here only as rendered.
 package results
 
 import (

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // TextOptions tune the text report.
@@ -116,7 +117,7 @@ func (t *textWriter) report(r *analyze.Report) {
 		sum := categorySum(r.Categories)
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share", "count")
 		for _, c := range r.Categories {
-			tb.add(c.Name, HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, sum), countOrDash(c.Count))
+			tb.add(c.Name, units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, sum), countOrDash(c.Count))
 		}
 		tb.write(t.w, 2)
 	}
@@ -141,7 +142,7 @@ func (t *textWriter) report(r *analyze.Report) {
 	if r.Peak != nil && !timeline {
 		p := r.Peak
 		t.section("Peak (from the allocator trace)")
-		t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", HumanBytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
+		t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", units.Bytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
 		if p.TimeUS != 0 {
 			t.printf(", %s", FormatTimeUS(p.TimeUS))
 		}
@@ -150,7 +151,7 @@ func (t *textWriter) report(r *analyze.Report) {
 			t.printf("\n  live set at the peak by category:\n")
 			tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share", "count")
 			for _, c := range p.Categories {
-				tb.add(c.Name, HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, p.Bytes), strconv.Itoa(c.Count))
+				tb.add(c.Name, units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, p.Bytes), strconv.Itoa(c.Count))
 			}
 			tb.write(t.w, 4)
 		}
@@ -172,8 +173,8 @@ func (t *textWriter) report(r *analyze.Report) {
 			if o.TimeUS != 0 {
 				when = FormatTimeUS(o.TimeUS)
 			}
-			tb.add(strconv.Itoa(o.Device), strconv.Itoa(o.EventIndex), when, HumanBytes(o.RequestedBytes), HumanBytes(o.DeviceFreeBytes),
-				HumanBytes(o.AllocatedBytes), HumanBytes(o.ReservedBytes), truncate(orDash(o.Site), maxSiteWidth))
+			tb.add(strconv.Itoa(o.Device), strconv.Itoa(o.EventIndex), when, units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes),
+				units.Bytes(o.AllocatedBytes), units.Bytes(o.ReservedBytes), truncate(orDash(o.Site), maxSiteWidth))
 		}
 		tb.write(t.w, 2)
 	}
@@ -205,14 +206,14 @@ func (t *textWriter) topAllocations(top []analyze.Allocation) {
 	if len(groups) == n { // nothing repeats: no count column
 		tb := newTable([]align{alignRight, alignRight, alignRight, alignLeft, alignLeft, alignLeft}, "#", "size", "requested", "category", "state", "site")
 		for _, g := range groups {
-			tb.add(strconv.Itoa(g.Rank), HumanBytes(g.Size), GroupDigits(g.RequestedSize), g.Category, g.State, truncate(orDash(g.Site), maxSiteWidth))
+			tb.add(strconv.Itoa(g.Rank), units.Bytes(g.Size), GroupDigits(g.RequestedSize), g.Category, g.State, truncate(orDash(g.Site), maxSiteWidth))
 		}
 		tb.write(t.w, 2)
 		return
 	}
 	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft, alignLeft, alignLeft}, "#", "size", "requested", "count", "category", "state", "site")
 	for _, g := range groups {
-		tb.add(strconv.Itoa(g.Rank), HumanBytes(g.Size), GroupDigits(g.RequestedSize), countLabel(g.Count), g.Category, g.State, truncate(orDash(g.Site), maxSiteWidth))
+		tb.add(strconv.Itoa(g.Rank), units.Bytes(g.Size), GroupDigits(g.RequestedSize), countLabel(g.Count), g.Category, g.State, truncate(orDash(g.Site), maxSiteWidth))
 	}
 	tb.write(t.w, 2)
 }
@@ -221,7 +222,7 @@ func (t *textWriter) topAllocations(top []analyze.Allocation) {
 func (t *textWriter) siteTable(sites []analyze.SiteStat, indent int) {
 	tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft}, "size", "count", "category", "site")
 	for _, s := range sites {
-		tb.add(HumanBytes(s.Bytes), strconv.Itoa(s.Count), s.Category, truncate(orDash(s.Site), maxSiteWidth))
+		tb.add(units.Bytes(s.Bytes), strconv.Itoa(s.Count), s.Category, truncate(orDash(s.Site), maxSiteWidth))
 	}
 	tb.write(t.w, indent)
 }
@@ -229,10 +230,10 @@ func (t *textWriter) siteTable(sites []analyze.SiteStat, indent int) {
 func (t *textWriter) fragmentation(f analyze.Fragmentation) {
 	t.section("Fragmentation")
 	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
-	kv.add("internal waste (rounding inside allocated blocks)", HumanBytes(f.InternalWasteBytes), GroupDigits(f.InternalWasteBytes))
-	kv.add("cached free (inactive blocks held by the allocator)", HumanBytes(f.CachedFreeBytes), GroupDigits(f.CachedFreeBytes))
-	kv.add(fmt.Sprintf("segments at least %.0f %% free: %d", f.MostlyFreeThreshold*100, f.MostlyFreeSegments), HumanBytes(f.MostlyFreeSegmentsBytes), GroupDigits(f.MostlyFreeSegmentsBytes))
-	kv.add(fmt.Sprintf("free blocks of %s or more: %d", HumanBytes(analyze.LargeFreeBlockBytes), f.LargeFreeBlocks), HumanBytes(f.LargeFreeBlocksBytes), GroupDigits(f.LargeFreeBlocksBytes))
+	kv.add("internal waste (rounding inside allocated blocks)", units.Bytes(f.InternalWasteBytes), GroupDigits(f.InternalWasteBytes))
+	kv.add("cached free (inactive blocks held by the allocator)", units.Bytes(f.CachedFreeBytes), GroupDigits(f.CachedFreeBytes))
+	kv.add(fmt.Sprintf("segments at least %.0f %% free: %d", f.MostlyFreeThreshold*100, f.MostlyFreeSegments), units.Bytes(f.MostlyFreeSegmentsBytes), GroupDigits(f.MostlyFreeSegmentsBytes))
+	kv.add(fmt.Sprintf("free blocks of %s or more: %d", units.Bytes(analyze.LargeFreeBlockBytes), f.LargeFreeBlocks), units.Bytes(f.LargeFreeBlocksBytes), GroupDigits(f.LargeFreeBlocksBytes))
 	kv.write(t.w, 2)
 	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
 }
@@ -240,7 +241,7 @@ func (t *textWriter) fragmentation(f analyze.Fragmentation) {
 func (t *textWriter) totals(x analyze.Totals) {
 	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "measure", "size", "bytes", "of reserved")
 	row := func(name string, v int64) {
-		tb.add(name, HumanBytes(v), GroupDigits(v), Percent(v, x.ReservedBytes))
+		tb.add(name, units.Bytes(v), GroupDigits(v), units.Percent(v, x.ReservedBytes))
 	}
 	row("reserved (segments)", x.ReservedBytes)
 	row("allocated (active_allocated blocks)", x.AllocatedBytes)
@@ -267,8 +268,8 @@ func (t *textWriter) groups(title, keyName string, gs []analyze.GroupTotals) {
 	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight},
 		keyName, "reserved", "allocated", "requested", "internal free", "external free", "efficiency", "segments")
 	for _, g := range gs {
-		tb.add(g.Key, HumanBytes(g.ReservedBytes), HumanBytes(g.AllocatedBytes), HumanBytes(g.RequestedBytes),
-			HumanBytes(g.InternalFreeBytes), HumanBytes(g.ExternalFreeBytes), fmt.Sprintf("%.2f %%", g.EfficiencyPct), strconv.Itoa(g.Segments))
+		tb.add(g.Key, units.Bytes(g.ReservedBytes), units.Bytes(g.AllocatedBytes), units.Bytes(g.RequestedBytes),
+			units.Bytes(g.InternalFreeBytes), units.Bytes(g.ExternalFreeBytes), fmt.Sprintf("%.2f %%", g.EfficiencyPct), strconv.Itoa(g.Segments))
 	}
 	tb.write(t.w, 2)
 }
@@ -288,7 +289,7 @@ func (t *textWriter) histogram(title string, bs []analyze.SizeBucket) {
 		if maxCount > 0 {
 			bar = strings.Repeat("#", (b.Count*30+maxCount-1)/maxCount)
 		}
-		tb.add(BucketLabel(b), strconv.Itoa(b.Count), HumanBytes(b.Bytes), bar)
+		tb.add(BucketLabel(b), strconv.Itoa(b.Count), units.Bytes(b.Bytes), bar)
 	}
 	tb.write(t.w, 2)
 }
@@ -312,10 +313,10 @@ func (t *textWriter) cross(c *analyze.Cross) {
 func (t *textWriter) imbalance(c *analyze.Cross) {
 	t.section("Imbalance" + ImbalanceScope(c))
 	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
-	kv.add("max reserved", HumanBytes(c.MaxReservedBytes), GroupDigits(c.MaxReservedBytes))
-	kv.add("median reserved", HumanBytes(c.MedianReservedBytes), GroupDigits(c.MedianReservedBytes))
-	kv.add("max allocated", HumanBytes(c.MaxAllocatedBytes), GroupDigits(c.MaxAllocatedBytes))
-	kv.add("median allocated", HumanBytes(c.MedianAllocatedBytes), GroupDigits(c.MedianAllocatedBytes))
+	kv.add("max reserved", units.Bytes(c.MaxReservedBytes), GroupDigits(c.MaxReservedBytes))
+	kv.add("median reserved", units.Bytes(c.MedianReservedBytes), GroupDigits(c.MedianReservedBytes))
+	kv.add("max allocated", units.Bytes(c.MaxAllocatedBytes), GroupDigits(c.MaxAllocatedBytes))
+	kv.add("median allocated", units.Bytes(c.MedianAllocatedBytes), GroupDigits(c.MedianAllocatedBytes))
 	kv.write(t.w, 2)
 	t.printf("  imbalance: %.2f %% (max reserved / median reserved - 1)\n", c.ImbalancePct)
 	if len(c.OutlierFiles) > 0 {
@@ -329,9 +330,9 @@ func (t *textWriter) imbalance(c *analyze.Cross) {
 // BucketLabel renders a histogram bucket as "1.0 MiB - 2.0 MiB".
 func BucketLabel(b analyze.SizeBucket) string {
 	if b.Hi <= 0 {
-		return HumanBytes(b.Lo) + " and up"
+		return units.Bytes(b.Lo) + " and up"
 	}
-	return HumanBytes(b.Lo) + " - " + HumanBytes(b.Hi)
+	return units.Bytes(b.Lo) + " - " + units.Bytes(b.Hi)
 }
 
 func limit(n, top int) int {

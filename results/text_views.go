@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // This file renders the parts of a report that only some inputs have: trace-derived extras of allocator
@@ -24,7 +25,7 @@ func (t *textWriter) devicePeaks(r *analyze.Report) {
 		if p.TimeUS != 0 {
 			when = FormatTimeUS(p.TimeUS)
 		}
-		tb.add(strconv.Itoa(p.Device), HumanBytes(p.Bytes), GroupDigits(p.Bytes), strconv.Itoa(p.EventIndex), when)
+		tb.add(strconv.Itoa(p.Device), units.Bytes(p.Bytes), GroupDigits(p.Bytes), strconv.Itoa(p.EventIndex), when)
 	}
 	tb.write(t.w, 2)
 }
@@ -36,7 +37,7 @@ func (t *textWriter) leakSuspects(r *analyze.Report) {
 	t.section(fmt.Sprintf("Possible leaks (%d sites whose live memory only grew)", len(r.LeakSuspects)))
 	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft, alignLeft}, "device", "first", "last", "growth", "markers", "site")
 	for _, l := range r.LeakSuspects {
-		tb.add(strconv.Itoa(l.Device), HumanBytes(l.FirstBytes), HumanBytes(l.LastBytes), HumanBytes(l.GrowthBytes),
+		tb.add(strconv.Itoa(l.Device), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), units.Bytes(l.GrowthBytes),
 			fmt.Sprintf("%d %s", l.Markers, l.MarkerKind), truncate(orDash(l.Site), maxSiteWidth))
 	}
 	tb.write(t.w, 2)
@@ -67,7 +68,7 @@ func (t *textWriter) tracer(r *analyze.Report) {
 	if len(v.Devices) > 1 {
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "device", "peak", "listed", "not listed", "tensors")
 		for _, d := range v.Devices {
-			tb.add(d.Device, HumanBytes(d.PeakBytes), HumanBytes(d.ListedBytes), HumanBytes(d.GapBytes), strconv.Itoa(d.Tensors))
+			tb.add(d.Device, units.Bytes(d.PeakBytes), units.Bytes(d.ListedBytes), units.Bytes(d.GapBytes), strconv.Itoa(d.Tensors))
 		}
 		tb.write(t.w, 2)
 		t.printf("\n")
@@ -78,7 +79,7 @@ func (t *textWriter) tracer(r *analyze.Report) {
 		return
 	}
 	t.printf("  device %s: peak %s (%s bytes), listed tensors %s, not attributable %s\n", p.Device,
-		HumanBytes(p.PeakBytes), GroupDigits(p.PeakBytes), HumanBytes(p.ListedBytes), HumanBytes(p.GapBytes))
+		units.Bytes(p.PeakBytes), GroupDigits(p.PeakBytes), units.Bytes(p.ListedBytes), units.Bytes(p.GapBytes))
 	if p.GapExplanation != "" {
 		t.printf("  %s\n", p.GapExplanation)
 	}
@@ -91,7 +92,7 @@ func (t *textWriter) tracer(r *analyze.Report) {
 		t.printf("\n  by phase:\n")
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "phase", "size", "share", "tensors")
 		for _, ph := range p.Phases {
-			tb.add(ph.Name, HumanBytes(ph.Bytes), fmt.Sprintf("%.2f %%", ph.SharePct), strconv.Itoa(ph.Count))
+			tb.add(ph.Name, units.Bytes(ph.Bytes), fmt.Sprintf("%.2f %%", ph.SharePct), strconv.Itoa(ph.Count))
 		}
 		tb.write(t.w, 4)
 	}
@@ -100,7 +101,7 @@ func (t *textWriter) tracer(r *analyze.Report) {
 		t.printf("\n  by module (repeated layers merged, top %d):\n", n)
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "module", "size", "share", "tensors", "modules")
 		for _, m := range p.Modules[:n] {
-			tb.add(truncate(m.Pattern, 70), HumanBytes(m.Bytes), fmt.Sprintf("%.2f %%", m.SharePct), strconv.Itoa(m.Count), moduleCount(m))
+			tb.add(truncate(m.Pattern, 70), units.Bytes(m.Bytes), fmt.Sprintf("%.2f %%", m.SharePct), strconv.Itoa(m.Count), moduleCount(m))
 		}
 		tb.write(t.w, 4)
 	}
@@ -108,7 +109,7 @@ func (t *textWriter) tracer(r *analyze.Report) {
 		t.printf("\n  by category:\n")
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "category", "size", "share", "tensors")
 		for _, c := range p.Categories {
-			tb.add(c.Name, HumanBytes(c.Bytes), Percent(c.Bytes, p.ListedBytes), strconv.Itoa(c.Count))
+			tb.add(c.Name, units.Bytes(c.Bytes), units.Percent(c.Bytes, p.ListedBytes), strconv.Itoa(c.Count))
 		}
 		tb.write(t.w, 4)
 	}
@@ -117,7 +118,7 @@ func (t *textWriter) tracer(r *analyze.Report) {
 		t.printf("\n  by creation site (top %d):\n", n)
 		tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft, alignLeft}, "size", "tensors", "category", "phases", "site")
 		for _, s := range p.Sites[:n] {
-			tb.add(HumanBytes(s.Bytes), strconv.Itoa(s.Count), s.Category, strings.Join(s.Phases, ","), truncate(orDash(s.Site), maxSiteWidth))
+			tb.add(units.Bytes(s.Bytes), strconv.Itoa(s.Count), s.Category, strings.Join(s.Phases, ","), truncate(orDash(s.Site), maxSiteWidth))
 		}
 		tb.write(t.w, 4)
 	}
@@ -126,7 +127,7 @@ func (t *textWriter) tracer(r *analyze.Report) {
 		t.printf("\n  largest tensors (top %d):\n", n)
 		tb := newTable([]align{alignRight, alignLeft, alignLeft, alignLeft, alignLeft, alignLeft}, "size", "shape", "phase", "category", "module", "site")
 		for _, x := range p.Top[:n] {
-			tb.add(HumanBytes(x.Bytes), x.Shape, x.Phase, x.Category, truncate(x.Module, 50), truncate(orDash(x.Site), 70))
+			tb.add(units.Bytes(x.Bytes), x.Shape, x.Phase, x.Category, truncate(x.Module, 50), truncate(orDash(x.Site), 70))
 		}
 		tb.write(t.w, 4)
 	}
@@ -145,17 +146,17 @@ func (t *textWriter) memoryTimeline(r *analyze.Report) {
 	if v.EndUS > v.StartUS {
 		t.printf(", %.3f s", float64(v.EndUS-v.StartUS)/1e6)
 	}
-	t.printf("\n  peak %s (%s bytes) at point %d", HumanBytes(v.PeakBytes), GroupDigits(v.PeakBytes), v.PeakIndex)
+	t.printf("\n  peak %s (%s bytes) at point %d", units.Bytes(v.PeakBytes), GroupDigits(v.PeakBytes), v.PeakIndex)
 	if v.PeakTimeUS != 0 {
 		t.printf(", %.3f s after the start", float64(v.PeakTimeUS-v.StartUS)/1e6)
 	}
-	t.printf("; %s at the end\n", HumanBytes(v.FinalBytes))
+	t.printf("; %s at the end\n", units.Bytes(v.FinalBytes))
 	if len(v.PeakComposition) > 0 {
 		t.printf("\n  at the peak:\n")
 		// The profiler's own category names, with memscan's name for each (what compare and merge line up).
 		tb := newTable([]align{alignLeft, alignLeft, alignRight, alignRight, alignRight}, "category", "memscan category", "size", "bytes", "share")
 		for _, c := range v.PeakComposition {
-			tb.add(c.Name, analyze.TimelineCategory(c.Name), HumanBytes(c.Bytes), GroupDigits(c.Bytes), Percent(c.Bytes, v.PeakBytes))
+			tb.add(c.Name, analyze.TimelineCategory(c.Name), units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, v.PeakBytes))
 		}
 		tb.write(t.w, 4)
 	}
@@ -163,7 +164,7 @@ func (t *textWriter) memoryTimeline(r *analyze.Report) {
 		t.printf("\n  each category's own maximum:\n")
 		tb := newTable([]align{alignLeft, alignRight, alignRight}, "category", "size", "bytes")
 		for _, c := range v.CategoryMax {
-			tb.add(c.Name, HumanBytes(c.Bytes), GroupDigits(c.Bytes))
+			tb.add(c.Name, units.Bytes(c.Bytes), GroupDigits(c.Bytes))
 		}
 		tb.write(t.w, 4)
 	}
@@ -174,7 +175,7 @@ func bytesOrDash(n int64) string {
 	if n < 0 {
 		return "-"
 	}
-	return HumanBytes(n)
+	return units.Bytes(n)
 }
 
 // peakPlace renders " (rank R, iteration I)" for a log peak, leaving out what the log does not say.
@@ -213,7 +214,7 @@ func (t *textWriter) trainingLog(r *analyze.Report) {
 	}
 	t.printf("\n")
 	if v.CapacityBytes > 0 {
-		t.printf("  device: %s, %s\n", orDash(v.DeviceName), HumanBytes(v.CapacityBytes))
+		t.printf("  device: %s, %s\n", orDash(v.DeviceName), units.Bytes(v.CapacityBytes))
 	}
 	if th := v.Theoretical; th != nil {
 		t.printf("  theoretical (line %d): weight and optimizer %s, activation %s, total %s", th.Line,
@@ -246,23 +247,23 @@ func (t *textWriter) tracerCross(c *analyze.TracerCross) {
 	tb := newTable([]align{alignLeft, alignRight, alignLeft, alignRight, alignRight, alignRight, alignRight},
 		"file", "rank", "device", "peak", "listed", "tensors", "vs median")
 	for _, r := range c.Ranks {
-		tb.add(truncate(r.File, 50), intOrDash(r.Rank), r.Device, HumanBytes(r.PeakBytes), HumanBytes(r.ListedBytes),
+		tb.add(truncate(r.File, 50), intOrDash(r.Rank), r.Device, units.Bytes(r.PeakBytes), units.Bytes(r.ListedBytes),
 			strconv.Itoa(r.Tensors), fmt.Sprintf("%+.1f %%", r.VsMedianPct))
 	}
 	tb.write(t.w, 2)
-	t.printf("  peak: max %s (rank %d), median %s, min %s; imbalance %.2f %%\n", HumanBytes(c.MaxPeakBytes), c.MaxPeakRank,
-		HumanBytes(c.MedianPeakBytes), HumanBytes(c.MinPeakBytes), c.ImbalancePct)
+	t.printf("  peak: max %s (rank %d), median %s, min %s; imbalance %.2f %%\n", units.Bytes(c.MaxPeakBytes), c.MaxPeakRank,
+		units.Bytes(c.MedianPeakBytes), units.Bytes(c.MinPeakBytes), c.ImbalancePct)
 	if len(c.Modules) > 0 {
 		mods := append([]analyze.TracerModuleAcross(nil), c.Modules...)
 		sort.SliceStable(mods, func(i, j int) bool { return mods[i].SpreadBytes > mods[j].SpreadBytes })
-		n := limit(len(mods), min(t.opts.Top, 20))
+		n := limit(len(mods), min(t.opts.Top, analyze.DefaultTracerModuleRows))
 		if t.opts.Top == 0 {
-			n = min(len(mods), 20)
+			n = min(len(mods), analyze.DefaultTracerModuleRows)
 		}
 		t.printf("\n  modules that differ most across ranks (top %d):\n", n)
 		mt := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "module", "min", "max", "spread")
 		for _, m := range mods[:n] {
-			mt.add(truncate(m.Pattern, 70), HumanBytes(m.MinBytes), HumanBytes(m.MaxBytes), HumanBytes(m.SpreadBytes))
+			mt.add(truncate(m.Pattern, 70), units.Bytes(m.MinBytes), units.Bytes(m.MaxBytes), units.Bytes(m.SpreadBytes))
 		}
 		mt.write(t.w, 4)
 	}

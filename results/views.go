@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // This file holds the views that the text report, README.md and index.html render alike, so the three show the
@@ -64,7 +65,7 @@ func newCrossView(c *analyze.Cross) crossView {
 			row.Cells = append(row.Cells, intOrDash(r.Iteration))
 		}
 		if totals {
-			row.Cells = append(row.Cells, totalsCell(r, HumanBytes(r.ReservedBytes)), totalsCell(r, HumanBytes(r.AllocatedBytes)))
+			row.Cells = append(row.Cells, totalsCell(r, units.Bytes(r.ReservedBytes)), totalsCell(r, units.Bytes(r.AllocatedBytes)))
 		}
 		if peak {
 			row.Cells = append(row.Cells, positiveBytes(r.PeakBytes))
@@ -92,7 +93,7 @@ func positiveBytes(n int64) string {
 	if n <= 0 {
 		return "-"
 	}
-	return HumanBytes(n)
+	return units.Bytes(n)
 }
 
 // tracerPrimary is the device a tracer file's sections describe, nil for other inputs (and a tracer file that
@@ -160,14 +161,6 @@ func moduleCount(m analyze.ModuleStat) string {
 		return "-"
 	}
 	return fmt.Sprint(m.MergedModules)
-}
-
-// plural renders "1 block", "3 blocks".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // categorySum is the total the category shares are taken of.

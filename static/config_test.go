@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/units"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -103,7 +105,7 @@ func TestGoldenReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if err := r.WriteJSON(&b); err != nil {
+	if err := units.WriteJSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	golden := filepath.Join("testdata", "llama3-8b-fsdp8.static_report.json")

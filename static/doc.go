@@ -33,4 +33,8 @@
 //
 // Per-component predictions are on Report.Summary (worst GPU) and Report.Stages (every stage: weights, grads,
 // optimizer, activations, temporaries, other, and what is live at the peak in AtPeak); Corrections scale them.
+// Config.Apply lays command-line Overrides over a config; Resolve fills defaults and validates it.
+//
+// It imports only units and its config decoders (YAML); it renders nothing and writes no files: results holds
+// the console, Markdown and JSON views and the chart data, plots draws them.
 package static

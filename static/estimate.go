@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/memscan/memscan/units"
 )
 
 const (
@@ -339,16 +341,14 @@ func fitVerdict(g GPUSpec, frac float64, need int64) Fit {
 	f.HeadroomBytes = f.UsableBytes - need
 	f.Fits = need <= f.UsableBytes
 	if f.Fits {
-		f.Verdict = fmt.Sprintf("FITS: %.2f GiB needed of %.2f GiB usable (%.0f%% of %.2f GiB), headroom %.2f GiB",
-			gibf(need), gibf(f.UsableBytes), frac*100, gibf(f.CapacityBytes), gibf(f.HeadroomBytes))
+		f.Verdict = fmt.Sprintf("FITS: %s needed of %s usable (%.0f%% of %s), headroom %s",
+			units.Bytes(need), units.Bytes(f.UsableBytes), frac*100, units.Bytes(f.CapacityBytes), units.Bytes(f.HeadroomBytes))
 	} else {
-		f.Verdict = fmt.Sprintf("DOES NOT FIT: %.2f GiB needed of %.2f GiB usable (%.0f%% of %.2f GiB), short by %.2f GiB",
-			gibf(need), gibf(f.UsableBytes), frac*100, gibf(f.CapacityBytes), gibf(-f.HeadroomBytes))
+		f.Verdict = fmt.Sprintf("DOES NOT FIT: %s needed of %s usable (%.0f%% of %s), short by %s",
+			units.Bytes(need), units.Bytes(f.UsableBytes), frac*100, units.Bytes(f.CapacityBytes), units.Bytes(-f.HeadroomBytes))
 	}
 	return f
 }
-
-func gibf(v int64) float64 { return float64(v) / gib }
 
 // stage computes one pipeline stage's per-GPU prediction and its operator list.
 func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, layerOps, embOps, headOps []Operator) (Stage, []Operator) {

@@ -3,6 +3,8 @@ package static
 import (
 	"fmt"
 	"math"
+
+	"github.com/memscan/memscan/units"
 )
 
 func tensor(name, dtype string, shape ...int64) Tensor {
@@ -116,7 +118,7 @@ func (e *est) layerOps() []Operator {
 	qkvIn := tensor("qkv.in", act, b, sl, h)
 	hrSaved := keep(qkvIn.Bytes / sp)
 	qkv := e.linear("qkv_proj", "attention", qkvIn, (e.aL+2*e.gL)*d, h, n, hrSaved,
-		"2·b·s·h/sp (input saved)", fmt.Sprintf("Q %s, K/V %s per GPU (GQA g=%d)", count(e.aL, "head", "heads"), count(e.gL, "head", "heads"), x.g))
+		"2·b·s·h/sp (input saved)", fmt.Sprintf("Q %s, K/V %s per GPU (GQA g=%d)", units.Plural(e.aL, "head", "heads"), units.Plural(e.gL, "head", "heads"), x.g))
 	q := tensor("q", act, b, sl, e.aL, d)
 	k := tensor("k", act, b, sl, e.gL, d)
 	v := tensor("v", act, b, sl, e.gL, d)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/memscan/memscan/units"
 )
 
 // fitsWith reports whether cfg fits, with its device total; configs that fail validation do not fit.
@@ -359,13 +361,13 @@ func recommend(r *Report) []Recommendation {
 		}
 		fit := "still does not fit"
 		if nr.Fit.Fits {
-			fit = fmt.Sprintf("fits with %.2f GiB headroom", gibf(nr.Fit.HeadroomBytes))
+			fit = "fits with " + units.Bytes(nr.Fit.HeadroomBytes) + " headroom"
 		}
 		if ch := describeChange(c, nr.Config); ch != "" {
 			what += " (" + ch + ")"
 		}
 		out = append(out, Recommendation{Severity: sev(nr, gain), Title: title,
-			Detail:     fmt.Sprintf("%s: per-GPU need %.2f → %.2f GiB (−%.2f GiB, %.0f%%); %s.", what, gibf(base), gibf(nr.Summary.DeviceTotalBytes), gibf(gain), 100*float64(gain)/float64(base), fit),
+			Detail:     fmt.Sprintf("%s: per-GPU need %s → %s (−%s, %.0f%%); %s.", what, units.Bytes(base), units.Bytes(nr.Summary.DeviceTotalBytes), units.Bytes(gain), 100*float64(gain)/float64(base), fit),
 			SavesBytes: gain, NewPeakBytes: nr.Summary.DeviceTotalBytes})
 	}
 	if c.Mode == "train" {
@@ -418,12 +420,12 @@ func recommend(r *Report) []Recommendation {
 	if fits && r.Fit.HeadroomBytes > base/5 {
 		if mb, err := MaxBatchSize(context.Background(), c); err == nil && mb.Max > batchOf(&c) {
 			out = append(out, Recommendation{Severity: "info", Title: "Headroom for a larger batch",
-				Detail: fmt.Sprintf("%.2f GiB headroom; %s up to %d fits (%.2f GiB per GPU).", gibf(r.Fit.HeadroomBytes), mb.Parameter, mb.Max, gibf(mb.DeviceBytes))})
+				Detail: fmt.Sprintf("%s headroom; %s up to %d fits (%s per GPU).", units.Bytes(r.Fit.HeadroomBytes), mb.Parameter, mb.Max, units.Bytes(mb.DeviceBytes))})
 		}
 	}
 	if !fits && len(out) == 0 {
 		out = append(out, Recommendation{Severity: "critical", Title: "Does not fit",
-			Detail: fmt.Sprintf("short by %.2f GiB per GPU; more GPUs (sharding), a larger GPU or a smaller model is needed.", gibf(-r.Fit.HeadroomBytes))})
+			Detail: "short by " + units.Bytes(-r.Fit.HeadroomBytes) + " per GPU; more GPUs (sharding), a larger GPU or a smaller model is needed."})
 	}
 	return out
 }

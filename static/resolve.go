@@ -7,29 +7,69 @@ import (
 )
 
 // Resolve fills auto values (derived dims, dp, microbatches, dtypes, allocator assumptions) and validates the
-// config. It is idempotent; call it again after changing fields.
+// config. It is idempotent; call it again after changing fields. Sections resolve in dependency order: the model
+// first (training and parallelism check against its sizes), the parallel layout after training (micro-batches
+// come from the global batch). The first problem found is returned, naming its key.
 func (c *Config) Resolve() error {
+	for _, step := range []func() error{
+		c.resolveModel,
+		c.resolveTraining,
+		c.resolveInference,
+		c.resolveParallel,
+		c.validateHardware,
+		c.validateAllocator,
+		c.validateCorrections,
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolveModel expands a preset or size, fills the architecture defaults of the model type and derives the
+// dimensions left at 0.
+func (c *Config) resolveModel() error {
 	m := &c.Model
-	empty := m.NumLayers == 0 && m.HiddenSize == 0 && m.VocabSize == 0
+	empty, err := m.expandPreset()
+	if err != nil {
+		return err
+	}
+	m.defaultArchitecture()
+	if err := m.validateArchitecture(empty); err != nil {
+		return err
+	}
+	if err := m.deriveSizes(c.Training.SeqLength); err != nil {
+		return err
+	}
+	return m.validateSizes()
+}
+
+// expandPreset replaces a model given only by preset or size with the full model; empty reports whether the
+// config named no dimensions of its own.
+func (m *ModelConfig) expandPreset() (empty bool, err error) {
+	empty = m.NumLayers == 0 && m.HiddenSize == 0 && m.VocabSize == 0
 	if m.Preset != "" && empty {
 		pm, err := Preset(m.Preset)
 		if err != nil {
-			return fmt.Errorf("model.preset: %w", err)
+			return empty, fmt.Errorf("model.preset: %w", err)
 		}
 		*m = pm
 	}
 	if m.SizeBillions != 0 && empty {
 		pm, err := ModelForSize(m.SizeBillions)
 		if err != nil {
-			return fmt.Errorf("model.size_billions: %w", err)
+			return empty, fmt.Errorf("model.size_billions: %w", err)
 		}
 		*m = pm
 	}
+	return empty, nil
+}
+
+// defaultArchitecture fills the type and the per-type norm, activation and position embedding.
+func (m *ModelConfig) defaultArchitecture() {
 	if m.Type == "" {
 		m.Type = "llama"
-	}
-	if err := oneOf("model.type", m.Type, "llama", "gpt"); err != nil {
-		return err
 	}
 	if m.NumKVHeads == 0 {
 		m.NumKVHeads = m.NumAttentionHeads
@@ -43,10 +83,15 @@ func (c *Config) Resolve() error {
 	if m.PositionEmbedding == "" {
 		m.PositionEmbedding = map[string]string{"llama": "rope", "gpt": "learned"}[m.Type]
 	}
+}
+
+// validateArchitecture checks the named choices and the basic dimensions every model needs.
+func (m *ModelConfig) validateArchitecture(empty bool) error {
 	for _, ch := range []struct {
 		key, v string
 		ok     []string
 	}{
+		{"model.type", m.Type, []string{"llama", "gpt"}},
 		{"model.norm", m.Norm, []string{"rmsnorm", "layernorm"}},
 		{"model.activation", m.Activation, []string{"swiglu", "gelu", "squared-relu"}},
 		{"model.position_embedding", m.PositionEmbedding, []string{"rope", "learned"}},
@@ -73,14 +118,17 @@ func (c *Config) Resolve() error {
 	if m.NumAttentionHeads%m.NumKVHeads != 0 {
 		return fmt.Errorf("model.num_kv_heads: %d does not divide model.num_attention_heads (%d)", m.NumKVHeads, m.NumAttentionHeads)
 	}
+	return nil
+}
+
+// deriveSizes fills head, FFN and expert sizes left at 0 from the validated architecture, and the learned
+// position table from the sequence length.
+func (m *ModelConfig) deriveSizes(seqLength int) error {
 	if m.HeadDim == 0 {
 		if m.HiddenSize%m.NumAttentionHeads != 0 {
 			return fmt.Errorf("model.num_attention_heads: %d does not divide model.hidden_size (%d); set model.head_dim explicitly", m.NumAttentionHeads, m.HiddenSize)
 		}
 		m.HeadDim = m.HiddenSize / m.NumAttentionHeads
-	}
-	if m.HeadDim < 0 {
-		return fmt.Errorf("model.head_dim: %d (must be > 0)", m.HeadDim)
 	}
 	if m.FFNHiddenSize == 0 {
 		if m.Activation == "swiglu" {
@@ -90,18 +138,9 @@ func (c *Config) Resolve() error {
 			m.FFNHiddenSize = 4 * m.HiddenSize
 		}
 	}
-	if m.FFNHiddenSize < 0 {
-		return fmt.Errorf("model.ffn_hidden_size: %d (must be > 0)", m.FFNHiddenSize)
-	}
-	if m.NumExperts < 0 || m.MoETopK < 0 || m.SharedExperts < 0 || m.MoEFFNHiddenSize < 0 {
-		return fmt.Errorf("model: num_experts, moe_top_k, shared_experts and moe_ffn_hidden_size must be >= 0")
-	}
 	if m.NumExperts > 0 {
 		if m.MoETopK == 0 {
 			m.MoETopK = min(2, m.NumExperts)
-		}
-		if m.MoETopK > m.NumExperts {
-			return fmt.Errorf("model.moe_top_k: %d exceeds model.num_experts (%d)", m.MoETopK, m.NumExperts)
 		}
 		if m.MoEFFNHiddenSize == 0 {
 			m.MoEFFNHiddenSize = m.FFNHiddenSize
@@ -110,20 +149,57 @@ func (c *Config) Resolve() error {
 	if m.MoECapacityFactor == 0 {
 		m.MoECapacityFactor = 1
 	}
+	if m.PositionEmbedding == "learned" && m.MaxPositionEmbeddings == 0 {
+		m.MaxPositionEmbeddings = seqLength
+	}
+	return nil
+}
+
+// validateSizes checks the derived and explicit sizes.
+func (m *ModelConfig) validateSizes() error {
+	if m.HeadDim < 0 {
+		return fmt.Errorf("model.head_dim: %d (must be > 0)", m.HeadDim)
+	}
+	if m.FFNHiddenSize < 0 {
+		return fmt.Errorf("model.ffn_hidden_size: %d (must be > 0)", m.FFNHiddenSize)
+	}
+	if m.NumExperts < 0 || m.MoETopK < 0 || m.SharedExperts < 0 || m.MoEFFNHiddenSize < 0 {
+		return fmt.Errorf("model: num_experts, moe_top_k, shared_experts and moe_ffn_hidden_size must be >= 0")
+	}
+	if m.NumExperts > 0 && m.MoETopK > m.NumExperts {
+		return fmt.Errorf("model.moe_top_k: %d exceeds model.num_experts (%d)", m.MoETopK, m.NumExperts)
+	}
 	if m.MoECapacityFactor < 0 {
 		return fmt.Errorf("model.moe_capacity_factor: %g (must be > 0)", m.MoECapacityFactor)
 	}
 	if m.MakeVocabDivisibleBy < 0 {
 		return fmt.Errorf("model.make_vocab_size_divisible_by: %d (must be >= 0)", m.MakeVocabDivisibleBy)
 	}
-	if m.PositionEmbedding == "learned" && m.MaxPositionEmbeddings == 0 {
-		m.MaxPositionEmbeddings = c.Training.SeqLength
-	}
+	return nil
+}
 
+// resolveTraining fills the gradient dtype and loss chunk and checks the mode and the training section.
+func (c *Config) resolveTraining() error {
+	t := &c.Training
+	if t.GradPrecision == "" {
+		switch t.Precision {
+		case "fp32", "bf16-mixed", "fp16-mixed":
+			t.GradPrecision = "fp32"
+		default:
+			t.GradPrecision = t.Precision
+		}
+	}
+	if t.LossChunkTokens == 0 {
+		t.LossChunkTokens = 1024
+	}
+	return c.validateTraining()
+}
+
+func (c *Config) validateTraining() error {
+	m, t := &c.Model, &c.Training
 	if err := oneOf("mode", c.Mode, "train", "inference"); err != nil {
 		return err
 	}
-	t := &c.Training
 	if t.MicroBatchSize <= 0 {
 		return fmt.Errorf("training.micro_batch_size: %d (must be > 0)", t.MicroBatchSize)
 	}
@@ -147,21 +223,11 @@ func (c *Config) Resolve() error {
 		{"training.recompute", t.Recompute, []string{"none", "selective", "full"}},
 		{"training.loss", t.Loss, []string{"standard", "fused", "fused_jit", "chunked"}},
 		{"training.kernels", t.Kernels, []string{"fused", "eager"}},
+		{"training.grad_precision", t.GradPrecision, []string{"fp32", "bf16", "fp16"}},
 	} {
 		if err := oneOf(ch.key, ch.v, ch.ok...); err != nil {
 			return err
 		}
-	}
-	if t.GradPrecision == "" {
-		switch t.Precision {
-		case "fp32", "bf16-mixed", "fp16-mixed":
-			t.GradPrecision = "fp32"
-		default:
-			t.GradPrecision = t.Precision
-		}
-	}
-	if err := oneOf("training.grad_precision", t.GradPrecision, "fp32", "bf16", "fp16"); err != nil {
-		return err
 	}
 	for _, d := range []struct {
 		key string
@@ -171,11 +237,22 @@ func (c *Config) Resolve() error {
 			return fmt.Errorf("%s: %g (must be in [0, 1))", d.key, d.v)
 		}
 	}
-	if t.LossChunkTokens == 0 {
-		t.LossChunkTokens = 1024
-	}
+	return nil
+}
 
+// resolveInference fills the weight and KV-cache dtypes (int8/int4 weights keep a bf16 cache) and checks the
+// inference section.
+func (c *Config) resolveInference() error {
 	in := &c.Inference
+	if in.WeightDtype == "" {
+		in.WeightDtype = "bf16"
+	}
+	if in.KVCache.Dtype == "" {
+		in.KVCache.Dtype = in.WeightDtype
+		if in.WeightDtype == "int8" || in.WeightDtype == "int4" {
+			in.KVCache.Dtype = "bf16"
+		}
+	}
 	if in.BatchSize <= 0 {
 		return fmt.Errorf("inference.batch_size: %d (must be > 0)", in.BatchSize)
 	}
@@ -185,24 +262,37 @@ func (c *Config) Resolve() error {
 	if in.GenerateTokens < 0 || in.KVCache.BlockTokens < 0 {
 		return fmt.Errorf("inference: generate_tokens and kv_cache.block_tokens must be >= 0")
 	}
-	if in.WeightDtype == "" {
-		in.WeightDtype = "bf16"
-	}
 	if _, ok := dtypeBytes[in.WeightDtype]; !ok {
 		return fmt.Errorf("inference.weight_dtype: %q (must be one of fp32, bf16, fp16, fp8, int8, int4)", in.WeightDtype)
-	}
-	if in.KVCache.Dtype == "" {
-		in.KVCache.Dtype = in.WeightDtype
-		if in.WeightDtype == "int8" || in.WeightDtype == "int4" {
-			in.KVCache.Dtype = "bf16"
-		}
 	}
 	if _, ok := dtypeBytes[in.KVCache.Dtype]; !ok || in.KVCache.Dtype == "int4" {
 		return fmt.Errorf("inference.kv_cache.dtype: %q (must be one of fp32, bf16, fp16, fp8, int8)", in.KVCache.Dtype)
 	}
+	return nil
+}
 
+// resolveParallel derives the data-parallel size, the expert layout and the micro-batch count, checks that
+// every split divides what it splits, and fills the gradient-buffer and sharding defaults.
+func (c *Config) resolveParallel() error {
+	for _, step := range []func() error{c.resolveDataParallel, c.validateSplits, c.resolveExpertLayout, c.resolveMicrobatches, c.resolveGradBuffer} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
 	p := &c.Parallel
-	h := &c.Hardware
+	if p.DistributedOptimizer && p.ZeroStage == 0 {
+		p.ZeroStage = 1 // the distributed optimizer shards exactly the optimizer states (ZeRO-1)
+	}
+	if p.FSDPPrefetchLayers == 0 {
+		p.FSDPPrefetchLayers = 1
+	}
+	return nil
+}
+
+// resolveDataParallel checks the parallel sizes and GPU counts and derives dp (or num_gpus when it was left at
+// its default of 1).
+func (c *Config) resolveDataParallel() error {
+	p, h := &c.Parallel, &c.Hardware
 	for _, d := range []struct {
 		key string
 		v   int
@@ -233,6 +323,13 @@ func (c *Config) Resolve() error {
 			return fmt.Errorf("parallel: dp·tp·pp·cp = %d·%d·%d·%d = %d does not equal hardware.num_gpus (%d)", p.DP, p.TP, p.PP, p.CP, p.DP*model, h.NumGPUs)
 		}
 	}
+	return nil
+}
+
+// validateSplits checks that tensor, pipeline, context and sequence parallelism divide the sizes they split;
+// more than one virtual stage implies the interleaved schedule.
+func (c *Config) validateSplits() error {
+	m, t, p := &c.Model, &c.Training, &c.Parallel
 	if m.NumAttentionHeads%p.TP != 0 {
 		return fmt.Errorf("parallel.tp: %d does not divide model.num_attention_heads (%d)", p.TP, m.NumAttentionHeads)
 	}
@@ -263,22 +360,38 @@ func (c *Config) Resolve() error {
 	if p.ZeroStage < 0 || p.ZeroStage > 3 {
 		return fmt.Errorf("parallel.zero_stage: %d (must be 0, 1, 2 or 3)", p.ZeroStage)
 	}
+	return nil
+}
+
+// resolveExpertLayout defaults the expert tensor-parallel size to tp and checks that the expert split fits the
+// experts and the GPUs of a pipeline stage.
+func (c *Config) resolveExpertLayout() error {
+	m, p, h := &c.Model, &c.Parallel, &c.Hardware
 	if p.ETP == 0 {
 		p.ETP = p.TP
 	}
-	if m.NumExperts > 0 {
-		if m.NumExperts%p.EP != 0 {
-			return fmt.Errorf("parallel.ep: %d does not divide model.num_experts (%d)", p.EP, m.NumExperts)
+	if m.NumExperts == 0 {
+		if p.EP > 1 {
+			return fmt.Errorf("parallel.ep: %d needs a mixture-of-experts model (model.num_experts > 0)", p.EP)
 		}
-		if (h.NumGPUs/p.PP)%(p.EP*p.ETP) != 0 {
-			return fmt.Errorf("parallel.ep: ep·etp = %d does not divide the GPUs per pipeline stage (%d)", p.EP*p.ETP, h.NumGPUs/p.PP)
-		}
-		if m.MoEFFNHiddenSize%p.ETP != 0 {
-			return fmt.Errorf("parallel.etp: %d does not divide model.moe_ffn_hidden_size (%d)", p.ETP, m.MoEFFNHiddenSize)
-		}
-	} else if p.EP > 1 {
-		return fmt.Errorf("parallel.ep: %d needs a mixture-of-experts model (model.num_experts > 0)", p.EP)
+		return nil
 	}
+	if m.NumExperts%p.EP != 0 {
+		return fmt.Errorf("parallel.ep: %d does not divide model.num_experts (%d)", p.EP, m.NumExperts)
+	}
+	if (h.NumGPUs/p.PP)%(p.EP*p.ETP) != 0 {
+		return fmt.Errorf("parallel.ep: ep·etp = %d does not divide the GPUs per pipeline stage (%d)", p.EP*p.ETP, h.NumGPUs/p.PP)
+	}
+	if m.MoEFFNHiddenSize%p.ETP != 0 {
+		return fmt.Errorf("parallel.etp: %d does not divide model.moe_ffn_hidden_size (%d)", p.ETP, m.MoEFFNHiddenSize)
+	}
+	return nil
+}
+
+// resolveMicrobatches derives the micro-batch count from the global batch (or keeps the pipeline full) and the
+// global batch from it, and checks that they agree.
+func (c *Config) resolveMicrobatches() error {
+	t, p := &c.Training, &c.Parallel
 	if p.NumMicrobatches == 0 {
 		if t.GlobalBatchSize > 0 {
 			if t.GlobalBatchSize%(t.MicroBatchSize*p.DP) != 0 {
@@ -295,24 +408,29 @@ func (c *Config) Resolve() error {
 	if t.GlobalBatchSize != t.MicroBatchSize*p.DP*p.NumMicrobatches {
 		return fmt.Errorf("training.global_batch_size: %d does not equal micro_batch_size·dp·num_microbatches = %d", t.GlobalBatchSize, t.MicroBatchSize*p.DP*p.NumMicrobatches)
 	}
+	return nil
+}
+
+// resolveGradBuffer checks grad_buffer and resolves "auto": Megatron's distributed optimizer keeps a
+// contiguous fp32 main-grad buffer for the whole run; plain PyTorch (zero_grad(set_to_none=True)) allocates
+// gradients in backward and frees them after the step.
+func (c *Config) resolveGradBuffer() error {
+	p := &c.Parallel
 	if err := oneOf("parallel.grad_buffer", p.GradBuffer, "auto", "persistent", "on_demand"); err != nil {
 		return err
 	}
 	if p.GradBuffer == "auto" {
-		// Megatron's distributed optimizer keeps a contiguous fp32 main-grad buffer for the whole run; plain
-		// PyTorch (zero_grad(set_to_none=True)) allocates gradients in backward and frees them after the step.
 		p.GradBuffer = "on_demand"
 		if p.DistributedOptimizer {
 			p.GradBuffer = "persistent"
 		}
 	}
-	if p.DistributedOptimizer && p.ZeroStage == 0 {
-		p.ZeroStage = 1 // the distributed optimizer shards exactly the optimizer states (ZeRO-1)
-	}
-	if p.FSDPPrefetchLayers == 0 {
-		p.FSDPPrefetchLayers = 1
-	}
+	return nil
+}
 
+// validateHardware checks the GPU and the efficiency and price assumptions.
+func (c *Config) validateHardware() error {
+	h := &c.Hardware
 	if h.Custom != nil {
 		if err := h.Custom.validate("hardware.custom"); err != nil {
 			return err
@@ -320,25 +438,38 @@ func (c *Config) Resolve() error {
 	} else if _, err := LookupGPU(h.GPU); err != nil {
 		return fmt.Errorf("hardware.gpu: %w", err)
 	}
-	if h.UsableFraction <= 0 || h.UsableFraction > 1 {
-		return fmt.Errorf("hardware.usable_fraction: %g (must be in (0, 1])", h.UsableFraction)
-	}
-	if h.MFU <= 0 || h.MFU > 1 {
-		return fmt.Errorf("hardware.mfu: %g (must be in (0, 1])", h.MFU)
-	}
-	if h.CommEfficiency <= 0 || h.CommEfficiency > 1 {
-		return fmt.Errorf("hardware.comm_efficiency: %g (must be in (0, 1])", h.CommEfficiency)
-	}
-	if h.DPOverlap < 0 || h.DPOverlap > 1 {
-		return fmt.Errorf("hardware.dp_overlap: %g (must be in [0, 1])", h.DPOverlap)
+	for _, f := range []struct {
+		key    string
+		v      float64
+		zeroOK bool
+	}{
+		{"hardware.usable_fraction", h.UsableFraction, false},
+		{"hardware.mfu", h.MFU, false},
+		{"hardware.comm_efficiency", h.CommEfficiency, false},
+		{"hardware.dp_overlap", h.DPOverlap, true},
+	} {
+		switch {
+		case f.zeroOK && (f.v < 0 || f.v > 1):
+			return fmt.Errorf("%s: %g (must be in [0, 1])", f.key, f.v)
+		case !f.zeroOK && (f.v <= 0 || f.v > 1):
+			return fmt.Errorf("%s: %g (must be in (0, 1])", f.key, f.v)
+		}
 	}
 	if h.InterNodeGBps <= 0 || h.PricePerGPUHour < 0 {
 		return fmt.Errorf("hardware: inter_node_gbps must be > 0 and price_per_gpu_hour >= 0")
 	}
-	a := &c.Allocator
-	if a.FragmentationFraction > 1 {
-		return fmt.Errorf("allocator.fragmentation_fraction: %g (must be in [0, 1])", a.FragmentationFraction)
+	return nil
+}
+
+func (c *Config) validateAllocator() error {
+	if f := c.Allocator.FragmentationFraction; f > 1 {
+		return fmt.Errorf("allocator.fragmentation_fraction: %g (must be in [0, 1])", f)
 	}
+	return nil
+}
+
+// validateCorrections checks the static correction factors (1 means none).
+func (c *Config) validateCorrections() error {
 	for _, f := range []struct {
 		key string
 		v   float64

@@ -3,6 +3,8 @@ package static
 import (
 	"fmt"
 	"math"
+
+	"github.com/memscan/memscan/units"
 )
 
 // inferenceStage fills a stage for inference: weights + KV cache + the prefill working set.
@@ -36,7 +38,7 @@ func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operat
 	var ops []Operator
 	ops = append(ops, Operator{Name: "weights", Category: "weights", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: 1,
 		MemoryBytes: st.Weights, Formula: fmt.Sprintf("params/GPU × %g B (%s)", e.pb, c.Inference.WeightDtype),
-		Notes: count(st.Params, "parameter", "parameters") + " on this GPU", Extra: map[string]any{}})
+		Notes: units.Plural(st.Params, "parameter", "parameters") + " on this GPU", Extra: map[string]any{}})
 	ops = append(ops, Operator{Name: "kv_cache", Category: "kv_cache", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: e.layersPerStage,
 		Outputs:     []Tensor{tensor("k_cache", c.Inference.KVCache.Dtype, e.b, ctx, e.gL, x.d), tensor("v_cache", c.Inference.KVCache.Dtype, e.b, ctx, e.gL, x.d)},
 		MemoryBytes: st.KVCache, Formula: "2 · L · g/t · d · (prompt+generated) · b · bytes",
@@ -144,7 +146,7 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 		mult := layerMBs - keptMBs
 		ops = append(ops, Operator{Name: "recompute_checkpoint", Category: "recompute", Phase: "forward", Layer: layersHere[int(kept)%len(layersHere)],
 			Multiplier: mult, MemoryBytes: hr * mult,
-			Formula: "2·b·s·h/sp per recomputed layer (layer input only)", Notes: "full recomputation of " + count(recomputed, "layer", "layers") + " per stage", Extra: map[string]any{}})
+			Formula: "2·b·s·h/sp per recomputed layer (layer input only)", Notes: "full recomputation of " + units.Plural(recomputed, "layer", "layers") + " per stage", Extra: map[string]any{}})
 	}
 	if last {
 		for _, op := range headOps {
@@ -159,7 +161,7 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 	if tr.gather > 0 {
 		ops = append(ops, Operator{Name: "fsdp_all_gather", Category: "communication", Phase: "forward", Layer: -1, Multiplier: 1,
 			TempBytes: int64(tr.gather), Formula: "(prefetch + 1) × layer params/GPU × param bytes",
-			Notes: fmt.Sprintf("unsharded parameters of %s in flight (also in backward)", count(c.Parallel.FSDPPrefetchLayers+1, "layer", "layers"))})
+			Notes: fmt.Sprintf("unsharded parameters of %s in flight (also in backward)", units.Plural(c.Parallel.FSDPPrefetchLayers+1, "layer", "layers"))})
 	}
 	if tr.reduce > 0 {
 		ops = append(ops, Operator{Name: "grad_reduce_scatter", Category: "communication", Phase: "backward", Layer: -1, Multiplier: 1,

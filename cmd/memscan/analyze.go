@@ -21,10 +21,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 const analyzeHelp = `Usage: memscan analyze [flags] INPUT...
@@ -456,7 +456,7 @@ func isRunDir(dir string) bool {
 		return true
 	}
 	return has(results.FileSummary, results.FileMsgpack) || has(mergeJSONFile, mergeMsgpackFile) ||
-		has(compareJSONFile, compareMarkdownFile) || has(calibrate.FileJSON, calibrate.FileMarkdown)
+		has(compareJSONFile, compareMarkdownFile) || has(results.FileCalibrationJSON, results.FileCalibrationMarkdown)
 }
 
 // isInputName reports whether a file found in a directory walk looks like something memscan reads. Named
@@ -574,14 +574,14 @@ func summaryMeasures(r *analyze.Report, s *analyze.RankSummary) string {
 		if !ok || n < 0 {
 			return "-"
 		}
-		return analyze.FormatBytes(n)
+		return units.Bytes(n)
 	}
 	totals := r.HasAllocatorTotals()
 	line := fmt.Sprintf("reserved %s, allocated %s, peak %s", dash(r.ReservedBytes, totals), dash(r.AllocatedBytes, totals),
 		dash(s.PeakBytes, r.Kind() != analyze.KindLog || r.Log.PeakAllocatedBytes >= 0))
 	switch r.Kind() {
 	case analyze.KindTracer:
-		line += ", listed " + analyze.FormatBytes(r.ListedBytes)
+		line += ", listed " + units.Bytes(r.ListedBytes)
 	case analyze.KindLog:
 		line += ", peak reserved " + dash(r.Log.PeakReservedBytes, true)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 const calibrateUsage = `Usage: memscan calibrate --config CFG [flags] RUNTIME...
@@ -116,53 +117,34 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 
-	cal, err := calibrate.EvaluateAll(ctx, runName, specs, opts)
+	cal, warnings, err := calibrate.Run(ctx, calibrate.Plan{Name: runName, Specs: specs, Options: opts, Corrections: model,
+		Fit: *manifest != "" && !*noFit})
 	if err != nil {
-		return err
+		return fmt.Errorf("calibrate: %w", err)
 	}
 	cal.Tool = "memscan " + version
 	for _, f := range cal.Failures {
 		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.ID, f.Error)
 	}
 	if len(cal.Runs) == 0 {
-		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: none of the %s could be evaluated", runsNoun(len(specs)))}
+		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: none of the %s could be evaluated", units.Plural(len(specs), "run", "runs"))}
 	}
-
-	samples := cal.Samples()
-	switch {
-	case model != nil:
-	case *manifest != "" && !*noFit && len(samples) >= 2:
-		m, err := calibrate.Fit(ctx, samples)
-		if err != nil {
-			return fmt.Errorf("calibrate: %w", err)
-		}
-		cv, err := calibrate.LeaveOneOut(ctx, samples, m)
-		if err != nil {
-			return fmt.Errorf("calibrate: %w", err)
-		}
-		m.HeldOut = &calibrate.HeldOutError{MedianAbsPct: cv.HeldOutMedianAbsPct, MaxAbsPct: cv.HeldOutMaxAbsPct}
-		model, cal.CV = m, cv
-	case *manifest != "" && !*noFit:
-		fmt.Fprintf(stderr, "memscan: warning: %s with a measured peak; at least 2 are needed to fit corrections\n", runsNoun(len(samples)))
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "memscan: warning: %s\n", w)
 	}
-	if model != nil {
-		if err := cal.ApplyModel(model); err != nil {
+	if *saveCorr != "" && cal.Model != nil {
+		if err := results.WriteCorrections(*saveCorr, cal.Model); err != nil {
 			return fmt.Errorf("calibrate: %w", err)
-		}
-		if *saveCorr != "" {
-			if err := model.WriteFile(*saveCorr); err != nil {
-				return fmt.Errorf("calibrate: %w", err)
-			}
 		}
 	}
 
 	switch *format {
 	case "json":
-		err = cal.WriteJSON(stdout)
+		err = units.WriteJSON(stdout, cal)
 	case "md":
-		err = cal.WriteMarkdown(stdout)
+		err = results.WriteCalibrationMarkdown(stdout, cal)
 	default:
-		err = cal.WriteText(stdout)
+		err = results.WriteCalibrationText(stdout, cal)
 	}
 	if err != nil {
 		return fmt.Errorf("calibrate: writing the table: %w", err)
@@ -172,7 +154,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
-		if _, err := cal.WriteFiles(dir, *noPlots); err != nil {
+		if _, err := results.WriteCalibrationFiles(dir, cal, *noPlots); err != nil {
 			fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 		}
 		if err := results.UpdateLatest(*out, dir); err != nil {
@@ -207,7 +189,7 @@ func writeStaticCalibration(dir string, a *calibrate.Applied) error {
 	if a == nil {
 		return nil
 	}
-	if err := results.WriteFile(filepath.Join(dir, "static_calibrated.json"), a.WriteJSON); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, "static_calibrated.json"), func(w io.Writer) error { return units.WriteJSON(w, a) }); err != nil {
 		return fmt.Errorf("static: %w", err)
 	}
 	return nil
@@ -216,26 +198,17 @@ func writeStaticCalibration(dir string, a *calibrate.Applied) error {
 // analyzeStaticJoin is `memscan analyze --static CFG`: the analyzed inputs are one run measured with CFG; the
 // calibration table goes into the run directory (and to stdout after the text report unless quiet).
 func analyzeStaticJoin(cfgPath string, cfg static.Config, reports []*analyze.Report, dir string, noPlots, quiet bool, stdout, stderr io.Writer) error {
-	res, err := calibrate.EvaluateReports(cfgPath, cfg, "worst", reports, calibrate.Measured{}, nil)
+	cal, err := calibrate.ForReports(results.RunName([]string{cfgPath}), cfgPath, cfg, reports)
 	if err != nil {
 		return fmt.Errorf("analyze: --static: %w", err)
 	}
-	cal := &calibrate.Calibration{Version: calibrate.Version, Tool: "memscan " + version, Name: results.RunName([]string{cfgPath}),
-		Runs: []*calibrate.RunResult{res}, Rows: res.Rows, Summary: calibrate.Summarize(res.Rows)}
-	if _, err := cal.WriteFiles(dir, noPlots); err != nil {
+	cal.Tool = "memscan " + version
+	if _, err := results.WriteCalibrationFiles(dir, cal, noPlots); err != nil {
 		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 	}
 	if quiet {
 		return nil
 	}
 	fmt.Fprintln(stdout)
-	return cal.WriteText(stdout)
-}
-
-// runsNoun writes a run count with the right noun ("1 run", "3 runs").
-func runsNoun(n int) string {
-	if n == 1 {
-		return "1 run"
-	}
-	return fmt.Sprintf("%d runs", n)
+	return results.WriteCalibrationText(stdout, cal)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 const compareHelp = `Usage: memscan compare [flags] BEFORE AFTER
@@ -59,7 +60,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
 	fs.StringVar(&f.baseline, "baseline", "", "compare every INPUT with this one")
 	fs.StringVar(&f.format, "format", "md", "report on stdout: md (compare.md) or json (compare.json)")
-	fs.IntVar(&f.rows, "top", 25, "rows per table in compare.md (compare.json has all)")
+	fs.IntVar(&f.rows, "top", analyze.DefaultCompareRows, "rows per table in compare.md (compare.json has all)")
 	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
@@ -130,14 +131,14 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := results.WriteFile(filepath.Join(dir, compareMarkdownFile), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
 		return err
 	}
-	if err := results.WriteFile(filepath.Join(dir, compareJSONFile), func(w io.Writer) error { return writeJSON(w, cmp) }); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, compareJSONFile), func(w io.Writer) error { return units.WriteJSON(w, cmp) }); err != nil {
 		return err
 	}
 	if err := results.UpdateLatest(f.out, dir); err != nil {
 		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 	}
 	if f.format == "json" {
-		err = writeJSON(stdout, cmp)
+		err = units.WriteJSON(stdout, cmp)
 	} else {
 		err = analyze.WriteCompareMarkdown(stdout, cmp, analyze.CompareMarkdownOptions{Rows: f.rows})
 	}

@@ -57,8 +57,10 @@ func checkTables(t *testing.T, d analyze.Diff) {
 	}
 }
 
-func TestCompareRunDirectories(t *testing.T) {
-	tmp := t.TempDir()
+// compareRunDirs writes two run directories under dir whose reports differ by +300 MiB of activations, and
+// returns their paths (before, after).
+func compareRunDirs(t *testing.T, dir string) (string, string) {
+	t.Helper()
 	before := &analyze.Report{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1,
 		Totals:     analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20},
 		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}},
@@ -69,11 +71,18 @@ func TestCompareRunDirectories(t *testing.T) {
 		Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}},
 		Sites:      []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}},
 	}
-	writeRunDir(t, filepath.Join(tmp, "before"), before)
-	writeRunDir(t, filepath.Join(tmp, "after"), after)
+	b, a := filepath.Join(dir, "before"), filepath.Join(dir, "after")
+	writeRunDir(t, b, before)
+	writeRunDir(t, a, after)
+	return b, a
+}
+
+func TestCompareRunDirectories(t *testing.T) {
+	tmp := t.TempDir()
+	beforeDir, afterDir := compareRunDirs(t, tmp)
 	out := filepath.Join(tmp, "results")
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"compare", "--out", out, filepath.Join(tmp, "before"), filepath.Join(tmp, "after")}, &stdout, &stderr)
+	code := run(context.Background(), []string{"compare", "--out", out, beforeDir, afterDir}, &stdout, &stderr)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
@@ -92,7 +101,7 @@ func TestCompareRunDirectories(t *testing.T) {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
-	if !strings.Contains(stdout.String(), "| Activation | 400.0MiB | 700.0MiB | +300.0MiB | 4 → 7 |") {
+	if !strings.Contains(stdout.String(), "| Activation | 400.0 MiB | 700.0 MiB | +300.0 MiB | 4 → 7 |") {
 		t.Errorf("stdout report:\n%s", stdout.String())
 	}
 	if !strings.Contains(stderr.String(), "wrote ") {

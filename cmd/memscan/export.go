@@ -5,16 +5,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/export"
+	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 const exportHelp = `Usage: memscan export --format FORMAT [flags] -o FILE INPUT
@@ -165,43 +164,14 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := bw.Flush(); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
-	} else if err := writeFileAtomic(f.out, write); err != nil {
+	} else if err := results.WriteFileAtomic(f.out, write); err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("export: %w", err)}
 	}
 	for _, k := range kept {
-		fmt.Fprintf(stderr, "kept site %s (%s)\n", k.Site, analyze.FormatBytes(k.Bytes))
+		fmt.Fprintf(stderr, "kept site %s (%s)\n", k.Site, units.Bytes(k.Bytes))
 	}
 	if f.out != "-" {
 		fmt.Fprintf(stderr, "wrote %s\n", f.out)
-	}
-	return nil
-}
-
-// writeFileAtomic writes path through a temporary file in the same directory, so a failed or interrupted export
-// never leaves a truncated file under the final name.
-func writeFileAtomic(path string, fill func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<16)
-	if err := fill(bw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes 0600; exports are ordinary files
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }

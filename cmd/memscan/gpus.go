@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/units"
 )
 
 const gpusUsage = `Usage: memscan gpus [--format text|json] [--gpus-file FILE] [--presets]
@@ -44,11 +43,7 @@ func runGPUs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErrorf("gpus: --format %q (must be text or json)", *format)
 	}
 	if *presets {
-		for _, n := range static.PresetNames() {
-			m, _ := static.Preset(n)
-			fmt.Fprintf(stdout, "%-14s %s L=%d h=%d heads=%d kv=%d ffn=%d vocab=%d experts=%d\n", n, m.Type, m.NumLayers, m.HiddenSize, m.NumAttentionHeads, m.NumKVHeads, m.FFNHiddenSize, m.VocabSize, m.NumExperts)
-		}
-		return nil
+		return results.WritePresetList(stdout)
 	}
 	list := static.GPUs()
 	if *file != "" {
@@ -59,24 +54,7 @@ func runGPUs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		list = append(list, custom...)
 	}
 	if *format == "json" {
-		return writeJSON(stdout, list)
+		return units.WriteJSON(stdout, list)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tNAME\tMEM GiB\tBW TB/s\tBF16\tFP16\tFP8\tTF32\tFP32\tRIDGE\tINTERCONNECT")
-	dash := func(v float64) string {
-		if v == 0 {
-			return "—"
-		}
-		return fmt.Sprintf("%g", v)
-	}
-	for _, g := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.3g\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s %g GB/s\n", g.Key, g.Name, g.MemoryGiB, g.BandwidthTBs,
-			dash(g.BF16TFLOPS), dash(g.FP16TFLOPS), dash(g.FP8TFLOPS), dash(g.TF32TFLOPS), dash(g.FP32TFLOPS), g.RidgePoint("bf16"),
-			strings.TrimSpace(g.Interconnect), g.IntraGBps)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, "\nTFLOP/s are dense vendor figures; RIDGE = BF16 peak / bandwidth in FLOP/byte; MEM is the CUDA-visible total.")
-	return nil
+	return results.WriteGPUTable(stdout, list)
 }

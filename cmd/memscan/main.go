@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,13 +60,6 @@ func parseFlags(fs *pflag.FlagSet, args []string, help *bool, usage string, stdo
 	fs.SetOutput(stdout)
 	fs.PrintDefaults()
 	return true, nil
-}
-
-// writeJSON writes v as indented JSON, the layout of every JSON file and --format json output of memscan.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // command is one subcommand; run gets the arguments after the subcommand name.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/units"
 )
 
 // Files that runMerge writes into its run directory.
@@ -50,7 +51,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	stages := fs.Int("stages", 0, "pipeline stages: derive each rank's stage from its rank (ranks split into contiguous groups)")
 	world := fs.Int("world", 0, "world size for --stages (default: the highest rank found + 1)")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "summaries read in parallel")
-	rows := fs.Int("rows", 64, "per-rank rows printed on stdout (0 = all; the files always hold all)")
+	rows := fs.Int("rows", analyze.DefaultMergeRows, "per-rank rows printed on stdout (0 = all; the files always hold all)")
 	format := fs.String("format", "text", "stdout format: text or json")
 	noWrite := fs.Bool("no-write", false, "print only; do not create a run directory")
 	iterationArg := fs.String("iteration", "all", "merge only the summaries of this iteration: N ≥ 0, none (summaries whose iteration is unknown) or all (ranks are compared within one step)")
@@ -118,7 +119,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch *format {
 	case "json":
-		if err := writeJSON(stdout, res); err != nil {
+		if err := units.WriteJSON(stdout, res); err != nil {
 			return err
 		}
 	default:
@@ -262,7 +263,7 @@ func writeMergeRun(root, name, firstArg string, res *analyze.CrossRank) (string,
 	if err := write(mergeTextFile, func(w io.Writer) error { return res.WriteText(w, 0) }); err != nil {
 		return "", err
 	}
-	if err := write(mergeJSONFile, func(w io.Writer) error { return writeJSON(w, res) }); err != nil {
+	if err := write(mergeJSONFile, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {
 		return "", err
 	}
 	if err := write(mergeMsgpackFile, func(w io.Writer) error { return msgpack.NewEncoder(w).Encode(res) }); err != nil {

@@ -122,7 +122,7 @@ func TestCustomGPUFile(t *testing.T) {
 		t.Fatalf("gpus --gpus-file: exit %d %s", code, errOut)
 	}
 	code, out, errOut = runCLI(t, "static", "--model", "llama3.2-1b", "--gpus-file", f, "--gpu", "my-card", "--no-files")
-	if code != exitOK || !strings.Contains(out, "My Card 48GB") || !strings.Contains(out, "47.50 GiB") {
+	if code != exitOK || !strings.Contains(out, "My Card 48GB") || !strings.Contains(out, "47.5 GiB") {
 		t.Errorf("static with custom GPU: exit %d %s\n%s", code, errOut, out)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
 )
 
 // TestSummaryOnlyTracerLine checks that --summary-only prints what a tracer file measured (its peak and the sum
@@ -39,7 +39,7 @@ func TestSummaryOnlyTracerLine(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	want := "reserved -, allocated -, peak " + analyze.FormatBytes(peak) + ", listed " + analyze.FormatBytes(listed)
+	want := "reserved -, allocated -, peak " + units.Bytes(peak) + ", listed " + units.Bytes(listed)
 	if !strings.Contains(stdout, want) {
 		t.Errorf("stdout = %q, want it to contain %q", stdout, want)
 	}

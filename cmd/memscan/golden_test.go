@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenFixtures names every committed input the golden tests read, from the repository root, in one place so
+// that moving a fixture changes one line.
+var goldenFixtures = map[string]string{
+	"example":     "testdata/example/rank0_memory_snapshot.pickle",
+	"tracer":      "snapshot/testdata/tracer/small_rank0.json",
+	"tracer-r1":   "snapshot/testdata/tracer/run_r1_small.json",
+	"log":         "snapshot/testdata/logs/megatron.log",
+	"history":     "snapshot/testdata/v20_history.pickle",
+	"multidevice": "snapshot/testdata/v21_multi_device.pickle",
+	"llama3":      "testdata/static/llama3-8b-fsdp8.json",
+	"llama2-70b":  "testdata/static/llama2-70b-tp8-pp2.yaml",
+	"mixtral":     "testdata/static/mixtral-8x7b-ep8.json",
+	"manifest":    "testdata/calibration/megatron.json",
+}
+
+// runStamp matches the timestamp part of a run directory name, which changes on every run.
+var runStamp = regexp.MustCompile(`\d{8}_\d{6}(_\d+)?`)
+
+// maskVariable replaces what differs between runs and machines (the temporary directory, run-directory
+// timestamps) with fixed words, so that the rest of the output is compared byte for byte.
+func maskVariable(s, tmp string) string {
+	s = strings.ReplaceAll(s, tmp, "$TMP")
+	return runStamp.ReplaceAllString(s, "YYYYMMDD_HHMMSS")
+}
+
+// checkGolden compares got with testdata/golden/name, or rewrites that file under -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(want, []byte(got)) {
+		t.Errorf("%s differs from the golden file (go test -run %s -update rewrites it):\n%s", path, t.Name(), firstDiff(string(want), got))
+	}
+}
+
+// firstDiff shows the first differing line of want and got with its line number.
+func firstDiff(want, got string) string {
+	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return "line " + strconv.Itoa(i+1) + ":\n  want " + w + "\n  got  " + g
+		}
+	}
+	return "(only line endings differ)"
+}
+
+// TestCLIGolden pins the stdout of every text-producing command on small committed or generated inputs. Only
+// run-directory timestamps and machine paths are masked; every number is compared.
+func TestCLIGolden(t *testing.T) {
+	// Inputs are named relative to this package's directory (the test's working directory), so that paths and the
+	// underlines sized to them are the same in every checkout.
+	root := filepath.Join("..", "..")
+	in := func(key string) string {
+		fixture(t, goldenFixtures[key])
+		return filepath.Join(root, filepath.FromSlash(goldenFixtures[key]))
+	}
+
+	tmp := t.TempDir()
+	writeSummaries(t, tmp, 8)
+	before, after := compareRunDirs(t, tmp)
+
+	analyzeArgs := func(format string, inputs ...string) []string {
+		return append([]string{"analyze", "--no-plots", "--progress", "never", "--jobs", "1", "--out", filepath.Join(tmp, "results"), "--format", format}, inputs...)
+	}
+	cases := []struct {
+		golden string
+		args   []string
+	}{
+		{"analyze_example.txt", analyzeArgs("text", in("example"))},
+		{"analyze_example.md", analyzeArgs("md", in("example"))},
+		{"analyze_tracer.txt", analyzeArgs("text", in("tracer"))},
+		{"analyze_tracer.md", analyzeArgs("md", in("tracer"))},
+		{"analyze_log.txt", analyzeArgs("text", in("log"))},
+		{"analyze_two_snapshots.txt", analyzeArgs("text", in("history"), in("multidevice"))},
+		{"static_llama3.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama3")}},
+		{"static_llama2_70b.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama2-70b")}},
+		{"static_mixtral.txt", []string{"static", "--no-files", "--no-plots", "--config", in("mixtral")}},
+		{"static_llama3_strategies.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama3"), "--compare-strategies"}},
+		{"calibrate_manifest.txt", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--manifest", in("manifest")}},
+		{"calibrate_manifest.md", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--format", "md", "--manifest", in("manifest")}},
+		{"compare_rundirs.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), before, after}},
+		{"compare_tracers.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), in("tracer"), in("tracer-r1")}},
+		{"gpus.txt", []string{"gpus"}},
+		{"gpus_presets.txt", []string{"gpus", "--presets"}},
+		{"merge_8ranks.txt", []string{"merge", "--no-write", "--stages", "2", "--jobs", "1", filepath.Join(tmp, "ranks")}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.golden, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			checkGolden(t, tc.golden, maskVariable(stdout, tmp))
+		})
+	}
+}

@@ -1,0 +1,95 @@
+package units
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+func TestBytes(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 B"},
+		{512, "512 B"},
+		{1023, "1023 B"},
+		{1024, "1.0 KiB"},
+		{1536, "1.5 KiB"},
+		{798_571_520, "761.6 MiB"}, // 798571520 / 2^20 = 761.578...
+		{1<<20 - 1, "1.0 MiB"},     // 1023.999 KiB rounds to 1024.0, so the next unit is used
+		{-(2 << 30), "-2.0 GiB"},
+		{-2048, "-2.0 KiB"},
+		{12_884_901_888, "12.0 GiB"},
+		{13_207_024_640, "12.3 GiB"}, // 12.2998 GiB
+		{1 << 50, "1.0 PiB"},
+		{math.MinInt64, "-8.0 EiB"},
+		{math.MaxInt64, "8.0 EiB"},
+	} {
+		if got := Bytes(tc.n); got != tc.want {
+			t.Errorf("Bytes(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestPercentAndShare(t *testing.T) {
+	for _, tc := range []struct {
+		part, whole int64
+		share       float64
+		text        string
+	}{
+		{466_010_624, 1_264_582_656, 36.85094, "36.85 %"},
+		{1, 3, 33.33333, "33.33 %"},
+		{5, 0, 0, "-"},
+		{5, -1, 0, "-"},
+	} {
+		if got := Share(tc.part, tc.whole); math.Abs(got-tc.share) > 1e-4 {
+			t.Errorf("Share(%d, %d) = %v, want %v", tc.part, tc.whole, got, tc.share)
+		}
+		if got := Percent(tc.part, tc.whole); got != tc.text {
+			t.Errorf("Percent(%d, %d) = %q, want %q", tc.part, tc.whole, got, tc.text)
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	if got := Plural(1, "layer", "layers") + ", " + Plural(int64(0), "head", "heads") + ", " + Plural(3, "micro-batch", "micro-batches"); got != "1 layer, 0 heads, 3 micro-batches" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	in := []int64{9, 1, 4}
+	if got := Median(in); got != 4 {
+		t.Errorf("odd count: %d, want 4", got)
+	}
+	if in[0] != 9 {
+		t.Error("Median sorted its argument")
+	}
+	if got := Median([]int64{1, 4, 2, 9}); got != 3 { // (2+4)/2
+		t.Errorf("even count: %d, want 3", got)
+	}
+	if got := Median([]int64{1, 2}); got != 1 { // 1.5 rounded down
+		t.Errorf("even count, odd sum: %d, want 1", got)
+	}
+	if got := Median([]int64{math.MaxInt64, math.MaxInt64 - 2}); got != math.MaxInt64-1 {
+		t.Errorf("near overflow: %d", got)
+	}
+	if got := Median([]float64{1, 2}); got != 1.5 {
+		t.Errorf("float: %v, want 1.5", got)
+	}
+	if got := Median[float64](nil); got != 0 {
+		t.Errorf("empty: %v", got)
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteJSON(&b, map[string]any{"a": []int{1}, "b": "<x>"}); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"a\": [\n    1\n  ],\n  \"b\": \"<x>\"\n}\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 // Finding is one conclusion, with the number behind it and where in the trace it was judged.
@@ -63,18 +64,6 @@ func Detect(ctx context.Context, in *Input) ([]Finding, error) {
 	return out, nil
 }
 
-// bytesF formats bytes as the report does ("1.9GiB").
-func bytesF(n int64) string {
-	f := float64(n)
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	u := 0
-	for (f >= 1024 || f <= -1024) && u < len(units)-1 {
-		f /= 1024
-		u++
-	}
-	return fmt.Sprintf("%.1f%s", f, units[u])
-}
-
 // where names an event's iteration and phase, e.g. "iteration 2 backward".
 func where(tl *phases.Timeline, j int) (string, int, string) {
 	it, ph := tl.At(j)
@@ -122,7 +111,7 @@ func CacheOverhead(d *Device, fragmentation bool) (Finding, bool) {
 		Value: float64(res) / float64(peak), Threshold: CacheOverheadRatio, Unit: UnitRatio,
 		Device: d.Device, Event: resIdx, Iteration: it, Phase: ph,
 		Evidence: fmt.Sprintf("maximum reserved %s (event %d, %s) is %.2fx the peak allocated %s (event %d, %s): %s reserved beyond what the peak needed",
-			bytesF(res), resIdx, rw, float64(res)/float64(peak), bytesF(peak), peakIdx, pw, bytesF(res-peak)),
+			units.Bytes(res), resIdx, rw, float64(res)/float64(peak), units.Bytes(peak), peakIdx, pw, units.Bytes(res-peak)),
 	}
 	if fragmentation {
 		f.Advice = "See the fragmentation finding: the excess is cached memory split into pieces the later requests could not use."
@@ -183,14 +172,14 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 	pw, _, _ := where(d.Timeline, peakIdx)
 	var why strings.Builder
 	fmt.Fprintf(&why, "reserved peaked at %s (event %d, %s) for an allocated peak of %s (event %d, %s). At that point %d segments held %s live and %s free: %s in %d segments at least half free, the largest free range %s",
-		bytesF(res), resIdx, rw, bytesF(peak), peakIdx, pw, at.segments, bytesF(at.live), bytesF(at.free),
-		bytesF(at.free), at.mostlyFree, bytesF(at.largestFree))
+		units.Bytes(res), resIdx, rw, units.Bytes(peak), peakIdx, pw, at.segments, units.Bytes(at.live), units.Bytes(at.free),
+		units.Bytes(at.free), at.mostlyFree, units.Bytes(at.largestFree))
 	if req > 0 {
 		before := d.cacheAt(segs, trigger-1)
 		fmt.Fprintf(&why, "; the last cudaMalloc (event %d, %s) served a request of %s while the cache held %s free, none of it in a range that large (the largest was %s)",
-			trigger, bytesF(d.Trace[trigger].Size), bytesF(req), bytesF(before.free), bytesF(before.largestFree))
+			trigger, units.Bytes(d.Trace[trigger].Size), units.Bytes(req), units.Bytes(before.free), units.Bytes(before.largestFree))
 	}
-	fmt.Fprintf(&why, ". With expandable segments the peak would reserve about %s (%s), saving %s", bytesF(withExp), basis, bytesF(saving))
+	fmt.Fprintf(&why, ". With expandable segments the peak would reserve about %s (%s), saving %s", units.Bytes(withExp), basis, units.Bytes(saving))
 	return Finding{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache: reserved grows beyond the peak",
 		Value: float64(saving), Threshold: float64(FragmentationMinSavingBytes), Unit: UnitBytes, Basis: basis,
 		Device: d.Device, Event: resIdx, Iteration: it, Phase: ph, Evidence: why.String(),
@@ -249,7 +238,7 @@ func IdleCache(s *snapshot.Snapshot, d *Device) (Finding, bool) {
 		Value: float64(idle), Threshold: float64(IdleCacheMinBytes), Unit: UnitBytes, Device: d.Device, Event: from,
 		Phase: ph,
 		Evidence: fmt.Sprintf("%d segments (%s) last used in the %s (up to event %d) stayed reserved and unused through every training iteration after it",
-			count, bytesF(idle), w, from),
+			count, units.Bytes(idle), w, from),
 		Advice: "Call torch.cuda.empty_cache() once after that one-off phase (checkpoint loading, evaluation), not every step.",
 	}, true
 }
@@ -305,7 +294,7 @@ func Leak(d *Device) (Finding, bool) {
 		Value: float64(bestRate), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes, Device: d.Device,
 		Event: ends[len(ends)-1], Iteration: len(ends), Phase: "-",
 		Evidence: fmt.Sprintf("%s (%s) holds %s more at the end of each iteration: %s after iteration 1, %s after iteration %d; iteration 1's warm-up (%s kept, e.g. optimizer state) is excluded",
-			best, cat[best], bytesF(bestRate), bytesF(v[0]), bytesF(v[len(v)-1]), len(v), bytesF(warm)),
+			best, cat[best], units.Bytes(bestRate), units.Bytes(v[0]), units.Bytes(v[len(v)-1]), len(v), units.Bytes(warm)),
 		Advice: "Something keeps a reference to tensors from this site across steps: a list they are appended to, an attribute, a metric accumulated without .item()/.detach(), or outputs kept with their graph.",
 	}, true
 }
@@ -323,15 +312,15 @@ func OOMs(s *snapshot.Snapshot, d *Device) []Finding {
 		w, it, ph := where(d.Timeline, j)
 		var ev strings.Builder
 		fmt.Fprintf(&ev, "a request of %s failed in %s (event %d) with %s allocated, %s reserved and %s free on the device. Live by phase: %s; by category: %s",
-			bytesF(e.Size), w, j, bytesF(x.Live.Bytes), bytesF(x.ReservedBytes), bytesF(e.DeviceFree),
+			units.Bytes(e.Size), w, j, units.Bytes(x.Live.Bytes), units.Bytes(x.ReservedBytes), units.Bytes(e.DeviceFree),
 			shareList(x.Live.ByPhase, 4), shareList(x.Live.ByCategory, 4))
 		if x.Layers > 0 {
 			fmt.Fprintf(&ev, ". %d of %d layers had passed this point, adding %s each; the rest of the forward alone would need about %s, %s beyond what the device offered",
-				x.LayersDone, x.Layers, bytesF(x.PerLayerBytes), bytesF(x.ProjectedBytes), bytesF(x.ProjectedBytes-x.CapacityBytes))
+				x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes))
 		}
 		advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length, or sharding (FSDP/ZeRO) for weights and optimizer state."
 		if cached := x.ReservedBytes - x.Live.Bytes; cached >= e.Size {
-			fmt.Fprintf(&ev, ". The cache held %s free, more than the request, but in pieces too small", bytesF(cached))
+			fmt.Fprintf(&ev, ". The cache held %s free, more than the request, but in pieces too small", units.Bytes(cached))
 			if !expandableOn(s) {
 				advice = "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so the cached pieces can serve the request; " + advice
 			}
@@ -349,7 +338,7 @@ func shareList(ss []Share, n int) string {
 		if i == n {
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %s", s.Name, bytesF(s.Bytes)))
+		parts = append(parts, fmt.Sprintf("%s %s", s.Name, units.Bytes(s.Bytes)))
 	}
 	if len(parts) == 0 {
 		return "nothing"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/traingen"
+	"github.com/memscan/memscan/units"
 )
 
 const mib = 1 << 20
@@ -64,11 +65,11 @@ func TestLeakFires(t *testing.T) {
 	if f.Unit != findings.UnitBytes || f.Value != float64(c.LogitsBytes) {
 		t.Errorf("growth %g %s per iteration, want %d bytes", f.Value, f.Unit, c.LogitsBytes)
 	}
-	if !strings.Contains(f.Evidence, "/home/user/proj/model.py:85:forward") || !strings.Contains(f.Evidence, "512.0MiB more at the end of each iteration") {
+	if !strings.Contains(f.Evidence, "/home/user/proj/model.py:85:forward") || !strings.Contains(f.Evidence, units.Bytes(c.LogitsBytes)+" more at the end of each iteration") {
 		t.Errorf("evidence does not name the site and the growth: %s", f.Evidence)
 	}
 	// Warm-up: iteration 1 keeps 2 states per layer (and the first iteration's input until the next one).
-	if want := "warm-up (" + "1.0GiB"; !strings.Contains(f.Evidence, want) {
+	if want := "warm-up (" + units.Bytes(2*int64(c.Layers)*c.WeightBytes); !strings.Contains(f.Evidence, want) {
 		t.Errorf("evidence lacks the warm-up of 2·4·64 MiB of optimizer state: %s", f.Evidence)
 	}
 	// Two iterations are not enough to tell growth from warm-up.

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -52,7 +54,7 @@ func (o Options) withDefaults() Options {
 
 // Analyze computes the report of one decoded input: allocator snapshots here, tracer JSON, profiler timelines and
 // training logs by their own analyzers. An input of no known kind returns an error wrapping ErrUnsupported.
-func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, error) {
+func Analyze(ctx context.Context, in *load.Input, opts Options) (*Report, error) {
 	if in == nil {
 		return nil, fmt.Errorf("analyze: nil input")
 	}
@@ -75,14 +77,14 @@ func Analyze(ctx context.Context, in *snapshot.Input, opts Options) (*Report, er
 	}
 	rep.File = in.Path
 	rep.Format = in.Format
-	info := snapshot.ParsePath(in.Path)
+	info := input.ParsePath(in.Path)
 	rep.Rank, rep.Iteration = info.Rank, info.Iteration
 	return rep, nil
 }
 
 // AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
 func AnalyzeFile(ctx context.Context, path string, opts Options) (*Report, error) {
-	in, err := snapshot.DecodeFile(ctx, path)
+	in, err := load.DecodeFile(ctx, path)
 	if err != nil {
 		return nil, err
 	}

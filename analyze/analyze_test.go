@@ -11,6 +11,7 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	tu "github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -457,7 +458,7 @@ func TestInconsistentSnapshotWarns(t *testing.T) {
 }
 
 func TestAnalyzeErrors(t *testing.T) {
-	if _, err := Analyze(context.Background(), &snapshot.Input{Path: "x.log", Format: "megatron-log"}, Options{}); !errors.Is(err, ErrUnsupported) {
+	if _, err := Analyze(context.Background(), &load.Input{Path: "x.log", Format: "megatron-log"}, Options{}); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("non-snapshot input: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // Benchmarks are not part of CI's pass/fail:
@@ -22,7 +22,7 @@ func BenchmarkDecodeAnalyze(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		in, err := snapshot.Decode(context.Background(), "bench.pickle", bytes.NewReader(data))
+		in, err := load.Decode(context.Background(), "bench.pickle", bytes.NewReader(data))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func BenchmarkAnalyzeOnly(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in, err := snapshot.Decode(context.Background(), "bench.pickle", bytes.NewReader(data))
+	in, err := load.Decode(context.Background(), "bench.pickle", bytes.NewReader(data))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func BenchmarkAnalyzeOnly(b *testing.B) {
 func BenchmarkDecodeAnalyzeFile(b *testing.B) {
 	path := realsnap.BenchFile(b)
 	for b.Loop() {
-		in, err := snapshot.DecodeFile(context.Background(), path)
+		in, err := load.DecodeFile(context.Background(), path)
 		if err != nil {
 			b.Fatal(err)
 		}

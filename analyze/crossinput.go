@@ -12,9 +12,9 @@ import (
 // OutlierPct is how far above the median (of the same iteration) an input's reserved bytes must be to be an outlier.
 const OutlierPct = 10.0
 
-// recordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
+// RecordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
 // tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
-func recordedPeak(r *Report) (int64, bool) {
+func (r *Report) RecordedPeak() (int64, bool) {
 	switch {
 	case r.Peak != nil:
 		return r.Peak.Bytes, true
@@ -33,20 +33,7 @@ func recordedPeak(r *Report) (int64, bool) {
 // median of their own iteration, and recommendations for rank imbalance and growth across iterations.
 // It returns nil for an empty list.
 func CrossInputs(reports []*Report) *Cross {
-	var rows []CrossRow
-	for _, r := range reports {
-		if r == nil {
-			continue
-		}
-		row := CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration, PeakBytes: r.PeakBytes, ListedBytes: r.ListedBytes}
-		if r.HasAllocatorTotals() {
-			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = r.ReservedBytes, r.AllocatedBytes, r.EfficiencyPct
-		}
-		if p, ok := recordedPeak(r); ok {
-			row.PeakBytes = p
-		}
-		rows = append(rows, row)
-	}
+	rows := crossRows(reports)
 	if len(rows) == 0 {
 		return nil
 	}
@@ -69,7 +56,35 @@ func CrossInputs(reports []*Report) *Cross {
 		byIter[r.Iteration] = append(byIter[r.Iteration], i)
 	}
 	c.Iterations = len(iters)
-	// The statistics are those of the most unbalanced iteration (the only one in the usual single-step run).
+	c.setImbalance(rows, iters, byIter)
+	c.addOutliers(rows, iters, byIter)
+	c.addGrowth(rows)
+	return c
+}
+
+// crossRows is one row per input, with the allocator measures only where the input has them.
+func crossRows(reports []*Report) []CrossRow {
+	var rows []CrossRow
+	for _, r := range reports {
+		if r == nil {
+			continue
+		}
+		row := CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration, PeakBytes: r.PeakBytes, ListedBytes: r.ListedBytes}
+		if r.HasAllocatorTotals() {
+			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = r.ReservedBytes, r.AllocatedBytes, r.EfficiencyPct
+		}
+		if p, ok := r.RecordedPeak(); ok {
+			row.PeakBytes = p
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// setImbalance sets the reserved and allocated statistics of the iteration whose ranks are most unbalanced.
+// byIter lists, per iteration in iters, the rows with allocator totals.
+func (c *Cross) setImbalance(rows []CrossRow, iters []int, byIter map[int][]int) {
+	// The only iteration in the usual single-step run.
 	for k, it := range iters {
 		var res, alloc []int64
 		for _, i := range byIter[it] {
@@ -88,7 +103,12 @@ func CrossInputs(reports []*Report) *Cross {
 		}
 	}
 
-	// Outliers are judged within an iteration: ranks of the same step should hold similar memory.
+}
+
+// addOutliers lists the inputs more than OutlierPct above the median of their iteration and recommends
+// balancing the worst.
+func (c *Cross) addOutliers(rows []CrossRow, iters []int, byIter map[int][]int) {
+	// Ranks of the same step should hold similar memory.
 	worst, worstPct, worstMed := -1, 0.0, int64(0)
 	for _, it := range iters {
 		idx := byIter[it]
@@ -119,7 +139,10 @@ func CrossInputs(reports []*Report) *Cross {
 			Advice: "Uneven pipeline stages, MoE expert load or rank-0-only work (logging, checkpointing, evaluation) make one rank the limit: balance it or size the job for that rank."})
 	}
 
-	// Growth across iterations on the same rank: allocated bytes that never drop and rise overall.
+}
+
+// addGrowth recommends a look at ranks whose allocated bytes never drop and rise overall across iterations.
+func (c *Cross) addGrowth(rows []CrossRow) {
 	byRank := map[int][]CrossRow{}
 	var ranks []int
 	for _, r := range rows {
@@ -154,7 +177,6 @@ func CrossInputs(reports []*Report) *Cross {
 				Advice: "Compare the sites of the first and last snapshot (memscan compare) to find what accumulates."})
 		}
 	}
-	return c
 }
 
 // rankIterLabel is " (rank R, iteration N)" with only the parts the path told (−1 is unknown), or "".

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/trainlog"
 	"github.com/memscan/memscan/units"
 )
 
@@ -32,8 +33,8 @@ type LogView struct {
 	ReservedImbalancePct float64 `json:"reserved_imbalance_pct" msgpack:"reserved_imbalance_pct"`
 	// Theoretical is Megatron's last static estimate line; TheoryGapPct compares the measured peak allocated
 	// with its total (or with weight and optimizer when no total is printed): (measured/theory − 1) × 100.
-	Theoretical  *snapshot.LogTheoretical `json:"theoretical,omitempty" msgpack:"theoretical,omitempty"`
-	TheoryGapPct *float64                 `json:"theory_gap_pct,omitempty" msgpack:"theory_gap_pct,omitempty"`
+	Theoretical  *trainlog.Theoretical `json:"theoretical,omitempty" msgpack:"theoretical,omitempty"`
+	TheoryGapPct *float64              `json:"theory_gap_pct,omitempty" msgpack:"theory_gap_pct,omitempty"`
 	// CapacityBytes is the device capacity when the log states it (torchtitan).
 	CapacityBytes int64  `json:"capacity_bytes,omitempty" msgpack:"capacity_bytes,omitempty"`
 	DeviceName    string `json:"device_name,omitempty" msgpack:"device_name,omitempty"`
@@ -68,7 +69,7 @@ type LogSeries struct {
 
 // AnalyzeLog analyzes the memory lines of a training log (in.Log) into a Report with format "megatron-log",
 // "deepspeed-log" or "torchtitan-log".
-func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*Report, error) {
+func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Report, error) {
 	if in == nil || in.Log == nil {
 		return nil, errors.New("analyze log: input has no log records")
 	}
@@ -84,52 +85,81 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 		PeakAllocatedRank: -1, PeakAllocatedIteration: -1, CapacityBytes: lg.CapacityBytes, DeviceName: lg.DeviceName}
 	byRank := map[int]int{}
 	for _, rec := range lg.Records {
-		i, ok := byRank[rec.Rank]
-		if !ok {
-			i = len(v.Series)
-			byRank[rec.Rank] = i
-			v.Series = append(v.Series, LogSeries{Rank: rec.Rank, XIsIteration: true})
-			v.Ranks = append(v.Ranks, LogRankRow{Rank: rec.Rank, FirstIteration: -1, LastIteration: -1, MaxAllocated: -1, MaxReserved: -1, LastAllocated: -1, LastReserved: -1})
-		}
-		s, row := &v.Series[i], &v.Ranks[i]
-		if rec.Iteration < 0 {
-			s.XIsIteration = false
-		}
-		s.X = append(s.X, rec.Iteration)
-		s.Allocated = append(s.Allocated, rec.AllocatedBytes)
-		s.MaxAllocated = append(s.MaxAllocated, rec.MaxAllocatedBytes)
-		s.Reserved = append(s.Reserved, rec.ReservedBytes)
-		s.MaxReserved = append(s.MaxReserved, rec.MaxReservedBytes)
-
-		row.Records++
-		if rec.Iteration >= 0 {
-			if row.FirstIteration < 0 {
-				row.FirstIteration = rec.Iteration
+		v.addRecord(rec, byRank)
+	}
+	v.orderByRank()
+	if len(v.Ranks) > 1 {
+		var res []int64
+		for _, row := range v.Ranks {
+			if row.MaxReserved >= 0 {
+				res = append(res, row.MaxReserved)
 			}
-			row.LastIteration = rec.Iteration
 		}
-		alloc := max(rec.AllocatedBytes, rec.MaxAllocatedBytes)
-		res := max(rec.ReservedBytes, rec.MaxReservedBytes)
-		row.MaxAllocated = max(row.MaxAllocated, alloc)
-		row.MaxReserved = max(row.MaxReserved, res)
-		if rec.AllocatedBytes >= 0 {
-			row.LastAllocated = rec.AllocatedBytes
-		}
-		if rec.ReservedBytes >= 0 {
-			row.LastReserved = rec.ReservedBytes
-		} else if rec.MaxReservedBytes >= 0 {
-			row.LastReserved = rec.MaxReservedBytes
-		}
-		if alloc > v.PeakAllocatedBytes {
-			v.PeakAllocatedBytes, v.PeakAllocatedRank, v.PeakAllocatedIteration = alloc, rec.Rank, rec.Iteration
-		}
-		// The peak location follows reserved memory (what decides an OOM), else allocated.
-		if res > v.PeakReservedBytes {
-			v.PeakReservedBytes, v.PeakRank, v.PeakIteration = res, rec.Rank, rec.Iteration
-		} else if res < 0 && v.PeakReservedBytes < 0 && alloc >= v.PeakAllocatedBytes {
-			v.PeakRank, v.PeakIteration = rec.Rank, rec.Iteration
+		if med := units.Median(res); med > 0 {
+			v.ReservedImbalancePct = (float64(slices.Max(res))/float64(med) - 1) * 100
 		}
 	}
+	v.setTheory(lg.Theoretical)
+	if len(v.Ranks) == 1 {
+		r.Rank = v.Ranks[0].Rank
+	}
+	r.Log = v
+	r.Recommendations = logRecommendations(v)
+	return r, nil
+}
+
+// addRecord adds one memory line to its rank's series and row and to the peaks; byRank maps a rank to its index.
+func (v *LogView) addRecord(rec trainlog.Record, byRank map[int]int) {
+	i, ok := byRank[rec.Rank]
+	if !ok {
+		i = len(v.Series)
+		byRank[rec.Rank] = i
+		v.Series = append(v.Series, LogSeries{Rank: rec.Rank, XIsIteration: true})
+		v.Ranks = append(v.Ranks, LogRankRow{Rank: rec.Rank, FirstIteration: -1, LastIteration: -1, MaxAllocated: -1, MaxReserved: -1, LastAllocated: -1, LastReserved: -1})
+	}
+	s, row := &v.Series[i], &v.Ranks[i]
+	if rec.Iteration < 0 {
+		s.XIsIteration = false
+	}
+	s.X = append(s.X, rec.Iteration)
+	s.Allocated = append(s.Allocated, rec.AllocatedBytes)
+	s.MaxAllocated = append(s.MaxAllocated, rec.MaxAllocatedBytes)
+	s.Reserved = append(s.Reserved, rec.ReservedBytes)
+	s.MaxReserved = append(s.MaxReserved, rec.MaxReservedBytes)
+
+	row.Records++
+	if rec.Iteration >= 0 {
+		if row.FirstIteration < 0 {
+			row.FirstIteration = rec.Iteration
+		}
+		row.LastIteration = rec.Iteration
+	}
+	alloc := max(rec.AllocatedBytes, rec.MaxAllocatedBytes)
+	res := max(rec.ReservedBytes, rec.MaxReservedBytes)
+	row.MaxAllocated = max(row.MaxAllocated, alloc)
+	row.MaxReserved = max(row.MaxReserved, res)
+	if rec.AllocatedBytes >= 0 {
+		row.LastAllocated = rec.AllocatedBytes
+	}
+	if rec.ReservedBytes >= 0 {
+		row.LastReserved = rec.ReservedBytes
+	} else if rec.MaxReservedBytes >= 0 {
+		row.LastReserved = rec.MaxReservedBytes
+	}
+	if alloc > v.PeakAllocatedBytes {
+		v.PeakAllocatedBytes, v.PeakAllocatedRank, v.PeakAllocatedIteration = alloc, rec.Rank, rec.Iteration
+	}
+	// The peak location follows reserved memory (what decides an OOM), else allocated.
+	if res > v.PeakReservedBytes {
+		v.PeakReservedBytes, v.PeakRank, v.PeakIteration = res, rec.Rank, rec.Iteration
+	} else if res < 0 && v.PeakReservedBytes < 0 && alloc >= v.PeakAllocatedBytes {
+		v.PeakRank, v.PeakIteration = rec.Rank, rec.Iteration
+	}
+}
+
+// orderByRank numbers the points of series whose lines name no iteration, and sorts ranks ascending (lines
+// without a rank last), series in the same order.
+func (v *LogView) orderByRank() {
 	for i := range v.Series {
 		if !v.Series[i].XIsIteration {
 			for j := range v.Series[i].X {
@@ -137,7 +167,6 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 			}
 		}
 	}
-	// Ranks ascending, lines without a rank last; series in the same order.
 	order := make([]int, len(v.Ranks))
 	for i := range order {
 		order[i] = i
@@ -154,19 +183,12 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 		ranks[i], series[i] = v.Ranks[j], v.Series[j]
 	}
 	v.Ranks, v.Series = ranks, series
-	if len(v.Ranks) > 1 {
-		var res []int64
-		for _, row := range v.Ranks {
-			if row.MaxReserved >= 0 {
-				res = append(res, row.MaxReserved)
-			}
-		}
-		if med := units.Median(res); med > 0 {
-			v.ReservedImbalancePct = (float64(slices.Max(res))/float64(med) - 1) * 100
-		}
-	}
-	if n := len(lg.Theoretical); n > 0 {
-		t := lg.Theoretical[n-1]
+}
+
+// setTheory keeps the last theoretical-memory line and the gap of the allocated peak to it.
+func (v *LogView) setTheory(theoretical []trainlog.Theoretical) {
+	if n := len(theoretical); n > 0 {
+		t := theoretical[n-1]
 		v.Theoretical = &t
 		theory := t.TotalBytes
 		if theory < 0 {
@@ -177,12 +199,6 @@ func AnalyzeLog(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*
 			v.TheoryGapPct = &g
 		}
 	}
-	if len(v.Ranks) == 1 {
-		r.Rank = v.Ranks[0].Rank
-	}
-	r.Log = v
-	r.Recommendations = logRecommendations(v)
-	return r, nil
 }
 
 func logRecommendations(v *LogView) []Recommendation {

@@ -7,12 +7,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 func analyzeLogFixture(t *testing.T, name string) *Report {
 	t.Helper()
-	in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "logs", name))
+	in, err := load.DecodeFile(context.Background(), filepath.Join("..", "trainlog", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

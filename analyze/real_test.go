@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // decodeOrSkip decodes a real snapshot, skipping when the pickle decoder is not available in this build.
-func decodeOrSkip(t *testing.T, path string) *snapshot.Input {
+func decodeOrSkip(t *testing.T, path string) *load.Input {
 	t.Helper()
-	in, err := snapshot.DecodeFile(context.Background(), path)
+	in, err := load.DecodeFile(context.Background(), path)
 	if err != nil {
 		t.Skipf("pickle decoder unavailable or failing (%v); totals are checked once it decodes", err)
 	}
@@ -90,7 +90,7 @@ func TestRealSnapshotTotals(t *testing.T) {
 
 func BenchmarkAnalyzeReal(b *testing.B) {
 	dir := realsnap.SharedDir(b, "real_snapshots")
-	in, err := snapshot.DecodeFile(context.Background(), filepath.Join(dir, "kkaitlyn111__cs336-a2-systems__cs336_systems_memory_logs_memory_ctx128_forward.pickle"))
+	in, err := load.DecodeFile(context.Background(), filepath.Join(dir, "kkaitlyn111__cs336-a2-systems__cs336_systems_memory_logs_memory_ctx128_forward.pickle"))
 	if err != nil {
 		b.Skip(err)
 	}

@@ -47,10 +47,26 @@ func expandable(s *snapshot.Snapshot) bool {
 
 // recommend derives advice from a finished report; every entry carries the number and the threshold behind it.
 func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
-	out := []Recommendation{}
-	reserved := r.ReservedBytes
-	exp := expandable(s)
+	out := oomRecommendations(r)
+	if len(r.LeakSuspects) > 0 {
+		l := r.LeakSuspects[0]
+		out = append(out, Recommendation{ID: "possible-leak", Severity: SeverityWarning,
+			Title: "Possible memory leak: live bytes from one site keep growing",
+			Value: float64(l.GrowthBytes), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
+			Evidence: fmt.Sprintf("%s (%s) on device %d grew from %s to %s across %d %s without ever shrinking (%d suspect site(s))",
+				l.Site, l.Category, l.Device, units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Markers, l.MarkerKind, len(r.LeakSuspects)),
+			Advice: "Check that tensors from this site are not kept alive across steps (appended to lists, stored on self, loss kept with its graph instead of loss.item())."})
+	}
 
+	out = append(out, cacheRecommendations(r, expandable(s))...)
+	out = append(out, layoutRecommendations(r)...)
+	return out
+}
+
+// oomRecommendations explains the recorded OOM events: the first one, and the first that struck while the cache
+// held enough free memory.
+func oomRecommendations(r *Report) []Recommendation {
+	out := []Recommendation{}
 	for i, o := range r.OOMs {
 		if i == 0 {
 			rec := Recommendation{ID: "oom", Severity: SeverityCritical, Title: "Out-of-memory event recorded",
@@ -74,17 +90,14 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 			break
 		}
 	}
+	return out
+}
 
-	if len(r.LeakSuspects) > 0 {
-		l := r.LeakSuspects[0]
-		out = append(out, Recommendation{ID: "possible-leak", Severity: SeverityWarning,
-			Title: "Possible memory leak: live bytes from one site keep growing",
-			Value: float64(l.GrowthBytes), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
-			Evidence: fmt.Sprintf("%s (%s) on device %d grew from %s to %s across %d %s without ever shrinking (%d suspect site(s))",
-				l.Site, l.Category, l.Device, units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Markers, l.MarkerKind, len(r.LeakSuspects)),
-			Advice: "Check that tensors from this site are not kept alive across steps (appended to lists, stored on self, loss kept with its graph instead of loss.item())."})
-	}
-
+// cacheRecommendations looks at what the cache holds beyond the requested bytes: overhead, large unused blocks,
+// fragmentation (unless segments are expandable) and blocks pending on other streams.
+func cacheRecommendations(r *Report, expandableSegments bool) []Recommendation {
+	var out []Recommendation
+	reserved := r.ReservedBytes
 	if overhead := units.Share(reserved-r.RequestedBytes, reserved); reserved > 0 && overhead > CacheOverheadPct {
 		out = append(out, Recommendation{ID: "cache-overhead", Severity: SeverityWarning, Title: "High cache overhead",
 			Value: overhead, Threshold: CacheOverheadPct, Unit: UnitPercent,
@@ -103,7 +116,7 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 			Advice: "Memory freed after a peak stays cached: call torch.cuda.empty_cache() after one-off phases (evaluation, checkpoint loading), or let other work reuse it."})
 	}
 
-	if !exp && f.FragmentationPct > FragmentationPctThreshold && units.Share(f.CachedFreeBytes, reserved) >= FragmentationMinCachedPct {
+	if !expandableSegments && f.FragmentationPct > FragmentationPctThreshold && units.Share(f.CachedFreeBytes, reserved) >= FragmentationMinCachedPct {
 		out = append(out, Recommendation{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache",
 			Value: f.FragmentationPct, Threshold: FragmentationPctThreshold, Unit: UnitPercent,
 			Evidence: fmt.Sprintf("%.1f%% of the %s cached free memory lies outside the largest free block (%s); %d segment(s) are at least %.0f%% free",
@@ -118,7 +131,13 @@ func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
 				units.Bytes(pending), units.Share(pending, reserved)),
 			Advice: "Avoid Tensor.record_stream on large buffers (for NCCL set TORCH_NCCL_AVOID_RECORD_STREAMS=1), or synchronize the side stream before freeing."})
 	}
+	return out
+}
 
+// layoutRecommendations looks at where the reserved memory sits: small-pool segments, rounding, private pools.
+func layoutRecommendations(r *Report) []Recommendation {
+	var out []Recommendation
+	reserved := r.ReservedBytes
 	var small Totals
 	for _, g := range r.PerSegmentType {
 		if g.Key == string(snapshot.SegmentSmall) {

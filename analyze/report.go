@@ -1,13 +1,18 @@
 // Package analyze turns decoded inputs into reports: allocator totals, fragmentation, categories, top consumers,
-// size distributions, the timeline and the live set at its peak, OOM events, recommendations, and the cross-input
-// views (ranks, iterations). Each report is computed once; every renderer (text, Markdown, JSON, msgpack, PNG)
-// reads the same model.
+// size distributions, the timeline and the live set at its peak, OOM events, recommendations, and the views
+// across the inputs of one run (ranks, iterations). Each report is computed once; every renderer (text,
+// Markdown, JSON, msgpack, PNG) reads the same model. Work across runs lives elsewhere: merge (rank summaries)
+// and compare (a baseline against other inputs).
+//
+// It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize and units; it
+// imports neither results nor plots, and writes no files.
 package analyze
 
 import (
 	"math"
 	"strconv"
 
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/units"
 )
 
@@ -25,11 +30,9 @@ type Run struct {
 	Cross *Cross `json:"cross,omitempty" msgpack:"cross,omitempty"`
 }
 
-// Failure is an input that could not be decoded or analyzed.
-type Failure struct {
-	File  string `json:"file" msgpack:"file"`
-	Error string `json:"error" msgpack:"error"`
-}
+// Failure is an input that could not be decoded or analyzed. It is load's type, so that discovery and
+// analysis failures share one list.
+type Failure = load.Failure
 
 // Report is the analysis of one input. The JSON form of a Report is one element of summary.json's inputs[].
 type Report struct {

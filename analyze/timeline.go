@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/memtimeline"
 )
 
 // TimelineView is the analysis of a torch.profiler memory timeline.
@@ -47,7 +48,7 @@ type TimelineSeriesData struct {
 const maxTimelinePlotPoints = 4000
 
 // AnalyzeTimeline analyzes a decoded memory timeline (in.Timeline) into a Report with format "memory-timeline".
-func AnalyzeTimeline(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*Report, error) {
+func AnalyzeTimeline(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Report, error) {
 	if in == nil || in.Timeline == nil {
 		return nil, errors.New("analyze timeline: input has no memory timeline")
 	}
@@ -59,7 +60,7 @@ func AnalyzeTimeline(ctx context.Context, in *snapshot.Input, opts RuntimeOption
 		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{},
 		Warnings: append([]string{}, tl.Warnings...)}
 	if r.Format == "" {
-		r.Format = snapshot.FormatMemoryTimeline
+		r.Format = memtimeline.Format
 	}
 	n := tl.Points()
 	v := &TimelineView{Form: tl.Form, Points: n, Events: tl.Events, Categories: slices.Clone(tl.Categories),
@@ -146,7 +147,7 @@ func CanonicalTimelineCategories(cs []CategoryStat) []CategoryStat {
 
 // downsampleTimeline keeps at most maxTimelinePlotPoints points: in each bucket of consecutive points the one with the
 // highest total survives, and the global peak always does, so the plot never hides the peak.
-func downsampleTimeline(tl *snapshot.MemoryTimeline, totals []int64, peak int) *TimelineSeriesData {
+func downsampleTimeline(tl *memtimeline.Timeline, totals []int64, peak int) *TimelineSeriesData {
 	n := len(totals)
 	keep := make([]int, 0, min(n, maxTimelinePlotPoints))
 	if n <= maxTimelinePlotPoints {

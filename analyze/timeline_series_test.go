@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -13,7 +14,7 @@ import (
 // a segment. A gap in the drawn reserved line after the peak was a drawing fault; this pins that the data has none.
 func TestTimelineSeriesReservedContinuous(t *testing.T) {
 	ctx := context.Background()
-	in, err := snapshot.DecodeFile(ctx, filepath.Join("..", "testdata", "example", "rank0_memory_snapshot.pickle"))
+	in, err := load.DecodeFile(ctx, filepath.Join("..", "testdata", "example", "rank0_memory_snapshot.pickle"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/categorize"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/memtimeline"
 )
 
 // The timeline fixtures (see snapshot/timeline_test.go) have totals 1000, 1500, 1500, 1400, 3400, 1400 at
@@ -15,7 +16,7 @@ import (
 // 2000, parameters 1000 and gradients 400.
 func TestAnalyzeTimelineFixtures(t *testing.T) {
 	for _, file := range []string{"small_memory_timeline.json", "small.raw.json.gz"} {
-		in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "timeline", file))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("..", "memtimeline", "testdata", file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +42,7 @@ func TestAnalyzeTimelineFixtures(t *testing.T) {
 		}
 		wantNames := []string{categorize.Parameters, categorize.OptimizerState, categorize.DataInput, "Temporary",
 			categorize.Activation, categorize.Gradient, categorize.Autograd, categorize.Unknown}
-		if !reflect.DeepEqual(v.Categories, snapshot.TimelineCategories[:]) || !reflect.DeepEqual(v.MemscanCategories, wantNames) {
+		if !reflect.DeepEqual(v.Categories, memtimeline.Categories[:]) || !reflect.DeepEqual(v.MemscanCategories, wantNames) {
 			t.Errorf("%s: categories %v mapped to %v", file, v.Categories, v.MemscanCategories)
 		}
 		// Each category's own maximum: optimizer 2000, parameter 1000, activation 400, gradient 400,
@@ -67,14 +68,14 @@ func TestAnalyzeTimelineFixtures(t *testing.T) {
 func TestTimelineDownsampleKeepsPeak(t *testing.T) {
 	const n = 10007
 	const peak = 7777
-	tl := &snapshot.MemoryTimeline{Form: "plot", Categories: []string{"Parameter", "Activation"}, Bytes: [][]int64{make([]int64, n), make([]int64, n)}}
+	tl := &memtimeline.Timeline{Form: "plot", Categories: []string{"Parameter", "Activation"}, Bytes: [][]int64{make([]int64, n), make([]int64, n)}}
 	for i := range n {
 		tl.TimesUS = append(tl.TimesUS, int64(i))
 		tl.Bytes[0][i] = 100
 		tl.Bytes[1][i] = int64(i % 50)
 	}
 	tl.Bytes[1][peak] = 1000
-	r, err := AnalyzeTimeline(context.Background(), &snapshot.Input{Path: "long.json", Format: "memory-timeline", Timeline: tl}, RuntimeOptions{})
+	r, err := AnalyzeTimeline(context.Background(), &load.Input{Path: "long.json", Format: "memory-timeline", Timeline: tl}, RuntimeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 	"github.com/memscan/memscan/units"
 )
 
@@ -172,7 +174,7 @@ func isAllDigits(s string) bool {
 }
 
 // AnalyzeTracer analyzes a decoded tracer peak snapshot (in.Tracer) into a Report with format "tracer-json".
-func AnalyzeTracer(ctx context.Context, in *snapshot.Input, opts RuntimeOptions) (*Report, error) {
+func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Report, error) {
 	if in == nil || in.Tracer == nil {
 		return nil, errors.New("analyze tracer: input has no tracer data")
 	}
@@ -180,7 +182,7 @@ func AnalyzeTracer(ctx context.Context, in *snapshot.Input, opts RuntimeOptions)
 	r := &Report{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
 		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{}, Warnings: []string{}}
 	if r.Format == "" {
-		r.Format = snapshot.FormatTracerJSON
+		r.Format = tracer.Format
 	}
 	view := &TracerView{Rank: tr.Rank, Devices: []TracerDeviceView{}}
 	cz := categorize.NewCategorizer(opts.Rules)
@@ -230,7 +232,7 @@ func AnalyzeTracer(ctx context.Context, in *snapshot.Input, opts RuntimeOptions)
 }
 
 func tracerOrdinal(name string) int {
-	d := snapshot.TracerDevice{Name: name}
+	d := tracer.Device{Name: name}
 	return d.Ordinal()
 }
 
@@ -243,11 +245,11 @@ type tensorFacts struct {
 	code     string
 }
 
-func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, top int) TracerDeviceView {
+func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) TracerDeviceView {
 	dv := TracerDeviceView{Device: d.Name, PeakBytes: d.PeakBytes, Tensors: len(d.Tensors),
 		Phases: []PhaseStat{}, Modules: []ModuleStat{}, ModuleTree: []ModuleNode{}, Categories: []CategoryStat{},
 		Sites: []TracerSite{}, Stacks: []TracerStackGroup{}, Top: []TracerTensorRow{}}
-	userStacks := map[*snapshot.TracerStack]*snapshot.Stack{}
+	userStacks := map[*tracer.Stack]*snapshot.Stack{}
 	facts := make([]tensorFacts, len(d.Tensors))
 	for i := range d.Tensors {
 		t := &d.Tensors[i]
@@ -269,59 +271,71 @@ func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, t
 	}
 	dv.GapExplanation = gapExplanation(&dv)
 
-	// Phases, in order of bytes.
+	dv.addPhases(d)
+	// Merged module patterns and the hierarchy.
+	dv.Modules, dv.ModuleTree = moduleViews(d, facts, dv.ListedBytes)
+
+	dv.addCategories(d, facts)
+	dv.addSitesAndStacks(d, facts, top)
+	dv.addTopTensors(d, facts, top)
+	return dv
+}
+
+// addPhases adds the bytes per tracer phase, in order of bytes.
+func (v *TracerDeviceView) addPhases(d *tracer.Device) {
 	phaseIdx := map[string]int{}
 	for i := range d.Tensors {
 		t := &d.Tensors[i]
 		j, ok := phaseIdx[t.Phase]
 		if !ok {
-			j = len(dv.Phases)
+			j = len(v.Phases)
 			phaseIdx[t.Phase] = j
-			dv.Phases = append(dv.Phases, PhaseStat{Name: t.Phase})
+			v.Phases = append(v.Phases, PhaseStat{Name: t.Phase})
 		}
-		dv.Phases[j].Bytes += t.SizeBytes
-		dv.Phases[j].Count++
+		v.Phases[j].Bytes += t.SizeBytes
+		v.Phases[j].Count++
 	}
-	slices.SortStableFunc(dv.Phases, func(a, b PhaseStat) int {
+	slices.SortStableFunc(v.Phases, func(a, b PhaseStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
 	})
-	for i := range dv.Phases {
-		dv.Phases[i].SharePct = units.Share(dv.Phases[i].Bytes, dv.ListedBytes)
+	for i := range v.Phases {
+		v.Phases[i].SharePct = units.Share(v.Phases[i].Bytes, v.ListedBytes)
 	}
+}
 
-	// Merged module patterns and the hierarchy.
-	dv.Modules, dv.ModuleTree = moduleViews(d, facts, dv.ListedBytes)
-
-	// Categories.
+// addCategories adds the bytes per category, in order of bytes.
+func (v *TracerDeviceView) addCategories(d *tracer.Device, facts []tensorFacts) {
 	catIdx := map[string]int{}
 	for i := range d.Tensors {
 		c := facts[i].category
 		j, ok := catIdx[c]
 		if !ok {
-			j = len(dv.Categories)
+			j = len(v.Categories)
 			catIdx[c] = j
-			dv.Categories = append(dv.Categories, CategoryStat{Name: c})
+			v.Categories = append(v.Categories, CategoryStat{Name: c})
 		}
-		dv.Categories[j].Bytes += d.Tensors[i].SizeBytes
-		dv.Categories[j].Count++
+		v.Categories[j].Bytes += d.Tensors[i].SizeBytes
+		v.Categories[j].Count++
 	}
-	slices.SortStableFunc(dv.Categories, func(a, b CategoryStat) int {
+	slices.SortStableFunc(v.Categories, func(a, b CategoryStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
 	})
+}
 
-	// Sites and whole-stack groups.
+// addSitesAndStacks adds the top creation sites and whole creation stacks, in order of bytes.
+func (v *TracerDeviceView) addSitesAndStacks(d *tracer.Device, facts []tensorFacts, top int) {
 	siteIdx := map[string]int{}
-	stackIdx := map[*snapshot.TracerStack]int{}
-	var stackKeys []*snapshot.TracerStack
+	stackIdx := map[*tracer.Stack]int{}
+	var stackKeys []*tracer.Stack
 	for i := range d.Tensors {
 		t, f := &d.Tensors[i], &facts[i]
 		j, ok := siteIdx[f.site]
 		if !ok {
-			j = len(dv.Sites)
+			j = len(v.Sites)
 			siteIdx[f.site] = j
-			dv.Sites = append(dv.Sites, TracerSite{Site: f.site, Code: f.code, Category: f.category, Phases: []string{}})
+			v.Sites = append(v.Sites, TracerSite{Site: f.site, Code: f.code, Category: f.category, Phases: []string{}})
 		}
-		s := &dv.Sites[j]
+		s := &v.Sites[j]
 		s.Bytes += t.SizeBytes
 		s.Count++
 		if !slices.Contains(s.Phases, t.Phase) {
@@ -329,27 +343,29 @@ func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, t
 		}
 		k, ok := stackIdx[t.Create]
 		if !ok {
-			k = len(dv.Stacks)
+			k = len(v.Stacks)
 			stackIdx[t.Create] = k
 			stackKeys = append(stackKeys, t.Create)
-			dv.Stacks = append(dv.Stacks, TracerStackGroup{Frames: userFrameStrings(t.Create)})
+			v.Stacks = append(v.Stacks, TracerStackGroup{Frames: userFrameStrings(t.Create)})
 		}
-		dv.Stacks[k].Bytes += t.SizeBytes
-		dv.Stacks[k].Count++
+		v.Stacks[k].Bytes += t.SizeBytes
+		v.Stacks[k].Count++
 	}
-	for i := range dv.Sites {
-		slices.Sort(dv.Sites[i].Phases)
+	for i := range v.Sites {
+		slices.Sort(v.Sites[i].Phases)
 	}
-	slices.SortStableFunc(dv.Sites, func(a, b TracerSite) int {
+	slices.SortStableFunc(v.Sites, func(a, b TracerSite) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Site, b.Site))
 	})
-	slices.SortStableFunc(dv.Stacks, func(a, b TracerStackGroup) int {
+	slices.SortStableFunc(v.Stacks, func(a, b TracerStackGroup) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(strings.Join(a.Frames, "\n"), strings.Join(b.Frames, "\n")))
 	})
-	dv.Sites = dv.Sites[:min(len(dv.Sites), top)]
-	dv.Stacks = dv.Stacks[:min(len(dv.Stacks), top)]
+	v.Sites = v.Sites[:min(len(v.Sites), top)]
+	v.Stacks = v.Stacks[:min(len(v.Stacks), top)]
+}
 
-	// Largest tensors: stable by size so equal sizes keep the file's (creation) order.
+// addTopTensors adds the largest tensors: stable by size so equal sizes keep the file's (creation) order.
+func (v *TracerDeviceView) addTopTensors(d *tracer.Device, facts []tensorFacts, top int) {
 	order := make([]int, len(d.Tensors))
 	for i := range order {
 		order[i] = i
@@ -361,11 +377,10 @@ func analyzeTracerDevice(d *snapshot.TracerDevice, cz *categorize.Categorizer, t
 		if t.Dims != nil {
 			shape = formatShapeDims(t.Dims)
 		}
-		dv.Top = append(dv.Top, TracerTensorRow{Bytes: t.SizeBytes, Shape: shape, Dims: t.Dims, ElemBytes: t.ElementBytes(),
+		v.Top = append(v.Top, TracerTensorRow{Bytes: t.SizeBytes, Shape: shape, Dims: t.Dims, ElemBytes: t.ElementBytes(),
 			Module: moduleOrUnknown(t.Module), Pattern: f.pattern, Phase: t.Phase, Category: f.category, Rule: f.rule,
 			Site: f.site, Code: f.code, Released: t.Release != nil})
 	}
-	return dv
 }
 
 func moduleOrUnknown(m string) string {
@@ -385,7 +400,7 @@ func formatShapeDims(d []int64) string {
 
 // moduleViews builds the merged-pattern table and the merged hierarchy. Every tensor lands in exactly one
 // pattern (Unknown included), so the table's bytes sum to the listed bytes.
-func moduleViews(d *snapshot.TracerDevice, facts []tensorFacts, listed int64) ([]ModuleStat, []ModuleNode) {
+func moduleViews(d *tracer.Device, facts []tensorFacts, listed int64) ([]ModuleStat, []ModuleNode) {
 	type agg struct {
 		bytes, own int64
 		count      int
@@ -476,7 +491,7 @@ func moduleViews(d *snapshot.TracerDevice, facts []tensorFacts, listed int64) ([
 
 // userStack returns the creation stack without the tracer's own frames, built once per distinct stack so the
 // categorizer's per-stack cache works.
-func userStack(cache map[*snapshot.TracerStack]*snapshot.Stack, s *snapshot.TracerStack) *snapshot.Stack {
+func userStack(cache map[*tracer.Stack]*snapshot.Stack, s *tracer.Stack) *snapshot.Stack {
 	if s == nil {
 		return nil
 	}
@@ -503,7 +518,7 @@ func isTorchPlumbing(f snapshot.Frame) bool {
 
 // tracerSite picks the creation site: the innermost frame that is neither the tracer's nor torch plumbing, else
 // the innermost non-tracer frame.
-func tracerSite(s *snapshot.TracerStack) (site, code string) {
+func tracerSite(s *tracer.Stack) (site, code string) {
 	if s == nil {
 		return "(no stack)", ""
 	}
@@ -521,7 +536,7 @@ func tracerSite(s *snapshot.TracerStack) (site, code string) {
 	return categorize.Site(&s.Frames[pick]), s.Code[pick]
 }
 
-func userFrameStrings(s *snapshot.TracerStack) []string {
+func userFrameStrings(s *tracer.Stack) []string {
 	if s == nil {
 		return []string{}
 	}
@@ -539,7 +554,7 @@ func userFrameStrings(s *snapshot.TracerStack) []string {
 // in a module's forward are activations. Only what is left (backward and batch tensors with module Unknown) goes
 // through the stack rules of the categorize package, since for the rest the phase and module are stronger
 // evidence than the frames.
-func tracerCategory(t *snapshot.TracerTensor, user *snapshot.Stack, cz *categorize.Categorizer) (string, string) {
+func tracerCategory(t *tracer.Tensor, user *snapshot.Stack, cz *categorize.Categorizer) (string, string) {
 	phase := strings.ToLower(t.Phase)
 	known := t.Module != "" && t.Module != UnknownModule
 	switch {
@@ -570,7 +585,7 @@ func tracerCategory(t *snapshot.TracerTensor, user *snapshot.Stack, cz *categori
 }
 
 // siteText is the creation site's function name and source line, where buffer names such as grad_data appear.
-func siteText(s *snapshot.TracerStack) string {
+func siteText(s *tracer.Stack) string {
 	if s == nil {
 		return ""
 	}

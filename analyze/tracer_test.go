@@ -10,7 +10,7 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/testutil"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // tracerFixture is the hand-written tracer file shared with the snapshot tests. Its tensors (bytes, module,
@@ -25,9 +25,9 @@ import (
 //	 262144  Unknown             my custom phase            train.py:70
 //
 // peak_memory_mb 12.5 → 13107200 bytes; listed 11272192; gap 1835008.
-func tracerFixture(t *testing.T, name string) *snapshot.Input {
+func tracerFixture(t *testing.T, name string) *load.Input {
 	t.Helper()
-	in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "tracer", name))
+	in, err := load.DecodeFile(context.Background(), filepath.Join("..", "tracer", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestCrossTracer(t *testing.T) {
 // filtered small tensors) and layers.0/layers.1 merging with the count of modules, not tensors.
 func TestAnalyzeTracerSharedExamples(t *testing.T) {
 	dir := testutil.SharedDir(t, "docs", "examples")
-	in, err := snapshot.DecodeFile(context.Background(), filepath.Join(dir, "tracer_rank0.json"))
+	in, err := load.DecodeFile(context.Background(), filepath.Join(dir, "tracer_rank0.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

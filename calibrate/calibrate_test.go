@@ -14,8 +14,11 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/static"
+	"github.com/memscan/memscan/tracer"
 	"github.com/memscan/memscan/units"
 )
 
@@ -32,7 +35,7 @@ var (
 
 // builtSnapshot records weights 100 MiB, optimizer states 200 MiB and gradients 50 MiB that stay, activations
 // 300 MiB freed after the peak, and 10 MiB nobody can place: live at the peak 660 MiB, allocated at the end 360 MiB.
-func builtSnapshot() *snapshot.Input {
+func builtSnapshot() *load.Input {
 	b := testutil.NewSnap(1)
 	b.Segment(testutil.SegOpts{},
 		testutil.Live(100*mib, 100*mib, stWeights),
@@ -88,18 +91,18 @@ func TestAttributeSnapshotPeak(t *testing.T) {
 }
 
 func TestAttributeTimeline(t *testing.T) {
-	cats := snapshot.TimelineCategories[:]
+	cats := memtimeline.Categories[:]
 	// One point per column: the peak is the second point (sum 1000 MiB).
 	bytes := map[string][]int64{
 		"Parameter": {100, 100}, "Optimizer state": {0, 200}, "Input": {10, 10}, "Temporary": {0, 40},
 		"Activation": {300, 500}, "Gradient": {0, 100}, "Autograd detail": {0, 20}, "Unknown": {0, 30},
 	}
-	tl := &snapshot.MemoryTimeline{Form: "plot", Categories: cats, TimesUS: []int64{1, 2}, Rank: -1}
+	tl := &memtimeline.Timeline{Form: "plot", Categories: cats, TimesUS: []int64{1, 2}, Rank: -1}
 	for _, c := range cats {
 		row := bytes[c]
 		tl.Bytes = append(tl.Bytes, []int64{row[0] * mib, row[1] * mib})
 	}
-	rep, err := analyze.AnalyzeTimeline(context.Background(), &snapshot.Input{Path: "t.json", Format: "memory-timeline", Timeline: tl}, analyze.RuntimeOptions{})
+	rep, err := analyze.AnalyzeTimeline(context.Background(), &load.Input{Path: "t.json", Format: "memory-timeline", Timeline: tl}, analyze.RuntimeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,14 +120,14 @@ func TestAttributeTimeline(t *testing.T) {
 }
 
 func TestAttributeTracer(t *testing.T) {
-	tr := &snapshot.Tracer{Rank: 0, Devices: []snapshot.TracerDevice{{Name: "cuda:0", PeakBytes: 1000 * mib, PeakMB: 1000,
-		Tensors: []snapshot.TracerTensor{
+	tr := &tracer.File{Rank: 0, Devices: []tracer.Device{{Name: "cuda:0", PeakBytes: 1000 * mib, PeakMB: 1000,
+		Tensors: []tracer.Tensor{
 			{SizeBytes: 400 * mib, Module: "model.layers.0", Phase: "forward_backward_iter_1"},
 			{SizeBytes: 300 * mib, Module: "Unknown", Phase: "setup_model_and_optimizer"},
 			{SizeBytes: 200 * mib, Module: "Unknown", Phase: "optimizer_step"},
 			{SizeBytes: 50 * mib, Module: "Unknown", Phase: "eval"},
 		}}}}
-	rep, err := analyze.AnalyzeTracer(context.Background(), &snapshot.Input{Path: "tr.json", Format: "tracer-json", Tracer: tr}, analyze.RuntimeOptions{})
+	rep, err := analyze.AnalyzeTracer(context.Background(), &load.Input{Path: "tr.json", Format: "tracer-json", Tracer: tr}, analyze.RuntimeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

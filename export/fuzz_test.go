@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -38,7 +39,7 @@ func FuzzPickleRoundTrip(f *testing.F) {
 		if err := WritePickle(context.Background(), &buf, s); err != nil {
 			t.Fatal(err)
 		}
-		in, err := snapshot.Decode(context.Background(), "fuzz.pickle", &buf)
+		in, err := load.Decode(context.Background(), "fuzz.pickle", &buf)
 		if err != nil {
 			t.Fatalf("decoding our own pickle: %v", err)
 		}

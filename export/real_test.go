@@ -15,13 +15,14 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
 func decodeReal(t testing.TB, name string) *snapshot.Snapshot {
 	t.Helper()
 	dir := testutil.SharedDir(t, "real_snapshots")
-	in, err := snapshot.DecodeFile(context.Background(), filepath.Join(dir, name))
+	in, err := load.DecodeFile(context.Background(), filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestSliceRealDecodesBack(t *testing.T) {
 	if _, err := WriteSlice(ctx, &buf, s, SliceOptions{Window: &w}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := snapshot.Decode(ctx, "slice.pickle", &buf)
+	in, err := load.Decode(ctx, "slice.pickle", &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestPickleRoundTripReal(t *testing.T) {
 			if err := WritePickle(ctx, &buf, orig); err != nil {
 				t.Fatal(err)
 			}
-			in, err := snapshot.Decode(ctx, "roundtrip.pickle", &buf)
+			in, err := load.Decode(ctx, "roundtrip.pickle", &buf)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -60,7 +61,7 @@ func checkRoundTrips(t *testing.T, files []string) {
 		}},
 	}
 	for _, path := range files {
-		in, err := snapshot.DecodeFile(ctx, path)
+		in, err := load.DecodeFile(ctx, path)
 		if err != nil {
 			t.Errorf("%s: %v", filepath.Base(path), err)
 			continue
@@ -75,7 +76,7 @@ func checkRoundTrips(t *testing.T, files []string) {
 				if err := w.write(&buf, orig); err != nil {
 					t.Fatal(err)
 				}
-				back, err := snapshot.Decode(ctx, "roundtrip."+w.name, &buf)
+				back, err := load.Decode(ctx, "roundtrip."+w.name, &buf)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,7 +129,7 @@ func TestExportKeepsGenerationMarkers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := snapshot.Decode(ctx, "m."+kind, &buf)
+			back, err := load.Decode(ctx, "m."+kind, &buf)
 			if err != nil {
 				t.Fatalf("%s %s: %v", format, kind, err)
 			}

@@ -76,7 +76,7 @@ func WriteCalibrationText(w io.Writer, c *calibrate.Calibration) error {
 			fmt.Fprintf(&b, "\n%s: peak stage predicted %s, observed %s\n", r.ID, r.PeakStagePredicted, r.PeakStageObserved)
 		}
 		for _, m := range r.Misses {
-			fmt.Fprintf(&b, "  %s %s (%s, %s of total): ", m.Component, signedBytes(m.ErrorBytes), pctOrDash(m.ErrorPct), signedPct(m.ErrorOfTotalPct))
+			fmt.Fprintf(&b, "  %s %s (%s, %s of total): ", m.Component, units.SignedBytes(m.ErrorBytes), pctOrDash(m.ErrorPct), signedPct(m.ErrorOfTotalPct))
 			var parts []string
 			for _, s := range m.Sites {
 				parts = append(parts, fmt.Sprintf("runtime %s %s", s.Site, units.Bytes(s.Bytes)))
@@ -133,12 +133,6 @@ func writeCVText(b *strings.Builder, cv *calibrate.CrossValidation) {
 	fmt.Fprintf(b, "  raw       median %5.1f%%  max %5.1f%%\n", cv.RawMedianAbsPct, cv.RawMaxAbsPct)
 	fmt.Fprintf(b, "  in-sample median %5.1f%%  max %5.1f%%  (fitted on every run: optimistic)\n", cv.InSampleMedianAbsPct, cv.InSampleMaxAbsPct)
 	fmt.Fprintf(b, "  held-out  median %5.1f%%  max %5.1f%%  (each run predicted by a model fitted without it)\n", cv.HeldOutMedianAbsPct, cv.HeldOutMaxAbsPct)
-}
-func signedBytes(v int64) string {
-	if v < 0 {
-		return "−" + units.Bytes(-v)
-	}
-	return "+" + units.Bytes(v)
 }
 func clipLeft(s string, n int) string {
 	r := []rune(s)
@@ -267,7 +261,7 @@ func writeCalibrationRunsMarkdown(b *strings.Builder, runs []*calibrate.RunResul
 				units.Bytes(a.UnattributedBytes))
 		}
 		for _, m := range r.Misses {
-			fmt.Fprintf(&details, "\n- **%s** %s (%s, %s of total)\n", m.Component, signedBytes(m.ErrorBytes), mdPct(m.ErrorPct), signedPct(m.ErrorOfTotalPct))
+			fmt.Fprintf(&details, "\n- **%s** %s (%s, %s of total)\n", m.Component, units.SignedBytes(m.ErrorBytes), mdPct(m.ErrorPct), signedPct(m.ErrorOfTotalPct))
 			for _, s := range m.Sites {
 				fmt.Fprintf(&details, "  - runtime `%s` (%s) %s\n", s.Site, s.Category, units.Bytes(s.Bytes))
 			}

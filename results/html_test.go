@@ -16,8 +16,8 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/plots"
-	"github.com/memscan/memscan/snapshot"
 )
 
 // htmlSampleRun builds a two-input run by hand; the totals obey reserved = requested + internal + external.
@@ -193,7 +193,7 @@ func TestWriteHTMLRealSnapshot(t *testing.T) {
 	shared := testutil.SharedDir(t, "real_snapshots")
 	path := filepath.Join(shared, "JasperSolt__EoR_NN__snapshot.pickle")
 	ctx := context.Background()
-	in, err := snapshot.DecodeFile(ctx, path)
+	in, err := load.DecodeFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

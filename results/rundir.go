@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/input"
 )
 
 // maxRunDirSuffix bounds the collision loop; reaching it means something else keeps creating these names.
@@ -141,7 +141,7 @@ func isKnownExt(ext string) bool {
 
 // InputName is the short label of one input: iter1_rank0, step10_rank7, rank3, or the file stem.
 func InputName(path string) string {
-	info := snapshot.ParsePath(path)
+	info := input.ParsePath(path)
 	var parts []string
 	if info.Iteration >= 0 {
 		parts = append(parts, info.IterationKind+strconv.Itoa(info.Iteration))
@@ -170,7 +170,7 @@ func RunName(paths []string) string {
 	ranks := map[int]bool{}
 	parsed := true
 	for _, p := range paths {
-		info := snapshot.ParsePath(p)
+		info := input.ParsePath(p)
 		if info.Rank < 0 && info.Iteration < 0 {
 			parsed = false
 			break

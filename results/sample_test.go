@@ -2,7 +2,7 @@ package results
 
 import (
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/trainlog"
 )
 
 // sampleReport builds a report by hand whose numbers obey the allocator identities:
@@ -173,7 +173,7 @@ func viewsRun() *analyze.Run {
 		Log: &analyze.LogView{Dialect: "megatron", Lines: 4000, Records: 20, PeakAllocatedBytes: 60_000 * mib, PeakReservedBytes: -1,
 			PeakRank: 3, PeakIteration: 10, PeakAllocatedRank: 3, PeakAllocatedIteration: 10, ReservedImbalancePct: 4.2,
 			// Megatron prints the activation and total estimates only for some configurations; −1 is "not printed".
-			Theoretical:  &snapshot.LogTheoretical{Line: 12, Rank: 0, WeightAndOptimizerByte: 40_000 * mib, ActivationBytes: -1, TotalBytes: -1},
+			Theoretical:  &trainlog.Theoretical{Line: 12, Rank: 0, WeightAndOptimizerByte: 40_000 * mib, ActivationBytes: -1, TotalBytes: -1},
 			TheoryGapPct: &gap,
 			Ranks: []analyze.LogRankRow{{Rank: 0, Records: 10, FirstIteration: 1, LastIteration: 10, MaxAllocated: 58_000 * mib, MaxReserved: -1, LastAllocated: 57_000 * mib, LastReserved: -1},
 				{Rank: 3, Records: 10, FirstIteration: 1, LastIteration: 10, MaxAllocated: 60_000 * mib, MaxReserved: -1, LastAllocated: 59_000 * mib, LastReserved: -1}}},

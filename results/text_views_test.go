@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // TestTrainingLogPeakPlaces checks that the allocated and reserved peaks each name where they happened, with
@@ -17,7 +17,7 @@ import (
 // ("max cached: 2700.00" MB = 2 831 155 200 bytes = 2.64 GiB).
 func TestTrainingLogPeakPlaces(t *testing.T) {
 	ctx := context.Background()
-	in, err := snapshot.DecodeFile(ctx, filepath.Join("..", "snapshot", "testdata", "logs", "megatron.log"))
+	in, err := load.DecodeFile(ctx, filepath.Join("..", "trainlog", "testdata", "megatron.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

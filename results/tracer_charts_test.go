@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // TestRuntimeInputCharts analyzes the tracer, timeline and log fixtures and draws their charts.
 func TestRuntimeInputCharts(t *testing.T) {
 	tests := []struct {
 		file    string
-		analyze func(context.Context, *snapshot.Input, analyze.RuntimeOptions) (*analyze.Report, error)
+		analyze func(context.Context, *load.Input, analyze.RuntimeOptions) (*analyze.Report, error)
 		want    []string
 	}{
 		{"tracer/small_rank0.json", analyze.AnalyzeTracer, []string{ChartTracerPhases, ChartTracerModules}},
@@ -27,7 +27,7 @@ func TestRuntimeInputCharts(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", filepath.FromSlash(tc.file)))
+			in, err := load.DecodeFile(context.Background(), runtimeFixture(tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestStripModulePrefix(t *testing.T) {
 func TestTracerCrossCharts(t *testing.T) {
 	var reps []*analyze.Report
 	for _, f := range []string{"run_r1_small.json", "small_rank0.json"} {
-		in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", "tracer", f))
+		in, err := load.DecodeFile(context.Background(), filepath.Join("..", "tracer", "testdata", f))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,11 +6,24 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
+
+// runtimeFixture maps a fixture name such as "tracer/small_rank0.json" (the name the golden files carry) to the
+// file in its decoder package's testdata.
+func runtimeFixture(name string) string {
+	kind, file, _ := strings.Cut(name, "/")
+	dirs := map[string][]string{
+		"tracer":   {"..", "tracer", "testdata"},
+		"timeline": {"..", "memtimeline", "testdata"},
+		"logs":     {"..", "trainlog", "testdata"},
+	}
+	return filepath.Join(append(dirs[kind], filepath.FromSlash(file))...)
+}
 
 // runtimeRun analyzes one fixture of each runtime source into a Run.
 func runtimeRun(t *testing.T) *analyze.Run {
@@ -18,7 +31,7 @@ func runtimeRun(t *testing.T) *analyze.Run {
 	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test"}
 	for _, tc := range []struct {
 		file string
-		fn   func(context.Context, *snapshot.Input, analyze.RuntimeOptions) (*analyze.Report, error)
+		fn   func(context.Context, *load.Input, analyze.RuntimeOptions) (*analyze.Report, error)
 	}{
 		{"tracer/small_rank0.json", analyze.AnalyzeTracer},
 		{"tracer/run_r1_small.json", analyze.AnalyzeTracer},
@@ -26,7 +39,7 @@ func runtimeRun(t *testing.T) *analyze.Run {
 		{"logs/megatron.log", analyze.AnalyzeLog},
 	} {
 		// Slash paths keep the golden file identical on every OS.
-		in, err := snapshot.DecodeFile(context.Background(), filepath.Join("..", "snapshot", "testdata", filepath.FromSlash(tc.file)))
+		in, err := load.DecodeFile(context.Background(), runtimeFixture(tc.file))
 		if err != nil {
 			t.Fatal(err)
 		}

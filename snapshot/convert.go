@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memscan/memscan/input"
 	"github.com/nlpodyssey/gopickle/types"
 )
 
@@ -117,7 +118,7 @@ func (c *converter) pathString(field string) string {
 
 // errf reports a problem with field (relative to the current path; "" for the current value itself).
 func (c *converter) errf(field, format string, args ...any) error {
-	return &Error{File: c.name, Offset: -1, Field: c.pathString(field), Msg: fmt.Sprintf(format, args...)}
+	return &input.Error{File: c.name, Offset: -1, Field: c.pathString(field), Msg: fmt.Sprintf(format, args...)}
 }
 
 func (c *converter) badKey(k, _ any) error {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"unicode/utf8"
+
+	"github.com/memscan/memscan/input"
 )
 
 // The fast decoder is a pickle VM specialised for allocator snapshots. It streams the file through a small
@@ -333,7 +335,7 @@ func decodeFastPickleSized(ctx context.Context, name string, r io.Reader, size i
 }
 
 func (d *fastDecoder) fail(msg string, args ...any) error {
-	return &Error{File: d.name, Offset: d.opStart, Msg: fmt.Sprintf(msg, args...)}
+	return &input.Error{File: d.name, Offset: d.opStart, Msg: fmt.Sprintf(msg, args...)}
 }
 
 func (d *fastDecoder) unsupported(why string, args ...any) error {
@@ -388,7 +390,7 @@ func (d *fastDecoder) needSlow(n int) ([]byte, error) {
 	}
 	for d.end < n {
 		if d.eof {
-			return nil, &Error{File: d.name, Offset: d.opStart,
+			return nil, &input.Error{File: d.name, Offset: d.opStart,
 				Msg: fmt.Sprintf("truncated: an opcode needs %d more bytes but only %d are left", n, d.end)}
 		}
 		if d.end == len(d.buf) {
@@ -401,7 +403,7 @@ func (d *fastDecoder) needSlow(n int) ([]byte, error) {
 		if err == io.EOF {
 			d.eof = true
 		} else if err != nil {
-			return nil, &Error{File: d.name, Offset: d.base + int64(d.end), Msg: "cannot read", Err: err}
+			return nil, &input.Error{File: d.name, Offset: d.base + int64(d.end), Msg: "cannot read", Err: err}
 		}
 		if err := d.ctx.Err(); err != nil {
 			return nil, err
@@ -635,9 +637,9 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 
 // truncatedAtOp words a missing opcode as a missing STOP.
 func (d *fastDecoder) truncatedAtOp(err error) error {
-	var e *Error
+	var e *input.Error
 	if errors.As(err, &e) && d.eof {
-		return &Error{File: d.name, Offset: d.opStart, Msg: "truncated: the pickle ends without a STOP opcode"}
+		return &input.Error{File: d.name, Offset: d.opStart, Msg: "truncated: the pickle ends without a STOP opcode"}
 	}
 	return err
 }
@@ -651,7 +653,7 @@ func (d *fastDecoder) frameFits() error {
 	for rest > 0 {
 		chunk := int(min(rest, int64(fastInitialBuf)))
 		if _, err := d.need(chunk); err != nil {
-			var e *Error
+			var e *input.Error
 			if errors.As(err, &e) {
 				return d.unsupported("a FRAME longer than the file")
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkDecodeReference(b *testing.B) {
 func BenchmarkDecodeFile(b *testing.B) {
 	path := realsnap.BenchFile(b)
 	for b.Loop() {
-		if _, err := snapshot.DecodeFile(context.Background(), path); err != nil {
+		if _, err := load.DecodeFile(context.Background(), path); err != nil {
 			b.Fatal(err)
 		}
 	}

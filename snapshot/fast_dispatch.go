@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"io"
+
+	"github.com/memscan/memscan/input"
 )
 
 // rewindable is a seekable input: the fast decoder learns its size, and a pickle the fast decoder declines
@@ -44,10 +46,17 @@ func (rw *rewindable) rewind() (io.Reader, error) {
 	return rw.s, nil
 }
 
+// DecodePickle decodes a CUDA allocator snapshot pickle from r, which starts at the pickle's first byte. When r
+// can seek, the fast decoder learns the size from it and a fallback re-reads it; otherwise the bytes are kept.
+func DecodePickle(ctx context.Context, name string, r io.Reader) (*Snapshot, error) {
+	rw := rewinder(r)
+	return decodePickleDispatch(ctx, name, bufio.NewReaderSize(r, 1<<16), rw)
+}
+
 // decodePickleDispatch decodes a snapshot pickle with the streaming fast decoder, and with the reference
 // decoder (gopickle) when the fast one meets a construct it does not handle. Both produce the same model on
 // everything the fast decoder accepts (see diff_test.go), so the choice is invisible except in speed and memory.
-func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, rewind *rewindable) (*Input, error) {
+func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, rewind *rewindable) (*Snapshot, error) {
 	var data []byte
 	var size int64
 	src := io.Reader(br)
@@ -64,17 +73,17 @@ func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, re
 	}
 	snap, err := decodeFastPickleSized(ctx, name, src, size)
 	if err == nil {
-		return pickleInput(name, snap), nil
+		return snap, nil
 	}
 	if !errors.Is(err, errFastUnsupported) {
 		return nil, err
 	}
 	if data != nil {
-		return decodePickleBytesInput(ctx, name, data)
+		return decodePickleBytes(ctx, name, data)
 	}
 	r, rerr := rewind.rewind()
 	if rerr != nil {
-		return nil, &Error{File: name, Offset: 0, Msg: "cannot re-read the file for the reference decoder", Err: rerr}
+		return nil, &input.Error{File: name, Offset: 0, Msg: "cannot re-read the file for the reference decoder", Err: rerr}
 	}
-	return decodePickleInput(ctx, name, bufio.NewReaderSize(r, 1<<16))
+	return decodePickleReference(ctx, name, bufio.NewReaderSize(r, 1<<16))
 }

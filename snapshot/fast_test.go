@@ -14,6 +14,7 @@ import (
 	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -294,16 +295,16 @@ func TestDecodeFallsBack(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fromFile, err := snapshot.DecodeFile(context.Background(), path)
+	fromFile, err := load.DecodeFile(context.Background(), path)
 	if err != nil {
 		t.Fatalf("DecodeFile: %v", err)
 	}
 	// io.MultiReader hides the Seek method: the dispatcher must buffer instead.
-	fromStream, err := snapshot.Decode(context.Background(), "s.pickle", io.MultiReader(bytes.NewReader(data)))
+	fromStream, err := load.Decode(context.Background(), "s.pickle", io.MultiReader(bytes.NewReader(data)))
 	if err != nil {
 		t.Fatalf("Decode(stream): %v", err)
 	}
-	for _, in := range []*snapshot.Input{fromFile, fromStream} {
+	for _, in := range []*load.Input{fromFile, fromStream} {
 		s := in.Snapshot
 		if s == nil || s.AllocatorSettings == nil || s.AllocatorSettings.Other["future_knob"] != "on" || in.Format != "pickle-v4" {
 			t.Errorf("decoded %+v, want allocator setting future_knob=on via the reference decoder", in)
@@ -317,7 +318,7 @@ func TestDecodeUsesFastPath(t *testing.T) {
 	if _, err := gen.Write(&buf, gen.Config{Seed: 7, Entries: 500, Devices: 2}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := snapshot.Decode(context.Background(), "g", bytes.NewReader(buf.Bytes()))
+	in, err := load.Decode(context.Background(), "g", bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}

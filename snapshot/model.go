@@ -1,6 +1,9 @@
-// Package snapshot decodes what PyTorch and its memory tracers write into one typed model: CUDA caching-allocator
-// snapshot pickles (every format from torch 1.13/2.0 to today), tracer peak-memory JSON, torch.profiler memory
-// timelines and training-log memory lines. Decode sniffs the content; the file extension is never trusted.
+// Package snapshot holds the CUDA caching-allocator snapshot model (torch.cuda.memory._snapshot()) and its
+// decoders: the streaming fast pickle decoder and the reference gopickle decoder side by side with their shared
+// pre-scanner, and the JSON rendition of a snapshot. Every snapshot format from torch 1.13/2.0 to today decodes
+// to the one model. Which format a file is, is decided by input.Sniff in load, never by the extension.
+//
+// It imports input (errors, the JSON stream) and gopickle; tracer builds on its Frame and Stack.
 package snapshot
 
 // Snapshot is one decoded CUDA caching-allocator snapshot (torch.cuda.memory._snapshot()).

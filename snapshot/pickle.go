@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/memscan/memscan/input"
 	"github.com/nlpodyssey/gopickle/pickle"
 )
 
@@ -14,33 +15,22 @@ import (
 // them, so seeing it means the two disagree; it is kept as a second line of defence.
 var errRefusedObject = errors.New("snapshot pickles hold only plain data; refusing to load a Python object")
 
-// decodePickleInput decodes a CUDA allocator snapshot pickle (protocols 2 to 5).
+// decodePickleReference decodes a CUDA allocator snapshot pickle (protocols 2 to 5) with the reference decoder.
 //
 // The whole file is read and validated by a pre-scan (see pickleScanner) before gopickle builds the value tree,
 // so that bad input fails with the offset of the opcode at fault and never makes gopickle allocate a claimed
 // length, recurse, or instantiate anything. The tree is then converted to the model by the same converter that
 // handles the JSON rendition of a snapshot.
-func decodePickleInput(ctx context.Context, name string, r io.Reader) (*Input, error) {
+func decodePickleReference(ctx context.Context, name string, r io.Reader) (*Snapshot, error) {
 	data, err := readPickle(ctx, name, r)
 	if err != nil {
 		return nil, err
 	}
-	return decodePickleBytesInput(ctx, name, data)
+	return decodePickleBytes(ctx, name, data)
 }
 
-// decodePickleBytesInput is decodePickleInput for a pickle already held in memory.
-func decodePickleBytesInput(ctx context.Context, name string, data []byte) (*Input, error) {
-	snap, err := decodePickleBytes(ctx, name, data)
-	if err != nil {
-		return nil, err
-	}
-	return pickleInput(name, snap), nil
-}
-
-// pickleInput wraps a decoded snapshot pickle.
-func pickleInput(name string, snap *Snapshot) *Input {
-	return &Input{Path: name, Format: fmt.Sprintf("pickle-v%d", snap.Protocol), Snapshot: snap}
-}
+// PickleFormat names a snapshot pickle's format for reports: "pickle-v4" for protocol 4.
+func PickleFormat(protocol int) string { return fmt.Sprintf("pickle-v%d", protocol) }
 
 // readPickle reads a whole pickle; a read failure is reported at the offset reached, cancellation as ctx's error.
 func readPickle(ctx context.Context, name string, r io.Reader) ([]byte, error) {
@@ -49,7 +39,7 @@ func readPickle(ctx context.Context, name string, r io.Reader) ([]byte, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, &Error{File: name, Offset: int64(len(data)), Msg: "cannot read", Err: err}
+		return nil, &input.Error{File: name, Offset: int64(len(data)), Msg: "cannot read", Err: err}
 	}
 	return data, nil
 }
@@ -61,18 +51,18 @@ const modelBudgetSlack = 1 << 16
 // decodePickleBytes decodes a complete snapshot pickle held in memory.
 func decodePickleBytes(ctx context.Context, name string, data []byte) (*Snapshot, error) {
 	if len(data) == 0 {
-		return nil, &Error{File: name, Offset: 0, Msg: "empty file"}
+		return nil, &input.Error{File: name, Offset: 0, Msg: "empty file"}
 	}
 	proto, err := scanPickle(ctx, data)
 	if err != nil {
 		var se *scanError
 		if errors.As(err, &se) {
-			return nil, &Error{File: name, Offset: se.Offset, Msg: se.Msg}
+			return nil, &input.Error{File: name, Offset: se.Offset, Msg: se.Msg}
 		}
 		return nil, err // context cancellation
 	}
 	if proto < 2 {
-		return nil, &Error{File: name, Offset: 0, Msg: fmt.Sprintf("pickle protocol %d is not a snapshot (snapshots use protocols 2 to 5)", proto)}
+		return nil, &input.Error{File: name, Offset: 0, Msg: fmt.Sprintf("pickle protocol %d is not a snapshot (snapshots use protocols 2 to 5)", proto)}
 	}
 	v, err := loadPickleValue(name, data)
 	if err != nil {
@@ -95,7 +85,7 @@ func loadPickleValue(name string, data []byte) (v any, err error) {
 		// must still surface as an error for this one file rather than end the process.
 		if p := recover(); p != nil {
 			v = nil
-			err = &Error{File: name, Offset: pos(), Msg: fmt.Sprintf("internal pickle decoder failure: %v", p)}
+			err = &input.Error{File: name, Offset: pos(), Msg: fmt.Sprintf("internal pickle decoder failure: %v", p)}
 		}
 	}()
 	u := pickle.NewUnpickler(br)
@@ -109,7 +99,7 @@ func loadPickleValue(name string, data []byte) (v any, err error) {
 	v, err = u.Load()
 	if err != nil {
 		// Offsets here are approximate (gopickle reads whole frames); the pre-scan reports the precise ones.
-		return nil, &Error{File: name, Offset: pos(), Msg: "malformed pickle", Err: err}
+		return nil, &input.Error{File: name, Offset: pos(), Msg: "malformed pickle", Err: err}
 	}
 	return v, nil
 }

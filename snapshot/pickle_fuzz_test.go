@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/memscan/memscan/input"
 )
 
-// FuzzDecode feeds arbitrary bytes to Decode. Whatever the input, it must return promptly with either a model
+// FuzzDecode feeds arbitrary bytes to DecodePickle. Whatever the input, it must return promptly with either a model
 // (that Validate can inspect) or an error; pickle input must fail with an *Error. The fixtures are the seed
 // corpus; crashers found by the fuzzer live in testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {
@@ -36,29 +38,27 @@ func FuzzDecode(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		start := time.Now()
-		in, err := Decode(ctx, "fuzz", bytes.NewReader(data))
+		snap, err := DecodePickle(ctx, "fuzz", bytes.NewReader(data))
 		if d := time.Since(start); ctx.Err() != nil || d > 5*time.Second {
 			t.Fatalf("decode of %d bytes took %v", len(data), d)
 		}
 		if err != nil {
 			if len(data) > 0 && data[0] == 0x80 {
-				var de *Error
+				var de *input.Error
 				if !errors.As(err, &de) {
 					t.Fatalf("pickle error is %T, want *Error: %v", err, err)
 				}
 			}
 			return
 		}
-		if in == nil {
-			t.Fatal("nil input without an error")
+		if snap == nil {
+			t.Fatal("nil snapshot without an error")
 		}
-		if in.Snapshot != nil {
-			_ = in.Snapshot.Validate()
-		}
+		_ = snap.Validate()
 	})
 }
 
-// BenchmarkDecodePickle decodes a generated training-run snapshot with the reference decoder and with Decode (the README example's model with 12 layers,
+// BenchmarkDecodePickle decodes a generated training-run snapshot with the reference decoder and with DecodePickle (the README example's model with 12 layers,
 // repeated for MEMSCAN_BENCH_STEPS steps, default 200, about 18 MB; 1150 steps give about 100 MB), or the file
 // named by MEMSCAN_BENCH_FILE. Generating needs python3; without it (and without a file) the benchmark is skipped.
 func BenchmarkDecodePickle(b *testing.B) {
@@ -76,12 +76,12 @@ func BenchmarkDecodePickle(b *testing.B) {
 			}
 		}
 	})
-	// Decode is the public path: it sniffs the content and may pick a faster decoder.
+	// DecodePickle is the public path: it picks the fast decoder when it can.
 	b.Run("Decode", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := Decode(ctx, "big.pickle", bytes.NewReader(data)); err != nil {
+			if _, err := DecodePickle(ctx, "big.pickle", bytes.NewReader(data)); err != nil {
 				b.Fatal(err)
 			}
 		}

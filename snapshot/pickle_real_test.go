@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -45,7 +46,7 @@ func TestRealSnapshotsMatchManifest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
-			in, err := snapshot.DecodeFile(context.Background(), path)
+			in, err := load.DecodeFile(context.Background(), path)
 			if err != nil {
 				t.Fatalf("DecodeFile: %v", err)
 			}

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/input"
 )
 
 const mib = 1 << 20
@@ -18,8 +20,8 @@ const mib = 1 << 20
 // script writes (its docstrings describe each fixture).
 
 // decodeFixture decodes a fixture with the reference decoder (gopickle plus the converter), and checks that the
-// public Decode path, which may use a faster decoder, builds exactly the same model.
-func decodeFixture(t *testing.T, path string) (*Input, *Snapshot) {
+// public DecodePickle path, which may use a faster decoder, builds exactly the same model.
+func decodeFixture(t *testing.T, path string) (format string, _ *Snapshot) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -29,14 +31,19 @@ func decodeFixture(t *testing.T, path string) (*Input, *Snapshot) {
 	if err != nil {
 		t.Fatalf("decode %s: %v", path, err)
 	}
-	in, err := DecodeFile(context.Background(), path)
+	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("Decode %s: %v", path, err)
+		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(in.Snapshot, s) {
-		t.Errorf("Decode(%s) builds a different model than the reference decoder", path)
+	defer f.Close()
+	fast, err := DecodePickle(context.Background(), path, f)
+	if err != nil {
+		t.Fatalf("DecodePickle %s: %v", path, err)
 	}
-	return in, s
+	if !reflect.DeepEqual(fast, s) {
+		t.Errorf("DecodePickle(%s) builds a different model than the reference decoder", path)
+	}
+	return PickleFormat(fast.Protocol), s
 }
 
 func TestDecodeFixtures(t *testing.T) {
@@ -264,9 +271,9 @@ func TestDecodeFixtures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			in, s := decodeFixture(t, filepath.Join("testdata", tc.file))
-			if in.Format != tc.format || s.TorchFormat != tc.torchFormat {
-				t.Errorf("format %q torch format %q, want %q %q", in.Format, s.TorchFormat, tc.format, tc.torchFormat)
+			format, s := decodeFixture(t, filepath.Join("testdata", tc.file))
+			if format != tc.format || s.TorchFormat != tc.torchFormat {
+				t.Errorf("format %q torch format %q, want %q %q", format, s.TorchFormat, tc.format, tc.torchFormat)
 			}
 			if len(s.Segments) != tc.segments {
 				t.Errorf("segments = %d, want %d", len(s.Segments), tc.segments)
@@ -335,7 +342,7 @@ func TestDecodeBadInputs(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = decodePickleBytes(context.Background(), path, data)
-			var de *Error
+			var de *input.Error
 			if !errors.As(err, &de) {
 				t.Fatalf("err = %v (%T), want *Error", err, err)
 			}
@@ -344,10 +351,10 @@ func TestDecodeBadInputs(t *testing.T) {
 					path, tc.offset, tc.field, tc.msg)
 			}
 			// The public path (whichever decoder it picks) must fail too, with one *Error naming the file.
-			_, perr := DecodeFile(context.Background(), path)
-			var pe *Error
+			_, perr := DecodePickle(context.Background(), path, bytes.NewReader(data))
+			var pe *input.Error
 			if !errors.As(perr, &pe) || pe.File != path {
-				t.Errorf("DecodeFile error = %v, want an *Error naming %s", perr, path)
+				t.Errorf("DecodePickle error = %v, want an *Error naming %s", perr, path)
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("error spans several lines: %q", err)
@@ -383,7 +390,7 @@ func TestDecodeHostileInMemory(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodePickleBytes(context.Background(), "mem", tc.data)
-			var de *Error
+			var de *input.Error
 			if !errors.As(err, &de) {
 				t.Fatalf("err = %v, want *Error", err)
 			}
@@ -406,7 +413,7 @@ func TestDecodeMemoAmplification(t *testing.T) {
 	seg += str("segment_type") + str("large") + str("blocks") + "](" + strings.Repeat(block, 1000) + "eu"
 	data := "\x80\x04}" + str("segments") + "](" + seg + "\x94" + strings.Repeat("h\x00", 200000) + "es."
 	_, err := decodePickleBytes(context.Background(), "amp", []byte(data))
-	var de *Error
+	var de *input.Error
 	if !errors.As(err, &de) || !strings.Contains(de.Msg, "expands to more objects") {
 		t.Fatalf("err = %v, want the expansion refused", err)
 	}
@@ -425,7 +432,7 @@ func TestDecodeEveryPrefix(t *testing.T) {
 		}
 		for n := 0; n < len(data); n++ {
 			_, err := decodePickleBytes(context.Background(), f, data[:n])
-			var de *Error
+			var de *input.Error
 			if !errors.As(err, &de) {
 				t.Fatalf("%s[:%d]: err = %v, want *Error", f, n, err)
 			}
@@ -497,7 +504,7 @@ func TestDecodeSnapshotJSONErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := decodeSnapshotJSON("in.json", v)
-		var de *Error
+		var de *input.Error
 		if !errors.As(err, &de) || de.Field != tc.field || !strings.Contains(de.Msg, tc.msg) || de.Offset != -1 {
 			t.Errorf("%s: err = %v, want field %q msg ~%q", tc.json, err, tc.field, tc.msg)
 		}
@@ -514,9 +521,9 @@ func TestExampleSnapshot(t *testing.T) {
 	if fi.Size() >= 1<<20 {
 		t.Errorf("example is %d bytes, want < 1 MB", fi.Size())
 	}
-	in, s := decodeFixture(t, path)
-	if in.Format != "pickle-v4" || s.TorchFormat != "2.10+" || len(s.DeviceTraces) != 1 {
-		t.Fatalf("format %s/%s, %d traces", in.Format, s.TorchFormat, len(s.DeviceTraces))
+	format, s := decodeFixture(t, path)
+	if format != "pickle-v4" || s.TorchFormat != "2.10+" || len(s.DeviceTraces) != 1 {
+		t.Fatalf("format %s/%s, %d traces", format, s.TorchFormat, len(s.DeviceTraces))
 	}
 	if w := s.Validate(); len(w) != 0 {
 		t.Errorf("contradictions: %q", w)

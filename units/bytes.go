@@ -30,3 +30,12 @@ func Bytes(n int64) string {
 
 // GiB converts bytes to GiB for tables whose column header names the unit.
 func GiB(n int64) float64 { return float64(n) / (1 << 30) }
+
+// SignedBytes renders a change in bytes: "+1.5 GiB", "-512 B", "0 B". Deltas and errors use it so that a
+// growth is never mistaken for a size.
+func SignedBytes(n int64) string {
+	if n > 0 {
+		return "+" + Bytes(n)
+	}
+	return Bytes(n)
+}

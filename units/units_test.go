@@ -93,3 +93,14 @@ func TestWriteJSON(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+func TestSignedBytes(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{{0, "0 B"}, {512, "+512 B"}, {-512, "-512 B"}, {3 << 29, "+1.5 GiB"}, {-(3 << 29), "-1.5 GiB"}} {
+		if got := SignedBytes(tc.n); got != tc.want {
+			t.Errorf("SignedBytes(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +21,9 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/merge"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
@@ -188,7 +190,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	files, failures := discoverInputs(inputs, flags.out)
+	files, failures := load.Discover(inputs, load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir})
 	for _, f := range failures {
 		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.File, f.Error)
 	}
@@ -226,36 +228,13 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	name := flags.name
-	if name == "" {
-		name = results.RunName(files)
-	}
-	dir, err := results.NewRunDir(flags.out, name, time.Now())
+	dir, err := writeAnalyzeRun(ctx, run, files, flags, stderr)
 	if err != nil {
 		return err
 	}
-	written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
-	if err != nil {
-		return fmt.Errorf("analyze: writing %s: %w", dir, err)
-	}
-	if written.ChartErr != nil {
-		fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
-	}
-	if err := results.UpdateLatest(flags.out, dir); err != nil {
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-	}
-
 	if !flags.quiet || flags.formatSet {
-		switch flags.format {
-		case "json":
-			err = results.WriteJSON(stdout, run)
-		case "md":
-			err = results.WriteMarkdown(stdout, run, results.MarkdownOptions{})
-		default:
-			err = results.WriteText(stdout, run, results.TextOptions{Top: flags.top})
-		}
-		if err != nil {
-			return fmt.Errorf("analyze: writing the report: %w", err)
+		if err := printAnalyzeReport(stdout, run, flags); err != nil {
+			return err
 		}
 	}
 	if !flags.quiet {
@@ -268,6 +247,47 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(failures) > 0 {
 		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed; the rest are in %s", len(failures), total, dir)}
+	}
+	return nil
+}
+
+// writeAnalyzeRun writes the run directory (named by --name or from the inputs) and points latest at it; chart
+// and latest failures are warnings on stderr.
+func writeAnalyzeRun(ctx context.Context, run *analyze.Run, files []string, flags *analyzeFlags, stderr io.Writer) (string, error) {
+	name := flags.name
+	if name == "" {
+		name = results.RunName(files)
+	}
+	dir, err := results.NewRunDir(flags.out, name, time.Now())
+	if err != nil {
+		return "", err
+	}
+	written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
+	if err != nil {
+		return "", fmt.Errorf("analyze: writing %s: %w", dir, err)
+	}
+	if written.ChartErr != nil {
+		fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
+	}
+	if err := results.UpdateLatest(flags.out, dir); err != nil {
+		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	}
+	return dir, nil
+}
+
+// printAnalyzeReport prints the report on stdout in the --format asked for.
+func printAnalyzeReport(stdout io.Writer, run *analyze.Run, flags *analyzeFlags) error {
+	var err error
+	switch flags.format {
+	case "json":
+		err = results.WriteJSON(stdout, run)
+	case "md":
+		err = results.WriteMarkdown(stdout, run, results.MarkdownOptions{})
+	default:
+		err = results.WriteText(stdout, run, results.TextOptions{Top: flags.top})
+	}
+	if err != nil {
+		return fmt.Errorf("analyze: writing the report: %w", err)
 	}
 	return nil
 }
@@ -288,6 +308,7 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, fla
 				return nil
 			}
 			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, opts)
+			errs[i] = withCommandHint(errs[i])
 			mu.Lock()
 			defer mu.Unlock()
 			if errs[i] != nil && ctx.Err() == nil {
@@ -315,6 +336,15 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, fla
 	return reports, failures
 }
 
+// withCommandHint adds, to the error about a file memscan itself wrote, which command reads such files (the
+// decoders know no commands).
+func withCommandHint(err error) error {
+	if errors.Is(err, input.ErrMemscanOutput) {
+		return fmt.Errorf("%w; compare run directories with memscan compare, merge rank summaries with memscan merge", err)
+	}
+	return err
+}
+
 // newProgress returns a progress bar on stderr, or nil when it should not be shown.
 func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.ProgressBar {
 	show := false
@@ -340,204 +370,10 @@ func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.Prog
 	)
 }
 
-// discoverInputs expands INPUT arguments into a sorted, de-duplicated file list. Named files are taken as they
-// are; directories are walked for snapshot-like files; anything else is tried as a glob. Arguments that yield
-// nothing become failures, so the other inputs are still analyzed.
-func discoverInputs(args []string, outRoot string) ([]string, []analyze.Failure) {
-	var files []string
-	var failures []analyze.Failure
-	outAbs, _ := filepath.Abs(outRoot)
-	for _, arg := range args {
-		fi, err := os.Stat(arg)
-		switch {
-		case err == nil && fi.IsDir():
-			found, err := walkInputs(arg, outAbs)
-			if err != nil {
-				failures = append(failures, analyze.Failure{File: arg, Error: err.Error()})
-			} else if len(found) == 0 {
-				failures = append(failures, analyze.Failure{File: arg, Error: "no snapshot, tracer, timeline or log files found in this directory"})
-			}
-			files = append(files, found...)
-		case err == nil:
-			files = append(files, arg)
-		case hasGlobMeta(arg):
-			matches, gerr := filepath.Glob(arg)
-			if gerr != nil {
-				failures = append(failures, analyze.Failure{File: arg, Error: "bad glob pattern: " + gerr.Error()})
-				continue
-			}
-			var n int
-			for _, m := range matches {
-				mi, err := os.Stat(m)
-				if err != nil {
-					continue
-				}
-				if mi.IsDir() {
-					found, _ := walkInputs(m, outAbs)
-					n += len(found)
-					files = append(files, found...)
-					continue
-				}
-				n++
-				files = append(files, m)
-			}
-			if n == 0 {
-				failures = append(failures, analyze.Failure{File: arg, Error: "no files match this pattern"})
-			}
-		default:
-			failures = append(failures, analyze.Failure{File: arg, Error: errorText(err)})
-		}
-	}
-	sort.SliceStable(files, func(i, j int) bool { return naturalLess(files[i], files[j]) })
-	files = dedupe(files)
-	return files, failures
-}
-
-// errorText strips the "stat NAME:" prefix that the failure line already carries.
-func errorText(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
-
-func hasGlobMeta(s string) bool { return strings.ContainsAny(s, "*?[") }
-
-// walkInputs lists the snapshot-like files under dir in lexical order, skipping hidden directories and
-// memscan's own results (run directories and the results root).
-func walkInputs(dir, outAbs string) ([]string, error) {
-	var found []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil // an unreadable subdirectory is skipped, not fatal
-		}
-		if d.IsDir() {
-			if p != dir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__pycache__" || d.Name() == "node_modules") {
-				return filepath.SkipDir
-			}
-			if abs, err := filepath.Abs(p); err == nil && abs == outAbs && p != dir {
-				return filepath.SkipDir
-			}
-			if isRunDir(p) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !isInputName(d.Name()) {
-			return nil
-		}
-		regular := d.Type().IsRegular()
-		if d.Type()&fs.ModeSymlink != 0 {
-			// Follow links to files (not to directories, which could loop).
-			fi, err := os.Stat(p)
-			regular = err == nil && fi.Mode().IsRegular()
-		}
-		if regular {
-			found = append(found, p)
-		}
-		return nil
-	})
-	return found, err
-}
-
-// isRunDir reports whether dir is a memscan run directory (its report files are outputs, not inputs): one that
-// analyze, merge, compare or calibrate wrote.
-func isRunDir(dir string) bool {
-	has := func(files ...string) bool {
-		for _, f := range files {
-			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-				return false
-			}
-		}
-		return true
-	}
-	return has(results.FileSummary, results.FileMsgpack) || has(mergeJSONFile, mergeMsgpackFile) ||
-		has(compareJSONFile, compareMarkdownFile) || has(results.FileCalibrationJSON, results.FileCalibrationMarkdown)
-}
-
-// isInputName reports whether a file found in a directory walk looks like something memscan reads. Named
-// files are always tried; this only keeps directory walks from picking up configs and checkpoints.
-func isInputName(name string) bool {
-	lower := strings.ToLower(name)
-	hint := func() bool {
-		for _, k := range []string{"snapshot", "memory", "mem_", "tracer", "timeline", "peak", "rank", "oom"} {
-			if strings.Contains(lower, k) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case strings.HasSuffix(lower, ".pickle"), strings.HasSuffix(lower, ".pkl"), strings.HasSuffix(lower, ".log"):
-		return true
-	case strings.HasSuffix(lower, ".json"), strings.HasSuffix(lower, ".json.gz"), strings.HasSuffix(lower, ".pt"):
-		return hint() // a run directory also holds configs and checkpoints
-	case strings.HasSuffix(lower, ".msgpack"), strings.HasSuffix(lower, ".png"), strings.HasSuffix(lower, ".md"), strings.HasSuffix(lower, ".txt"):
-		return false
-	}
-	return strings.Contains(lower, "snapshot")
-}
-
-// naturalLess orders paths with digit runs compared as numbers, so rank2 sorts before rank10.
-func naturalLess(a, b string) bool {
-	for a != "" && b != "" {
-		da, db := digitPrefix(a), digitPrefix(b)
-		if da != "" && db != "" {
-			na, nb := strings.TrimLeft(da, "0"), strings.TrimLeft(db, "0")
-			if len(na) != len(nb) {
-				return len(na) < len(nb)
-			}
-			if na != nb {
-				return na < nb
-			}
-			if len(da) != len(db) {
-				return len(da) < len(db)
-			}
-			a, b = a[len(da):], b[len(db):]
-			continue
-		}
-		if a[0] != b[0] {
-			return a[0] < b[0]
-		}
-		a, b = a[1:], b[1:]
-	}
-	return len(a) < len(b)
-}
-
-func digitPrefix(s string) string {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	return s[:i]
-}
-
-// dedupe drops repeated paths (the same file named twice, or found by a glob and a directory) from a sorted list.
-func dedupe(files []string) []string {
-	seen := map[string]bool{}
-	out := files[:0]
-	for _, f := range files {
-		key := filepath.Clean(f)
-		if abs, err := filepath.Abs(f); err == nil {
-			key = abs
-		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		out = append(out, f)
-	}
-	return out
-}
-
 // summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.
 const summarySuffix = ".summary.msgpack"
 
-// writeRankSummaries is the --summary-only path: one compact analyze.RankSummary per input, written beside the
+// writeRankSummaries is the --summary-only path: one compact merge.RankSummary per input, written beside the
 // input (or into --out), so that each rank can be summarized where its snapshot lives and merged anywhere.
 func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int, flags *analyzeFlags, stdout, stderr io.Writer) error {
 	if flags.summaryDir != "" {
@@ -552,8 +388,8 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 			// iteration_N), so the name also carries what the path says about rank and iteration.
 			path = filepath.Join(flags.summaryDir, results.InputName(r.File)+"_"+filepath.Base(r.File)+summarySuffix)
 		}
-		s := analyze.Summarize(r)
-		if err := results.WriteFile(path, func(w io.Writer) error { return analyze.WriteSummary(w, s) }); err != nil {
+		s := merge.Summarize(r)
+		if err := results.WriteFile(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
 			return fmt.Errorf("analyze: %w", err) // WriteFile's error names the path
 		}
 		if !flags.quiet {
@@ -569,7 +405,7 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 
 // summaryMeasures renders the --summary-only line's measures with what the input kind recorded: a tracer file,
 // profiler timeline or log has no allocator totals, so those print "-" rather than a made-up 0 B.
-func summaryMeasures(r *analyze.Report, s *analyze.RankSummary) string {
+func summaryMeasures(r *analyze.Report, s *merge.RankSummary) string {
 	dash := func(n int64, ok bool) string {
 		if !ok || n < 0 {
 			return "-"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -178,7 +179,7 @@ func TestAnalyzeNothingAnalyzable(t *testing.T) {
 // expectedTotals sums the decoded blocks by the definitions in DESIGN.md, independently of the analyze package.
 func expectedTotals(t *testing.T, path string) map[string]int64 {
 	t.Helper()
-	in, err := snapshot.DecodeFile(context.Background(), path)
+	in, err := load.DecodeFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,96 +466,6 @@ func TestAnalyzeRealSnapshots(t *testing.T) {
 		got := [4]int64{intField(t, in, "reserved_bytes"), intField(t, in, "requested_bytes"), intField(t, in, "internal_free_bytes"), intField(t, in, "external_free_bytes")}
 		if got != want[f] {
 			t.Errorf("%s: reserved/requested/internal/external = %v, PyTorch says %v", filepath.Base(f), got, want[f])
-		}
-	}
-}
-
-func TestDiscoverInputs(t *testing.T) {
-	dir := t.TempDir()
-	touch := func(rel string) string {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		os.WriteFile(p, []byte("x"), 0o644)
-		return p
-	}
-	r2 := touch("run/iteration_1/rank2_memory_snapshot.pickle")
-	r10 := touch("run/iteration_1/rank10_memory_snapshot.pickle")
-	step := touch("run/step_000000000010/000003_step_10.pickle")
-	tracer := touch("run/tracer_rank0.json")
-	logf := touch("run/train.log")
-	linked := filepath.Join(dir, "run", "iteration_1", "rank3_memory_snapshot.pickle")
-	if err := os.Symlink(r2, linked); err != nil {
-		t.Fatal(err)
-	}
-	os.Symlink(filepath.Join(dir, "run"), filepath.Join(dir, "run", "loop_snapshot")) // a link to a directory is not followed
-	touch("run/config.json")
-	touch("run/model.pt")
-	touch("run/.hidden/rank0_memory_snapshot.pickle")
-	touch("run/results/20250101_000000_a/" + results.FileSummary)
-	touch("run/results/20250101_000000_a/" + results.FileMsgpack)
-	touch("run/results/20250101_000000_a/rank0_memory_snapshot.pickle")
-	// merge and compare run directories are outputs too (their JSON names hold "rank" and "memory" hints).
-	touch("run/results/20250101_000001_merge/" + mergeJSONFile)
-	touch("run/results/20250101_000001_merge/" + mergeMsgpackFile)
-	touch("run/results/20250101_000001_merge/rank_memory_cross_rank.json")
-	touch("run/results/20250101_000002_cmp/compare.json")
-	touch("run/results/20250101_000002_cmp/compare.md")
-	touch("run/results/20250101_000002_cmp/rank0_memory_snapshot.json")
-
-	files, failures := discoverInputs([]string{filepath.Join(dir, "run"), r2, filepath.Join(dir, "run", "iteration_1", "*.pickle")}, filepath.Join(dir, "elsewhere"))
-	want := []string{r2, linked, r10, step, logf, tracer}
-	sort.SliceStable(want, func(i, j int) bool { return naturalLess(want[i], want[j]) })
-	if strings.Join(files, "\n") != strings.Join(want, "\n") {
-		t.Errorf("discovered\n%s\nwant\n%s", strings.Join(files, "\n"), strings.Join(want, "\n"))
-	}
-	if len(failures) != 0 {
-		t.Errorf("failures %+v", failures)
-	}
-}
-
-func TestNaturalLess(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want bool
-	}{
-		{"rank2", "rank10", true},
-		{"rank10", "rank2", false},
-		{"iteration_2/rank0", "iteration_10/rank0", true},
-		{"a007", "a7", false}, // equal numbers: the shorter spelling first
-		{"a7", "a007", true},
-		{"abc", "abd", true},
-		{"ab", "abc", true},
-		{"x", "x", false},
-	}
-	for _, tt := range tests {
-		if got := naturalLess(tt.a, tt.b); got != tt.want {
-			t.Errorf("naturalLess(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
-func TestIsInputName(t *testing.T) {
-	tests := []struct {
-		name string
-		want bool
-	}{
-		{"rank0_memory_snapshot.pickle", true},
-		{"snap.pkl", true},
-		{"000007_step_10.pickle", true},
-		{"tracer_rank0.json", true},
-		{"trace.memory_timeline.json.gz", true},
-		{"train.log", true},
-		{"oom_snapshot", true},
-		{"config.json", false},
-		{"model.pt", false},
-		{"memory_snapshot.pt", true},
-		{"summary.json", false},
-		{"report.msgpack", false},
-		{"top_consumers.png", false},
-	}
-	for _, tt := range tests {
-		if got := isInputName(tt.name); got != tt.want {
-			t.Errorf("isInputName(%q) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

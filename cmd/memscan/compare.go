@@ -13,9 +13,10 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
 )
 
@@ -94,7 +95,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		opts.Rules = rules
 	}
-	inputs := make([]analyze.CompareInput, len(paths))
+	inputs := make([]compare.Input, len(paths))
 	for i, p := range paths {
 		in, err := loadCompareInput(ctx, p, opts)
 		if err != nil {
@@ -102,7 +103,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		inputs[i] = in
 	}
-	cmp, err := analyze.Compare("memscan "+version, inputs[0], inputs[1:])
+	cmp, err := compare.Compare("memscan "+version, inputs[0], inputs[1:])
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
@@ -127,11 +128,11 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			images[i] = files
 		}
 	}
-	mdOpt := analyze.CompareMarkdownOptions{Rows: f.rows, Images: images}
-	if err := results.WriteFile(filepath.Join(dir, compareMarkdownFile), func(w io.Writer) error { return analyze.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
+	mdOpt := results.CompareMarkdownOptions{Rows: f.rows, Images: images}
+	if err := results.WriteFile(filepath.Join(dir, results.FileCompareMarkdown), func(w io.Writer) error { return results.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
 		return err
 	}
-	if err := results.WriteFile(filepath.Join(dir, compareJSONFile), func(w io.Writer) error { return units.WriteJSON(w, cmp) }); err != nil {
+	if err := results.WriteFile(filepath.Join(dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) }); err != nil {
 		return err
 	}
 	if err := results.UpdateLatest(f.out, dir); err != nil {
@@ -140,7 +141,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if f.format == "json" {
 		err = units.WriteJSON(stdout, cmp)
 	} else {
-		err = analyze.WriteCompareMarkdown(stdout, cmp, analyze.CompareMarkdownOptions{Rows: f.rows})
+		err = results.WriteCompareMarkdown(stdout, cmp, results.CompareMarkdownOptions{Rows: f.rows})
 	}
 	if err != nil {
 		return fmt.Errorf("compare: writing the report: %w", err)
@@ -150,53 +151,47 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // loadCompareInput reads a run directory's report.msgpack, or decodes and analyzes an input file.
-func loadCompareInput(ctx context.Context, path string, opts analyze.Options) (analyze.CompareInput, error) {
+func loadCompareInput(ctx context.Context, path string, opts analyze.Options) (compare.Input, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return analyze.CompareInput{}, err
+		return compare.Input{}, err
 	}
 	if fi.IsDir() {
 		mp := filepath.Join(path, results.FileMsgpack)
 		run, err := results.ReadMsgpack(mp)
 		if err != nil {
-			return analyze.CompareInput{}, fmt.Errorf("%s: not a memscan run directory: %w", path, err)
+			return compare.Input{}, fmt.Errorf("%s: not a memscan run directory: %w", path, err)
 		}
 		switch len(run.Inputs) {
 		case 0:
-			return analyze.CompareInput{}, fmt.Errorf("%s: the run has no analyzed input", mp)
+			return compare.Input{}, fmt.Errorf("%s: the run has no analyzed input", mp)
 		case 1:
 		default:
-			return analyze.CompareInput{}, fmt.Errorf("%s: the run holds %d inputs; compare their files instead", mp, len(run.Inputs))
+			return compare.Input{}, fmt.Errorf("%s: the run holds %d inputs; compare their files instead", mp, len(run.Inputs))
 		}
-		return analyze.CompareInput{Report: run.Inputs[0]}, nil
+		return compare.Input{Report: run.Inputs[0]}, nil
 	}
-	in, err := snapshot.DecodeFile(ctx, path)
+	in, err := load.DecodeFile(ctx, path)
 	if err != nil {
-		return analyze.CompareInput{}, err
+		return compare.Input{}, withCommandHint(err)
 	}
 	rep, err := analyze.Analyze(ctx, in, opts)
 	if err != nil {
-		return analyze.CompareInput{}, err
+		return compare.Input{}, err
 	}
-	out := analyze.CompareInput{Report: rep}
+	out := compare.Input{Report: rep}
 	if in.Snapshot != nil {
-		out.Segments = analyze.SegmentIDs(in.Snapshot)
+		out.Segments = compare.SegmentIDs(in.Snapshot)
 	}
 	return out, nil
 }
-
-// Files a comparison writes into its run directory.
-const (
-	compareMarkdownFile = "compare.md"
-	compareJSONFile     = "compare.json"
-)
 
 // compareChartRows bounds the rows drawn per chart (largest changes first).
 const compareChartRows = 15
 
 // writeCompareCharts draws compare_categories.png and compare_sites.png for diff i (suffixed _<i+1> after the
 // first) and returns the names of the files drawn.
-func writeCompareCharts(dir string, i int, d *analyze.Diff) ([]string, error) {
+func writeCompareCharts(dir string, i int, d *compare.Diff) ([]string, error) {
 	suffix := ""
 	if i > 0 {
 		suffix = fmt.Sprintf("_%d", i+1)
@@ -205,7 +200,7 @@ func writeCompareCharts(dir string, i int, d *analyze.Diff) ([]string, error) {
 	var errs []error
 	for _, c := range []struct {
 		file, title string
-		t           analyze.Table
+		t           compare.Table
 		site        bool
 	}{
 		{"compare_categories" + suffix + ".png", "Live memory by category", d.Categories, false},

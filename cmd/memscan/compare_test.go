@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/results"
 )
@@ -31,22 +32,22 @@ func writeRunDir(t *testing.T, dir string, rep *analyze.Report) {
 	}
 }
 
-func readComparison(t *testing.T, out string) *analyze.Comparison {
+func readComparison(t *testing.T, out string) *compare.Comparison {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(out, results.LatestName, "compare.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c analyze.Comparison
+	var c compare.Comparison
 	if err := json.Unmarshal(data, &c); err != nil {
 		t.Fatal(err)
 	}
 	return &c
 }
 
-func checkTables(t *testing.T, d analyze.Diff) {
+func checkTables(t *testing.T, d compare.Diff) {
 	t.Helper()
-	tables := []*analyze.Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites}
+	tables := []*compare.Table{&d.Categories, &d.Sites, &d.Modules, d.PeakCategories, d.PeakSites}
 	for _, tab := range tables {
 		if tab == nil {
 			continue
@@ -152,7 +153,7 @@ func TestCompareRealSnapshots(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, results.LatestName, "compare_sites_2.png")); err != nil {
 		t.Error(err)
 	}
-	var fromStdout analyze.Comparison
+	var fromStdout compare.Comparison
 	if err := json.Unmarshal(stdout.Bytes(), &fromStdout); err != nil || len(fromStdout.Diffs) != 2 {
 		t.Errorf("stdout is not the comparison JSON: %v", err)
 	}

@@ -4,21 +4,21 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/compare"
 )
 
 // TestCompareTimelineAgainstSnapshot runs memscan compare on a torch.profiler timeline and a snapshot: the
 // timeline's rows must carry memscan's category names (its peak of 3400 B is optimizer state 2000, parameters
 // 1000, gradients 400, see snapshot/timeline_test.go), so they pair with the snapshot's categories.
 func TestCompareTimelineAgainstSnapshot(t *testing.T) {
-	tl := fixture(t, "snapshot/testdata/timeline/small_memory_timeline.json")
+	tl := fixture(t, "memtimeline/testdata/small_memory_timeline.json")
 	snap := fixture(t, "snapshot/testdata/v21_multi_device.pickle")
 	code, stdout, stderr := runCLI(t, "compare", "--no-plots", "--format", "json", "--out", t.TempDir(), tl, snap)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var c analyze.Comparison
+	var c compare.Comparison
 	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
 		t.Fatal(err)
 	}

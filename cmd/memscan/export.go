@@ -11,6 +11,8 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/export"
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
@@ -114,7 +116,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	path := fs.Arg(0)
-	in, err := snapshot.DecodeFile(ctx, path)
+	in, err := load.DecodeFile(ctx, path)
 	if err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("export: %w", err)}
 	}
@@ -134,7 +136,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sliceOpt.Classify = classify
 	rank := f.rank
 	if rank < 0 {
-		if rank = snapshot.ParsePath(path).Rank; rank < 0 {
+		if rank = input.ParsePath(path).Rank; rank < 0 {
 			rank = 0
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -118,7 +119,7 @@ func TestExportFormats(t *testing.T) {
 			}
 		}},
 		{"slice", []string{"--format", "slice", "--window", "1:4"}, func(t *testing.T, data []byte) {
-			in, err := snapshot.Decode(context.Background(), "slice", bytes.NewReader(data))
+			in, err := load.Decode(context.Background(), "slice", bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,11 +186,11 @@ func TestExportRealSliceTop(t *testing.T) {
 	if n := strings.Count(stderr.String(), "kept site "); n != 3 {
 		t.Errorf("%d kept sites reported:\n%s", n, stderr.String())
 	}
-	orig, err := snapshot.DecodeFile(context.Background(), in)
+	orig, err := load.DecodeFile(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := snapshot.DecodeFile(context.Background(), out)
+	got, err := load.DecodeFile(context.Background(), out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // that moving a fixture changes one line.
 var goldenFixtures = map[string]string{
 	"example":     "testdata/example/rank0_memory_snapshot.pickle",
-	"tracer":      "snapshot/testdata/tracer/small_rank0.json",
-	"tracer-r1":   "snapshot/testdata/tracer/run_r1_small.json",
-	"log":         "snapshot/testdata/logs/megatron.log",
+	"tracer":      "tracer/testdata/small_rank0.json",
+	"tracer-r1":   "tracer/testdata/run_r1_small.json",
+	"log":         "trainlog/testdata/megatron.log",
 	"history":     "snapshot/testdata/v20_history.pickle",
 	"multidevice": "snapshot/testdata/v21_multi_device.pickle",
 	"llama3":      "testdata/static/llama3-8b-fsdp8.json",

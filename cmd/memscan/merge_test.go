@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/merge"
+	"github.com/memscan/memscan/results"
 )
 
 // writeSummaries writes n rank summaries under dir/ranks/ with reserved = (rank+1) GiB, so the expected sum,
@@ -20,7 +21,7 @@ func writeSummaries(t *testing.T, dir string, n int) {
 		t.Fatal(err)
 	}
 	for r := range n {
-		s := &analyze.RankSummary{Kind: analyze.SummaryKind, Version: analyze.SummaryVersion,
+		s := &merge.RankSummary{Kind: merge.SummaryKind, Version: merge.SummaryVersion,
 			File: fmt.Sprintf("iteration_1/rank%d_memory_snapshot.pickle", r), Rank: r, Iteration: 1, Stage: -1,
 			ReservedBytes: int64(r+1) << 30, AllocatedBytes: int64(r+1) << 29, RequestedBytes: int64(r+1) << 29,
 			PeakBytes: int64(r+1) << 29}
@@ -28,7 +29,7 @@ func writeSummaries(t *testing.T, dir string, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := analyze.WriteSummary(f, s); err != nil {
+		if err := merge.WriteSummary(f, s); err != nil {
 			t.Fatal(err)
 		}
 		f.Close()
@@ -70,7 +71,7 @@ func TestMergeCLI(t *testing.T) {
 				t.Errorf("stderr %q lacks %q", stderr, tc.stderr)
 			}
 			if tc.jsonRank > 0 {
-				var c analyze.CrossRank
+				var c merge.CrossRank
 				if err := json.Unmarshal([]byte(stdout), &c); err != nil {
 					t.Fatal(err)
 				}
@@ -82,7 +83,7 @@ func TestMergeCLI(t *testing.T) {
 		})
 	}
 	// The run directory holds all three renderings and latest points at it.
-	for _, f := range []string{mergeTextFile, mergeJSONFile, mergeMsgpackFile} {
+	for _, f := range []string{results.FileCrossRankText, results.FileCrossRankJSON, results.FileCrossRankMsgpack} {
 		if _, err := os.Stat(filepath.Join(out, "latest", f)); err != nil {
 			t.Errorf("run dir: %v", err)
 		}
@@ -112,14 +113,14 @@ func TestMergeCLIIterations(t *testing.T) {
 	dir := t.TempDir()
 	for it := 1; it <= 2; it++ {
 		for r := range 8 {
-			s := &analyze.RankSummary{Kind: analyze.SummaryKind, Version: analyze.SummaryVersion,
+			s := &merge.RankSummary{Kind: merge.SummaryKind, Version: merge.SummaryVersion,
 				File: fmt.Sprintf("iteration_%d/rank%d_memory_snapshot.pickle", it, r), Rank: r, Iteration: it, Stage: -1,
 				ReservedBytes: int64(it) << 30, AllocatedBytes: int64(it) << 29, RequestedBytes: int64(it) << 29}
 			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("iter%d_rank%d.msgpack", it, r)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := analyze.WriteSummary(f, s); err != nil {
+			if err := merge.WriteSummary(f, s); err != nil {
 				t.Fatal(err)
 			}
 			f.Close()
@@ -134,7 +135,7 @@ func TestMergeCLIIterations(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var c analyze.CrossRank
+	var c merge.CrossRank
 	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
 		t.Fatal(err)
 	}
@@ -168,14 +169,14 @@ func TestMergeHelp(t *testing.T) {
 func TestMergeCLIUnknownIteration(t *testing.T) {
 	dir := t.TempDir()
 	for i, it := range []int{-1, -1, -1, 3, 3} {
-		s := &analyze.RankSummary{Kind: analyze.SummaryKind, Version: analyze.SummaryVersion,
+		s := &merge.RankSummary{Kind: merge.SummaryKind, Version: merge.SummaryVersion,
 			File: fmt.Sprintf("rank%d.pickle", i), Rank: i, Iteration: it, Stage: -1,
 			ReservedBytes: int64(i+1) << 30, AllocatedBytes: 1 << 29, RequestedBytes: 1 << 29}
 		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("s%d.msgpack", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := analyze.WriteSummary(f, s); err != nil {
+		if err := merge.WriteSummary(f, s); err != nil {
 			t.Fatal(err)
 		}
 		f.Close()
@@ -194,7 +195,7 @@ func TestMergeCLIUnknownIteration(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("--iteration %s: exit %d: %s", tc.arg, code, stderr)
 		}
-		var c analyze.CrossRank
+		var c merge.CrossRank
 		if err := json.Unmarshal([]byte(stdout), &c); err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 // of its listed tensors) and "-" for the allocator totals it lacks, instead of "reserved 0.0B". The expected
 // values are read from the fixture's JSON directly: peak_memory_mb × 2^20 and the sum of size_bytes on cuda:0.
 func TestSummaryOnlyTracerLine(t *testing.T) {
-	src := fixture(t, "snapshot/testdata/tracer/small_rank0.json")
+	src := fixture(t, "tracer/testdata/small_rank0.json")
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/merge"
 )
 
 // TestSummaryOnlyThenMerge runs the distributed path end to end: each rank is summarized where it lives
@@ -21,7 +21,7 @@ func TestSummaryOnlyThenMerge(t *testing.T) {
 	var inputs []string
 	for rank, rel := range sources {
 		src := fixture(t, rel)
-		in, err := snapshot.DecodeFile(t.Context(), src)
+		in, err := load.DecodeFile(t.Context(), src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestSummaryOnlyThenMerge(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("merge exit %d: %s", code, stderr)
 	}
-	var c analyze.CrossRank
+	var c merge.CrossRank
 	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
 		t.Fatal(err)
 	}

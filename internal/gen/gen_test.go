@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -26,7 +27,7 @@ func TestWriteConsistent(t *testing.T) {
 				if st.Bytes != int64(buf.Len()) {
 					t.Errorf("Stats.Bytes %d, wrote %d", st.Bytes, buf.Len())
 				}
-				in, err := snapshot.Decode(context.Background(), "gen.pickle", &buf)
+				in, err := load.Decode(context.Background(), "gen.pickle", &buf)
 				if err != nil {
 					t.Fatal(err)
 				}

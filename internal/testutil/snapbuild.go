@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -94,8 +95,8 @@ func Ev(a snapshot.Action, addr uint64, size int64, st *snapshot.Stack) snapshot
 }
 
 // Input wraps the snapshot as a decoded input named path.
-func (b *SnapBuilder) Input(path string) *snapshot.Input {
-	return &snapshot.Input{Path: path, Format: "pickle-v4", Snapshot: b.S}
+func (b *SnapBuilder) Input(path string) *load.Input {
+	return &load.Input{Path: path, Format: "pickle-v4", Snapshot: b.S}
 }
 
 var frameSpec = regexp.MustCompile(`^(.*?):(\d+):(.*)$`)

@@ -1,0 +1,403 @@
+package compare
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// Version is bumped whenever a field of Comparison changes meaning or is removed.
+const Version = 1
+
+// Residual row names: the bytes a table's rows do not cover, so every table's deltas add up to its total's delta.
+const (
+	OtherSites      = "(other sites)"
+	Uncategorized   = "(not in any category)"
+	OtherModules    = "(other modules)"
+	AllocatedBasis  = "allocated_bytes"
+	PeakBytesBasis  = "peak_bytes"
+	ListedBytesBase = "listed_bytes"
+)
+
+// Input is one side of a comparison: its report and, when it came from a snapshot, its segments (run
+// directories and tracer JSON carry none).
+type Input struct {
+	Report   *analyze.Report
+	Segments []SegmentID // nil when unknown
+}
+
+// SegmentID identifies a segment across two snapshots the way _memory_viz compare does: by address and size
+// (plus the device, since addresses repeat across devices).
+type SegmentID struct {
+	Device  int    `json:"device" msgpack:"device"`
+	Address uint64 `json:"address" msgpack:"address"`
+	Size    int64  `json:"size" msgpack:"size"`
+	Stream  uint64 `json:"stream" msgpack:"stream"`
+}
+
+// SegmentIDs lists the segments of a snapshot.
+func SegmentIDs(s *snapshot.Snapshot) []SegmentID {
+	out := make([]SegmentID, 0, len(s.Segments))
+	for i := range s.Segments {
+		seg := &s.Segments[i]
+		out = append(out, SegmentID{Device: seg.Device, Address: seg.Address, Size: seg.TotalSize, Stream: seg.Stream})
+	}
+	return out
+}
+
+// Comparison holds one Diff per compared input against the baseline.
+type Comparison struct {
+	Version  int    `json:"version" msgpack:"version"`
+	Tool     string `json:"tool" msgpack:"tool"`
+	Baseline string `json:"baseline" msgpack:"baseline"`
+	Diffs    []Diff `json:"diffs" msgpack:"diffs"`
+}
+
+// Delta is one row of a side-by-side table: the value before and after and the change.
+type Delta struct {
+	Name   string `json:"name" msgpack:"name"`
+	Before int64  `json:"before" msgpack:"before"`
+	After  int64  `json:"after" msgpack:"after"`
+	Delta  int64  `json:"delta" msgpack:"delta"` // After − Before
+	// Category is set for site rows.
+	Category    string `json:"category,omitempty" msgpack:"category,omitempty"`
+	BeforeCount int    `json:"before_count,omitempty" msgpack:"before_count,omitempty"`
+	AfterCount  int    `json:"after_count,omitempty" msgpack:"after_count,omitempty"`
+}
+
+// DeltaPct is the change relative to Before in percent; 0 when Before is 0.
+func (d Delta) DeltaPct() float64 {
+	if d.Before == 0 {
+		return 0
+	}
+	return float64(d.Delta) / float64(d.Before) * 100
+}
+
+// Table is a set of rows that add up to a total: Σ rows.Before == Total.Before and Σ rows.After == Total.After
+// (a residual row is added when the inputs' own rows do not cover the total), so Σ rows.Delta == Total.Delta.
+type Table struct {
+	// Basis names the total the rows add up to, e.g. "allocated_bytes".
+	Basis string  `json:"basis" msgpack:"basis"`
+	Total Delta   `json:"total" msgpack:"total"`
+	Rows  []Delta `json:"rows" msgpack:"rows"`
+}
+
+// SegmentDiff lists segments present on one side only.
+type SegmentDiff struct {
+	Common        int         `json:"common" msgpack:"common"`
+	New           []SegmentID `json:"new" msgpack:"new"`
+	Vanished      []SegmentID `json:"vanished" msgpack:"vanished"`
+	NewBytes      int64       `json:"new_bytes" msgpack:"new_bytes"`
+	VanishedBytes int64       `json:"vanished_bytes" msgpack:"vanished_bytes"`
+}
+
+// Diff compares one input (After) with the baseline (Before).
+type Diff struct {
+	Before       string `json:"before" msgpack:"before"`
+	After        string `json:"after" msgpack:"after"`
+	BeforeFormat string `json:"before_format" msgpack:"before_format"`
+	AfterFormat  string `json:"after_format" msgpack:"after_format"`
+	// Totals are the allocator totals (bytes, plus segment and block counts) side by side.
+	Totals []Delta `json:"totals" msgpack:"totals"`
+	// Categories and Sites are live memory at snapshot time; they add up to allocated_bytes (block bytes).
+	Categories Table `json:"categories" msgpack:"categories"`
+	Sites      Table `json:"sites" msgpack:"sites"`
+	// Modules group the sites by source file (or the tracer's merged module patterns).
+	Modules Table `json:"modules" msgpack:"modules"`
+	// PeakCategories and PeakSites attribute the change of the trace peak; nil unless both sides have a peak.
+	PeakCategories *Table `json:"peak_categories,omitempty" msgpack:"peak_categories,omitempty"`
+	PeakSites      *Table `json:"peak_sites,omitempty" msgpack:"peak_sites,omitempty"`
+	// Segments is nil unless both sides came from snapshots.
+	Segments *SegmentDiff `json:"segments,omitempty" msgpack:"segments,omitempty"`
+	OOMs     Delta        `json:"ooms" msgpack:"ooms"`
+	Warnings []string     `json:"warnings" msgpack:"warnings"`
+}
+
+// Compare diffs every other input against the baseline.
+func Compare(tool string, baseline Input, others []Input) (*Comparison, error) {
+	if baseline.Report == nil {
+		return nil, fmt.Errorf("compare: baseline has no report")
+	}
+	c := &Comparison{Version: Version, Tool: tool, Baseline: baseline.Report.File}
+	for i, o := range others {
+		if o.Report == nil {
+			return nil, fmt.Errorf("compare: input %d has no report", i+1)
+		}
+		c.Diffs = append(c.Diffs, diffReports(baseline, o))
+	}
+	return c, nil
+}
+
+func diffReports(b, a Input) Diff {
+	rb, ra := b.Report, a.Report
+	d := Diff{Before: rb.File, After: ra.File, BeforeFormat: rb.Format, AfterFormat: ra.Format, Warnings: []string{}}
+	tot := func(name string, f func(r *analyze.Report) int64) {
+		x, y := f(rb), f(ra)
+		d.Totals = append(d.Totals, Delta{Name: name, Before: x, After: y, Delta: y - x})
+	}
+	tot("reserved_bytes", func(r *analyze.Report) int64 { return r.ReservedBytes })
+	tot(AllocatedBasis, func(r *analyze.Report) int64 { return r.AllocatedBytes })
+	tot("requested_bytes", func(r *analyze.Report) int64 { return r.RequestedBytes })
+	tot("active_bytes", func(r *analyze.Report) int64 { return r.ActiveBytes })
+	tot("inactive_bytes", func(r *analyze.Report) int64 { return r.InactiveBytes })
+	tot("internal_free_bytes", func(r *analyze.Report) int64 { return r.InternalFreeBytes })
+	tot("external_free_bytes", func(r *analyze.Report) int64 { return r.ExternalFreeBytes })
+	tot("largest_free_block_bytes", func(r *analyze.Report) int64 { return r.LargestFreeBlockBytes })
+	tot("segments", func(r *analyze.Report) int64 { return int64(r.Segments) })
+	tot("blocks", func(r *analyze.Report) int64 { return int64(r.Blocks) })
+	tot(PeakBytesBasis, peakBytes)
+
+	// Each side's rows add up to its own measure: allocated bytes for a snapshot, the listed tensors for tracer
+	// JSON (no allocator state). Taking one measure for both sides of a tracer-vs-snapshot diff would leave the
+	// tracer's whole category list in a negative residual row.
+	sideBasis := func(r *analyze.Report) string {
+		if r.Kind() == analyze.KindTimeline {
+			return PeakBytesBasis // a timeline's categories are what each held at its peak
+		}
+		if r.Kind() == analyze.KindTracer || (r.AllocatedBytes == 0 && r.ListedBytes != 0) {
+			return ListedBytesBase
+		}
+		return AllocatedBasis
+	}
+	total := func(r *analyze.Report) int64 {
+		switch sideBasis(r) {
+		case ListedBytesBase:
+			return r.ListedBytes
+		case PeakBytesBasis:
+			return r.MemoryTimeline.PeakBytes
+		}
+		return r.AllocatedBytes
+	}
+	basis := sideBasis(rb)
+	if sa := sideBasis(ra); sa != basis {
+		basis = basis + " before, " + sa + " after"
+	}
+	d.Categories = buildTable(basis, total(rb), total(ra), catRows(reportCategories(rb)), catRows(reportCategories(ra)), Uncategorized)
+	d.Sites = buildTable(basis, total(rb), total(ra), siteRows(rb.Sites), siteRows(ra.Sites), OtherSites)
+	d.Modules = buildTable(basis, total(rb), total(ra), moduleRows(rb), moduleRows(ra), OtherModules)
+	if len(rb.Sites) > 0 && d.Sites.rowBytesMissing() {
+		d.Warnings = append(d.Warnings, "the site tables cover only the largest sites of each input; the rest is one "+OtherSites+" row")
+	}
+	if rb.Peak != nil && ra.Peak != nil {
+		pc := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, catRows(peakCategories(rb)), catRows(peakCategories(ra)), Uncategorized)
+		ps := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, siteRows(rb.Peak.Sites), siteRows(ra.Peak.Sites), OtherSites)
+		d.PeakCategories, d.PeakSites = &pc, &ps
+		if rb.Peak.Device != ra.Peak.Device {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("the peaks are on different devices (%d before, %d after)", rb.Peak.Device, ra.Peak.Device))
+		}
+	} else if rb.Peak != nil || ra.Peak != nil {
+		d.Warnings = append(d.Warnings, "only one input has a trace peak; the peak is not attributed")
+	}
+	if b.Segments != nil && a.Segments != nil {
+		d.Segments = diffSegments(b.Segments, a.Segments)
+	}
+	d.OOMs = Delta{Name: "ooms", Before: int64(len(rb.OOMs)), After: int64(len(ra.OOMs)), Delta: int64(len(ra.OOMs) - len(rb.OOMs))}
+	if rb.Format != ra.Format {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("the inputs have different formats (%s, %s)", rb.Format, ra.Format))
+	}
+	return d
+}
+
+func peakBytes(r *analyze.Report) int64 {
+	switch {
+	case r.Peak != nil:
+		return r.Peak.Bytes
+	default:
+		return r.PeakBytes // tracer JSON
+	}
+}
+
+type row struct {
+	name, category string
+	bytes          int64
+	count          int
+}
+
+// reportCategories and peakCategories give an input's categories under memscan's names: a timeline report
+// written before its categories were renamed still carries torch.profiler's ("Optimizer state").
+func reportCategories(r *analyze.Report) []analyze.CategoryStat {
+	if r.Kind() == analyze.KindTimeline {
+		return analyze.CanonicalTimelineCategories(r.Categories)
+	}
+	return r.Categories
+}
+
+func peakCategories(r *analyze.Report) []analyze.CategoryStat {
+	if r.Kind() == analyze.KindTimeline {
+		return analyze.CanonicalTimelineCategories(r.Peak.Categories)
+	}
+	return r.Peak.Categories
+}
+
+func catRows(cs []analyze.CategoryStat) []row {
+	out := make([]row, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, row{name: c.Name, bytes: c.Bytes, count: c.Count})
+	}
+	return out
+}
+
+func siteRows(ss []analyze.SiteStat) []row {
+	out := make([]row, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, row{name: s.Site, category: s.Category, bytes: s.Bytes, count: s.Count})
+	}
+	return out
+}
+
+// moduleRows uses the tracer's merged modules when the report has them, else groups sites by source file.
+func moduleRows(r *analyze.Report) []row {
+	if len(r.Modules) > 0 {
+		out := make([]row, 0, len(r.Modules))
+		for _, m := range r.Modules {
+			out = append(out, row{name: m.Pattern, bytes: m.Bytes, count: m.Count})
+		}
+		return out
+	}
+	byFile := map[string]*row{}
+	var order []string
+	for _, s := range r.Sites {
+		f := SiteFile(s.Site)
+		x := byFile[f]
+		if x == nil {
+			x = &row{name: f}
+			byFile[f] = x
+			order = append(order, f)
+		}
+		x.bytes += s.Bytes
+		x.count += s.Count
+	}
+	out := make([]row, 0, len(order))
+	for _, f := range order {
+		out = append(out, *byFile[f])
+	}
+	return out
+}
+
+// SiteFile returns the file part of a "file:line:function" site (file names may contain ':' themselves, e.g.
+// Windows drives, so the last two fields are cut from the right).
+func SiteFile(site string) string {
+	i := strings.LastIndexByte(site, ':')
+	if i < 0 {
+		return site
+	}
+	j := strings.LastIndexByte(site[:i], ':')
+	if j < 0 {
+		return site
+	}
+	return site[:j]
+}
+
+// buildTable joins two row sets by name (and category for sites), adds a residual row per side for bytes the rows
+// do not cover, and orders rows by the size of the change.
+func buildTable(basis string, totalBefore, totalAfter int64, before, after []row, residual string) Table {
+	t := Table{Basis: basis, Total: Delta{Name: basis, Before: totalBefore, After: totalAfter, Delta: totalAfter - totalBefore}}
+	type key struct{ name, cat string }
+	idx := map[key]int{}
+	get := func(r row) *Delta {
+		k := key{r.name, r.category}
+		if i, ok := idx[k]; ok {
+			return &t.Rows[i]
+		}
+		idx[k] = len(t.Rows)
+		t.Rows = append(t.Rows, Delta{Name: r.name, Category: r.category})
+		return &t.Rows[len(t.Rows)-1]
+	}
+	var sumB, sumA int64
+	for _, r := range before {
+		x := get(r)
+		x.Before += r.bytes
+		x.BeforeCount += r.count
+		sumB += r.bytes
+	}
+	for _, r := range after {
+		x := get(r)
+		x.After += r.bytes
+		x.AfterCount += r.count
+		sumA += r.bytes
+	}
+	if sumB != totalBefore || sumA != totalAfter {
+		x := get(row{name: residual})
+		x.Before += totalBefore - sumB
+		x.After += totalAfter - sumA
+	}
+	for i := range t.Rows {
+		t.Rows[i].Delta = t.Rows[i].After - t.Rows[i].Before
+	}
+	slices.SortStableFunc(t.Rows, func(x, y Delta) int {
+		return cmp.Or(cmp.Compare(abs64(y.Delta), abs64(x.Delta)), cmp.Compare(y.After, x.After), strings.Compare(x.Name, y.Name))
+	})
+	return t
+}
+
+// rowBytesMissing reports whether a residual row had to be added.
+func (t Table) rowBytesMissing() bool {
+	for _, r := range t.Rows {
+		if r.Name == OtherSites || r.Name == Uncategorized || r.Name == OtherModules {
+			return r.Before != 0 || r.After != 0
+		}
+	}
+	return false
+}
+
+// Check verifies that the rows add up to the total on both sides.
+func (t Table) Check() error {
+	var b, a, d int64
+	for _, r := range t.Rows {
+		b += r.Before
+		a += r.After
+		d += r.Delta
+	}
+	if b != t.Total.Before || a != t.Total.After || d != t.Total.Delta {
+		return fmt.Errorf("%s table: rows sum to %d → %d (Δ %d), total is %d → %d (Δ %d)", t.Basis, b, a, d,
+			t.Total.Before, t.Total.After, t.Total.Delta)
+	}
+	return nil
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+func diffSegments(before, after []SegmentID) *SegmentDiff {
+	type key struct {
+		dev  int
+		addr uint64
+		size int64
+	}
+	inB := make(map[key]bool, len(before))
+	for _, s := range before {
+		inB[key{s.Device, s.Address, s.Size}] = true
+	}
+	d := &SegmentDiff{New: []SegmentID{}, Vanished: []SegmentID{}}
+	inA := make(map[key]bool, len(after))
+	for _, s := range after {
+		k := key{s.Device, s.Address, s.Size}
+		inA[k] = true
+		if inB[k] {
+			d.Common++
+		} else {
+			d.New = append(d.New, s)
+			d.NewBytes += s.Size
+		}
+	}
+	for _, s := range before {
+		if !inA[key{s.Device, s.Address, s.Size}] {
+			d.Vanished = append(d.Vanished, s)
+			d.VanishedBytes += s.Size
+		}
+	}
+	bySize := func(x, y SegmentID) int {
+		return cmp.Or(cmp.Compare(y.Size, x.Size), cmp.Compare(x.Device, y.Device), cmp.Compare(x.Address, y.Address))
+	}
+	slices.SortFunc(d.New, bySize)
+	slices.SortFunc(d.Vanished, bySize)
+	return d
+}

@@ -1,0 +1,80 @@
+package input
+
+import (
+	"bytes"
+	"regexp"
+)
+
+// Kind is what the first bytes of an input say it is, before any decoder runs.
+type Kind int
+
+// The kinds Sniff tells apart.
+const (
+	KindUnknown       Kind = iota
+	KindPickle             // a pickle of protocol 2 or later (PROTO opcode)
+	KindGzip               // a gzip stream; sniff again inside it
+	KindMemscanOutput      // a file memscan wrote (JSON or msgpack)
+	KindJSON               // starts like JSON: '{' or '['; may still be a log whose lines start with '['
+	KindText               // plausibly UTF-8 text (a training log)
+)
+
+// SniffLen is how many leading bytes Sniff wants to see.
+const SniffLen = 512
+
+// Sniff decides the kind of an input from its first bytes (up to SniffLen); the content decides, never the
+// file name. head must not be empty.
+func Sniff(head []byte) Kind {
+	switch {
+	case head[0] == 0x80:
+		return KindPickle
+	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
+		return KindGzip
+	case isMemscanOutput(head):
+		return KindMemscanOutput
+	}
+	switch firstNonSpace(head) {
+	case '{', '[':
+		return KindJSON
+	}
+	if looksLikeText(head) {
+		return KindText
+	}
+	return KindUnknown
+}
+
+func firstNonSpace(b []byte) byte {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case 0xEF, 0xBB, 0xBF: // UTF-8 byte order mark
+			continue
+		}
+		return c
+	}
+	return 0
+}
+
+// looksLikeText reports whether the sniffed head is plausibly UTF-8 text (a training log).
+func looksLikeText(b []byte) bool {
+	for _, c := range b {
+		if c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != 0x1b) {
+			return false
+		}
+	}
+	return true
+}
+
+// memscanOutputJSON matches the start of the JSON files memscan writes: {"version": 1, "tool": "memscan …"} or
+// {"kind": "memscan-…"}. No PyTorch dump starts like that (tracer files key by device, snapshots by "segments").
+var memscanOutputJSON = regexp.MustCompile(`^\s*\{\s*"(?:version"\s*:\s*\d+\s*,\s*"tool"\s*:\s*"memscan|kind"\s*:\s*"memscan-)`)
+
+// isMemscanOutput says whether head starts one of memscan's own output files (JSON, or msgpack: a map whose first
+// entries name memscan), so that feeding one back gets a clear refusal instead of a parse error.
+func isMemscanOutput(head []byte) bool {
+	if memscanOutputJSON.Match(head) {
+		return true
+	}
+	msgpackMap := (head[0] > 0x80 && head[0] <= 0x8f) || head[0] == 0xde || head[0] == 0xdf
+	return msgpackMap && bytes.Contains(head[:min(len(head), 64)], []byte("memscan"))
+}

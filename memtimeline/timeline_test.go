@@ -1,0 +1,133 @@
+package memtimeline_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/memtimeline"
+)
+
+// The timeline fixtures hold the same history twice. Raw events (t_ns, action, bytes, category):
+//
+//	[-1, 1, 1000, 0]      pre-existing parameter
+//	[100500, 2, 400, 4]   activation, t = 100 µs
+//	[100900, 2, 100, 3]   temporary, t = 100 µs
+//	[200000, 3, -400, 4]  version bump: activation -> gradient
+//	[200000, 3, 400, 5]
+//	[300100, 4, -100, 3]  temporary freed
+//	[400000, 2, 2000, 1]  optimizer state
+//	[500000, 4, -2000, 1] optimizer state freed
+//
+// Coalesced by µs as PyTorch's plot export does, with t = -1 replaced by the smallest positive time (100):
+// times [100, 100, 200, 300, 400, 500], totals 1000, 1500, 1500, 1400, 3400, 1400; the peak is 3400 at point 4.
+var wantTimelineTimes = []int64{100, 100, 200, 300, 400, 500}
+
+var wantTimelineBytes = [][]int64{
+	{1000, 1000, 1000, 1000, 1000, 1000}, // Parameter
+	{0, 0, 0, 0, 2000, 0},                // Optimizer state
+	{0, 0, 0, 0, 0, 0},                   // Input
+	{0, 100, 100, 0, 0, 0},               // Temporary
+	{0, 400, 0, 0, 0, 0},                 // Activation
+	{0, 0, 400, 400, 400, 400},           // Gradient
+	{0, 0, 0, 0, 0, 0},                   // Autograd detail
+	{0, 0, 0, 0, 0, 0},                   // Unknown
+}
+
+func TestTimelineForms(t *testing.T) {
+	for _, tc := range []struct {
+		file, form string
+		events     int
+	}{
+		{"small_memory_timeline.json", "plot", 0},
+		{"small.raw.json.gz", "raw", 8},
+	} {
+		t.Run(tc.form, func(t *testing.T) {
+			in, err := load.DecodeFile(context.Background(), filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl := in.Timeline
+			if in.Format != memtimeline.Format || tl == nil || tl.Form != tc.form || tl.Events != tc.events {
+				t.Fatalf("format %q form %q events %d", in.Format, tl.Form, tl.Events)
+			}
+			if !reflect.DeepEqual(tl.TimesUS, wantTimelineTimes) {
+				t.Errorf("times = %v, want %v", tl.TimesUS, wantTimelineTimes)
+			}
+			if !reflect.DeepEqual(tl.Bytes, wantTimelineBytes) {
+				t.Errorf("bytes = %v, want %v", tl.Bytes, wantTimelineBytes)
+			}
+			if !reflect.DeepEqual(tl.Categories, memtimeline.Categories[:]) {
+				t.Errorf("categories = %v", tl.Categories)
+			}
+			if got := tl.Total(4); got != 3400 {
+				t.Errorf("total at point 4 = %d, want 3400", got)
+			}
+			if tc.form == "raw" && tl.ActionCounts != [5]int{0, 1, 3, 2, 2} {
+				t.Errorf("action counts = %v, want [0 1 3 2 2]", tl.ActionCounts)
+			}
+			if len(tl.Warnings) != 0 {
+				t.Errorf("warnings = %v", tl.Warnings)
+			}
+		})
+	}
+}
+
+func TestTimelineSingleRawEvent(t *testing.T) {
+	in, err := load.Decode(context.Background(), "one.raw.json", strings.NewReader(`[[5000, 2, 64, 4]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl := in.Timeline; tl.Form != "raw" || !reflect.DeepEqual(tl.TimesUS, []int64{5}) || tl.Bytes[4][0] != 64 {
+		t.Errorf("timeline = %+v", tl)
+	}
+}
+
+func TestTimelineNegativeWarning(t *testing.T) {
+	in, err := load.Decode(context.Background(), "neg.json", strings.NewReader(`[[1, 2], [[0, 5, 0], [0, -3, 0]]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Timeline.Warnings) != 1 || !strings.Contains(in.Timeline.Warnings[0], "Parameter goes negative (-3 bytes at point 1)") {
+		t.Errorf("warnings = %v", in.Timeline.Warnings)
+	}
+}
+
+func TestTimelineErrors(t *testing.T) {
+	tests := []struct {
+		name, json, field, msg string
+	}{
+		{"rows vs times", `[[1, 2, 3], [[0, 1], [0, 2]]]`, "[1]", "2 size rows for 3 times"},
+		{"too many rows", `[[1], [[0, 1], [0, 2]]]`, "[1][1]", "more size rows than the 1 times"},
+		{"ragged rows", `[[1, 2], [[0, 1, 2], [0, 2]]]`, "[1][1]", "row has 2 numbers, earlier rows have 3"},
+		{"short row", `[[1], [[0]]]`, "[1][0]", "baseline and at least one category"},
+		{"string time", `[[1, "x"], [[0, 1], [0, 2]]]`, "[0][1]", `want a number, got string "x"`},
+		{"float size", `[[1], [[0, 1.5]]]`, "[1][0][1]", "not an integer (1.5)"},
+		{"empty", `[[], []]`, "", "no points"},
+		{"raw bad action", `[[1, 9, 4, 0], [2, 2, 4, 0]]`, "[0][1]", "unknown action 9"},
+		{"raw bad category", `[[1, 2, 4, 0], [2, 2, 4, 8]]`, "[1][3]", "unknown category 8"},
+		{"raw short event", `[[1, 2, 4, 0], [2, 2, 4]]`, "[1]", "4 numbers"},
+		{"raw bad time", `[[-5, 2, 4, 0], [2, 2, 4, 0]]`, "[0][0]", "negative time"},
+		{"single non-event", `[[1, 2, 3]]`, "", "single list of 3 numbers"},
+		{"trailing", `[[1], [[0, 1]]] 5`, "", "trailing data"},
+		{"second element", `[[1], 5]`, "[1]", "want an array"},
+		{"list of numbers", `[1, 2]`, "[0]", "want a list (memory timeline) or an object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load.Decode(context.Background(), "tl.json", strings.NewReader(tc.json))
+			var de *input.Error
+			if !errors.As(err, &de) {
+				t.Fatalf("err = %v, want *input.Error", err)
+			}
+			if de.Field != tc.field || !strings.Contains(de.Error(), tc.msg) {
+				t.Errorf("err = %q (field %q), want field %q and %q", err, de.Field, tc.field, tc.msg)
+			}
+		})
+	}
+}

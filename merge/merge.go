@@ -1,0 +1,530 @@
+package merge
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
+)
+
+// SummaryKind marks a msgpack file as one rank's summary (as opposed to a whole run's report.msgpack).
+const SummaryKind = "memscan-rank-summary"
+
+// SummaryVersion is bumped whenever a RankSummary field changes meaning or is removed.
+const SummaryVersion = 1
+
+// RankSummary is the compact summary of one rank's snapshot: what a cross-rank report needs, a few hundred
+// bytes, so that thousands of ranks can be summarized where their snapshots live and merged anywhere.
+type RankSummary struct {
+	Kind      string `json:"kind" msgpack:"kind"`
+	Version   int    `json:"version" msgpack:"version"`
+	File      string `json:"file" msgpack:"file"`
+	Rank      int    `json:"rank" msgpack:"rank"`           // -1 when unknown
+	Iteration int    `json:"iteration" msgpack:"iteration"` // -1 when unknown
+	// Stage is the pipeline stage, -1 when unknown (the merger can derive it from the rank, see Options).
+	Stage   int   `json:"stage" msgpack:"stage"`
+	Devices []int `json:"devices" msgpack:"devices"`
+
+	ReservedBytes         int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
+	AllocatedBytes        int64 `json:"allocated_bytes" msgpack:"allocated_bytes"`
+	RequestedBytes        int64 `json:"requested_bytes" msgpack:"requested_bytes"`
+	InternalFreeBytes     int64 `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
+	ExternalFreeBytes     int64 `json:"external_free_bytes" msgpack:"external_free_bytes"`
+	LargestFreeBlockBytes int64 `json:"largest_free_block_bytes" msgpack:"largest_free_block_bytes"`
+	// PeakBytes is the trace's peak of live allocated bytes, or AllocatedBytes when there is no trace; for a
+	// tracer file, profiler timeline or log, the peak it recorded.
+	PeakBytes  int64                  `json:"peak_bytes" msgpack:"peak_bytes"`
+	OOMs       int                    `json:"ooms" msgpack:"ooms"`
+	Categories []analyze.CategoryStat `json:"categories" msgpack:"categories"`
+}
+
+// summaryCategories is how many categories a summary (and a merged report) keeps, largest first; the rule sets
+// have far fewer, so the bound only matters for hostile input.
+const summaryCategories = 64
+
+// Summarize reduces a report to its rank summary.
+func Summarize(r *analyze.Report) *RankSummary {
+	s := &RankSummary{
+		Kind: SummaryKind, Version: SummaryVersion, File: r.File, Rank: r.Rank, Iteration: r.Iteration, Stage: -1,
+		Devices:               slices.Clone(r.Devices),
+		ReservedBytes:         r.ReservedBytes,
+		AllocatedBytes:        r.AllocatedBytes,
+		RequestedBytes:        r.RequestedBytes,
+		InternalFreeBytes:     r.InternalFreeBytes,
+		ExternalFreeBytes:     r.ExternalFreeBytes,
+		LargestFreeBlockBytes: r.LargestFreeBlockBytes,
+		PeakBytes:             r.AllocatedBytes,
+		OOMs:                  len(r.OOMs),
+	}
+	// The peak the input recorded, as CrossInputs reads it: a tracer file or profiler timeline has no allocator
+	// totals, so falling back to AllocatedBytes would summarize its rank as 0 bytes at the peak.
+	if p, ok := r.RecordedPeak(); ok {
+		s.PeakBytes = p
+	}
+	cats := slices.Clone(r.Categories)
+	slices.SortFunc(cats, func(a, b analyze.CategoryStat) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name))
+	})
+	if len(cats) > summaryCategories {
+		cats = cats[:summaryCategories]
+	}
+	s.Categories = cats
+	return s
+}
+
+// Options control how summaries are grouped.
+type Options struct {
+	// Stages and World derive a summary's pipeline stage from its rank when the summary has none: ranks are
+	// split into Stages contiguous groups of World/Stages ranks (pipeline parallelism as the outermost mesh
+	// dimension, torchtitan's default). Zero leaves such summaries without a stage.
+	Stages, World int
+	// TopK is how many of the largest ranks are kept as outlier candidates; 0 means analyze.DefaultTopK.
+	TopK int
+}
+
+// RankRow is one rank in the cross-rank table.
+type RankRow struct {
+	File           string  `json:"file" msgpack:"file"`
+	Rank           int     `json:"rank" msgpack:"rank"`
+	Iteration      int     `json:"iteration" msgpack:"iteration"`
+	Stage          int     `json:"stage" msgpack:"stage"`
+	ReservedBytes  int64   `json:"reserved_bytes" msgpack:"reserved_bytes"`
+	AllocatedBytes int64   `json:"allocated_bytes" msgpack:"allocated_bytes"`
+	PeakBytes      int64   `json:"peak_bytes" msgpack:"peak_bytes"`
+	EfficiencyPct  float64 `json:"efficiency_pct" msgpack:"efficiency_pct"`
+	OOMs           int     `json:"ooms" msgpack:"ooms"`
+}
+
+func rowOrder(a, b RankRow) int {
+	return cmp.Or(cmp.Compare(a.Iteration, b.Iteration), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.File, b.File))
+}
+
+// bigger orders rows by reserved bytes, largest first, with a total order so top-k is deterministic.
+func bigger(a, b RankRow) int {
+	return cmp.Or(cmp.Compare(b.ReservedBytes, a.ReservedBytes), rowOrder(a, b))
+}
+
+// Merger joins rank summaries into a cross-rank report. It is streaming and associative: Add and Merge in any
+// order or grouping give the same Result. Besides one table row per rank it holds only fixed-size state: sums,
+// extremes, a log-bucket sketch per metric (medians within 1%), per-category and per-stage sums, and the TopK
+// largest ranks.
+type Merger struct {
+	opts       Options
+	rows       []RankRow // one per summary added
+	oomRanks   int
+	ooms       int
+	reserved   stat
+	allocated  stat
+	requested  stat
+	peak       stat
+	internal   int64
+	external   int64
+	categories map[string]*analyze.CategoryStat
+	stages     map[int]*StageStat
+	top        []RankRow // the TopK largest by reserved, sorted by bigger
+	// iterations counts summaries per iteration (−1: unknown); a handful of keys, since a dump holds few steps.
+	iterations map[int]int
+}
+
+// New returns an empty merger.
+func New(opts Options) *Merger {
+	if opts.TopK <= 0 {
+		opts.TopK = analyze.DefaultTopK
+	}
+	return &Merger{opts: opts, categories: map[string]*analyze.CategoryStat{}, stages: map[int]*StageStat{}, iterations: map[int]int{}}
+}
+
+// stat accumulates one metric over ranks.
+type stat struct {
+	Sum      int64
+	Min, Max int64
+	MinRow   RankRow
+	MaxRow   RankRow
+	N        int
+	sketch   sketch
+}
+
+func (s *stat) add(v int64, row RankRow) {
+	if s.N == 0 || v < s.Min || v == s.Min && rowOrder(row, s.MinRow) < 0 {
+		s.Min, s.MinRow = v, row
+	}
+	if s.N == 0 || v > s.Max || v == s.Max && rowOrder(row, s.MaxRow) < 0 {
+		s.Max, s.MaxRow = v, row
+	}
+	s.Sum += v
+	s.N++
+	s.sketch.add(v)
+}
+
+func (s *stat) merge(o *stat) {
+	if o.N == 0 {
+		return
+	}
+	if s.N == 0 || o.Min < s.Min || o.Min == s.Min && rowOrder(o.MinRow, s.MinRow) < 0 {
+		s.Min, s.MinRow = o.Min, o.MinRow
+	}
+	if s.N == 0 || o.Max > s.Max || o.Max == s.Max && rowOrder(o.MaxRow, s.MaxRow) < 0 {
+		s.Max, s.MaxRow = o.Max, o.MaxRow
+	}
+	s.Sum += o.Sum
+	s.N += o.N
+	s.sketch.merge(&o.sketch)
+}
+
+// sketch is a histogram over logarithmic buckets of ratio sketchGamma: bucket counts add, so merging is exact
+// and order-free, and any quantile is known within (sketchGamma-1)/2 relative error.
+type sketch struct {
+	zero    int64
+	buckets map[int32]int64
+}
+
+const sketchGamma = 1.02
+
+var logGamma = math.Log(sketchGamma)
+
+func (k *sketch) add(v int64) {
+	if v <= 0 {
+		k.zero++
+		return
+	}
+	if k.buckets == nil {
+		k.buckets = map[int32]int64{}
+	}
+	k.buckets[int32(math.Ceil(math.Log(float64(v))/logGamma))]++
+}
+
+func (k *sketch) merge(o *sketch) {
+	k.zero += o.zero
+	for b, c := range o.buckets {
+		if k.buckets == nil {
+			k.buckets = map[int32]int64{}
+		}
+		k.buckets[b] += c
+	}
+}
+
+// quantile returns the value at quantile q in [0, 1] (the lower middle element for even counts, like
+// sorting and taking index floor((n-1)q)), as its bucket's midpoint.
+func (k *sketch) quantile(q float64) int64 {
+	n := k.zero
+	keys := make([]int32, 0, len(k.buckets))
+	for b, c := range k.buckets {
+		keys = append(keys, b)
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := int64(math.Floor(float64(n-1) * q))
+	if rank < k.zero {
+		return 0
+	}
+	rank -= k.zero
+	slices.Sort(keys)
+	for _, b := range keys {
+		if rank < k.buckets[b] {
+			// Bucket b holds (gamma^(b-1), gamma^b]; its midpoint is within (gamma-1)/2 of any value in it.
+			hi := math.Pow(sketchGamma, float64(b))
+			return int64(math.Round(hi * (1 + 1/sketchGamma) / 2))
+		}
+		rank -= k.buckets[b]
+	}
+	return 0
+}
+
+// StageStat aggregates the ranks of one pipeline stage.
+type StageStat struct {
+	Stage          int   `json:"stage" msgpack:"stage"`
+	Ranks          int   `json:"ranks" msgpack:"ranks"`
+	ReservedBytes  int64 `json:"reserved_bytes" msgpack:"reserved_bytes"` // sum over the stage's ranks
+	AllocatedBytes int64 `json:"allocated_bytes" msgpack:"allocated_bytes"`
+	MaxReserved    int64 `json:"max_reserved_bytes" msgpack:"max_reserved_bytes"`
+	MinReserved    int64 `json:"min_reserved_bytes" msgpack:"min_reserved_bytes"`
+	MaxPeak        int64 `json:"max_peak_bytes" msgpack:"max_peak_bytes"`
+	// MeanReserved is ReservedBytes / Ranks.
+	MeanReserved int64 `json:"mean_reserved_bytes" msgpack:"mean_reserved_bytes"`
+	OOMs         int   `json:"ooms" msgpack:"ooms"`
+}
+
+func (m *Merger) stageOf(s *RankSummary) int {
+	if s.Stage >= 0 {
+		return s.Stage
+	}
+	if m.opts.Stages > 0 && m.opts.World > 0 && s.Rank >= 0 {
+		per := (m.opts.World + m.opts.Stages - 1) / m.opts.Stages
+		return min(s.Rank/per, m.opts.Stages-1)
+	}
+	return -1
+}
+
+// Add merges one rank summary.
+func (m *Merger) Add(s *RankSummary) {
+	row := RankRow{File: s.File, Rank: s.Rank, Iteration: s.Iteration, Stage: m.stageOf(s),
+		ReservedBytes: s.ReservedBytes, AllocatedBytes: s.AllocatedBytes, PeakBytes: s.PeakBytes, OOMs: s.OOMs}
+	if s.ReservedBytes > 0 {
+		row.EfficiencyPct = float64(s.RequestedBytes) / float64(s.ReservedBytes) * 100
+	}
+	m.rows = append(m.rows, row)
+	m.iterations[s.Iteration]++
+	m.ooms += s.OOMs
+	if s.OOMs > 0 {
+		m.oomRanks++
+	}
+	m.reserved.add(s.ReservedBytes, row)
+	m.allocated.add(s.AllocatedBytes, row)
+	m.requested.add(s.RequestedBytes, row)
+	m.peak.add(s.PeakBytes, row)
+	m.internal += s.InternalFreeBytes
+	m.external += s.ExternalFreeBytes
+	for _, c := range s.Categories {
+		m.addCategory(c)
+	}
+	if row.Stage >= 0 {
+		st := m.stage(row.Stage)
+		st.add(StageStat{Stage: row.Stage, Ranks: 1, ReservedBytes: row.ReservedBytes, AllocatedBytes: row.AllocatedBytes,
+			MaxReserved: row.ReservedBytes, MinReserved: row.ReservedBytes, MaxPeak: row.PeakBytes, OOMs: row.OOMs})
+	}
+	m.pushTop(row)
+}
+
+// addCategory adds c's bytes and count to the category of its name.
+func (m *Merger) addCategory(c analyze.CategoryStat) {
+	cs := m.categories[c.Name]
+	if cs == nil {
+		cs = &analyze.CategoryStat{Name: c.Name}
+		m.categories[c.Name] = cs
+	}
+	cs.Bytes += c.Bytes
+	cs.Count += c.Count
+}
+
+func (m *Merger) stage(i int) *StageStat {
+	st := m.stages[i]
+	if st == nil {
+		st = &StageStat{Stage: i}
+		m.stages[i] = st
+	}
+	return st
+}
+
+func (st *StageStat) add(o StageStat) {
+	if st.Ranks == 0 || o.MaxReserved > st.MaxReserved {
+		st.MaxReserved = o.MaxReserved
+	}
+	if st.Ranks == 0 || o.MinReserved < st.MinReserved {
+		st.MinReserved = o.MinReserved
+	}
+	st.MaxPeak = max(st.MaxPeak, o.MaxPeak)
+	st.Ranks += o.Ranks
+	st.ReservedBytes += o.ReservedBytes
+	st.AllocatedBytes += o.AllocatedBytes
+	st.OOMs += o.OOMs
+}
+
+func (m *Merger) pushTop(rows ...RankRow) {
+	m.top = append(m.top, rows...)
+	slices.SortFunc(m.top, bigger)
+	if len(m.top) > m.opts.TopK {
+		m.top = m.top[:m.opts.TopK]
+	}
+}
+
+// Merge folds another merger (built with the same options) into m.
+func (m *Merger) Merge(o *Merger) {
+	m.rows = append(m.rows, o.rows...)
+	for it, n := range o.iterations {
+		m.iterations[it] += n
+	}
+	m.ooms += o.ooms
+	m.oomRanks += o.oomRanks
+	m.reserved.merge(&o.reserved)
+	m.allocated.merge(&o.allocated)
+	m.requested.merge(&o.requested)
+	m.peak.merge(&o.peak)
+	m.internal += o.internal
+	m.external += o.external
+	for _, c := range o.categories {
+		m.addCategory(*c)
+	}
+	for i, st := range o.stages {
+		m.stage(i).add(*st)
+	}
+	m.pushTop(o.top...)
+}
+
+// CrossRank is the merged cross-rank report.
+type CrossRank struct {
+	Kind    string `json:"kind" msgpack:"kind"`
+	Version int    `json:"version" msgpack:"version"`
+	Ranks   int    `json:"ranks" msgpack:"ranks"`
+	// Rows is the per-rank table, sorted by iteration, rank and file.
+	Rows      []RankRow   `json:"rows" msgpack:"rows"`
+	Reserved  MetricStats `json:"reserved" msgpack:"reserved"`
+	Allocated MetricStats `json:"allocated" msgpack:"allocated"`
+	Peak      MetricStats `json:"peak" msgpack:"peak"`
+	// ImbalancePct is (max / median − 1) × 100 of reserved bytes; PeakImbalancePct the same for peaks.
+	ImbalancePct     float64 `json:"imbalance_pct" msgpack:"imbalance_pct"`
+	PeakImbalancePct float64 `json:"peak_imbalance_pct" msgpack:"peak_imbalance_pct"`
+	// EfficiencyPct is requested / reserved over all ranks.
+	EfficiencyPct     float64 `json:"efficiency_pct" msgpack:"efficiency_pct"`
+	InternalFreeBytes int64   `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
+	ExternalFreeBytes int64   `json:"external_free_bytes" msgpack:"external_free_bytes"`
+	// Outliers are ranks reserving more than OutlierPct above the median, largest first (at most TopK).
+	Outliers        []RankRow                `json:"outliers" msgpack:"outliers"`
+	Stages          []StageStat              `json:"stages" msgpack:"stages"`
+	Categories      []analyze.CategoryStat   `json:"categories" msgpack:"categories"`
+	OOMs            int                      `json:"ooms" msgpack:"ooms"`
+	OOMRanks        int                      `json:"oom_ranks" msgpack:"oom_ranks"`
+	Recommendations []analyze.Recommendation `json:"recommendations" msgpack:"recommendations"`
+	// Iterations lists the iterations (−1: unknown) when the summaries come from more than one: then a rank
+	// appears once per iteration, Ranks counts summaries, and the statistics mix steps.
+	Iterations []int `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
+}
+
+// CrossRankKind marks a msgpack or JSON file as a merged cross-rank report.
+const CrossRankKind = "memscan-cross-rank"
+
+// MetricStats summarizes one metric over ranks. Median and P90 come from the sketch (within 1%).
+type MetricStats struct {
+	Sum     int64 `json:"sum" msgpack:"sum"`
+	Min     int64 `json:"min" msgpack:"min"`
+	MinRank int   `json:"min_rank" msgpack:"min_rank"`
+	Max     int64 `json:"max" msgpack:"max"`
+	MaxRank int   `json:"max_rank" msgpack:"max_rank"`
+	Mean    int64 `json:"mean" msgpack:"mean"`
+	Median  int64 `json:"median" msgpack:"median"`
+	P90     int64 `json:"p90" msgpack:"p90"`
+}
+
+func (s *stat) stats() MetricStats {
+	if s.N == 0 {
+		return MetricStats{MinRank: -1, MaxRank: -1}
+	}
+	return MetricStats{Sum: s.Sum, Min: s.Min, MinRank: s.MinRow.Rank, Max: s.Max, MaxRank: s.MaxRow.Rank,
+		Mean: s.Sum / int64(s.N), Median: s.sketch.quantile(0.5), P90: s.sketch.quantile(0.9)}
+}
+
+// Result returns the cross-rank report of everything merged so far. It does not change m.
+func (m *Merger) Result() *CrossRank {
+	c := &CrossRank{Kind: CrossRankKind, Version: SummaryVersion, Ranks: len(m.rows), Rows: slices.Clone(m.rows),
+		Reserved: m.reserved.stats(), Allocated: m.allocated.stats(), Peak: m.peak.stats(),
+		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
+		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []analyze.CategoryStat{}, Recommendations: []analyze.Recommendation{}}
+	slices.SortStableFunc(c.Rows, rowOrder)
+	if len(m.iterations) > 1 {
+		for it := range m.iterations {
+			c.Iterations = append(c.Iterations, it)
+		}
+		slices.Sort(c.Iterations)
+	}
+	if c.Rows == nil {
+		c.Rows = []RankRow{}
+	}
+	if c.Reserved.Median > 0 {
+		c.ImbalancePct = (float64(c.Reserved.Max)/float64(c.Reserved.Median) - 1) * 100
+	}
+	if c.Peak.Median > 0 {
+		c.PeakImbalancePct = (float64(c.Peak.Max)/float64(c.Peak.Median) - 1) * 100
+	}
+	if m.reserved.Sum > 0 {
+		c.EfficiencyPct = float64(m.requested.Sum) / float64(m.reserved.Sum) * 100
+	}
+	for _, r := range m.top {
+		if c.Reserved.Median > 0 && float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+analyze.OutlierPct/100) {
+			c.Outliers = append(c.Outliers, r)
+		}
+	}
+	for _, st := range m.stages {
+		s := *st
+		if s.Ranks > 0 {
+			s.MeanReserved = s.ReservedBytes / int64(s.Ranks)
+		}
+		c.Stages = append(c.Stages, s)
+	}
+	slices.SortFunc(c.Stages, func(a, b StageStat) int { return cmp.Compare(a.Stage, b.Stage) })
+	for _, cs := range m.categories {
+		c.Categories = append(c.Categories, *cs)
+	}
+	slices.SortFunc(c.Categories, func(a, b analyze.CategoryStat) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name))
+	})
+	if len(c.Categories) > summaryCategories {
+		rest := analyze.CategoryStat{Name: "(other categories)"}
+		for _, cs := range c.Categories[summaryCategories-1:] {
+			rest.Bytes += cs.Bytes
+			rest.Count += cs.Count
+		}
+		c.Categories = append(c.Categories[:summaryCategories-1], rest)
+	}
+	c.Recommendations = crossRankAdvice(c)
+	return c
+}
+
+// crossRankAdvice turns the merged numbers into advice.
+func crossRankAdvice(c *CrossRank) []analyze.Recommendation {
+	out := []analyze.Recommendation{}
+	if len(c.Iterations) > 1 {
+		out = append(out, analyze.Recommendation{ID: "mixed-iterations", Severity: "warning",
+			Title:    "Summaries from several iterations are merged as if they were ranks",
+			Evidence: fmt.Sprintf("%d summaries come from %d iterations (%s)", c.Ranks, len(c.Iterations), IterationList(c.Iterations)),
+			Value:    float64(len(c.Iterations)), Threshold: 1,
+			Advice: "Ranks are compared within one training step: merge one iteration at a time " +
+				"(memscan merge --iteration N DIR" + UnknownIterationHint(c.Iterations) + "), and compare iterations with memscan compare."})
+	}
+	if c.Ranks >= 2 && c.ImbalancePct > analyze.OutlierPct {
+		out = append(out, analyze.Recommendation{ID: "rank-imbalance", Severity: "warning",
+			Title: "Reserved memory is unbalanced across ranks",
+			Evidence: fmt.Sprintf("rank %d reserves %s, %.0f%% above the median of %s over %d ranks",
+				c.Reserved.MaxRank, units.Bytes(c.Reserved.Max), c.ImbalancePct, units.Bytes(c.Reserved.Median), c.Ranks),
+			Value: c.ImbalancePct, Threshold: analyze.OutlierPct,
+			Advice: "The largest rank decides whether the job fits. Check the pipeline split (layers per stage), " +
+				"uneven data or sequence lengths, and rank-0-only work such as logging or evaluation."})
+	}
+	if len(c.Stages) >= 2 {
+		first, last := c.Stages[0], c.Stages[len(c.Stages)-1]
+		if last.MeanReserved > 0 {
+			ratio := float64(first.MeanReserved) / float64(last.MeanReserved)
+			if ratio > 1.25 {
+				out = append(out, analyze.Recommendation{ID: "pipeline-stage-skew", Severity: "info",
+					Title: "Early pipeline stages hold more memory",
+					Evidence: fmt.Sprintf("stage %d averages %s per rank, stage %d %s (%.2f×)",
+						first.Stage, units.Bytes(first.MeanReserved), last.Stage, units.Bytes(last.MeanReserved), ratio),
+					Value: ratio, Threshold: 1.25,
+					Advice: "With 1F1B the first stage keeps the most micro-batches in flight. Give early stages fewer " +
+						"layers, or use activation checkpointing on them."})
+			}
+		}
+	}
+	if c.OOMRanks > 0 {
+		out = append(out, analyze.Recommendation{ID: "rank-oom", Severity: "critical",
+			Title:    "Some ranks ran out of memory",
+			Evidence: fmt.Sprintf("%d OOM events on %d of %d ranks", c.OOMs, c.OOMRanks, c.Ranks),
+			Value:    float64(c.OOMRanks), Threshold: 0,
+			Advice: "Analyze the snapshot of an OOM rank in full (memscan analyze FILE) to see what was live."})
+	}
+	return out
+}
+
+// IterationList renders iterations as "10, 20, 30" (−1, a summary whose path named none, as "unknown").
+func IterationList(v []int) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+		if x < 0 {
+			parts[i] = "unknown"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// UnknownIterationHint names --iteration none when some summaries do not know their iteration (−1).
+func UnknownIterationHint(iterations []int) string {
+	if slices.Contains(iterations, -1) {
+		return " (none: iteration unknown)"
+	}
+	return ""
+}

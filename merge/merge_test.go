@@ -1,0 +1,337 @@
+package merge
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/load"
+)
+
+// syntheticSummaries returns n rank summaries of a pipeline-parallel job with stages stages: early stages
+// reserve more (1F1B keeps more micro-batches alive there), every rank varies by ±5%, and rank 77 and rank
+// n-5 are blown-up outliers (+60% and +35%).
+func syntheticSummaries(n, stages int) []*RankSummary {
+	rng := rand.New(rand.NewPCG(42, 7))
+	per := n / stages
+	out := make([]*RankSummary, n)
+	for r := range n {
+		stage := r / per
+		base := float64(40<<30) * (1 + 0.5*float64(stages-1-stage)/float64(stages))
+		res := int64(base * (0.95 + 0.1*rng.Float64()))
+		switch r {
+		case 77:
+			res = int64(float64(res) * 1.6)
+		case n - 5:
+			res = int64(float64(res) * 1.35)
+		}
+		alloc := res * 8 / 10
+		s := &RankSummary{Kind: SummaryKind, Version: SummaryVersion, File: fmt.Sprintf("iteration_1/rank%d_memory_snapshot.pickle", r),
+			Rank: r, Iteration: 1, Stage: -1, Devices: []int{r % 8},
+			ReservedBytes: res, AllocatedBytes: alloc, RequestedBytes: alloc - 1<<20, InternalFreeBytes: 1 << 20,
+			ExternalFreeBytes: res - alloc, PeakBytes: alloc + int64(rng.IntN(1<<30)),
+			Categories: []analyze.CategoryStat{{Name: "activations", Bytes: alloc / 2, Count: 100}, {Name: "parameters", Bytes: alloc / 4, Count: 10}}}
+		if r%1000 == 3 {
+			s.OOMs = 1
+		}
+		out[r] = s
+	}
+	return out
+}
+
+func mergeAll(opts Options, sums []*RankSummary) *Merger {
+	m := New(opts)
+	for _, s := range sums {
+		m.Add(s)
+	}
+	return m
+}
+
+// mergeTree merges random groups recursively: every grouping must give the same result.
+func mergeTree(opts Options, sums []*RankSummary, rng *rand.Rand) *Merger {
+	if len(sums) <= 3 {
+		return mergeAll(opts, sums)
+	}
+	cut := 1 + rng.IntN(len(sums)-1)
+	a := mergeTree(opts, sums[:cut], rng)
+	b := mergeTree(opts, sums[cut:], rng)
+	if rng.IntN(2) == 0 {
+		a.Merge(b)
+		return a
+	}
+	b.Merge(a)
+	return b
+}
+
+func TestMerge4096Ranks(t *testing.T) {
+	const n, stages = 4096, 4
+	sums := syntheticSummaries(n, stages)
+	opts := Options{Stages: stages, World: n}
+	got := mergeAll(opts, sums).Result()
+
+	// Independent expectations straight from the summaries.
+	var sum, sumReq int64
+	res := make([]int64, n)
+	maxRank, minRank := 0, 0
+	for i, s := range sums {
+		sum += s.ReservedBytes
+		sumReq += s.RequestedBytes
+		res[i] = s.ReservedBytes
+		if s.ReservedBytes > sums[maxRank].ReservedBytes {
+			maxRank = i
+		}
+		if s.ReservedBytes < sums[minRank].ReservedBytes {
+			minRank = i
+		}
+	}
+	sorted := slices.Clone(res)
+	slices.Sort(sorted)
+	exactMedian := sorted[(n-1)/2]
+
+	if got.Ranks != n || len(got.Rows) != n {
+		t.Fatalf("ranks %d, rows %d, want %d", got.Ranks, len(got.Rows), n)
+	}
+	for i, r := range got.Rows {
+		if r.Rank != i {
+			t.Fatalf("row %d is rank %d: rows not in rank order", i, r.Rank)
+		}
+		if want := i / (n / stages); r.Stage != want {
+			t.Fatalf("rank %d in stage %d, want %d", i, r.Stage, want)
+		}
+	}
+	if got.Reserved.Sum != sum || got.Reserved.Max != sums[maxRank].ReservedBytes || got.Reserved.MaxRank != maxRank ||
+		got.Reserved.Min != sums[minRank].ReservedBytes || got.Reserved.MinRank != minRank {
+		t.Errorf("reserved stats %+v, want sum %d max %d@%d min %d@%d", got.Reserved, sum, sums[maxRank].ReservedBytes, maxRank,
+			sums[minRank].ReservedBytes, minRank)
+	}
+	if maxRank != 77 {
+		t.Errorf("largest rank %d, want the +60%% outlier 77", maxRank)
+	}
+	if rel := math.Abs(float64(got.Reserved.Median-exactMedian)) / float64(exactMedian); rel > 0.01 {
+		t.Errorf("median %d vs exact %d: %.3f%% off, sketch promises 1%%", got.Reserved.Median, exactMedian, rel*100)
+	}
+	if want := float64(sumReq) / float64(sum) * 100; math.Abs(got.EfficiencyPct-want) > 1e-9 {
+		t.Errorf("efficiency %.6f, want %.6f", got.EfficiencyPct, want)
+	}
+	// Outliers: exactly the ranks among the TopK largest that exceed the median by OutlierPct.
+	largest := slices.Clone(sums)
+	slices.SortFunc(largest, func(a, b *RankSummary) int { return int(b.ReservedBytes - a.ReservedBytes) })
+	var want []int
+	for _, s := range largest[:analyze.DefaultTopK] {
+		if float64(s.ReservedBytes) > float64(got.Reserved.Median)*(1+analyze.OutlierPct/100) {
+			want = append(want, s.Rank)
+		}
+	}
+	var gotOut []int
+	for _, r := range got.Outliers {
+		gotOut = append(gotOut, r.Rank)
+	}
+	if !slices.Equal(gotOut, want) || !slices.Contains(gotOut, 77) {
+		t.Errorf("outliers %v, want %v (including 77)", gotOut, want)
+	}
+	// Stages: 1024 ranks each; stage sums add up to the total; stage 0 holds the most.
+	if len(got.Stages) != stages {
+		t.Fatalf("%d stages, want %d", len(got.Stages), stages)
+	}
+	var stageSum int64
+	for _, st := range got.Stages {
+		if st.Ranks != n/stages {
+			t.Errorf("stage %d has %d ranks", st.Stage, st.Ranks)
+		}
+		stageSum += st.ReservedBytes
+	}
+	if stageSum != sum || got.Stages[0].MeanReserved <= got.Stages[3].MeanReserved {
+		t.Errorf("stage sums %d (want %d), stage means %d..%d", stageSum, sum, got.Stages[0].MeanReserved, got.Stages[3].MeanReserved)
+	}
+	if got.OOMRanks != 5 || got.OOMs != 5 { // ranks 3, 1003, 2003, 3003, 4003
+		t.Errorf("OOM ranks %d events %d, want 5 and 5", got.OOMRanks, got.OOMs)
+	}
+	ids := map[string]bool{}
+	for _, r := range got.Recommendations {
+		ids[r.ID] = true
+	}
+	for _, id := range []string{"rank-imbalance", "pipeline-stage-skew", "rank-oom"} {
+		if !ids[id] {
+			t.Errorf("missing recommendation %s (got %v)", id, ids)
+		}
+	}
+}
+
+// TestMergeAssociative merges the same summaries sequentially, reversed, shuffled, in random trees, and by
+// parallel-style workers: every result must be identical.
+func TestMergeAssociative(t *testing.T) {
+	sums := syntheticSummaries(4096, 8)
+	opts := Options{Stages: 8, World: 4096}
+	want := mergeAll(opts, sums).Result()
+	rng := rand.New(rand.NewPCG(1, 2))
+	variants := map[string]func() *Merger{
+		"reversed": func() *Merger { r := slices.Clone(sums); slices.Reverse(r); return mergeAll(opts, r) },
+		"shuffled": func() *Merger {
+			r := slices.Clone(sums)
+			rng.Shuffle(len(r), func(i, j int) { r[i], r[j] = r[j], r[i] })
+			return mergeAll(opts, r)
+		},
+		"tree1": func() *Merger { return mergeTree(opts, sums, rng) },
+		"tree2": func() *Merger { return mergeTree(opts, sums, rng) },
+		"workers": func() *Merger {
+			ws := make([]*Merger, 7)
+			for i := range ws {
+				ws[i] = New(opts)
+			}
+			for i, s := range sums {
+				ws[(i*31)%7].Add(s)
+			}
+			total := New(opts)
+			for _, w := range ws {
+				total.Merge(w)
+			}
+			return total
+		},
+	}
+	for name, f := range variants {
+		if got := f().Result(); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: result differs from the sequential merge", name)
+		}
+	}
+}
+
+// TestMergeBoundedState checks that apart from the table rows the merger's state does not grow with ranks.
+func TestMergeBoundedState(t *testing.T) {
+	small := mergeAll(Options{}, syntheticSummaries(256, 4))
+	big := mergeAll(Options{}, syntheticSummaries(4096, 4))
+	if len(big.top) != analyze.DefaultTopK || len(small.top) != analyze.DefaultTopK {
+		t.Errorf("top-k sizes %d, %d, want %d", len(small.top), len(big.top), analyze.DefaultTopK)
+	}
+	// The log sketch has one bucket per 2% of range: 4096 ranks within a 3× spread fit in ~60 buckets.
+	if nb := len(big.reserved.sketch.buckets); nb > 100 {
+		t.Errorf("%d sketch buckets for 4096 ranks", nb)
+	}
+	if len(big.categories) != 2 || len(big.stages) != 0 {
+		t.Errorf("categories %d stages %d", len(big.categories), len(big.stages))
+	}
+}
+
+func TestSummaryRoundTrip(t *testing.T) {
+	s := syntheticSummaries(4, 2)[1]
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeSummaries("s.msgpack", buf.Bytes())
+	if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], s) {
+		t.Fatalf("round trip: %v %+v", err, got)
+	}
+	// A run's report.msgpack: every input is summarized.
+	run := &analyze.Run{Version: analyze.ReportVersion, Inputs: []*analyze.Report{
+		{File: "rank0.pickle", Rank: 0, Iteration: 2, Totals: analyze.Totals{ReservedBytes: 100, AllocatedBytes: 60, RequestedBytes: 50},
+			Peak: &analyze.Peak{Bytes: 80}, OOMs: []analyze.OOM{{}}},
+		{File: "rank1.pickle", Rank: 1, Iteration: 2, Totals: analyze.Totals{ReservedBytes: 200, AllocatedBytes: 90}},
+	}}
+	buf.Reset()
+	if err := msgpack.NewEncoder(&buf).Encode(run); err != nil {
+		t.Fatal(err)
+	}
+	got, err = DecodeSummaries("report.msgpack", buf.Bytes())
+	if err != nil || len(got) != 2 {
+		t.Fatalf("report: %v, %d summaries", err, len(got))
+	}
+	if got[0].PeakBytes != 80 || got[0].OOMs != 1 || got[1].PeakBytes != 90 || got[1].ReservedBytes != 200 {
+		t.Errorf("summaries %+v %+v", got[0], got[1])
+	}
+	for _, bad := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"garbage", []byte("not msgpack at all"), "not a msgpack"},
+		{"merged", mustMsgpack(t, &CrossRank{Kind: CrossRankKind}), "merged cross-rank report"},
+		{"empty run", mustMsgpack(t, &analyze.Run{Version: 1}), "no analyzed inputs"},
+	} {
+		if _, err := DecodeSummaries(bad.name, bad.data); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: err = %v, want %q", bad.name, err, bad.want)
+		}
+	}
+}
+
+func mustMsgpack(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestMergeGeneratedRankSet runs the whole path on generated snapshots: decode, analyze, summarize, merge. The
+// rank set's first pipeline stage holds more memory, which the per-stage view must show, and each rank's
+// reserved bytes must equal the generator's own total.
+func TestMergeGeneratedRankSet(t *testing.T) {
+	rs := gen.RankSet{Ranks: 8, Stages: 2, Base: gen.Config{Seed: 3, Entries: 3000}}
+	m := New(Options{Stages: 2, World: 8})
+	for r := range rs.Ranks {
+		var buf bytes.Buffer
+		st, err := gen.Write(&buf, rs.RankConfig(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := load.Decode(context.Background(), gen.RankPath("dump", r), &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := analyze.Analyze(context.Background(), in, analyze.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.ReservedBytes != st.ReservedBytes || rep.AllocatedBytes != st.AllocatedBytes {
+			t.Fatalf("rank %d: analyzed reserved/allocated %d/%d, generator wrote %d/%d", r, rep.ReservedBytes,
+				rep.AllocatedBytes, st.ReservedBytes, st.AllocatedBytes)
+		}
+		s := Summarize(rep)
+		if s.Rank != r {
+			t.Fatalf("summary rank %d from path %s, want %d", s.Rank, rep.File, r)
+		}
+		m.Add(s)
+	}
+	c := m.Result()
+	if c.Ranks != 8 || len(c.Stages) != 2 || c.Stages[0].Ranks != 4 {
+		t.Fatalf("ranks %d stages %+v", c.Ranks, c.Stages)
+	}
+	if c.Stages[0].ReservedBytes+c.Stages[1].ReservedBytes != c.Reserved.Sum {
+		t.Errorf("stage sums do not add up to the total")
+	}
+}
+
+// TestSummarizePeakByKind: a rank summary carries the peak each input kind recorded. A tracer file and a profiler
+// timeline have no allocator totals, so the old fallback to allocated bytes summarized their peak as 0.
+func TestSummarizePeakByKind(t *testing.T) {
+	tests := []struct {
+		name string
+		r    *analyze.Report
+		want int64
+	}{
+		{"snapshot with trace", &analyze.Report{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}, Peak: &analyze.Peak{Bytes: 30 * MiB}}, 30 * MiB},
+		{"snapshot without trace", &analyze.Report{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}, 10 * MiB},
+		{"tracer", &analyze.Report{Tracer: &analyze.TracerView{}, PeakBytes: 4 << 30, ListedBytes: 3 << 30}, 4 << 30},
+		{"timeline", &analyze.Report{MemoryTimeline: &analyze.TimelineView{PeakBytes: 5 * MiB}}, 5 * MiB},
+		{"log", &analyze.Report{Log: &analyze.LogView{PeakAllocatedBytes: 7 * MiB}}, 7 * MiB},
+		{"log without allocated", &analyze.Report{Log: &analyze.LogView{PeakAllocatedBytes: -1}}, 0},
+	}
+	for _, tc := range tests {
+		if got := Summarize(tc.r).PeakBytes; got != tc.want {
+			t.Errorf("%s: peak %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// MiB is one mebibyte, for readable sizes in tests.
+const MiB = 1 << 20

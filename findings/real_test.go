@@ -13,7 +13,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/realsnap"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // gpuRun is the part of ../shared/gpu_runs/runs.json these tests read: what PyTorch measured on the H200.
@@ -74,7 +74,7 @@ func loadReal(t *testing.T, name string) realRun {
 	if run == nil {
 		t.Fatalf("%s not in runs.json", name)
 	}
-	dec, err := snapshot.DecodeFile(context.Background(), filepath.Join(dir, name+".pickle.gz"))
+	dec, err := load.DecodeFile(context.Background(), filepath.Join(dir, name+".pickle.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/traingen"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -165,7 +166,7 @@ func TestDetectRealRuns(t *testing.T) {
 		{"llama1b-varlen-b4-snap", 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := snapshot.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), tc.name+".pickle.gz"))
+			in, err := load.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), tc.name+".pickle.gz"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +240,7 @@ func TestDetectPeriodic(t *testing.T) {
 // TestDetectPeriodicReal: the healthy H200 run with its stacks and annotations removed still splits into its three
 // iterations, each backward within a few events of where autograd's first allocation put it.
 func TestDetectPeriodicReal(t *testing.T) {
-	in, err := snapshot.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-bf16-b4-s2048-snap.pickle.gz"))
+	in, err := load.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-bf16-b4-s2048-snap.pickle.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

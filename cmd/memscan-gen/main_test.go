@@ -10,7 +10,7 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/load"
 )
 
 // TestTrainingLeakFile: a --training --leak file decodes, and the leak detector names the logits' site and their
@@ -26,7 +26,7 @@ func TestTrainingLeakFile(t *testing.T) {
 		if err := run(args, &out, &out); err != nil {
 			t.Fatal(err)
 		}
-		in, err := snapshot.DecodeFile(context.Background(), path)
+		in, err := load.DecodeFile(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}

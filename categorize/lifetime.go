@@ -122,10 +122,18 @@ func CategoryComponent(category string) components.Component {
 	return components.Activations
 }
 
+// weakLifetime marks the lifetime rules that only say "kept from before the first forward" or "kept from a
+// forward with no backward": they place memory no stack rule claimed, but do not overrule one.
+var weakLifetime = map[string]bool{LifeSetupKept: true, LifeForwardKept: true}
+
 // Attribute combines a stack decision with the allocation's lifetime on the device's timeline (nil: no phases
-// known). A stack rule decides the category unless the stack is missing or names only lifecycle machinery (see
-// lifecycleCategories) and the lifetime is conclusive. A conclusive lifetime always decides the component, except
-// for the KV cache, which is a role of its own that lifetimes cannot tell from activations.
+// known):
+//   - a stack with no matching rule (Unknown) takes the lifetime's category and component;
+//   - a stack rule that names only lifecycle machinery (see lifecycleCategories) yields to a lifetime that tells
+//     transient from kept (the autograd engine's activation gradients become Temporary, a foreach optimizer's
+//     scratch too); the weak rules (weakLifetime) never overrule a stack;
+//   - otherwise the stack keeps the category, and the lifetime still gives the component, except where the stack
+//     names a role (lifecycle categories, the KV cache) and the lifetime is weak.
 func Attribute(d Decision, life Life, tl *phases.Timeline) Attribution {
 	a := Attribution{Category: d.Category, Component: CategoryComponent(d.Category), DecidedBy: DecidedByStack, Rule: d.Rule,
 		Site: d.Site, AllocIteration: -1, FreeIteration: -1}
@@ -137,13 +145,12 @@ func Attribute(d Decision, life Life, tl *phases.Timeline) Attribution {
 	}
 	cat, comp, rule := lifetimeVerdict(&a, life, tl)
 	a.Lifetime = rule
-	if rule == LifeInconclusive {
-		return a
-	}
-	if lifecycleCategories[d.Category] && cat != d.Category {
-		a.Category, a.DecidedBy = cat, DecidedByLifetime
-	}
-	if a.Category != KVCache {
+	weak := weakLifetime[rule]
+	switch {
+	case rule == LifeInconclusive || d.Category == KVCache:
+	case d.Category == Unknown || lifecycleCategories[d.Category] && !weak && cat != d.Category:
+		a.Category, a.Component, a.DecidedBy = cat, comp, DecidedByLifetime
+	case !weak || !lifecycleCategories[d.Category]:
 		a.Component = comp
 	}
 	return a

@@ -43,6 +43,9 @@ func TestAttributeLifetimes(t *testing.T) {
 		{"foreach scratch", adam, Life{31, 33}, Temporary, components.Temporaries, DecidedByLifetime, LifeOptimizerTransient},
 		{"KV cache stays KV cache", kv, Life{12, 70}, KVCache, components.KVCache, DecidedByStack, LifeInconclusive},
 		{"live before the trace", unknown, Life{-1, 70}, Parameters, components.Weights, DecidedByLifetime, LifeSetupKept},
+		// Kept from the setup is weak: an optimizer that creates its state eagerly stays optimizer state.
+		{"optimizer state created before the first forward", adam, Life{2, 70}, OptimizerState, components.OptimizerStates, DecidedByStack, LifeSetupKept},
+		{"unmatched stack kept from the setup", Decision{Category: Unknown, Reason: ReasonNoMatch, Site: "x.py:1:f"}, Life{2, 70}, Parameters, components.Weights, DecidedByLifetime, LifeSetupKept},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,8 +1,10 @@
 package findings
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/memscan/memscan/phases"
@@ -76,8 +78,9 @@ func where(tl *phases.Timeline, j int) (string, int, string) {
 	return "outside any iteration", 0, ph.String()
 }
 
-// expandableOn reports whether the snapshot shows expandable segments already in use.
-func expandableOn(s *snapshot.Snapshot) bool {
+// ExpandableOn reports whether the snapshot shows expandable segments already in use (allocator_settings or a
+// segment's is_expandable): then they are never advised.
+func ExpandableOn(s *snapshot.Snapshot) bool {
 	if s.AllocatorSettings != nil && s.AllocatorSettings.ExpandableSegments {
 		return true
 	}
@@ -126,7 +129,7 @@ func CacheOverhead(d *Device, fragmentation bool) (Finding, bool) {
 // expandable segments are already on, or the excess is within CacheOverheadRatio.
 func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model AllocatorModel) (Finding, bool, error) {
 	peakIdx, resIdx, peak, res, ok := excess(d)
-	if !ok || expandableOn(s) || len(d.Trace) == 0 {
+	if !ok || ExpandableOn(s) || len(d.Trace) == 0 {
 		return Finding{}, false, nil
 	}
 	segs := d.segments(s)
@@ -152,17 +155,25 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 	var withExp int64
 	if model != nil {
 		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
-		if err != nil {
-			return Finding{}, false, fmt.Errorf("device %d: allocator replay: %w", d.Device, err)
+		switch {
+		case ctx.Err() != nil:
+			return Finding{}, false, ctx.Err()
+		case err == nil:
+			withExp, basis = v, "allocator replay"
+		default:
+			// A replay the model could not follow falls back to the estimate, saying why.
+			basis = "estimate (allocator replay: " + err.Error() + ")"
 		}
-		withExp, basis = v, "allocator replay"
-	} else {
+	}
+	if basis == "" || strings.HasPrefix(basis, "estimate") {
 		// Without a model: expandable segments map large blocks page by page into one growing range per stream,
 		// so at the peak they reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
 		pk := d.cacheAt(segs, peakIdx)
 		withExp = (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
 		withExp = max(withExp, peak)
-		basis = "estimate"
+		if basis == "" {
+			basis = "estimate"
+		}
 	}
 	saving := res - withExp
 	if saving < FragmentationMinSavingBytes {
@@ -243,36 +254,80 @@ func IdleCache(s *snapshot.Snapshot, d *Device) (Finding, bool) {
 	}, true
 }
 
-// Leak separates warm-up from growth: iteration 1 creates what training keeps (optimizer state, lazy buffers,
-// workspaces); a leak is a site whose live bytes at the end of every later iteration exceed the previous
-// iteration's by at least LeakMinGrowthBytes.
-func Leak(d *Device) (Finding, bool) {
+// LeakSite is one site whose live bytes grew at the end of every iteration after the first.
+type LeakSite struct {
+	Site     string `json:"site"`
+	Category string `json:"category"`
+	// Iterations is how many complete iterations were compared; FirstBytes the site's live bytes at the end of
+	// iteration 1 (after warm-up), LastBytes at the end of the last one, PerIteration the mean growth.
+	Iterations   int   `json:"iterations"`
+	FirstBytes   int64 `json:"first_bytes"`
+	LastBytes    int64 `json:"last_bytes"`
+	PerIteration int64 `json:"per_iteration_bytes"`
+}
+
+// iterationEnds are the last events of the complete iterations.
+func iterationEnds(tl *phases.Timeline) []int {
 	var ends []int
-	for _, it := range d.Timeline.Iterations {
+	for _, it := range tl.Iterations {
 		if it.Complete {
 			ends = append(ends, it.Span.End-1)
 		}
 	}
+	return ends
+}
+
+// Leaks returns the sites whose live bytes at the end of every iteration after the first exceed the previous
+// iteration's by at least LeakMinGrowthBytes, fastest-growing first; nil with fewer than LeakMinIterations
+// complete iterations.
+func Leaks(d *Device) []LeakSite {
+	ends := iterationEnds(d.Timeline)
 	if len(ends) < LeakMinIterations {
-		return Finding{}, false
+		return nil
 	}
-	// Live bytes per site at each iteration end.
-	series := map[string][]int64{}
-	cat := map[string]string{}
+	// One sweep over the blocks sorted by start and by end gives every site's live bytes at each iteration end.
+	keys := map[string]int{}
+	var names, cats []string
+	site := make([]int, len(d.Blocks))
+	for i := range d.Blocks {
+		k := siteKey(&d.Blocks[i].Attr)
+		j, ok := keys[k]
+		if !ok {
+			j = len(names)
+			keys[k] = j
+			names = append(names, k)
+			cats = append(cats, "")
+		}
+		// The site's category is its latest block's: a leaking site's first block may predate the first
+		// iteration, where its lifetime alone would call it a weight.
+		cats[j] = d.Blocks[i].Attr.Category
+		site[i] = j
+	}
+	byStart, byEnd := make([]int, len(d.Blocks)), make([]int, len(d.Blocks))
+	for i := range byStart {
+		byStart[i], byEnd[i] = i, i
+	}
+	slices.SortFunc(byStart, func(x, y int) int { return d.Blocks[x].Start - d.Blocks[y].Start })
+	slices.SortFunc(byEnd, func(x, y int) int { return d.Blocks[x].End - d.Blocks[y].End })
+	live := make([]int64, len(names))
+	series := make([][]int64, len(names))
+	for i := range series {
+		series[i] = make([]int64, len(ends))
+	}
+	si, ei := 0, 0
 	for k, e := range ends {
-		for _, b := range d.live(e) {
-			key := siteKey(&b.Attr)
-			v := series[key]
-			if v == nil {
-				v = make([]int64, len(ends))
-				series[key] = v
-				cat[key] = b.Attr.Category
-			}
-			v[k] += b.Size
+		for ; si < len(byStart) && d.Blocks[byStart[si]].Start <= e; si++ {
+			live[site[byStart[si]]] += d.Blocks[byStart[si]].Size
+		}
+		for ; ei < len(byEnd) && d.Blocks[byEnd[ei]].End <= e; ei++ {
+			live[site[byEnd[ei]]] -= d.Blocks[byEnd[ei]].Size
+		}
+		for j := range live {
+			series[j][k] = live[j]
 		}
 	}
-	best, bestRate := "", int64(0)
-	for key, v := range series {
+	var out []LeakSite
+	for j, v := range series {
 		grows := true
 		for k := 1; k < len(v); k++ {
 			if v[k]-v[k-1] < LeakMinGrowthBytes {
@@ -280,29 +335,48 @@ func Leak(d *Device) (Finding, bool) {
 				break
 			}
 		}
-		rate := (v[len(v)-1] - v[0]) / int64(len(v)-1)
-		if grows && (rate > bestRate || rate == bestRate && key < best) {
-			best, bestRate = key, rate
+		if grows {
+			out = append(out, LeakSite{Site: names[j], Category: cats[j], Iterations: len(v), FirstBytes: v[0],
+				LastBytes: v[len(v)-1], PerIteration: (v[len(v)-1] - v[0]) / int64(len(v)-1)})
 		}
 	}
-	if best == "" {
+	slices.SortFunc(out, func(a, b LeakSite) int {
+		return cmp.Or(cmp.Compare(b.PerIteration, a.PerIteration), strings.Compare(a.Site, b.Site))
+	})
+	return out
+}
+
+// Leak separates warm-up from growth: iteration 1 creates what training keeps (optimizer state, lazy buffers,
+// workspaces); a leak is a site whose live bytes at the end of every later iteration exceed the previous
+// iteration's by at least LeakMinGrowthBytes. The finding names the fastest-growing site.
+func Leak(d *Device) (Finding, bool) {
+	sites := Leaks(d)
+	if len(sites) == 0 {
 		return Finding{}, false
 	}
-	v := series[best]
-	// Warm-up: what iteration 1 created and every later iteration kept, the leaking site aside.
+	l := sites[0]
+	ends := iterationEnds(d.Timeline)
+	// Warm-up: what iteration 1 created and every later iteration kept, the leaking sites aside.
+	leaking := map[string]bool{}
+	for _, s := range sites {
+		leaking[s.Site] = true
+	}
 	var warm int64
 	first := d.Timeline.Iterations[0].Span
 	for i := range d.Blocks {
 		b := &d.Blocks[i]
-		if first.Contains(b.Start) && b.End > ends[len(ends)-1] && siteKey(&b.Attr) != best {
+		if first.Contains(b.Start) && b.End > ends[len(ends)-1] && !leaking[siteKey(&b.Attr)] {
 			warm += b.Size
 		}
 	}
+	ev := fmt.Sprintf("%s (%s) holds %s more at the end of each iteration: %s after iteration 1, %s after iteration %d; iteration 1's warm-up (%s created then and kept, e.g. optimizer state) is not growth",
+		l.Site, l.Category, units.Bytes(l.PerIteration), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Iterations, units.Bytes(warm))
+	if len(sites) > 1 {
+		ev += fmt.Sprintf(" (%d growing sites)", len(sites))
+	}
 	return Finding{ID: "leak", Severity: SeverityWarning, Title: "Memory grows every iteration after warm-up",
-		Value: float64(bestRate), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes, Device: d.Device,
-		Event: ends[len(ends)-1], Iteration: len(ends), Phase: "-",
-		Evidence: fmt.Sprintf("%s (%s) holds %s more at the end of each iteration: %s after iteration 1, %s after iteration %d; iteration 1's warm-up (%s created then and kept, e.g. optimizer state) is not growth",
-			best, cat[best], units.Bytes(bestRate), units.Bytes(v[0]), units.Bytes(v[len(v)-1]), len(v), units.Bytes(warm)),
+		Value: float64(l.PerIteration), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes, Device: d.Device,
+		Event: ends[len(ends)-1], Iteration: len(ends), Phase: "-", Evidence: ev,
 		Advice: "Something keeps a reference to tensors from this site across steps: a list they are appended to, an attribute, a metric accumulated without .item()/.detach(), or outputs kept with their graph.",
 	}, true
 }
@@ -329,7 +403,7 @@ func OOMs(s *snapshot.Snapshot, d *Device) []Finding {
 		advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length, or sharding (FSDP/ZeRO) for weights and optimizer state."
 		if cached := x.ReservedBytes - x.Live.Bytes; cached >= e.Size {
 			fmt.Fprintf(&ev, ". The cache held %s free, more than the request, but in pieces too small", units.Bytes(cached))
-			if !expandableOn(s) {
+			if !ExpandableOn(s) {
 				advice = "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so the cached pieces can serve the request; " + advice
 			}
 		}

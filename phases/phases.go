@@ -418,13 +418,12 @@ func (d *detector) run() {
 		}
 		switch st {
 		case inSetup:
+			// Optimizer code before any forward is its construction (states some optimizers create eagerly).
 			switch k {
 			case kindModule:
 				begin(j, inForward)
 			case kindAutograd:
 				begin(j, inBackward)
-			case kindOptim:
-				begin(j, inOptimizer)
 			}
 		case afterStep:
 			prev := cur

@@ -129,9 +129,10 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		cat:   categorize.NewCategorizer(opts.Rules),
 		warns: newWarnings(),
 		rep: &Report{
-			TorchFormat: s.TorchFormat, Rank: -1, Iteration: -1,
-			Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{},
-			Recommendations: []Recommendation{}, Warnings: []string{},
+			Header: Header{TorchFormat: s.TorchFormat, Rank: -1, Iteration: -1,
+				Categories: []CategoryStat{}, Top: []Allocation{},
+				Recommendations: []Recommendation{}, Warnings: []string{}},
+			SnapshotReport: SnapshotReport{OOMs: []OOM{}},
 		},
 	}
 	steps := []func() error{a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll}

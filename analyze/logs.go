@@ -77,9 +77,9 @@ func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Repo
 		return nil, err
 	}
 	lg := in.Log
-	r := &Report{File: in.Path, Format: in.Format, Rank: -1, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{},
-		Warnings: append([]string{}, lg.Warnings...)}
+	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: -1, Iteration: -1, Devices: []int{},
+		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []Recommendation{},
+		Warnings: append([]string{}, lg.Warnings...)}}
 	v := &LogView{Dialect: lg.Dialect, Lines: lg.Lines, Records: len(lg.Records), SkippedLines: lg.SkippedLines,
 		Ranks: []LogRankRow{}, PeakAllocatedBytes: -1, PeakReservedBytes: -1, PeakRank: -1, PeakIteration: -1,
 		PeakAllocatedRank: -1, PeakAllocatedIteration: -1, CapacityBytes: lg.CapacityBytes, DeviceName: lg.DeviceName}

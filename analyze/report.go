@@ -4,8 +4,13 @@
 // Markdown, JSON, msgpack, PNG) reads the same model. Work across runs lives elsewhere: merge (rank summaries)
 // and compare (a baseline against other inputs).
 //
+// A Report is a Header shared by every kind of input plus one part per kind (SnapshotReport, TracerReport,
+// TimelineReport, LogReport); Report.Kind names the kind, and report_wire.go writes and reads the flat JSON and
+// msgpack object that summary.json and report.msgpack hold.
+//
 // It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize and units; it
-// imports neither results nor plots, and writes no files.
+// imports neither results nor plots, and writes no files. It imports the msgpack library only to keep a
+// Report's wire form in one place.
 package analyze
 
 import (
@@ -36,8 +41,22 @@ type Run struct {
 // analysis failures share one list.
 type Failure = load.Failure
 
-// Report is the analysis of one input. The JSON form of a Report is one element of summary.json's inputs[].
+// Report is the analysis of one input: the Header every kind shares and exactly one per-kind part, filled by
+// the analyzer of that kind (AnalyzeSnapshot, AnalyzeTracer, AnalyzeTimeline, AnalyzeLog); the other parts are
+// zero. Kind says which part is set, so a renderer switches on it once. The parts are embedded so that a field
+// is read as before (r.AllocatedBytes, r.Tracer); report_wire.go keeps the JSON and msgpack form of a Report
+// exactly as it was when Report was one flat struct (summary.json inputs[], report.msgpack).
 type Report struct {
+	Header
+	SnapshotReport
+	TracerReport
+	TimelineReport
+	LogReport
+}
+
+// Header is what every kind of report has: where the input came from and what memscan says about it.
+// Categories, Top and Sites are filled by snapshots and tracer files, Categories and Peak by profiler timelines.
+type Header struct {
 	File        string `json:"file" msgpack:"file"`
 	Format      string `json:"format" msgpack:"format"`             // e.g. "pickle-v4", "tracer-json"
 	TorchFormat string `json:"torch_format" msgpack:"torch_format"` // e.g. "2.0-history", "2.1+"
@@ -45,6 +64,19 @@ type Report struct {
 	Iteration   int    `json:"iteration" msgpack:"iteration"`       // -1 when unknown
 	Devices     []int  `json:"devices" msgpack:"devices"`
 
+	Categories []CategoryStat `json:"categories" msgpack:"categories"`
+	Top        []Allocation   `json:"top" msgpack:"top"`
+	Sites      []SiteStat     `json:"sites,omitempty" msgpack:"sites,omitempty"`
+	// Peak is the highest of DevicePeaks for a snapshot, the timeline's highest total for a profiler timeline.
+	Peak *Peak `json:"peak,omitempty" msgpack:"peak,omitempty"`
+
+	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
+	Warnings        []string         `json:"warnings" msgpack:"warnings"`
+}
+
+// SnapshotReport is what only an allocator snapshot has: allocator totals and groups, size histograms,
+// fragmentation, and the replayed device trace (timeline, per-device peaks, OOMs, leak suspects).
+type SnapshotReport struct {
 	Totals // reserved/allocated/... flattened into the input object
 
 	PerDevice      []GroupTotals `json:"per_device,omitempty" msgpack:"per_device,omitempty"`
@@ -52,19 +84,14 @@ type Report struct {
 	PerPool        []GroupTotals `json:"per_pool,omitempty" msgpack:"per_pool,omitempty"`
 	PerSegmentType []GroupTotals `json:"per_segment_type,omitempty" msgpack:"per_segment_type,omitempty"`
 
-	Categories    []CategoryStat `json:"categories" msgpack:"categories"`
-	Top           []Allocation   `json:"top" msgpack:"top"`
-	Sites         []SiteStat     `json:"sites,omitempty" msgpack:"sites,omitempty"`
-	ActiveSizes   []SizeBucket   `json:"active_size_histogram,omitempty" msgpack:"active_size_histogram,omitempty"`
-	FreeSizes     []SizeBucket   `json:"free_size_histogram,omitempty" msgpack:"free_size_histogram,omitempty"`
-	Fragmentation Fragmentation  `json:"fragmentation" msgpack:"fragmentation"`
+	ActiveSizes   []SizeBucket  `json:"active_size_histogram,omitempty" msgpack:"active_size_histogram,omitempty"`
+	FreeSizes     []SizeBucket  `json:"free_size_histogram,omitempty" msgpack:"free_size_histogram,omitempty"`
+	Fragmentation Fragmentation `json:"fragmentation" msgpack:"fragmentation"`
 
 	// Timeline is the replayed device trace, downsampled for plotting; not in summary.json.
-	Timeline []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
-	// Peak is the highest of DevicePeaks.
-	Peak        *Peak  `json:"peak,omitempty" msgpack:"peak,omitempty"`
-	DevicePeaks []Peak `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
-	OOMs        []OOM  `json:"ooms" msgpack:"ooms"`
+	Timeline    []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	DevicePeaks []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
+	OOMs        []OOM            `json:"ooms" msgpack:"ooms"`
 	// Iterations holds, per device with a trace, the training iterations and their forward, backward and
 	// optimizer boundaries (event index and time).
 	Iterations []phases.Timeline `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
@@ -72,20 +99,28 @@ type Report struct {
 	LeakSuspects []LeakSuspect `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
 	// TraceActions counts the device-trace events by action, over all devices.
 	TraceActions map[string]int `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+}
 
-	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
-	Warnings        []string         `json:"warnings" msgpack:"warnings"`
-
-	// Tracer JSON input: the primary device's peak_memory_mb in bytes, the sum of the listed tensors, and the
-	// phase and merged-module breakdowns (details under Tracer).
+// TracerReport is what only a memory-tracer JSON file has: the primary device's peak_memory_mb in bytes, the
+// sum of the listed tensors, and the phase and merged-module breakdowns (details under Tracer, which is set for
+// every tracer report and marks its kind).
+type TracerReport struct {
 	PeakBytes   int64        `json:"peak_bytes,omitempty" msgpack:"peak_bytes,omitempty"`
 	ListedBytes int64        `json:"listed_bytes,omitempty" msgpack:"listed_bytes,omitempty"`
 	Phases      []PhaseStat  `json:"phases,omitempty" msgpack:"phases,omitempty"`
 	Modules     []ModuleStat `json:"modules,omitempty" msgpack:"modules,omitempty"`
 	Tracer      *TracerView  `json:"tracer,omitempty" msgpack:"tracer,omitempty"`
-	// MemoryTimeline is set for torch.profiler memory timelines, Log for training logs.
+}
+
+// TimelineReport is what only a torch.profiler memory timeline has; MemoryTimeline is set for every timeline
+// report and marks its kind.
+type TimelineReport struct {
 	MemoryTimeline *TimelineView `json:"memory_timeline,omitempty" msgpack:"memory_timeline,omitempty"`
-	Log            *LogView      `json:"log,omitempty" msgpack:"log,omitempty"`
+}
+
+// LogReport is what only a training log has; Log is set for every log report and marks its kind.
+type LogReport struct {
+	Log *LogView `json:"log,omitempty" msgpack:"log,omitempty"`
 }
 
 // Totals are allocator totals in bytes. reserved = requested + internal_free + external_free exactly, as in
@@ -327,7 +362,8 @@ const (
 	KindLog      = "log"      // training log
 )
 
-// Kind says what kind of input r was analyzed from.
+// Kind says what kind of input r was analyzed from, that is which part of r is filled: the tracer, timeline and
+// log parts each have a view that is set for every report of their kind; a report with none is a snapshot.
 func (r *Report) Kind() string {
 	switch {
 	case r.Tracer != nil:

@@ -56,9 +56,9 @@ func AnalyzeTimeline(ctx context.Context, in *load.Input, opts RuntimeOptions) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := &Report{File: in.Path, Format: in.Format, Rank: tl.Rank, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{},
-		Warnings: append([]string{}, tl.Warnings...)}
+	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: tl.Rank, Iteration: -1, Devices: []int{},
+		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []Recommendation{},
+		Warnings: append([]string{}, tl.Warnings...)}}
 	if r.Format == "" {
 		r.Format = memtimeline.Format
 	}

@@ -179,8 +179,8 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 		return nil, errors.New("analyze tracer: input has no tracer data")
 	}
 	tr := in.Tracer
-	r := &Report{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, OOMs: []OOM{}, Recommendations: []Recommendation{}, Warnings: []string{}}
+	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
+		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []Recommendation{}, Warnings: []string{}}}
 	if r.Format == "" {
 		r.Format = tracer.Format
 	}

@@ -203,7 +203,7 @@ func TestCrossTracer(t *testing.T) {
 		t.Error("one tracer input must give no cross view")
 	}
 	// Input order must not matter.
-	for _, in := range [][]*Report{{r0, r1}, {r1, r0, {Format: "pickle-v4"}}} {
+	for _, in := range [][]*Report{{r0, r1}, {r1, r0, {Header: Header{Format: "pickle-v4"}}}} {
 		c := CrossTracer(in)
 		if c == nil || len(c.Ranks) != 2 || c.Ranks[0].Rank != 0 || c.Ranks[1].Rank != 1 {
 			t.Fatalf("ranks = %+v", c)

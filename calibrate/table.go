@@ -108,17 +108,17 @@ func MeasuredOf(reports []*analyze.Report) Measured {
 			continue
 		}
 		var pa, pr, end int64
-		switch {
-		case r.Log != nil:
+		switch r.Kind() {
+		case analyze.KindLog:
 			pa, pr = max(r.Log.PeakAllocatedBytes, 0), max(r.Log.PeakReservedBytes, 0)
 			for _, rk := range r.Log.Ranks {
 				if rk.Rank == r.Log.PeakRank || len(r.Log.Ranks) == 1 {
 					end = max(end, rk.LastAllocated)
 				}
 			}
-		case r.MemoryTimeline != nil:
+		case analyze.KindTimeline:
 			pa, end = r.MemoryTimeline.PeakBytes, r.MemoryTimeline.FinalBytes
-		case r.Tracer != nil:
+		case analyze.KindTracer:
 			pa = r.PeakBytes
 		default: // allocator snapshot: allocated at capture is the steady state between steps
 			end, pr = r.AllocatedBytes, r.ReservedBytes

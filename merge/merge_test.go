@@ -233,9 +233,11 @@ func TestSummaryRoundTrip(t *testing.T) {
 	}
 	// A run's report.msgpack: every input is summarized.
 	run := &analyze.Run{Version: analyze.ReportVersion, Inputs: []*analyze.Report{
-		{File: "rank0.pickle", Rank: 0, Iteration: 2, Totals: analyze.Totals{ReservedBytes: 100, AllocatedBytes: 60, RequestedBytes: 50},
-			Peak: &analyze.Peak{Bytes: 80}, OOMs: []analyze.OOM{{}}},
-		{File: "rank1.pickle", Rank: 1, Iteration: 2, Totals: analyze.Totals{ReservedBytes: 200, AllocatedBytes: 90}},
+		{
+			Header:         analyze.Header{File: "rank0.pickle", Rank: 0, Iteration: 2, Peak: &analyze.Peak{Bytes: 80}},
+			SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 100, AllocatedBytes: 60, RequestedBytes: 50}, OOMs: []analyze.OOM{{}}},
+		},
+		{Header: analyze.Header{File: "rank1.pickle", Rank: 1, Iteration: 2}, SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 200, AllocatedBytes: 90}}},
 	}}
 	buf.Reset()
 	if err := msgpack.NewEncoder(&buf).Encode(run); err != nil {
@@ -319,12 +321,12 @@ func TestSummarizePeakByKind(t *testing.T) {
 		r    *analyze.Report
 		want int64
 	}{
-		{"snapshot with trace", &analyze.Report{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}, Peak: &analyze.Peak{Bytes: 30 * MiB}}, 30 * MiB},
-		{"snapshot without trace", &analyze.Report{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}, 10 * MiB},
-		{"tracer", &analyze.Report{Tracer: &analyze.TracerView{}, PeakBytes: 4 << 30, ListedBytes: 3 << 30}, 4 << 30},
-		{"timeline", &analyze.Report{MemoryTimeline: &analyze.TimelineView{PeakBytes: 5 * MiB}}, 5 * MiB},
-		{"log", &analyze.Report{Log: &analyze.LogView{PeakAllocatedBytes: 7 * MiB}}, 7 * MiB},
-		{"log without allocated", &analyze.Report{Log: &analyze.LogView{PeakAllocatedBytes: -1}}, 0},
+		{"snapshot with trace", &analyze.Report{Header: analyze.Header{Peak: &analyze.Peak{Bytes: 30 * MiB}}, SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}}, 30 * MiB},
+		{"snapshot without trace", &analyze.Report{SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}}, 10 * MiB},
+		{"tracer", &analyze.Report{TracerReport: analyze.TracerReport{Tracer: &analyze.TracerView{}, PeakBytes: 4 << 30, ListedBytes: 3 << 30}}, 4 << 30},
+		{"timeline", &analyze.Report{TimelineReport: analyze.TimelineReport{MemoryTimeline: &analyze.TimelineView{PeakBytes: 5 * MiB}}}, 5 * MiB},
+		{"log", &analyze.Report{LogReport: analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: 7 * MiB}}}, 7 * MiB},
+		{"log without allocated", &analyze.Report{LogReport: analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: -1}}}, 0},
 	}
 	for _, tc := range tests {
 		if got := Summarize(tc.r).PeakBytes; got != tc.want {

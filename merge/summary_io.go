@@ -17,7 +17,9 @@ const maxSummaryFile = 256 << 20
 
 // WriteSummary encodes one rank summary as msgpack.
 func WriteSummary(w io.Writer, s *RankSummary) error {
-	if err := msgpack.NewEncoder(w).Encode(s); err != nil {
+	enc := msgpack.NewEncoder(w)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(s); err != nil {
 		return fmt.Errorf("encoding rank summary: %w", err)
 	}
 	return nil

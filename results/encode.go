@@ -57,6 +57,8 @@ func normalized(run *analyze.Run) *analyze.Run {
 // WriteMsgpack encodes the whole run, timeline included, as report.msgpack.
 func WriteMsgpack(w io.Writer, run *analyze.Run) error {
 	enc := msgpack.NewEncoder(w)
+	// Sorted map keys (trace_actions) make the file byte-identical for identical input.
+	enc.SetSortMapKeys(true)
 	if err := enc.Encode(run); err != nil {
 		return fmt.Errorf("encoding report msgpack: %w", err)
 	}

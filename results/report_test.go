@@ -58,7 +58,7 @@ func TestGoldenReports(t *testing.T) {
 		{"views.md", viewsRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
 		{"repeated.txt", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{Top: 10}) }},
 		{"repeated.md", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
-		{"empty.txt", &analyze.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}}}, func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
+		{"empty.txt", &analyze.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{{Header: analyze.Header{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}}}}, func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,6 +293,26 @@ func TestChartedInputsBounded(t *testing.T) {
 	for i := 40 - (maxChartedInputs - 1); i < 40; i++ {
 		if !got[i] {
 			t.Errorf("rank %d, among the largest, is not charted", i)
+		}
+	}
+}
+
+// TestMsgpackDeterministic encodes one run many times: map-valued fields (trace_actions) must not make the
+// bytes depend on Go's map iteration order.
+func TestMsgpackDeterministic(t *testing.T) {
+	run := sampleRun()
+	run.Inputs[0].TraceActions = map[string]int{"alloc": 7, "free_requested": 5, "free_completed": 5, "segment_alloc": 2, "segment_free": 1, "oom": 1, "snapshot": 1}
+	var first bytes.Buffer
+	if err := WriteMsgpack(&first, run); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		var b bytes.Buffer
+		if err := WriteMsgpack(&b, run); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b.Bytes(), first.Bytes()) {
+			t.Fatalf("encoding %d differs from the first", i+1)
 		}
 	}
 }

@@ -3,7 +3,8 @@
 // its package: analyze.Run (analysis_report.txt, README.md, report.html, summary.json, report.msgpack and the
 // mapping of reports to charts), static.Report (console view, static_report.{md,json} and its charts),
 // calibrate.Calibration and calibrate.Applied (console table, calibration.md/json, corrections.json), the GPU
-// catalogue; run directories, `latest`, and plain and atomic file writers.
+// catalogue; run directories (written, and read back as one side of memscan compare), `latest`, and plain and
+// atomic file writers.
 //
 // It may import the packages whose models it renders (analyze, static, calibrate and the cross-run packages),
 // plots for drawing and units for sizes and JSON; nothing but the CLI imports it. The packages that compute

@@ -59,7 +59,7 @@ func TestRuntimeInputCharts(t *testing.T) {
 		})
 	}
 	// A snapshot report has none of these charts.
-	if jobs := runtimeInputCharts(&analyze.Report{Format: "pickle-v4"}); len(jobs) != 0 {
+	if jobs := runtimeInputCharts(&analyze.Report{Header: analyze.Header{Format: "pickle-v4"}}); len(jobs) != 0 {
 		t.Errorf("snapshot report got runtime charts %v", jobs)
 	}
 }

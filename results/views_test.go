@@ -94,10 +94,12 @@ func TestRepeatedTopKeepsEveryAllocationInJSON(t *testing.T) {
 func tracerOnlyRun() *analyze.Run {
 	const mib = int64(1) << 20
 	mk := func(file string, rank int, peak, listed int64) *analyze.Report {
-		return &analyze.Report{File: file, Format: "tracer-json", Rank: rank, Iteration: -1, Devices: []int{0}, PeakBytes: peak, ListedBytes: listed,
-			Tracer: &analyze.TracerView{Rank: rank, Device: "cuda:0", Devices: []analyze.TracerDeviceView{{Device: "cuda:0", PeakBytes: peak, ListedBytes: listed,
+		return &analyze.Report{
+			Header: analyze.Header{File: file, Format: "tracer-json", Rank: rank, Iteration: -1, Devices: []int{0}},
+			TracerReport: analyze.TracerReport{PeakBytes: peak, ListedBytes: listed, Tracer: &analyze.TracerView{Rank: rank, Device: "cuda:0", Devices: []analyze.TracerDeviceView{{Device: "cuda:0", PeakBytes: peak, ListedBytes: listed,
 				GapBytes: peak - listed, Tensors: 3,
-				Modules: []analyze.ModuleStat{{Pattern: analyze.UnknownModule, Bytes: listed / 2, Count: 2, MergedModules: 1, SharePct: 50}}}}}}
+				Modules: []analyze.ModuleStat{{Pattern: analyze.UnknownModule, Bytes: listed / 2, Count: 2, MergedModules: 1, SharePct: 50}}}}}},
+		}
 	}
 	inputs := []*analyze.Report{mk("tracer_rank0.json", 0, 12*mib+5, 10*mib), mk("tracer_rank1.json", 1, 16*mib+7, 13*mib)}
 	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: inputs, Cross: analyze.CrossInputs(inputs)}
@@ -166,12 +168,12 @@ func TestTheoreticalNotPrinted(t *testing.T) {
 func TestRanksChartMeasures(t *testing.T) {
 	const mib = int64(1) << 20
 	snap := func(file string, rank int) *analyze.Report {
-		r := &analyze.Report{File: file, Rank: rank, Iteration: -1}
+		r := &analyze.Report{Header: analyze.Header{File: file, Rank: rank, Iteration: -1}}
 		r.ReservedBytes, r.AllocatedBytes = 100*mib, 60*mib
 		return r
 	}
 	logWith := func(file string, peak int64) *analyze.Report {
-		return &analyze.Report{File: file, Rank: -1, Iteration: -1, Log: &analyze.LogView{PeakAllocatedBytes: peak, PeakReservedBytes: -1}}
+		return &analyze.Report{Header: analyze.Header{File: file, Rank: -1, Iteration: -1}, LogReport: analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: peak, PeakReservedBytes: -1}}}
 	}
 	tests := []struct {
 		name   string
@@ -266,7 +268,7 @@ func htmlPage(t *testing.T, run *analyze.Run) []byte {
 // (median 200 MiB, 50 %). Every input is a snapshot: four in the first run, two in the second.
 func TestRanksReferenceNamesIteration(t *testing.T) {
 	rep := func(rank, iter int, reserved int64) *analyze.Report {
-		r := &analyze.Report{File: fmt.Sprintf("iteration_%d/rank%d.pickle", iter, rank), Rank: rank, Iteration: iter}
+		r := &analyze.Report{Header: analyze.Header{File: fmt.Sprintf("iteration_%d/rank%d.pickle", iter, rank), Rank: rank, Iteration: iter}}
 		r.ReservedBytes = reserved
 		return r
 	}

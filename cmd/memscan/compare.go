@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/compare"
-	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/units"
@@ -97,9 +95,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	inputs := make([]compare.Input, len(paths))
 	for i, p := range paths {
-		in, err := loadCompareInput(ctx, p, opts)
+		in, err := results.LoadCompareInput(ctx, p, opts)
 		if err != nil {
-			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", err)}
+			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", withCommandHint(err))}
 		}
 		inputs[i] = in
 	}
@@ -148,42 +146,6 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stderr, "wrote %s\n", dir)
 	return nil
-}
-
-// loadCompareInput reads a run directory's report.msgpack, or decodes and analyzes an input file.
-func loadCompareInput(ctx context.Context, path string, opts analyze.Options) (compare.Input, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return compare.Input{}, err
-	}
-	if fi.IsDir() {
-		mp := filepath.Join(path, results.FileMsgpack)
-		run, err := results.ReadMsgpack(mp)
-		if err != nil {
-			return compare.Input{}, fmt.Errorf("%s: not a memscan run directory: %w", path, err)
-		}
-		switch len(run.Inputs) {
-		case 0:
-			return compare.Input{}, fmt.Errorf("%s: the run has no analyzed input", mp)
-		case 1:
-		default:
-			return compare.Input{}, fmt.Errorf("%s: the run holds %d inputs; compare their files instead", mp, len(run.Inputs))
-		}
-		return compare.Input{Report: run.Inputs[0]}, nil
-	}
-	in, err := load.DecodeFile(ctx, path)
-	if err != nil {
-		return compare.Input{}, withCommandHint(err)
-	}
-	rep, err := analyze.Analyze(ctx, in, opts)
-	if err != nil {
-		return compare.Input{}, err
-	}
-	out := compare.Input{Report: rep}
-	if in.Snapshot != nil {
-		out.Segments = compare.SegmentIDs(in.Snapshot)
-	}
-	return out, nil
 }
 
 // compareChartRows bounds the rows drawn per chart (largest changes first).

@@ -118,7 +118,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	path := fs.Arg(0)
 	in, err := load.DecodeFile(ctx, path)
 	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("export: %w", err)}
+		return &exitError{code: exitFailed, err: fmt.Errorf("export: %w", withCommandHint(err))}
 	}
 	if in.Snapshot == nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("export: %s is %s, not an allocator snapshot; only snapshots can be exported", path, in.Format)}

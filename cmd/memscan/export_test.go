@@ -14,6 +14,7 @@ import (
 	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -220,4 +221,22 @@ func TestExportPeakWithoutTrace(t *testing.T) {
 			t.Errorf("%s: warning %v, want %v (stderr %q)", tc.fixture, got, tc.warn, stderr)
 		}
 	}
+}
+
+// TestExportMemscanOutput gives export the files of a memscan run: the error says which commands read them,
+// as analyze's does.
+func TestExportMemscanOutput(t *testing.T) {
+	tmp := t.TempDir()
+	in := writeExportFixture(t, tmp)
+	out := filepath.Join(tmp, "results")
+	if code, _, stderr := runCLI(t, "analyze", "--quiet", "--no-plots", "--out", out, in); code != exitOK {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	const hint = "compare run directories with memscan compare, merge rank summaries with memscan merge"
+	var tests []cliErrorCase
+	for _, name := range []string{results.FileSummary, results.FileMsgpack} {
+		path := filepath.Join(out, results.LatestName, name)
+		tests = append(tests, cliErrorCase{name, []string{"export", "--format", "json", path}, exitFailed, hint})
+	}
+	checkCLIErrors(t, tests)
 }

@@ -20,6 +20,7 @@ var goldenFixtures = map[string]string{
 	"tracer":      "tracer/testdata/small_rank0.json",
 	"tracer-r1":   "tracer/testdata/run_r1_small.json",
 	"log":         "trainlog/testdata/megatron.log",
+	"timeline":    "memtimeline/testdata/small_memory_timeline.json",
 	"history":     "snapshot/testdata/v20_history.pickle",
 	"multidevice": "snapshot/testdata/v21_multi_device.pickle",
 	"llama3":      "testdata/static/llama3-8b-fsdp8.json",
@@ -106,6 +107,8 @@ func TestCLIGolden(t *testing.T) {
 		{"analyze_tracer.md", analyzeArgs("md", in("tracer"))},
 		{"analyze_log.txt", analyzeArgs("text", in("log"))},
 		{"analyze_two_snapshots.txt", analyzeArgs("text", in("history"), in("multidevice"))},
+		// summary.json is a contract: one input of each kind, byte for byte.
+		{"analyze_four_kinds.json", analyzeArgs("json", in("example"), in("tracer"), in("timeline"), in("log"))},
 		{"static_llama3.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama3")}},
 		{"static_llama2_70b.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama2-70b")}},
 		{"static_mixtral.txt", []string{"static", "--no-files", "--no-plots", "--config", in("mixtral")}},

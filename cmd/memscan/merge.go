@@ -128,7 +128,11 @@ func writeMergeRun(root, name, firstArg string, res *merge.CrossRank) (string, e
 	if err := write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {
 		return "", err
 	}
-	if err := write(results.FileCrossRankMsgpack, func(w io.Writer) error { return msgpack.NewEncoder(w).Encode(res) }); err != nil {
+	if err := write(results.FileCrossRankMsgpack, func(w io.Writer) error {
+		enc := msgpack.NewEncoder(w)
+		enc.SetSortMapKeys(true)
+		return enc.Encode(res)
+	}); err != nil {
 		return "", err
 	}
 	if err := results.UpdateLatest(root, dir); err != nil {

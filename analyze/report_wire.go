@@ -1,0 +1,152 @@
+package analyze
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// reportWire is the JSON and msgpack form of a Report: one flat object whose field order, names and omitempty
+// rules are those of summary.json inputs[] and report.msgpack (contracts, see the design doc). The per-kind
+// parts of Report regroup these fields; this struct keeps their order, which interleaves the groups.
+type reportWire struct {
+	File        string `json:"file" msgpack:"file"`
+	Format      string `json:"format" msgpack:"format"`
+	TorchFormat string `json:"torch_format" msgpack:"torch_format"`
+	Rank        int    `json:"rank" msgpack:"rank"`
+	Iteration   int    `json:"iteration" msgpack:"iteration"`
+	Devices     []int  `json:"devices" msgpack:"devices"`
+
+	Totals
+
+	PerDevice      []GroupTotals `json:"per_device,omitempty" msgpack:"per_device,omitempty"`
+	PerStream      []GroupTotals `json:"per_stream,omitempty" msgpack:"per_stream,omitempty"`
+	PerPool        []GroupTotals `json:"per_pool,omitempty" msgpack:"per_pool,omitempty"`
+	PerSegmentType []GroupTotals `json:"per_segment_type,omitempty" msgpack:"per_segment_type,omitempty"`
+
+	Categories    []CategoryStat `json:"categories" msgpack:"categories"`
+	Top           []Allocation   `json:"top" msgpack:"top"`
+	Sites         []SiteStat     `json:"sites,omitempty" msgpack:"sites,omitempty"`
+	ActiveSizes   []SizeBucket   `json:"active_size_histogram,omitempty" msgpack:"active_size_histogram,omitempty"`
+	FreeSizes     []SizeBucket   `json:"free_size_histogram,omitempty" msgpack:"free_size_histogram,omitempty"`
+	Fragmentation Fragmentation  `json:"fragmentation" msgpack:"fragmentation"`
+
+	Timeline     []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	Peak         *Peak            `json:"peak,omitempty" msgpack:"peak,omitempty"`
+	DevicePeaks  []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
+	OOMs         []OOM            `json:"ooms" msgpack:"ooms"`
+	LeakSuspects []LeakSuspect    `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
+	TraceActions actionCounts     `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+
+	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
+	Warnings        []string         `json:"warnings" msgpack:"warnings"`
+
+	PeakBytes      int64         `json:"peak_bytes,omitempty" msgpack:"peak_bytes,omitempty"`
+	ListedBytes    int64         `json:"listed_bytes,omitempty" msgpack:"listed_bytes,omitempty"`
+	Phases         []PhaseStat   `json:"phases,omitempty" msgpack:"phases,omitempty"`
+	Modules        []ModuleStat  `json:"modules,omitempty" msgpack:"modules,omitempty"`
+	Tracer         *TracerView   `json:"tracer,omitempty" msgpack:"tracer,omitempty"`
+	MemoryTimeline *TimelineView `json:"memory_timeline,omitempty" msgpack:"memory_timeline,omitempty"`
+	Log            *LogView      `json:"log,omitempty" msgpack:"log,omitempty"`
+}
+
+func (r *Report) wire() *reportWire {
+	h, s, t := &r.Header, &r.SnapshotReport, &r.TracerReport
+	oom := s.OOMs
+	if oom == nil && r.Kind() != KindSnapshot {
+		// Inputs without a device trace have always written "ooms": [] (an empty msgpack array, not nil).
+		oom = []OOM{}
+	}
+	return &reportWire{
+		File: h.File, Format: h.Format, TorchFormat: h.TorchFormat, Rank: h.Rank, Iteration: h.Iteration, Devices: h.Devices,
+		Totals:    s.Totals,
+		PerDevice: s.PerDevice, PerStream: s.PerStream, PerPool: s.PerPool, PerSegmentType: s.PerSegmentType,
+		Categories: h.Categories, Top: h.Top, Sites: h.Sites,
+		ActiveSizes: s.ActiveSizes, FreeSizes: s.FreeSizes, Fragmentation: s.Fragmentation,
+		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom,
+		LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
+		Recommendations: h.Recommendations, Warnings: h.Warnings,
+		PeakBytes: t.PeakBytes, ListedBytes: t.ListedBytes, Phases: t.Phases, Modules: t.Modules, Tracer: t.Tracer,
+		MemoryTimeline: r.MemoryTimeline, Log: r.Log,
+	}
+}
+
+// report rebuilds a Report from its wire form. The kind follows from the fields present, as Kind reads them:
+// tracer, then memory_timeline, then log; none of them is a snapshot.
+func (w *reportWire) report() *Report {
+	return &Report{
+		Header: Header{File: w.File, Format: w.Format, TorchFormat: w.TorchFormat, Rank: w.Rank, Iteration: w.Iteration,
+			Devices: w.Devices, Categories: w.Categories, Top: w.Top, Sites: w.Sites, Peak: w.Peak,
+			Recommendations: w.Recommendations, Warnings: w.Warnings},
+		SnapshotReport: SnapshotReport{Totals: w.Totals,
+			PerDevice: w.PerDevice, PerStream: w.PerStream, PerPool: w.PerPool, PerSegmentType: w.PerSegmentType,
+			ActiveSizes: w.ActiveSizes, FreeSizes: w.FreeSizes, Fragmentation: w.Fragmentation,
+			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions)},
+		TracerReport:   TracerReport{PeakBytes: w.PeakBytes, ListedBytes: w.ListedBytes, Phases: w.Phases, Modules: w.Modules, Tracer: w.Tracer},
+		TimelineReport: TimelineReport{MemoryTimeline: w.MemoryTimeline},
+		LogReport:      LogReport{Log: w.Log},
+	}
+}
+
+// MarshalJSON writes r as one flat object, as summary.json has always held it. HTML characters stay as they
+// are ("<module>" frames), matching the summary writer, which the enclosing encoder cannot pass down.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r.wire()); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON reads one flat summary.json input object back into its kind.
+func (r *Report) UnmarshalJSON(data []byte) error {
+	var w reportWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*r = *w.report()
+	return nil
+}
+
+// EncodeMsgpack writes r as one flat map, as report.msgpack has always held it.
+func (r *Report) EncodeMsgpack(enc *msgpack.Encoder) error {
+	return enc.Encode(r.wire())
+}
+
+// DecodeMsgpack reads one flat report.msgpack input back into its kind.
+func (r *Report) DecodeMsgpack(dec *msgpack.Decoder) error {
+	var w reportWire
+	if err := dec.Decode(&w); err != nil {
+		return err
+	}
+	*r = *w.report()
+	return nil
+}
+
+// actionCounts is trace_actions on the wire. encoding/json sorts map keys; msgpack does not for map[string]int,
+// so it is written in key order here to keep report.msgpack byte-identical for identical input.
+type actionCounts map[string]int
+
+// EncodeMsgpack writes the counts as a map in increasing key order.
+func (a actionCounts) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if a == nil {
+		return enc.EncodeNil()
+	}
+	if err := enc.EncodeMapLen(len(a)); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if err := enc.EncodeString(k); err != nil {
+			return err
+		}
+		if err := enc.EncodeInt(int64(a[k])); err != nil {
+			return err
+		}
+	}
+	return nil
+}

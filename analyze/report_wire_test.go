@@ -1,0 +1,154 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// TestReportWireRoundTrip analyzes one committed input of each kind, writes it as report.msgpack and summary.json
+// would, reads it back and checks that the kind is rebuilt from the fields present, that the kind's part survives,
+// and that writing the decoded report again gives the same bytes.
+func TestReportWireRoundTrip(t *testing.T) {
+	tests := []struct {
+		file string
+		kind string
+		part func(*Report) any
+	}{
+		{"../testdata/example/rank0_memory_snapshot.pickle", KindSnapshot, func(r *Report) any { return r.SnapshotReport }},
+		{"../tracer/testdata/small_rank0.json", KindTracer, func(r *Report) any { return r.TracerReport }},
+		{"../memtimeline/testdata/small_memory_timeline.json", KindTimeline, func(r *Report) any { return r.TimelineReport }},
+		{"../trainlog/testdata/megatron.log", KindLog, func(r *Report) any { return r.LogReport }},
+	}
+	for _, tc := range tests {
+		t.Run(filepath.Base(tc.file), func(t *testing.T) {
+			rep, err := AnalyzeFile(context.Background(), tc.file, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Kind() != tc.kind {
+				t.Fatalf("analyzed kind %q, want %q", rep.Kind(), tc.kind)
+			}
+			if reflect.ValueOf(tc.part(rep)).IsZero() {
+				t.Fatalf("the %s part of the analyzed report is empty", tc.kind)
+			}
+
+			encode := func(w *bytes.Buffer, r *Report) {
+				if err := msgpack.NewEncoder(w).Encode(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var mp bytes.Buffer
+			encode(&mp, rep)
+			var back Report
+			if err := msgpack.NewDecoder(bytes.NewReader(mp.Bytes())).Decode(&back); err != nil {
+				t.Fatalf("decoding msgpack: %v", err)
+			}
+			if back.Kind() != tc.kind {
+				t.Errorf("msgpack decoded kind %q, want %q", back.Kind(), tc.kind)
+			}
+			// trace_actions is a map[string]int, which msgpack writes in Go's random map order (it sorts only
+			// string-to-string and string-to-any maps), so the bytes are compared without it.
+			if !reflect.DeepEqual(back.TraceActions, rep.TraceActions) {
+				t.Errorf("trace_actions: got %v, want %v", back.TraceActions, rep.TraceActions)
+			}
+			back.TraceActions, rep.TraceActions = nil, nil
+			mp.Reset()
+			encode(&mp, rep)
+			var again bytes.Buffer
+			encode(&again, &back)
+			if !bytes.Equal(mp.Bytes(), again.Bytes()) {
+				i := 0
+				for i < min(mp.Len(), again.Len()) && mp.Bytes()[i] == again.Bytes()[i] {
+					i++
+				}
+				t.Errorf("msgpack round trip changed the bytes from byte %d (%d then %d bytes): %q vs %q", i, mp.Len(), again.Len(),
+					mp.Bytes()[max(0, i-40):min(mp.Len(), i+20)], again.Bytes()[max(0, i-40):min(again.Len(), i+20)])
+			}
+
+			js, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var jback Report
+			if err := json.Unmarshal(js, &jback); err != nil {
+				t.Fatalf("decoding JSON: %v", err)
+			}
+			if jback.Kind() != tc.kind {
+				t.Errorf("JSON decoded kind %q, want %q", jback.Kind(), tc.kind)
+			}
+			js2, err := json.Marshal(&jback)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(js, js2) {
+				t.Errorf("JSON round trip changed the bytes:\n%s\n%s", js, js2)
+			}
+		})
+	}
+}
+
+// TestReportWireFlat checks the wire form is the one flat object of the contract: the header, then the
+// allocator totals inlined, with "ooms" and the list fields present for every kind, and the fields in contract
+// order however Report groups them.
+func TestReportWireFlat(t *testing.T) {
+	tests := []struct {
+		name string
+		rep  *Report
+		keys []string
+	}{
+		{"tracer", &Report{Header: Header{File: "t.json", Format: "tracer-json", Rank: 0, Iteration: -1},
+			TracerReport: TracerReport{PeakBytes: 10, ListedBytes: 8, Tracer: &TracerView{}}},
+			[]string{"file", "format", "torch_format", "rank", "iteration", "devices", "reserved_bytes", "allocated_bytes",
+				"requested_bytes", "active_bytes", "inactive_bytes", "internal_free_bytes", "external_free_bytes",
+				"efficiency_pct", "largest_free_block_bytes", "segments", "blocks", "categories", "top", "fragmentation",
+				"ooms", "recommendations", "warnings", "peak_bytes", "listed_bytes", "tracer"}},
+		{"snapshot", &Report{Header: Header{File: "s.pickle", Peak: &Peak{Bytes: 5}},
+			SnapshotReport: SnapshotReport{Totals: Totals{ReservedBytes: 7}, OOMs: []OOM{{Device: 1}}}},
+			[]string{"file", "format", "torch_format", "rank", "iteration", "devices", "reserved_bytes", "allocated_bytes",
+				"requested_bytes", "active_bytes", "inactive_bytes", "internal_free_bytes", "external_free_bytes",
+				"efficiency_pct", "largest_free_block_bytes", "segments", "blocks", "categories", "top", "fragmentation",
+				"peak", "ooms", "recommendations", "warnings"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var mp bytes.Buffer
+			if err := msgpack.NewEncoder(&mp).Encode(tc.rep); err != nil {
+				t.Fatal(err)
+			}
+			dec := msgpack.NewDecoder(bytes.NewReader(mp.Bytes()))
+			n, err := dec.DecodeMapLen()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			var ooms any
+			for range n {
+				k, err := dec.DecodeString()
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, err := dec.DecodeInterface()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k == "ooms" {
+					ooms = v
+				}
+				keys = append(keys, k)
+			}
+			if !slices.Equal(keys, tc.keys) {
+				t.Errorf("msgpack keys\n got %q\nwant %q", keys, tc.keys)
+			}
+			if ooms == nil {
+				t.Errorf("ooms is nil; every kind writes a list")
+			}
+		})
+	}
+}

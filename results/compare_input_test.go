@@ -1,0 +1,67 @@
+package results
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/analyze"
+)
+
+// TestLoadCompareInput reads each side of a comparison: a run directory rebuilds its one report with its kind,
+// a snapshot file comes with its segments, and a run of several inputs or a directory without a report is refused.
+func TestLoadCompareInput(t *testing.T) {
+	ctx := context.Background()
+	tmp := t.TempDir()
+	runDir := func(name string, reps ...*analyze.Report) string {
+		dir := filepath.Join(tmp, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: reps}
+		f, err := os.Create(filepath.Join(dir, FileMsgpack))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := WriteMsgpack(f, run); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	tracer := &analyze.Report{Header: analyze.Header{File: "t.json", Format: "tracer-json"},
+		TracerReport: analyze.TracerReport{PeakBytes: 3 << 20, Tracer: &analyze.TracerView{Device: "cuda:0"}}}
+	one := runDir("one", tracer)
+	two := runDir("two", tracer, tracer)
+	empty := filepath.Join(tmp, "empty")
+	os.MkdirAll(empty, 0o755)
+
+	in, err := LoadCompareInput(ctx, one, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Report.Kind() != analyze.KindTracer || in.Report.PeakBytes != 3<<20 || in.Segments != nil {
+		t.Errorf("run directory: kind %q, peak %d, %d segments; want tracer, %d, none", in.Report.Kind(), in.Report.PeakBytes, len(in.Segments), 3<<20)
+	}
+
+	snap := filepath.Join("..", "testdata", "example", "rank0_memory_snapshot.pickle")
+	in, err = LoadCompareInput(ctx, snap, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Report.Kind() != analyze.KindSnapshot || len(in.Segments) != in.Report.Segments {
+		t.Errorf("snapshot: kind %q, %d segment ids for %d segments", in.Report.Kind(), len(in.Segments), in.Report.Segments)
+	}
+
+	for _, tc := range []struct{ path, want string }{
+		{two, "holds 2 inputs"},
+		{empty, "not a memscan run directory"},
+		{filepath.Join(tmp, "missing"), "missing"},
+	} {
+		if _, err := LoadCompareInput(ctx, tc.path, analyze.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.path, err, tc.want)
+		}
+	}
+}

@@ -133,4 +133,16 @@ func (t *textWriter) oomExplained(o analyze.OOM) {
 		t.printf("    %d of %d layers had passed the failing point, %s each: the forward alone would reach about %s, %s beyond the %s the device offered\n",
 			x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes), units.Bytes(x.CapacityBytes))
 	}
+	if len(o.Remedies) > 0 {
+		t.printf("    single changes to the --static configuration, against %s:\n", units.Bytes(x.CapacityBytes))
+		tb := newTable([]align{alignLeft, alignRight, alignRight, alignLeft}, "change", "peak allocated", "peak reserved", "fits")
+		for _, rm := range o.Remedies {
+			fits := "no"
+			if rm.Fits {
+				fits = "yes"
+			}
+			tb.add(rm.Change, units.Bytes(rm.PeakAllocatedBytes), units.Bytes(rm.PeakReservedBytes), fits)
+		}
+		tb.write(t.w, 6)
+	}
 }

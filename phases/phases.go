@@ -473,7 +473,7 @@ func (d *detector) run() {
 	switch {
 	case len(d.steps) > 0:
 		d.t.Source = "optimizer annotations + stacks"
-	case len(d.t.Iterations) > 0 && n/len(d.t.Iterations) < minEventsPerIteration:
+	case len(d.t.Iterations) >= minMixedIterations && n/len(d.t.Iterations) < minEventsPerIteration:
 		// Phases flipping every few events are not a training loop's: the stacks are too mixed to tell.
 		d.t.Iterations, d.t.Setup = d.t.Iterations[:0], noSpan
 		d.t.Source = "stacks too mixed for iterations"
@@ -486,9 +486,11 @@ func (d *detector) run() {
 
 // Sanity bounds of the stack walk: a training iteration allocates far more than this, so fewer means the frames
 // that looked like forward and backward were strays.
+// A short trace of one or two iterations is what it is; flipping shows as many tiny ones.
 const (
 	minBackwardAllocs     = 8
 	minEventsPerIteration = 32
+	minMixedIterations    = 3
 )
 
 // enter starts phase s of it at event j, closing the phase before it.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
@@ -37,6 +38,9 @@ type Options struct {
 	TopN int
 	// MaxTimelinePoints bounds each downsampled TimelineSeries; 0 means DefaultMaxTimelinePoints.
 	MaxTimelinePoints int
+	// Allocator sets up the caching-allocator replay of each device trace (what-if settings, capacity); the
+	// zero value replays the recorded settings with the capacity the trace implies.
+	Allocator AllocatorOptions
 	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
 	// load.DefaultMaxInputSize.
 	MaxInputSize int64
@@ -103,6 +107,10 @@ type analysis struct {
 	rep   *Report
 	warns *warnings
 	tick  int
+	// findings are the trace detectors' conclusions (package findings), nil without a trace; judgedAtPeak says
+	// the trace held enough history for them to replace the dump-time cache checks.
+	findings     []findings.Finding
+	judgedAtPeak bool
 }
 
 // checkCtx polls the context every few thousand iterations so long loops stay cancellable at negligible cost.
@@ -133,13 +141,13 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			SnapshotReport: SnapshotReport{OOMs: []OOM{}},
 		},
 	}
-	steps := []func() error{a.checkSizes, a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll}
+	steps := []func() error{a.checkSizes, a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll, a.allocatorReplay}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
 		}
 	}
-	a.rep.Recommendations = recommend(a.rep, s)
+	a.rep.Recommendations = recommend(a.rep, s, a.findings, !a.judgedAtPeak)
 	a.rep.Warnings = a.warns.lines()
 	return a.rep, nil
 }

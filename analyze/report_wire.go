@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/memscan/memscan/phases"
 )
 
 // reportWire is the JSON and msgpack form of a Report: one flat object whose field order, names and omitempty
@@ -34,12 +36,16 @@ type reportWire struct {
 	FreeSizes     []SizeBucket   `json:"free_size_histogram,omitempty" msgpack:"free_size_histogram,omitempty"`
 	Fragmentation Fragmentation  `json:"fragmentation" msgpack:"fragmentation"`
 
-	Timeline     []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
-	Peak         *Peak            `json:"peak,omitempty" msgpack:"peak,omitempty"`
-	DevicePeaks  []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
-	OOMs         []OOM            `json:"ooms" msgpack:"ooms"`
-	LeakSuspects []LeakSuspect    `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
-	TraceActions actionCounts     `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+	Timeline     []TimelineSeries  `json:"-" msgpack:"timeline,omitempty"`
+	Peak         *Peak             `json:"peak,omitempty" msgpack:"peak,omitempty"`
+	DevicePeaks  []Peak            `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
+	OOMs         []OOM             `json:"ooms" msgpack:"ooms"`
+	Iterations   []phases.Timeline `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
+	LeakSuspects []LeakSuspect     `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
+	TraceActions actionCounts      `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+
+	AllocatorReplay        *AllocatorReplay  `json:"allocator_replay,omitempty" msgpack:"allocator_replay,omitempty"`
+	AllocatorReplayDevices []AllocatorReplay `json:"allocator_replay_devices,omitempty" msgpack:"allocator_replay_devices,omitempty"`
 
 	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
 	Warnings        []string         `json:"warnings" msgpack:"warnings"`
@@ -66,8 +72,9 @@ func (r *Report) wire() *reportWire {
 		PerDevice: s.PerDevice, PerStream: s.PerStream, PerPool: s.PerPool, PerSegmentType: s.PerSegmentType,
 		Categories: h.Categories, Top: h.Top, Sites: h.Sites,
 		ActiveSizes: s.ActiveSizes, FreeSizes: s.FreeSizes, Fragmentation: s.Fragmentation,
-		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom,
+		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom, Iterations: s.Iterations,
 		LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
+		AllocatorReplay: s.AllocatorReplay, AllocatorReplayDevices: s.AllocatorReplayDevices,
 		Recommendations: h.Recommendations, Warnings: h.Warnings,
 		PeakBytes: t.PeakBytes, ListedBytes: t.ListedBytes, Phases: t.Phases, Modules: t.Modules, Tracer: t.Tracer,
 		MemoryTimeline: r.MemoryTimeline, Log: r.Log,
@@ -84,7 +91,8 @@ func (w *reportWire) report() *Report {
 		SnapshotReport: SnapshotReport{Totals: w.Totals,
 			PerDevice: w.PerDevice, PerStream: w.PerStream, PerPool: w.PerPool, PerSegmentType: w.PerSegmentType,
 			ActiveSizes: w.ActiveSizes, FreeSizes: w.FreeSizes, Fragmentation: w.Fragmentation,
-			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions)},
+			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: w.Iterations, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions),
+			AllocatorReplay: w.AllocatorReplay, AllocatorReplayDevices: w.AllocatorReplayDevices},
 		TracerReport:   TracerReport{PeakBytes: w.PeakBytes, ListedBytes: w.ListedBytes, Phases: w.Phases, Modules: w.Modules, Tracer: w.Tracer},
 		TimelineReport: TimelineReport{MemoryTimeline: w.MemoryTimeline},
 		LogReport:      LogReport{Log: w.Log},

@@ -68,17 +68,19 @@ func TestAttributeSnapshotPeak(t *testing.T) {
 	if at.Source != "snapshot-peak" {
 		t.Fatalf("source %q, want snapshot-peak (the trace has a peak)", at.Source)
 	}
-	want := map[string]int64{Weights: 100 * mib, Optimizer: 200 * mib, Gradients: 50 * mib, Activations: 300 * mib}
+	// The 10 MiB no stack rule places was allocated in the forward (after the first module call) and kept with no
+	// backward after it: its lifetime makes it an activation.
+	want := map[string]int64{Weights: 100 * mib, Optimizer: 200 * mib, Gradients: 50 * mib, Activations: 310 * mib}
 	for _, c := range Components() {
 		if got := at.Bytes(c); got != want[c] {
 			t.Errorf("%s = %d MiB, want %d MiB", c, got/mib, want[c]/mib)
 		}
 	}
-	if at.UnattributedBytes != 10*mib || at.TotalBytes != 660*mib {
-		t.Errorf("unattributed %d MiB of %d MiB, want 10 of 660", at.UnattributedBytes/mib, at.TotalBytes/mib)
+	if at.UnattributedBytes != 0 || at.TotalBytes != 660*mib {
+		t.Errorf("unattributed %d MiB of %d MiB, want 0 of 660", at.UnattributedBytes/mib, at.TotalBytes/mib)
 	}
 	if at.Confidence <= 0 || at.Confidence >= 1 {
-		t.Errorf("confidence %g, want in (0, 1) with 10 MiB unattributed", at.Confidence)
+		t.Errorf("confidence %g, want in (0, 1): category mappings are not certain", at.Confidence)
 	}
 	if got := ObservedPeakStage(at); got != "backward" {
 		t.Errorf("observed peak stage %q, want backward (activations and gradients live)", got)

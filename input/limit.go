@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memscan/memscan/internal/bytesize"
+	"github.com/memscan/memscan/units"
 )
 
 // ErrInputTooLarge is wrapped by decode errors for inputs larger than the input size limit.
@@ -36,7 +36,7 @@ func (e *SizeError) Unwrap() error { return ErrInputTooLarge }
 
 // SizeWords renders a byte count as --max-input-size reads it, and exactly.
 func SizeWords(n int64) string {
-	return fmt.Sprintf("%s (%d bytes)", bytesize.Format(n), n)
+	return fmt.Sprintf("%s (%d bytes)", units.Bytes(n), n)
 }
 
 // CapReader fails with a *SizeError once more than its limit has been read through it: the decoders stream, so

@@ -51,8 +51,8 @@ func TestDecodeSizeLimit(t *testing.T) {
 		// A dict holding a DUP (which only the reference decoder handles) and then NONE opcodes: the reference
 		// decoder would read it whole, so it is cut off at its share of the limit.
 		{"pickle the fast decoder declines", []byte("\x80\x04}2"), mib('N'), "needs the reference pickle decoder", true},
-		{"JSON", []byte(`{"segments": [`), mib(' '), "decompresses to more than the input size limit of 4MiB (4194304 bytes)", true},
-		{"log", []byte("step 1\n"), bytes.Repeat([]byte("no memory here\n"), 1<<16), "decompresses to more than the input size limit of 4MiB", true},
+		{"JSON", []byte(`{"segments": [`), mib(' '), "decompresses to more than the input size limit of 4.0 MiB (4194304 bytes)", true},
+		{"log", []byte("step 1\n"), bytes.Repeat([]byte("no memory here\n"), 1<<16), "decompresses to more than the input size limit of 4.0 MiB", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,7 +84,7 @@ func TestDecodeSizeLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := load.DecodeFileWith(context.Background(), path, load.Options{MaxInputSize: 4096})
-		want := path + ": 4.9KiB (5000 bytes) is larger than the input size limit of 4KiB (4096 bytes)"
+		want := path + ": 4.9 KiB (5000 bytes) is larger than the input size limit of 4.0 KiB (4096 bytes)"
 		if err == nil || !errors.Is(err, input.ErrInputTooLarge) || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("err = %v, want %q…", err, want)
 		}

@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/export"
-	"github.com/memscan/memscan/internal/bytesize"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 // childEnv makes the test binary run memscan itself (see TestMain), so that a test can measure the peak
@@ -100,9 +100,9 @@ func TestAnalyzeHostileInputs(t *testing.T) {
 		{"pickle header and 4 GiB of zeros", []string{pickleBomb}, exitFailed,
 			pickleBomb + ": byte 11: unknown pickle opcode 0x00", 100 << 20},
 		{"4 GiB pickle the fast decoder declines", []string{"--max-input-size", "64MiB", declinedBomb}, exitFailed,
-			declinedBomb + ": needs the reference pickle decoder (the fast one does not handle opcode 0x32 (opcode '2') at byte 3), which reads at most a quarter of the input size limit, 16MiB", 200 << 20},
+			declinedBomb + ": needs the reference pickle decoder (the fast one does not handle opcode 0x32 (opcode '2') at byte 3), which reads at most a quarter of the input size limit, 16.0 MiB", 200 << 20},
 		{"4 GiB of JSON", []string{"--max-input-size", "64MiB", jsonBomb}, exitFailed,
-			jsonBomb + ": decompresses to more than the input size limit of 64MiB (67108864 bytes) (--max-input-size)", 320 << 20}, // the JSON reader may buffer 64 MiB of one value
+			jsonBomb + ": decompresses to more than the input size limit of 64.0 MiB (67108864 bytes) (--max-input-size)", 320 << 20}, // the JSON reader may buffer 64 MiB of one value
 		{"5 million NONE opcodes", []string{nones}, exitFailed,
 			nones + ": byte 2: the top-level value is None; a snapshot is a dict (or a list of segments)", 100 << 20},
 		{"sizes past 2^63", []string{huge}, exitFailed,
@@ -142,7 +142,7 @@ func TestAnalyzeMaxInputSizeFlag(t *testing.T) {
 		{"not a size", []string{"analyze", "--max-input-size", "lots", good}, exitUsage, `invalid argument "lots" for "--max-input-size"`},
 		{"zero", []string{"analyze", "--max-input-size", "0", good}, exitUsage, `invalid argument "0" for "--max-input-size"`},
 		{"smaller than the input", []string{"analyze", "--out", t.TempDir(), "--max-input-size", "1KiB", good}, exitFailed,
-			fmt.Sprintf("%s: %s (%d bytes) is larger than the input size limit of 1KiB (1024 bytes)", good, bytesize.Format(fi.Size()), fi.Size())},
+			fmt.Sprintf("%s: %s (%d bytes) is larger than the input size limit of 1.0 KiB (1024 bytes)", good, units.Bytes(fi.Size()), fi.Size())},
 	})
 }
 

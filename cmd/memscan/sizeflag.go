@@ -1,14 +1,14 @@
 package main
 
-import "github.com/memscan/memscan/internal/bytesize"
+import "github.com/memscan/memscan/units"
 
 // sizeFlag is a byte-count flag that reads units ("512MiB", "20GiB", "2GB").
 type sizeFlag int64
 
-func (s *sizeFlag) String() string { return bytesize.Format(int64(*s)) }
+func (s *sizeFlag) String() string { return units.Bytes(int64(*s)) }
 
 func (s *sizeFlag) Set(v string) error {
-	n, err := bytesize.Parse(v)
+	n, err := units.ParseBytes(v)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
@@ -100,6 +101,10 @@ type analysis struct {
 	rep   *Report
 	warns *warnings
 	tick  int
+	// findings are the trace detectors' conclusions (package findings), nil without a trace; judgedAtPeak says
+	// the trace held enough history for them to replace the dump-time cache checks.
+	findings     []findings.Finding
+	judgedAtPeak bool
 }
 
 // checkCtx polls the context every few thousand iterations so long loops stay cancellable at negligible cost.
@@ -136,7 +141,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			return nil, err
 		}
 	}
-	a.rep.Recommendations = recommend(a.rep, s)
+	a.rep.Recommendations = recommend(a.rep, s, a.findings, !a.judgedAtPeak)
 	a.rep.Warnings = a.warns.lines()
 	return a.rep, nil
 }

@@ -4,21 +4,16 @@ import (
 	"context"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
 
 // Lifetime is one allocation of a replayed device trace, live after the events Start..End−1: Start −1 means live
-// before the first event, End == len(trace) still live at the end.
-type Lifetime struct {
-	Addr   uint64
-	Size   int64 // requested bytes
-	Stream uint64
-	Stack  *snapshot.Stack
-	// Event is the trace event that introduced the allocation (its alloc, or a free whose alloc predates the
-	// trace), −1 for a live block of the final state that the trace never allocated.
-	Event      int
-	Start, End int
-}
+// before the first event, End == len(trace) still live at the end; Event is the trace event that introduced it
+// (its alloc, or a free whose alloc predates the trace), −1 for a live block of the final state that the trace
+// never allocated. It is the detectors' type, so a replay feeds them as it is.
+type Lifetime = findings.Lifetime
 
 // DeviceReplay is one device trace replayed as Analyze replays it for its timeline, peak and OOM figures.
 type DeviceReplay struct {
@@ -34,6 +29,9 @@ type DeviceReplay struct {
 	// is higher than ever after (as Peak.EventIndex); PeakBytes that value.
 	PeakIndex int
 	PeakBytes int64
+	// Timeline holds the trace's iterations and phases, which the lifetime attribution reads
+	// (categorize.Attribute).
+	Timeline *phases.Timeline
 	// Warnings are the inconsistencies the replay met (as Report.Warnings words them).
 	Warnings []string
 }
@@ -58,20 +56,27 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceRe
 	out.InitialAllocated, out.InitialReserved = r.initial, r.initialReserved
 	out.Allocated, out.Reserved = r.alloc, r.reserved
 	out.PeakIndex, out.PeakBytes = r.peakIndex()
-	out.Lifetimes = make([]Lifetime, len(r.elems))
+	out.Lifetimes = r.lifetimes()
+	out.Timeline = phases.Detect(trace, s.ExternalAnnotations, dev)
+	out.Warnings = a.warns.lines()
+	return out, nil
+}
+
+// lifetimes lists the replay's elements as Lifetimes, in element order.
+func (r *replay) lifetimes() []Lifetime {
+	out := make([]Lifetime, len(r.elems))
 	for i, el := range r.elems {
 		l := Lifetime{Size: el.size, Event: el.origin, Start: el.start, End: el.end}
 		if el.origin >= 0 {
-			e := &trace[el.origin]
+			e := &r.trace[el.origin]
 			l.Addr, l.Stream, l.Stack = e.Addr, e.Stream, e.Stack
 		} else {
 			b, seg := r.block(el.origin)
 			l.Addr, l.Stream, l.Stack, l.Event = b.Address, seg.Stream, b.Stack, -1
 		}
-		out.Lifetimes[i] = l
+		out[i] = l
 	}
-	out.Warnings = a.warns.lines()
-	return out, nil
+	return out
 }
 
 // LiveAfter returns the lifetimes live after event idx (before the first event when idx is −1), in Lifetimes order.

@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
 )
@@ -32,94 +33,50 @@ const (
 	SeverityInfo     = "info"
 )
 
-// expandable reports whether the snapshot already uses expandable segments.
-func expandable(s *snapshot.Snapshot) bool {
-	if s.AllocatorSettings != nil && s.AllocatorSettings.ExpandableSegments {
-		return true
-	}
-	for i := range s.Segments {
-		if s.Segments[i].IsExpandable {
-			return true
-		}
-	}
-	return false
-}
-
 // recommend derives advice from a finished report; every entry carries the number and the threshold behind it.
-func recommend(r *Report, s *snapshot.Snapshot) []Recommendation {
-	out := oomRecommendations(r)
-	if len(r.LeakSuspects) > 0 {
-		l := r.LeakSuspects[0]
-		out = append(out, Recommendation{ID: "possible-leak", Severity: SeverityWarning,
-			Title: "Possible memory leak: live bytes from one site keep growing",
-			Value: float64(l.GrowthBytes), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
-			Evidence: fmt.Sprintf("%s (%s) on device %d grew from %s to %s across %d %s without ever shrinking (%d suspect site(s))",
-				l.Site, l.Category, l.Device, units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Markers, l.MarkerKind, len(r.LeakSuspects)),
-			Advice: "Check that tensors from this site are not kept alive across steps (appended to lists, stored on self, loss kept with its graph instead of loss.item())."})
+// With an allocation history the trace detectors (package findings) judge at the peak or the OOM: their findings
+// replace the dump-time cache checks, which only run on snapshots without history, labelled as such.
+func recommend(r *Report, s *snapshot.Snapshot, judged []findings.Finding, atDump bool) []Recommendation {
+	out := []Recommendation{}
+	for _, f := range judged {
+		out = append(out, Recommendation{ID: f.ID, Severity: f.Severity, Title: f.Title, Evidence: f.Evidence,
+			Value: f.Value, Threshold: f.Threshold, Unit: f.Unit, Advice: f.Advice, Device: f.Device, Event: f.Event,
+			Iteration: f.Iteration, Phase: f.Phase, Basis: f.Basis})
 	}
-
-	out = append(out, cacheRecommendations(r, expandable(s))...)
+	out = append(out, cacheRecommendations(r, findings.ExpandableOn(s), atDump)...)
 	out = append(out, layoutRecommendations(r)...)
 	return out
 }
 
-// oomRecommendations explains the recorded OOM events: the first one, and the first that struck while the cache
-// held enough free memory.
-func oomRecommendations(r *Report) []Recommendation {
-	out := []Recommendation{}
-	for i, o := range r.OOMs {
-		if i == 0 {
-			rec := Recommendation{ID: "oom", Severity: SeverityCritical, Title: "Out-of-memory event recorded",
-				Value: float64(len(r.OOMs)), Threshold: 0,
-				Evidence: fmt.Sprintf("%d oom event(s); the first asked for %s with %s free on device %d (event %d)",
-					len(r.OOMs), units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes), o.Device, o.EventIndex),
-				Advice: "Look at the live set at the peak and the top sites: reduce batch or sequence length, enable activation checkpointing, or shard parameters/optimizer state (FSDP/ZeRO)."}
-			if o.Site != "" {
-				rec.Evidence += ", from " + o.Site
-			}
-			out = append(out, rec)
-		}
-		if cached := o.ReservedBytes - o.AllocatedBytes; cached >= o.RequestedBytes && o.RequestedBytes > 0 {
-			out = append(out, Recommendation{ID: "oom-fragmentation", Severity: SeverityCritical,
-				Title:     "OOM while the cache held enough free memory",
-				Value:     float64(cached),
-				Threshold: float64(o.RequestedBytes), Unit: UnitBytes,
-				Evidence: fmt.Sprintf("at oom event %d on device %d the allocator held %s reserved but not allocated, more than the %s requested, yet no free block was large enough",
-					o.EventIndex, o.Device, units.Bytes(cached), units.Bytes(o.RequestedBytes)),
-				Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so free memory can be remapped into one range."})
-			break
-		}
-	}
-	return out
-}
-
-// cacheRecommendations looks at what the cache holds beyond the requested bytes: overhead, large unused blocks,
-// fragmentation (unless segments are expandable) and blocks pending on other streams.
-func cacheRecommendations(r *Report, expandableSegments bool) []Recommendation {
+// cacheRecommendations looks at what the cache holds beyond the requested bytes at the dump. Without an
+// allocation history (atDump) that moment is all there is: overhead, large unused blocks and fragmentation are
+// judged there and say so. Blocks pending on other streams are a state of the dump either way.
+func cacheRecommendations(r *Report, expandableSegments, atDump bool) []Recommendation {
 	var out []Recommendation
 	reserved := r.ReservedBytes
-	if overhead := units.Share(reserved-r.RequestedBytes, reserved); reserved > 0 && overhead > CacheOverheadPct {
-		out = append(out, Recommendation{ID: "cache-overhead", Severity: SeverityWarning, Title: "High cache overhead",
+	const dump = "at the dump (no allocation history to judge the peak): "
+	if overhead := units.Share(reserved-r.RequestedBytes, reserved); atDump && reserved > 0 && overhead > CacheOverheadPct {
+		out = append(out, Recommendation{ID: "cache-overhead", Severity: SeverityWarning, Title: "High cache overhead at the dump",
 			Value: overhead, Threshold: CacheOverheadPct, Unit: UnitPercent,
-			Evidence: fmt.Sprintf("%s of %s reserved (%.1f%%) holds no requested bytes: %s cached free, %s pending free, %s rounding",
+			Evidence: fmt.Sprintf(dump+"%s of %s reserved (%.1f%%) holds no requested bytes: %s cached free, %s pending free, %s rounding",
 				units.Bytes(reserved-r.RequestedBytes), units.Bytes(reserved), overhead, units.Bytes(r.InactiveBytes),
 				units.Bytes(r.ExternalFreeBytes-r.InactiveBytes), units.Bytes(r.InternalFreeBytes)),
-			Advice: "Release cached blocks between phases with torch.cuda.empty_cache(), or limit splitting with PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<N>; see the fragmentation figures for why the cache is large."})
+			Advice: "Record the allocation history (torch.cuda.memory._record_memory_history) to tell memory the next peak reuses from memory it does not; only the latter is worth torch.cuda.empty_cache()."})
 	}
 
 	f := r.Fragmentation
-	if f.LargeFreeBlocks > 0 {
-		out = append(out, Recommendation{ID: "large-unused-blocks", Severity: SeverityWarning, Title: "Large unused cached blocks",
+	if atDump && f.LargeFreeBlocks > 0 {
+		out = append(out, Recommendation{ID: "large-unused-blocks", Severity: SeverityInfo, Title: "Large unused cached blocks at the dump",
 			Value: float64(r.LargestFreeBlockBytes), Threshold: float64(LargeFreeBlockBytes), Unit: UnitBytes,
-			Evidence: fmt.Sprintf("%d cached free block(s) of at least %s hold %s; the largest is %s",
+			Evidence: fmt.Sprintf(dump+"%d cached free block(s) of at least %s hold %s; the largest is %s",
 				f.LargeFreeBlocks, units.Bytes(LargeFreeBlockBytes), units.Bytes(f.LargeFreeBlocksBytes), units.Bytes(r.LargestFreeBlockBytes)),
-			Advice: "Memory freed after a peak stays cached: call torch.cuda.empty_cache() after one-off phases (evaluation, checkpoint loading), or let other work reuse it."})
+			Advice: "Memory freed after a one-off phase (evaluation, checkpoint loading) stays cached: call torch.cuda.empty_cache() after that phase if later work does not need it."})
 	}
 
-	if !expandableSegments && f.FragmentationPct > FragmentationPctThreshold && units.Share(f.CachedFreeBytes, reserved) >= FragmentationMinCachedPct {
-		out = append(out, Recommendation{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache",
+	if atDump && !expandableSegments && f.FragmentationPct > FragmentationPctThreshold && units.Share(f.CachedFreeBytes, reserved) >= FragmentationMinCachedPct {
+		out = append(out, Recommendation{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache at the dump",
 			Value: f.FragmentationPct, Threshold: FragmentationPctThreshold, Unit: UnitPercent,
-			Evidence: fmt.Sprintf("%.1f%% of the %s cached free memory lies outside the largest free block (%s); %d segment(s) are at least %.0f%% free",
+			Evidence: fmt.Sprintf(dump+"%.1f%% of the %s cached free memory lies outside the largest free block (%s); %d segment(s) are at least %.0f%% free",
 				f.FragmentationPct, units.Bytes(f.CachedFreeBytes), units.Bytes(r.LargestFreeBlockBytes), f.MostlyFreeSegments, f.MostlyFreeThreshold*100),
 			Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so segments grow in place instead of leaving many partly used ranges."})
 	}

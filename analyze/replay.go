@@ -6,15 +6,15 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/snapshot"
 )
 
-// Leak detection thresholds: a site is a leak suspect when its live bytes never drop across at least
-// LeakMinMarkers markers, grow in at least half of the intervals, and grow by at least LeakMinGrowthBytes overall.
+// Growth thresholds shared with the cross-snapshot view (crossinput.go): the trace's own leak detector and its
+// reasons are in package findings (thresholds.go), and these are the same numbers.
 const (
-	LeakMinMarkers           = 3
-	LeakMinGrowthBytes int64 = 1 << 20
-	maxLeakMarkers           = 64
+	LeakMinMarkers     = findings.LeakMinIterations
+	LeakMinGrowthBytes = findings.LeakMinGrowthBytes
 )
 
 // element is one allocation in a replayed trace, live during events [start, end): start −1 means live before the
@@ -73,20 +73,26 @@ func (r *replay) classify(s *snapshot.Stack, traceCategory string) (cat, site in
 		d.Category = traceCategory
 	}
 	cat = r.category(d.Category)
-	name := siteName(d)
-	key := name + "\x00" + d.Category
+	return cat, r.siteIndex(siteName(d), cat)
+}
+
+// siteIndex returns the index of the site (name, category), adding it when new.
+func (r *replay) siteIndex(name string, cat int) int {
+	key := name + "\x00" + r.catNames[cat]
 	if i, ok := r.siteIdx[key]; ok {
-		return cat, i
+		return i
 	}
 	r.siteIdx[key] = len(r.siteName)
 	r.siteName = append(r.siteName, name)
 	r.siteCat = append(r.siteCat, cat)
-	return cat, len(r.siteName) - 1
+	return len(r.siteName) - 1
 }
 
-// replayAll replays every non-empty device trace: timeline series, peaks, OOMs, leak suspects.
+// replayAll replays every non-empty device trace: timeline series, peaks, OOMs; then finds the iterations and
+// phases, attributes every allocation by stack and lifetime, and runs the detectors of package findings.
 func (a *analysis) replayAll() error {
 	var best *Peak
+	var devices []*findings.Device
 	for dev, trace := range a.snap.DeviceTraces {
 		for _, e := range trace {
 			if a.rep.TraceActions == nil {
@@ -102,21 +108,74 @@ func (a *analysis) replayAll() error {
 			return err
 		}
 		r.classifyAll()
+		d := r.judge()
+		devices = append(devices, d)
+		a.rep.Iterations = append(a.rep.Iterations, *d.Timeline)
 		peak, peakCats := r.peak()
+		at := d.LiveAt(peak.EventIndex, 1)
+		peak.Iteration, peak.Phase, peak.LifetimeDecidedBytes = at.Iteration, at.Phase, at.DecidedByLifetime
+		if first, ok := d.IterationPeak(0, 1); ok {
+			peak.FirstIterationPhase = first.Phase
+		}
+		for _, c := range at.ByComponent {
+			peak.Components = append(peak.Components, CategoryStat{Name: c.Name, Bytes: c.Bytes, Count: c.Count})
+		}
 		a.rep.DevicePeaks = append(a.rep.DevicePeaks, peak)
 		if best == nil || peak.Bytes > best.Bytes {
 			best = &a.rep.DevicePeaks[len(a.rep.DevicePeaks)-1]
 		}
 		a.rep.Timeline = append(a.rep.Timeline, r.series(peakCats))
-		if err := r.leaks(); err != nil {
-			return err
+		for _, l := range findings.Leaks(d) {
+			a.rep.LeakSuspects = append(a.rep.LeakSuspects, LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
+				Markers: l.Iterations, MarkerKind: d.Timeline.Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
+				GrowthBytes: l.LastBytes - l.FirstBytes, PerIterationBytes: l.PerIteration})
+		}
+		for i := range a.rep.OOMs {
+			if o := &a.rep.OOMs[i]; o.Device == dev {
+				x := findings.ExplainOOM(d, o.EventIndex)
+				o.Explained = &x
+			}
 		}
 	}
 	if best != nil {
 		p := *best
 		a.rep.Peak = &p
 	}
+	// A trace of a handful of events ("state" recording keeps only the last one) holds no history to judge from.
+	history := false
+	for _, d := range devices {
+		history = history || len(d.Trace) >= minHistoryEvents
+	}
+	fs, err := findings.Detect(a.ctx, &findings.Input{Snapshot: a.snap, Devices: devices, Model: findings.Replayer{Snapshot: a.snap}})
+	if err != nil {
+		return err
+	}
+	a.findings, a.judgedAtPeak = fs, history
 	return nil
+}
+
+// minHistoryEvents is the trace length from which the detectors judge at the peak instead of at the dump: an
+// allocation and its free at the least.
+const minHistoryEvents = 2
+
+// judge prepares the replayed device for the detectors and gives every element the category its attribution
+// chose: where the stack is missing or names only generic machinery (autograd's engine, optimizer code), the
+// lifetime decides. Categories the trace itself carries (profile_plot snapshots) are kept.
+func (r *replay) judge() *findings.Device {
+	fr := findings.Replay{Device: r.dev, Trace: r.trace, Lifetimes: r.lifetimes(),
+		InitialAllocated: r.initial, InitialReserved: r.initialReserved, Allocated: r.alloc, Reserved: r.reserved}
+	d := findings.Prepare(r.a.snap, fr, r.a.cat)
+	for i := range r.elems {
+		el := &r.elems[i]
+		if el.origin >= 0 && r.trace[el.origin].Category() != "" {
+			continue
+		}
+		if c := d.Blocks[i].Attr.Category; c != r.catNames[el.cat] {
+			el.cat = r.category(c)
+			el.site = r.siteIndex(r.siteName[el.site], el.cat)
+		}
+	}
+	return d
 }
 
 // run builds the elements and the allocated/reserved series with the memory viewer's semantics: an alloc adds its
@@ -275,19 +334,6 @@ func (r *replay) oom(j int, e *snapshot.TraceEntry) {
 	r.a.rep.OOMs = append(r.a.rep.OOMs, o)
 }
 
-// liveAt returns, for event index p (−1 = before the first event), the live bytes per category and per site.
-func (r *replay) liveAt(p int) (cats, sites []int64) {
-	cats = make([]int64, len(r.catNames))
-	sites = make([]int64, len(r.siteName))
-	for _, el := range r.elems {
-		if el.start <= p && p < el.end {
-			cats[el.cat] += el.size
-			sites[el.site] += el.size
-		}
-	}
-	return cats, sites
-}
-
 // peakIndex returns the first event at the highest live allocated memory and that memory; the index is −1 only
 // when memory before the first event was higher than ever after.
 func (r *replay) peakIndex() (int, int64) {
@@ -426,99 +472,4 @@ func (r *replay) series(peakCats []int64) TimelineSeries {
 		}
 	}
 	return ts
-}
-
-// markers returns event indices that split the trace into comparable periods: `snapshot` actions, else the most
-// frequent record_function START annotation on this device (e.g. one per training step), mapped to event indices
-// by time. kind says which.
-func (r *replay) markers() (idx []int, kind string) {
-	for j, e := range r.trace {
-		if e.Action == snapshot.ActionSnapshot {
-			idx = append(idx, j)
-		}
-	}
-	if len(idx) >= LeakMinMarkers {
-		return idx, "snapshot actions"
-	}
-	idx = nil
-	if !r.trace[0].HasTime {
-		return nil, ""
-	}
-	byName := map[string][]int64{}
-	var names []string
-	for _, an := range r.a.snap.ExternalAnnotations {
-		if an.Device != r.dev || an.Stage != "START" {
-			continue
-		}
-		if _, ok := byName[an.Name]; !ok {
-			names = append(names, an.Name)
-		}
-		byName[an.Name] = append(byName[an.Name], an.TimeUS)
-	}
-	best := ""
-	for _, nm := range names {
-		if len(byName[nm]) > len(byName[best]) {
-			best = nm
-		}
-	}
-	if len(byName[best]) < LeakMinMarkers {
-		return nil, ""
-	}
-	for _, t := range byName[best] {
-		// The last event at or before the mark: its state is what was live when the mark was made.
-		j := sort.Search(len(r.trace), func(i int) bool { return r.trace[i].TimeUS > t }) - 1
-		if j >= 0 && (len(idx) == 0 || idx[len(idx)-1] != j) {
-			idx = append(idx, j)
-		}
-	}
-	return idx, fmt.Sprintf("%q annotations", best)
-}
-
-// leaks finds sites whose live bytes grow across markers.
-func (r *replay) leaks() error {
-	marks, kind := r.markers()
-	if len(marks) < LeakMinMarkers {
-		return nil
-	}
-	if len(marks) > maxLeakMarkers {
-		step := float64(len(marks)-1) / float64(maxLeakMarkers-1)
-		var sel []int
-		for i := range maxLeakMarkers {
-			sel = append(sel, marks[int(float64(i)*step+0.5)])
-		}
-		marks = sel
-	}
-	live := make([][]int64, len(marks))
-	for k, m := range marks {
-		if err := r.a.ctx.Err(); err != nil {
-			return err
-		}
-		_, live[k] = r.liveAt(m)
-	}
-	for s := range r.siteName {
-		first, last := live[0][s], live[len(marks)-1][s]
-		if last-first < LeakMinGrowthBytes {
-			continue
-		}
-		grew, monotone := 0, true
-		for k := 1; k < len(marks); k++ {
-			switch {
-			case live[k][s] < live[k-1][s]:
-				monotone = false
-			case live[k][s] > live[k-1][s]:
-				grew++
-			}
-		}
-		if !monotone || 2*grew < len(marks)-1 {
-			continue
-		}
-		r.a.rep.LeakSuspects = append(r.a.rep.LeakSuspects, LeakSuspect{
-			Device: r.dev, Site: r.siteName[s], Category: r.catNames[r.siteCat[s]], Markers: len(marks),
-			MarkerKind: kind, FirstBytes: first, LastBytes: last, GrowthBytes: last - first,
-		})
-	}
-	slices.SortFunc(r.a.rep.LeakSuspects, func(x, y LeakSuspect) int {
-		return cmp.Or(cmp.Compare(y.GrowthBytes, x.GrowthBytes), cmp.Compare(x.Device, y.Device), cmp.Compare(x.Site, y.Site))
-	})
-	return nil
 }

@@ -17,7 +17,9 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/units"
 )
 
@@ -90,7 +92,10 @@ type SnapshotReport struct {
 	Timeline    []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
 	DevicePeaks []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
 	OOMs        []OOM            `json:"ooms" msgpack:"ooms"`
-	// LeakSuspects are sites whose live bytes grew across markers (snapshot actions or repeated annotations).
+	// Iterations holds, per device with a trace, the training iterations and their forward, backward and
+	// optimizer boundaries (event index and time).
+	Iterations []phases.Timeline `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
+	// LeakSuspects are sites whose live bytes grew at the end of every iteration after the first (warm-up).
 	LeakSuspects []LeakSuspect `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
 	// TraceActions counts the device-trace events by action, over all devices.
 	TraceActions map[string]int `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
@@ -220,6 +225,17 @@ type Peak struct {
 	TimeUS     int64          `json:"time_us,omitempty" msgpack:"time_us,omitempty"`
 	Categories []CategoryStat `json:"categories" msgpack:"categories"`
 	Sites      []SiteStat     `json:"sites" msgpack:"sites"`
+	// Iteration (1-based, 0 when outside any) and Phase ("forward", "backward", "optimizer", "setup", "-") say
+	// where in training the peak fell.
+	Iteration int    `json:"iteration" msgpack:"iteration"`
+	Phase     string `json:"phase" msgpack:"phase"`
+	// Components is the live set in the static estimator's components (package components); count is blocks.
+	Components []CategoryStat `json:"components,omitempty" msgpack:"components,omitempty"`
+	// LifetimeDecidedBytes is what the lifetime, not a stack rule, categorized (stacks missing or generic).
+	LifetimeDecidedBytes int64 `json:"lifetime_decided_bytes" msgpack:"lifetime_decided_bytes"`
+	// FirstIterationPhase is the phase of iteration 1's own peak ("" without iterations): the step a static
+	// estimate describes.
+	FirstIterationPhase string `json:"first_iteration_phase,omitempty" msgpack:"first_iteration_phase,omitempty"`
 }
 
 // OOM is one out-of-memory event from a device trace.
@@ -234,18 +250,23 @@ type OOM struct {
 	// AllocatedBytes and ReservedBytes are the replayed live requested bytes and segment bytes at the event.
 	AllocatedBytes int64 `json:"allocated_bytes" msgpack:"allocated_bytes"`
 	ReservedBytes  int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
+	// Explained is what was live at the failing request by phase and category, and where the step was heading.
+	Explained *findings.OOMExplained `json:"explained,omitempty" msgpack:"explained,omitempty"`
 }
 
-// LeakSuspect is a site whose live bytes never dropped and grew across a trace's markers.
+// LeakSuspect is a site whose live bytes grew at the end of every iteration after the first.
 type LeakSuspect struct {
-	Device      int    `json:"device" msgpack:"device"`
-	Site        string `json:"site" msgpack:"site"`
-	Category    string `json:"category" msgpack:"category"`
+	Device   int    `json:"device" msgpack:"device"`
+	Site     string `json:"site" msgpack:"site"`
+	Category string `json:"category" msgpack:"category"`
+	// Markers is the number of complete iterations compared; MarkerKind what found them (phases' source).
 	Markers     int    `json:"markers" msgpack:"markers"`
-	MarkerKind  string `json:"marker_kind" msgpack:"marker_kind"` // "snapshot actions" or `"ProfilerStep#…" annotations`
+	MarkerKind  string `json:"marker_kind" msgpack:"marker_kind"`
 	FirstBytes  int64  `json:"first_bytes" msgpack:"first_bytes"`
 	LastBytes   int64  `json:"last_bytes" msgpack:"last_bytes"`
 	GrowthBytes int64  `json:"growth_bytes" msgpack:"growth_bytes"`
+	// PerIterationBytes is the mean growth per iteration after the first.
+	PerIterationBytes int64 `json:"per_iteration_bytes" msgpack:"per_iteration_bytes"`
 }
 
 // Recommendation is advice with the number that triggered it.
@@ -256,15 +277,24 @@ type Recommendation struct {
 	Evidence  string  `json:"evidence" msgpack:"evidence"`
 	Value     float64 `json:"value" msgpack:"value"`         // the measured number
 	Threshold float64 `json:"threshold" msgpack:"threshold"` // the threshold it crossed
-	// Unit says what Value and Threshold count: UnitBytes, UnitPercent, or empty for a plain number.
-	Unit   string `json:"unit,omitempty" msgpack:"unit,omitempty"`
-	Advice string `json:"advice" msgpack:"advice"`
+	// Unit says what Value and Threshold count: UnitBytes, UnitPercent, UnitRatio, or empty for a plain number.
+	Unit string `json:"unit,omitempty" msgpack:"unit,omitempty"`
+	// Where a trace finding was judged: device, event, iteration (1-based) and phase; Basis says how a
+	// predicted Value was obtained ("allocator replay", "estimate", "layer extrapolation").
+	Device    int    `json:"device,omitempty" msgpack:"device,omitempty"`
+	Event     int    `json:"event_index,omitempty" msgpack:"event_index,omitempty"`
+	Iteration int    `json:"iteration,omitempty" msgpack:"iteration,omitempty"`
+	Phase     string `json:"phase,omitempty" msgpack:"phase,omitempty"`
+	Basis     string `json:"basis,omitempty" msgpack:"basis,omitempty"`
+	Advice    string `json:"advice" msgpack:"advice"`
 }
 
 // Units of Recommendation.Value and Threshold.
 const (
 	UnitBytes   = "bytes"
 	UnitPercent = "%"
+	// UnitRatio is a plain ratio such as max reserved / peak allocated, printed with an "x".
+	UnitRatio = findings.UnitRatio
 )
 
 // FormatMeasure renders a recommendation's value or threshold in its unit, e.g. "2.0GiB" or "12.75%".
@@ -274,6 +304,8 @@ func FormatMeasure(v float64, unit string) string {
 		return units.Bytes(int64(v))
 	case UnitPercent:
 		return strconv.FormatFloat(v, 'f', 2, 64) + "%"
+	case UnitRatio:
+		return strconv.FormatFloat(v, 'f', 2, 64) + "x"
 	}
 	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }

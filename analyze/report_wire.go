@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/memscan/memscan/phases"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -34,12 +35,13 @@ type reportWire struct {
 	FreeSizes     []SizeBucket   `json:"free_size_histogram,omitempty" msgpack:"free_size_histogram,omitempty"`
 	Fragmentation Fragmentation  `json:"fragmentation" msgpack:"fragmentation"`
 
-	Timeline     []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
-	Peak         *Peak            `json:"peak,omitempty" msgpack:"peak,omitempty"`
-	DevicePeaks  []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
-	OOMs         []OOM            `json:"ooms" msgpack:"ooms"`
-	LeakSuspects []LeakSuspect    `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
-	TraceActions actionCounts     `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+	Timeline     []TimelineSeries  `json:"-" msgpack:"timeline,omitempty"`
+	Peak         *Peak             `json:"peak,omitempty" msgpack:"peak,omitempty"`
+	DevicePeaks  []Peak            `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
+	OOMs         []OOM             `json:"ooms" msgpack:"ooms"`
+	Iterations   []phases.Timeline `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
+	LeakSuspects []LeakSuspect     `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
+	TraceActions actionCounts      `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
 
 	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
 	Warnings        []string         `json:"warnings" msgpack:"warnings"`
@@ -67,7 +69,7 @@ func (r *Report) wire() *reportWire {
 		Categories: h.Categories, Top: h.Top, Sites: h.Sites,
 		ActiveSizes: s.ActiveSizes, FreeSizes: s.FreeSizes, Fragmentation: s.Fragmentation,
 		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom,
-		LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
+		Iterations: s.Iterations, LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
 		Recommendations: h.Recommendations, Warnings: h.Warnings,
 		PeakBytes: t.PeakBytes, ListedBytes: t.ListedBytes, Phases: t.Phases, Modules: t.Modules, Tracer: t.Tracer,
 		MemoryTimeline: r.MemoryTimeline, Log: r.Log,
@@ -84,7 +86,7 @@ func (w *reportWire) report() *Report {
 		SnapshotReport: SnapshotReport{Totals: w.Totals,
 			PerDevice: w.PerDevice, PerStream: w.PerStream, PerPool: w.PerPool, PerSegmentType: w.PerSegmentType,
 			ActiveSizes: w.ActiveSizes, FreeSizes: w.FreeSizes, Fragmentation: w.Fragmentation,
-			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions)},
+			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: w.Iterations, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions)},
 		TracerReport:   TracerReport{PeakBytes: w.PeakBytes, ListedBytes: w.ListedBytes, Phases: w.Phases, Modules: w.Modules, Tracer: w.Tracer},
 		TimelineReport: TimelineReport{MemoryTimeline: w.MemoryTimeline},
 		LogReport:      LogReport{Log: w.Log},

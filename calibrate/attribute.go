@@ -14,16 +14,17 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/components"
 )
 
-// Components of the static estimator, in report order.
+// Components of the static estimator, in report order; their definitions are package components'.
 const (
-	Weights     = "weights"
-	Gradients   = "gradients"
-	Optimizer   = "optimizer"
-	Activations = "activations"
-	Temporaries = "temporaries"
-	Other       = "other"
+	Weights     = string(components.Weights)
+	Gradients   = string(components.Gradients)
+	Optimizer   = string(components.OptimizerStates)
+	Activations = string(components.Activations)
+	Temporaries = string(components.Temporaries)
+	Other       = string(components.Other)
 )
 
 // Components lists the component names in report order.
@@ -101,6 +102,18 @@ var categoryMap = map[string]mapping{
 	"loss/logits":        {Temporaries, 0.6}, // logits and loss gradients live only around the head
 	"communication":      {Other, 0.7},
 	"data/input":         {Other, 0.6},
+}
+
+// lifetimeMap maps the analysis' lifetime components (package components) to the estimator's: the same
+// definitions, except that the estimator's training report counts a KV cache with the activations.
+var lifetimeMap = map[components.Component]mapping{
+	components.Weights:         {Weights, 0.95},
+	components.Gradients:       {Gradients, 0.95},
+	components.OptimizerStates: {Optimizer, 0.95},
+	components.Activations:     {Activations, 0.9},
+	components.Temporaries:     {Temporaries, 0.9},
+	components.KVCache:         {Activations, 0.9},
+	components.Other:           {Other, 0.7},
 }
 
 // profilerMap maps torch.profiler memory-timeline categories, which PyTorch itself assigns, to components.
@@ -228,6 +241,18 @@ func Attribute(r *analyze.Report) *Attribution {
 		at := acc.result("tracer")
 		at.Sites = siteRows(r.Sites)
 		return at
+	case r.Peak != nil && len(r.Peak.Components) > 0:
+		// The analysis attributed every live block at the peak by its stack and lifetime, in the components' own
+		// terms: weights kept from the setup, parameter gradients kept after backward, states kept after the
+		// optimizer step, activations kept from forward for backward, transients as temporaries.
+		acc := newAccumulator()
+		for _, c := range r.Peak.Components {
+			m, ok := lifetimeMap[components.Component(c.Name)]
+			acc.add("lifetime "+c.Name, c.Bytes, m, ok)
+		}
+		at := acc.result("snapshot-peak-lifetime")
+		at.Sites = siteRows(r.Peak.Sites)
+		return at
 	case r.Peak != nil && len(r.Peak.Categories) > 0:
 		acc := newAccumulator()
 		for _, c := range r.Peak.Categories {
@@ -263,6 +288,20 @@ func siteRows(sites []analyze.SiteStat) []SiteBytes {
 	}
 	slices.SortStableFunc(out, func(a, b SiteBytes) int { return cmp.Compare(b.Bytes, a.Bytes) })
 	return out
+}
+
+// ObservedPeakStageOf is the training stage of step 1's peak as the trace's phases place it, falling back to
+// ObservedPeakStage's inference from the attributed live set when the report has no phases.
+func ObservedPeakStageOf(r *analyze.Report, a *Attribution) string {
+	if r != nil && r.Peak != nil {
+		switch r.Peak.FirstIterationPhase {
+		case "forward", "backward":
+			return r.Peak.FirstIterationPhase
+		case "optimizer":
+			return "optimizer_step"
+		}
+	}
+	return ObservedPeakStage(a)
 }
 
 // ObservedPeakStage infers the training stage at the measured peak from the attributed live set: almost no

@@ -93,13 +93,15 @@ func EvaluateReports(id string, cfg static.Config, stage string, reports []*anal
 	m := given
 	m.merge(MeasuredOf(reports))
 	res.Measured = m
+	var from *analyze.Report
 	for _, r := range reports { // the first report with a breakdown
 		if res.Attribution = Attribute(r); res.Attribution != nil {
+			from = r
 			break
 		}
 	}
 	if res.Attribution != nil {
-		res.PeakStageObserved = ObservedPeakStage(res.Attribution)
+		res.PeakStageObserved = ObservedPeakStageOf(from, res.Attribution)
 		if res.Attribution.Source == "snapshot" {
 			res.Notes = append(res.Notes, "the snapshot has no allocation trace: components are compared with the blocks allocated at capture time, not at the peak")
 		}

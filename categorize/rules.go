@@ -53,13 +53,18 @@ const (
 	LossLogits     = "Loss/Logits"
 	DataInput      = "Data/Input"
 	Autograd       = "Autograd"
-	Unknown        = "Unknown"
+	// KVCache holds inference key/value caches.
+	KVCache = "KV Cache"
+	// Temporary holds transient allocations that only their lifetime identifies (no stack rule decided): forward
+	// and backward workspaces, activation gradients, optimizer scratch.
+	Temporary = "Temporary"
+	Unknown   = "Unknown"
 )
 
 // DefaultCategories lists the built-in categories in report order.
 func DefaultCategories() []string {
 	return []string{ExpertMoE, Attention, LinearMatMul, OptimizerState, Communication, FSDP, Gradient, Parameters,
-		Embedding, Normalization, Activation, LossLogits, DataInput, Autograd, Unknown}
+		Embedding, Normalization, Activation, LossLogits, DataInput, Autograd, KVCache, Temporary, Unknown}
 }
 
 //go:embed defaults.yaml

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -58,9 +59,10 @@ type LiveSample struct {
 func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifier) ([]LiveSample, error) {
 	classify = memoized(classify)
 	var out []LiveSample
-	add := func(dev int, stream uint64, state string, bytes, size int64, st *snapshot.Stack) {
+	add := func(dev int, stream uint64, state string, bytes, size int64, st *snapshot.Stack) *LiveSample {
 		cat, site := classify(st)
 		out = append(out, LiveSample{Device: dev, Stream: stream, State: state, Bytes: bytes, Size: size, Stack: st, Category: cat, Site: site})
+		return &out[len(out)-1]
 	}
 	addBlocks := func(dev int) {
 		for i := range s.Segments {
@@ -96,7 +98,10 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 				return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Addr, b.Addr))
 			})
 			for _, a := range live {
-				add(dev, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
+				smp := add(dev, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
+				// Where the stack is missing or generic the lifetime decides, as in the analysis.
+				d := categorize.Decision{Category: smp.Category, Site: smp.Site}
+				smp.Category = categorize.Attribute(d, categorize.Life{Start: a.Start, End: a.End}, r.Timeline).Category
 			}
 		}
 	default:

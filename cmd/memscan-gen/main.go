@@ -10,13 +10,17 @@
 //	memscan-gen --size 200MB --stacks python -o big.pickle        # about 200 MB, memo-shared frame lists
 //	memscan-gen --entries 1000000 --stacks all --unshared -o all.pickle
 //	memscan-gen --ranks 16 --stages 4 --entries 20000 --dir ranks/  # four pipeline stages of different sizes
+//	memscan-gen --training 5 --leak -o leak.pickle                  # a training loop that keeps every step's logits
 //
 // The snapshot comes from simulating a caching allocator, so traces, segments and blocks are consistent (see
-// package internal/gen). The output is deterministic for a given --seed.
+// package internal/gen). The output is deterministic for a given --seed. --training writes a training loop
+// instead (package internal/traingen): iterations with forward, backward and AdamW phases, Python-only stacks and
+// optimizer annotations, optionally leaking (--leak) or changing shapes every step (--varlen).
 package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +31,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/internal/traingen"
 )
 
 func main() {
@@ -53,8 +59,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ranks := fs.Int("ranks", 0, "write a rank set of this many snapshots (needs --dir)")
 	stages := fs.Int("stages", 4, "pipeline stages of the rank set (earlier stages hold more memory)")
 	dir := fs.String("dir", "", "output directory of the rank set")
+	training := fs.Int("training", 0, "write a training loop of this many iterations instead (see --leak, --varlen)")
+	leak := fs.Bool("leak", false, "training: keep every iteration's logits alive (a real leak)")
+	varlen := fs.Bool("varlen", false, "training: change the sequence length every iteration (fragments the cache)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *training > 0 {
+		return writeTraining(*out, *training, *leak, *varlen, stdout)
 	}
 	cfg := gen.Config{
 		Seed:       *seed,
@@ -112,6 +124,39 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: %d bytes, %d segments, %d blocks, %d trace entries, reserved %d, allocated %d\n",
 		*out, st.Bytes, st.Segments, st.Blocks, st.Entries, st.ReservedBytes, st.AllocatedBytes)
+	return nil
+}
+
+// writeTraining records a synthetic training loop of n iterations (4 layers, 64 MiB of weights and 256 MiB of
+// activations per layer, 512 MiB of logits) to path.
+func writeTraining(path string, n int, leak, varlen bool, stdout io.Writer) error {
+	if path == "" {
+		return errors.New("--training needs -o FILE")
+	}
+	run := traingen.TrainingLoop{Iterations: n, Layers: 4, WeightBytes: 64 << 20, ActivationBytes: 256 << 20,
+		LogitsBytes: 512 << 20, Keep: leak, Annotations: true}
+	if varlen {
+		for i := range n {
+			run.Scale = append(run.Scale, []float64{1, 3, 2, 4}[i%4])
+		}
+	}
+	s := run.Build()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = export.WritePickle(context.Background(), bw, s)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "%s: training loop, %d iterations, %d trace entries\n", path, n, len(s.DeviceTraces[0]))
 	return nil
 }
 

@@ -1,0 +1,73 @@
+package allocator
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// benchTrace is a generated 2.4 M-event single-device snapshot (decoded once per test binary): the size the
+// replay must handle in under a second.
+var benchTrace = sync.OnceValues(func() (*snapshot.Snapshot, error) {
+	var buf bytes.Buffer
+	if _, err := gen.Write(&buf, gen.Config{Seed: 7, Entries: 2_400_000, Devices: 1, Stacks: gen.StacksNone}); err != nil {
+		return nil, err
+	}
+	in, err := snapshot.Decode(context.Background(), "bench.pickle", &buf)
+	if err != nil {
+		return nil, err
+	}
+	return in.Snapshot, nil
+})
+
+func benchSnapshot(b *testing.B) *snapshot.Snapshot {
+	b.Helper()
+	s, err := benchTrace()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkReplay2M4 measures one replay of the 2.4 M-event trace (Record once, outside the loop).
+func BenchmarkReplay2M4(b *testing.B) {
+	s := benchSnapshot(b)
+	rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments})
+	b.ReportMetric(float64(len(rec.Trace)), "events")
+	// On a shared machine wall time depends on the neighbours; the process's CPU time per replay does not.
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	n := 0
+	for b.Loop() {
+		n++
+		res, err := Replay(context.Background(), rec, Config{}, ReplayOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The generator's own allocator is simpler than PyTorch's, so only consistency is checked, not the peak.
+		if res.Partial {
+			b.Fatalf("replay partial: %s", res.PartialReason())
+		}
+	}
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) / time.Duration(max(n, 1))
+	b.ReportMetric(float64(cpu.Nanoseconds()), "cpu-ns/op")
+}
+
+// BenchmarkRecordAndReplay2M4 measures reading the trace and replaying it under the recorded settings and one
+// what-if: what memscan analyze does per input.
+func BenchmarkRecordAndReplay2M4(b *testing.B) {
+	s := benchSnapshot(b)
+	whatIf := Config{ExpandableSegments: true}
+	for b.Loop() {
+		if _, err := ReplaySnapshot(context.Background(), s, 0, &whatIf, ReplayOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

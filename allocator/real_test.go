@@ -1,0 +1,184 @@
+package allocator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// gpuRun is the part of runs.json these tests read: PyTorch's own max_memory_reserved over the run and the
+// reserved bytes of the dumped snapshot.
+type gpuRun struct {
+	Name          string `json:"name"`
+	Snapshot      string `json:"snapshot"`
+	PeakReserved  int64  `json:"peak_reserved"`
+	PeakAllocated int64  `json:"peak_allocated"`
+	Segsum        *struct {
+		Reserved int64 `json:"reserved"`
+		Segments int   `json:"segments"`
+	} `json:"segsum"`
+}
+
+func loadRuns(t *testing.T) (string, []gpuRun) {
+	t.Helper()
+	dir := realsnap.SharedDir(t, "gpu_runs")
+	raw, err := os.ReadFile(filepath.Join(dir, "runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []gpuRun
+	if err := json.Unmarshal(raw, &runs); err != nil {
+		t.Fatalf("runs.json: %v", err)
+	}
+	return dir, runs
+}
+
+func decode(t testing.TB, path string) *snapshot.Snapshot {
+	t.Helper()
+	in, err := snapshot.DecodeFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Snapshot == nil {
+		t.Fatalf("%s: not a snapshot", path)
+	}
+	return in.Snapshot
+}
+
+// TestGPURunsBaseline replays every complete H200 trace under its recorded settings: the peak reserved must equal
+// PyTorch's max_memory_reserved to the byte, and the model must create segments of the recorded sizes in the
+// recorded order, placing every allocation at the recorded address.
+func TestGPURunsBaseline(t *testing.T) {
+	dir, runs := loadRuns(t)
+	n := 0
+	for _, run := range runs {
+		if run.Snapshot == "" {
+			continue
+		}
+		n++
+		t.Run(run.Name, func(t *testing.T) {
+			s := decode(t, filepath.Join(dir, run.Snapshot))
+			sr, err := ReplaySnapshot(context.Background(), s, 0, nil, ReplayOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, base := sr.Recording, sr.Baseline
+			if rec.Partial || base.Partial {
+				t.Fatalf("complete trace replayed as partial: %s", base.PartialReason())
+			}
+			if rec.PeakReserved != run.PeakReserved {
+				t.Errorf("recorded peak from segment events %d, PyTorch max_memory_reserved %d", rec.PeakReserved, run.PeakReserved)
+			}
+			if base.PeakReserved != run.PeakReserved {
+				t.Errorf("baseline peak reserved %d, PyTorch %d (%+d)", base.PeakReserved, run.PeakReserved, base.PeakReserved-run.PeakReserved)
+			}
+			if run.Segsum != nil && base.FinalReserved != run.Segsum.Reserved {
+				t.Errorf("final reserved %d, snapshot %d", base.FinalReserved, run.Segsum.Reserved)
+			}
+			if i := firstSizeMismatch(rec.Created, base.Created); i >= 0 {
+				t.Errorf("segment sizes differ first at creation %d of %d recorded / %d replayed", i, len(rec.Created), len(base.Created))
+			}
+			if base.FirstDivergence != -1 {
+				t.Errorf("baseline reserved departs from the recording at event %d", base.FirstDivergence)
+			}
+			if base.PeakFragmentation.Allocated > run.PeakAllocated || base.PeakFragmentation.Reserved != base.PeakReserved {
+				t.Errorf("fragmentation at the peak %+v: allocated above PyTorch's max_memory_allocated %d", base.PeakFragmentation, run.PeakAllocated)
+			}
+			if base.AddressMismatches != 0 {
+				t.Errorf("%d allocations at another address, first at event %d", base.AddressMismatches, base.FirstAddressMismatch)
+			}
+			for _, o := range base.OOMs {
+				if !o.Reproduced {
+					t.Errorf("oom at event %d not reproduced", o.Index)
+				}
+			}
+			if len(base.Failed) != 0 {
+				t.Errorf("baseline failed %d allocations, first %+v", len(base.Failed), base.Failed[0])
+			}
+			t.Logf("peak %d, %d segments, %d empty_cache, capacity %d (%s), frag at peak %+v", base.PeakReserved, len(base.Created), base.EmptyCacheCalls, base.Capacity, base.CapacitySource, base.PeakFragmentation)
+		})
+	}
+	if n == 0 {
+		t.Fatal("runs.json lists no snapshot runs")
+	}
+}
+
+func firstSizeMismatch(a, b []SegmentEvent) int {
+	for i := range max(len(a), len(b)) {
+		if i >= len(a) || i >= len(b) || a[i].Size != b[i].Size || a[i].Kind != b[i].Kind {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestRealSnapshots replays every device trace of the public snapshots. Most start after the process's first
+// allocation: the final segments hold more than the trace's segment events add up to (manifest totals decide
+// which), and then, and only then, the replay must say it is partial and by how many bytes. Every baseline must
+// follow the recorded reserved memory and reach the recorded peak.
+func TestRealSnapshots(t *testing.T) {
+	dir, manifest := realsnap.Load(t)
+	traced := 0
+	for _, m := range manifest {
+		t.Run(m.File, func(t *testing.T) {
+			s := decode(t, filepath.Join(dir, m.File))
+			var total int64
+			for _, seg := range s.Segments {
+				total += seg.TotalSize
+			}
+			if total != m.Segsum.Reserved {
+				t.Fatalf("decoded reserved %d, PyTorch %d", total, m.Segsum.Reserved)
+			}
+			for dev, tr := range s.DeviceTraces {
+				if len(tr) == 0 {
+					continue
+				}
+				traced++
+				var final int64
+				for _, seg := range s.Segments {
+					if seg.Device == dev {
+						final += seg.TotalSize
+					}
+				}
+				late := final - netSegmentBytes(tr)
+				sr, err := ReplaySnapshot(context.Background(), s, dev, &Config{ExpandableSegments: true}, ReplayOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				base := sr.Baseline
+				if late > 0 {
+					want := fmt.Sprintf("starts after %d bytes of segments were already reserved", late)
+					if !base.Partial || !strings.Contains(base.PartialReason(), want) || !sr.WhatIf.Partial {
+						t.Errorf("device %d: trace starts %d bytes in; partial %v %q", dev, late, base.Partial, base.PartialReason())
+					}
+				} else if base.Partial {
+					t.Errorf("device %d: complete trace called partial: %s", dev, base.PartialReason())
+				}
+				if base.PeakReserved != sr.Recording.PeakReserved || base.FirstDivergence != -1 {
+					t.Errorf("device %d: baseline peak %d, recorded %d, diverges at %d", dev, base.PeakReserved, sr.Recording.PeakReserved, base.FirstDivergence)
+				}
+				if i := firstSizeMismatch(sr.Recording.Created, base.Created); i >= 0 {
+					t.Errorf("device %d: segment sizes differ first at creation %d", dev, i)
+				}
+				if base.AddressMismatches != 0 {
+					t.Errorf("device %d: %d allocations at another address, first at event %d", dev, base.AddressMismatches, base.FirstAddressMismatch)
+				}
+				for _, o := range base.OOMs {
+					if !o.Reproduced {
+						t.Errorf("device %d: oom at event %d not reproduced", dev, o.Index)
+					}
+				}
+			}
+		})
+	}
+	if traced == 0 {
+		t.Fatal("no real snapshot has a trace")
+	}
+}

@@ -1,0 +1,397 @@
+package allocator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/memscan/memscan/snapshot"
+)
+
+// Recording is what one device trace says by itself: the reserved memory its segment events add up to, the
+// segments it created, where it called empty_cache, its capacity, and — for a trace that does not begin at the
+// process's first allocation — the state at its start. Compute it once with Record; every replay of the trace
+// (baseline and what-ifs) reads it.
+type Recording struct {
+	Trace []snapshot.TraceEntry
+	// InitialReserved is the segment bytes before the first event (0 for a complete trace).
+	InitialReserved int64
+	// PeakReserved is the highest reserved the segment events reach (max_memory_reserved for a complete
+	// trace); PeakIndex the first event after which it is reached, −1 when the state before the trace is highest.
+	PeakReserved int64
+	PeakIndex    int
+	// FinalReserved is the reserved bytes after the last event.
+	FinalReserved int64
+	// Created holds the trace's segment_alloc and segment_map events in order (Reserved as recorded).
+	Created []SegmentEvent
+	// EmptyCaches are the indices of the events that begin an empty_cache call: runs of segment_free /
+	// segment_unmap that the allocator's own retry path does not explain.
+	EmptyCaches []int
+	// OOMs are the indices of the trace's oom events.
+	OOMs []int
+	// Capacity is the usable capacity the first oom event implies (reserved then + its device_free); 0 when the
+	// trace has no oom.
+	Capacity int64
+	// Partial is true when the trace does not start at the process's first allocation (or contradicts itself);
+	// Issues say why.
+	Partial bool
+	Issues  []Issue
+
+	freeAction snapshot.Action
+	initial    []seedSegment
+	// ignore holds ids whose frees are expected not to find a block (allocations the start state could not place).
+	ignore map[uint64]bool
+}
+
+// Issue is one thing a trace or its replay could not explain. Index is the trace event, −1 for the trace as a whole.
+type Issue struct {
+	Index  int    `json:"index"`
+	Reason string `json:"reason"`
+}
+
+func (i Issue) String() string {
+	if i.Index < 0 {
+		return i.Reason
+	}
+	return fmt.Sprintf("event %d: %s", i.Index, i.Reason)
+}
+
+// maxIssues bounds the issues kept; later ones are counted in the last.
+const maxIssues = 20
+
+func addIssue(list []Issue, idx int, format string, args ...any) []Issue {
+	if len(list) >= maxIssues {
+		return list
+	}
+	return append(list, Issue{Index: idx, Reason: fmt.Sprintf(format, args...)})
+}
+
+// RecordOptions are what Record needs besides the trace.
+type RecordOptions struct {
+	// Final is the snapshot's segments (those of other devices are ignored); nil when unknown, which leaves a
+	// trace that starts late detectable only by frees of allocations it never made.
+	Final  []snapshot.Segment
+	Device int
+	// Settings is the configuration the trace was recorded under: it decides the sizes of blocks live before
+	// the trace and whether a run of segment frees before a new segment was garbage collection.
+	Settings Config
+	// Capacity is the usable capacity when known from outside the trace (an oom event overrides it); it
+	// decides whether a run of segment frees right before a new segment was empty_cache or the retry path.
+	Capacity int64
+}
+
+// ignorable reports events that neither allocate nor change segments.
+func ignorable(a snapshot.Action) bool {
+	switch a {
+	case snapshot.ActionAlloc, snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted,
+		snapshot.ActionSegmentAlloc, snapshot.ActionSegmentFree, snapshot.ActionSegmentMap,
+		snapshot.ActionSegmentUnmap, snapshot.ActionOOM:
+		return false
+	}
+	return true
+}
+
+// Record reads one device trace.
+func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
+	r := &Recording{Trace: trace, PeakIndex: -1, freeAction: snapshot.ActionFreeCompleted, ignore: map[uint64]bool{}}
+	// Traces older than free_completed (or filtered ones) only say free_requested.
+	hasCompleted, hasRequested := false, false
+	for i := range trace {
+		hasCompleted = hasCompleted || trace[i].Action == snapshot.ActionFreeCompleted
+		hasRequested = hasRequested || trace[i].Action == snapshot.ActionFreeRequested
+	}
+	if !hasCompleted && hasRequested {
+		r.freeAction = snapshot.ActionFreeRequested
+	}
+	r.rebuildStart(opt)
+	r.scan(opt)
+	return r
+}
+
+// netSegmentBytes is what the trace's segment events add to reserved.
+func netSegmentBytes(trace []snapshot.TraceEntry) int64 {
+	var n int64
+	for i := range trace {
+		switch trace[i].Action {
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			n += trace[i].Size
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			n -= trace[i].Size
+		}
+	}
+	return n
+}
+
+// startSeg is a segment of the start state while it is rebuilt.
+type startSeg struct {
+	size    int64
+	stream  uint64
+	pool    PoolID
+	small   bool
+	freedAt int // the trace event that frees it, −1 when it is still there at the end
+}
+
+// rebuildStart works backwards from the final segments through the trace to the state before its first event:
+// which segments existed and which allocations were live. A complete trace starts empty.
+func (r *Recording) rebuildStart(opt RecordOptions) {
+	trace := r.Trace
+	segs := map[uint64]startSeg{}
+	live := map[uint64]seedBlock{}
+	var finalReserved int64
+	for _, s := range opt.Final {
+		if s.Device != opt.Device {
+			continue
+		}
+		finalReserved += s.TotalSize
+		segs[s.Address] = startSeg{size: s.TotalSize, stream: s.Stream, pool: PoolID(s.Pool), small: s.Type == snapshot.SegmentSmall, freedAt: -1}
+		for _, b := range s.Blocks {
+			if b.State.Active() {
+				live[b.Address] = seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize}
+			}
+		}
+	}
+	finalLive := len(live)
+	if opt.Final != nil {
+		r.InitialReserved = finalReserved - netSegmentBytes(trace)
+	}
+	expandable := false
+	freedBefore := 0
+	fromFinal := map[uint64]bool{}        // live addresses whose block is still the final state's
+	firstFree := map[uint64]int{}         // earliest free of each address with no alloc before it
+	firstSegFree, segFreedBefore := -1, 0 // segment frees of segments the trace never allocated
+	for a := range live {
+		fromFinal[a] = true
+	}
+	for i := len(trace) - 1; i >= 0; i-- {
+		e := &trace[i]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			delete(live, e.Addr)
+			delete(fromFinal, e.Addr)
+		case r.freeAction:
+			live[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0)}
+			firstFree[e.Addr] = i
+		case snapshot.ActionSegmentAlloc:
+			delete(segs, e.Addr)
+		case snapshot.ActionSegmentFree:
+			if e.Size <= 0 {
+				continue
+			}
+			segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size == smallBuffer, freedAt: i}
+		case snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
+			expandable = true
+			if e.Size > 0 {
+				r.rewindMapping(segs, e)
+			}
+		}
+	}
+	firstFreedBefore := -1
+	for a := range live {
+		if !fromFinal[a] {
+			freedBefore++
+			if i := firstFree[a]; firstFreedBefore < 0 || i < firstFreedBefore {
+				firstFreedBefore = i
+			}
+		}
+	}
+	for _, sg := range segs {
+		if sg.freedAt >= 0 {
+			segFreedBefore++
+			if firstSegFree < 0 || sg.freedAt < firstSegFree {
+				firstSegFree = sg.freedAt
+			}
+		}
+	}
+	liveBefore := len(live) - freedBefore
+	switch {
+	case r.InitialReserved < 0:
+		r.Issues = addIssue(r.Issues, -1, "the trace's segment events release %d bytes more than the final segments hold", -r.InitialReserved)
+		r.InitialReserved = 0
+		return
+	case r.InitialReserved > 0:
+		r.Issues = addIssue(r.Issues, -1, "the trace starts after %d bytes of segments were already reserved (history recording began later, or its ring buffer dropped the oldest events); the state at its start was rebuilt from the final segments", r.InitialReserved)
+	}
+	if opt.Final == nil && segFreedBefore > 0 {
+		r.Issues = addIssue(r.Issues, firstSegFree, "%d segments freed in the trace were never allocated in it (first here)", segFreedBefore)
+	}
+	if freedBefore > 0 {
+		r.Issues = addIssue(r.Issues, firstFreedBefore, "%d allocations freed in the trace were never allocated in it (first here); they were made before it began", freedBefore)
+	}
+	if liveBefore > 0 && finalLive > 0 {
+		r.Issues = addIssue(r.Issues, -1, "%d allocations live at the end were made before the trace began", liveBefore)
+	}
+	if len(r.Issues) == 0 {
+		return
+	}
+	r.Partial = true
+	if opt.Final == nil {
+		for _, sg := range segs {
+			r.InitialReserved += sg.size
+		}
+	}
+	if expandable {
+		r.Issues = addIssue(r.Issues, -1, "expandable pages mapped before the trace began are replayed as fixed segments")
+	}
+	r.placeStart(segs, live)
+}
+
+// rewindMapping undoes one segment_map / segment_unmap on the start segments (walking backwards): a mapping
+// shrinks or removes the range it extended, an unmapping restores its bytes.
+func (r *Recording) rewindMapping(segs map[uint64]startSeg, e *snapshot.TraceEntry) {
+	end := e.Addr + uint64(e.Size)
+	for a, s := range segs {
+		sEnd := a + uint64(s.size)
+		if e.Action == snapshot.ActionSegmentMap && e.Addr >= a && end <= sEnd {
+			switch {
+			case e.Addr == a && end == sEnd:
+				delete(segs, a)
+			case end == sEnd:
+				s.size -= e.Size
+				segs[a] = s
+			case e.Addr == a:
+				delete(segs, a)
+				s.size -= e.Size
+				segs[end] = s
+			}
+			return
+		}
+		if e.Action == snapshot.ActionSegmentUnmap && sEnd == e.Addr {
+			s.size += e.Size
+			segs[a] = s
+			return
+		}
+	}
+	if e.Action == snapshot.ActionSegmentUnmap {
+		segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size%largeBuffer != 0, freedAt: -1}
+	}
+}
+
+// placeStart turns the rebuilt start state into seed segments, each with the live allocations inside it.
+func (r *Recording) placeStart(segs map[uint64]startSeg, live map[uint64]seedBlock) {
+	addrs := make([]uint64, 0, len(segs))
+	for a := range segs {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	for _, a := range addrs {
+		s := segs[a]
+		r.initial = append(r.initial, seedSegment{addr: a, size: s.size, stream: s.stream, pool: s.pool, small: s.small})
+	}
+	outside := 0
+	for _, b := range live {
+		i, found := slices.BinarySearchFunc(r.initial, b.addr, func(s seedSegment, a uint64) int { return cmp.Compare(s.addr, a) })
+		if !found {
+			i--
+		}
+		if i < 0 || b.addr >= r.initial[i].addr+uint64(r.initial[i].size) {
+			outside++
+			r.ignore[b.id] = true
+			continue
+		}
+		r.initial[i].live = append(r.initial[i].live, b)
+	}
+	if outside > 0 {
+		r.Issues = addIssue(r.Issues, -1, "%d allocations live at the start lie outside every segment the trace implies; their frees are skipped", outside)
+	}
+}
+
+// scan walks the trace forwards: recorded reserved, its peak, the created segments, the capacity an oom implies,
+// and which runs of segment frees were empty_cache calls.
+func (r *Recording) scan(opt RecordOptions) {
+	trace := r.Trace
+	reserved := r.InitialReserved
+	r.PeakReserved = reserved
+	capacity := opt.Capacity
+	for i := range trace {
+		if trace[i].Action == snapshot.ActionOOM {
+			// reserved at the oom event + what the device still had free.
+			var at int64 = r.InitialReserved
+			for j := 0; j < i; j++ {
+				at += segDelta(&trace[j])
+			}
+			r.Capacity = at + trace[i].DeviceFree
+			capacity = r.Capacity
+			break
+		}
+	}
+	gc := opt.Settings.GarbageCollectionThreshold > 0 && opt.Settings.PerProcessMemoryFraction > 0 && opt.Settings.PerProcessMemoryFraction < 1
+	inRun := false
+	for i := range trace {
+		e := &trace[i]
+		switch e.Action {
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			if !inRun && !r.retryRun(i, reserved, capacity, gc) {
+				r.EmptyCaches = append(r.EmptyCaches, i)
+			}
+			inRun = true
+		case snapshot.ActionOOM:
+			r.OOMs = append(r.OOMs, i)
+			inRun = false
+		default:
+			if !ignorable(e.Action) {
+				inRun = false
+			}
+		}
+		if segDelta(e) == 0 && kindOf(e.Action) != 0 {
+			r.Issues = addIssue(r.Issues, i, "%s of %d bytes", e.Action, e.Size)
+			r.Partial = true
+		}
+		if segDelta(e) > 0 {
+			r.Created = append(r.Created, SegmentEvent{Kind: kindOf(e.Action), Addr: e.Addr, Size: e.Size, Stream: e.Stream, Pool: PoolID(e.Pool()), Reserved: reserved + e.Size})
+		}
+		reserved += segDelta(e)
+		if reserved > r.PeakReserved {
+			r.PeakReserved, r.PeakIndex = reserved, i
+		}
+	}
+	r.FinalReserved = reserved
+}
+
+// retryRun decides whether the run of segment frees starting at i is the allocator's own retry path (or GC):
+// it is when the run is directly followed by an oom, or by a new segment that would not have fit without it.
+func (r *Recording) retryRun(i int, reserved, capacity int64, gc bool) bool {
+	trace := r.Trace
+	j := i
+	for j < len(trace) && (trace[j].Action == snapshot.ActionSegmentFree || trace[j].Action == snapshot.ActionSegmentUnmap || ignorable(trace[j].Action)) {
+		j++
+	}
+	if j == len(trace) {
+		return false
+	}
+	switch trace[j].Action {
+	case snapshot.ActionOOM:
+		return true
+	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+		return gc || (capacity > 0 && reserved+trace[j].Size > capacity)
+	}
+	return false
+}
+
+func kindOf(a snapshot.Action) EventKind {
+	switch a {
+	case snapshot.ActionSegmentAlloc:
+		return SegmentAlloc
+	case snapshot.ActionSegmentFree:
+		return SegmentFree
+	case snapshot.ActionSegmentMap:
+		return SegmentMap
+	case snapshot.ActionSegmentUnmap:
+		return SegmentUnmap
+	}
+	return 0
+}
+
+// segDelta is what one event adds to reserved; a segment event without a positive size adds nothing (Record
+// reports it).
+func segDelta(e *snapshot.TraceEntry) int64 {
+	if e.Size <= 0 {
+		return 0
+	}
+	switch e.Action {
+	case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+		return e.Size
+	case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+		return -e.Size
+	}
+	return 0
+}

@@ -1,0 +1,241 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/memscan/memscan/snapshot"
+)
+
+// Result is one replay of a trace under one configuration.
+type Result struct {
+	// Settings is the configuration replayed, in PYTORCH_CUDA_ALLOC_CONF syntax ("" for the default).
+	Settings string
+	// Capacity is the usable device memory the replay assumed (0: unlimited); CapacitySource says where it came
+	// from: "oom event", "input" or "none (unlimited)".
+	Capacity       int64
+	CapacitySource string
+	// PeakReserved is the highest reserved memory; PeakIndex the first event after which it was reached (−1:
+	// before the first event), PeakTimeUS that event's time (0 when unknown).
+	PeakReserved int64
+	PeakIndex    int
+	PeakTimeUS   int64
+	// PeakFragmentation is what reserved memory consisted of right after the request that reached the peak.
+	PeakFragmentation Fragmentation
+	FinalReserved     int64
+	FinalAllocated    int64
+	// Timeline holds reserved memory after every event that changed it, starting with the state before the
+	// first event (Index −1).
+	Timeline []Sample
+	// Created are the segments (segment_alloc) and mappings (segment_map) the model made, in order.
+	Created []SegmentEvent
+	// EmptyCacheCalls is how many empty_cache calls of the trace were replayed.
+	EmptyCacheCalls int
+	// Failed are the allocations the model could not satisfy (a what-if that runs out of memory); they are
+	// skipped and their frees ignored.
+	Failed []Failure
+	// OOMs are the trace's oom events and whether the model failed there too.
+	OOMs []OOMCheck
+	// AddressMismatches counts allocations placed at another address than the trace's while the model still
+	// used the trace's segment addresses; FirstAddressMismatch is the first such event (−1: none).
+	AddressMismatches    int
+	FirstAddressMismatch int
+	// FirstDivergence is the first alloc, free or oom event after which the model's reserved memory differs
+	// from what the trace's segment events add up to (−1: never). Under the recorded settings a faithful replay
+	// never diverges; under other settings it says where the what-if departs from the recording.
+	FirstDivergence int
+	// Partial is true when the trace did not start at the process's first allocation or the replay met events
+	// it could not explain; Issues say which and where.
+	Partial bool
+	Issues  []Issue
+}
+
+// Sample is reserved memory after trace event Index.
+type Sample struct {
+	Index    int   `json:"index"`
+	TimeUS   int64 `json:"time_us,omitempty"`
+	Reserved int64 `json:"reserved_bytes"`
+}
+
+// Failure is an allocation the model could not satisfy.
+type Failure struct {
+	Index    int   `json:"index"`
+	Size     int64 `json:"size"`
+	Reserved int64 `json:"reserved_bytes"`
+}
+
+// OOMCheck is one oom event of the trace.
+type OOMCheck struct {
+	Index      int   `json:"index"`
+	Size       int64 `json:"size"`
+	Reproduced bool  `json:"reproduced"`
+}
+
+// PartialReason is the issues in one line, "" when the replay is complete.
+func (r *Result) PartialReason() string {
+	if !r.Partial {
+		return ""
+	}
+	s := ""
+	for i, is := range r.Issues {
+		if i > 0 {
+			s += "; "
+		}
+		s += is.String()
+	}
+	return s
+}
+
+// ReplayOptions are what a replay needs besides the recording and settings.
+type ReplayOptions struct {
+	// Capacity is the usable device memory; 0 takes the recording's oom capacity, else unlimited.
+	Capacity int64
+	// TotalMemory is the device's total memory (for memory fractions and expandable ranges); 0: the capacity.
+	TotalMemory int64
+}
+
+// Replay drives a fresh model under cfg with the recorded trace: allocs (re-rounded) and frees as the trace's
+// free_completed events return blocks, empty_cache where the trace called it, and each oom as a request that
+// must fail. It fails only for a configuration the model cannot run or a cancelled context; what the trace
+// cannot explain makes the result partial.
+func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) (*Result, error) {
+	res, _, err := replay(ctx, rec, cfg, opt)
+	return res, err
+}
+
+// replay is Replay, also returning the model in its final state (for tests of its structure).
+func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) (*Result, *Allocator, error) {
+	res := &Result{Settings: cfg.String(), PeakIndex: -1, FirstAddressMismatch: -1, FirstDivergence: -1, CapacitySource: "none (unlimited)"}
+	switch {
+	case rec.Capacity > 0 && opt.Capacity <= 0:
+		res.Capacity, res.CapacitySource = rec.Capacity, "oom event"
+	case opt.Capacity > 0:
+		res.Capacity, res.CapacitySource = opt.Capacity, "input"
+	}
+	var a *Allocator
+	diverged := false
+	hint := func(kind EventKind, size int64) (uint64, bool) {
+		k := a.created
+		if diverged || k >= len(rec.Created) || rec.Created[k].Kind != kind || rec.Created[k].Size != size {
+			diverged = true
+			return 0, false
+		}
+		return rec.Created[k].Addr, true
+	}
+	a, err := New(cfg, Options{Capacity: res.Capacity, TotalMemory: cmpOr(opt.TotalMemory, res.Capacity), Address: hint})
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Issues = append(res.Issues, rec.Issues...)
+	ignore := map[uint64]bool{}
+	for id := range rec.ignore {
+		ignore[id] = true
+	}
+	for _, s := range rec.initial {
+		for _, b := range a.seed(s) {
+			ignore[b.id] = true
+			res.Issues = addIssue(res.Issues, -1, "allocation at 0x%x live at the start overlaps another; its free is skipped", b.addr)
+		}
+	}
+	startFrag := a.Fragmentation()
+	res.Timeline = append(res.Timeline, Sample{Index: -1, Reserved: a.reserved})
+	res.PeakReserved = a.reserved
+	failed := map[uint64]bool{}
+	nextEmpty := 0
+	const oomID = ^uint64(0) // the id of an oom event's request; no trace address is all ones
+	trace := rec.Trace
+	recorded := rec.InitialReserved
+	for i := range trace {
+		if i&0xfff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		e := &trace[i]
+		before := a.reserved
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			if e.Size <= 0 {
+				res.Issues = addIssue(res.Issues, i, "alloc of %d bytes", e.Size)
+				continue
+			}
+			if _, ok := a.live[e.Addr]; ok {
+				res.Issues = addIssue(res.Issues, i, "alloc at 0x%x, which is still allocated (its free is missing); the old block is freed first", e.Addr)
+				_ = a.Free(e.Addr)
+			}
+			if len(failed) > 0 {
+				delete(failed, e.Addr)
+			}
+			if len(ignore) > 0 {
+				delete(ignore, e.Addr)
+			}
+			switch err := a.MallocIn(e.Addr, e.Size, e.Stream, PoolID(e.Pool())); {
+			case isOOM(err):
+				failed[e.Addr] = true
+				res.Failed = append(res.Failed, Failure{Index: i, Size: e.Size, Reserved: a.reserved})
+			case err != nil:
+				return nil, nil, fmt.Errorf("event %d: %w", i, err)
+			case !diverged:
+				if got, _ := a.AddressOf(e.Addr); got != e.Addr {
+					if res.AddressMismatches == 0 {
+						res.FirstAddressMismatch = i
+					}
+					res.AddressMismatches++
+				}
+			}
+		case rec.freeAction:
+			if (len(failed) > 0 && failed[e.Addr]) || (len(ignore) > 0 && ignore[e.Addr]) {
+				delete(failed, e.Addr)
+				delete(ignore, e.Addr)
+				continue
+			}
+			if err := a.Free(e.Addr); err != nil {
+				res.Issues = addIssue(res.Issues, i, "%s of 0x%x, which was never allocated", e.Action, e.Addr)
+			}
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			if nextEmpty < len(rec.EmptyCaches) && rec.EmptyCaches[nextEmpty] == i {
+				nextEmpty++
+				res.EmptyCacheCalls++
+				a.EmptyCache()
+			}
+		case snapshot.ActionOOM:
+			err := a.MallocIn(oomID, max(e.Size, 1), e.Stream, PoolID(e.Pool()))
+			res.OOMs = append(res.OOMs, OOMCheck{Index: i, Size: e.Size, Reproduced: err != nil})
+			if err == nil {
+				_ = a.Free(oomID) // the real request failed: nothing stays allocated
+			}
+		}
+		recorded += segDelta(e)
+		if res.FirstDivergence < 0 && a.reserved != recorded && (e.Action == snapshot.ActionAlloc || e.Action == rec.freeAction || e.Action == snapshot.ActionOOM) {
+			res.FirstDivergence = i
+		}
+		if a.reserved != before {
+			res.Timeline = append(res.Timeline, Sample{Index: i, TimeUS: e.TimeUS, Reserved: a.reserved})
+		}
+		if a.reserved > res.PeakReserved {
+			res.PeakReserved, res.PeakIndex, res.PeakTimeUS = a.reserved, i, e.TimeUS
+		}
+	}
+	res.PeakFragmentation = a.PeakFragmentation()
+	if res.PeakIndex < 0 {
+		res.PeakFragmentation = startFrag
+	}
+	res.FinalReserved, res.FinalAllocated = a.reserved, a.allocated
+	for _, ev := range a.events {
+		if ev.Kind.Creates() {
+			res.Created = append(res.Created, ev)
+		}
+	}
+	res.Partial = rec.Partial || len(res.Issues) > 0
+	return res, a, nil
+}
+
+// isOOM reports an *OOMError (without making a nil error escape, which would cost one allocation per alloc).
+func isOOM(err error) bool {
+	if err == nil {
+		return false
+	}
+	var oom *OOMError
+	return errors.As(err, &oom)
+}

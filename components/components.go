@@ -1,0 +1,58 @@
+// Package components defines, once, the parts that training memory is split into, in the sense the static
+// estimator uses them. Runtime attribution (what was live at a measured peak) and the static prediction both speak
+// this language, so calibration compares like with like.
+//
+// It imports nothing from memscan, so every layer can use it.
+package components
+
+// Component is one part of device memory at a peak.
+type Component string
+
+// The components, with what each one holds. The definitions are the contract: runtime attribution must put a byte
+// where the estimator would have counted it.
+const (
+	// Weights are the model's parameters and buffers: created before the first forward and alive through every
+	// iteration (for mixed precision, the fp32 master copy is part of the optimizer states, not here).
+	Weights Component = "weights"
+	// Gradients are parameter gradients only: produced in backward and kept until the optimizer step or zero_grad.
+	// Gradients with respect to activations are temporaries.
+	Gradients Component = "gradients"
+	// OptimizerStates are what the optimizer keeps between steps (Adam's moments, master weights): created in the
+	// first optimizer step and kept.
+	OptimizerStates Component = "optimizer"
+	// Activations are forward results kept for backward: allocated in forward and freed in backward.
+	Activations Component = "activations"
+	// Temporaries are transient in forward, backward or the optimizer step: workspaces, activation gradients, the
+	// logits and the loss and its gradient.
+	Temporaries Component = "temporaries"
+	// KVCache is an inference key/value cache (Hugging Face cache_utils, static caches, vLLM/SGLang block pools).
+	KVCache Component = "kv_cache"
+	// Other is everything else: inputs, communication buffers, memory whose role cannot be told.
+	Other Component = "other"
+)
+
+// All lists the components in report order.
+func All() []Component {
+	return []Component{Weights, Gradients, OptimizerStates, Activations, Temporaries, KVCache, Other}
+}
+
+// Describe is the one-line definition of c, for reports and JSON consumers.
+func Describe(c Component) string {
+	switch c {
+	case Weights:
+		return "parameters and buffers, alive from before the first forward through every iteration"
+	case Gradients:
+		return "parameter gradients, from backward until the optimizer step or zero_grad"
+	case OptimizerStates:
+		return "optimizer state, created in the first optimizer step and kept"
+	case Activations:
+		return "forward results kept for backward"
+	case Temporaries:
+		return "transient in forward, backward or the optimizer step (activation gradients, logits, loss and its gradient included)"
+	case KVCache:
+		return "inference key/value cache"
+	case Other:
+		return "inputs, communication buffers and memory of no known role"
+	}
+	return ""
+}

@@ -1,0 +1,509 @@
+package findings
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memscan/memscan/phases"
+	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
+)
+
+// Finding is one conclusion, with the number behind it and where in the trace it was judged.
+type Finding struct {
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	Title    string `json:"title"`
+	Evidence string `json:"evidence"`
+	Advice   string `json:"advice"`
+	// Value is the measured number and Threshold the one it crossed, both in Unit.
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	Unit      string  `json:"unit,omitempty"`
+	// Device, Event, Iteration (1-based, 0: none) and Phase say where the finding was judged.
+	Device    int    `json:"device"`
+	Event     int    `json:"event_index"`
+	Iteration int    `json:"iteration"`
+	Phase     string `json:"phase"`
+	// Basis says how Value was obtained when it is a prediction: "allocator replay" or "estimate".
+	Basis string `json:"basis,omitempty"`
+}
+
+// AllocatorModel replays a device's trace through a model of the caching allocator under other settings
+// (PYTORCH_CUDA_ALLOC_CONF syntax) and returns the peak reserved bytes it predicts.
+type AllocatorModel interface {
+	PeakReserved(ctx context.Context, device int, settings string) (int64, error)
+}
+
+// Detect runs every detector over in, in a fixed order: OOM, leak, fragmentation, cache overhead, idle cache.
+func Detect(ctx context.Context, in *Input) ([]Finding, error) {
+	out := []Finding{}
+	for _, d := range in.Devices {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, OOMs(in.Snapshot, d)...)
+		if f, ok := Leak(d); ok {
+			out = append(out, f)
+		}
+		frag, ok, err := Fragmentation(ctx, in.Snapshot, d, in.Model)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, frag)
+		}
+		if f, ok := CacheOverhead(d, ok); ok {
+			out = append(out, f)
+		}
+		if f, ok := IdleCache(in.Snapshot, d); ok {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// where names an event's iteration and phase, e.g. "iteration 2 backward".
+func where(tl *phases.Timeline, j int) (string, int, string) {
+	it, ph := tl.At(j)
+	switch {
+	case it >= 0:
+		return fmt.Sprintf("iteration %d %s", it+1, ph), it + 1, ph.String()
+	case ph != phases.None:
+		return ph.String(), 0, ph.String()
+	}
+	return "outside any iteration", 0, ph.String()
+}
+
+// ExpandableOn reports whether the snapshot shows expandable segments already in use (allocator_settings or a
+// segment's is_expandable): then they are never advised.
+func ExpandableOn(s *snapshot.Snapshot) bool {
+	if s.AllocatorSettings != nil && s.AllocatorSettings.ExpandableSegments {
+		return true
+	}
+	for i := range s.Segments {
+		if s.Segments[i].IsExpandable {
+			return true
+		}
+	}
+	return false
+}
+
+// excess compares the maximum reserved with the peak allocated; ok when it is beyond the thresholds.
+func excess(d *Device) (peakIdx, resIdx int, peak, res int64, ok bool) {
+	peakIdx, peak = d.PeakIndex()
+	resIdx, res = d.MaxReservedIndex()
+	ok = peak > 0 && float64(res) > CacheOverheadRatio*float64(peak) && res-peak >= CacheOverheadMinBytes
+	return
+}
+
+// CacheOverhead compares the maximum reserved with the peak allocated. It says nothing at or below
+// CacheOverheadRatio: what the cache holds then is what the peak needs. fragmentation tells whether the
+// fragmentation finding already explains the excess (then this one only points at it).
+func CacheOverhead(d *Device, fragmentation bool) (Finding, bool) {
+	peakIdx, resIdx, peak, res, ok := excess(d)
+	if !ok || len(d.Trace) == 0 {
+		return Finding{}, false
+	}
+	pw, _, _ := where(d.Timeline, peakIdx)
+	rw, it, ph := where(d.Timeline, resIdx)
+	f := Finding{ID: "cache-overhead", Severity: SeverityInfo, Title: "Reserved memory exceeds the peak allocated",
+		Value: float64(res) / float64(peak), Threshold: CacheOverheadRatio, Unit: UnitRatio,
+		Device: d.Device, Event: resIdx, Iteration: it, Phase: ph,
+		Evidence: fmt.Sprintf("maximum reserved %s (event %d, %s) is %.2fx the peak allocated %s (event %d, %s): %s reserved beyond what the peak needed",
+			units.Bytes(res), resIdx, rw, float64(res)/float64(peak), units.Bytes(peak), peakIdx, pw, units.Bytes(res-peak)),
+	}
+	if fragmentation {
+		f.Advice = "See the fragmentation finding: the excess is cached memory split into pieces the later requests could not use."
+	} else {
+		f.Advice = "The cache grew beyond the peak without fragmenting the peak itself; check the idle-cache finding, or cap the cache with PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8 if other processes share the device."
+	}
+	return f, true
+}
+
+// Fragmentation judges the cache at its maximum reserved: what it held beyond the peak allocated, how the segments
+// explain it, and what expandable segments would save (from model when given, else an estimate). Silent when
+// expandable segments are already on, or the excess is within CacheOverheadRatio.
+func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model AllocatorModel) (Finding, bool, error) {
+	peakIdx, resIdx, peak, res, ok := excess(d)
+	if !ok || ExpandableOn(s) || len(d.Trace) == 0 {
+		return Finding{}, false, nil
+	}
+	segs := d.segments(s)
+	at := d.cacheAt(segs, resIdx)
+	// The cudaMalloc of the large pool that made the maximum (small-pool segments are 2 MiB and never split
+	// large blocks), the request it served (allocated at the new segment's base), and the cache just before it.
+	trigger, req := -1, int64(0)
+	for j := resIdx; j >= 0; j-- {
+		if e := &d.Trace[j]; (e.Action == snapshot.ActionSegmentAlloc || e.Action == snapshot.ActionSegmentMap) && e.Size > smallSegment {
+			trigger = j
+			break
+		}
+	}
+	if trigger >= 0 {
+		for j := trigger + 1; j < len(d.Trace); j++ {
+			if e := &d.Trace[j]; e.Action == snapshot.ActionAlloc && e.Addr == d.Trace[trigger].Addr {
+				req = e.Size
+				break
+			}
+		}
+	}
+	var basis string
+	var withExp int64
+	if model != nil {
+		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
+		switch {
+		case ctx.Err() != nil:
+			return Finding{}, false, ctx.Err()
+		case err == nil:
+			withExp, basis = v, "allocator replay"
+		default:
+			// A replay the model could not follow falls back to the estimate, saying why.
+			basis = "estimate (allocator replay: " + err.Error() + ")"
+		}
+	}
+	if basis == "" || strings.HasPrefix(basis, "estimate") {
+		// Without a model: expandable segments map large blocks page by page into one growing range per stream,
+		// so at the peak they reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
+		pk := d.cacheAt(segs, peakIdx)
+		withExp = (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
+		withExp = max(withExp, peak)
+		if basis == "" {
+			basis = "estimate"
+		}
+	}
+	saving := res - withExp
+	if saving < FragmentationMinSavingBytes {
+		return Finding{}, false, nil
+	}
+	rw, it, ph := where(d.Timeline, resIdx)
+	pw, _, _ := where(d.Timeline, peakIdx)
+	var why strings.Builder
+	fmt.Fprintf(&why, "reserved peaked at %s (event %d, %s) for an allocated peak of %s (event %d, %s). At that point %d segments held %s live and %s free: %s in %d segments at least half free, the largest free range %s",
+		units.Bytes(res), resIdx, rw, units.Bytes(peak), peakIdx, pw, at.segments, units.Bytes(at.live), units.Bytes(at.free),
+		units.Bytes(at.free), at.mostlyFree, units.Bytes(at.largestFree))
+	if req > 0 {
+		before := d.cacheAt(segs, trigger-1)
+		fmt.Fprintf(&why, "; the last cudaMalloc (event %d, %s) served a request of %s while the cache held %s free, none of it in a range that large (the largest was %s)",
+			trigger, units.Bytes(d.Trace[trigger].Size), units.Bytes(req), units.Bytes(before.free), units.Bytes(before.largestFree))
+	}
+	fmt.Fprintf(&why, ". With expandable segments the peak would reserve about %s (%s), saving %s", units.Bytes(withExp), basis, units.Bytes(saving))
+	return Finding{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache: reserved grows beyond the peak",
+		Value: float64(saving), Threshold: float64(FragmentationMinSavingBytes), Unit: UnitBytes, Basis: basis,
+		Device: d.Device, Event: resIdx, Iteration: it, Phase: ph, Evidence: why.String(),
+		Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments then grow in place, so blocks freed by one shape serve the next; or keep shapes fixed (pad or bucket sequence lengths).",
+	}, true, nil
+}
+
+// IdleCache finds segments still reserved at the end whose last use was in a one-off phase (the setup, or work
+// outside the training iterations such as evaluation) and that at least IdleCacheMinIterations whole iterations
+// after it never touched: memory that no later peak reuses, the only case where torch.cuda.empty_cache() helps.
+// Memory last used inside a training iteration is presumed needed by the next iteration of that shape. Silent
+// when reserved never exceeded the peak by CacheOverheadRatio.
+func IdleCache(s *snapshot.Snapshot, d *Device) (Finding, bool) {
+	if _, _, _, _, ok := excess(d); !ok {
+		return Finding{}, false
+	}
+	segs := d.segments(s)
+	lastUse := make([]int, len(segs))
+	for i := range lastUse {
+		lastUse[i] = segs[i].start
+	}
+	n := len(d.Trace)
+	for i := range d.Blocks {
+		b := &d.Blocks[i]
+		if k := segmentOf(segs, b.Addr, max(b.Start, 0)); k >= 0 {
+			lastUse[k] = max(lastUse[k], min(b.End, n))
+		}
+	}
+	var idle int64
+	var count, from int
+	for k := range segs {
+		if segs[k].end < n {
+			continue
+		}
+		it, ph := d.Timeline.At(lastUse[k])
+		if it >= 0 || ph == phases.Setup && lastUse[k] < 0 {
+			continue
+		}
+		after := 0
+		for _, x := range d.Timeline.Iterations {
+			if x.Complete && x.Span.Start > lastUse[k] {
+				after++
+			}
+		}
+		if after >= IdleCacheMinIterations {
+			idle += segs[k].size
+			count++
+			from = max(from, lastUse[k])
+		}
+	}
+	if idle < IdleCacheMinBytes {
+		return Finding{}, false
+	}
+	w, _, ph := where(d.Timeline, from)
+	return Finding{ID: "idle-cache", Severity: SeverityInfo, Title: "Cached segments no later peak reuses",
+		Value: float64(idle), Threshold: float64(IdleCacheMinBytes), Unit: UnitBytes, Device: d.Device, Event: from,
+		Phase: ph,
+		Evidence: fmt.Sprintf("%d segments (%s) last used in the %s (up to event %d) stayed reserved and unused through every training iteration after it",
+			count, units.Bytes(idle), w, from),
+		Advice: "Call torch.cuda.empty_cache() once after that one-off phase (checkpoint loading, evaluation), not every step.",
+	}, true
+}
+
+// LeakSite is one site whose live bytes grew at the end of every iteration after the first.
+type LeakSite struct {
+	Site     string `json:"site"`
+	Category string `json:"category"`
+	// Iterations is how many complete iterations were compared; FirstBytes the site's live bytes at the end of
+	// iteration 1 (after warm-up), LastBytes at the end of the last one, PerIteration the mean growth.
+	Iterations   int   `json:"iterations"`
+	FirstBytes   int64 `json:"first_bytes"`
+	LastBytes    int64 `json:"last_bytes"`
+	PerIteration int64 `json:"per_iteration_bytes"`
+}
+
+// iterationEnds are the last events of the complete iterations.
+func iterationEnds(tl *phases.Timeline) []int {
+	var ends []int
+	for _, it := range tl.Iterations {
+		if it.Complete {
+			ends = append(ends, it.Span.End-1)
+		}
+	}
+	return ends
+}
+
+// Leaks returns the sites whose live bytes at the end of every iteration after the first exceed the previous
+// iteration's by at least LeakMinGrowthBytes, fastest-growing first; nil with fewer than LeakMinIterations
+// complete iterations.
+func Leaks(d *Device) []LeakSite {
+	ends := iterationEnds(d.Timeline)
+	if len(ends) < LeakMinIterations {
+		return nil
+	}
+	// One sweep over the blocks sorted by start and by end gives every site's live bytes at each iteration end.
+	keys := map[string]int{}
+	var names, cats []string
+	site := make([]int, len(d.Blocks))
+	for i := range d.Blocks {
+		k := siteKey(&d.Blocks[i].Attr)
+		j, ok := keys[k]
+		if !ok {
+			j = len(names)
+			keys[k] = j
+			names = append(names, k)
+			cats = append(cats, "")
+		}
+		// The site's category is its latest block's: a leaking site's first block may predate the first
+		// iteration, where its lifetime alone would call it a weight.
+		cats[j] = d.Blocks[i].Attr.Category
+		site[i] = j
+	}
+	byStart, byEnd := make([]int, len(d.Blocks)), make([]int, len(d.Blocks))
+	for i := range byStart {
+		byStart[i], byEnd[i] = i, i
+	}
+	slices.SortFunc(byStart, func(x, y int) int { return d.Blocks[x].Start - d.Blocks[y].Start })
+	slices.SortFunc(byEnd, func(x, y int) int { return d.Blocks[x].End - d.Blocks[y].End })
+	live := make([]int64, len(names))
+	series := make([][]int64, len(names))
+	for i := range series {
+		series[i] = make([]int64, len(ends))
+	}
+	si, ei := 0, 0
+	for k, e := range ends {
+		for ; si < len(byStart) && d.Blocks[byStart[si]].Start <= e; si++ {
+			live[site[byStart[si]]] += d.Blocks[byStart[si]].Size
+		}
+		for ; ei < len(byEnd) && d.Blocks[byEnd[ei]].End <= e; ei++ {
+			live[site[byEnd[ei]]] -= d.Blocks[byEnd[ei]].Size
+		}
+		for j := range live {
+			series[j][k] = live[j]
+		}
+	}
+	var out []LeakSite
+	for j, v := range series {
+		grows := true
+		for k := 1; k < len(v); k++ {
+			if v[k]-v[k-1] < LeakMinGrowthBytes {
+				grows = false
+				break
+			}
+		}
+		if grows {
+			out = append(out, LeakSite{Site: names[j], Category: cats[j], Iterations: len(v), FirstBytes: v[0],
+				LastBytes: v[len(v)-1], PerIteration: (v[len(v)-1] - v[0]) / int64(len(v)-1)})
+		}
+	}
+	slices.SortFunc(out, func(a, b LeakSite) int {
+		return cmp.Or(cmp.Compare(b.PerIteration, a.PerIteration), strings.Compare(a.Site, b.Site))
+	})
+	return out
+}
+
+// Leak separates warm-up from growth: iteration 1 creates what training keeps (optimizer state, lazy buffers,
+// workspaces); a leak is a site whose live bytes at the end of every later iteration exceed the previous
+// iteration's by at least LeakMinGrowthBytes. The finding names the fastest-growing site.
+func Leak(d *Device) (Finding, bool) {
+	sites := Leaks(d)
+	if len(sites) == 0 {
+		return Finding{}, false
+	}
+	l := sites[0]
+	ends := iterationEnds(d.Timeline)
+	// Warm-up: what iteration 1 created and every later iteration kept, the leaking sites aside.
+	leaking := map[string]bool{}
+	for _, s := range sites {
+		leaking[s.Site] = true
+	}
+	var warm int64
+	first := d.Timeline.Iterations[0].Span
+	for i := range d.Blocks {
+		b := &d.Blocks[i]
+		if first.Contains(b.Start) && b.End > ends[len(ends)-1] && !leaking[siteKey(&b.Attr)] {
+			warm += b.Size
+		}
+	}
+	ev := fmt.Sprintf("%s (%s) holds %s more at the end of each iteration: %s after iteration 1, %s after iteration %d; iteration 1's warm-up (%s created then and kept, e.g. optimizer state) is not growth",
+		l.Site, l.Category, units.Bytes(l.PerIteration), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Iterations, units.Bytes(warm))
+	if len(sites) > 1 {
+		ev += fmt.Sprintf(" (%d growing sites)", len(sites))
+	}
+	return Finding{ID: "leak", Severity: SeverityWarning, Title: "Memory grows every iteration after warm-up",
+		Value: float64(l.PerIteration), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes, Device: d.Device,
+		Event: ends[len(ends)-1], Iteration: len(ends), Phase: "-", Evidence: ev,
+		Advice: "Something keeps a reference to tensors from this site across steps: a list they are appended to, an attribute, a metric accumulated without .item()/.detach(), or outputs kept with their graph.",
+	}, true
+}
+
+// OOMs explains each out-of-memory event of the device: what was live at the failing request by phase and
+// category, and how far beyond the device the step would have gone, extrapolated from the layers completed.
+func OOMs(s *snapshot.Snapshot, d *Device) []Finding {
+	var out []Finding
+	for j := range d.Trace {
+		e := &d.Trace[j]
+		if e.Action != snapshot.ActionOOM {
+			continue
+		}
+		x := ExplainOOM(d, j)
+		w, it, ph := where(d.Timeline, j)
+		var ev strings.Builder
+		fmt.Fprintf(&ev, "a request of %s failed in %s (event %d) with %s allocated, %s reserved and %s free on the device. Live by phase: %s; by category: %s",
+			units.Bytes(e.Size), w, j, units.Bytes(x.Live.Bytes), units.Bytes(x.ReservedBytes), units.Bytes(e.DeviceFree),
+			shareList(x.Live.ByPhase, 4), shareList(x.Live.ByCategory, 4))
+		if x.Layers > 0 {
+			fmt.Fprintf(&ev, ". %d of %d layers had passed this point, adding %s each; the rest of the forward alone would need about %s, %s beyond what the device offered",
+				x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes))
+		}
+		advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length, or sharding (FSDP/ZeRO) for weights and optimizer state."
+		if cached := x.ReservedBytes - x.Live.Bytes; cached >= e.Size {
+			fmt.Fprintf(&ev, ". The cache held %s free, more than the request, but in pieces too small", units.Bytes(cached))
+			if !ExpandableOn(s) {
+				advice = "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so the cached pieces can serve the request; " + advice
+			}
+		}
+		out = append(out, Finding{ID: "oom", Severity: SeverityCritical, Title: "Out of memory",
+			Value: float64(x.ProjectedBytes - x.CapacityBytes), Unit: UnitBytes, Device: d.Device, Event: j, Iteration: it,
+			Phase: ph, Evidence: ev.String(), Advice: advice, Basis: "layer extrapolation"})
+	}
+	return out
+}
+
+func shareList(ss []Share, n int) string {
+	var parts []string
+	for i, s := range ss {
+		if i == n {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", s.Name, units.Bytes(s.Bytes)))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// OOMExplained is what was live at a failing request and where the step was heading.
+type OOMExplained struct {
+	Event          int     `json:"event_index"`
+	RequestedBytes int64   `json:"requested_bytes"`
+	ReservedBytes  int64   `json:"reserved_bytes"`
+	DeviceFree     int64   `json:"device_free_bytes"`
+	Live           LiveSet `json:"live"`
+	// Layers is the model's repeated-layer count (from the setup's repeated allocation stacks), LayersDone how
+	// many had passed the failing allocation's code point; 0 when the trace does not show it.
+	Layers, LayersDone int
+	PerLayerBytes      int64 `json:"per_layer_bytes"`
+	// ProjectedBytes is the allocated memory the forward would have reached at the same point of the last layer;
+	// CapacityBytes what PyTorch could have had (reserved plus the device's free memory).
+	ProjectedBytes int64 `json:"projected_bytes"`
+	CapacityBytes  int64 `json:"capacity_bytes"`
+}
+
+// stackKey identifies a code path by its frames (two lists with the same frames are the same path).
+func stackKey(st *snapshot.Stack) string {
+	if st == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, f := range st.Frames {
+		fmt.Fprintf(&b, "%s:%d:%s;", f.Filename, f.Line, f.Name)
+	}
+	return b.String()
+}
+
+// ExplainOOM breaks down the live memory at the oom event j and extrapolates the step: the model's layer count is
+// the most frequent repetition count among the setup's allocation stacks (every layer allocates its parameters
+// from the same lines); the failing request's stack occurred once per completed layer, and the growth of
+// allocated memory between those occurrences is the per-layer cost.
+func ExplainOOM(d *Device, j int) OOMExplained {
+	e := &d.Trace[j]
+	x := OOMExplained{Event: j, RequestedBytes: e.Size, DeviceFree: e.DeviceFree, ReservedBytes: d.reservedAt(j - 1)}
+	x.Live = d.LiveAt(j-1, 10)
+	x.CapacityBytes = x.ReservedBytes + e.DeviceFree
+	x.ProjectedBytes = x.Live.Bytes + e.Size
+	counts := map[string]int{}
+	for i := 0; i < len(d.Trace) && i < j; i++ {
+		if _, ph := d.Timeline.At(i); ph == phases.Setup && d.Trace[i].Action == snapshot.ActionAlloc {
+			counts[stackKey(d.Trace[i].Stack)]++
+		}
+	}
+	byCount := map[int]int{}
+	for k, c := range counts {
+		if k != "" && c >= 2 {
+			byCount[c]++
+		}
+	}
+	for c, n := range byCount {
+		if n > byCount[x.Layers] || n == byCount[x.Layers] && c > x.Layers {
+			x.Layers = c
+		}
+	}
+	key := stackKey(e.Stack)
+	if x.Layers == 0 || key == "" {
+		return x
+	}
+	it, _ := d.Timeline.At(j)
+	from := 0
+	if it >= 0 {
+		from = d.Timeline.Iterations[it].Span.Start
+	}
+	var seen []int
+	for i := from; i < j; i++ {
+		if d.Trace[i].Action == snapshot.ActionAlloc && stackKey(d.Trace[i].Stack) == key {
+			seen = append(seen, i)
+		}
+	}
+	x.LayersDone = len(seen)
+	if len(seen) < OOMExtrapolateMinLayers || len(seen) >= x.Layers {
+		return x
+	}
+	x.PerLayerBytes = (d.allocatedAt(seen[len(seen)-1]-1) - d.allocatedAt(seen[0]-1)) / int64(len(seen)-1)
+	x.ProjectedBytes += int64(x.Layers-len(seen)-1) * x.PerLayerBytes
+	return x
+}

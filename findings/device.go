@@ -1,0 +1,247 @@
+// Package findings judges one allocator snapshot the way a GPU memory expert would: at the peak (or the OOM), not
+// at the moment of the dump, with iterations and phases from package phases and every live block attributed by
+// package categorize (stack rules, and lifetimes where stacks are missing or generic).
+//
+// The detectors are pure functions of a prepared Input: the device traces replayed (any replay that yields
+// lifetimes and the allocated/reserved series will do), their phases and the per-block attribution. Every
+// threshold, and why it has its value, is in thresholds.go.
+package findings
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/components"
+	"github.com/memscan/memscan/phases"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// Lifetime is one allocation of a replayed trace, live after events Start..End−1 (Start −1: live before the first
+// event; End == len(trace): still live at the end). Size is the requested bytes.
+type Lifetime struct {
+	Addr   uint64
+	Size   int64
+	Stream uint64
+	Stack  *snapshot.Stack
+	// Event is the trace event that introduced the allocation, −1 when the trace never saw it allocated.
+	Event      int
+	Start, End int
+}
+
+// Replay is one device's trace replayed against the snapshot's final state.
+type Replay struct {
+	Device    int
+	Trace     []snapshot.TraceEntry
+	Lifetimes []Lifetime
+	// InitialAllocated and InitialReserved are the live and segment bytes before the first event; Allocated and
+	// Reserved the same after each event.
+	InitialAllocated, InitialReserved int64
+	Allocated, Reserved               []int64
+}
+
+// Block is a lifetime with its attribution.
+type Block struct {
+	Lifetime
+	Attr categorize.Attribution
+}
+
+// Device is one device's trace, prepared for the detectors.
+type Device struct {
+	Replay
+	Timeline *phases.Timeline
+	Blocks   []Block
+}
+
+// Input is everything the detectors read about one snapshot.
+type Input struct {
+	Snapshot *snapshot.Snapshot
+	Devices  []*Device
+	// Model, when set, replays a device's trace through an allocator model; nil means estimates only.
+	Model AllocatorModel
+}
+
+// Prepare finds the phases of a replayed device trace and attributes every lifetime (with cz, which must be used by
+// one goroutine at a time).
+func Prepare(s *snapshot.Snapshot, r Replay, cz *categorize.Categorizer) *Device {
+	d := &Device{Replay: r, Timeline: phases.Detect(r.Trace, s.ExternalAnnotations, r.Device)}
+	d.Blocks = make([]Block, len(r.Lifetimes))
+	for i, l := range r.Lifetimes {
+		d.Blocks[i] = Block{Lifetime: l, Attr: categorize.Attribute(cz.Stack(l.Stack), categorize.Life{Start: l.Start, End: l.End}, d.Timeline)}
+	}
+	return d
+}
+
+// allocatedAt is the live bytes after event j (before the first event when j is −1).
+func (d *Device) allocatedAt(j int) int64 {
+	if j < 0 {
+		return d.InitialAllocated
+	}
+	return d.Allocated[j]
+}
+
+// reservedAt is the segment bytes after event j.
+func (d *Device) reservedAt(j int) int64 {
+	if j < 0 {
+		return d.InitialReserved
+	}
+	return d.Reserved[j]
+}
+
+// argmax returns the first index of the largest value of series (−1 when initial is larger than all of it).
+func argmax(initial int64, series []int64) (int, int64) {
+	idx, best := -1, initial
+	for j, v := range series {
+		if v > best {
+			idx, best = j, v
+		}
+	}
+	return idx, best
+}
+
+// PeakIndex is the first event after which allocated memory is highest, and that memory.
+func (d *Device) PeakIndex() (int, int64) { return argmax(d.InitialAllocated, d.Allocated) }
+
+// MaxReservedIndex is the first event after which reserved memory is highest, and that memory.
+func (d *Device) MaxReservedIndex() (int, int64) { return argmax(d.InitialReserved, d.Reserved) }
+
+// live returns the blocks live after event j.
+func (d *Device) live(j int) []*Block {
+	var out []*Block
+	for i := range d.Blocks {
+		if b := &d.Blocks[i]; b.Start <= j && j < b.End {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Share is bytes under one name.
+type Share struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+	Count int    `json:"count"`
+}
+
+// LiveSet is what was live after one event, broken down four ways.
+type LiveSet struct {
+	Device    int    `json:"device"`
+	Event     int    `json:"event_index"`
+	TimeUS    int64  `json:"time_us,omitempty"`
+	Bytes     int64  `json:"bytes"`
+	Iteration int    `json:"iteration"` // 1-based; 0 when outside any iteration
+	Phase     string `json:"phase"`
+	// ByCategory, ByComponent and ByPhase (the phase each block was allocated in) sort by bytes, largest first;
+	// BySite holds the largest sites.
+	ByCategory  []Share `json:"by_category"`
+	ByComponent []Share `json:"by_component"`
+	ByPhase     []Share `json:"by_phase"`
+	BySite      []Share `json:"by_site"`
+	// DecidedByLifetime is the bytes whose category the lifetime chose (the stack was missing or generic).
+	DecidedByLifetime int64 `json:"decided_by_lifetime_bytes"`
+}
+
+// Share returns the bytes of name in shares.
+func ShareOf(shares []Share, name string) int64 {
+	for _, s := range shares {
+		if s.Name == name {
+			return s.Bytes
+		}
+	}
+	return 0
+}
+
+// LiveAt breaks down the blocks live after event j; top bounds BySite (0: 20).
+func (d *Device) LiveAt(j, top int) LiveSet {
+	ls := LiveSet{Device: d.Device, Event: j}
+	if j >= 0 && j < len(d.Trace) && d.Trace[j].HasTime {
+		ls.TimeUS = d.Trace[j].TimeUS
+	}
+	it, ph := d.Timeline.At(j)
+	ls.Iteration, ls.Phase = it+1, ph.String()
+	cats, comps, phs, sites := map[string]*Share{}, map[string]*Share{}, map[string]*Share{}, map[string]*Share{}
+	add := func(m map[string]*Share, k string, b int64) {
+		s := m[k]
+		if s == nil {
+			s = &Share{Name: k}
+			m[k] = s
+		}
+		s.Bytes += b
+		s.Count++
+	}
+	for _, b := range d.live(j) {
+		ls.Bytes += b.Size
+		add(cats, b.Attr.Category, b.Size)
+		add(comps, string(b.Attr.Component), b.Size)
+		add(phs, b.Attr.AllocPhase.String(), b.Size)
+		add(sites, siteKey(&b.Attr), b.Size)
+		if b.Attr.DecidedBy == categorize.DecidedByLifetime {
+			ls.DecidedByLifetime += b.Size
+		}
+	}
+	if top <= 0 {
+		top = 20
+	}
+	ls.ByCategory, ls.ByComponent, ls.ByPhase = sorted(cats, 0), sorted(comps, 0), sorted(phs, 0)
+	ls.BySite = sorted(sites, top)
+	return ls
+}
+
+// siteKey names where a block came from: its stack's site, else its category and the lifetime rule that placed it.
+func siteKey(a *categorize.Attribution) string {
+	if a.Site != "" {
+		return a.Site
+	}
+	if a.Lifetime != "" {
+		return "(no stack: " + a.Category + ", " + a.Lifetime + ")"
+	}
+	return "(no stack)"
+}
+
+func sorted(m map[string]*Share, top int) []Share {
+	out := make([]Share, 0, len(m))
+	for _, s := range m {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b Share) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name)) })
+	if top > 0 && len(out) > top {
+		out = out[:top]
+	}
+	return out
+}
+
+// PeakLive is the live set at the device's allocated peak.
+func (d *Device) PeakLive(top int) LiveSet {
+	j, _ := d.PeakIndex()
+	return d.LiveAt(j, top)
+}
+
+// UnknownShare is the fraction of ls's bytes whose category is Unknown.
+func UnknownShare(ls LiveSet) float64 {
+	if ls.Bytes <= 0 {
+		return 0
+	}
+	return float64(ShareOf(ls.ByCategory, categorize.Unknown)) / float64(ls.Bytes)
+}
+
+// ComponentBytes is the bytes of component c in ls.
+func ComponentBytes(ls LiveSet, c components.Component) int64 {
+	return ShareOf(ls.ByComponent, string(c))
+}
+
+// IterationPeak is the live set at the highest allocated memory within iteration k (0-based); ok is false when
+// there is no such iteration.
+func (d *Device) IterationPeak(k, top int) (LiveSet, bool) {
+	if k < 0 || k >= len(d.Timeline.Iterations) {
+		return LiveSet{}, false
+	}
+	sp := d.Timeline.Iterations[k].Span
+	best := sp.Start
+	for j := sp.Start; j < sp.End && j < len(d.Allocated); j++ {
+		if d.Allocated[j] > d.Allocated[best] {
+			best = j
+		}
+	}
+	return d.LiveAt(best, top), true
+}

@@ -1,0 +1,195 @@
+package findings_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/traingen"
+	"github.com/memscan/memscan/units"
+)
+
+const mib = 1 << 20
+
+// healthy is a fixed-shape run whose cache holds less than 10 % beyond its peak.
+var healthy = traingen.TrainingLoop{Iterations: 4, Layers: 4, WeightBytes: 64 * mib, ActivationBytes: 256 * mib,
+	LogitsBytes: 3072 * mib, Annotations: true}
+
+func detect(t *testing.T, c traingen.TrainingLoop) (*findings.Input, map[string]findings.Finding) {
+	t.Helper()
+	in := prepare(t, c.Build())
+	fs, err := findings.Detect(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]findings.Finding{}
+	for _, f := range fs {
+		if _, dup := byID[f.ID]; dup {
+			t.Errorf("two %q findings on one device", f.ID)
+		}
+		byID[f.ID] = f
+	}
+	return in, byID
+}
+
+// TestHealthyStaysSilent: every detector stays silent on a healthy fixed-shape run, with and without annotations.
+func TestHealthyStaysSilent(t *testing.T) {
+	for _, ann := range []bool{true, false} {
+		c := healthy
+		c.Annotations = ann
+		in, got := detect(t, c)
+		d := in.Devices[0]
+		_, peak := d.PeakIndex()
+		_, res := d.MaxReservedIndex()
+		if float64(res) > findings.CacheOverheadRatio*float64(peak) {
+			t.Fatalf("fixture reserves %d for a peak of %d: not healthy", res, peak)
+		}
+		if len(got) != 0 {
+			t.Errorf("annotations=%v: findings on a healthy run: %v", ann, got)
+		}
+	}
+}
+
+// TestLeakFires: logits kept from every iteration grow by exactly their size per iteration, at the logits' site;
+// iteration 1's optimizer state is warm-up, not growth.
+func TestLeakFires(t *testing.T) {
+	c := healthy
+	c.Keep = true
+	c.LogitsBytes = 512 * mib
+	_, got := detect(t, c)
+	f, ok := got["leak"]
+	if !ok {
+		t.Fatalf("no leak finding: %v", got)
+	}
+	if f.Unit != findings.UnitBytes || f.Value != float64(c.LogitsBytes) {
+		t.Errorf("growth %g %s per iteration, want %d bytes", f.Value, f.Unit, c.LogitsBytes)
+	}
+	if !strings.Contains(f.Evidence, "/home/user/proj/model.py:85:forward") || !strings.Contains(f.Evidence, units.Bytes(c.LogitsBytes)+" more at the end of each iteration") {
+		t.Errorf("evidence does not name the site and the growth: %s", f.Evidence)
+	}
+	// Warm-up: iteration 1 keeps 2 states per layer (and the first iteration's input until the next one).
+	if want := "warm-up (" + units.Bytes(2*int64(c.Layers)*c.WeightBytes); !strings.Contains(f.Evidence, want) {
+		t.Errorf("evidence lacks the warm-up of 2·4·64 MiB of optimizer state: %s", f.Evidence)
+	}
+	// Two iterations are not enough to tell growth from warm-up.
+	c.Iterations = findings.LeakMinIterations - 1
+	if _, got := detect(t, c); got["leak"].ID != "" {
+		t.Errorf("leak called after %d iterations", c.Iterations)
+	}
+}
+
+// TestFragmentationFires: changing shapes leave cached segments the next, larger shape cannot use; the finding is
+// in bytes, never more than reserved beyond the peak, and cache overhead points at it.
+func TestFragmentationFires(t *testing.T) {
+	c := healthy
+	c.Scale = []float64{1, 3, 2, 4}
+	c.LogitsBytes = 512 * mib
+	in, got := detect(t, c)
+	d := in.Devices[0]
+	_, peak := d.PeakIndex()
+	_, res := d.MaxReservedIndex()
+	f, ok := got["fragmentation"]
+	if !ok {
+		t.Fatalf("no fragmentation finding: %v", got)
+	}
+	if f.Unit != findings.UnitBytes || f.Value < float64(findings.FragmentationMinSavingBytes) || f.Value > float64(res-peak) || f.Basis != "estimate" {
+		t.Errorf("saving %g %s (%s), want bytes in [%d, %d]", f.Value, f.Unit, f.Basis, findings.FragmentationMinSavingBytes, res-peak)
+	}
+	co, ok := got["cache-overhead"]
+	if !ok || co.Value != float64(res)/float64(peak) || !strings.Contains(co.Advice, "fragmentation finding") {
+		t.Errorf("cache overhead %+v, want ratio %g pointing at the fragmentation finding", co, float64(res)/float64(peak))
+	}
+	if _, ok := got["idle-cache"]; ok {
+		t.Errorf("empty_cache advised for memory a later iteration of another shape may need: %v", got["idle-cache"])
+	}
+	// Expandable segments already on: never advised again.
+	in.Snapshot.AllocatorSettings.ExpandableSegments = true
+	if _, ok, _ := findings.Fragmentation(context.Background(), in.Snapshot, d, nil); ok {
+		t.Error("expandable segments advised although the snapshot has them on")
+	}
+}
+
+// model is an allocator model that answers a fixed reserved peak.
+type model int64
+
+func (m model) PeakReserved(context.Context, int, string) (int64, error) { return int64(m), nil }
+
+// TestFragmentationUsesModel: with an allocator model the saving is its replay, not the estimate.
+func TestFragmentationUsesModel(t *testing.T) {
+	c := healthy
+	c.Scale = []float64{1, 3, 2, 4}
+	in := prepare(t, c.Build())
+	d := in.Devices[0]
+	_, res := d.MaxReservedIndex()
+	f, ok, err := findings.Fragmentation(context.Background(), in.Snapshot, d, model(res-1<<30))
+	if err != nil || !ok || f.Value != 1<<30 || f.Basis != "allocator replay" {
+		t.Errorf("with a model saving 1 GiB: %+v %v %v", f, ok, err)
+	}
+	if _, ok, _ := findings.Fragmentation(context.Background(), in.Snapshot, d, model(res-1)); ok {
+		t.Error("fired although the model saves one byte")
+	}
+}
+
+// TestIdleCacheFires: a checkpoint-loading buffer freed in the setup, never reused by any iteration, is the
+// memory empty_cache() gives back: exactly its segment.
+func TestIdleCacheFires(t *testing.T) {
+	c := healthy
+	c.LogitsBytes = 512 * mib
+	c.SetupScratchBytes = 1536 * mib
+	_, got := detect(t, c)
+	f, ok := got["idle-cache"]
+	if !ok || f.Value != float64(c.SetupScratchBytes) || f.Phase != "setup" {
+		t.Fatalf("idle cache %+v (ok %v), want the 1.5 GiB setup buffer", f, ok)
+	}
+}
+
+// TestOOMExplained: the OOM in layer 5 of 8 is explained by phase and category, and the forward is extrapolated:
+// at the failing point of layer 8 it would hold 8 weights, the input and 8 activations.
+func TestOOMExplained(t *testing.T) {
+	c := healthy
+	c.Layers, c.OOMAtLayer, c.Iterations = 8, 5, 1
+	in, got := detect(t, c)
+	f, ok := got["oom"]
+	if !ok || len(got) != 1 {
+		t.Fatalf("findings %v, want one oom", got)
+	}
+	d := in.Devices[0]
+	x := findings.ExplainOOM(d, f.Event)
+	act, w, input := c.ActivationBytes, c.WeightBytes, int64(2*mib)
+	if x.Layers != 8 || x.LayersDone != 4 || x.PerLayerBytes != act {
+		t.Errorf("layers %d done %d per layer %d, want 8, 4, %d", x.Layers, x.LayersDone, x.PerLayerBytes, act)
+	}
+	if want := 8*w + input + 8*act; x.ProjectedBytes != want {
+		t.Errorf("projected %d, want %d", x.ProjectedBytes, want)
+	}
+	// Reserved: weights, input, four activations and the one reused transient segment (half an activation).
+	if want := 8*w + input + 4*act + act/2 + 1*mib; x.CapacityBytes != want {
+		t.Errorf("capacity %d, want %d", x.CapacityBytes, want)
+	}
+	if x.Live.Bytes != 8*w+input+4*act || findings.ShareOf(x.Live.ByPhase, "forward") != 4*act || findings.ShareOf(x.Live.ByPhase, "setup") != 8*w+input {
+		t.Errorf("live at the OOM %+v", x.Live)
+	}
+	if f.Value != float64(x.ProjectedBytes-x.CapacityBytes) || f.Phase != "forward" || f.Iteration != 1 {
+		t.Errorf("finding %+v", f)
+	}
+}
+
+// TestIterationPeak: in the fixture every iteration peaks at the start of its backward (all activations, the
+// logits and the first activation gradient live); iteration 1 holds no optimizer state yet, iteration 2 does.
+func TestIterationPeak(t *testing.T) {
+	in := prepare(t, healthy.Build())
+	d := in.Devices[0]
+	p1, ok1 := d.IterationPeak(0, 5)
+	p2, ok2 := d.IterationPeak(1, 5)
+	if !ok1 || !ok2 || p1.Phase != "backward" || p2.Phase != "backward" {
+		t.Fatalf("iteration peaks in %q and %q, want backward", p1.Phase, p2.Phase)
+	}
+	states := 2 * int64(healthy.Layers) * healthy.WeightBytes
+	if findings.ComponentBytes(p1, "optimizer") != 0 || findings.ComponentBytes(p2, "optimizer") != states {
+		t.Errorf("optimizer state %d then %d, want 0 then %d", findings.ComponentBytes(p1, "optimizer"), findings.ComponentBytes(p2, "optimizer"), states)
+	}
+	if _, ok := d.IterationPeak(len(d.Timeline.Iterations), 5); ok {
+		t.Error("a peak for an iteration that does not exist")
+	}
+}

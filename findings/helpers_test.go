@@ -1,0 +1,34 @@
+package findings_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// prepare replays every device trace of s with analyze's replay and prepares it for the detectors.
+func prepare(t testing.TB, s *snapshot.Snapshot) *findings.Input {
+	t.Helper()
+	in := &findings.Input{Snapshot: s}
+	cz := categorize.NewCategorizer(nil)
+	for dev, tr := range s.DeviceTraces {
+		if len(tr) == 0 {
+			continue
+		}
+		r, err := analyze.ReplayDevice(context.Background(), s, dev)
+		if err != nil {
+			t.Fatalf("replay device %d: %v", dev, err)
+		}
+		fr := findings.Replay{Device: dev, Trace: r.Trace, InitialAllocated: r.InitialAllocated, InitialReserved: r.InitialReserved,
+			Allocated: r.Allocated, Reserved: r.Reserved, Lifetimes: make([]findings.Lifetime, len(r.Lifetimes))}
+		for i, l := range r.Lifetimes {
+			fr.Lifetimes[i] = findings.Lifetime{Addr: l.Addr, Size: l.Size, Stream: l.Stream, Stack: l.Stack, Event: l.Event, Start: l.Start, End: l.End}
+		}
+		in.Devices = append(in.Devices, findings.Prepare(s, fr, cz))
+	}
+	return in
+}

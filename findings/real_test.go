@@ -1,0 +1,206 @@
+package findings_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/load"
+)
+
+// gpuRun is the part of ../shared/gpu_runs/runs.json these tests read: what PyTorch measured on the H200.
+type gpuRun struct {
+	Name  string `json:"name"`
+	Model struct {
+		L, H, Heads, KV int
+	} `json:"model"`
+	Settings struct {
+		B, S int
+	} `json:"settings"`
+	OOM           string `json:"oom"`
+	PeakAllocated int64  `json:"peak_allocated"`
+	PeakReserved  int64  `json:"peak_reserved"`
+}
+
+func (r *gpuRun) UnmarshalJSON(b []byte) error {
+	type plain gpuRun
+	var raw struct {
+		plain
+		Model    map[string]any `json:"model"`
+		Settings map[string]any `json:"settings"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*r = gpuRun(raw.plain)
+	num := func(m map[string]any, k string) int { f, _ := m[k].(float64); return int(f) }
+	r.Model.L, r.Model.H, r.Model.Heads, r.Model.KV = num(raw.Model, "L"), num(raw.Model, "h"), num(raw.Model, "heads"), num(raw.Model, "kv")
+	r.Settings.B, r.Settings.S = num(raw.Settings, "b"), num(raw.Settings, "s")
+	return nil
+}
+
+type realRun struct {
+	run *gpuRun
+	in  *findings.Input
+	got map[string]findings.Finding
+}
+
+// loadReal decodes one shared H200 snapshot, runs the detectors and returns them with PyTorch's measurements.
+func loadReal(t *testing.T, name string) realRun {
+	t.Helper()
+	dir := realsnap.SharedDir(t, "gpu_runs")
+	b, err := os.ReadFile(filepath.Join(dir, "runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []gpuRun
+	if err := json.Unmarshal(b, &runs); err != nil {
+		t.Fatal(err)
+	}
+	var run *gpuRun
+	for i := range runs {
+		if runs[i].Name == name {
+			run = &runs[i]
+		}
+	}
+	if run == nil {
+		t.Fatalf("%s not in runs.json", name)
+	}
+	dec, err := load.DecodeFile(context.Background(), filepath.Join(dir, name+".pickle.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := prepare(t, dec.Snapshot)
+	fs, err := findings.Detect(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]findings.Finding{}
+	for _, f := range fs {
+		got[f.ID] = f
+	}
+	return realRun{run, in, got}
+}
+
+// TestRealHealthyRuns: the fixed-shape runs reserve at most 1.10x their peak (PyTorch's own numbers), so no leak,
+// no cache-overhead, no empty_cache and no fragmentation advice; the replayed peak is PyTorch's.
+func TestRealHealthyRuns(t *testing.T) {
+	for _, name := range []string{"llama1b-bf16-b4-s2048-snap", "llama1b-bf16-b4-s2048-stacksall-snap"} {
+		t.Run(name, func(t *testing.T) {
+			r := loadReal(t, name)
+			if float64(r.run.PeakReserved) > findings.CacheOverheadRatio*float64(r.run.PeakAllocated) {
+				t.Fatalf("run reserves %d for %d: not the healthy case", r.run.PeakReserved, r.run.PeakAllocated)
+			}
+			if len(r.got) != 0 {
+				t.Errorf("findings on a healthy run: %v", r.got)
+			}
+			// The replay counts requested bytes, PyTorch rounded blocks: within 0.01 %.
+			_, peak := r.in.Devices[0].PeakIndex()
+			if math.Abs(float64(peak-r.run.PeakAllocated)) > 1e-4*float64(r.run.PeakAllocated) {
+				t.Errorf("peak %d, PyTorch measured %d", peak, r.run.PeakAllocated)
+			}
+		})
+	}
+}
+
+// TestRealVarlenFragmentation: the varying sequence lengths fragment the cache; the finding states its saving in
+// bytes, bounded by what PyTorch reserved beyond its peak.
+func TestRealVarlenFragmentation(t *testing.T) {
+	r := loadReal(t, "llama1b-varlen-b4-snap")
+	f, ok := r.got["fragmentation"]
+	if !ok {
+		t.Fatalf("no fragmentation finding: %v", r.got)
+	}
+	excess := r.run.PeakReserved - r.run.PeakAllocated
+	if f.Unit != findings.UnitBytes || f.Value < float64(findings.FragmentationMinSavingBytes) || f.Value > float64(excess) {
+		t.Errorf("saving %g %s, want bytes up to PyTorch's excess %d", f.Value, f.Unit, excess)
+	}
+	if _, ok := r.got["leak"]; ok {
+		t.Errorf("leak on a run whose shapes only vary: %v", r.got["leak"])
+	}
+	if _, ok := r.got["idle-cache"]; ok {
+		t.Errorf("empty_cache advised for memory that longer batches need again: %v", r.got["idle-cache"])
+	}
+}
+
+// TestRealUnknownAtPeak: with Python-only stacks, autograd's allocations carry no stack; lifetimes place them, so
+// Unknown stays within 5 % of the live bytes at the peak.
+func TestRealUnknownAtPeak(t *testing.T) {
+	for _, name := range []string{"llama1b-bf16-b4-s2048-snap", "llama1b-varlen-b4-snap", "llama8b-oom-b8-s8192-snap"} {
+		t.Run(name, func(t *testing.T) {
+			r := loadReal(t, name)
+			pk := r.in.Devices[0].PeakLive(10)
+			if u := findings.UnknownShare(pk); u > 0.05 {
+				t.Errorf("Unknown %.1f %% of the peak's %d bytes: %v", 100*u, pk.Bytes, pk.ByCategory)
+			}
+			if r.run.OOM == "" && findings.ShareOf(pk.ByCategory, categorize.OptimizerState) == 0 {
+				t.Errorf("no optimizer state at a training peak after step 1: %v", pk.ByCategory)
+			}
+		})
+	}
+}
+
+// TestRealKVCache: at the inference peak (prefill of 32 × 2048 tokens) the KV Cache category holds exactly
+// Hugging Face's cache: keys and values for every layer, KV head and position, in bf16.
+func TestRealKVCache(t *testing.T) {
+	r := loadReal(t, "llama1b-infer-b32-p2048-g128-snap")
+	m := r.run.Model
+	want := int64(2 * m.L * r.run.Settings.B * m.KV * (m.H / m.Heads) * r.run.Settings.S * 2)
+	pk := r.in.Devices[0].PeakLive(10)
+	if got := findings.ShareOf(pk.ByCategory, categorize.KVCache); got != want {
+		t.Errorf("KV Cache at the peak %d, want 2·%d·%d·%d·%d·%d·2 = %d (%v)", got, m.L, r.run.Settings.B, m.KV, m.H/m.Heads, r.run.Settings.S, want, pk.ByCategory)
+	}
+}
+
+// TestRealOOM: the OOM's live set is what PyTorch's message says was allocated, and the layer count is the model's.
+func TestRealOOM(t *testing.T) {
+	r := loadReal(t, "llama8b-oom-b8-s8192-snap")
+	f, ok := r.got["oom"]
+	if !ok {
+		t.Fatalf("no oom finding: %v", r.got)
+	}
+	m := regexp.MustCompile(`Of the allocated memory ([0-9.]+) GiB is allocated by PyTorch`).FindStringSubmatch(r.run.OOM)
+	if m == nil {
+		t.Fatalf("no allocated figure in %q", r.run.OOM)
+	}
+	gib, _ := strconv.ParseFloat(m[1], 64)
+	x := findings.ExplainOOM(r.in.Devices[0], f.Event)
+	if got := float64(x.Live.Bytes) / (1 << 30); math.Abs(got-gib) > 0.01 {
+		t.Errorf("live at the OOM %.2f GiB, PyTorch says %.2f GiB", got, gib)
+	}
+	if x.Layers != r.run.Model.L || x.LayersDone < 1 || x.LayersDone >= x.Layers {
+		t.Errorf("layers %d (done %d), the model has %d", x.Layers, x.LayersDone, r.run.Model.L)
+	}
+	if x.ProjectedBytes <= x.CapacityBytes || f.Value != float64(x.ProjectedBytes-x.CapacityBytes) {
+		t.Errorf("projection %d within capacity %d", x.ProjectedBytes, x.CapacityBytes)
+	}
+	if _, ok := r.got["fragmentation"]; ok {
+		t.Errorf("fragmentation on an OOM whose cache held only %d free", x.ReservedBytes-x.Live.Bytes)
+	}
+}
+
+// TestRealVarlenExpandableReplay: with package allocator's replay the saving is what the H200 measured: the same
+// run under expandable_segments:True reserved 61.6 GiB (stated to 0.1 GiB).
+func TestRealVarlenExpandableReplay(t *testing.T) {
+	r := loadReal(t, "llama1b-varlen-b4-snap")
+	d := r.in.Devices[0]
+	f, ok, err := findings.Fragmentation(context.Background(), r.in.Snapshot, d, findings.Replayer{Snapshot: r.in.Snapshot})
+	if err != nil || !ok || f.Basis != "allocator replay" {
+		t.Fatalf("fragmentation with the allocator model: %+v %v %v", f, ok, err)
+	}
+	_, res := d.MaxReservedIndex()
+	if res != r.run.PeakReserved {
+		t.Errorf("max reserved %d, PyTorch measured %d", res, r.run.PeakReserved)
+	}
+	if withExp := float64(res) - f.Value; math.Abs(withExp/(1<<30)-61.6) > 0.05 {
+		t.Errorf("expandable segments would reserve %.2f GiB, the H200 reserved 61.6 GiB", withExp/(1<<30))
+	}
+}

@@ -1,0 +1,578 @@
+// Package phases finds the training iterations in an allocator trace and, within each, the forward, backward and
+// optimizer phases, as event-index (and time) boundaries per device.
+//
+// Evidence, strongest first:
+//
+//   - record_function annotations of the optimizer (PyTorch's "Optimizer.step#AdamW.step", and the zero_grad that
+//     usually follows) delimit the optimizer phase; an iteration ends where its optimizer phase ends;
+//   - stacks: an allocation made inside a module call (torch.nn Module._call_impl, or any frame named forward)
+//     starts the forward; one made by autograd (C++ *Backward*::apply or autograd::Engine frames, Python
+//     torch.autograd backward frames, checkpoint recomputation) starts the backward; one made under torch/optim
+//     starts the optimizer phase when no annotation says where it is;
+//   - with stacks="python", autograd's own thread records no stack at all: a stackless allocation that follows a
+//     forward in a trace that otherwise has stacks is the backward;
+//   - failing all of that, `snapshot` actions or a record_function name repeated at least twice split the trace into
+//     iterations with no phases;
+//   - a trace with no stacks and no markers at all is split by its alloc/free pattern (see periodic).
+//
+// Everything before the first forward is the setup (model build, data loading of the first step). The allocator
+// records the process from its first allocation only when history was enabled that early; a trace that starts
+// later still gets iterations, but its setup is whatever preceded the first phase seen.
+package phases
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/memscan/memscan/snapshot"
+)
+
+// Phase is the part of a training iteration an event belongs to.
+type Phase uint8
+
+const (
+	// None is an event outside any known phase (an iteration split only by markers, or a trace without evidence).
+	None Phase = iota
+	// Setup is everything before the first forward: building the model, moving it to the device, the first input.
+	Setup
+	Forward
+	Backward
+	Optimizer
+)
+
+// String returns the phase's name as reports print it.
+func (p Phase) String() string {
+	switch p {
+	case Setup:
+		return "setup"
+	case Forward:
+		return "forward"
+	case Backward:
+		return "backward"
+	case Optimizer:
+		return "optimizer"
+	}
+	return "-"
+}
+
+// Span is a range of trace events [Start, End); Start == End == −1 when the phase was not seen. StartUS and EndUS
+// are the times of the first event in the span and of the first event after it (the trace's last event when the
+// span runs to the end), 0 when the trace has no times.
+type Span struct {
+	Start   int   `json:"start_event"`
+	End     int   `json:"end_event"`
+	StartUS int64 `json:"start_time_us,omitempty"`
+	EndUS   int64 `json:"end_time_us,omitempty"`
+}
+
+// Empty reports whether the phase was not seen.
+func (s Span) Empty() bool { return s.Start < 0 || s.End <= s.Start }
+
+// Contains reports whether event j lies in the span.
+func (s Span) Contains(j int) bool { return s.Start <= j && j < s.End }
+
+var noSpan = Span{Start: -1, End: -1}
+
+// Iteration is one training iteration on one device.
+type Iteration struct {
+	// Index counts iterations from 1 in trace order.
+	Index int  `json:"iteration"`
+	Span  Span `json:"span"`
+	// Forward, Backward and Optimizer are the phases seen; they tile the iteration in that order.
+	Forward   Span `json:"forward"`
+	Backward  Span `json:"backward"`
+	Optimizer Span `json:"optimizer"`
+	// Complete is true when the iteration ran through an optimizer phase before the trace ended.
+	Complete bool `json:"complete"`
+}
+
+// Timeline is the iterations and phases of one device's trace.
+type Timeline struct {
+	Device int `json:"device"`
+	Events int `json:"events"`
+	// Source names the evidence the boundaries came from, e.g. "optimizer annotations + stacks".
+	Source     string      `json:"source"`
+	Setup      Span        `json:"setup"`
+	Iterations []Iteration `json:"iterations"`
+	// OOM is the first out-of-memory event, −1 when none. The iteration it hit ends there: what the program frees
+	// while unwinding the exception is not part of any phase.
+	OOM int `json:"oom_event"`
+}
+
+// At returns the iteration (0-based index into Iterations, −1 for none) and phase of event j; j == −1 means
+// before the first recorded event, which is the setup when the trace has one.
+func (t *Timeline) At(j int) (iter int, ph Phase) {
+	if j < 0 {
+		if !t.Setup.Empty() && t.Setup.Start == 0 {
+			return -1, Setup
+		}
+		return -1, None
+	}
+	if t.Setup.Contains(j) {
+		return -1, Setup
+	}
+	k := sort.Search(len(t.Iterations), func(i int) bool { return t.Iterations[i].Span.End > j })
+	if k == len(t.Iterations) || !t.Iterations[k].Span.Contains(j) {
+		return -1, None
+	}
+	it := &t.Iterations[k]
+	switch {
+	case it.Forward.Contains(j):
+		return k, Forward
+	case it.Backward.Contains(j):
+		return k, Backward
+	case it.Optimizer.Contains(j):
+		return k, Optimizer
+	}
+	return k, None
+}
+
+// Training reports whether any iteration has a backward phase.
+func (t *Timeline) Training() bool {
+	for _, it := range t.Iterations {
+		if !it.Backward.Empty() {
+			return true
+		}
+	}
+	return false
+}
+
+// FirstOptimizer is the index of the first iteration with an optimizer phase, −1 when none.
+func (t *Timeline) FirstOptimizer() int {
+	for k, it := range t.Iterations {
+		if !it.Optimizer.Empty() {
+			return k
+		}
+	}
+	return -1
+}
+
+// kind is what an allocation's stack says about the phase it was made in.
+type kind uint8
+
+const (
+	kindOther kind = iota
+	kindModule
+	kindAutograd
+	kindOptim
+	kindStackless
+)
+
+var nativeBackward = regexp.MustCompile(`Backward\d*::apply|autograd::Engine::|AccumulateGrad::apply|autograd::CopyBackwards`)
+
+// stackKind classifies one stack, innermost frame first; the first frame that says anything decides, except that
+// autograd frames anywhere win (a backward op calls the same kernels as the forward).
+func stackKind(s *snapshot.Stack) kind {
+	if s == nil || len(s.Frames) == 0 {
+		return kindStackless
+	}
+	k := kindOther
+	for i := range s.Frames {
+		f := &s.Frames[i]
+		file := strings.ReplaceAll(f.Filename, `\`, "/")
+		switch {
+		case nativeBackward.MatchString(f.Name),
+			strings.Contains(file, "torch/autograd/") && (f.Name == "backward" || f.Name == "_engine_run_backward" || f.Name == "grad"),
+			strings.HasSuffix(file, "torch/_tensor.py") && f.Name == "backward",
+			strings.Contains(file, "torch/utils/checkpoint"):
+			return kindAutograd
+		case k == kindOther && strings.Contains(file, "torch/optim/"):
+			k = kindOptim
+		case k == kindOther && (f.Name == "forward" ||
+			strings.HasSuffix(file, "torch/nn/modules/module.py") && (f.Name == "_call_impl" || f.Name == "_wrapped_call_impl")):
+			k = kindModule
+		}
+	}
+	return k
+}
+
+// window is an annotated range of events.
+type window struct{ start, end int }
+
+// annotated maps the START/END pairs of annotations whose name contains sub (on device dev) to event windows:
+// an event belongs to the window when its time lies in [START, END].
+func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int, sub string) []window {
+	if len(trace) == 0 || !trace[0].HasTime {
+		return nil
+	}
+	var out []window
+	open := int64(-1)
+	for _, a := range anns {
+		if a.Device != dev || !strings.Contains(a.Name, sub) {
+			continue
+		}
+		switch a.Stage {
+		case "START":
+			open = a.TimeUS
+		case "END":
+			if open < 0 {
+				continue
+			}
+			s := sort.Search(len(trace), func(i int) bool { return trace[i].TimeUS >= open })
+			e := sort.Search(len(trace), func(i int) bool { return trace[i].TimeUS > a.TimeUS })
+			out = append(out, window{s, e})
+			open = -1
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	return out
+}
+
+// Detect finds the iterations and phases of device dev's trace; anns are the snapshot's external annotations.
+func Detect(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) *Timeline {
+	d := &detector{trace: trace, t: &Timeline{Device: dev, Events: len(trace), Setup: noSpan, Iterations: []Iteration{}, OOM: -1}}
+	if len(trace) == 0 {
+		d.t.Source = "empty trace"
+		return d.t
+	}
+	d.steps = annotated(trace, anns, dev, "Optimizer.step")
+	d.zero = annotated(trace, anns, dev, "zero_grad")
+	d.run()
+	if !d.t.Training() && len(d.steps) == 0 {
+		if ms, src := markers(trace, anns, dev); len(ms) >= 2 {
+			d.t.Iterations = d.t.Iterations[:0]
+			d.t.Setup = Span{Start: 0, End: ms[0]}
+			for i, m := range ms {
+				end := len(trace)
+				if i+1 < len(ms) {
+					end = ms[i+1]
+				}
+				d.t.Iterations = append(d.t.Iterations, Iteration{Index: i + 1, Span: Span{Start: m, End: end},
+					Forward: noSpan, Backward: noSpan, Optimizer: noSpan, Complete: i+1 < len(ms)})
+			}
+			d.t.Source = src
+		} else if !d.hasStacks {
+			d.periodic()
+		}
+	}
+	d.times()
+	return d.t
+}
+
+// periodic splits a trace that has neither stacks nor markers by its alloc/free pattern: a training iteration
+// raises live memory well above the level it returns to between steps, so every run of events above the midpoint
+// between that level and the highest live memory is one iteration's forward and backward; the forward ends at the
+// run's highest point (the backward begins by adding gradients while activations are still live).
+// The run reaches from where live memory left the lower quarter of its range to where it fell back into it.
+func (d *detector) periodic() {
+	trace, n := d.trace, len(d.trace)
+	live := make([]int64, n)
+	open := map[uint64]int64{}
+	var cur, hi int64
+	for j := range trace {
+		e := &trace[j]
+		switch e.Action {
+		case snapshot.ActionAlloc:
+			open[e.Addr] = e.Size
+			cur += e.Size
+		case snapshot.ActionFreeCompleted:
+			if sz, ok := open[e.Addr]; ok {
+				cur -= sz
+				delete(open, e.Addr)
+			}
+		}
+		live[j] = cur
+		hi = max(hi, cur)
+	}
+	// The level between steps: the lowest live memory once the trace first got halfway to its highest.
+	first := 0
+	for first < n && 2*live[first] < hi {
+		first++
+	}
+	lo := hi
+	for _, v := range live[first:] {
+		lo = min(lo, v)
+	}
+	// Hysteresis: a run starts where live memory last left the lower quarter before crossing the midpoint, and
+	// ends when it falls back into the lower quarter, so transients inside a forward do not split it.
+	mid, low := lo+(hi-lo)/2, lo+(hi-lo)/4
+	type run struct{ start, top, end int }
+	var runs []run
+	lastLow := -1
+	for j := 0; j < n; j++ {
+		if live[j] <= low {
+			lastLow = j
+			continue
+		}
+		if live[j] <= mid {
+			continue
+		}
+		r := run{start: lastLow + 1, top: j}
+		for j < n && live[j] > low {
+			if live[j] > live[r.top] {
+				r.top = j
+			}
+			j++
+		}
+		r.end = j
+		lastLow = j
+		runs = append(runs, r)
+	}
+	if len(runs) < 2 || hi <= lo {
+		return
+	}
+	d.t.Iterations = d.t.Iterations[:0]
+	d.t.Setup = Span{Start: 0, End: runs[0].start}
+	for k, r := range runs {
+		end := n
+		if k+1 < len(runs) {
+			end = runs[k+1].start
+		}
+		d.t.Iterations = append(d.t.Iterations, Iteration{Index: k + 1, Span: Span{Start: r.start, End: end},
+			Forward: Span{Start: r.start, End: r.top}, Backward: Span{Start: r.top, End: r.end}, Optimizer: noSpan,
+			Complete: k+1 < len(runs)})
+	}
+	d.t.Source = "alloc/free pattern"
+}
+
+type detector struct {
+	trace       []snapshot.TraceEntry
+	t           *Timeline
+	steps, zero []window
+	hasStacks   bool
+}
+
+// state of the walk.
+type state uint8
+
+const (
+	inSetup state = iota
+	inForward
+	inBackward
+	inOptimizer // found by frames: ends at the next allocation that is not the optimizer's
+	inStep      // inside an annotated optimizer window
+	afterStep   // an annotated optimizer phase ended; the next allocation starts an iteration
+)
+
+func (d *detector) run() {
+	trace, n := d.trace, len(d.trace)
+	for i := range trace {
+		if trace[i].Action == snapshot.ActionAlloc && trace[i].Stack != nil && len(trace[i].Stack.Frames) > 0 {
+			d.hasStacks = true
+			break
+		}
+	}
+	hasStacks := d.hasStacks
+	st := inSetup
+	var cur *Iteration
+	begin := func(j int, s state) {
+		d.t.Iterations = append(d.t.Iterations, Iteration{Index: len(d.t.Iterations) + 1, Span: Span{Start: j, End: n},
+			Forward: noSpan, Backward: noSpan, Optimizer: noSpan})
+		cur = &d.t.Iterations[len(d.t.Iterations)-1]
+		if len(d.t.Iterations) == 1 && j > 0 {
+			d.t.Setup = Span{Start: 0, End: j}
+		}
+		d.enter(cur, j, s)
+		st = s
+	}
+	end := func(j int) {
+		cur.Span.End = j
+		closeSpan(&cur.Forward, j)
+		closeSpan(&cur.Backward, j)
+		closeSpan(&cur.Optimizer, j)
+	}
+	step, stepEnd := 0, -1
+	byFrames := map[*snapshot.Stack]kind{}
+	for j := 0; j < n; j++ {
+		if step < len(d.steps) && j >= d.steps[step].start {
+			// An annotated optimizer step: its phase runs to the window's end, and on through a zero_grad that
+			// follows before anything else is allocated (set_to_none frees the gradients there).
+			if cur == nil || st == afterStep {
+				begin(j, inStep)
+			} else {
+				d.enter(cur, j, inStep)
+			}
+			stepEnd = d.extendZeroGrad(d.steps[step].end)
+			st = inStep
+			step++
+		}
+		if st == inStep && j >= stepEnd {
+			end(j)
+			cur.Complete = true
+			st = afterStep
+		}
+		e := &trace[j]
+		if e.Action == snapshot.ActionOOM {
+			d.t.OOM = j
+			if cur != nil {
+				end(j + 1)
+			}
+			break
+		}
+		if e.Action != snapshot.ActionAlloc {
+			continue
+		}
+		k, ok := byFrames[e.Stack]
+		if !ok {
+			k = stackKind(e.Stack)
+			if e.Stack != nil {
+				byFrames[e.Stack] = k
+			}
+		}
+		if k == kindStackless {
+			k = kindOther
+			if hasStacks {
+				k = kindAutograd
+			}
+		}
+		switch st {
+		case inSetup:
+			// Optimizer code before any forward is its construction (states some optimizers create eagerly).
+			switch k {
+			case kindModule:
+				begin(j, inForward)
+			case kindAutograd:
+				begin(j, inBackward)
+			}
+		case afterStep:
+			prev := cur
+			begin(prev.Span.End, inForward)
+			if k == kindAutograd {
+				d.enter(cur, j, inBackward)
+				st = inBackward
+			}
+		case inForward:
+			if k == kindAutograd {
+				d.enter(cur, j, inBackward)
+				st = inBackward
+			} else if k == kindOptim && len(d.steps) == 0 {
+				d.enter(cur, j, inOptimizer)
+				st = inOptimizer
+			}
+		case inBackward:
+			switch {
+			case k == kindOptim && len(d.steps) == 0:
+				d.enter(cur, j, inOptimizer)
+				st = inOptimizer
+			case k == kindModule:
+				// A new forward with no optimizer step between: gradient accumulation's next micro-batch.
+				end(j)
+				begin(j, inForward)
+			}
+		case inOptimizer:
+			if k != kindOptim {
+				end(j)
+				cur.Complete = true
+				begin(j, inForward)
+				if k == kindAutograd {
+					d.enter(cur, j, inBackward)
+					st = inBackward
+				}
+			}
+		}
+	}
+	if cur != nil && d.t.OOM < 0 && (st == inOptimizer || st == inStep) {
+		cur.Complete = true
+	}
+	switch {
+	case len(d.steps) > 0:
+		d.t.Source = "optimizer annotations + stacks"
+	case len(d.t.Iterations) > 0:
+		d.t.Source = "stacks"
+	default:
+		d.t.Source = "no iteration evidence"
+	}
+}
+
+// enter starts phase s of it at event j, closing the phase before it.
+func (d *detector) enter(it *Iteration, j int, s state) {
+	closeSpan(&it.Forward, j)
+	closeSpan(&it.Backward, j)
+	closeSpan(&it.Optimizer, j)
+	open := Span{Start: j, End: it.Span.End}
+	switch s {
+	case inForward:
+		it.Forward = open
+	case inBackward:
+		it.Backward = open
+	case inOptimizer, inStep:
+		if it.Optimizer.Empty() {
+			it.Optimizer = open
+		} else {
+			it.Optimizer.End = it.Span.End
+		}
+	}
+}
+
+// closeSpan ends an open span at j.
+func closeSpan(s *Span, j int) {
+	if s.Start >= 0 && s.End > j {
+		s.End = max(j, s.Start)
+	}
+}
+
+// extendZeroGrad returns the end of the optimizer phase whose step window ends at end: the end of a zero_grad
+// window that begins before the next allocation, else end itself.
+func (d *detector) extendZeroGrad(end int) int {
+	next := end
+	for next < len(d.trace) && d.trace[next].Action != snapshot.ActionAlloc {
+		next++
+	}
+	for _, z := range d.zero {
+		if z.start <= next && z.end > end {
+			return z.end
+		}
+	}
+	return end
+}
+
+// markers are event indices of `snapshot` actions, else of the most frequent record_function START on the device.
+func markers(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) ([]int, string) {
+	var idx []int
+	for j := range trace {
+		if trace[j].Action == snapshot.ActionSnapshot {
+			idx = append(idx, j)
+		}
+	}
+	if len(idx) >= 2 {
+		return idx, "snapshot markers"
+	}
+	if !trace[0].HasTime {
+		return nil, ""
+	}
+	byName := map[string][]int64{}
+	best := ""
+	for _, a := range anns {
+		if a.Device != dev || a.Stage != "START" {
+			continue
+		}
+		byName[a.Name] = append(byName[a.Name], a.TimeUS)
+		if l := len(byName[a.Name]); l > len(byName[best]) || l == len(byName[best]) && a.Name < best {
+			best = a.Name
+		}
+	}
+	if len(byName[best]) < 2 {
+		return nil, ""
+	}
+	idx = idx[:0]
+	for _, t := range byName[best] {
+		j := sort.Search(len(trace), func(i int) bool { return trace[i].TimeUS >= t })
+		if j < len(trace) && (len(idx) == 0 || idx[len(idx)-1] != j) {
+			idx = append(idx, j)
+		}
+	}
+	return idx, "annotations " + best
+}
+
+// times fills every span's times from the trace.
+func (d *detector) times() {
+	if !d.trace[0].HasTime {
+		return
+	}
+	set := func(s *Span) {
+		if s.Empty() {
+			return
+		}
+		s.StartUS = d.trace[s.Start].TimeUS
+		s.EndUS = d.trace[min(s.End, len(d.trace)-1)].TimeUS
+	}
+	set(&d.t.Setup)
+	for k := range d.t.Iterations {
+		it := &d.t.Iterations[k]
+		set(&it.Span)
+		set(&it.Forward)
+		set(&it.Backward)
+		set(&it.Optimizer)
+	}
+}

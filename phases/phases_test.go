@@ -1,0 +1,261 @@
+package phases_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/traingen"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/phases"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// firstAlloc returns the first alloc event at or after from whose stack satisfies ok, −1 when none.
+func firstAlloc(tr []snapshot.TraceEntry, from int, ok func(*snapshot.Stack) bool) int {
+	for j := from; j < len(tr); j++ {
+		if tr[j].Action == snapshot.ActionAlloc && ok(tr[j].Stack) {
+			return j
+		}
+	}
+	return -1
+}
+
+func is(st *snapshot.Stack) func(*snapshot.Stack) bool {
+	return func(s *snapshot.Stack) bool { return s == st }
+}
+
+// TestDetectSynthetic checks the boundaries against the fixture's own stacks: iteration 1's forward starts at its
+// first activation, later ones where the previous iteration ended; the backward at the first stackless allocation;
+// the optimizer at its first allocation (frames) or its annotation.
+func TestDetectSynthetic(t *testing.T) {
+	for _, ann := range []bool{true, false} {
+		run := traingen.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, Annotations: ann}
+		s := run.Build()
+		tr := s.DeviceTraces[0]
+		tl := phases.Detect(tr, s.ExternalAnnotations, 0)
+		if len(tl.Iterations) != 3 {
+			t.Fatalf("annotations=%v: %d iterations, want 3 (%+v)", ann, len(tl.Iterations), tl)
+		}
+		wantSource := map[bool]string{true: "optimizer annotations + stacks", false: "stacks"}[ann]
+		if tl.Source != wantSource {
+			t.Errorf("source %q, want %q", tl.Source, wantSource)
+		}
+		from := 0
+		for k, it := range tl.Iterations {
+			fwd := firstAlloc(tr, from, is(traingen.TrainActStack))
+			if k > 0 {
+				fwd = tl.Iterations[k-1].Span.End
+				// The previous iteration ends where its optimizer phase ends: right before this input's alloc
+				// (frames), or at the end of zero_grad's frees (annotations).
+				if in := firstAlloc(tr, from, is(traingen.TrainInputStack)); ann && in < fwd || !ann && in != fwd {
+					t.Errorf("annotations=%v iteration %d starts at %d; its input is allocated at %d", ann, k+1, fwd, in)
+				}
+			}
+			bwd := firstAlloc(tr, fwd, func(s *snapshot.Stack) bool { return s == nil })
+			opt := firstAlloc(tr, bwd, func(s *snapshot.Stack) bool { return s == traingen.TrainStateStack || s == traingen.TrainOptTmpStack })
+			if ann {
+				// The START mark is recorded at the time of the event after it, which is the optimizer's first alloc.
+				opt = sortSearchTime(tr, s.ExternalAnnotations[4*k].TimeUS)
+			}
+			if it.Forward.Start != fwd || it.Backward.Start != bwd || it.Optimizer.Start != opt {
+				t.Errorf("annotations=%v iteration %d: forward %d backward %d optimizer %d, want %d %d %d",
+					ann, k+1, it.Forward.Start, it.Backward.Start, it.Optimizer.Start, fwd, bwd, opt)
+			}
+			if it.Forward.End != it.Backward.Start || it.Backward.End != it.Optimizer.Start || it.Optimizer.End != it.Span.End || !it.Complete {
+				t.Errorf("iteration %d: phases do not tile it: %+v", k+1, it)
+			}
+			from = it.Span.End
+		}
+		if got := tl.Iterations[2].Span.End; got != len(tr) {
+			t.Errorf("last iteration ends at %d, want the trace's end %d", got, len(tr))
+		}
+	}
+}
+
+func sortSearchTime(tr []snapshot.TraceEntry, t int64) int {
+	for j := range tr {
+		if tr[j].TimeUS >= t {
+			return j
+		}
+	}
+	return len(tr)
+}
+
+// TestDetectOOMAndMarkers: an OOM ends its iteration at the failing event; a trace without stacks or optimizer
+// falls back to snapshot markers; an empty trace has no iterations.
+func TestDetectOOMAndMarkers(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 1, Layers: 6, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, OOMAtLayer: 4}.Build()
+	tr := s.DeviceTraces[0]
+	tl := phases.Detect(tr, nil, 0)
+	oom := -1
+	for j := range tr {
+		if tr[j].Action == snapshot.ActionOOM {
+			oom = j
+		}
+	}
+	if tl.OOM != oom || len(tl.Iterations) != 1 || tl.Iterations[0].Span.End != oom+1 || tl.Iterations[0].Complete {
+		t.Errorf("OOM at %d: timeline %+v", oom, tl)
+	}
+	if _, ph := tl.At(oom - 1); ph != phases.Forward {
+		t.Errorf("event before the OOM is in %v, want forward", ph)
+	}
+	if _, ph := tl.At(oom + 1); ph != phases.None {
+		t.Errorf("unwinding after the OOM is in %v, want none", ph)
+	}
+
+	var m []snapshot.TraceEntry
+	for i := range 6 {
+		if i%2 == 0 {
+			m = append(m, snapshot.TraceEntry{Action: snapshot.ActionSnapshot})
+		}
+		m = append(m, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(i+1) << 20, Size: 1 << 20})
+	}
+	tl = phases.Detect(m, nil, 0)
+	if tl.Source != "snapshot markers" || len(tl.Iterations) != 3 || tl.Iterations[1].Span != (phases.Span{Start: 3, End: 6}) {
+		t.Errorf("markers: %+v", tl)
+	}
+	if tl := phases.Detect(nil, nil, 0); len(tl.Iterations) != 0 || tl.Training() {
+		t.Errorf("empty trace: %+v", tl)
+	}
+}
+
+// run is the part of ../shared/gpu_runs/runs.json these tests read.
+type run struct {
+	Name   string `json:"name"`
+	Phases []struct {
+		Phase string `json:"phase"`
+		Alloc int64  `json:"alloc"`
+	} `json:"phases"`
+}
+
+func loadRuns(t *testing.T) map[string]run {
+	t.Helper()
+	b, err := os.ReadFile(realsnap.SharedDir(t, "gpu_runs", "runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []run
+	if err := json.Unmarshal(b, &rs); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]run{}
+	for _, r := range rs {
+		out[r.Name] = r
+	}
+	return out
+}
+
+// TestDetectRealRuns: on the H200 training snapshots, the allocated memory replayed at each boundary equals what
+// the capture script measured there with torch.cuda.memory_allocated() (after forward = before the backward's first
+// allocation, after backward = before the optimizer step, step = the iteration's end). The replay counts requested
+// bytes and PyTorch rounded block sizes, hence 0.1 %.
+func TestDetectRealRuns(t *testing.T) {
+	runs := loadRuns(t)
+	for _, tc := range []struct {
+		name  string
+		iters int
+	}{
+		{"llama1b-bf16-b4-s2048-snap", 3},
+		{"llama1b-bf16-b4-s2048-stacksall-snap", 2},
+		{"llama1b-varlen-b4-snap", 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := load.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), tc.name+".pickle.gz"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := in.Snapshot
+			tl := phases.Detect(s.DeviceTraces[0], s.ExternalAnnotations, 0)
+			if len(tl.Iterations) != tc.iters {
+				t.Fatalf("%d iterations, want %d", len(tl.Iterations), tc.iters)
+			}
+			rep, err := analyze.ReplayDevice(context.Background(), s, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			measured := map[string]int64{}
+			for _, p := range runs[tc.name].Phases {
+				measured[p.Phase] = p.Alloc
+			}
+			for k, it := range tl.Iterations {
+				if !it.Complete {
+					t.Errorf("iteration %d incomplete", k+1)
+				}
+				for _, c := range []struct {
+					phase string
+					event int
+				}{
+					{"_after_forward", it.Backward.Start - 1},
+					{"_after_backward", it.Optimizer.Start - 1},
+					{"", it.Span.End - 1},
+				} {
+					name := "step" + itoa(k+1) + c.phase
+					want, got := measured[name], rep.Allocated[c.event]
+					if want == 0 || math.Abs(float64(got-want)) > 0.001*float64(want) {
+						t.Errorf("%s: replayed %d at event %d, PyTorch measured %d", name, got, c.event, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+// TestDetectPeriodic: with no stacks and no annotations the sawtooth of live memory gives the iterations, and each
+// backward begins at its iteration's highest live memory, where the fixture's first activation gradient lands.
+func TestDetectPeriodic(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20}.Build()
+	tr := s.DeviceTraces[0]
+	// The first activation gradient of each iteration: the first stackless alloc after an activation.
+	var bwd []int
+	for j := 0; j < len(tr); j++ {
+		if tr[j].Action == snapshot.ActionAlloc && tr[j].Stack == nil && (len(bwd) == 0 || tr[j-1].Stack == traingen.TrainLogitsStack) {
+			if len(bwd) == 0 || j > bwd[len(bwd)-1]+20 {
+				bwd = append(bwd, j)
+			}
+		}
+	}
+	for j := range tr {
+		tr[j].Stack = nil
+	}
+	tl := phases.Detect(tr, nil, 0)
+	if tl.Source != "alloc/free pattern" || len(tl.Iterations) != 3 {
+		t.Fatalf("%s: %d iterations, want 3", tl.Source, len(tl.Iterations))
+	}
+	for k, it := range tl.Iterations {
+		// The highest point is right after the gradient's alloc: the activation gradient while everything is live.
+		if it.Backward.Start < bwd[k] || it.Backward.Start > bwd[k]+2 {
+			t.Errorf("iteration %d: backward at %d, the first activation gradient at %d", k+1, it.Backward.Start, bwd[k])
+		}
+	}
+}
+
+// TestDetectPeriodicReal: the healthy H200 run with its stacks and annotations removed still splits into its three
+// iterations, each backward within a few events of where autograd's first allocation put it.
+func TestDetectPeriodicReal(t *testing.T) {
+	in, err := load.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-bf16-b4-s2048-snap.pickle.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := in.Snapshot.DeviceTraces[0]
+	want := phases.Detect(tr, in.Snapshot.ExternalAnnotations, 0)
+	for j := range tr {
+		tr[j].Stack = nil
+	}
+	got := phases.Detect(tr, nil, 0)
+	if got.Source != "alloc/free pattern" || len(got.Iterations) != len(want.Iterations) {
+		t.Fatalf("%s: %d iterations, want %d", got.Source, len(got.Iterations), len(want.Iterations))
+	}
+	for k := range got.Iterations {
+		if g, w := got.Iterations[k].Backward.Start, want.Iterations[k].Backward.Start; g < w || g > w+10 {
+			t.Errorf("iteration %d: backward at %d, autograd's first allocation at %d", k+1, g, w)
+		}
+	}
+}

@@ -239,3 +239,20 @@ func isOOM(err error) bool {
 	var oom *OOMError
 	return errors.As(err, &oom)
 }
+
+// ReservedAt returns the replay's reserved memory after each of the trace events idx (ascending; −1 is the state
+// before the first event), read off Timeline as a step function: for overlaying on another series of the same
+// trace.
+func (r *Result) ReservedAt(idx []int) []int64 {
+	out := make([]int64, len(idx))
+	j := 0
+	var cur int64
+	for i, x := range idx {
+		for j < len(r.Timeline) && r.Timeline[j].Index <= x {
+			cur = r.Timeline[j].Reserved
+			j++
+		}
+		out[i] = cur
+	}
+	return out
+}

@@ -188,3 +188,11 @@ func TestReplayPartialStart(t *testing.T) {
 		t.Errorf("what-if must be partial too")
 	}
 }
+
+func TestReservedAt(t *testing.T) {
+	r := &Result{Timeline: []Sample{{Index: -1, Reserved: 5}, {Index: 3, Reserved: 9}, {Index: 7, Reserved: 4}}}
+	got := r.ReservedAt([]int{-1, 0, 2, 3, 6, 7, 100})
+	if want := []int64{5, 5, 5, 9, 9, 4, 4}; !slices.Equal(got, want) {
+		t.Errorf("ReservedAt = %v, want %v", got, want)
+	}
+}

@@ -86,10 +86,15 @@ func (c *Calibration) Samples() []Sample {
 	return out
 }
 
-// groupKey is what an activation scale is specific to: the attention kernel (flash keeps no s² scores), the
-// recompute mode (what is saved per layer) and the loss kind (how large the logits temporaries are).
+// groupKey is what an activation scale is specific to: the attention kernel that runs (flash keeps no s² scores;
+// "sdpa" is resolved to PyTorch's choice), the recompute mode (what is saved per layer) and the loss kind (how
+// large the logits temporaries are).
 func groupKey(c static.Config) (attention, recompute, loss string) {
-	return c.Training.Attention, c.Training.Recompute, c.Training.Loss
+	attention = c.AttentionKernel()
+	if attention == "" {
+		attention = c.Training.Attention
+	}
+	return attention, c.Training.Recompute, c.Training.Loss
 }
 
 // GroupName names a correction group by the choices that change activation memory.

@@ -16,7 +16,10 @@ import (
 
 // Config is a complete estimator input. Zero values of the fields documented as "auto" are filled by Resolve.
 type Config struct {
-	Name        string            `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Framework picks the training stack whose defaults fill every key the config leaves out (see framework.go):
+	// megatron | hf | torchtitan | torchtune | deepspeed; empty keeps the framework-neutral defaults.
+	Framework   string            `json:"framework,omitempty"`
 	Mode        string            `json:"mode"` // train | inference
 	Model       ModelConfig       `json:"model"`
 	Training    TrainingConfig    `json:"training"`
@@ -31,9 +34,13 @@ type Config struct {
 
 // ModelConfig describes the architecture. A preset fills every dimension; explicit keys override it.
 type ModelConfig struct {
-	Preset                string  `json:"preset,omitempty"`
-	SizeBillions          float64 `json:"size_billions,omitempty"` // pick standard dims for this size
-	Type                  string  `json:"type"`                    // llama | gpt
+	Preset       string  `json:"preset,omitempty"`
+	SizeBillions float64 `json:"size_billions,omitempty"` // pick standard dims for this size
+	Type         string  `json:"type"`                    // llama | gpt
+	// Family is the Hugging Face model class whose forward memscan follows (gpt2, gpt-neox, llama, mistral,
+	// qwen2, mixtral, gemma); it sets the structural defaults (norm, activation, positions, biases) and the
+	// eager-kernel intermediates. Empty: a generic decoder of Type.
+	Family                string  `json:"family,omitempty"`
 	NumLayers             int     `json:"num_layers"`
 	HiddenSize            int     `json:"hidden_size"`
 	NumAttentionHeads     int     `json:"num_attention_heads"`
@@ -46,7 +53,7 @@ type ModelConfig struct {
 	MaxPositionEmbeddings int     `json:"max_position_embeddings"`
 	PositionEmbedding     string  `json:"position_embedding"` // rope | learned
 	Norm                  string  `json:"norm"`               // rmsnorm | layernorm
-	Activation            string  `json:"activation"`         // swiglu | gelu | squared-relu
+	Activation            string  `json:"activation"`         // swiglu | geglu | gelu | gelu_new | squared-relu
 	LinearBias            bool    `json:"linear_bias"`
 	QKVBias               bool    `json:"qkv_bias"`
 	NumExperts            int     `json:"num_experts"`
@@ -61,23 +68,46 @@ type TrainingConfig struct {
 	MicroBatchSize   int     `json:"micro_batch_size"`
 	SeqLength        int     `json:"seq_length"`
 	GlobalBatchSize  int     `json:"global_batch_size"` // auto: micro × dp × microbatches
-	Precision        string  `json:"precision"`         // fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed
+	Precision        string  `json:"precision"`         // fp32 | bf16 | fp16 | bf16-mixed | fp16-mixed | amp-bf16 | amp-fp16
 	GradPrecision    string  `json:"grad_precision"`    // auto: fp32 for mixed, else the param dtype
 	Optimizer        string  `json:"optimizer"`         // adamw | adamw-8bit | sgd | adafactor
 	OptimizerImpl    string  `json:"optimizer_impl"`    // foreach | fused
-	Attention        string  `json:"attention"`         // flash | standard
+	Attention        string  `json:"attention"`         // sdpa (PyTorch picks) | flash | efficient | cudnn | math | flex | standard
 	AttentionDropout float64 `json:"attention_dropout"`
 	HiddenDropout    float64 `json:"hidden_dropout"`
-	Recompute        string  `json:"recompute"`        // none | selective | full
+	Recompute        string  `json:"recompute"`        // none | selective | full | op_selective
 	RecomputeLayers  int     `json:"recompute_layers"` // full recompute: layers per stage recomputed; auto: all
-	Loss             string  `json:"loss"`             // standard | fused | fused_jit | chunked
+	Loss             string  `json:"loss"`             // standard | fused | fused_jit | chunked | chunked_output
 	Kernels          string  `json:"kernels"`          // fused (Megatron/TE, compiled) | eager (HF transformers)
 	// TransformerEngine says the layers are Transformer Engine modules, which allocate their own cuBLASLt
 	// workspace through the PyTorch allocator (see teWorkspaceBytes).
-	TransformerEngine bool    `json:"transformer_engine"`
-	LossChunkTokens   int     `json:"loss_chunk_tokens"`
-	TrainTokens       float64 `json:"train_tokens"`
-	TrainSteps        int     `json:"train_steps"`
+	TransformerEngine bool `json:"transformer_engine"`
+	LossChunkTokens   int  `json:"loss_chunk_tokens"`
+	// LossChunks is torchtune's num_output_chunks for loss chunked_output (auto 8).
+	LossChunks  int     `json:"loss_chunks"`
+	TrainTokens float64 `json:"train_tokens"`
+	TrainSteps  int     `json:"train_steps"`
+	// SeqLengths are the sequence lengths of successive steps when they vary (unpacked batches of varying
+	// length); seq_length defaults to their maximum, which sets the peak allocated, while the allocator replay
+	// runs one step per entry because varying sizes fragment the cache.
+	SeqLengths []int `json:"seq_lengths,omitempty"`
+	// Compile says the model runs under torch.compile: Inductor fuses elementwise chains, so they keep only
+	// what the fused kernel's backward needs (see eagerChains).
+	Compile bool `json:"compile"`
+	// Float8 trains the linear layers with torchao float8 (tensorwise scaling): the saved linear inputs are
+	// float8 and FSDP all-gathers float8 weights. Needs a GPU with fp8 tensor cores.
+	Float8 bool `json:"float8"`
+	// PackedSequences packs several documents into each row (torchtune packed=True): attention gets a
+	// block-causal mask, so SDPA cannot use flash attention (flex attention is used where available).
+	PackedSequences bool `json:"packed_sequences"`
+	// ActivationOffload moves saved activations to host memory during forward (torchtune
+	// enable_activation_offloading): only the layer in flight and the one being prefetched stay on the GPU.
+	ActivationOffload bool `json:"activation_offload"`
+	// OptimizerInBackward steps each parameter as soon as its gradient is ready and frees the gradient
+	// (torchtune optimizer_in_bwd): at most one parameter's gradient is alive.
+	OptimizerInBackward bool `json:"optimizer_in_backward"`
+	// LoRA trains low-rank adapters on a frozen base model (PEFT); nil = full training.
+	LoRA *LoRAConfig `json:"lora,omitempty"`
 }
 
 // InferenceConfig is used when mode is "inference".
@@ -92,8 +122,12 @@ type InferenceConfig struct {
 
 // KVCacheConfig sizes the key/value cache.
 type KVCacheConfig struct {
-	Dtype       string `json:"dtype"`        // auto: weight dtype (bf16 for int weights)
-	BlockTokens int    `json:"block_tokens"` // paged cache block; 0 = contiguous
+	// Implementation is how the cache is allocated: dynamic (HF DynamicCache: grows by torch.cat, one layer's
+	// old and new copy alive at once), static (prompt + generated tokens preallocated) or paged (blocks of
+	// block_tokens). Auto: dynamic for the hf framework, static otherwise; paged when block_tokens is set.
+	Implementation string `json:"implementation"`
+	Dtype          string `json:"dtype"`        // auto: weight dtype (bf16 for int weights)
+	BlockTokens    int    `json:"block_tokens"` // paged cache block (auto 16 when paged)
 }
 
 // ParallelConfig is the distributed layout.
@@ -112,6 +146,9 @@ type ParallelConfig struct {
 	NumMicrobatches      int    `json:"num_microbatches"` // auto: global / (micro·dp)
 	GradBuffer           string `json:"grad_buffer"`      // auto | persistent | on_demand
 	FSDPPrefetchLayers   int    `json:"fsdp_prefetch_layers"`
+	// FSDPReshardAfterForward frees each layer's gathered parameters after its forward (FSDP2 default true;
+	// false keeps every layer's unsharded parameters from forward to backward, ZeRO-2-like).
+	FSDPReshardAfterForward *bool `json:"fsdp_reshard_after_forward,omitempty"`
 }
 
 // HardwareConfig picks the GPU and the cluster.
@@ -160,7 +197,7 @@ func DefaultConfig() Config {
 		Training: TrainingConfig{
 			MicroBatchSize: 1, SeqLength: 2048, Precision: "bf16-mixed", Optimizer: "adamw",
 			OptimizerImpl: "foreach", Attention: "flash", Recompute: "none", Loss: "standard", Kernels: "fused",
-			LossChunkTokens: 1024,
+			LossChunkTokens: 1024, LossChunks: 8,
 		},
 		Inference: InferenceConfig{BatchSize: 1, PromptLength: 2048},
 		Parallel:  ParallelConfig{TP: 1, PP: 1, CP: 1, EP: 1, PPSchedule: "1f1b", VirtualStages: 1, GradBuffer: "auto", FSDPPrefetchLayers: 1},
@@ -175,12 +212,16 @@ func DefaultConfig() Config {
 
 // LoadConfig reads a JSON (or YAML, by extension or content) config file strictly: unknown keys, wrong types and
 // impossible values are errors naming the key. The result is resolved (presets applied, auto values filled).
-func LoadConfig(path string) (*Config, error) {
+func LoadConfig(path string) (*Config, error) { return LoadConfigFramework(path, "") }
+
+// LoadConfigFramework is LoadConfig with the framework given from outside (the --framework flag): it replaces
+// the file's framework key, and the file's other keys still override that framework's defaults.
+func LoadConfigFramework(path, framework string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("static config: %w", err)
 	}
-	cfg, err := ParseConfig(data, isYAML(path, data))
+	cfg, err := ParseConfigFramework(data, isYAML(path, data), framework)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -198,36 +239,67 @@ func isYAML(path string, data []byte) bool {
 	return len(t) == 0 || t[0] != '{'
 }
 
-// ParseConfig decodes a config from JSON or YAML bytes, applies its preset and resolves it.
+// ParseConfig decodes a config from JSON or YAML bytes, applies its framework and preset and resolves it.
 func ParseConfig(data []byte, yamlInput bool) (*Config, error) {
-	var raw map[string]any
+	return ParseConfigFramework(data, yamlInput, "")
+}
+
+// ParseConfigFramework is ParseConfig with the framework set from outside ("" keeps the document's).
+func ParseConfigFramework(data []byte, yamlInput bool, framework string) (*Config, error) {
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("config is %d bytes; a static config is at most %d", len(data), maxConfigBytes)
+	}
+	var doc any
 	if yamlInput {
-		if err := yaml.Unmarshal(data, &raw); err != nil {
+		if err := yaml.Unmarshal(data, &doc); err != nil {
 			return nil, fmt.Errorf("invalid YAML: %w", err)
 		}
-		// Re-encode as JSON so both syntaxes go through one strict decoder.
-		js, err := json.Marshal(raw)
-		if err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", err)
-		}
-		data = js
 	} else {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
-		if err := dec.Decode(&raw); err != nil {
+		if err := dec.Decode(&doc); err != nil {
 			return nil, jsonError(err)
 		}
 		if dec.More() {
 			return nil, fmt.Errorf("invalid JSON at byte offset %d: trailing data after the config object", dec.InputOffset())
 		}
 	}
-	if raw == nil {
+	if doc == nil {
 		return nil, errors.New("empty config: expected an object with at least a model section")
+	}
+	raw, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("config: expected an object such as {\"model\": {\"preset\": \"llama3-8b\"}}, got %s", jsonKind(doc))
+	}
+	if yamlInput {
+		// Re-encode as JSON so both syntaxes go through one strict decoder.
+		js, err := json.Marshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("invalid YAML: %w", err)
+		}
+		data = js
 	}
 	if err := checkKeys("", raw, reflect.TypeOf(Config{})); err != nil {
 		return nil, err
 	}
 	cfg := DefaultConfig()
+	if framework != "" {
+		raw["framework"] = framework
+		js, err := json.Marshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("invalid config: %w", err)
+		}
+		data = js
+	}
+	if fw, ok := raw["framework"]; ok {
+		name, isStr := fw.(string)
+		if !isStr {
+			return nil, fmt.Errorf("framework: expected a string (%s), got %s", strings.Join(FrameworkNames(), " | "), jsonKind(fw))
+		}
+		if err := cfg.ApplyFramework(name); err != nil {
+			return nil, err
+		}
+	}
 	if m, ok := raw["model"].(map[string]any); ok {
 		if err := applyModelBase(&cfg.Model, m); err != nil {
 			return nil, err
@@ -271,6 +343,23 @@ func applyModelBase(m *ModelConfig, raw map[string]any) error {
 	return nil
 }
 
+// jsonKind names the JSON type of a decoded value for error messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return "a number"
+}
+
 func jsonError(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -297,7 +386,7 @@ func checkKeys(path string, v any, t reflect.Type) error {
 			if v == nil {
 				return nil
 			}
-			return fmt.Errorf("%s: expected an object, got %T", orRoot(path), v)
+			return fmt.Errorf("%s: expected an object, got %s", orRoot(path), jsonKind(v))
 		}
 		fields := map[string]reflect.Type{}
 		for i := 0; i < t.NumField(); i++ {

@@ -129,22 +129,3 @@ func TestGoldenReport(t *testing.T) {
 		}
 	}
 }
-
-func FuzzParseConfig(f *testing.F) {
-	f.Add([]byte(`{"model":{"preset":"llama3-8b"},"parallel":{"tp":2},"hardware":{"num_gpus":2}}`), false)
-	f.Add([]byte("model:\n  preset: mixtral-8x7b\nparallel:\n  ep: 2\nhardware:\n  num_gpus: 2\n"), true)
-	f.Add([]byte(`{"model":{"num_layers":1,"hidden_size":8,"num_attention_heads":2,"vocab_size":3},"mode":"inference"}`), false)
-	f.Fuzz(func(t *testing.T, data []byte, y bool) {
-		c, err := ParseConfig(data, y)
-		if err != nil {
-			return
-		}
-		// Keep fuzzed models small enough to estimate quickly.
-		if c.Model.NumLayers > 512 || c.Model.HiddenSize > 1<<16 || c.Model.NumExperts > 256 {
-			return
-		}
-		if _, err := Estimate(*c); err != nil {
-			t.Fatalf("resolved config failed to estimate: %v", err)
-		}
-	})
-}

@@ -16,7 +16,7 @@ const (
 // Estimate predicts per-GPU memory (every pipeline stage, the worst one in the summary), the allocated and
 // reserved peaks, the fit verdict, training time and the roofline for cfg. cfg is resolved on a copy.
 func Estimate(cfg Config) (*Report, error) {
-	r, err := estimateCore(cfg)
+	r, err := estimateWith(cfg, true)
 	if err != nil {
 		return nil, err
 	}
@@ -39,6 +39,9 @@ type est struct {
 	nDense, nExpert int64   // ZeRO sharding group sizes
 	layersPerStage  int64
 	inference       bool
+	lora            *LoRAConfig         // training with adapters on a frozen base; nil otherwise
+	kernel          attnKernel          // the attention kernel that runs
+	seqs            map[int]*seqBuilder // each stage's allocation sequence, where it is replayed
 }
 
 func newEst(c *Config) *est {
@@ -77,6 +80,11 @@ func newEst(c *Config) *est {
 	e.nDense = int64(p.DP * p.CP)
 	e.nExpert = max(1, int64(p.DP*p.CP*p.TP)/int64(p.EP*p.ETP))
 	e.layersPerStage = e.x.L / int64(p.PP)
+	if !e.inference {
+		e.lora = c.Training.LoRA
+	}
+	e.kernel = e.selectAttention()
+	e.seqs = map[int]*seqBuilder{}
 	return e
 }
 
@@ -104,7 +112,7 @@ func (e *est) shardGroup(p paramTensor) float64 {
 // stateBytes is optimizer-state bytes (excluding the fp32 master copy) for elems elements of p.
 func (e *est) stateBytes(p paramTensor, elems float64) float64 {
 	sb := 4.0
-	if !e.c.mixed() && e.c.Training.Precision != "fp32" {
+	if e.c.lowPrecisionStates() {
 		sb = 2 // pure low-precision training keeps optimizer states in the parameter dtype
 	}
 	switch e.c.Training.Optimizer {
@@ -130,9 +138,13 @@ type modelStates struct {
 	weights, grads, opt   float64
 	largestWeightPerGPU   float64
 	reservedRoundingExtra float64
+	adapterParams         float64 // LoRA adapter parameters (trainable) among params
 }
 
-func (e *est) states(ps []paramTensor, mult float64) modelStates {
+func (e *est) states(ps []paramTensor, mult float64, inLayer bool) modelStates {
+	if e.lora != nil {
+		return e.loraStates(ps, mult, inLayer)
+	}
 	var ms modelStates
 	zero := e.c.Parallel.ZeroStage
 	mixed := e.c.mixed()
@@ -238,7 +250,11 @@ func (e *est) stageLayers(i int) []int {
 	return out
 }
 
-func estimateCore(cfg Config) (*Report, error) {
+// estimateCore is the memory prediction alone, as searches, strategy rows and recommendations need it (no
+// failure point).
+func estimateCore(cfg Config) (*Report, error) { return estimateWith(cfg, false) }
+
+func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
 	}
@@ -255,7 +271,7 @@ func estimateCore(cfg Config) (*Report, error) {
 	embOps, headOps := e.embeddingOps(), e.headOps()
 
 	// Every stage holds the same number of layers, so their states are computed once.
-	layers := e.states(layerPs, float64(e.layersPerStage))
+	layers := e.states(layerPs, float64(e.layersPerStage), true)
 	var worst Stage
 	var worstOps []Operator
 	for i := 0; i < pp; i++ {
@@ -266,7 +282,7 @@ func estimateCore(cfg Config) (*Report, error) {
 		if i == pp-1 {
 			ps = append(ps, headPs...)
 		}
-		head := e.states(ps, 1)
+		head := e.states(ps, 1, false)
 		st, ops := e.stage(i, head, layers, layerPs, layerOps, embOps, headOps)
 		r.Stages = append(r.Stages, st)
 		r.Summary.WholeModel.SumPeakAcrossGPUs += st.PeakAllocated * int64(c.Hardware.NumGPUs/pp)
@@ -289,6 +305,7 @@ func estimateCore(cfg Config) (*Report, error) {
 	s.PeakMemoryBytes = worst.PeakAllocated
 	s.PeakStage = worst.PeakStage
 	s.PeakReservedBytes = worst.PeakReserved
+	s.ReservedSource = worst.ReservedSource
 	s.DeviceTotalBytes = worst.DeviceTotal
 	s.WorstPipelineStage = r.WorstStage
 	s.ParamCountPerGPU = worst.Params
@@ -302,8 +319,22 @@ func estimateCore(cfg Config) (*Report, error) {
 
 	gpu := e.gpu
 	r.Fit = fitVerdict(gpu, c.Hardware.UsableFraction, worst.DeviceTotal)
+	if limit := gpu.MemoryBytes() - (worst.DeviceTotal - worst.PeakReserved); withOOM && worst.PeakReserved > limit {
+		r.OOM = e.replayOOM(r.WorstStage, limit)
+		if r.OOM == nil && worst.PeakAllocated > limit {
+			r.OOM = e.oomPoint(worst, r.WorstStage, layerOps, embOps, headOps, limit)
+		}
+	}
+	r.Attention = &AttentionChoice{Requested: c.Training.Attention, Kernel: e.kernel.name, Why: e.kernel.why}
+	if e.lora != nil {
+		lm := &LoRAMemory{Rank: e.lora.Rank, Targets: e.lora.Targets, AdapterDtype: e.lora.AdapterDtype, BaseDtype: e.lora.BaseDtype,
+			AdapterParams: int64(layers.adapterParams), DequantTempBytes: int64(e.dequantTemp(layerPs))}
+		lm.AdapterBytes = int64(layers.adapterParams * dtypeBytes[e.lora.AdapterDtype])
+		lm.FrozenBaseBytes = worst.Weights - lm.AdapterBytes
+		r.LoRA = lm
+	}
 	r.Metadata = Metadata{
-		Mode: c.Mode, ModelType: c.Model.Type, Model: modelName(c), Dtype: c.actDtype(), GPU: gpu.Name,
+		Mode: c.Mode, Framework: c.Framework, ModelType: c.Model.Type, Model: modelName(c), Dtype: c.actDtype(), GPU: gpu.Name,
 		Layout: layoutString(c), Tool: "memscan static",
 		OperatorsFor: fmt.Sprintf("one GPU of pipeline stage %d (the worst)", r.WorstStage),
 		Unrolled:     c.Output.Unroll,
@@ -311,7 +342,7 @@ func estimateCore(cfg Config) (*Report, error) {
 	if e.inference {
 		r.Metadata.Dtype = c.Inference.WeightDtype
 	}
-	r.Assumptions = e.assumptions()
+	r.Assumptions = e.assumptions(worst.ReservedSource)
 	return r, nil
 }
 
@@ -383,24 +414,28 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			maxOut = math.Max(maxOut, float64(t.Bytes))
 		}
 	}
-	hr := float64(e.n*e.x.h) * e.ab / float64(e.spDiv)
+	// ckpt is what a recomputed layer keeps: its input (full), or torchtitan's per-op selection.
+	ckpt := e.checkpointBytes()
 	aLayer := aLayerFull
 	recomputed := int64(0)
-	if c.Training.Recompute == "full" {
+	if r := c.Training.Recompute; r == "full" || r == "op_selective" {
 		recomputed = l
 		if c.Training.RecomputeLayers > 0 {
 			recomputed = min(l, int64(c.Training.RecomputeLayers))
 		}
-		// A recomputed layer keeps only its input; the rest is rebuilt, one layer at a time, in backward.
-		aLayer = (float64(recomputed)*hr + float64(l-recomputed)*aLayerFull) / float64(l)
+		// A recomputed layer keeps only ckpt; the rest is rebuilt, one layer at a time, in backward.
+		aLayer = (float64(recomputed)*ckpt + float64(l-recomputed)*aLayerFull) / float64(l)
 	}
 	layerBwdTemp := 2*float64(e.n*e.x.h)*e.ab + 2*maxOut
-	if e.gb != e.pb {
+	if e.gb != e.pb && e.lora == nil {
 		layerBwdTemp += layers.largestWeightPerGPU // low-precision weight gradient before accumulation
 	}
 	if recomputed > 0 {
 		layerBwdTemp += aLayerFull
 	}
+	dq := e.dequantTemp(layerPs)
+	fwdTempLayer += dq
+	layerBwdTemp += dq
 
 	var aEmb, aHead, headFwdTemp, headBwdTemp, headSaved float64
 	if first {
@@ -420,19 +455,48 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 	}
 	keptMBs := layerMBs * (l - recomputed) / l
-	aLayers := float64(keptMBs)*aLayerFull + float64(layerMBs-keptMBs)*hr
+	aLayers := float64(keptMBs)*aLayerFull + float64(layerMBs-keptMBs)*ckpt
+	offloaded := 0.0
+	if c.Training.ActivationOffload && layerMBs > 2 {
+		// torchtune OffloadActivations: saved tensors go to pinned host memory as they are produced and come
+		// back one layer ahead of the backward, so about two layers' worth stay on the GPU.
+		offloaded = aLayers * float64(layerMBs-2) / float64(layerMBs)
+		aLayers -= offloaded
+	}
 	A := (aLayers + aEmb + aHead) * corr.Activations
 
 	// ZeRO / FSDP communication buffers.
-	var gatherTemp, reduceTemp float64
+	var gatherTemp, reduceTemp, unsharded, headUnit, headUnitBwd float64
 	layerPerGPU := 0.0
 	for _, p := range layerPs {
 		layerPerGPU += e.perGPU(p)
 	}
 	switch z := c.Parallel.ZeroStage; {
 	case z == 3:
-		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * e.pb
+		gb := e.pb
+		if c.mixed() && e.gb == 4 || c.Training.Float8 {
+			gb = dtypeBytes[c.actDtype()] // FSDP2 gathers in param_dtype (bf16), float8 all-gather in 1 B
+			if c.Training.Float8 {
+				gb = 1
+			}
+		}
+		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * gb
 		reduceTemp = layerPerGPU * e.gb
+		if e.gb > gb && !c.Training.Float8 {
+			reduceTemp += layerPerGPU * gb // the unsharded gradients in param_dtype before their cast to reduce_dtype
+		}
+		if last {
+			// The root unit (final norm and output layer) is not resharded after forward: its gathered weights stay
+			// through the loss backward, and its own backward adds its unsharded gradients.
+			for _, p := range headParams(e.x, c.Parallel.PP) {
+				headUnit += e.perGPU(p) * gb
+			}
+			headUnitBwd = headUnit / gb * (e.gb + gb)
+		}
+		if r := c.Parallel.FSDPReshardAfterForward; r != nil && !*r {
+			// Without resharding after forward every layer's gathered parameters stay until its backward.
+			unsharded = float64(l-1) * layerPerGPU * gb
+		}
 	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
 		reduceTemp = math.Min(5e8, layerPerGPU*float64(l)) * e.gb // DeepSpeed reduce bucket (5e8 elements)
 	}
@@ -450,23 +514,44 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	if c.Parallel.ZeroStage >= 2 {
 		headGrads = 0
 	}
+	inBwd := c.Training.OptimizerInBackward
+	if inBwd {
+		// optimizer_in_bwd steps each parameter in its gradient hook and frees the gradient: one is alive.
+		g := math.Max(head.largestWeightPerGPU, layers.largestWeightPerGPU) / e.pb * e.gb
+		gOnDemand, headGrads = math.Min(G, g), math.Min(headGrads, g)
+	}
 	gPersist := 0.0
 	if persistentGrads {
 		gPersist = G
 	}
-	aEnd := A - (aLayer*float64(l)+headSaved)*corr.Activations
+	aEnd := A - (math.Min(aLayer*float64(l), aLayers)+headSaved)*corr.Activations
 	type moment struct {
 		name              string
 		grads, acts, temp float64
 	}
-	fwd := moment{"forward_end", gPersist, A, fwdTemp * tc}
-	bStart := moment{"backward", gPersist + headGradsIf(!persistentGrads, headGrads), A, (math.Max(headBwdTemp, layerBwdTemp) + gatherTemp + reduceTemp) * tc}
+	layersUnsharded := unsharded
+	unsharded += headUnit
+	fwd := moment{"forward_end", gPersist, A + unsharded, fwdTemp * tc}
+	// The loss backward runs before any gradient of the on-demand kind exists; the output layer's and the
+	// last layer's backward follow once the loss has released what it saved.
+	// (Megatron's persistent-buffer runs keep the fused loss's buffer as the logits gradient, so there the two
+	// overlap.)
+	bStart := moment{"backward", gPersist, A + unsharded, (math.Max(headBwdTemp, layerBwdTemp) + gatherTemp + reduceTemp) * tc}
+	if !persistentGrads {
+		bStart.temp = (headBwdTemp + gatherTemp + reduceTemp) * tc
+		firstLayer := moment{"backward", headGrads, A + unsharded - headSaved*corr.Activations, (math.Max(layerBwdTemp, headUnitBwd) + gatherTemp + reduceTemp) * tc}
+		if firstLayer.grads+firstLayer.acts+firstLayer.temp > bStart.grads+bStart.acts+bStart.temp {
+			bStart = firstLayer
+		}
+	}
 	bEnd := moment{"backward", gPersist + gOnDemand, aEnd, (layerBwdTemp + gatherTemp + reduceTemp) * tc}
 	optTemp := 0.0
-	if c.Training.OptimizerImpl == "foreach" {
+	if e.lora != nil && c.Training.OptimizerImpl == "foreach" {
+		optTemp = layers.adapterParams * dtypeBytes[e.lora.AdapterDtype]
+	} else if c.Training.OptimizerImpl == "foreach" && !inBwd {
 		// torch._foreach_* AdamW materializes one intermediate list, in the state dtype, for the local parameters.
 		sb := 4.0
-		if !c.mixed() && c.Training.Precision != "fp32" {
+		if c.lowPrecisionStates() {
 			sb = 2
 		}
 		optTemp = (head.params + layers.params) * sb
@@ -480,13 +565,16 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	// iteration's zero_grad, so with its persistent grad buffer they are still allocated at the end of the step:
 	// this is the 20 B/param (4 + 16/d distributed) of Megatron's fp16 table against 18 for bf16.
 	mainGradCopy := 0.0
-	if c.mixed() && e.gb < 4 {
+	if c.mixed() && e.gb < 4 && e.lora == nil {
 		mainGradCopy = (head.params + layers.params) * 4 * corr.Grads
 		if c.Parallel.ZeroStage >= 1 {
 			mainGradCopy /= float64(e.nDense)
 		}
 	}
 	opt := moment{"optimizer_step", G, 0, optTemp*tc + mainGradCopy}
+	if inBwd {
+		opt = moment{"optimizer_step", 0, 0, mainGradCopy} // the step already ran inside backward
+	}
 	base := W + O + float64(st.Other)
 	total := func(m moment) float64 { return base + m.grads + m.acts + m.temp }
 	bwd := bStart
@@ -503,22 +591,21 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	}
 	st.PeakAllocated, st.PeakStage, st.Temporaries = int64(total(peak)), peak.name, int64(peak.temp)
 	st.AtPeak = PeakBreakdown{Grads: int64(peak.grads), Activations: int64(peak.acts), Temporaries: int64(peak.temp)}
-	st.EndOfStepAllocated = int64(W + G + O + float64(st.Other))
+	st.EndOfStepAllocated = int64(W + gPersist + O + float64(st.Other)) // zero_grad(set_to_none) drops on-demand gradients
 	if persistentGrads {
 		st.EndOfStepAllocated += int64(mainGradCopy)
 	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
+	if e.replayable() {
+		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps), st.Other)
+		e.replayReserved(&st, seq)
+		e.seqs[i] = seq
+	}
 
 	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,
-		transients{layerBwd: layerBwdTemp, headBwd: headBwdTemp, gather: gatherTemp, reduce: reduceTemp, opt: optTemp})
+		transients{layerBwd: layerBwdTemp, headBwd: headBwdTemp, gather: gatherTemp, reduce: reduceTemp, opt: optTemp,
+			ckpt: ckpt, offloaded: offloaded * corr.Activations, unsharded: layersUnsharded, rootUnit: headUnit})
 	return st, ops
-}
-
-func headGradsIf(ok bool, v float64) float64 {
-	if ok {
-		return v
-	}
-	return 0
 }
 
 // otherBytes are allocator-visible buffers that are neither parameters, gradients, states nor activations.
@@ -578,6 +665,7 @@ func (e *est) reserved(st *Stage, head, layers modelStates, layerOps []Operator,
 	}
 	churn := float64(st.Activations + st.Temporaries + st.KVCache)
 	st.PeakReserved = roundUp(st.PeakAllocated+int64(extra+frag*churn), 2*mib)
+	st.ReservedSource = "flat allowance"
 	ctx := c.Allocator.CUDAContextMiB
 	if ctx < 0 {
 		ctx = 500 // CUDA context + kernels with lazy module loading; 300 MiB–1 GiB in practice
@@ -611,8 +699,8 @@ func (e *est) wholeModel(r *Report) {
 	one.c = &Config{}
 	*one.c = *c
 	one.c.Parallel.ZeroStage, one.c.Parallel.EP, one.c.Parallel.ETP, one.c.Parallel.TP = 0, 1, 1, 1
-	ms := one.states(append(embeddingParams(x), headParams(x, 1)...), 1)
-	ls := one.states(layerParams(x), float64(x.L))
+	ms := one.states(append(embeddingParams(x), headParams(x, 1)...), 1, false)
+	ls := one.states(layerParams(x), float64(x.L), true)
 	w.WeightMemoryBytes = int64(ms.weights + ls.weights)
 	w.GradMemoryBytes = int64(ms.grads + ls.grads)
 	w.OptimizerMemoryBytes = int64(ms.opt + ls.opt)
@@ -632,11 +720,15 @@ func (e *est) wholeModel(r *Report) {
 	w.ActivationMemoryBytes = int64(a)
 }
 
-func (e *est) assumptions() []string {
+func (e *est) assumptions(reservedSource string) []string {
 	c := e.c
+	frag := fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100)
+	if reservedSource == "allocator replay" {
+		frag = "Peak reserved: the predicted allocation sequence (build, two training steps or one generate call) replayed through the caching-allocator model (torch 2.11 rules: rounding, pools, best fit, splitting)."
+	}
 	a := []string{
 		"Sizes in GiB (2^30 bytes). Peak allocated = torch.cuda.max_memory_allocated; reserved adds allocator rounding (512 B; ≥10 MiB requests rounded to 2 MiB; 1–10 MiB share 20 MiB segments; ≤1 MiB from 2 MiB small segments) and fragmentation.",
-		fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100),
+		frag,
 		fmt.Sprintf("Device total = reserved + CUDA context (%g MiB) + NCCL buffers (%s); these do not go through the caching allocator.", ctxOf(c), ncclOf(c)),
 		"Other (allocated) = cuBLAS + cuBLASLt workspaces (2 × 32 MiB unless allocator.workspace_mib), + Transformer Engine's workspace (32 MiB from Hopper on, 4 MiB before) when training.transformer_engine, + the attention-score buffer of Megatron's unfused attention, + DDP gradient buckets when plain DDP is used.",
 	}

@@ -43,6 +43,9 @@ func TestPresetParamCounts(t *testing.T) {
 		{"mixtral-8x7b", 46_702_792_704},
 		{"qwen2.5-7b", 7_615_616_512},
 		{"gpt2", 124_439_808},
+		{"pythia-1.4b", 1_414_647_808}, // GPT-NeoX: untied embed_in/embed_out, biases everywhere, rotary positions
+		{"gemma-2b", 2_506_172_416},
+		{"qwen2.5-0.5b", 494_032_768}, // as transformers counts it on the H200 run (runs.json n_params)
 	} {
 		t.Run(tc.preset, func(t *testing.T) {
 			r := estimate(t, func(c *Config) { c.Model = ModelConfig{Preset: tc.preset}; c.Training.SeqLength = 1024 })

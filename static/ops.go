@@ -47,7 +47,7 @@ func (e *est) linear(name, cat string, in Tensor, outCols, inCols int64, rows in
 	w := float64(inCols*outCols) * dtypeBytes[e.weightName()]
 	return Operator{
 		Name: name, Category: cat, Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{out},
-		MemoryBytes: saved, Formula: formula, Notes: notes,
+		MemoryBytes: saved, Formula: formula, Notes: notes, seq: keepSeq(saved),
 		FLOPs: 2 * float64(rows) * float64(inCols) * float64(outCols), BytesMoved: w + float64(inBytes+out.Bytes),
 		Extra: map[string]any{"weight_bytes": int64(w)},
 	}
@@ -68,31 +68,104 @@ func (e *est) dropoutMask(name string) Operator {
 		Formula: "b·s·h/sp (1-byte mask)", Notes: fmt.Sprintf("hidden dropout p=%g: the mask is kept for backward", e.c.Training.HiddenDropout)}
 	if e.c.Training.HiddenDropout > 0 && !e.inference {
 		op.MemoryBytes = mask.Bytes
+		op.seq = append(keepSeq(mask.Bytes), tempSeq(mask.Bytes*int64(e.ab))...) // mask kept, dropped output consumed
 	}
 	op.BytesMoved = float64(3 * mask.Bytes * int64(e.ab))
 	op.FLOPs = float64(2 * mask.Bytes)
 	return op
 }
 
-func (e *est) eager() bool { return e.c.Training.Kernels == "eager" }
+// eager reports unfused elementwise chains (HF, torchtune modules without torch.compile): each op of a chain
+// keeps what its own backward needs.
+func (e *est) eager() bool { return e.c.Training.Kernels == "eager" && !e.c.Training.Compile }
+
+// residualName is the dtype of the residual stream: fp32 under autocast (fp32 embeddings plus 16-bit outputs
+// promote to fp32), else the activation dtype.
+func (e *est) residualName() string {
+	if !e.inference && e.c.amp() {
+		return "fp32"
+	}
+	return e.actName()
+}
 
 func (e *est) norm(name string) Operator {
 	x, sp := e.x, e.spDiv
-	in := tensor(name+".in", e.actName(), e.b, e.sl/sp, x.h)
-	out := tensor(name+".out", e.actName(), e.b, e.sl/sp, x.h)
+	rd := e.residualName()
+	in := tensor(name+".in", rd, e.b, e.sl/sp, x.h)
+	out := tensor(name+".out", rd, e.b, e.sl/sp, x.h)
 	statB, formula, kind := int64(4), "2·b·s·h/sp + 4·b·s/sp (input + fp32 rstd)", "RMSNorm"
 	if !x.rms {
 		statB, formula, kind = 8, "2·b·s·h/sp + 8·b·s/sp (input + fp32 mean, rstd)", "LayerNorm"
 	}
 	saved := in.Bytes + statB*e.n/sp
-	if x.rms && e.eager() {
-		// HF eager RMSNorm upcasts: it keeps the fp32 input and the bf16 normalized tensor instead of the input.
+	frozen := e.lora != nil
+	switch {
+	case x.rms && e.eager() && e.c.Model.Family == "gemma":
+		// Gemma computes the norm in fp32 and multiplies by (1 + weight) in fp32: fp32 input and fp32 normalized.
+		saved = 8*e.n/sp*x.h + statB*e.n/sp
+		formula = "8·b·s·h + 4·b·s (Gemma eager: fp32 input + fp32 normalized + rstd)"
+		if frozen {
+			saved = 4*e.n/sp*x.h + statB*e.n/sp
+		}
+	case x.rms && e.eager():
+		// HF/torchtune eager RMSNorm upcasts: hidden.to(float32) is saved (by pow and the rsqrt multiply) and the
+		// normalized tensor, cast back, is saved by the weight multiply; the bf16 input itself is not kept.
 		saved = 4*e.n/sp*x.h + out.Bytes + statB*e.n/sp
-		formula = "6·b·s·h + 4·b·s (eager: fp32 input + normalized + rstd)"
+		formula = "4·b·s·h + residual bytes·b·s·h + 4·b·s (eager: fp32 input + normalized + rstd)"
+		if frozen {
+			// A frozen weight needs no gradient, so the weight multiply keeps nothing (autograd saves a factor
+			// only for the other factor's gradient).
+			saved = 4*e.n/sp*x.h + statB*e.n/sp
+			formula = "4·b·s·h + 4·b·s (eager, frozen weight: fp32 input + rstd)"
+		}
 	}
-	return Operator{Name: name, Category: "norm", Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{out},
+	op := Operator{Name: name, Category: "norm", Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{out},
 		MemoryBytes: saved, Formula: formula, Notes: kind + ": input saved for backward",
 		FLOPs: 5 * float64(e.n/sp*x.h), BytesMoved: float64(in.Bytes + out.Bytes)}
+	stats := statB * e.n / sp
+	switch {
+	case x.rms && e.eager():
+		// The eager chain: the fp32 upcast, pow's and the product's fp32 temporaries, rstd, the normalized tensor;
+		// the residual-stream tensor it reads lives on beside them until the next residual add.
+		f32 := 4 * e.n / sp * x.h
+		rest := saved - f32 - stats
+		op.seq = append(keepSeq(f32), tempSeq(f32)...)
+		op.seq = append(op.seq, keepSeq(stats)...)
+		op.seq = append(op.seq, tempSeq(f32)...)
+		op.seq = append(op.seq, keepSeq(rest)...)
+		if rest == 0 {
+			op.seq = append(op.seq, tempSeq(out.Bytes)...)
+		}
+		op.seq = append(op.seq, seqTensor{in.Bytes, lifeLayer})
+	default:
+		op.seq = keepSeq(in.Bytes, stats)
+	}
+	return op
+}
+
+// ampCasts is how many 16-bit copies of one fp32 input autocast makes for the projections that read it:
+// separate projections (Llama-style q/k/v, gate/up: projections of them) each cast the input themselves, since
+// autocast caches casts of parameters only; fused ones (GPT-2 c_attn, NeoX query_key_value) cast it once.
+func (e *est) ampCasts(projections int64) int64 {
+	if e.inference || !e.c.amp() || !e.x.llama {
+		return 1
+	}
+	if projections == 2 && !e.x.gated {
+		return 1
+	}
+	return projections
+}
+
+// linearSaved is what a linear layer keeps of its input x (the bytes of x as the layer sees it): a frozen
+// weight keeps nothing (autograd needs x only for the weight gradient), float8 keeps the fp8 cast.
+func (e *est) linearSaved(xBytes int64, frozen bool) int64 {
+	switch {
+	case frozen:
+		return 0
+	case e.c.Training.Float8 && !e.inference:
+		return int64(float64(xBytes) / e.ab)
+	}
+	return xBytes
 }
 
 // layerOps returns one transformer layer's forward records on one GPU; MemoryBytes is what the layer saves for
@@ -102,6 +175,7 @@ func (e *est) layerOps() []Operator {
 	act := e.actName()
 	b, sl, n, h, d, sp := e.b, e.sl, e.n, x.h, x.d, e.spDiv
 	train := !e.inference
+	frozen := e.lora != nil
 	keep := func(v int64) int64 {
 		if train {
 			return v
@@ -116,7 +190,7 @@ func (e *est) layerOps() []Operator {
 
 	// QKV projection: with sequence parallelism the input is all-gathered; only the local shard is saved.
 	qkvIn := tensor("qkv.in", act, b, sl, h)
-	hrSaved := keep(qkvIn.Bytes / sp)
+	hrSaved := keep(e.linearSaved(qkvIn.Bytes/sp, frozen) * e.ampCasts(3))
 	qkv := e.linear("qkv_proj", "attention", qkvIn, (e.aL+2*e.gL)*d, h, n, hrSaved,
 		"2·b·s·h/sp (input saved)", fmt.Sprintf("Q %s, K/V %s per GPU (GQA g=%d)", units.Plural(e.aL, "head", "heads"), units.Plural(e.gL, "head", "heads"), x.g))
 	q := tensor("q", act, b, sl, e.aL, d)
@@ -127,61 +201,34 @@ func (e *est) layerOps() []Operator {
 		qkv.TempBytes = qkvIn.Bytes // gathered input
 	}
 	ops = append(ops, qkv)
+	if train && frozen {
+		ops = append(ops, e.loraOp("qkv", n, h, act, false, []int64{e.aL * d, e.gL * d, e.gL * d}, []string{"q_proj", "k_proj", "v_proj"})...)
+	}
 	if x.llama || !x.learned {
 		ops = append(ops, Operator{Name: "rope", Category: "attention", Phase: "forward", Inputs: []Tensor{q, k},
 			Outputs: []Tensor{q, k}, Formula: "0 (cos/sin cache only)", Notes: "rotary embedding on Q and K; backward needs only cos/sin",
 			FLOPs: 3 * float64(n*(e.aL+e.gL)*d), BytesMoved: 2 * float64(q.Bytes+k.Bytes)})
 	}
 
-	// Attention core. Causal: half of the s×s score matrix does work. With CP each GPU holds s/cp queries and
-	// attends to the whole sequence over the ring.
 	o := tensor("attn.out", act, b, sl, e.aL, d)
-	attn := Operator{Name: "attention", Category: "attention", Phase: "forward", Inputs: []Tensor{q, k, v}, Outputs: []Tensor{o},
-		FLOPs: 4 * float64(b*sl) * float64(e.s) * float64(e.aL*d) * 0.5}
-	if c.Training.Attention == "flash" || e.inference && c.Training.Attention != "standard" {
-		lse := tensor("attn.lse", "fp32", b, e.aL, sl)
-		attn.MemoryBytes = keep(q.Bytes + k.Bytes + v.Bytes + lse.Bytes)
-		attn.Outputs = append(attn.Outputs, lse)
-		attn.Formula = "2·b·s·h·(1 + 2g/a)/t + 4·b·a·s/t (Q, K, V and fp32 log-sum-exp; output counted at o_proj)"
-		attn.Notes = "flash attention: O(s) memory, scores never materialized"
-		attn.BytesMoved = float64(q.Bytes + k.Bytes + v.Bytes + o.Bytes)
-	} else {
-		scores := tensor("attn.probs", act, b, e.aL, sl, e.s)
-		kvSaved := k.Bytes + v.Bytes
-		if x.g < x.a {
-			kvSaved = 2 * q.Bytes // eager GQA expands K and V to every query head (repeat_kv)
-		}
-		saved := q.Bytes + kvSaved
-		formula := "2·b·s·h·3/t + 2·a·s²·b/t (Q, K, V, softmax probs)"
-		if c.Training.Recompute != "selective" {
-			saved += scores.Bytes
-			if e.eager() {
-				saved += 2 * scores.Bytes // fp32 softmax output kept besides its bf16 copy
-				formula = "2·b·s·h·3/t + 6·a·s²·b/t (Q, K, V, fp32 and bf16 probabilities)"
-			}
-			if p := c.Training.AttentionDropout; p > 0 {
-				saved += scores.Bytes/int64(e.ab) + scores.Bytes // mask + dropped probs
-				formula = "2·b·s·h·3/t + 5·a·s²·b/t (Q, K, V, probs, dropout mask and output)"
-			}
-		} else {
-			formula = "2·b·s·h·3/t (selective recompute: the s² part is recomputed)"
-		}
-		attn.MemoryBytes = keep(saved)
-		attn.TempBytes = scores.Bytes // pre-softmax scores while the softmax runs
-		attn.Outputs = append(attn.Outputs, scores)
-		attn.Formula = formula
-		attn.Notes = "standard attention: O(s²) score matrix per head"
-		attn.BytesMoved = float64(q.Bytes+k.Bytes+v.Bytes+o.Bytes) + 4*float64(scores.Bytes)
-	}
-	attn.Extra = map[string]any{"kind": c.Training.Attention}
+	attn, fusedOut := e.attentionOp(q, k, v, o, keep)
 	ops = append(ops, attn)
 
-	oproj := e.linear("o_proj", "attention", o, h, e.aL*d, n, keep(o.Bytes), "2·b·s·h/t (attention output saved)", "row-parallel; all-reduce (or reduce-scatter with SP) after")
+	// The attention output is counted where it is saved: at o_proj (its input), or at a fused kernel whose
+	// backward reads it when the frozen o_proj keeps nothing.
+	oSaved := keep(e.linearSaved(o.Bytes, frozen))
+	if frozen && fusedOut {
+		ops[len(ops)-1].MemoryBytes += keep(o.Bytes)
+	}
+	oproj := e.linear("o_proj", "attention", o, h, e.aL*d, n, oSaved, "2·b·s·h/t (attention output saved)", "row-parallel; all-reduce (or reduce-scatter with SP) after")
 	oproj.Outputs[0] = tensor("o_proj.out", act, b, sl/sp, h)
 	if sp > 1 {
 		oproj.TempBytes = n * h * int64(e.ab)
 	}
 	ops = append(ops, oproj)
+	if train && frozen {
+		ops = append(ops, e.loraOp("o", n, e.aL*d, act, fusedOut, []int64{h}, []string{"o_proj"})...)
+	}
 	dropout := train && c.Training.HiddenDropout > 0
 	if dropout {
 		ops = append(ops, e.dropoutMask("attn_residual_dropout"))
@@ -195,47 +242,202 @@ func (e *est) layerOps() []Operator {
 	if x.E > 0 {
 		ops = append(ops, e.moeOps(mlpIn, keep)...)
 	} else {
-		ops = append(ops, e.mlpOps("mlp", mlpIn, e.fL, n, keep(mlpIn.Bytes/sp), keep)...)
+		ops = append(ops, e.mlpOps("mlp", mlpIn, e.fL, n, keep(e.linearSaved(mlpIn.Bytes/sp, frozen)*e.ampCasts(2)), keep)...)
 	}
 	if dropout {
 		ops = append(ops, e.dropoutMask("mlp_residual_dropout"))
 	}
+	if train {
+		ops = append(ops, e.weightCopyOps()...)
+	}
 	return ops
+}
+
+// attentionOp builds the attention core for the kernel PyTorch runs (selectAttention). fusedOut reports a
+// fused kernel whose backward reads its own output (flash, memory-efficient, cuDNN, flex).
+func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, bool) {
+	c, x := e.c, e.x
+	b, sl, d := e.b, e.sl, x.d
+	kn := e.kernel
+	// Causal: half of the s×s score matrix does work. With CP each GPU holds s/cp queries and attends to the
+	// whole sequence over the ring.
+	attn := Operator{Name: "attention", Category: "attention", Phase: "forward", Inputs: []Tensor{q, k, v}, Outputs: []Tensor{o},
+		FLOPs: 4 * float64(b*sl) * float64(e.s) * float64(e.aL*d) * 0.5,
+		Extra: map[string]any{"kind": kn.name, "why": kn.why}}
+	kvSaved := k.Bytes + v.Bytes
+	if kn.repeatKV && x.g < x.a {
+		kvSaved = 2 * b * e.s * e.aL * d * int64(e.ab) // K and V expanded to every query head
+	}
+	switch kn.name {
+	case "flash", "efficient", "cudnn", "flex":
+		lse := tensor("attn.lse", "fp32", b, e.aL, sl)
+		attn.MemoryBytes = keep(q.Bytes + kvSaved + lse.Bytes + kn.maskBytes)
+		if attn.MemoryBytes > 0 {
+			attn.seq = keepSeq(kn.maskBytes, q.Bytes, kvSaved/2, kvSaved/2, lse.Bytes)
+		}
+		attn.Outputs = append(attn.Outputs, lse)
+		attn.Formula = "2·b·s·h·(1 + 2g/a)/t + 4·b·a·s/t (Q, K, V and fp32 log-sum-exp; output counted at o_proj)"
+		attn.Notes = kn.name + " attention: O(s) memory, scores never materialized"
+		if kn.maskBytes > 0 {
+			attn.Formula += " + b·s² mask"
+		}
+		attn.BytesMoved = float64(q.Bytes + k.Bytes + v.Bytes + o.Bytes)
+		return attn, true
+	case "math":
+		// aten _scaled_dot_product_attention_math: q·√scale and kᵀ·√scale (K repeated for enable_gqa), the
+		// softmax probabilities and V are saved by the two matmuls; 16-bit inputs are upcast to fp32 first.
+		mb := e.ab
+		if kn.fp32Math {
+			mb = 4
+		}
+		probs := tensor("attn.probs", map[bool]string{true: "fp32", false: e.actName()}[kn.fp32Math], b, e.aL, sl, e.s)
+		qkv := float64(b*sl*e.aL*d) * mb
+		kvb := float64(2*b*e.s*e.gL*d) * mb
+		if kn.repeatKV {
+			kvb = float64(2*b*e.s*e.aL*d) * mb
+		}
+		saved := int64(qkv+kvb) + probs.Bytes + kn.maskBytes
+		formula := "q, K, V in the math dtype + b·a·s² probabilities"
+		if p := c.Training.AttentionDropout; p > 0 {
+			saved += probs.Bytes/int64(mb) + probs.Bytes // bool mask + dropped probabilities
+			formula += " + dropout mask and output"
+		}
+		attn.MemoryBytes = keep(saved)
+		attn.TempBytes = probs.Bytes // the scores while the softmax runs
+		if attn.MemoryBytes > 0 {
+			third := int64(kvb / 2)
+			attn.seq = append(keepSeq(kn.maskBytes, int64(qkv), third, third), tempSeq(probs.Bytes)...)
+			attn.seq = append(attn.seq, keepSeq(attn.MemoryBytes-kn.maskBytes-int64(qkv)-2*third)...)
+		}
+		attn.Outputs = append(attn.Outputs, probs)
+		attn.Formula = formula
+		attn.Notes = "math SDPA: O(s²) scores and probabilities per head"
+		attn.BytesMoved = float64(q.Bytes+k.Bytes+v.Bytes+o.Bytes) + 4*float64(probs.Bytes)
+		return attn, false
+	}
+	scores := tensor("attn.probs", e.actName(), b, e.aL, sl, e.s)
+	saved := q.Bytes + kvSaved
+	formula := "2·b·s·h·3/t + 2·a·s²·b/t (Q, K, V, softmax probs)"
+	if c.Training.Recompute != "selective" {
+		saved += scores.Bytes
+		if e.eager() {
+			saved += 2 * scores.Bytes // fp32 softmax output kept besides its bf16 copy
+			formula = "2·b·s·h·3/t + 6·a·s²·b/t (Q, K, V, fp32 and bf16 probabilities)"
+		}
+		if p := c.Training.AttentionDropout; p > 0 {
+			saved += scores.Bytes/int64(e.ab) + scores.Bytes // mask + dropped probs
+			formula = "2·b·s·h·3/t + 5·a·s²·b/t (Q, K, V, probs, dropout mask and output)"
+		}
+	} else {
+		formula = "2·b·s·h·3/t (selective recompute: the s² part is recomputed)"
+	}
+	attn.MemoryBytes = keep(saved)
+	attn.TempBytes = scores.Bytes // pre-softmax scores while the softmax runs
+	if attn.MemoryBytes > 0 {
+		attn.seq = keepSeq(q.Bytes, kvSaved/2, kvSaved/2)
+		rest := saved - q.Bytes - kvSaved
+		if e.eager() && c.Training.Recompute != "selective" && c.Training.AttentionDropout == 0 {
+			// HF eager_attention_forward: q·kᵀ, its scaled copy and the masked copy follow one another, then the
+			// fp32 softmax (kept) and its 16-bit cast (kept for the matmul with V).
+			attn.seq = append(attn.seq, briefSeq(scores.Bytes, scores.Bytes, scores.Bytes)...)
+			attn.seq = append(attn.seq, keepSeq(2*scores.Bytes, rest-2*scores.Bytes)...)
+			// Backward: the probabilities' gradient, its fp32 cast, softmax's gradient, the scaled one, then
+			// the gradients of Q and of the expanded K.
+			attn.Extra["backward_chain"] = []int64{scores.Bytes, 2 * scores.Bytes, scores.Bytes, scores.Bytes, q.Bytes + kvSaved/2}
+		} else {
+			attn.seq = append(attn.seq, tempSeq(scores.Bytes)...)
+			attn.seq = append(attn.seq, splitEven(rest, scores.Bytes)...)
+		}
+	}
+	attn.Outputs = append(attn.Outputs, scores)
+	attn.Formula = formula
+	attn.Notes = "standard attention: O(s²) score matrix per head"
+	attn.BytesMoved = float64(q.Bytes+k.Bytes+v.Bytes+o.Bytes) + 4*float64(scores.Bytes)
+	return attn, false
 }
 
 // mlpOps builds a dense (or shared-expert) MLP with f columns per GPU over rows tokens.
 func (e *est) mlpOps(prefix string, in Tensor, f, rows, inSaved int64, keep func(int64) int64) []Operator {
 	act := e.actName()
 	h := e.x.h
+	frozen := e.lora != nil && !e.inference
 	var ops []Operator
 	if e.x.gated {
 		up := e.linear(prefix+".gate_up_proj", "mlp", in, 2*f, h, rows, inSaved, "2·b·s·h/sp (input saved)", "gate and up projections (column-parallel)")
 		up.Outputs[0].Name = prefix + ".gate_up"
 		ops = append(ops, up)
+		if frozen {
+			ops = append(ops, e.loraOp(prefix+".gate_up", rows, h, act, false, []int64{f, f}, []string{"gate_proj", "up_proj"})...)
+		}
 		mid := tensor(prefix+".act", act, append(tokenDims(in, rows), f)...)
 		saved, formula := up.Outputs[0].Bytes, "4·b·s·f/t (gate and up outputs)"
 		if e.eager() {
-			saved += mid.Bytes // silu(gate) is a separate tensor kept for the multiply's backward
-			formula = "6·b·s·f/t (eager: gate, up and silu(gate))"
+			saved += mid.Bytes // act(gate) is a separate tensor kept for the multiply's backward
+			formula = "6·b·s·f/t (eager: gate, up and act(gate))"
 		}
-		ops = append(ops, Operator{Name: prefix + ".swiglu", Category: "mlp", Phase: "forward", Inputs: up.Outputs, Outputs: []Tensor{mid},
-			MemoryBytes: keep(saved), Formula: formula, Notes: "SwiGLU = silu(gate)·up",
-			FLOPs: 4 * float64(rows*f), BytesMoved: float64(up.Outputs[0].Bytes + mid.Bytes)})
-		down := e.linear(prefix+".down_proj", "mlp", mid, h, f, rows, keep(mid.Bytes), "2·b·s·f/t (input saved)", "row-parallel")
+		name := ".swiglu"
+		if e.c.Model.Activation == "geglu" {
+			name = ".geglu"
+		}
+		actOp := Operator{Name: prefix + name, Category: "mlp", Phase: "forward", Inputs: up.Outputs, Outputs: []Tensor{mid},
+			MemoryBytes: keep(saved), Formula: formula, Notes: "gated MLP = act(gate)·up",
+			FLOPs: 4 * float64(rows*f), BytesMoved: float64(up.Outputs[0].Bytes + mid.Bytes)}
+		if actOp.MemoryBytes > 0 {
+			actOp.seq = splitEven(actOp.MemoryBytes, mid.Bytes) // gate, up (and act(gate)): one f-wide tensor each
+		}
+		ops = append(ops, actOp)
+		down := e.linear(prefix+".down_proj", "mlp", mid, h, f, rows, keep(e.linearSaved(mid.Bytes, frozen)), "2·b·s·f/t (input saved)", "row-parallel")
 		ops = append(ops, down)
+		if frozen {
+			ops = append(ops, e.loraOp(prefix+".down", rows, f, act, false, []int64{h}, []string{"down_proj"})...)
+		}
 		return ops
 	}
 	fc1 := e.linear(prefix+".fc1", "mlp", in, f, h, rows, inSaved, "2·b·s·h/sp (input saved)", "column-parallel")
 	ops = append(ops, fc1)
-	mid := tensor(prefix+".act", act, append(tokenDims(in, rows), f)...)
-	name := "gelu"
-	if e.c.Model.Activation == "squared-relu" {
-		name = "squared_relu"
+	if frozen {
+		ops = append(ops, e.loraOp(prefix+".fc1", rows, h, act, false, []int64{f}, []string{"up_proj"})...)
 	}
-	ops = append(ops, Operator{Name: prefix + "." + name, Category: "mlp", Phase: "forward", Inputs: fc1.Outputs, Outputs: []Tensor{mid},
-		MemoryBytes: keep(fc1.Outputs[0].Bytes), Formula: "2·b·s·f/t (activation input)", Notes: name + " keeps its input for backward",
-		FLOPs: 8 * float64(rows*f), BytesMoved: float64(fc1.Outputs[0].Bytes + mid.Bytes)})
-	ops = append(ops, e.linear(prefix+".fc2", "mlp", mid, h, f, rows, keep(mid.Bytes), "2·b·s·f/t (input saved)", "row-parallel"))
+	midDtype := act
+	if e.c.amp() && e.c.Model.Activation == "gelu_new" && e.eager() {
+		midDtype = "fp32" // pow is on autocast's fp32 list, so the whole tanh chain runs in fp32
+	}
+	mid := tensor(prefix+".act", midDtype, append(tokenDims(in, rows), f)...)
+	name, saved := "gelu", fc1.Outputs[0].Bytes
+	formula, notes := "2·b·s·f/t (activation input)", "gelu keeps its input for backward"
+	switch {
+	case e.c.Model.Activation == "squared-relu":
+		name, notes = "squared_relu", "squared_relu keeps its input for backward"
+	case e.c.Model.Activation == "gelu_new" && e.eager():
+		// transformers NewGELUActivation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) as eager ops. Besides x
+		// (saved by pow), tanh keeps its output, the final product keeps both factors: 1 + tanh(...) and 0.5·x.
+		chain := float64(rows*f) * (2*dtypeBytes[midDtype] + e.ab)
+		saved += int64(chain)
+		if midDtype == "fp32" {
+			saved += fc1.Outputs[0].Bytes // pow casts x to fp32 and keeps that copy instead of x (as many bytes again)
+		}
+		name = "gelu_new"
+		formula = "b·s·f/t·(input + tanh out + (1 + tanh) + 0.5·x) (eager tanh-approximation chain)"
+		notes = "gelu_new as eager elementwise ops: each keeps what its backward needs"
+	case e.c.Model.Activation == "gelu_new":
+		name = "gelu_new"
+	}
+	gelu := Operator{Name: prefix + "." + name, Category: "mlp", Phase: "forward", Inputs: fc1.Outputs, Outputs: []Tensor{mid},
+		MemoryBytes: keep(saved), Formula: formula, Notes: notes,
+		FLOPs: 8 * float64(rows*f), BytesMoved: float64(fc1.Outputs[0].Bytes + mid.Bytes)}
+	if gelu.MemoryBytes > 0 {
+		gelu.seq = splitEven(gelu.MemoryBytes, fc1.Outputs[0].Bytes)
+		if name == "gelu_new" && e.eager() {
+			gelu.seq = append(gelu.seq, tempSeq(mid.Bytes, mid.Bytes)...) // x³ and the scaled sum, dropped on the way
+		}
+	}
+	ops = append(ops, gelu)
+	// Under autocast fc2 casts an fp32 activation to 16 bits and saves the cast.
+	fc2In := int64(float64(rows*f) * e.ab)
+	ops = append(ops, e.linear(prefix+".fc2", "mlp", mid, h, f, rows, keep(e.linearSaved(fc2In, frozen)), "2·b·s·f/t (input saved)", "row-parallel"))
+	if frozen {
+		ops = append(ops, e.loraOp(prefix+".fc2", rows, f, act, false, []int64{h}, []string{"down_proj"})...)
+	}
 	return ops
 }
 
@@ -251,6 +453,12 @@ func (e *est) moeOps(in Tensor, keep func(int64) int64) []Operator {
 		Formula:     "2·b·s·h/sp + b·s/sp·(4E + 12k) (input, fp32 probs, top-k indices and weights)",
 		Notes:       fmt.Sprintf("top-%d of %d experts", x.k, x.E), FLOPs: 2 * float64(local*x.h*x.E),
 		BytesMoved: float64(in.Bytes/sp + probs.Bytes)}
+	if e.c.Model.Family == "mixtral" && e.eager() {
+		// transformers' MixtralSparseMoeBlock loops over experts with an int64 one_hot(selected, E) mask of
+		// b·s·k·E entries and accumulates into a zeroed b·s·h output with index_add_.
+		router.TempBytes = 8*local*x.k*x.E + local*x.h*int64(e.ab)
+		router.Notes += "; HF dispatch: int64 one-hot expert mask and a zeroed output during the expert loop"
+	}
 	ops = append(ops, router)
 	// Tokens each GPU's experts process: balanced routing sends top-k copies of the local tokens (× capacity).
 	ne := int64(math.Ceil(float64(local*x.k*int64(p.ETP)) * e.c.Model.MoECapacityFactor))
@@ -301,7 +509,14 @@ func (e *est) headOps() []Operator {
 		rows = e.b // prefill keeps the last position's logits only
 	}
 	in := tensor("lm_head.in", e.actName(), e.b, e.sl, x.h)
-	lm := e.linear("lm_head", "output", in, vL, x.h, rows, in.Bytes/sp, "2·b·s·h/sp (input saved)", fmt.Sprintf("vocab-parallel output layer, V=%d (padded) / tp", x.V))
+	lmSaved := in.Bytes / sp // (float8 recipes leave the output layer in 16 bits)
+	if e.lora != nil {
+		lmSaved = 0 // a frozen output layer keeps nothing
+	}
+	if !e.inference && c.amp() {
+		lmSaved += int64(float64(vL*x.h) * e.ab) // autocast's 16-bit copy of the output weight, kept for backward
+	}
+	lm := e.linear("lm_head", "output", in, vL, x.h, rows, lmSaved, "2·b·s·h/sp (input saved; + 16-bit weight copy under autocast)", fmt.Sprintf("vocab-parallel output layer, V=%d (padded) / tp", x.V))
 	lm.Layer = -1
 	logits := tensor("logits", e.actName(), e.b, e.sl, vL)
 	if rows != e.n {
@@ -319,6 +534,11 @@ func (e *est) headOps() []Operator {
 		bwd = 8 * E
 		loss.Formula = "6·b·s·V/t (bf16 logits kept + fp32 log-probs); forward temp 4·b·s·V/t; backward temp 8·b·s·V/t"
 		loss.Notes = "HF-style: logits.float() then log_softmax; backward materializes fp32 gradients"
+		if c.Framework == "torchtitan" {
+			// torchtitan's train step deletes pred before loss.backward(): only the fp32 log-probs stay.
+			loss.MemoryBytes, loss.TempBytes = 4*E, 6*E
+			loss.Formula = "4·b·s·V/t (fp32 log-probs; the logits are deleted before backward); forward temp 6·b·s·V/t; backward temp 8·b·s·V/t"
+		}
 	case "fused":
 		loss.MemoryBytes = 4 * E
 		loss.TempBytes = 2 * E
@@ -336,6 +556,16 @@ func (e *est) headOps() []Operator {
 		loss.Formula = "4·b·s·V/t (fp32 softmax); forward temp 6·b·s·V/t (bf16 logits + fp32 copy); backward temp 2·b·s·V/t"
 		loss.Notes = "jit-compiled vocab-parallel cross entropy: out-of-place exp beside the fp32 logits"
 		lm.MemoryBytes = in.Bytes / sp
+	case "chunked_output":
+		// torchtune CEWithChunkedOutputLoss: the output layer runs per chunk of tokens and the loss upcasts one
+		// chunk at a time; every chunk's fp32 log-softmax stays saved, the 16-bit logits are dropped (del logits)
+		// before backward, whose gradients then also come one chunk at a time.
+		k := int64(c.Training.LossChunks)
+		loss.MemoryBytes = 4 * E
+		loss.TempBytes = 2*E + 4*E/k
+		bwd = 10 * E / k
+		loss.Formula = fmt.Sprintf("4·b·s·V/t (fp32 log-probs of all %d chunks); forward temp 2·b·s·V/t + 4·b·s·V/t/%d; backward temp 10·b·s·V/t/%d", k, k, k)
+		loss.Notes = "chunked-output cross entropy: one chunk upcast to fp32 at a time"
 	case "chunked":
 		chunk := min(int64(c.Training.LossChunkTokens), rows)
 		loss.TempBytes = 10 * chunk * vL
@@ -343,6 +573,29 @@ func (e *est) headOps() []Operator {
 		loss.Formula = fmt.Sprintf("0 saved; temp 10·chunk·V/t with chunk=%d tokens", chunk)
 		loss.Notes = "chunked / fused linear cross entropy: full logits never materialized"
 		lm.Outputs = []Tensor{tensor("logits.chunk", e.actName(), chunk, vL)}
+	}
+	// The loss's tensors in creation order and its backward's, for the allocation sequence: HF's
+	// logits.float() copy and log-softmax, then nll_loss's and log_softmax's fp32 gradients, then the 16-bit
+	// gradient of the logits.
+	switch c.Training.Loss {
+	case "standard":
+		loss.seq = append(keepSeq(loss.MemoryBytes-4*E), tempSeq(loss.TempBytes-4*E)...)
+		loss.seq = append(loss.seq, tempSeq(4*E)...)
+		loss.seq = append(loss.seq, keepSeq(4*E)...)
+		loss.Extra["backward_pieces"] = [][]int64{{4 * E, 4 * E}, {2 * E}}
+	case "fused", "fused_jit":
+		loss.seq = append(tempSeq(loss.TempBytes), keepSeq(4*E)...)
+		loss.Extra["backward_pieces"] = [][]int64{{bwd}}
+	case "chunked_output":
+		k := int64(c.Training.LossChunks)
+		loss.seq = tempSeq(2 * E)
+		for range k {
+			loss.seq = append(loss.seq, briefSeq(4*E/k)...)
+			loss.seq = append(loss.seq, keepSeq(4*E/k)...)
+		}
+		loss.Extra["backward_pieces"] = [][]int64{{4 * E / k, 4 * E / k, 2 * E / k}}
+	default:
+		loss.Extra["backward_pieces"] = [][]int64{{bwd}}
 	}
 	if e.inference {
 		loss = Operator{Name: "logits", Category: "loss", Phase: "prefill", Inputs: []Tensor{logits}, Layer: -1,

@@ -44,7 +44,7 @@ func modelDims(m ModelConfig, vocabPadded int64) dims {
 		llama: m.Type != "gpt", bias: m.LinearBias, qkvBias: m.QKVBias || m.LinearBias, tied: m.TieWordEmbeddings,
 	}
 	x.rms = m.Norm == "rmsnorm" || (m.Norm == "" && x.llama)
-	x.gated = m.Activation == "swiglu" || (m.Activation == "" && x.llama)
+	x.gated = m.Activation == "swiglu" || m.Activation == "geglu" || (m.Activation == "" && x.llama)
 	x.learned = m.PositionEmbedding == "learned" || (m.PositionEmbedding == "" && !x.llama)
 	if x.g == 0 {
 		x.g = x.a

@@ -21,7 +21,9 @@ func TestRecommendationsMatchStrategyRows(t *testing.T) {
 			map[string]string{"Shard more model state (ZeRO-1)": "DP+ZeRO-1", "Tensor parallelism TP=8": "TP8+SP"}},
 		{"llama3-8b zero0 mbs2", func(c *Config) { c.Parallel.ZeroStage, c.Training.MicroBatchSize, c.Parallel.NumMicrobatches = 0, 2, 0 },
 			map[string]string{"Shard more model state (ZeRO-1)": "DP+ZeRO-1", "Tensor parallelism TP=8": "TP8+SP"}},
-		{"llama3-8b zero1", func(c *Config) { c.Parallel.ZeroStage = 1 },
+		{"llama3-8b zero1 chunked loss mbs2", func(c *Config) {
+			c.Parallel.ZeroStage, c.Training.Loss, c.Training.MicroBatchSize, c.Parallel.NumMicrobatches = 1, "chunked", 2, 0
+		},
 			map[string]string{"Shard more model state (ZeRO-2)": "DP+ZeRO-2", "Tensor parallelism TP=8": "TP8+SP"}},
 		{"llama3-8b zero3 seq64k", func(c *Config) { c.Training.SeqLength = 65536 },
 			map[string]string{"Tensor parallelism TP=8": "TP8+SP+FSDP"}},

@@ -10,7 +10,16 @@ import (
 // presets are the published architectures (from the models' config.json / papers). Only dimensions that change
 // memory are kept.
 var presets = map[string]ModelConfig{
-	"gpt2":         {Type: "gpt", NumLayers: 12, HiddenSize: 768, NumAttentionHeads: 12, VocabSize: 50257, TieWordEmbeddings: true, MaxPositionEmbeddings: 1024, LinearBias: true},
+	"gpt2":         {Family: "gpt2", Type: "gpt", NumLayers: 12, HiddenSize: 768, NumAttentionHeads: 12, VocabSize: 50257, TieWordEmbeddings: true, MaxPositionEmbeddings: 1024, LinearBias: true},
+	"gpt2-medium":  {Family: "gpt2", Type: "gpt", NumLayers: 24, HiddenSize: 1024, NumAttentionHeads: 16, VocabSize: 50257, TieWordEmbeddings: true, MaxPositionEmbeddings: 1024, LinearBias: true},
+	"gpt2-large":   {Family: "gpt2", Type: "gpt", NumLayers: 36, HiddenSize: 1280, NumAttentionHeads: 20, VocabSize: 50257, TieWordEmbeddings: true, MaxPositionEmbeddings: 1024, LinearBias: true},
+	"gpt2-xl":      {Family: "gpt2", Type: "gpt", NumLayers: 48, HiddenSize: 1600, NumAttentionHeads: 25, VocabSize: 50257, TieWordEmbeddings: true, MaxPositionEmbeddings: 1024, LinearBias: true},
+	"pythia-1.4b":  {Family: "gpt-neox", Type: "gpt", NumLayers: 24, HiddenSize: 2048, NumAttentionHeads: 16, VocabSize: 50304, MaxPositionEmbeddings: 2048, LinearBias: true},
+	"gpt-neox-20b": {Family: "gpt-neox", Type: "gpt", NumLayers: 44, HiddenSize: 6144, NumAttentionHeads: 64, VocabSize: 50432, MaxPositionEmbeddings: 2048, LinearBias: true},
+	"qwen2.5-0.5b": {Family: "qwen2", Type: "llama", NumLayers: 24, HiddenSize: 896, NumAttentionHeads: 14, NumKVHeads: 2, FFNHiddenSize: 4864, VocabSize: 151936, TieWordEmbeddings: true, QKVBias: true},
+	"qwen2.5-1.5b": {Family: "qwen2", Type: "llama", NumLayers: 28, HiddenSize: 1536, NumAttentionHeads: 12, NumKVHeads: 2, FFNHiddenSize: 8960, VocabSize: 151936, TieWordEmbeddings: true, QKVBias: true},
+	"gemma-2b":     {Family: "gemma", Type: "llama", NumLayers: 18, HiddenSize: 2048, NumAttentionHeads: 8, NumKVHeads: 1, HeadDim: 256, FFNHiddenSize: 16384, VocabSize: 256000, TieWordEmbeddings: true, Activation: "geglu"},
+	"gemma-7b":     {Family: "gemma", Type: "llama", NumLayers: 28, HiddenSize: 3072, NumAttentionHeads: 16, NumKVHeads: 16, HeadDim: 256, FFNHiddenSize: 24576, VocabSize: 256000, TieWordEmbeddings: true, Activation: "geglu"},
 	"gpt3-175b":    {Type: "gpt", NumLayers: 96, HiddenSize: 12288, NumAttentionHeads: 96, VocabSize: 50257, TieWordEmbeddings: true, MaxPositionEmbeddings: 2048, LinearBias: true},
 	"llama2-7b":    {Type: "llama", NumLayers: 32, HiddenSize: 4096, NumAttentionHeads: 32, NumKVHeads: 32, FFNHiddenSize: 11008, VocabSize: 32000},
 	"llama2-13b":   {Type: "llama", NumLayers: 40, HiddenSize: 5120, NumAttentionHeads: 40, NumKVHeads: 40, FFNHiddenSize: 13824, VocabSize: 32000},
@@ -20,10 +29,10 @@ var presets = map[string]ModelConfig{
 	"llama3-405b":  {Type: "llama", NumLayers: 126, HiddenSize: 16384, NumAttentionHeads: 128, NumKVHeads: 8, FFNHiddenSize: 53248, VocabSize: 128256},
 	"llama3.2-1b":  {Type: "llama", NumLayers: 16, HiddenSize: 2048, NumAttentionHeads: 32, NumKVHeads: 8, HeadDim: 64, FFNHiddenSize: 8192, VocabSize: 128256, TieWordEmbeddings: true},
 	"llama3.2-3b":  {Type: "llama", NumLayers: 28, HiddenSize: 3072, NumAttentionHeads: 24, NumKVHeads: 8, HeadDim: 128, FFNHiddenSize: 8192, VocabSize: 128256, TieWordEmbeddings: true},
-	"mistral-7b":   {Type: "llama", NumLayers: 32, HiddenSize: 4096, NumAttentionHeads: 32, NumKVHeads: 8, FFNHiddenSize: 14336, VocabSize: 32000},
-	"mixtral-8x7b": {Type: "llama", NumLayers: 32, HiddenSize: 4096, NumAttentionHeads: 32, NumKVHeads: 8, FFNHiddenSize: 14336, VocabSize: 32000, NumExperts: 8, MoETopK: 2, MoEFFNHiddenSize: 14336},
-	"qwen2.5-7b":   {Type: "llama", NumLayers: 28, HiddenSize: 3584, NumAttentionHeads: 28, NumKVHeads: 4, FFNHiddenSize: 18944, VocabSize: 152064, QKVBias: true},
-	"qwen2.5-72b":  {Type: "llama", NumLayers: 80, HiddenSize: 8192, NumAttentionHeads: 64, NumKVHeads: 8, FFNHiddenSize: 29568, VocabSize: 152064, QKVBias: true},
+	"mistral-7b":   {Family: "mistral", Type: "llama", NumLayers: 32, HiddenSize: 4096, NumAttentionHeads: 32, NumKVHeads: 8, FFNHiddenSize: 14336, VocabSize: 32000},
+	"mixtral-8x7b": {Family: "mixtral", Type: "llama", NumLayers: 32, HiddenSize: 4096, NumAttentionHeads: 32, NumKVHeads: 8, FFNHiddenSize: 14336, VocabSize: 32000, NumExperts: 8, MoETopK: 2, MoEFFNHiddenSize: 14336},
+	"qwen2.5-7b":   {Family: "qwen2", Type: "llama", NumLayers: 28, HiddenSize: 3584, NumAttentionHeads: 28, NumKVHeads: 4, FFNHiddenSize: 18944, VocabSize: 152064, QKVBias: true},
+	"qwen2.5-72b":  {Family: "qwen2", Type: "llama", NumLayers: 80, HiddenSize: 8192, NumAttentionHeads: 64, NumKVHeads: 8, FFNHiddenSize: 29568, VocabSize: 152064, QKVBias: true},
 }
 
 // aliases accept the spellings people type.
@@ -32,7 +41,7 @@ var aliases = map[string]string{
 	"llama-3-8b": "llama3-8b", "llama-3-70b": "llama3-70b", "llama-3-405b": "llama3-405b",
 	"llama3.1-8b": "llama3-8b", "llama3.1-70b": "llama3-70b", "llama3.1-405b": "llama3-405b",
 	"llama-3.2-1b": "llama3.2-1b", "llama-3.2-3b": "llama3.2-3b", "llama-7b": "llama2-7b", "llama-13b": "llama2-13b",
-	"gpt-3": "gpt3-175b", "gpt3": "gpt3-175b", "mixtral": "mixtral-8x7b", "mistral": "mistral-7b",
+	"gpt-3": "gpt3-175b", "gpt2-small": "gpt2", "qwen-0.5b": "qwen2.5-0.5b", "gpt3": "gpt3-175b", "mixtral": "mixtral-8x7b", "mistral": "mistral-7b",
 }
 
 // PresetNames lists the preset names, sorted.

@@ -15,6 +15,9 @@ type Report struct {
 	Stages          []Stage          `json:"stages"` // one per pipeline stage (per-GPU figures)
 	WorstStage      int              `json:"worst_stage"`
 	Inference       *InferenceMemory `json:"inference,omitempty"`
+	OOM             *OOMPoint        `json:"oom,omitempty"`  // where a run that cannot fit the GPU fails
+	LoRA            *LoRAMemory      `json:"lora,omitempty"` // adapter and frozen-base figures of LoRA training
+	Attention       *AttentionChoice `json:"attention,omitempty"`
 	Fit             Fit              `json:"fit"`
 	Time            *TimeEstimate    `json:"time,omitempty"`
 	Roofline        *Roofline        `json:"roofline,omitempty"`
@@ -42,6 +45,7 @@ type Summary struct {
 	KVCacheMemoryBytes int64      `json:"kv_cache_memory_bytes,omitempty"`
 	ParamCountPerGPU   int64      `json:"param_count_per_gpu"`
 	PeakReservedBytes  int64      `json:"peak_reserved_bytes"`  // predicted torch.cuda.max_memory_reserved
+	ReservedSource     string     `json:"reserved_source"`      // "allocator replay" or "flat allowance"
 	DeviceTotalBytes   int64      `json:"device_total_bytes"`   // + CUDA context and NCCL, what nvidia-smi shows
 	WorstPipelineStage int        `json:"worst_pipeline_stage"` // index of the stage these figures are for
 	NumGPUs            int        `json:"num_gpus"`
@@ -87,11 +91,14 @@ type Operator struct {
 	TempBytes  int64   `json:"temp_bytes"` // transient workspace while the op runs
 	FLOPs      float64 `json:"flops"`      // per call, this GPU
 	BytesMoved float64 `json:"bytes_moved"`
+
+	seq []seqTensor // the tensors the operator allocates, for the allocation sequence (steps.go)
 }
 
 // Metadata describes the run.
 type Metadata struct {
 	Mode         string `json:"mode"`
+	Framework    string `json:"framework,omitempty"` // whose defaults filled the config (framework.go)
 	ModelType    string `json:"model_type"`
 	Model        string `json:"model"`
 	Dtype        string `json:"dtype"`
@@ -104,24 +111,27 @@ type Metadata struct {
 
 // Stage holds per-GPU predictions for one pipeline stage (all GPUs of a stage are alike).
 type Stage struct {
-	Index              int    `json:"index"`
-	Layers             int    `json:"layers"`
-	FirstLayer         int    `json:"first_layer"`
-	Params             int64  `json:"params"` // on one GPU of the stage, before ZeRO sharding
-	InflightLayerMBs   int64  `json:"inflight_layer_microbatches"`
-	Weights            int64  `json:"weight_memory_bytes"`
-	Grads              int64  `json:"grad_memory_bytes"`
-	Optimizer          int64  `json:"optimizer_memory_bytes"`
-	Activations        int64  `json:"activation_memory_bytes"`
-	Temporaries        int64  `json:"temporary_memory_bytes"` // transient at the peak
-	Other              int64  `json:"other_memory_bytes"`
-	KVCache            int64  `json:"kv_cache_memory_bytes,omitempty"`
-	ForwardPeak        int64  `json:"forward_peak_bytes"`
-	BackwardPeak       int64  `json:"backward_peak_bytes"`
-	OptimizerPeak      int64  `json:"optimizer_step_peak_bytes"`
-	PeakAllocated      int64  `json:"peak_allocated_bytes"`
-	PeakStage          string `json:"peak_stage"`
-	PeakReserved       int64  `json:"peak_reserved_bytes"`
+	Index            int    `json:"index"`
+	Layers           int    `json:"layers"`
+	FirstLayer       int    `json:"first_layer"`
+	Params           int64  `json:"params"` // on one GPU of the stage, before ZeRO sharding
+	InflightLayerMBs int64  `json:"inflight_layer_microbatches"`
+	Weights          int64  `json:"weight_memory_bytes"`
+	Grads            int64  `json:"grad_memory_bytes"`
+	Optimizer        int64  `json:"optimizer_memory_bytes"`
+	Activations      int64  `json:"activation_memory_bytes"`
+	Temporaries      int64  `json:"temporary_memory_bytes"` // transient at the peak
+	Other            int64  `json:"other_memory_bytes"`
+	KVCache          int64  `json:"kv_cache_memory_bytes,omitempty"`
+	ForwardPeak      int64  `json:"forward_peak_bytes"`
+	BackwardPeak     int64  `json:"backward_peak_bytes"`
+	OptimizerPeak    int64  `json:"optimizer_step_peak_bytes"`
+	PeakAllocated    int64  `json:"peak_allocated_bytes"`
+	PeakStage        string `json:"peak_stage"`
+	PeakReserved     int64  `json:"peak_reserved_bytes"`
+	// ReservedSource says how PeakReserved was predicted: "allocator replay" (the allocation sequence through
+	// the caching-allocator model) or "flat allowance" (allocated + rounding + fragmentation_fraction).
+	ReservedSource     string `json:"reserved_source"`
 	DeviceTotal        int64  `json:"device_total_bytes"`
 	EndOfStepAllocated int64  `json:"end_of_step_allocated_bytes"` // what stays allocated between steps
 	// AtPeak is what is live at the peak besides weights, optimizer states and other buffers.
@@ -142,6 +152,37 @@ type InferenceMemory struct {
 	KVBytesPerToken int64 `json:"kv_cache_bytes_per_token"`
 	Activations     int64 `json:"activation_memory_bytes"` // prefill working set
 	ContextTokens   int64 `json:"context_tokens"`
+}
+
+// OOMPoint is the first allocation of the first training step that the GPU cannot hold: PyTorch raises
+// OutOfMemoryError there, and torch.cuda.max_memory_allocated is AllocatedBytes.
+type OOMPoint struct {
+	Step           int    `json:"step"`  // 1 = the first step (no optimizer states yet), 2 = once they exist
+	Phase          string `json:"phase"` // forward | backward | optimizer_step
+	Layer          int    `json:"layer"` // -1 outside the layer stack
+	Operator       string `json:"operator"`
+	AllocatedBytes int64  `json:"allocated_bytes"` // allocated when the request fails
+	RequestBytes   int64  `json:"request_bytes"`
+	LimitBytes     int64  `json:"limit_bytes"` // GPU capacity − CUDA context − NCCL buffers
+}
+
+// LoRAMemory breaks down LoRA / QLoRA training on the worst GPU.
+type LoRAMemory struct {
+	Rank             int      `json:"rank"`
+	Targets          []string `json:"targets"`
+	AdapterParams    int64    `json:"adapter_params"` // trainable
+	AdapterDtype     string   `json:"adapter_dtype"`
+	BaseDtype        string   `json:"base_dtype"`
+	FrozenBaseBytes  int64    `json:"frozen_base_bytes"`  // quantized or 16-bit base weights
+	AdapterBytes     int64    `json:"adapter_bytes"`      // adapter weights
+	DequantTempBytes int64    `json:"dequant_temp_bytes"` // one weight dequantized (nf4/int8), forward and backward
+}
+
+// AttentionChoice is the attention kernel that runs and why (PyTorch's SDPA dispatch for "sdpa").
+type AttentionChoice struct {
+	Requested string `json:"requested"`
+	Kernel    string `json:"kernel"` // flash | efficient | cudnn | math | flex | standard
+	Why       string `json:"why"`
 }
 
 // Fit is the verdict against the GPU.

@@ -12,12 +12,14 @@ import (
 // come from the global batch). The first problem found is returned, naming its key.
 func (c *Config) Resolve() error {
 	for _, step := range []func() error{
+		c.checkLimits,
 		c.resolveModel,
 		c.resolveTraining,
 		c.resolveInference,
 		c.resolveParallel,
 		c.validateHardware,
 		c.validateAllocator,
+		c.resolveExtensions,
 		c.validateCorrections,
 	} {
 		if err := step(); err != nil {
@@ -33,6 +35,9 @@ func (c *Config) resolveModel() error {
 	m := &c.Model
 	empty, err := m.expandPreset()
 	if err != nil {
+		return err
+	}
+	if err := applyFamily(m); err != nil {
 		return err
 	}
 	m.defaultArchitecture()
@@ -93,7 +98,7 @@ func (m *ModelConfig) validateArchitecture(empty bool) error {
 	}{
 		{"model.type", m.Type, []string{"llama", "gpt"}},
 		{"model.norm", m.Norm, []string{"rmsnorm", "layernorm"}},
-		{"model.activation", m.Activation, []string{"swiglu", "gelu", "squared-relu"}},
+		{"model.activation", m.Activation, []string{"swiglu", "geglu", "gelu", "gelu_new", "squared-relu"}},
 		{"model.position_embedding", m.PositionEmbedding, []string{"rope", "learned"}},
 	} {
 		if err := oneOf(ch.key, ch.v, ch.ok...); err != nil {
@@ -131,7 +136,7 @@ func (m *ModelConfig) deriveSizes(seqLength int) error {
 		m.HeadDim = m.HiddenSize / m.NumAttentionHeads
 	}
 	if m.FFNHiddenSize == 0 {
-		if m.Activation == "swiglu" {
+		if m.Activation == "swiglu" || m.Activation == "geglu" {
 			// LLaMA rule: 2/3 of 4h, rounded up to a multiple of 256.
 			m.FFNHiddenSize = (8*m.HiddenSize/3 + 255) / 256 * 256
 		} else {
@@ -181,9 +186,16 @@ func (m *ModelConfig) validateSizes() error {
 // resolveTraining fills the gradient dtype and loss chunk and checks the mode and the training section.
 func (c *Config) resolveTraining() error {
 	t := &c.Training
+	if t.Precision == "amp" {
+		t.Precision = "amp-bf16" // torch.autocast's default CUDA dtype since bf16 GPUs
+	}
+	if t.Attention == "eager" {
+		// HF attn_implementation="eager": unfused attention in the eager modules (fp32 softmax copy kept).
+		t.Attention, t.Kernels = "standard", "eager"
+	}
 	if t.GradPrecision == "" {
 		switch t.Precision {
-		case "fp32", "bf16-mixed", "fp16-mixed":
+		case "fp32", "bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16":
 			t.GradPrecision = "fp32"
 		default:
 			t.GradPrecision = t.Precision
@@ -216,12 +228,12 @@ func (c *Config) validateTraining() error {
 		key, v string
 		ok     []string
 	}{
-		{"training.precision", t.Precision, []string{"fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"}},
+		{"training.precision", t.Precision, []string{"fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "amp-bf16", "amp-fp16"}},
 		{"training.optimizer", t.Optimizer, []string{"adamw", "adamw-8bit", "sgd", "adafactor"}},
 		{"training.optimizer_impl", t.OptimizerImpl, []string{"foreach", "fused"}},
-		{"training.attention", t.Attention, []string{"flash", "standard"}},
-		{"training.recompute", t.Recompute, []string{"none", "selective", "full"}},
-		{"training.loss", t.Loss, []string{"standard", "fused", "fused_jit", "chunked"}},
+		{"training.attention", t.Attention, []string{"sdpa", "flash", "efficient", "cudnn", "math", "flex", "standard"}},
+		{"training.recompute", t.Recompute, []string{"none", "selective", "full", "op_selective"}},
+		{"training.loss", t.Loss, []string{"standard", "fused", "fused_jit", "chunked", "chunked_output"}},
 		{"training.kernels", t.Kernels, []string{"fused", "eager"}},
 		{"training.grad_precision", t.GradPrecision, []string{"fp32", "bf16", "fp16"}},
 	} {
@@ -495,10 +507,10 @@ func oneOf(key, v string, ok ...string) error {
 // dtypeBytes is the storage size per element; int4 packs two per byte.
 var dtypeBytes = map[string]float64{"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5, "int64": 8, "bool": 1}
 
-// paramDtype is the dtype the training weights are stored and computed in.
+// paramDtype is the dtype the training weights are stored in (fp32 under autocast).
 func (c *Config) paramDtype() string {
 	switch c.Training.Precision {
-	case "fp32":
+	case "fp32", "amp-bf16", "amp-fp16":
 		return "fp32"
 	case "fp16", "fp16-mixed":
 		return "fp16"
@@ -506,15 +518,30 @@ func (c *Config) paramDtype() string {
 	return "bf16"
 }
 
-// actDtype is the activation dtype.
+// actDtype is the dtype of matmul outputs and most saved activations: autocast's lower precision under AMP.
 func (c *Config) actDtype() string {
-	if c.Training.Precision == "fp32" {
+	switch c.Training.Precision {
+	case "fp32":
 		return "fp32"
+	case "amp-bf16":
+		return "bf16"
+	case "amp-fp16":
+		return "fp16"
 	}
 	return c.paramDtype()
 }
 
+// mixed reports Megatron/DeepSpeed-style mixed precision: 16-bit parameters with an fp32 master copy.
 func (c *Config) mixed() bool { return strings.HasSuffix(c.Training.Precision, "-mixed") }
+
+// amp reports torch.autocast training: fp32 parameters, gradients and states, 16-bit matmuls whose casted
+// weight copies autocast caches for the forward.
+func (c *Config) amp() bool { return strings.HasPrefix(c.Training.Precision, "amp-") }
+
+// lowPrecisionStates reports pure 16-bit training, whose optimizer keeps its states in the parameter dtype.
+func (c *Config) lowPrecisionStates() bool {
+	return c.Training.Precision == "bf16" || c.Training.Precision == "fp16"
+}
 
 // GPU returns the resolved accelerator.
 func (c *Config) GPU() GPUSpec {

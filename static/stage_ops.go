@@ -7,33 +7,80 @@ import (
 	"github.com/memscan/memscan/units"
 )
 
-// inferenceStage fills a stage for inference: weights + KV cache + the prefill working set.
+// inferenceStage fills a stage for inference: weights + KV cache + the larger of the prefill working set and
+// the last decode step.
+//
+// The cache follows inference.kv_cache.implementation: static preallocates prompt + generated tokens for every
+// layer before the prefill (HF StaticCache, max_cache_len); paged preallocates whole blocks; dynamic (HF
+// DynamicCache) holds only the prompt during the prefill and grows by torch.cat in every decode step, so one
+// layer's old and new K and V coexist while it concatenates.
 func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operator) (Stage, []Operator) {
 	c, x := e.c, e.x
-	ctx := int64(c.Inference.PromptLength + c.Inference.GenerateTokens)
-	if bt := int64(c.Inference.KVCache.BlockTokens); bt > 0 {
+	in := c.Inference
+	ctx := int64(in.PromptLength + in.GenerateTokens)
+	if bt := int64(in.KVCache.BlockTokens); bt > 0 {
 		ctx = roundUp(ctx, bt)
 	}
 	perTok := e.kvBytesPerToken()
-	st.KVCache = int64(float64(perTok*e.b*ctx) * c.Corrections.Activations)
+	corrA := c.Corrections.Activations
+	st.KVCache = int64(float64(perTok*e.b*ctx) * corrA)
+	kvPrefill := st.KVCache
+	if in.KVCache.Implementation == "dynamic" {
+		kvPrefill = int64(float64(perTok*e.b*int64(in.PromptLength)) * corrA)
+	}
 	var work float64
 	for _, op := range layerOps {
 		v := float64(sumBytes(op.Inputs...) + sumBytes(op.Outputs...) + op.TempBytes)
 		work = math.Max(work, v)
 	}
-	work += float64(e.n * x.h * int64(e.ab)) // residual stream alongside
+	// Residual-stream tensors alive beside the largest op: one in fused engines; HF's eager modules also keep
+	// the embeddings (the model's inputs_embeds), the layer input (the caller's loop variable) and the
+	// post-attention residual while the MLP runs.
+	residuals := int64(1)
+	if e.eager() {
+		residuals = 4
+	}
+	work += float64(residuals * e.n * x.h * int64(e.ab))
+	if e.eager() && in.KVCache.Implementation != "dynamic" {
+		// HF with a preallocated cache: keys span the whole cache, longer than the prompt, so the model builds a
+		// b × 1 × prompt × cache boolean mask for the forward; SDPA then takes the masked path (memory-efficient
+		// attention with K and V repeated to every query head, the mask turned into an additive 16-bit one).
+		mask := float64(e.b * e.sl * ctx)
+		kvRep := float64(2*e.b*e.aL*ctx*x.d) * e.ab
+		qo := float64(2*e.b*e.sl*e.aL*x.d) * e.ab
+		work = math.Max(work, qo+kvRep+mask*e.ab+float64(residuals*e.n*x.h)*e.ab) + mask
+	}
 	var head float64
 	if i == c.Parallel.PP-1 {
 		for _, op := range headOps {
 			head = math.Max(head, float64(op.TempBytes+sumBytes(op.Outputs...)))
 		}
 	}
-	st.Activations = int64(work * c.Corrections.Activations)
+	// Last decode step: the cache at full length, the dynamic cache's concatenation copy of one layer, and
+	// generate's per-step logits (16-bit, their fp32 copy and the processed scores).
+	decode := float64(st.KVCache)
+	if in.GenerateTokens > 0 {
+		if in.KVCache.Implementation == "dynamic" {
+			decode += float64(st.KVCache) / float64(e.layersPerStage)
+		}
+		if i == c.Parallel.PP-1 {
+			decode += float64(e.b*x.V/e.t) * (e.ab + 4 + 4)
+		}
+	}
+	st.Activations = int64(work * corrA)
 	st.Temporaries = int64(head * c.Corrections.Temporaries)
-	st.ForwardPeak = st.Weights + st.KVCache + st.Other + max(st.Activations, st.Temporaries)
+	st.ForwardPeak = st.Weights + kvPrefill + st.Other + max(st.Activations, st.Temporaries)
 	st.PeakAllocated, st.PeakStage = st.ForwardPeak, "prefill"
+	if d := st.Weights + st.Other + int64(decode); d > st.PeakAllocated {
+		st.PeakAllocated, st.PeakStage = d, "decode"
+	}
 	st.EndOfStepAllocated = st.Weights + st.KVCache + st.Other
 	e.reserved(&st, modelStates{}, modelStates{}, nil, 0)
+	if e.replayable() {
+		seq := e.inferenceSequence(layerOps, embOps, headOps, residuals, st.Other, i == c.Parallel.PP-1)
+		e.replayReserved(&st, seq)
+		e.seqs[i] = seq
+	}
 
 	var ops []Operator
 	ops = append(ops, Operator{Name: "weights", Category: "weights", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: 1,
@@ -41,7 +88,7 @@ func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operat
 		Notes: units.Plural(st.Params, "parameter", "parameters") + " on this GPU", Extra: map[string]any{}})
 	ops = append(ops, Operator{Name: "kv_cache", Category: "kv_cache", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: e.layersPerStage,
 		Outputs:     []Tensor{tensor("k_cache", c.Inference.KVCache.Dtype, e.b, ctx, e.gL, x.d), tensor("v_cache", c.Inference.KVCache.Dtype, e.b, ctx, e.gL, x.d)},
-		MemoryBytes: st.KVCache, Formula: "2 · L · g/t · d · (prompt+generated) · b · bytes",
+		MemoryBytes: st.KVCache, Formula: "2 · L · g/t · d · (prompt+generated) · b · bytes (" + in.KVCache.Implementation + " cache)",
 		Notes: fmt.Sprintf("%d B per token per GPU; %d context tokens × batch %d", perTok, ctx, e.b), Extra: map[string]any{"bytes_per_token": perTok}})
 	for _, op := range layerOps {
 		op.Phase, op.Layer, op.Multiplier = "prefill", st.FirstLayer, e.layersPerStage
@@ -68,7 +115,13 @@ func (e *est) kvBytesPerToken() int64 {
 }
 
 // transients are the non-forward temporary sizes of a stage.
-type transients struct{ layerBwd, headBwd, gather, reduce, opt float64 }
+type transients struct {
+	layerBwd, headBwd, gather, reduce, opt float64
+	ckpt                                   float64 // bytes a recomputed layer keeps per micro-batch
+	offloaded                              float64 // saved activations moved to host memory
+	unsharded                              float64 // gathered parameters kept from forward to backward (FSDP without resharding)
+	rootUnit                               float64 // FSDP's root unit (final norm, output layer), gathered from its forward to its backward
+}
 
 // operatorList assembles the worst-stage record list in MemScope's shape.
 func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, embOps, headOps []Operator,
@@ -127,7 +180,7 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 			ops = append(ops, op)
 		}
 	}
-	hr := e.n * e.x.h * int64(e.ab) / e.spDiv
+	hr := int64(tr.ckpt)
 	layersHere := e.stageLayers(i)
 	if c.Output.Unroll && kept > 0 {
 		// Spread the in-flight layer-microbatches over the kept layers so the records add up exactly.
@@ -146,7 +199,25 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 		mult := layerMBs - keptMBs
 		ops = append(ops, Operator{Name: "recompute_checkpoint", Category: "recompute", Phase: "forward", Layer: layersHere[int(kept)%len(layersHere)],
 			Multiplier: mult, MemoryBytes: hr * mult,
-			Formula: "2·b·s·h/sp per recomputed layer (layer input only)", Notes: "full recomputation of " + units.Plural(recomputed, "layer", "layers") + " per stage", Extra: map[string]any{}})
+			Formula: "2·b·s·h/sp per recomputed layer (layer input only)", Notes: c.Training.Recompute + " recomputation of " + units.Plural(recomputed, "layer", "layers") + " per stage", Extra: map[string]any{}})
+		if c.Training.Recompute == "op_selective" {
+			ops[len(ops)-1].Formula = "layer input + outputs of every other matmul and of SDPA (torchtitan op policy)"
+		}
+	}
+	if tr.offloaded > 0 {
+		ops = append(ops, Operator{Name: "activation_offload", Category: "offload", Phase: "forward", Layer: -1, Multiplier: 1,
+			MemoryBytes: -int64(tr.offloaded), Formula: "saved activations of all but two layer-micro-batches",
+			Notes: "moved to pinned host memory during forward, brought back one layer ahead in backward", Extra: map[string]any{}})
+	}
+	if tr.rootUnit > 0 {
+		ops = append(ops, Operator{Name: "fsdp_root_unit", Category: "communication", Phase: "forward", Layer: -1, Multiplier: 1,
+			TempBytes: int64(tr.rootUnit), Formula: "(final norm + output layer) params/GPU × gather bytes",
+			Notes: "the root FSDP unit is not resharded after forward", Extra: map[string]any{}})
+	}
+	if tr.unsharded > 0 {
+		ops = append(ops, Operator{Name: "fsdp_unsharded_params", Category: "communication", Phase: "forward", Layer: -1, Multiplier: 1,
+			TempBytes: int64(tr.unsharded), Formula: "(layers − 1) × layer params/GPU × gather bytes",
+			Notes: "fsdp_reshard_after_forward=false keeps every layer's gathered parameters until its backward", Extra: map[string]any{}})
 	}
 	if last {
 		for _, op := range headOps {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -36,6 +37,7 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	noFiles := fs.Bool("no-files", false, "print only; write nothing to --out")
 	gpusFile := fs.String("gpus-file", "", "JSON/YAML list of custom GPU specs (see memscan gpus --help) usable by --gpu")
 
+	framework := fs.String("framework", "", "training stack whose defaults fill what the config leaves out: "+strings.Join(static.FrameworkNames(), ", "))
 	o := static.Overrides{Set: map[string]bool{}}
 	overrideFlags(fs, &o)
 	maxBatch := fs.Bool("max-batch-size", false, "search the largest micro-batch (batch in inference) that fits")
@@ -60,7 +62,7 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageErrorf("static: --model-size must be a positive number of billions of parameters, got %v", o.SizeBillions)
 	}
 	if *configPath != "" {
-		c, err := static.LoadConfig(*configPath)
+		c, err := static.LoadConfigFramework(*configPath, *framework)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}
@@ -69,7 +71,11 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if o.Preset == "" && o.SizeBillions == 0 {
 			return usageErrorf("static: give --config FILE, --model PRESET or --model-size N (see memscan static --help)")
 		}
-		cfg = static.DefaultConfig()
+		c, err := static.DefaultConfigFor(*framework)
+		if err != nil {
+			return usageErrorf("static: --%v", err)
+		}
+		cfg = c
 	}
 	fs.Visit(func(f *pflag.Flag) { o.Set[f.Name] = true })
 	if *gpusFile != "" {
@@ -150,11 +156,11 @@ func overrideFlags(fs *pflag.FlagSet, o *static.Overrides) {
 	fs.IntVar(&o.GlobalBatch, "global-batch-size", 0, "global batch size (sets the number of micro-batches)")
 	fs.IntVar(&o.SeqLength, "seq-length", 0, "sequence length (training) or prompt length (inference)")
 	fs.IntVar(&o.GenerateTokens, "generate-tokens", -1, "inference: tokens generated after the prompt (KV cache grows)")
-	fs.StringVar(&o.Precision, "precision", "", "fp32, bf16, fp16, bf16-mixed or fp16-mixed (mixed = fp32 master weights and grads)")
+	fs.StringVar(&o.Precision, "precision", "", "fp32, bf16, fp16, bf16-mixed, fp16-mixed (mixed = fp32 master weights and grads), amp-bf16 or amp-fp16 (fp32 params under torch.autocast)")
 	fs.StringVar(&o.Optimizer, "optimizer", "", "adamw, adamw-8bit, sgd or adafactor")
-	fs.StringVar(&o.Attention, "attention", "", "flash or standard")
-	fs.StringVar(&o.Recompute, "recompute", "", "activation recomputation: none, selective or full")
-	fs.StringVar(&o.Loss, "loss", "", "cross-entropy: standard (HF: fp32 logits), fused (Megatron vocab-parallel), fused_jit (Megatron --cross-entropy-loss-fusion) or chunked")
+	fs.StringVar(&o.Attention, "attention", "", "sdpa (PyTorch picks the kernel), flash, efficient, cudnn, math, flex or standard (unfused)")
+	fs.StringVar(&o.Recompute, "recompute", "", "activation recomputation: none, selective (Megatron core attention), full or op_selective (torchtitan per-op policy)")
+	fs.StringVar(&o.Loss, "loss", "", "cross-entropy: standard (HF: fp32 logits), fused (Megatron vocab-parallel), fused_jit (Megatron --cross-entropy-loss-fusion), chunked (fused linear CE) or chunked_output (torchtune)")
 	fs.StringVar(&o.Kernels, "kernels", "", "fused (Megatron/Transformer Engine, compiled) or eager (HF transformers: fp32 RMSNorm, unfused SwiGLU)")
 	fs.IntVar(&o.TP, "tp", 0, "tensor parallel size")
 	fs.IntVar(&o.PP, "pp", 0, "pipeline parallel size")

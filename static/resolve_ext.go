@@ -1,0 +1,197 @@
+package static
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+)
+
+// resolveExtensions resolves and validates the keys beyond the Megatron-style core: framework semantics, the
+// KV-cache implementation, LoRA, the torchtitan/torchtune knobs, and the derived-size limits.
+func (c *Config) resolveExtensions() error {
+	t := &c.Training
+	p := &c.Parallel
+	if c.Framework == "torchtitan" && p.ZeroStage == 3 && p.DP*p.CP == 1 {
+		// torchtitan applies FSDP only with a data-parallel shard degree > 1; on one GPU it trains the fp32 model
+		// under autocast (maybe_enable_amp).
+		p.ZeroStage = 0
+		if t.Precision == "bf16-mixed" {
+			t.Precision, t.GradPrecision = "amp-bf16", "fp32"
+		}
+	}
+	if err := c.resolveFramework(); err != nil {
+		return err
+	}
+	if len(t.SeqLengths) > 64 {
+		return fmt.Errorf("training.seq_lengths: %d entries (at most 64 steps are replayed)", len(t.SeqLengths))
+	}
+	for i, n := range t.SeqLengths {
+		if n <= 0 || n > t.SeqLength {
+			return fmt.Errorf("training.seq_lengths[%d]: %d (must be in [1, training.seq_length = %d])", i, n, t.SeqLength)
+		}
+	}
+	if t.LossChunks <= 0 {
+		if t.LossChunks < 0 {
+			return fmt.Errorf("training.loss_chunks: %d (must be > 0)", t.LossChunks)
+		}
+		t.LossChunks = 8
+	}
+	if t.Float8 && c.Mode == "train" && t.LoRA != nil {
+		return fmt.Errorf("training.float8: float8 training of a frozen LoRA base is not supported by torchao; drop float8 or lora")
+	}
+	kv := &c.Inference.KVCache
+	if kv.Implementation == "" {
+		switch {
+		case kv.BlockTokens > 0:
+			kv.Implementation = "paged"
+		case c.Framework == "hf" || c.Framework == "deepspeed":
+			kv.Implementation = "dynamic"
+		default:
+			kv.Implementation = "static"
+		}
+	}
+	if err := oneOf("inference.kv_cache.implementation", kv.Implementation, "dynamic", "static", "paged"); err != nil {
+		return err
+	}
+	if kv.Implementation == "paged" && kv.BlockTokens == 0 {
+		kv.BlockTokens = 16
+	}
+	if kv.Implementation != "paged" && kv.BlockTokens > 0 {
+		return fmt.Errorf("inference.kv_cache.block_tokens: %d applies to the paged cache, not %s", kv.BlockTokens, kv.Implementation)
+	}
+	if t.LoRA != nil {
+		if err := t.LoRA.resolve(c); err != nil {
+			return err
+		}
+	}
+	return c.checkDerived()
+}
+
+// LoRAConfig describes PEFT LoRA / QLoRA fine-tuning: the base model is frozen (no gradients or optimizer
+// states), low-rank adapters A (r × in) and B (out × r) on the target linears train.
+type LoRAConfig struct {
+	Rank  int     `json:"rank"`
+	Alpha float64 `json:"alpha"` // scaling alpha/rank; does not change memory
+	// Targets are the adapted linears: "all-linear" (PEFT's every linear except the output layer) or module
+	// names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (GPT-2's c_attn, c_proj, c_fc,
+	// mlp.c_proj map onto the same projections).
+	Targets LoRATargets `json:"targets"`
+	// AdapterDtype is the adapters' weight, gradient and optimizer-state dtype; auto fp32 (PEFT's
+	// autocast_adapter_dtype=True upcasts bf16/fp16 adapters).
+	AdapterDtype string `json:"adapter_dtype"`
+	// BaseDtype is the frozen base: bf16 | fp16 | fp32, or quantized by bitsandbytes: nf4 (QLoRA 4-bit, blocks
+	// of 64 with an absmax each) | int8 (LLM.int8, one fp32 scale per row). Auto: the training precision.
+	BaseDtype string `json:"base_dtype"`
+	// DoubleQuant quantizes NF4's absmax to 8 bits in blocks of 256 (bnb_4bit_use_double_quant); auto true.
+	DoubleQuant *bool   `json:"double_quant,omitempty"`
+	Dropout     float64 `json:"dropout"` // lora_dropout: > 0 keeps a dropped copy of each adapter input
+}
+
+// LoRATargets accepts "all-linear" or a list of module names.
+type LoRATargets []string
+
+// UnmarshalJSON reads either the string "all-linear" (any single name) or a list of names.
+func (l *LoRATargets) UnmarshalJSON(b []byte) error {
+	s := strings.TrimSpace(string(b))
+	if strings.HasPrefix(s, "\"") {
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*l = LoRATargets{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("training.lora.targets: expected \"all-linear\" or a list of module names, got %s", s)
+	}
+	*l = many
+	return nil
+}
+
+// loraProjections are the projections of a layer an adapter can sit on, in memscan's names.
+var loraProjections = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+// loraAliases maps other families' module names onto memscan's projections.
+var loraAliases = map[string][]string{
+	"c_attn": {"q_proj", "k_proj", "v_proj"}, "query_key_value": {"q_proj", "k_proj", "v_proj"},
+	"c_proj": {"o_proj", "down_proj"}, "dense": {"o_proj"}, "attn.c_proj": {"o_proj"}, "mlp.c_proj": {"down_proj"},
+	"c_fc": {"up_proj"}, "dense_h_to_4h": {"up_proj"}, "dense_4h_to_h": {"down_proj"},
+	"fc1": {"up_proj"}, "fc2": {"down_proj"}, "w1": {"gate_proj"}, "w3": {"up_proj"}, "w2": {"down_proj"},
+	"wq": {"q_proj"}, "wk": {"k_proj"}, "wv": {"v_proj"}, "wo": {"o_proj"},
+}
+
+func (l *LoRAConfig) resolve(c *Config) error {
+	if l.Rank <= 0 {
+		return fmt.Errorf("training.lora.rank: %d (must be > 0)", l.Rank)
+	}
+	if l.Alpha < 0 || math.IsNaN(l.Alpha) {
+		return fmt.Errorf("training.lora.alpha: %g (must be >= 0)", l.Alpha)
+	}
+	if l.Alpha == 0 {
+		l.Alpha = float64(2 * l.Rank)
+	}
+	if l.Dropout < 0 || l.Dropout >= 1 {
+		return fmt.Errorf("training.lora.dropout: %g (must be in [0, 1))", l.Dropout)
+	}
+	if len(l.Targets) == 0 {
+		l.Targets = LoRATargets{"all-linear"}
+	}
+	var resolved []string
+	seen := map[string]bool{}
+	for _, n := range l.Targets {
+		var add []string
+		switch {
+		case n == "all-linear":
+			add = loraProjections
+		case slices.Contains(loraProjections, n):
+			add = []string{n}
+		default:
+			a, ok := loraAliases[n]
+			if !ok {
+				return fmt.Errorf("training.lora.targets: unknown module %q (known: all-linear, %s, or %s)", n,
+					strings.Join(loraProjections, ", "), strings.Join(slices.Sorted(maps.Keys(loraAliases)), ", "))
+			}
+			add = a
+		}
+		for _, a := range add {
+			if !seen[a] {
+				seen[a] = true
+				resolved = append(resolved, a)
+			}
+		}
+	}
+	l.Targets = resolved
+	if l.AdapterDtype == "" {
+		// PEFT upcasts 16-bit adapters to fp32 (autocast_adapter_dtype); torchtune builds them in the model dtype.
+		l.AdapterDtype = "fp32"
+		if c.Framework == "torchtune" {
+			l.AdapterDtype = c.actDtype()
+		}
+	}
+	if err := oneOf("training.lora.adapter_dtype", l.AdapterDtype, "fp32", "bf16", "fp16"); err != nil {
+		return err
+	}
+	if l.BaseDtype == "" {
+		l.BaseDtype = c.paramDtype()
+	}
+	if err := oneOf("training.lora.base_dtype", l.BaseDtype, "bf16", "fp16", "fp32", "nf4", "int8"); err != nil {
+		return err
+	}
+	if l.DoubleQuant == nil {
+		v := l.BaseDtype == "nf4"
+		l.DoubleQuant = &v
+	} else if *l.DoubleQuant && l.BaseDtype != "nf4" {
+		return fmt.Errorf("training.lora.double_quant: applies to base_dtype nf4, not %s", l.BaseDtype)
+	}
+	if c.Parallel.TP > 1 || c.Parallel.PP > 1 {
+		return fmt.Errorf("training.lora: PEFT LoRA is modelled for data parallelism only (tp = pp = 1)")
+	}
+	if (l.BaseDtype == "nf4" || l.BaseDtype == "int8") && c.Parallel.ZeroStage == 3 {
+		return fmt.Errorf("training.lora.base_dtype: %s bitsandbytes weights cannot be sharded by ZeRO-3/FSDP here", l.BaseDtype)
+	}
+	return nil
+}

@@ -1,0 +1,686 @@
+package static
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/memscan/memscan/allocator"
+)
+
+// The allocation sequence: one run of the model as the caching allocator sees it — the parameters as the
+// model is built, then two training steps (the first creates the optimizer states, the second is the steady
+// state) or one generate call, each tensor allocated when its operator creates it and freed when PyTorch
+// drops the last reference. Replaying it through the allocator model gives peak reserved memory from the
+// allocator's own rules (rounding, pools, best fit, splitting) instead of a flat fragmentation allowance.
+
+// tensorLife says when a tensor an operator creates is freed.
+type tensorLife uint8
+
+const (
+	lifeSaved tensorLife = iota // kept for backward: freed in the operator's backward
+	lifeOp                      // a temporary: freed when the operator ends
+	lifeLayer                   // a residual-stream tensor: freed when the layer's forward ends
+	lifeBrief                   // consumed at once: freed right after the operator's next tensor is allocated
+)
+
+// seqTensor is one tensor an operator allocates, in creation order.
+type seqTensor struct {
+	bytes int64
+	life  tensorLife
+}
+
+func keepSeq(bytes ...int64) []seqTensor  { return tensorsOf(lifeSaved, bytes) }
+func briefSeq(bytes ...int64) []seqTensor { return tensorsOf(lifeBrief, bytes) }
+func tempSeq(bytes ...int64) []seqTensor  { return tensorsOf(lifeOp, bytes) }
+
+func tensorsOf(life tensorLife, bytes []int64) []seqTensor {
+	out := make([]seqTensor, 0, len(bytes))
+	for _, b := range bytes {
+		if b > 0 {
+			out = append(out, seqTensor{b, life})
+		}
+	}
+	return out
+}
+
+// opTensors is what an operator allocates: its own list when the builder gave one (whose saved part adds up to
+// MemoryBytes), else one saved tensor of MemoryBytes and one temporary of TempBytes.
+func opTensors(op Operator) []seqTensor {
+	if op.seq != nil {
+		return op.seq
+	}
+	return append(keepSeq(op.MemoryBytes), tempSeq(op.TempBytes)...)
+}
+
+// allocEvent allocates size bytes as id, or frees id when size is 0; site indexes seqBuilder.sites.
+type allocEvent struct {
+	id   uint64
+	size int64
+	site int32
+}
+
+// seqSite is where in the run an allocation happens.
+type seqSite struct {
+	step  int
+	phase string // build | forward | backward | optimizer_step | prefill | decode
+	layer int    // -1 outside the layer stack
+	op    string
+}
+
+// seqBuilder records a sequence and tracks its allocated bytes.
+type seqBuilder struct {
+	ev        []allocEvent
+	sites     []seqSite
+	next      uint64
+	live      map[uint64]int64
+	allocated int64
+	peak      int64
+}
+
+func newSeq() *seqBuilder {
+	return &seqBuilder{live: map[uint64]int64{}, sites: []seqSite{{phase: "build", layer: -1, op: "parameters"}}}
+}
+
+// at sets the site of the allocations that follow.
+func (s *seqBuilder) at(step int, phase string, layer int, op string) {
+	if c := s.sites[len(s.sites)-1]; c != (seqSite{step, phase, layer, op}) {
+		s.sites = append(s.sites, seqSite{step, phase, layer, op})
+	}
+}
+
+func (s *seqBuilder) alloc(n int64) uint64 {
+	if n <= 0 {
+		return 0
+	}
+	s.next++
+	s.ev = append(s.ev, allocEvent{s.next, n, int32(len(s.sites) - 1)})
+	s.live[s.next] = n
+	s.allocated += n
+	s.peak = max(s.peak, s.allocated)
+	return s.next
+}
+
+func (s *seqBuilder) free(ids ...uint64) {
+	for _, id := range ids {
+		if n, ok := s.live[id]; ok {
+			delete(s.live, id)
+			s.allocated -= n
+			s.ev = append(s.ev, allocEvent{id: id})
+		}
+	}
+}
+
+// replayResult is what replaying a sequence gives: the peak reserved bytes and, with a capacity, the first
+// allocation the allocator could not satisfy (where the run raises OutOfMemoryError).
+type replayResult struct {
+	peakReserved int64
+	failed       bool
+	allocated    int64 // allocated (requested bytes) when the failing request came
+	request      int64
+	site         seqSite
+}
+
+// replay drives the allocator model with the sequence; with a capacity, an allocation that cannot fit even
+// after the allocator released its cache ends the replay there.
+func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult, error) {
+	a, err := allocator.New(cfg, allocator.Options{Capacity: capacity})
+	if err != nil {
+		return replayResult{}, err
+	}
+	var allocated int64
+	size := map[uint64]int64{}
+	for _, ev := range s.ev {
+		if ev.size == 0 {
+			if err := a.Free(ev.id); err != nil {
+				return replayResult{}, err
+			}
+			allocated -= size[ev.id]
+			delete(size, ev.id)
+			continue
+		}
+		if err := a.Malloc(ev.id, ev.size, 0); err != nil {
+			var oom *allocator.OOMError
+			if errors.As(err, &oom) {
+				return replayResult{peakReserved: a.PeakReserved(), failed: true, allocated: allocated, request: ev.size,
+					site: s.sites[ev.site]}, nil
+			}
+			return replayResult{}, err
+		}
+		size[ev.id] = ev.size
+		allocated += ev.size
+	}
+	return replayResult{peakReserved: a.PeakReserved()}, nil
+}
+
+// paramGroup is the parameters one operator owns, for allocating their gradients in its backward.
+func opParams(opName string, ps []paramTensor) []paramTensor {
+	prefixes := map[string][]string{
+		"input_norm": {"input_norm."}, "post_attn_norm": {"post_attn_norm."},
+		"qkv_proj": {"attn.q_proj.", "attn.k_proj.", "attn.v_proj."}, "o_proj": {"attn.o_proj."},
+		"mlp.gate_up_proj": {"mlp.gate_proj.", "mlp.up_proj."}, "mlp.down_proj": {"mlp.down_proj."},
+		"mlp.fc1": {"mlp.fc1."}, "mlp.fc2": {"mlp.fc2."}, "moe.router": {"moe.router."},
+		"moe.experts.gate_up_proj": {"moe.experts."}, "embedding": {"embed_tokens.", "embed_positions."},
+		"final_norm": {"final_norm."}, "lm_head": {"lm_head."},
+	}[opName]
+	var out []paramTensor
+	for _, p := range ps {
+		for _, pre := range prefixes {
+			if strings.HasPrefix(p.Name, pre) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// trainingSequence builds the allocation sequence of the training steps on stage 0 of a single-stage layout
+// without FSDP (replayable says which layouts).
+// stepOps are the operator lists of one training step (they differ when the sequence length varies).
+type stepOps struct{ layer, emb, head []Operator }
+
+// stepsFor lists the steps the sequence replays: two of the configured shape (the first creates the optimizer
+// states), or one per entry of training.seq_lengths.
+func (e *est) stepsFor(layerOps, embOps, headOps []Operator) []stepOps {
+	lens := e.c.Training.SeqLengths
+	if len(lens) == 0 {
+		one := stepOps{layerOps, embOps, headOps}
+		return []stepOps{one, one}
+	}
+	out := make([]stepOps, 0, len(lens))
+	for _, n := range lens {
+		c := *e.c
+		c.Training.SeqLength = n
+		v := newEst(&c)
+		out = append(out, stepOps{v.layerOps(), v.embeddingOps(), v.headOps()})
+	}
+	return out
+}
+
+func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []stepOps, other int64) *seqBuilder {
+	c := e.c
+	s := newSeq()
+	l := int(e.layersPerStage)
+	zero := c.Parallel.ZeroStage
+	frozen := e.lora != nil
+	wBytes := func(p paramTensor, inLayer bool) int64 {
+		if frozen {
+			return int64(e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p))
+		}
+		return int64(e.perGPU(p) * e.pb)
+	}
+	// Build: every parameter in module order; a tied output layer is created and then replaced by the embedding.
+	for _, p := range embPs {
+		s.alloc(wBytes(p, false))
+	}
+	for range l {
+		for _, p := range layerPs {
+			s.alloc(wBytes(p, true))
+		}
+	}
+	for _, p := range headPs {
+		s.alloc(wBytes(p, false))
+	}
+	if e.x.tied && c.Framework == "hf" {
+		s.free(s.alloc(int64(float64(e.x.V*e.x.h/e.t) * e.pb)))
+	}
+	var adapters []paramTensor
+	if frozen {
+		adapters = e.loraLayerParams()
+		for range l {
+			for _, p := range adapters {
+				s.alloc(int64(float64(p.numel()) * dtypeBytes[e.lora.AdapterDtype]))
+			}
+		}
+	}
+	s.buffers(other)
+	persistent := c.Parallel.GradBuffer == "persistent"
+	// DeepSpeed ZeRO-1/2 reduces gradients through a bucket of up to 5e8 elements during backward.
+	var bucket int64
+	if zero >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1 {
+		var layer float64
+		for _, p := range layerPs {
+			layer += e.perGPU(p)
+		}
+		bucket = int64(min(5e8, layer*float64(l)) * e.gb)
+	}
+	grads := map[string]uint64{}
+	gradOf := func(key string, bytes int64) {
+		if _, ok := grads[key]; !ok && bytes > 0 {
+			grads[key] = s.alloc(bytes)
+		}
+	}
+	gBytes := func(p paramTensor) int64 {
+		g := e.perGPU(p) * e.gb
+		if zero >= 2 {
+			g /= e.shardGroup(p)
+		}
+		return int64(g)
+	}
+	allGrads := func() {
+		for _, p := range embPs {
+			gradOf("emb."+p.Name, gBytes(p))
+		}
+		for li := range l {
+			for _, p := range layerPs {
+				gradOf(layerKey(li, p.Name), gBytes(p))
+			}
+		}
+		for _, p := range headPs {
+			gradOf("head."+p.Name, gBytes(p))
+		}
+	}
+	if persistent && !frozen {
+		allGrads()
+	}
+	ckpt := int64(e.checkpointBytes())
+	recompute := c.Training.Recompute == "full" || c.Training.Recompute == "op_selective"
+	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones and the
+	// residual-stream ones.
+	step, layer := 0, -1
+	runOp := func(op Operator) (own, resid []uint64) {
+		s.at(step, "forward", layer, op.Name)
+		var tmp []uint64
+		var brief uint64
+		for _, t := range opTensors(op) {
+			id := s.alloc(t.bytes)
+			s.free(brief)
+			brief = 0
+			switch t.life {
+			case lifeSaved:
+				own = append(own, id)
+			case lifeLayer:
+				resid = append(resid, id)
+			case lifeBrief:
+				brief = id
+			default:
+				tmp = append(tmp, id)
+			}
+		}
+		s.free(brief)
+		s.free(tmp...)
+		return own, resid
+	}
+	runOps := func(ops []Operator, keep *[][]uint64) {
+		for _, op := range ops {
+			own, resid := runOp(op)
+			s.free(resid...)
+			*keep = append(*keep, own)
+		}
+	}
+	backOps := func(ops []Operator, keep [][]uint64, ps []paramTensor, key func(string) string) {
+		for j := len(ops) - 1; j >= 0; j-- {
+			op := ops[j]
+			s.at(step, "backward", layer, op.Name)
+			// Gradients of what the operator saved (its inputs' gradients are as large), or of its output.
+			var gs []uint64
+			groups, own := op.Extra["backward_pieces"].([][]int64)
+			for _, g := range groups {
+				var ids []uint64
+				for _, b := range g {
+					ids = append(ids, s.alloc(b))
+				}
+				s.free(ids...)
+			}
+			if chain, ok := op.Extra["backward_chain"].([]int64); ok {
+				// Each gradient consumes the previous one: allocated, then the previous is freed.
+				var prev uint64
+				for _, b := range chain {
+					id := s.alloc(b)
+					s.free(prev)
+					prev = id
+				}
+				s.free(prev)
+				own = true
+			}
+			if !own {
+				for _, t := range opTensors(op) {
+					if t.life == lifeSaved {
+						gs = append(gs, s.alloc(t.bytes))
+					}
+				}
+				if len(gs) == 0 {
+					var out int64
+					for _, t := range op.Outputs {
+						out = max(out, t.Bytes)
+					}
+					gs = append(gs, s.alloc(out))
+				}
+			}
+			if !frozen {
+				for _, p := range opParams(op.Name, ps) {
+					gradOf(key(p.Name), gBytes(p))
+				}
+			}
+			s.free(keep[j]...)
+			s.free(gs...)
+		}
+		if !frozen {
+			for _, p := range ps {
+				gradOf(key(p.Name), gBytes(p))
+			}
+		}
+	}
+	for si, so := range steps {
+		step = si + 1
+		layerOps, embOps, headOps := so.layer, so.emb, so.head
+		hr := int64(float64(int64(opTokens(embOps))*e.x.h) * e.ab / float64(e.spDiv))
+		for range max(1, c.Parallel.NumMicrobatches) {
+			var embKeep, headKeep [][]uint64
+			layerKeep := make([][][]uint64, l)
+			ckptIDs := make([]uint64, l)
+			layer = -1
+			runOps(embOps, &embKeep)
+			for li := range l {
+				layer = li
+				var resid []uint64
+				for _, op := range layerOps {
+					own, r := runOp(op)
+					resid = append(resid, r...)
+					layerKeep[li] = append(layerKeep[li], own)
+				}
+				s.free(resid...)
+				if recompute {
+					for _, ids := range layerKeep[li] {
+						s.free(ids...)
+					}
+					ckptIDs[li] = s.alloc(ckpt)
+				}
+			}
+			layer = -1
+			runOps(headOps, &headKeep)
+			// Backward: the loss first, then the output layer, the layers in reverse and the embeddings.
+			backOps(headOps, headKeep, headPs, func(n string) string { return "head." + n })
+			bid := s.alloc(bucket)
+			dx := s.alloc(hr)
+			for li := l - 1; li >= 0; li-- {
+				layer = li
+				if recompute {
+					layerKeep[li] = nil
+					runOps(layerOps, &layerKeep[li])
+					s.free(ckptIDs[li])
+				}
+				li := li
+				backOps(layerOps, layerKeep[li], layerPs, func(n string) string { return layerKey(li, n) })
+				ndx := s.alloc(hr)
+				s.free(dx)
+				dx = ndx
+			}
+			layer = -1
+			backOps(embOps, embKeep, embPs, func(n string) string { return "emb." + n })
+			s.free(dx, bid)
+			if frozen {
+				for li := range l {
+					for _, p := range adapters {
+						gradOf(layerKey(li, p.Name), int64(float64(p.numel())*dtypeBytes[e.lora.AdapterDtype]))
+					}
+				}
+			}
+		}
+		// Optimizer: states on the first step (torch creates them lazily), then the foreach intermediates.
+		s.at(step, "optimizer_step", -1, c.Training.Optimizer)
+		type trained struct {
+			key   string
+			elems float64
+		}
+		var ts []trained
+		if frozen {
+			for li := range l {
+				for _, p := range adapters {
+					ts = append(ts, trained{layerKey(li, p.Name), float64(p.numel())})
+				}
+			}
+		} else {
+			for _, p := range embPs {
+				ts = append(ts, trained{"emb." + p.Name, e.perGPU(p)})
+			}
+			for li := range l {
+				for _, p := range layerPs {
+					ts = append(ts, trained{layerKey(li, p.Name), e.perGPU(p)})
+				}
+			}
+			for _, p := range headPs {
+				ts = append(ts, trained{"head." + p.Name, e.perGPU(p)})
+			}
+		}
+		sb := 4.0
+		if c.lowPrecisionStates() {
+			sb = 2
+		}
+		if frozen {
+			sb = dtypeBytes[e.lora.AdapterDtype]
+		}
+		div := 1.0
+		if zero >= 1 {
+			div = float64(e.nDense)
+		}
+		nStates := map[string]int{"adamw": 2, "sgd": 1}[c.Training.Optimizer]
+		if step == 1 && !c.Training.OptimizerInBackward {
+			for _, t := range ts {
+				if c.mixed() && zero < 3 && !frozen {
+					s.alloc(int64(t.elems * 4 / div)) // fp32 master copy
+				}
+				for range nStates {
+					s.alloc(int64(t.elems * sb / div))
+				}
+			}
+		}
+		if c.Training.OptimizerImpl == "foreach" && !c.Training.OptimizerInBackward {
+			var tmp []uint64
+			for _, t := range ts {
+				tmp = append(tmp, s.alloc(int64(t.elems*sb/div)))
+			}
+			s.free(tmp...)
+		}
+		if !persistent || frozen {
+			keys := make([]string, 0, len(grads))
+			for k := range grads {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				s.free(grads[k])
+				delete(grads, k)
+			}
+		}
+	}
+	return s
+}
+
+func layerKey(layer int, name string) string {
+	return "layer" + strconv.Itoa(layer) + "." + name
+}
+
+// splitEven splits total saved bytes into tensors of at most each bytes (the last takes the rest).
+func splitEven(total, each int64) []seqTensor {
+	if each <= 0 {
+		return keepSeq(total)
+	}
+	var out []seqTensor
+	for total > 0 {
+		n := min(total, each)
+		out = append(out, seqTensor{n, lifeSaved})
+		total -= n
+	}
+	return out
+}
+
+// replayable reports whether the allocation sequence describes the config, as checked against measured runs:
+// one GPU's model without tensor, context or expert splits, pipeline stages or FSDP (whose side streams and
+// buffers the sequence does not follow), PyTorch-managed gradients, saved activations kept on the GPU, no
+// correction factors and no explicit fragmentation allowance. Inference replays with any split.
+func (e *est) replayable() bool {
+	c := e.c
+	k := c.Corrections
+	if c.Allocator.FragmentationFraction >= 0 || k.Weights != 1 || k.Grads != 1 || k.Optimizer != 1 || k.Activations != 1 ||
+		k.Temporaries != 1 || k.Other != 1 {
+		return false
+	}
+	if e.inference {
+		return e.layersPerStage*maxDecodeSteps <= maxReplayEvents/4
+	}
+	p := c.Parallel
+	events := e.layersPerStage * int64(len(e.layerOps())) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
+	return p.PP == 1 && p.TP == 1 && p.CP == 1 && p.EP == 1 && p.ZeroStage <= 2 && p.GradBuffer != "persistent" &&
+		!c.Training.TransformerEngine && !c.Training.ActivationOffload && c.Training.RecomputeLayers == 0 &&
+		events <= maxReplayEvents
+}
+
+// maxReplayEvents bounds the allocation sequence replayed per estimate (searches estimate many times).
+const maxReplayEvents = 400_000
+
+// replayReserved replaces the stage's flat-allowance reserved prediction with the allocator model's replay of
+// seq; the device total moves with it.
+func (e *est) replayReserved(st *Stage, seq *seqBuilder) {
+	cfg := allocator.Config{}
+	if e.c.Allocator.ExpandableSegments {
+		var err error
+		if cfg, err = allocator.ParseConf("expandable_segments:True"); err != nil {
+			return
+		}
+	}
+	// No capacity: the prediction is what the run needs, also where it does not fit (the oom section says
+	// where it would fail).
+	overhead := st.DeviceTotal - st.PeakReserved
+	res, err := seq.replay(cfg, 0)
+	if err != nil || res.peakReserved <= 0 {
+		return
+	}
+	st.PeakReserved = max(res.peakReserved, roundUp(st.PeakAllocated, 2*mib))
+	st.DeviceTotal = st.PeakReserved + overhead
+	st.ReservedSource = "allocator replay"
+}
+
+// maxDecodeSteps bounds the decode steps the inference sequence replays: the cache's growth pattern repeats,
+// and searches re-estimate many times.
+const maxDecodeSteps = 256
+
+// inferenceSequence builds the allocation sequence of one generate call on one GPU of stage i: the weights, the
+// cache (preallocated, or per layer in the prefill for the dynamic cache), the prefill operator by operator
+// with residuals residual-stream tensors alive, then the decode steps, each concatenating every layer's K and
+// V into new tensors (dynamic cache) and sampling from the last position's logits.
+func (e *est) inferenceSequence(layerOps, embOps, headOps []Operator, residuals, other int64, last bool) *seqBuilder {
+	c, x := e.c, e.x
+	in := c.Inference
+	s := newSeq()
+	l := e.layersPerStage
+	for _, p := range embeddingParams(x) {
+		s.alloc(int64(e.perGPU(p) * e.pb))
+	}
+	for range l {
+		for _, p := range layerParams(x) {
+			s.alloc(int64(e.perGPU(p) * e.pb))
+		}
+	}
+	for _, p := range headParams(x, c.Parallel.PP) {
+		s.alloc(int64(e.perGPU(p) * e.pb))
+	}
+	if x.tied && c.Framework == "hf" {
+		s.free(s.alloc(int64(float64(x.V*x.h/e.t) * e.pb)))
+	}
+	s.buffers(other)
+	perTokLayer := e.kvBytesPerToken() / l / 2 // one of K or V, one layer, one token and sequence
+	ctx := int64(in.PromptLength + in.GenerateTokens)
+	if bt := int64(in.KVCache.BlockTokens); bt > 0 {
+		ctx = roundUp(ctx, bt)
+	}
+	kv := make([][2]uint64, l)
+	if in.KVCache.Implementation != "dynamic" {
+		for li := range l {
+			kv[li] = [2]uint64{s.alloc(perTokLayer * e.b * ctx), s.alloc(perTokLayer * e.b * ctx)}
+		}
+	}
+	hr := e.n * x.h * int64(e.ab)
+	var stream []uint64 // residual-stream tensors alive beside the operators
+	for range residuals - 1 {
+		stream = append(stream, s.alloc(hr))
+	}
+	run := func(ops []Operator, li int64) {
+		var prev []uint64
+		for _, op := range ops {
+			s.at(1, "prefill", int(li), op.Name)
+			var out []uint64
+			for _, t := range op.Outputs {
+				out = append(out, s.alloc(t.Bytes))
+			}
+			if op.Category == "attention" && op.Name == "attention" && li >= 0 && in.KVCache.Implementation == "dynamic" {
+				kv[li] = [2]uint64{s.alloc(perTokLayer * e.b * int64(in.PromptLength)), s.alloc(perTokLayer * e.b * int64(in.PromptLength))}
+			}
+			// Without autograd an eager norm's fp32 intermediates die as soon as the next one exists: each is
+			// allocated, then the one before it is freed.
+			if op.seq != nil && op.Category == "norm" {
+				var prevT uint64
+				for _, t := range op.seq {
+					if t.life != lifeLayer {
+						id := s.alloc(t.bytes)
+						s.free(prevT)
+						prevT = id
+					}
+				}
+				s.free(prevT)
+			}
+			s.free(s.alloc(op.TempBytes))
+			s.free(prev...)
+			prev = out
+		}
+		s.free(prev...)
+	}
+	run(embOps, -1)
+	layerOut := s.alloc(hr)
+	for li := range l {
+		run(layerOps, li)
+		next := s.alloc(hr)
+		s.free(layerOut)
+		layerOut = next
+	}
+	if last {
+		run(headOps, -1)
+	}
+	s.free(layerOut)
+	s.free(stream...)
+	if in.KVCache.Implementation != "dynamic" {
+		return s
+	}
+	s.at(1, "decode", -1, "kv_cache")
+	for step := range min(int64(in.GenerateTokens), maxDecodeSteps) {
+		n := int64(in.PromptLength) + step + 1
+		for li := range l {
+			for j := range 2 {
+				id := s.alloc(perTokLayer * e.b * n)
+				s.free(kv[li][j])
+				kv[li][j] = id
+			}
+		}
+		if last {
+			v := e.b * x.V / e.t
+			s.free(s.alloc(v*int64(e.ab)), s.alloc(4*v), s.alloc(4*v))
+		}
+	}
+	return s
+}
+
+// opTokens is the number of tokens of a step, read from its embedding operator's ids.
+func opTokens(embOps []Operator) int64 {
+	for _, op := range embOps {
+		for _, t := range op.Inputs {
+			if t.Name == "input_ids" {
+				return t.Bytes / 8
+			}
+		}
+	}
+	return 0
+}
+
+// buffers allocates the stage's other buffers (st.Other): the GEMM workspaces as two 32 MiB tensors (cuBLAS and
+// cuBLASLt), the rest (Transformer Engine workspace, score buffer, DDP buckets) as one.
+func (s *seqBuilder) buffers(other int64) {
+	for range 2 {
+		if other >= 32*mib {
+			s.alloc(32 * mib)
+			other -= 32 * mib
+		}
+	}
+	s.alloc(other)
+}

@@ -1,0 +1,80 @@
+package static
+
+import (
+	"testing"
+
+	"github.com/memscan/memscan/allocator"
+)
+
+// The allocation sequence is the same model as the peak prediction: its highest allocated total is the predicted
+// peak allocated, for every kind of run it describes — exactly where the loss's backward sets the peak (every
+// H200 run), within 0.5 % where the peak falls elsewhere (the sequence orders a layer's backward temporaries
+// one by one, the moment model takes their sum).
+func TestSequenceReachesPredictedPeak(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"hf bf16", nil},
+		{"full recompute", func(c *Config) { c.Training.Recompute = "full" }},
+		{"op-selective", func(c *Config) { c.Framework, c.Training.Recompute = "torchtitan", "op_selective" }},
+		{"eager attention", func(c *Config) { c.Training.Attention = "standard" }},
+		{"amp", func(c *Config) { c.Training.Precision = "amp-bf16" }},
+		{"fp32 math attention", func(c *Config) { c.Training.Precision = "fp32" }},
+		{"lora", func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4} }},
+		{"chunked-output loss", func(c *Config) { c.Training.Loss = "chunked_output" }},
+		{"mixed + fused adam", func(c *Config) { c.Training.Precision, c.Training.OptimizerImpl = "bf16-mixed", "fused" }},
+		{"ddp over 4", func(c *Config) { c.Hardware.NumGPUs = 4 }},
+		{"deepspeed zero-2 over 4", func(c *Config) { c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage = "deepspeed", 4, 2 }},
+		{"gpt2 dropout", func(c *Config) {
+			c.Model = ModelConfig{Family: "gpt2", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, VocabSize: tv, MaxPositionEmbeddings: ts, TieWordEmbeddings: true}
+			c.Training.HiddenDropout, c.Training.AttentionDropout = 0.1, 0.1
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tiny(t, tc.mod)
+			c := r.Config
+			e := newEst(&c)
+			seq := e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
+			if d := float64(seq.peak)/float64(r.Summary.PeakMemoryBytes) - 1; d < -0.005 || d > 0.005 || tc.mod == nil && d != 0 {
+				t.Errorf("sequence peak %d, predicted peak allocated %d (%+d)", seq.peak, r.Summary.PeakMemoryBytes, seq.peak-r.Summary.PeakMemoryBytes)
+			}
+			if r.Summary.ReservedSource != "allocator replay" || r.Summary.PeakReservedBytes < r.Summary.PeakMemoryBytes {
+				t.Errorf("reserved %d from %s, allocated %d", r.Summary.PeakReservedBytes, r.Summary.ReservedSource, r.Summary.PeakMemoryBytes)
+			}
+			if len(seq.live) != 0 && seq.allocated <= 0 {
+				t.Errorf("sequence ends with %d live tensors of %d B", len(seq.live), seq.allocated)
+			}
+		})
+	}
+}
+
+// Replay rules seen from the sequence: two tensors of 30 MiB freed and a 50 MiB request after them cannot share
+// their 30 MiB segments (each ≥ 10 MiB request gets its own segment rounded to 2 MiB), so reserved peaks at
+// 110 MiB; a 20 MiB request reuses a freed 30 MiB segment (the remainder, > 1 MiB, is split off).
+func TestSequenceReplay(t *testing.T) {
+	s := newSeq()
+	a, b := s.alloc(30*mib), s.alloc(30*mib)
+	s.free(a, b)
+	s.alloc(50 * mib)
+	got, err := s.replay(allocator.Config{}, 0)
+	if err != nil || got.peakReserved != 110*mib {
+		t.Errorf("reserved %d MiB (%v), want 110", got.peakReserved/mib, err)
+	}
+	// With 100 MiB of capacity the 50 MiB request first fails (60 + 50 > 100), the allocator releases the two
+	// cached segments and retries: it succeeds, and reserved never passed 60 MiB. With 40 MiB the second 30 MiB
+	// request fails outright, with 30 MiB allocated.
+	if got, _ := s.replay(allocator.Config{}, 100*mib); got.failed || got.peakReserved != 60*mib {
+		t.Errorf("capacity 100 MiB: %+v, want success after releasing the cache (peak 60 MiB)", got)
+	}
+	if got, _ := s.replay(allocator.Config{}, 40*mib); !got.failed || got.allocated != 30*mib || got.request != 30*mib {
+		t.Errorf("capacity 40 MiB: %+v, want the second 30 MiB request to fail with 30 MiB allocated", got)
+	}
+	s = newSeq()
+	a = s.alloc(30 * mib)
+	s.free(a)
+	s.alloc(20 * mib)
+	if got, _ := s.replay(allocator.Config{}, 0); got.peakReserved != 30*mib {
+		t.Errorf("reserved %d MiB, want 30 (the cached segment reused)", got.peakReserved/mib)
+	}
+}

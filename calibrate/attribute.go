@@ -10,6 +10,7 @@ package calibrate
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -24,12 +25,17 @@ const (
 	Optimizer   = string(components.OptimizerStates)
 	Activations = string(components.Activations)
 	Temporaries = string(components.Temporaries)
+	KVCache     = string(components.KVCache)
 	Other       = string(components.Other)
 )
 
-// Components lists the component names in report order.
+// Components lists the component names in report order (components.All's).
 func Components() []string {
-	return []string{Weights, Gradients, Optimizer, Activations, Temporaries, Other}
+	var out []string
+	for _, c := range components.All() {
+		out = append(out, string(c))
+	}
+	return out
 }
 
 // ComponentBytes is what one component holds in a runtime measurement.
@@ -100,19 +106,20 @@ var categoryMap = map[string]mapping{
 	"embedding":          {Activations, 0.6},
 	"expert/moe":         {Activations, 0.55},
 	"loss/logits":        {Temporaries, 0.6}, // logits and loss gradients live only around the head
+	"kv cache":           {KVCache, 0.9},
 	"communication":      {Other, 0.7},
 	"data/input":         {Other, 0.6},
 }
 
 // lifetimeMap maps the analysis' lifetime components (package components) to the estimator's: the same
-// definitions, except that the estimator's training report counts a KV cache with the activations.
+// definitions on both sides, so each maps to itself.
 var lifetimeMap = map[components.Component]mapping{
 	components.Weights:         {Weights, 0.95},
 	components.Gradients:       {Gradients, 0.95},
 	components.OptimizerStates: {Optimizer, 0.95},
 	components.Activations:     {Activations, 0.9},
 	components.Temporaries:     {Temporaries, 0.9},
-	components.KVCache:         {Activations, 0.9},
+	components.KVCache:         {KVCache, 0.9},
 	components.Other:           {Other, 0.7},
 }
 
@@ -290,18 +297,44 @@ func siteRows(sites []analyze.SiteStat) []SiteBytes {
 	return out
 }
 
-// ObservedPeakStageOf is the training stage of step 1's peak as the trace's phases place it, falling back to
-// ObservedPeakStage's inference from the attributed live set when the report has no phases.
+// ObservedPeakStageOf is the training stage of the measured peak as the trace's phases place it: the moment
+// whose live set the components were measured at, and what the estimator's steady-state step predicts. Where the
+// peak lies outside any phase (setup, an unsplit trace) it is the stage of iteration 1's own peak, and without
+// phases ObservedPeakStage's inference from the attributed live set.
 func ObservedPeakStageOf(r *analyze.Report, a *Attribution) string {
 	if r != nil && r.Peak != nil {
-		switch r.Peak.FirstIterationPhase {
-		case "forward", "backward":
-			return r.Peak.FirstIterationPhase
-		case "optimizer":
-			return "optimizer_step"
+		if st := stageOfPhase(r.Peak.Phase); st != "" {
+			return st
+		}
+		if st := stageOfPhase(r.Peak.FirstIterationPhase); st != "" {
+			return st
 		}
 	}
 	return ObservedPeakStage(a)
+}
+
+// stageOfPhase names a phase (package phases) as the estimator names its stages; "" for none.
+func stageOfPhase(phase string) string {
+	switch phase {
+	case "forward", "backward":
+		return phase
+	case "optimizer":
+		return "optimizer_step"
+	}
+	return ""
+}
+
+// firstStepNote explains a first iteration that peaks in another stage than the measured peak: in step 1 the
+// optimizer states are created (so its optimizer step can peak) and shapes may differ from the later steps.
+func firstStepNote(r *analyze.Report, observed string) string {
+	if r == nil || r.Peak == nil {
+		return ""
+	}
+	first := stageOfPhase(r.Peak.FirstIterationPhase)
+	if first == "" || first == observed || r.Peak.Iteration <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("iteration 1 peaks in %s; the measured peak, in iteration %d, in %s", first, r.Peak.Iteration, observed)
 }
 
 // ObservedPeakStage infers the training stage at the measured peak from the attributed live set: almost no

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -19,7 +20,7 @@ var benchTrace = sync.OnceValues(func() (*snapshot.Snapshot, error) {
 	if _, err := gen.Write(&buf, gen.Config{Seed: 7, Entries: 2_400_000, Devices: 1, Stacks: gen.StacksNone}); err != nil {
 		return nil, err
 	}
-	in, err := snapshot.Decode(context.Background(), "bench.pickle", &buf)
+	in, err := load.Decode(context.Background(), "bench.pickle", &buf)
 	if err != nil {
 		return nil, err
 	}

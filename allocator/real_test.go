@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -42,7 +43,7 @@ func loadRuns(t *testing.T) (string, []gpuRun) {
 
 func decode(t testing.TB, path string) *snapshot.Snapshot {
 	t.Helper()
-	in, err := snapshot.DecodeFile(context.Background(), path)
+	in, err := load.DecodeFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

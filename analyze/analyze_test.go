@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -230,7 +231,7 @@ func TestTimelineReplay(t *testing.T) {
 	}
 	got := r.OOMs[0]
 	got.Explained = nil
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ooms %+v, want %+v", got, want)
 	}
 	if len(r.Warnings) != 0 {

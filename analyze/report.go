@@ -252,6 +252,9 @@ type OOM struct {
 	ReservedBytes  int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
 	// Explained is what was live at the failing request by phase and category, and where the step was heading.
 	Explained *findings.OOMExplained `json:"explained,omitempty" msgpack:"explained,omitempty"`
+	// Remedies are the single changes to a static configuration (memscan analyze --static) tried against the
+	// memory the allocator could have had, the unchanged configuration first (AddRemedies).
+	Remedies []findings.Remedy `json:"remedies,omitempty" msgpack:"remedies,omitempty"`
 }
 
 // LeakSuspect is a site whose live bytes grew at the end of every iteration after the first.

@@ -6,8 +6,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/memscan/memscan/phases"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/memscan/memscan/phases"
 )
 
 // reportWire is the JSON and msgpack form of a Report: one flat object whose field order, names and omitempty
@@ -68,8 +69,8 @@ func (r *Report) wire() *reportWire {
 		PerDevice: s.PerDevice, PerStream: s.PerStream, PerPool: s.PerPool, PerSegmentType: s.PerSegmentType,
 		Categories: h.Categories, Top: h.Top, Sites: h.Sites,
 		ActiveSizes: s.ActiveSizes, FreeSizes: s.FreeSizes, Fragmentation: s.Fragmentation,
-		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom,
-		Iterations: s.Iterations, LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
+		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom, Iterations: s.Iterations,
+		LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
 		Recommendations: h.Recommendations, Warnings: h.Warnings,
 		PeakBytes: t.PeakBytes, ListedBytes: t.ListedBytes, Phases: t.Phases, Modules: t.Modules, Tracer: t.Tracer,
 		MemoryTimeline: r.MemoryTimeline, Log: r.Log,

@@ -10,26 +10,29 @@ import (
 type Remedy struct {
 	// Change says what changed, e.g. "micro_batch_size 8 -> 2".
 	Change string `json:"change"`
-	// PeakAllocatedBytes is the predicted peak allocated, DeviceBytes the predicted device total (reserved plus the
-	// CUDA context), which is what must fit.
+	// PeakAllocatedBytes and PeakReservedBytes are the predicted peaks, DeviceBytes the predicted device total
+	// (reserved plus the CUDA context).
 	PeakAllocatedBytes int64 `json:"peak_allocated_bytes"`
+	PeakReservedBytes  int64 `json:"peak_reserved_bytes"`
 	DeviceBytes        int64 `json:"device_bytes"`
 	Fits               bool  `json:"fits"`
 }
 
 // Remedies tries, one at a time, the changes that cut a training step's peak without changing the model or the
 // number of devices: the largest smaller micro-batch that fits (1 when none does), full activation checkpointing,
-// and a chunked loss. capacity is the device memory to fit in (0: the configuration's own GPU and usable
-// fraction). The unchanged configuration comes first, as "as configured".
+// and a chunked loss. capacity is what the caching allocator could reserve on the device (an OOM's reserved plus
+// the free memory it reported), compared with the predicted peak reserved; 0 takes the configuration's own GPU,
+// usable fraction and CUDA context instead. The unchanged configuration comes first, as "as configured".
 func Remedies(cfg static.Config, capacity int64) ([]Remedy, error) {
 	try := func(change string, c static.Config) (Remedy, error) {
 		r, err := static.Estimate(c)
 		if err != nil {
 			return Remedy{}, fmt.Errorf("static estimate (%s): %w", change, err)
 		}
-		rm := Remedy{Change: change, PeakAllocatedBytes: r.Summary.PeakMemoryBytes, DeviceBytes: r.Fit.NeededBytes, Fits: r.Fit.Fits}
+		rm := Remedy{Change: change, PeakAllocatedBytes: r.Summary.PeakMemoryBytes, PeakReservedBytes: r.Summary.PeakReservedBytes,
+			DeviceBytes: r.Fit.NeededBytes, Fits: r.Fit.Fits}
 		if capacity > 0 {
-			rm.Fits = rm.DeviceBytes <= capacity
+			rm.Fits = rm.PeakReservedBytes <= capacity
 		}
 		return rm, nil
 	}

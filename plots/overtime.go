@@ -31,6 +31,16 @@ type TimeChart struct {
 	PeakIndex int
 	PeakValue float64
 	PeakLabel string
+	// Marks are phase boundaries drawn as thin vertical lines at X positions, e.g. each iteration's forward,
+	// backward and optimizer starts; the legend names each Kind once.
+	Marks []Mark
+}
+
+// Mark is one vertical boundary line.
+type Mark struct {
+	X     float64
+	Kind  string // legend label, e.g. "backward starts"
+	Color color.Color
 }
 
 // MemoryOverTime draws c to path as PNG, with the legend in a column to the right of the plot.
@@ -91,6 +101,14 @@ func MemoryOverTime(path string, c TimeChart) error {
 			p.Add(pieces...)
 			legend = append(legend, legendItem{label: s.Name, line: &style})
 		}
+		seen := map[string]bool{}
+		for _, m := range c.Marks {
+			p.Add(&boundaryMark{x: m.X, color: m.Color})
+			if !seen[m.Kind] {
+				seen[m.Kind] = true
+				legend = append(legend, legendItem{label: m.Kind, line: &draw.LineStyle{Color: m.Color, Width: 1}})
+			}
+		}
 		if c.PeakIndex >= 0 && c.PeakIndex < n {
 			p.Add(&peakMark{x: c.X[c.PeakIndex], y: c.PeakValue / unit.Bytes, label: c.PeakLabel})
 			legend = append(legend, legendItem{label: "peak", line: &draw.LineStyle{Color: ColorPeak, Width: 1, Dashes: []vg.Length{4, 3}}})
@@ -128,6 +146,22 @@ func (m *peakMark) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 func (m *peakMark) DataRange() (xmin, xmax, ymin, ymax float64) { return m.x, m.x, m.y, m.y }
+
+// boundaryMark is a thin vertical line across the plot area at a phase boundary.
+type boundaryMark struct {
+	x     float64
+	color color.Color
+}
+
+func (m *boundaryMark) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x := trX(m.x)
+	c.StrokeLine2(draw.LineStyle{Color: m.color, Width: 0.8}, x, c.Min.Y, x, c.Max.Y)
+}
+
+func (m *boundaryMark) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return m.x, m.x, 0, 0 // the y axis starts at 0 anyway
+}
 
 // legendItem is a legend row: a filled box or a line.
 type legendItem struct {

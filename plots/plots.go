@@ -110,6 +110,10 @@ var (
 	ColorFree      = color.RGBA{0xdd, 0x84, 0x52, 0xff}
 	ColorWaste     = color.RGBA{0xc4, 0x4e, 0x52, 0xff}
 	ColorPeak      = color.RGBA{0xc4, 0x1e, 0x3a, 0xff}
+	// Phase boundaries on the timeline: forward, backward and optimizer starts.
+	ColorForward   = color.RGBA{0x55, 0xa8, 0x68, 0xff}
+	ColorBackward  = color.RGBA{0x81, 0x72, 0xb3, 0xff}
+	ColorOptimizer = color.RGBA{0xcc, 0xb9, 0x74, 0xff}
 	// ColorOther is the grey of what a chart folds together ("other" slices and stacks).
 	ColorOther = color.RGBA{0xbd, 0xbd, 0xbd, 0xff}
 )

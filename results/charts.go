@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/units"
 )
@@ -24,10 +25,13 @@ const (
 	ChartOverview     = "memory_overview.png"
 	ChartTopConsumers = "top_consumers.png"
 	ChartCategories   = "category_breakdown.png"
-	ChartSizes        = "size_distribution.png"
-	ChartEfficiency   = "memory_efficiency.png"
-	ChartTimeline     = "memory_timeline.png"
-	ChartRanks        = "ranks_comparison.png"
+	// With a trace the two charts above show the peak, and these the blocks live at the dump.
+	ChartTopConsumersDump = "top_consumers_at_dump.png"
+	ChartCategoriesDump   = "category_breakdown_at_dump.png"
+	ChartSizes            = "size_distribution.png"
+	ChartEfficiency       = "memory_efficiency.png"
+	ChartTimeline         = "memory_timeline.png"
+	ChartRanks            = "ranks_comparison.png"
 )
 
 // Chart limits: beyond these a chart stops being readable.
@@ -241,6 +245,9 @@ func reportCharts(r *analyze.Report) []chartJob {
 				}
 			}
 			byCat := plots.PiePanel{Title: "Allocated by category"}
+			if r.Peak != nil && r.Kind() == analyze.KindSnapshot {
+				byCat.Title += " at the dump"
+			}
 			if r.Kind() == analyze.KindTracer {
 				byCat.Title = "Listed tensors by category"
 			}
@@ -251,6 +258,15 @@ func reportCharts(r *analyze.Report) []chartJob {
 		})
 	}
 
+	// With a trace, the top consumers and the category chart show the peak; the dump's views keep their own
+	// files, labelled "at the dump".
+	peakView := r.Peak != nil && len(r.Peak.Categories) > 0 && r.Kind() == analyze.KindSnapshot
+	topName, catName, dump := ChartTopConsumers, ChartCategories, ""
+	if peakView {
+		topName, catName, dump = ChartTopConsumersDump, ChartCategoriesDump, " at the dump"
+		jobs = append(jobs, peakCharts(r)...)
+	}
+
 	if len(r.Top) > 0 {
 		// One bar per group of identical allocations (×N), so a snapshot with 47 equal blocks shows them once.
 		groups := groupAllocations(r.Top, len(r.Top))
@@ -259,8 +275,8 @@ func reportCharts(r *analyze.Report) []chartJob {
 		for _, g := range groups {
 			covered += g.Count
 		}
-		title := chartTitle(fmt.Sprintf("Top %d allocations", covered), r)
-		add(ChartTopConsumers, title, func(p string) error {
+		title := chartTitle(fmt.Sprintf("Top %d allocations%s", covered, dump), r)
+		add(topName, title, func(p string) error {
 			// A bar marked ×N stands for N identical allocations; its length is one allocation's size.
 			c := plots.BarChart{Title: title, XLabel: "size of each allocation"}
 			seen := map[string]bool{}
@@ -290,8 +306,8 @@ func reportCharts(r *analyze.Report) []chartJob {
 	}
 
 	if len(r.Categories) > 0 {
-		title := chartTitle("Memory by category", r)
-		add(ChartCategories, title, func(p string) error {
+		title := chartTitle("Memory by category"+dump, r)
+		add(catName, title, func(p string) error {
 			c := plots.BarChart{Title: title, XLabel: "allocated"}
 			unit := "block"
 			switch r.Kind() {
@@ -348,7 +364,11 @@ func reportCharts(r *analyze.Report) []chartJob {
 			name = fmt.Sprintf("memory_timeline_device%d.png", s.Device)
 		}
 		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
-		add(name, title, func(p string) error { return plots.MemoryOverTime(p, timeChart(title, s, r.Peak)) })
+		add(name, title, func(p string) error {
+			c := timeChart(title, s, r.Peak)
+			c.Marks = phaseMarks(r, s)
+			return plots.MemoryOverTime(p, c)
+		})
 	}
 	jobs = append(jobs, runtimeInputCharts(r)...) // tracer phases/modules, profiler timeline, log lines
 	return jobs
@@ -501,6 +521,93 @@ func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak) plots
 		c.PeakLabel = "peak " + units.Bytes(int64(c.PeakValue))
 	}
 	return c
+}
+
+// peakCharts draws the live set at the trace's peak: its largest sites (top consumers) and its categories.
+func peakCharts(r *analyze.Report) []chartJob {
+	p := r.Peak
+	var jobs []chartJob
+	where := ""
+	if w := peakWhere(p); w != "" {
+		where = " (" + w + ")"
+	}
+	if len(p.Sites) > 0 {
+		sites := p.Sites[:min(len(p.Sites), topConsumersInChart)]
+		title := chartTitle(fmt.Sprintf("Top %d sites at the peak%s", len(sites), where), r)
+		jobs = append(jobs, chartJob{file: PlotFile{Path: ChartTopConsumers, Title: title}, draw: func(path string) error {
+			c := plots.BarChart{Title: title, XLabel: "live at the peak", LabelWidth: 380}
+			seen := map[string]bool{}
+			for _, st := range sites {
+				label := shortSite(st.Site)
+				if label == "" {
+					label = analyze.NoStackSite
+				}
+				c.Labels = append(c.Labels, label)
+				c.Values = append(c.Values, float64(st.Bytes))
+				c.Colors = append(c.Colors, plots.CategoryColor(st.Category))
+				c.Notes = append(c.Notes, st.Category+", "+units.Plural(st.Count, "block", "blocks"))
+				if !seen[st.Category] {
+					seen[st.Category] = true
+					c.Legend = append(c.Legend, plots.LegendEntry{Label: st.Category, Color: plots.CategoryColor(st.Category)})
+				}
+			}
+			return plots.Bars(path, c)
+		}})
+	}
+	cats := sortedCategories(p.Categories)
+	title := chartTitle("Memory by category at the peak"+where, r)
+	jobs = append(jobs, chartJob{file: PlotFile{Path: ChartCategories, Title: title}, draw: func(path string) error {
+		c := plots.BarChart{Title: title, XLabel: "live at the peak", LabelWidth: 200}
+		for _, x := range cats {
+			c.Labels = append(c.Labels, x.Name)
+			c.Values = append(c.Values, float64(x.Bytes))
+			c.Colors = append(c.Colors, plots.CategoryColor(x.Name))
+			c.Notes = append(c.Notes, units.Percent(x.Bytes, p.Bytes)+", "+units.Plural(x.Count, "block", "blocks"))
+		}
+		return plots.Bars(path, c)
+	}})
+	return jobs
+}
+
+// maxPhaseMarks bounds the boundary lines on one timeline: beyond it only iteration starts are drawn, and beyond
+// that none, so a long run stays readable.
+const maxPhaseMarks = 150
+
+// phaseMarks places each iteration's forward, backward and optimizer starts of s's device on the chart's x axis
+// (seconds since the series' first point when it has times, else the trace event).
+func phaseMarks(r *analyze.Report, s analyze.TimelineSeries) []plots.Mark {
+	var its []phases.Iteration
+	for _, tl := range r.Iterations {
+		if tl.Device == s.Device {
+			its = tl.Iterations
+		}
+	}
+	x := func(sp phases.Span) (float64, bool) {
+		if sp.Empty() {
+			return 0, false
+		}
+		if len(s.TimeUS) > 0 {
+			return float64(sp.StartUS-s.TimeUS[0]) / 1e6, sp.StartUS != 0
+		}
+		return float64(sp.Start), true
+	}
+	all := 3*len(its) <= maxPhaseMarks
+	if !all && len(its) > maxPhaseMarks {
+		return nil
+	}
+	var out []plots.Mark
+	for _, it := range its {
+		for _, b := range []struct {
+			sp    phases.Span
+			kind  string
+			color color.Color
+		}{{it.Forward, "forward starts", plots.ColorForward}, {it.Backward, "backward starts", plots.ColorBackward}, {it.Optimizer, "optimizer starts", plots.ColorOptimizer}} {
+			if v, ok := x(b.sp); ok && (all || b.kind == "forward starts") {
+				out = append(out, plots.Mark{X: v, Kind: b.kind, Color: b.color})
+			}
+		}
+	}
+	return out
 }
 
 func toFloats[T int | int64](xs []T) []float64 {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/units"
 )
 
@@ -166,6 +167,7 @@ var htmlFuncs = template.FuncMap{
 	"countOrDash":    countOrDash,
 	"imbalanceScope": ImbalanceScope,
 	"intOrDash":      intOrDash,
+	"span":           func(sp phases.Span) string { return spanText(sp, 0) },
 }
 
 func limitSlice(xs any, n int) any {
@@ -247,26 +249,31 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{with .Theoretical}}Theoretical: weight and optimizer {{orDash .WeightAndOptimizerByte}}, activation {{orDash .ActivationBytes}}, total {{orDash .TotalBytes}}.{{end}}</p>
 {{end}}
 {{if and .Peak (not .MemoryTimeline)}}{{with .Peak}}<h3>Peak</h3>
-<p>Device {{.Device}}: <span data-field="peak.bytes" data-value="{{.Bytes}}">{{human .Bytes}}</span> live at trace event {{.EventIndex}}{{if .TimeUS}} ({{time .TimeUS}}){{end}}.</p>
-{{if .Categories}}<table><tr><th>category at peak</th><th>bytes</th></tr>{{range .Categories}}<tr><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table>{{end}}
+<p>Device {{.Device}}: <span data-field="peak.bytes" data-value="{{.Bytes}}">{{human .Bytes}}</span> live at trace event {{.EventIndex}}{{if .TimeUS}} ({{time .TimeUS}}){{end}}{{if gt .Iteration 0}}, in iteration {{.Iteration}} {{.Phase}}{{end}}.{{if .LifetimeDecidedBytes}} <small>{{human .LifetimeDecidedBytes}} of it categorized by lifetime (no stack, or only autograd/optimizer machinery).</small>{{end}}</p>
+{{if .Categories}}<table><tr><th>category at peak</th><th>bytes</th></tr>{{range .Categories}}<tr data-peak-category="{{.Name}}"><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table>{{end}}
+{{if .Components}}<table><tr><th>component at peak (as memscan static counts)</th><th>bytes</th></tr>{{range .Components}}<tr><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table>{{end}}
 {{if .Sites}}<div class="scroll"><table><tr><th>site at peak</th><th>category</th><th>bytes</th></tr>{{range limit $.Rows .Sites}}<tr><td class="site">{{.Site}}</td><td>{{.Category}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table></div>{{end}}
 {{end}}{{end}}
-{{if .Categories}}<h3>Categories ({{if $in.Tracer}}listed tensors alive at the peak{{else if .MemoryTimeline}}at the peak{{else}}live at snapshot time{{end}})</h3>
+{{range .Iterations}}{{if .Iterations}}<h3>Iterations and phases (device {{.Device}}, from {{.Source}})</h3>
+<div class="scroll"><table><tr><th>iteration</th><th>events</th><th>forward</th><th>backward</th><th>optimizer</th></tr>
+{{range .Iterations}}<tr><td class="num">{{.Index}}{{if not .Complete}}*{{end}}</td><td class="num">{{span .Span}}</td><td class="num">{{span .Forward}}</td><td class="num">{{span .Backward}}</td><td class="num">{{span .Optimizer}}</td></tr>{{end}}
+</table></div>{{end}}{{end}}
+{{if .Categories}}<h3>Categories ({{if $in.Tracer}}listed tensors alive at the peak{{else if .MemoryTimeline}}at the peak{{else if .Peak}}at the dump: live when the snapshot was taken{{else}}live at snapshot time{{end}})</h3>
 <table><tr><th>category</th><th>bytes</th><th>exact</th><th>count</th></tr>
 {{range .Categories}}<tr data-category="{{.Name}}"><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td><td class="num" data-field="categories.bytes" data-value="{{.Bytes}}">{{exact .Bytes}}</td><td class="num">{{countOrDash .Count}}</td></tr>{{end}}
 </table>{{end}}
-{{if .Sites}}<h3>Top creation sites</h3>
+{{if .Sites}}<h3>Top creation sites{{if .Peak}} at the dump{{end}}</h3>
 <div class="scroll"><table><tr><th>site</th><th>category</th><th>bytes</th><th>count</th></tr>
 {{range limit $.Rows .Sites}}<tr><td class="site">{{.Site}}</td><td>{{.Category}}</td><td class="num">{{human .Bytes}}</td><td class="num">{{.Count}}</td></tr>{{end}}
 </table></div>{{if gt (len .Sites) $.Rows}}<p><small>{{more $.Rows (len .Sites)}} more sites in summary.json</small></p>{{end}}{{end}}
-{{if $in.Top}}<h3>Largest live allocations</h3>
+{{if $in.Top}}<h3>Largest live allocations{{if .Peak}} at the dump{{end}}</h3>
 <div class="scroll"><table><tr><th>size</th><th>requested</th><th>count</th><th>category</th><th>site</th><th>device</th></tr>
 {{range $in.Top}}<tr><td class="num" data-field="top.size" data-value="{{.Size}}" data-count="{{.Count}}">{{human .Size}}</td><td class="num">{{human .RequestedSize}}</td><td class="num">{{count .Count}}</td><td>{{.Category}}</td><td class="site">{{.Site}}</td><td class="num">{{intOrDash .Device}}</td></tr>{{end}}
 </table></div>{{end}}
 {{if .OOMs}}<h3>Out-of-memory events</h3>
 <table><tr><th>device</th><th>event</th><th>requested</th><th>free on device</th><th>site</th></tr>
 {{range .OOMs}}<tr><td class="num">{{.Device}}</td><td class="num">{{.EventIndex}}</td><td class="num" data-field="ooms.requested_bytes" data-value="{{.RequestedBytes}}">{{human .RequestedBytes}}</td><td class="num">{{human .DeviceFreeBytes}}</td><td class="site">{{.Site}}</td></tr>{{end}}
-</table>{{end}}
+</table>{{range .OOMs}}{{with .Explained}}<p>Event {{.Event}}: {{human .Live.Bytes}} live{{if gt .Live.Iteration 0}} in iteration {{.Live.Iteration}} {{.Live.Phase}}{{end}}; by phase allocated in:{{range .Live.ByPhase}} {{.Name}} {{human .Bytes}};{{end}} by category:{{range .Live.ByCategory}} {{.Name}} {{human .Bytes}};{{end}}{{if .PerLayerBytes}} {{.LayersDone}} of {{.Layers}} layers had passed the failing point at {{human .PerLayerBytes}} each: the forward would reach about {{human .ProjectedBytes}} against {{human .CapacityBytes}} available.{{end}}</p>{{end}}{{if .Remedies}}<table><tr><th>single change (--static)</th><th>peak allocated</th><th>peak reserved</th><th>fits</th></tr>{{range .Remedies}}<tr><td>{{.Change}}</td><td class="num">{{human .PeakAllocatedBytes}}</td><td class="num">{{human .PeakReservedBytes}}</td><td>{{if .Fits}}yes{{else}}no{{end}}</td></tr>{{end}}</table>{{end}}{{end}}{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
 {{end}}
 {{range $in.Images}}<figure><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Title}}</figcaption></figure>{{end}}

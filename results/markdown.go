@@ -160,9 +160,30 @@ func (m *mdWriter) recommendations(recs []analyze.Recommendation) {
 
 // tables are the main per-input tables: categories, top allocations, the live set at the peak, OOMs, warnings.
 func (m *mdWriter) tables(r *analyze.Report) {
+	// With a trace the live set at the peak comes first; the dump's tables follow, labelled.
+	dump := ""
+	if p := r.Peak; p != nil && len(p.Categories) > 0 && r.Kind() != analyze.KindTimeline {
+		where := ""
+		if w := peakWhere(p); w != "" {
+			where = ", " + w
+		}
+		m.printf("\n**Live at the peak** (%s on device %d, event %d%s)\n\n| category | size | share |\n|---|---:|---:|\n",
+			units.Bytes(p.Bytes), p.Device, p.EventIndex, where)
+		for _, c := range p.Categories {
+			m.printf("| %s | %s | %s |\n", mdCell(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
+		}
+		if len(p.Sites) > 0 {
+			n := limit(len(p.Sites), m.opts.Top)
+			m.printf("\n**Top %d sites at the peak**\n\n| size | count | category | site |\n|---:|---:|---|---|\n", n)
+			for _, st := range p.Sites[:n] {
+				m.printf("| %s | %d | %s | `%s` |\n", units.Bytes(st.Bytes), st.Count, mdCell(st.Category), mdCell(mdCode(orDash(st.Site))))
+			}
+		}
+		dump = " at the dump"
+	}
 	if len(r.Categories) > 0 {
 		sum := categorySum(r.Categories)
-		title := "Memory by category"
+		title := "Memory by category" + dump
 		if r.Kind() == analyze.KindTimeline {
 			title = "Live at the peak by category"
 		}
@@ -176,23 +197,15 @@ func (m *mdWriter) tables(r *analyze.Report) {
 		n := limit(len(r.Top), m.opts.Top)
 		groups := groupAllocations(r.Top, n)
 		if len(groups) == n { // nothing repeats: no count column
-			m.printf("\n**Top %d allocations**\n\n| # | size | category | site |\n|---:|---:|---|---|\n", n)
+			m.printf("\n**Top %d allocations%s**\n\n| # | size | category | site |\n|---:|---:|---|---|\n", n, dump)
 			for _, g := range groups {
 				m.printf("| %d | %s | %s | `%s` |\n", g.Rank, units.Bytes(g.Size), mdCell(g.Category), mdCell(mdCode(orDash(g.Site))))
 			}
 		} else {
-			m.printf("\n**Top %d allocations** (identical ones on one row)\n\n| # | size | count | category | site |\n|---:|---:|---:|---|---|\n", n)
+			m.printf("\n**Top %d allocations%s** (identical ones on one row)\n\n| # | size | count | category | site |\n|---:|---:|---:|---|---|\n", n, dump)
 			for _, g := range groups {
 				m.printf("| %d | %s | %s | %s | `%s` |\n", g.Rank, units.Bytes(g.Size), countLabel(g.Count), mdCell(g.Category), mdCell(mdCode(orDash(g.Site))))
 			}
-		}
-	}
-
-	if p := r.Peak; p != nil && len(p.Categories) > 0 && r.Kind() != analyze.KindTimeline {
-		m.printf("\n**Live at the peak** (%s on device %d, event %d)\n\n| category | size | share |\n|---|---:|---:|\n",
-			units.Bytes(p.Bytes), p.Device, p.EventIndex)
-		for _, c := range p.Categories {
-			m.printf("| %s | %s | %s |\n", mdCell(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
 		}
 	}
 
@@ -276,6 +289,23 @@ func allocatorFindings(r *analyze.Report) []string {
 		out = append(out, fmt.Sprintf("%s (%s of reserved) is cached but not in use: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
 			units.Bytes(free), units.Percent(free, r.ReservedBytes), units.Bytes(r.ExternalFreeBytes), units.Bytes(r.InternalFreeBytes), units.Bytes(r.LargestFreeBlockBytes)))
 	}
+	dump := ""
+	if p := r.Peak; p != nil {
+		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", units.Bytes(p.Bytes), p.Device, p.EventIndex)
+		if p.TimeUS != 0 {
+			s += ", " + FormatTimeUS(p.TimeUS)
+		}
+		if w := peakWhere(p); w != "" {
+			s += ", " + w
+		}
+		s += ")"
+		if len(p.Categories) > 0 {
+			c := p.Categories[0]
+			s += fmt.Sprintf("; the largest category there is **%s** with %s (%s)", mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
+		}
+		out = append(out, s+".")
+		dump = " at the dump"
+	}
 	if len(r.Categories) > 0 {
 		sum := categorySum(r.Categories)
 		c := r.Categories[0]
@@ -284,19 +314,12 @@ func allocatorFindings(r *analyze.Report) []string {
 				c = x
 			}
 		}
-		out = append(out, fmt.Sprintf("The largest category is **%s** with %s (%s of categorized memory, %d allocations).",
-			mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, sum), c.Count))
+		out = append(out, fmt.Sprintf("The largest category%s is **%s** with %s (%s of categorized memory, %d allocations).",
+			dump, mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, sum), c.Count))
 	}
 	if len(r.Top) > 0 {
 		a := r.Top[0]
-		out = append(out, fmt.Sprintf("The largest single allocation is %s (%s) from `%s`.", units.Bytes(a.Size), mdText(a.Category), mdCode(orDash(a.Site))))
-	}
-	if p := r.Peak; p != nil {
-		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", units.Bytes(p.Bytes), p.Device, p.EventIndex)
-		if p.TimeUS != 0 {
-			s += ", " + FormatTimeUS(p.TimeUS)
-		}
-		out = append(out, s+").")
+		out = append(out, fmt.Sprintf("The largest single allocation%s is %s (%s) from `%s`.", dump, units.Bytes(a.Size), mdText(a.Category), mdCode(orDash(a.Site))))
 	}
 	if n := len(r.OOMs); n > 0 {
 		o := r.OOMs[0]
@@ -305,8 +328,8 @@ func allocatorFindings(r *analyze.Report) []string {
 	}
 	if n := len(r.LeakSuspects); n > 0 {
 		l := r.LeakSuspects[0]
-		out = append(out, fmt.Sprintf("%d site(s) only grew across %s; the first, `%s`, went from %s to %s.",
-			n, mdText(l.MarkerKind), mdCode(l.Site), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes)))
+		out = append(out, fmt.Sprintf("%d site(s) grew in every iteration after the first (%s); the first, `%s`, went from %s to %s, %s per iteration.",
+			n, mdText(l.MarkerKind), mdCode(l.Site), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), units.Bytes(l.PerIterationBytes)))
 	}
 	return out
 }

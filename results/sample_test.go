@@ -84,8 +84,8 @@ func sampleReport(file string, rank int, scale int64) *analyze.Report {
 			{Device: 0, Bytes: 31 * gib, EventIndex: 20, TimeUS: 1_700_000_001_000_000},
 			{Device: 1, Bytes: 2 * gib, EventIndex: 7},
 		}, OOMs: []analyze.OOM{{Device: 0, EventIndex: 35, TimeUS: 1_700_000_001_700_000, RequestedBytes: 8 * gib, DeviceFreeBytes: 3 * gib,
-			Site: "torchtitan/models/moe/moe.py:212:forward", Category: "Expert/MoE", AllocatedBytes: 29 * gib, ReservedBytes: 33 * gib}}, LeakSuspects: []analyze.LeakSuspect{{Device: 0, Site: "train.py:88:step", Category: "Unknown", Markers: 4, MarkerKind: "snapshot actions",
-			FirstBytes: 10 * mib, LastBytes: 50 * mib, GrowthBytes: 40 * mib}}, TraceActions: map[string]int{"alloc": 120, "free_completed": 100, "free_requested": 100, "oom": 1, "segment_alloc": 3}},
+			Site: "torchtitan/models/moe/moe.py:212:forward", Category: "Expert/MoE", AllocatedBytes: 29 * gib, ReservedBytes: 33 * gib}}, LeakSuspects: []analyze.LeakSuspect{{Device: 0, Site: "train.py:88:step", Category: "Unknown", Markers: 5, MarkerKind: "snapshot markers iterations",
+			FirstBytes: 10 * mib, LastBytes: 50 * mib, GrowthBytes: 40 * mib, PerIterationBytes: 10 * mib}}, TraceActions: map[string]int{"alloc": 120, "free_completed": 100, "free_requested": 100, "oom": 1, "segment_alloc": 3}},
 	}
 }
 

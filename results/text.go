@@ -108,10 +108,22 @@ func (t *textWriter) report(r *analyze.Report) {
 
 	// A profiler timeline's categories and peak are its own section's "at the peak" table.
 	timeline := r.Kind() == analyze.KindTimeline
+	// With a trace, the peak comes first: what the user must fit is what was live then. The tables of the
+	// blocks allocated when the snapshot was dumped follow, labelled as such.
+	atPeak := r.Peak != nil && !timeline
+	dump := ""
+	if atPeak {
+		t.peak(r)
+		t.iterations(r)
+		dump = " at the dump"
+	}
 	if len(r.Categories) > 0 && !timeline {
-		if r.Kind() == analyze.KindTracer {
+		switch {
+		case r.Kind() == analyze.KindTracer:
 			t.section("Categories (listed tensors alive at the peak)")
-		} else {
+		case atPeak:
+			t.section("Categories at the dump (active allocated memory when the snapshot was taken)")
+		default:
 			t.section("Categories (active allocated memory by what allocated it)")
 		}
 		sum := categorySum(r.Categories)
@@ -123,44 +135,21 @@ func (t *textWriter) report(r *analyze.Report) {
 	}
 
 	if len(r.Top) > 0 && (tracerDev == nil || len(tracerDev.Top) == 0) {
-		t.topAllocations(r.Top)
+		t.topAllocations(r.Top, dump)
 	}
 
 	if len(r.Sites) > 0 && (tracerDev == nil || len(tracerDev.Sites) == 0) {
 		n := limit(len(r.Sites), t.opts.Top)
-		t.section(fmt.Sprintf("Top %d allocation sites", n))
+		t.section(fmt.Sprintf("Top %d allocation sites%s", n, dump))
 		t.siteTable(r.Sites[:n], 2)
 	}
 
 	if allocator {
-		t.fragmentation(r.Fragmentation)
+		t.fragmentation(r.Fragmentation, dump)
 	}
 
 	t.histogram("Size distribution of active allocations", r.ActiveSizes)
 	t.histogram("Size distribution of cached free blocks", r.FreeSizes)
-
-	if r.Peak != nil && !timeline {
-		p := r.Peak
-		t.section("Peak (from the allocator trace)")
-		t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", units.Bytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
-		if p.TimeUS != 0 {
-			t.printf(", %s", FormatTimeUS(p.TimeUS))
-		}
-		t.printf("\n")
-		if len(p.Categories) > 0 {
-			t.printf("\n  live set at the peak by category:\n")
-			tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share", "count")
-			for _, c := range p.Categories {
-				tb.add(c.Name, units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, p.Bytes), strconv.Itoa(c.Count))
-			}
-			tb.write(t.w, 4)
-		}
-		if len(p.Sites) > 0 {
-			n := limit(len(p.Sites), t.opts.Top)
-			t.printf("\n  live set at the peak by site (top %d):\n", n)
-			t.siteTable(p.Sites[:n], 4)
-		}
-	}
 
 	t.devicePeaks(r)
 
@@ -177,6 +166,9 @@ func (t *textWriter) report(r *analyze.Report) {
 				units.Bytes(o.AllocatedBytes), units.Bytes(o.ReservedBytes), truncate(orDash(o.Site), maxSiteWidth))
 		}
 		tb.write(t.w, 2)
+		for _, o := range r.OOMs {
+			t.oomExplained(o)
+		}
 	}
 
 	t.leakSuspects(r)
@@ -195,10 +187,10 @@ func (t *textWriter) report(r *analyze.Report) {
 
 // topAllocations lists the largest allocations, identical ones (same site, size, category and state) on one row
 // with their count; # is the position of the group's first allocation in the size order.
-func (t *textWriter) topAllocations(top []analyze.Allocation) {
+func (t *textWriter) topAllocations(top []analyze.Allocation, dump string) {
 	n := limit(len(top), t.opts.Top)
 	groups := groupAllocations(top, n)
-	title := fmt.Sprintf("Top %d allocations", n)
+	title := fmt.Sprintf("Top %d allocations%s", n, dump)
 	if len(groups) < n {
 		title += fmt.Sprintf(" (%d distinct; identical ones counted ×N)", len(groups))
 	}
@@ -227,8 +219,8 @@ func (t *textWriter) siteTable(sites []analyze.SiteStat, indent int) {
 	tb.write(t.w, indent)
 }
 
-func (t *textWriter) fragmentation(f analyze.Fragmentation) {
-	t.section("Fragmentation")
+func (t *textWriter) fragmentation(f analyze.Fragmentation, dump string) {
+	t.section("Fragmentation" + dump)
 	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
 	kv.add("internal waste (rounding inside allocated blocks)", units.Bytes(f.InternalWasteBytes), GroupDigits(f.InternalWasteBytes))
 	kv.add("cached free (inactive blocks held by the allocator)", units.Bytes(f.CachedFreeBytes), GroupDigits(f.CachedFreeBytes))

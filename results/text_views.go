@@ -34,11 +34,11 @@ func (t *textWriter) leakSuspects(r *analyze.Report) {
 	if len(r.LeakSuspects) == 0 {
 		return
 	}
-	t.section(fmt.Sprintf("Possible leaks (%d sites whose live memory only grew)", len(r.LeakSuspects)))
-	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft, alignLeft}, "device", "first", "last", "growth", "markers", "site")
+	t.section(fmt.Sprintf("Growing memory (%d sites that held more at the end of every iteration after the first)", len(r.LeakSuspects)))
+	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft, alignLeft}, "device", "after it. 1", "at the end", "per iteration", "iterations", "site")
 	for _, l := range r.LeakSuspects {
-		tb.add(strconv.Itoa(l.Device), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), units.Bytes(l.GrowthBytes),
-			fmt.Sprintf("%d %s", l.Markers, l.MarkerKind), truncate(orDash(l.Site), maxSiteWidth))
+		tb.add(strconv.Itoa(l.Device), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), units.Bytes(l.PerIterationBytes),
+			fmt.Sprintf("%d (%s)", l.Markers, l.MarkerKind), truncate(orDash(l.Site), maxSiteWidth))
 	}
 	tb.write(t.w, 2)
 }

@@ -80,7 +80,7 @@ func TestRepeatedTopKeepsEveryAllocationInJSON(t *testing.T) {
 	}
 	out := txt.String()
 	// 1 + 6 + 3 + 1 allocations, 4 distinct rows; the ×6 row starts at position 2, the ×3 row at 2 + 6 = 8.
-	for _, want := range []string{"Top 11 allocations (4 distinct", "  2   4.0 MiB   4 194 304     ×6", "  8   4.0 MiB   4 194 304     ×3"} {
+	for _, want := range []string{"Top 11 allocations at the dump (4 distinct", "  2   4.0 MiB   4 194 304     ×6", "  8   4.0 MiB   4 194 304     ×3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q", want)
 		}

@@ -107,20 +107,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return errors.New("give -o FILE or --ranks N --dir DIR")
 	}
-	f, err := os.Create(*out)
-	if err != nil {
+	var st gen.Stats
+	if err := writeBuffered(*out, func(w io.Writer) (err error) { st, err = gen.Write(w, cfg); return err }); err != nil {
 		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	st, err := gen.Write(bw, cfg)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", *out, err)
 	}
 	fmt.Fprintf(stdout, "%s: %d bytes, %d segments, %d blocks, %d trace entries, reserved %d, allocated %d\n",
 		*out, st.Bytes, st.Segments, st.Blocks, st.Entries, st.ReservedBytes, st.AllocatedBytes)
@@ -141,12 +130,21 @@ func writeTraining(path string, n int, leak, varlen bool, stdout io.Writer) erro
 		}
 	}
 	s := run.Build()
+	if err := writeBuffered(path, func(w io.Writer) error { return export.WritePickle(context.Background(), w, s) }); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: training loop, %d iterations, %d trace entries\n", path, n, len(s.DeviceTraces[0]))
+	return nil
+}
+
+// writeBuffered creates path and writes it through a 1 MiB buffer; errors name the path.
+func writeBuffered(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	err = export.WritePickle(context.Background(), bw, s)
+	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -156,7 +154,6 @@ func writeTraining(path string, n int, leak, varlen bool, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	fmt.Fprintf(stdout, "%s: training loop, %d iterations, %d trace entries\n", path, n, len(s.DeviceTraces[0]))
 	return nil
 }
 

@@ -221,6 +221,14 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if flags.summaryOnly {
 		return writeRankSummaries(run, failures, total, flags, stdout, stderr)
 	}
+	if staticCfg != nil {
+		// An OOM explained against the static configuration: which single change fits.
+		for _, r := range run.Inputs {
+			if err := analyze.AddRemedies(r, *staticCfg); err != nil {
+				fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+			}
+		}
+	}
 	if len(run.Inputs) > 1 {
 		run.Cross = analyze.CrossInputs(run.Inputs)
 		if run.Cross != nil && run.Cross.Tracer == nil {

@@ -666,10 +666,7 @@ func (e *est) reserved(st *Stage, head, layers modelStates, layerOps []Operator,
 	churn := float64(st.Activations + st.Temporaries + st.KVCache)
 	st.PeakReserved = roundUp(st.PeakAllocated+int64(extra+frag*churn), 2*mib)
 	st.ReservedSource = "flat allowance"
-	ctx := c.Allocator.CUDAContextMiB
-	if ctx < 0 {
-		ctx = 500 // CUDA context + kernels with lazy module loading; 300 MiB–1 GiB in practice
-	}
+	ctx := ctxOf(c)
 	nccl := c.Allocator.NCCLMiB
 	if nccl < 0 {
 		nccl = 0
@@ -764,9 +761,15 @@ func fragOf(c *Config) float64 {
 	return 0.05
 }
 
+// ctxOf is the memory outside the caching allocator: the CUDA context and the loaded kernels (lazy module
+// loading). Measured on an H200 with torch 2.11 / CUDA 13: 604 MiB right after initialisation, 680 MiB once a
+// training step's kernels are loaded; older parts and builds load less (300 MiB–1 GiB in practice).
 func ctxOf(c *Config) float64 {
 	if c.Allocator.CUDAContextMiB >= 0 {
 		return c.Allocator.CUDAContextMiB
+	}
+	if hopperOrNewer(c.GPU()) {
+		return 680
 	}
 	return 500
 }

@@ -2,7 +2,8 @@ package static
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -69,14 +70,7 @@ var frameworks = map[string]framework{
 }
 
 // FrameworkNames lists the known frameworks, sorted.
-func FrameworkNames() []string {
-	names := make([]string, 0, len(frameworks))
-	for n := range frameworks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func FrameworkNames() []string { return slices.Sorted(maps.Keys(frameworks)) }
 
 // FrameworkDoc is the one-line description of a framework's defaults ("" for an unknown name).
 func FrameworkDoc(name string) string { return frameworks[name].doc }

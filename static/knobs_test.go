@@ -581,3 +581,23 @@ func TestLoRAFSDP(t *testing.T) {
 			a.OptimizerMemoryBytes, b.WeightMemoryBytes, b.GradMemoryBytes, b.OptimizerMemoryBytes)
 	}
 }
+
+// LoRA dropout keeps, per adapter, its dropped copy of the input in the adapter dtype and a bool mask instead of
+// the cast copy; LLM.int8 stores one byte per linear weight plus an fp32 scale per output row.
+func TestLoRADropoutAndInt8(t *testing.T) {
+	const r = 4
+	nh, nr := int64(tn*th), int64(tn*r)
+	d := tiny(t, func(c *Config) {
+		c.Training.LoRA = &LoRAConfig{Rank: r, Dropout: 0.05, Targets: LoRATargets{"q_proj", "v_proj"}}
+	})
+	if got, want := op(t, d, "qkv.lora").MemoryBytes, 2*(4*nh+nh+4*nr); got != want {
+		t.Errorf("q/v adapters with dropout keep %d B, want %d", got, want)
+	}
+	i8 := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: r, BaseDtype: "int8"} })
+	rows := int64(ta*td + 2*tg*td + th + 2*tf + th) // output rows of q, k, v, o, gate, up, down
+	matmul := int64(th*ta*td + 2*th*tg*td + ta*td*th + 3*th*tf)
+	other := i8.Params.Total - tl*matmul
+	if got, want := i8.LoRA.FrozenBaseBytes, tl*(matmul+4*rows)+2*other; got != want {
+		t.Errorf("int8 base %d B, want %d", got, want)
+	}
+}

@@ -129,9 +129,9 @@ func (e *est) norm(name string) Operator {
 		// the residual-stream tensor it reads lives on beside them until the next residual add.
 		f32 := 4 * e.n / sp * x.h
 		rest := saved - f32 - stats
-		op.seq = append(keepSeq(f32), tempSeq(f32)...)
+		op.seq = append(keepSeq(f32), briefSeq(f32)...)
 		op.seq = append(op.seq, keepSeq(stats)...)
-		op.seq = append(op.seq, tempSeq(f32)...)
+		op.seq = append(op.seq, briefSeq(f32)...)
 		op.seq = append(op.seq, keepSeq(rest)...)
 		if rest == 0 {
 			op.seq = append(op.seq, tempSeq(out.Bytes)...)
@@ -488,6 +488,9 @@ func (e *est) embeddingOps() []Operator {
 		Notes: "vocab-parallel lookup", Layer: -1, BytesMoved: float64(ids.Bytes + 2*out.Bytes)}
 	if e.inference {
 		op.MemoryBytes = 0
+	} else if e.eager() {
+		// HF's model forward keeps the embeddings (inputs_embeds) referenced until it returns.
+		op.seq = append(keepSeq(ids.Bytes), seqTensor{int64(float64(e.n*x.h/sp) * dtypeBytes[e.residualName()]), lifeForward})
 	}
 	ops := []Operator{op}
 	if e.c.Training.HiddenDropout > 0 && !e.inference {

@@ -103,6 +103,7 @@ func MaxSeqLength(ctx context.Context, cfg Config) (*SearchResult, error) {
 	param := "training.seq_length"
 	set := func(c *Config, v int) {
 		c.Training.SeqLength = v
+		c.Training.SeqLengths = nil // the search is over one fixed length
 		if c.Model.PositionEmbedding == "learned" && c.Model.MaxPositionEmbeddings < v {
 			c.Model.MaxPositionEmbeddings = v
 		}

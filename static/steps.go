@@ -19,10 +19,11 @@ import (
 type tensorLife uint8
 
 const (
-	lifeSaved tensorLife = iota // kept for backward: freed in the operator's backward
-	lifeOp                      // a temporary: freed when the operator ends
-	lifeLayer                   // a residual-stream tensor: freed when the layer's forward ends
-	lifeBrief                   // consumed at once: freed right after the operator's next tensor is allocated
+	lifeSaved   tensorLife = iota // kept for backward: freed in the operator's backward
+	lifeOp                        // a temporary: freed when the operator ends
+	lifeLayer                     // a residual-stream tensor: freed when the layer's forward ends
+	lifeBrief                     // consumed at once: freed right after the operator's next tensor is allocated
+	lifeForward                   // referenced by the model's forward until it returns
 )
 
 // seqTensor is one tensor an operator allocates, in creation order.
@@ -291,7 +292,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			switch t.life {
 			case lifeSaved:
 				own = append(own, id)
-			case lifeLayer:
+			case lifeLayer, lifeForward:
 				resid = append(resid, id)
 			case lifeBrief:
 				brief = id
@@ -303,10 +304,15 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 		s.free(tmp...)
 		return own, resid
 	}
+	var forwardLive []uint64 // freed when the model's forward returns
 	runOps := func(ops []Operator, keep *[][]uint64) {
 		for _, op := range ops {
 			own, resid := runOp(op)
-			s.free(resid...)
+			if op.Category == "embedding" {
+				forwardLive = append(forwardLive, resid...)
+			} else {
+				s.free(resid...)
+			}
 			*keep = append(*keep, own)
 		}
 	}
@@ -391,6 +397,8 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			}
 			layer = -1
 			runOps(headOps, &headKeep)
+			s.free(forwardLive...)
+			forwardLive = forwardLive[:0]
 			// Backward: the loss first, then the output layer, the layers in reverse and the embeddings.
 			backOps(headOps, headKeep, headPs, func(n string) string { return "head." + n })
 			bid := s.alloc(bucket)

@@ -69,12 +69,8 @@ func StackedBars(path string, c StackedBarChart) error {
 	unit := UnitFor(top)
 	w := vg.Length(math.Max(640, math.Min(1400, 330+110*float64(len(c.Groups)))))
 	return render(path, w, 480, c.Title, func(dc draw.Canvas) error {
-		legendW := vg.Length(250)
-		plotArea := draw.Crop(dc, 0, -legendW, 0, 0)
-		legendArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legendW, 0, 0, 0)
-		p := newPlot("")
-		p.Y.Label.Text = "memory (" + unit.Name + ")"
-		p.Y.Tick.Marker = byteTicks{}
+		plotArea, legendArea := splitLegend(dc, 250)
+		p := memoryPlot(unit)
 		grid := plotter.NewGrid()
 		grid.Vertical.Color = nil // the groups are nominal: only the byte axis gets grid lines
 		p.Add(grid)
@@ -266,9 +262,9 @@ func StaticRoofline(path, title string, peakTFLOPS, bandwidthTBs float64, pts []
 	p.X.Min, p.X.Max = xmin, xmax
 	p.Y.Min, p.Y.Max = math.Min(ymin/2, xmin*bandwidthTBs), peakTFLOPS*2
 	return render(path, 1000, 540, title, func(dc draw.Canvas) error {
-		legendW := vg.Length(190)
-		p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
-		drawLegendColumn(draw.Crop(dc, dc.Max.X-dc.Min.X-legendW, 0, 0, 0), legend)
+		plotArea, legendArea := splitLegend(dc, 190)
+		p.Draw(plotArea)
+		drawLegendColumn(legendArea, legend)
 		return nil
 	})
 }

@@ -281,9 +281,29 @@ func iterationEnds(tl *phases.Timeline) []int {
 // iteration's by at least LeakMinGrowthBytes, fastest-growing first; nil with fewer than LeakMinIterations
 // complete iterations.
 func Leaks(d *Device) []LeakSite {
-	ends := iterationEnds(d.Timeline)
-	if len(ends) < LeakMinIterations {
+	if !d.leaksDone {
+		d.leakSites, d.leaksDone = leaks(d), true
+	}
+	return d.leakSites
+}
+
+// leakMaxSamples bounds the iteration ends compared per site: a long run is sampled evenly, each interval then
+// spanning several iterations (and needing proportionally more growth).
+const leakMaxSamples = 64
+
+func leaks(d *Device) []LeakSite {
+	all := iterationEnds(d.Timeline)
+	if len(all) < LeakMinIterations {
 		return nil
+	}
+	// idx[k] is the iteration (0-based among the complete ones) whose end is sample k.
+	idx := make([]int, 0, min(len(all), leakMaxSamples))
+	for k := range min(len(all), leakMaxSamples) {
+		idx = append(idx, k*(len(all)-1)/(max(min(len(all), leakMaxSamples)-1, 1)))
+	}
+	ends := make([]int, len(idx))
+	for k, i := range idx {
+		ends[k] = all[i]
 	}
 	// One sweep over the blocks sorted by start and by end gives every site's live bytes at each iteration end.
 	keys := map[string]int{}
@@ -330,14 +350,14 @@ func Leaks(d *Device) []LeakSite {
 	for j, v := range series {
 		grows := true
 		for k := 1; k < len(v); k++ {
-			if v[k]-v[k-1] < LeakMinGrowthBytes {
+			if v[k]-v[k-1] < LeakMinGrowthBytes*int64(idx[k]-idx[k-1]) {
 				grows = false
 				break
 			}
 		}
 		if grows {
-			out = append(out, LeakSite{Site: names[j], Category: cats[j], Iterations: len(v), FirstBytes: v[0],
-				LastBytes: v[len(v)-1], PerIteration: (v[len(v)-1] - v[0]) / int64(len(v)-1)})
+			out = append(out, LeakSite{Site: names[j], Category: cats[j], Iterations: len(all), FirstBytes: v[0],
+				LastBytes: v[len(v)-1], PerIteration: (v[len(v)-1] - v[0]) / int64(idx[len(idx)-1]-idx[0])})
 		}
 	}
 	slices.SortFunc(out, func(a, b LeakSite) int {

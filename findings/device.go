@@ -52,6 +52,10 @@ type Device struct {
 	Replay
 	Timeline *phases.Timeline
 	Blocks   []Block
+
+	// leakSites memoizes Leaks: the report lists every growing site and the finding names the first.
+	leakSites []LeakSite
+	leaksDone bool
 }
 
 // Input is everything the detectors read about one snapshot.

@@ -193,3 +193,13 @@ func TestIterationPeak(t *testing.T) {
 		t.Error("a peak for an iteration that does not exist")
 	}
 }
+
+// TestLeakLongRun: over 70 iterations the ends are sampled, and the growth per iteration is still the logits'.
+func TestLeakLongRun(t *testing.T) {
+	c := healthy
+	c.Keep, c.Iterations, c.LogitsBytes = true, 70, 64*mib
+	_, got := detect(t, c)
+	if f, ok := got["leak"]; !ok || f.Value != float64(c.LogitsBytes) {
+		t.Errorf("leak %+v, want %d bytes per iteration", f, c.LogitsBytes)
+	}
+}

@@ -356,7 +356,9 @@ func (d *detector) run() {
 	hasStacks := d.hasStacks
 	st := inSetup
 	var cur *Iteration
+	bwdAllocs := 0 // autograd allocations of the current backward
 	begin := func(j int, s state) {
+		bwdAllocs = 0
 		d.t.Iterations = append(d.t.Iterations, Iteration{Index: len(d.t.Iterations) + 1, Span: Span{Start: j, End: n},
 			Forward: noSpan, Backward: noSpan, Optimizer: noSpan})
 		cur = &d.t.Iterations[len(d.t.Iterations)-1]
@@ -435,7 +437,7 @@ func (d *detector) run() {
 		case inForward:
 			if k == kindAutograd {
 				d.enter(cur, j, inBackward)
-				st = inBackward
+				st, bwdAllocs = inBackward, 0
 			} else if k == kindOptim && len(d.steps) == 0 {
 				d.enter(cur, j, inOptimizer)
 				st = inOptimizer
@@ -445,8 +447,11 @@ func (d *detector) run() {
 			case k == kindOptim && len(d.steps) == 0:
 				d.enter(cur, j, inOptimizer)
 				st = inOptimizer
-			case k == kindModule:
-				// A new forward with no optimizer step between: gradient accumulation's next micro-batch.
+			case k == kindAutograd:
+				bwdAllocs++
+			case k == kindModule && bwdAllocs >= minBackwardAllocs:
+				// A new forward with no optimizer step between: gradient accumulation's next micro-batch. A
+				// backward of a few allocations is no backward at all (a stray frame), so it does not split.
 				end(j)
 				begin(j, inForward)
 			}
@@ -468,12 +473,25 @@ func (d *detector) run() {
 	switch {
 	case len(d.steps) > 0:
 		d.t.Source = "optimizer annotations + stacks"
+	case len(d.t.Iterations) >= minMixedIterations && n/len(d.t.Iterations) < minEventsPerIteration:
+		// Phases flipping every few events are not a training loop's: the stacks are too mixed to tell.
+		d.t.Iterations, d.t.Setup = d.t.Iterations[:0], noSpan
+		d.t.Source = "stacks too mixed for iterations"
 	case len(d.t.Iterations) > 0:
 		d.t.Source = "stacks"
 	default:
 		d.t.Source = "no iteration evidence"
 	}
 }
+
+// Sanity bounds of the stack walk: a training iteration allocates far more than this, so fewer means the frames
+// that looked like forward and backward were strays.
+// A short trace of one or two iterations is what it is; flipping shows as many tiny ones.
+const (
+	minBackwardAllocs     = 8
+	minEventsPerIteration = 32
+	minMixedIterations    = 3
+)
 
 // enter starts phase s of it at event j, closing the phase before it.
 func (d *detector) enter(it *Iteration, j int, s state) {

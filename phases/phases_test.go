@@ -259,3 +259,20 @@ func TestDetectPeriodicReal(t *testing.T) {
 		}
 	}
 }
+
+// TestDetectMixedStacks: stacks that look like forward and backward in turn every other event are not a training
+// loop; no iterations are made of them.
+func TestDetectMixedStacks(t *testing.T) {
+	var tr []snapshot.TraceEntry
+	for i := range 400 {
+		st := traingen.TrainActStack
+		if i%2 == 1 {
+			st = nil
+		}
+		tr = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(i+1) << 20, Size: 1 << 20, Stack: st})
+	}
+	tl := phases.Detect(tr, nil, 0)
+	if len(tl.Iterations) != 0 || tl.Source != "stacks too mixed for iterations" {
+		t.Errorf("%d iterations from %s", len(tl.Iterations), tl.Source)
+	}
+}

@@ -180,6 +180,8 @@ func limitSlice(xs any, n int) any {
 		return v[:min(n, len(v))]
 	case []analyze.ModuleStat:
 		return v[:min(n, len(v))]
+	case []phases.Iteration:
+		return v[:min(n, len(v))]
 	}
 	return xs
 }
@@ -256,7 +258,7 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{end}}{{end}}
 {{range .Iterations}}{{if .Iterations}}<h3>Iterations and phases (device {{.Device}}, from {{.Source}})</h3>
 <div class="scroll"><table><tr><th>iteration</th><th>events</th><th>forward</th><th>backward</th><th>optimizer</th></tr>
-{{range .Iterations}}<tr><td class="num">{{.Index}}{{if not .Complete}}*{{end}}</td><td class="num">{{span .Span}}</td><td class="num">{{span .Forward}}</td><td class="num">{{span .Backward}}</td><td class="num">{{span .Optimizer}}</td></tr>{{end}}
+{{range limit $.Rows .Iterations}}<tr><td class="num">{{.Index}}{{if not .Complete}}*{{end}}</td><td class="num">{{span .Span}}</td><td class="num">{{span .Forward}}</td><td class="num">{{span .Backward}}</td><td class="num">{{span .Optimizer}}</td></tr>{{end}}
 </table></div>{{end}}{{end}}
 {{if .Categories}}<h3>Categories ({{if $in.Tracer}}listed tensors alive at the peak{{else if .MemoryTimeline}}at the peak{{else if .Peak}}at the dump: live when the snapshot was taken{{else}}live at snapshot time{{end}})</h3>
 <table><tr><th>category</th><th>bytes</th><th>exact</th><th>count</th></tr>

@@ -81,7 +81,14 @@ func (t *textWriter) iterations(r *analyze.Report) {
 			t0 = tl.Iterations[0].Span.StartUS
 		}
 		tb := newTable([]align{alignRight, alignLeft, alignLeft, alignLeft, alignLeft}, "iter", "span", "forward", "backward", "optimizer")
-		for _, it := range tl.Iterations {
+		for k, it := range tl.Iterations {
+			// A long run lists its first and last iterations; summary.json holds them all.
+			if n := len(tl.Iterations); n > maxIterationRows && k >= maxIterationRows/2 && k < n-maxIterationRows/2 {
+				if k == maxIterationRows/2 {
+					tb.add("...", fmt.Sprintf("%d more in summary.json", n-maxIterationRows), "", "", "")
+				}
+				continue
+			}
 			name := strconv.Itoa(it.Index)
 			if !it.Complete {
 				name += "*"
@@ -92,6 +99,9 @@ func (t *textWriter) iterations(r *analyze.Report) {
 	}
 	t.printf("  (events [start, end) and seconds from the first event; * the trace ended or failed inside it)\n")
 }
+
+// maxIterationRows bounds the iterations listed per device in the text report.
+const maxIterationRows = 20
 
 // spanText renders a span as "120-450 (0.52-1.31 s)", "-" when the phase was not seen.
 func spanText(s phases.Span, t0 int64) string {

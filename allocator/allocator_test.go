@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -340,5 +341,31 @@ func TestEventAPIErrors(t *testing.T) {
 	}
 	if _, err := New(Config{Backend: "cudaMallocAsync"}, Options{}); err == nil {
 		t.Error("cudaMallocAsync accepted")
+	}
+}
+
+// TestReplaySequence: 12 + 14 MiB segments, then a 16 MiB request that fits no cached block: three segments and
+// 42 MiB at the peak (counted by hand below).
+func TestReplaySequence(t *testing.T) {
+	ops := []Op{
+		{Kind: OpAlloc, ID: 1, Size: 12 * MiB}, {Kind: OpAlloc, ID: 2, Size: 14 * MiB}, {Kind: OpFree, ID: 1},
+		{Kind: OpAlloc, ID: 3, Size: 16 * MiB}, {Kind: OpFree, ID: 2}, {Kind: OpEmptyCache},
+		{Kind: OpAlloc, ID: 4, Size: 64 * MiB}, {Kind: OpFree, ID: 4},
+	}
+	res, err := ReplaySequence(context.Background(), Config{}, Options{Capacity: 60 * MiB}, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Peak after op 3: 12 + 14 + 16 MiB; live then: 14 + 16 MiB; the 12 MiB segment is cached and empty.
+	want := Fragmentation{Reserved: 42 * MiB, Allocated: 30 * MiB, Requested: 30 * MiB, Free: 12 * MiB, CachedSegments: 12 * MiB, Segments: 3}
+	if res.PeakReserved != 42*MiB || res.PeakIndex != 3 || res.PeakFragmentation != want {
+		t.Errorf("peak %d at op %d, fragmentation %+v; want 42 MiB at op 3, %+v", res.PeakReserved, res.PeakIndex, res.PeakFragmentation, want)
+	}
+	// empty_cache leaves 16 MiB; the 64 MiB request cannot fit the 60 MiB capacity: op 6 fails, its free is ignored.
+	if !slices.Equal(res.Failed, []int{6}) || res.FinalReserved != 16*MiB || res.SegmentsCreated != 3 {
+		t.Errorf("failed %v, final %d, created %d", res.Failed, res.FinalReserved, res.SegmentsCreated)
+	}
+	if _, err := ReplaySequence(context.Background(), Config{}, Options{}, []Op{{Kind: OpFree, ID: 9}}); !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "op 0") {
+		t.Errorf("free of an unknown id: %v", err)
 	}
 }

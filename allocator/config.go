@@ -197,12 +197,12 @@ func (c *Config) set(key, val string) error {
 	return nil
 }
 
-// parseBool accepts the spellings PyTorch accepts.
+// parseBool accepts exactly what PyTorch accepts: True or False.
 func parseBool(v string) (bool, error) {
 	switch v {
-	case "True", "true", "1":
+	case "True":
 		return true, nil
-	case "False", "false", "0":
+	case "False":
 		return false, nil
 	}
 	return false, fmt.Errorf("want True or False")

@@ -52,6 +52,7 @@ func TestParseConfErrors(t *testing.T) {
 	cases := []struct{ in, setting string }{
 		{"expandable_segment:True", "expandable_segment"},
 		{"expandable_segments:yes", "expandable_segments"},
+		{"expandable_segments:true", "expandable_segments"}, // PyTorch accepts only True and False
 		{"max_split_size_mb:10", "max_split_size_mb"},
 		{"max_split_size_mb:abc", "max_split_size_mb"},
 		{"max_split_size_mb:", "max_split_size_mb"},

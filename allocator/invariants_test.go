@@ -15,11 +15,7 @@ func (a *Allocator) checkInvariants() error {
 		}
 		note(b)
 	}
-	pools := []*pool{&a.small, &a.large}
-	for _, pp := range a.private {
-		pools = append(pools, &pp.small, &pp.large)
-	}
-	for _, p := range pools {
+	for _, p := range a.pools() {
 		for _, b := range p.blocks.appendAll(nil) {
 			if b.allocated || !b.mapped || b.pool != p {
 				return fmt.Errorf("pool block 0x%x: allocated %v mapped %v", b.addr, b.allocated, b.mapped)
@@ -102,4 +98,60 @@ func (a *Allocator) checkInvariants() error {
 		return fmt.Errorf("reserved %d, allocated %d, requested %d, peak %d out of order", a.reserved, a.allocated, a.requested, a.peak)
 	}
 	return nil
+}
+
+// blockView is one block as a snapshot shows it.
+type blockView struct {
+	Addr      uint64
+	Size      int64
+	Allocated bool
+}
+
+// layout returns the model's memory as a snapshot lists it: each contiguous mapped range (a whole segment, or a
+// mapped run of an expandable range) keyed by its address, with its blocks in address order.
+func (a *Allocator) layout() map[uint64][]blockView {
+	out := map[uint64][]blockView{}
+	seen := map[*segment]bool{}
+	visit := func(b *block) {
+		if seen[b.seg] {
+			return
+		}
+		seen[b.seg] = true
+		for b.prev != nil {
+			b = b.prev
+		}
+		var start uint64
+		inRun := false
+		for ; b != nil; b = b.next {
+			if !b.mapped {
+				inRun = false
+				continue
+			}
+			if !inRun {
+				start, inRun = b.addr, true
+			}
+			out[start] = append(out[start], blockView{b.addr, b.size, b.allocated})
+		}
+	}
+	for _, b := range a.live {
+		visit(b)
+	}
+	for _, p := range a.pools() {
+		for _, b := range p.blocks.appendAll(nil) {
+			visit(b)
+		}
+		for _, b := range p.unmapped.appendAll(nil) {
+			visit(b)
+		}
+	}
+	return out
+}
+
+// pools lists the default pool pair and every private pool's pair.
+func (a *Allocator) pools() []*pool {
+	out := []*pool{&a.small, &a.large}
+	for _, pp := range a.private {
+		out = append(out, &pp.small, &pp.large)
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,6 +104,7 @@ func TestGPURunsBaseline(t *testing.T) {
 			if len(base.Failed) != 0 {
 				t.Errorf("baseline failed %d allocations, first %+v", len(base.Failed), base.Failed[0])
 			}
+			checkFinalLayout(t, s, 0, sr)
 			t.Logf("peak %d, %d segments, %d empty_cache, capacity %d (%s), frag at peak %+v", base.PeakReserved, len(base.Created), base.EmptyCacheCalls, base.Capacity, base.CapacitySource, base.PeakFragmentation)
 		})
 	}
@@ -176,6 +178,7 @@ func TestRealSnapshots(t *testing.T) {
 						t.Errorf("device %d: oom at event %d not reproduced", dev, o.Index)
 					}
 				}
+				checkFinalLayout(t, s, dev, sr)
 			}
 		})
 	}
@@ -229,5 +232,68 @@ func TestGPURunsWhatIf(t *testing.T) {
 	if w := sr.WhatIf; w.PeakReserved <= sr.Baseline.PeakReserved*5/4 || w.PeakReserved > h200Capacity || len(w.Failed) != 0 {
 		t.Errorf("max_split_size_mb:512 reserves %d (default %d, capacity %d, %d failed requests); want far more than the default, within the device",
 			w.PeakReserved, sr.Baseline.PeakReserved, int64(h200Capacity), len(w.Failed))
+	}
+}
+
+// checkFinalLayout replays the baseline again keeping the model, checks its structure, and compares its final
+// memory with the snapshot's own segments: the same segments (mapped ranges) at the same addresses, cut into the
+// same blocks, the same ones allocated.
+func checkFinalLayout(t *testing.T, s *snapshot.Snapshot, dev int, sr *SnapshotReplay) {
+	t.Helper()
+	_, a, err := replay(context.Background(), sr.Recording, sr.RecordedSettings, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.checkInvariants(); err != nil {
+		t.Fatalf("device %d: %v", dev, err)
+	}
+	got := a.layout()
+	want := map[uint64][]blockView{}
+	for _, seg := range s.Segments {
+		if seg.Device != dev {
+			continue
+		}
+		for _, b := range seg.Blocks {
+			// A block freed on the caller's side but not yet returned is still allocated in the model.
+			want[seg.Address] = append(want[seg.Address], blockView{b.Address, b.Size, b.State.Active()})
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("device %d: model ends with %d segments, snapshot has %d", dev, len(got), len(want))
+	}
+	bad := 0
+	for addr, wb := range want {
+		if gb := got[addr]; !slices.Equal(gb, wb) {
+			if bad == 0 {
+				t.Errorf("device %d: segment 0x%x: model blocks %v, snapshot %v", dev, addr, gb, wb)
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("device %d: %d of %d segments differ", dev, bad, len(want))
+	}
+}
+
+// TestGPURunsOOMOnAnotherDevice: the 8B run's trace ends in an OOM on the H200. With an 80 GB device given for
+// the what-if, the baseline still replays the recorded run on its own device (capacity from the oom event) and
+// reproduces the OOM, while the same settings on the smaller device run out of memory earlier.
+func TestGPURunsOOMOnAnotherDevice(t *testing.T) {
+	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama8b-oom-b8-s8192-snap.pickle.gz")
+	s := decode(t, path)
+	small := UsableCapacity(80_000_000_000)
+	sr, err := ReplaySnapshot(context.Background(), s, 0, &Config{}, ReplayOptions{Capacity: small})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, what := sr.Baseline, sr.WhatIf
+	if base.CapacitySource != "oom event" || base.Capacity != h200Capacity || base.PeakReserved != sr.Recording.PeakReserved ||
+		len(base.OOMs) != 1 || !base.OOMs[0].Reproduced || len(base.Failed) != 0 {
+		t.Errorf("baseline: capacity %d (%s), peak %d (recorded %d), ooms %+v, failed %d", base.Capacity, base.CapacitySource, base.PeakReserved, sr.Recording.PeakReserved, base.OOMs, len(base.Failed))
+	}
+	if what.CapacitySource != "input" || what.Capacity != small || len(what.Failed) == 0 || what.PeakReserved > small ||
+		what.Failed[0].Index >= base.OOMs[0].Index {
+		t.Errorf("what-if on 80 GB: capacity %d (%s), peak %d, failed %d (first %+v), recorded oom at %d",
+			what.Capacity, what.CapacitySource, what.PeakReserved, len(what.Failed), what.Failed, base.OOMs[0].Index)
 	}
 }

@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/memscan/memscan/snapshot"
@@ -146,7 +147,7 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		segs[s.Address] = startSeg{size: s.TotalSize, stream: s.Stream, pool: PoolID(s.Pool), small: s.Type == snapshot.SegmentSmall, freedAt: -1}
 		for _, b := range s.Blocks {
 			if b.State.Active() {
-				live[b.Address] = seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize}
+				live[b.Address] = seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1}
 			}
 		}
 	}
@@ -156,21 +157,14 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 	}
 	expandable := false
 	freedBefore := 0
-	fromFinal := map[uint64]bool{}        // live addresses whose block is still the final state's
-	firstFree := map[uint64]int{}         // earliest free of each address with no alloc before it
 	firstSegFree, segFreedBefore := -1, 0 // segment frees of segments the trace never allocated
-	for a := range live {
-		fromFinal[a] = true
-	}
 	for i := len(trace) - 1; i >= 0; i-- {
 		e := &trace[i]
 		switch e.Action {
 		case snapshot.ActionAlloc:
 			delete(live, e.Addr)
-			delete(fromFinal, e.Addr)
 		case r.freeAction:
-			live[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0)}
-			firstFree[e.Addr] = i
+			live[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0), freedAt: i}
 		case snapshot.ActionSegmentAlloc:
 			delete(segs, e.Addr)
 		case snapshot.ActionSegmentFree:
@@ -186,11 +180,11 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		}
 	}
 	firstFreedBefore := -1
-	for a := range live {
-		if !fromFinal[a] {
+	for _, b := range live {
+		if b.freedAt >= 0 {
 			freedBefore++
-			if i := firstFree[a]; firstFreedBefore < 0 || i < firstFreedBefore {
-				firstFreedBefore = i
+			if firstFreedBefore < 0 || b.freedAt < firstFreedBefore {
+				firstFreedBefore = b.freedAt
 			}
 		}
 	}
@@ -268,12 +262,7 @@ func (r *Recording) rewindMapping(segs map[uint64]startSeg, e *snapshot.TraceEnt
 
 // placeStart turns the rebuilt start state into seed segments, each with the live allocations inside it.
 func (r *Recording) placeStart(segs map[uint64]startSeg, live map[uint64]seedBlock) {
-	addrs := make([]uint64, 0, len(segs))
-	for a := range segs {
-		addrs = append(addrs, a)
-	}
-	slices.Sort(addrs)
-	for _, a := range addrs {
+	for _, a := range slices.Sorted(maps.Keys(segs)) {
 		s := segs[a]
 		r.initial = append(r.initial, seedSegment{addr: a, size: s.size, stream: s.stream, pool: s.pool, small: s.small})
 	}

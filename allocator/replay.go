@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/memscan/memscan/snapshot"
 )
@@ -27,7 +28,7 @@ type Result struct {
 	FinalAllocated    int64
 	// Timeline holds reserved memory after every event that changed it, starting with the state before the
 	// first event (Index −1).
-	Timeline []Sample
+	Timeline Timeline
 	// Created are the segments (segment_alloc) and mappings (segment_map) the model made, in order.
 	Created []SegmentEvent
 	// EmptyCacheCalls is how many empty_cache calls of the trace were replayed.
@@ -42,7 +43,8 @@ type Result struct {
 	AddressMismatches    int
 	FirstAddressMismatch int
 	// FirstDivergence is the first alloc, free or oom event after which the model's reserved memory differs
-	// from what the trace's segment events add up to (−1: never). Under the recorded settings a faithful replay
+	// from what the trace's segment events add up to, else the recorded peak the model misses, else the last
+	// event when the final reserved memory differs (−1: never). Under the recorded settings a faithful replay
 	// never diverges; under other settings it says where the what-if departs from the recording.
 	FirstDivergence int
 	// Partial is true when the trace did not start at the process's first allocation or the replay met events
@@ -53,23 +55,23 @@ type Result struct {
 
 // Sample is reserved memory after trace event Index.
 type Sample struct {
-	Index    int   `json:"index"`
-	TimeUS   int64 `json:"time_us,omitempty"`
-	Reserved int64 `json:"reserved_bytes"`
+	Index    int   `json:"index" msgpack:"index"`
+	TimeUS   int64 `json:"time_us,omitempty" msgpack:"time_us,omitempty"`
+	Reserved int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
 }
 
 // Failure is an allocation the model could not satisfy.
 type Failure struct {
-	Index    int   `json:"index"`
-	Size     int64 `json:"size"`
-	Reserved int64 `json:"reserved_bytes"`
+	Index    int   `json:"index" msgpack:"index"`
+	Size     int64 `json:"size" msgpack:"size"`
+	Reserved int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
 }
 
 // OOMCheck is one oom event of the trace.
 type OOMCheck struct {
-	Index      int   `json:"index"`
-	Size       int64 `json:"size"`
-	Reproduced bool  `json:"reproduced"`
+	Index      int   `json:"index" msgpack:"index"`
+	Size       int64 `json:"size" msgpack:"size"`
+	Reproduced bool  `json:"reproduced" msgpack:"reproduced"`
 }
 
 // PartialReason is the issues in one line, "" when the replay is complete.
@@ -217,6 +219,18 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 			res.PeakReserved, res.PeakIndex, res.PeakTimeUS = a.reserved, i, e.TimeUS
 		}
 	}
+	// Segment events the model never matched at an alloc or free (say a segment made and freed in between)
+	// still show in the peak or the final state.
+	if res.FirstDivergence < 0 {
+		switch {
+		case res.PeakReserved < rec.PeakReserved:
+			res.FirstDivergence = rec.PeakIndex
+		case res.PeakReserved > rec.PeakReserved:
+			res.FirstDivergence = res.PeakIndex
+		case a.reserved != recorded:
+			res.FirstDivergence = len(trace) - 1
+		}
+	}
 	res.PeakFragmentation = a.PeakFragmentation()
 	if res.PeakIndex < 0 {
 		res.PeakFragmentation = startFrag
@@ -240,19 +254,46 @@ func isOOM(err error) bool {
 	return errors.As(err, &oom)
 }
 
-// ReservedAt returns the replay's reserved memory after each of the trace events idx (ascending; −1 is the state
-// before the first event), read off Timeline as a step function: for overlaying on another series of the same
-// trace.
-func (r *Result) ReservedAt(idx []int) []int64 {
+// Timeline is reserved memory at each change, in event order.
+type Timeline []Sample
+
+// ReservedAt returns reserved memory after each of the trace events idx (ascending; −1 is the state before the
+// first event), read off the timeline as a step function: for overlaying on another series of the same trace.
+func (tl Timeline) ReservedAt(idx []int) []int64 {
 	out := make([]int64, len(idx))
 	j := 0
 	var cur int64
 	for i, x := range idx {
-		for j < len(r.Timeline) && r.Timeline[j].Index <= x {
-			cur = r.Timeline[j].Reserved
+		for j < len(tl) && tl[j].Index <= x {
+			cur = tl[j].Reserved
 			j++
 		}
 		out[i] = cur
 	}
 	return out
+}
+
+// ReplayAll replays one recording under several configurations at once (each replay has its own model and only
+// reads the recording); results are in the order of cfgs.
+func ReplayAll(ctx context.Context, rec *Recording, cfgs []Config, opt ReplayOptions) ([]*Result, error) {
+	opts := make([]ReplayOptions, len(cfgs))
+	for i := range opts {
+		opts[i] = opt
+	}
+	return replayAll(ctx, rec, cfgs, opts)
+}
+
+// replayAll is ReplayAll with options per configuration.
+func replayAll(ctx context.Context, rec *Recording, cfgs []Config, opts []ReplayOptions) ([]*Result, error) {
+	out := make([]*Result, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() { out[i], errs[i] = Replay(ctx, rec, cfg, opts[i]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

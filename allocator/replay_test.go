@@ -51,6 +51,7 @@ func TestReplayTraces(t *testing.T) {
 		name          string
 		trace         []snapshot.TraceEntry
 		capacity      int64 // RecordOptions / ReplayOptions capacity
+		settings      Config
 		wantEmpty     []int
 		wantPeak      int64
 		wantCreated   string
@@ -81,6 +82,23 @@ func TestReplayTraces(t *testing.T) {
 			trace: trace(tSeg(sa, segA, 12*MiB), tAlloc(segA, 12*MiB), tSeg(sa, segB, 14*MiB), tAlloc(segB, 14*MiB),
 				tFree(segA, 12*MiB), tSeg(sf, segA, 12*MiB), tSeg(sa, segC, 16*MiB), tAlloc(segC, 16*MiB)),
 			wantEmpty: []int{6}, wantPeak: 30 * MiB, wantCreated: "A12M A14M A16M", wantSource: "none (unlimited)",
+		},
+		{
+			// Capacity 100 MiB: the new segment would have fit without the frees, so they were empty_cache.
+			name: "known capacity, new segment fits: empty_cache",
+			trace: trace(tSeg(sa, segA, 12*MiB), tAlloc(segA, 12*MiB), tSeg(sa, segB, 14*MiB), tAlloc(segB, 14*MiB),
+				tFree(segA, 12*MiB), tSeg(sf, segA, 12*MiB), tSeg(sa, segC, 16*MiB), tAlloc(segC, 16*MiB)),
+			capacity: 100 * MiB, wantEmpty: []int{6}, wantPeak: 30 * MiB, wantCreated: "A12M A14M A16M", wantCapacity: 100 * MiB, wantSource: "input",
+		},
+		{
+			// Recorded with garbage collection active (threshold and fraction): frees right before a new segment
+			// are the model's own GC, not empty_cache. (The fraction of the default 80 GiB is far above this
+			// trace, so the replay's GC frees nothing and the baseline departs from the recording.)
+			name: "garbage collection frees are the model's own",
+			trace: trace(tSeg(sa, segA, 12*MiB), tAlloc(segA, 12*MiB), tFree(segA, 12*MiB), tSeg(sf, segA, 12*MiB),
+				tSeg(sa, segB, 16*MiB), tAlloc(segB, 16*MiB)),
+			settings: Config{GarbageCollectionThreshold: 0.5, PerProcessMemoryFraction: 0.5},
+			wantPeak: 28 * MiB, wantCreated: "A12M A16M", wantSource: "none (unlimited)", wantDivergent: true,
 		},
 		{
 			// 20 MiB reserved and 5 MiB free on the device: capacity 25 MiB; a 16 MiB request needs a 16 MiB
@@ -119,11 +137,11 @@ func TestReplayTraces(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := Record(tc.trace, RecordOptions{Capacity: tc.capacity})
+			rec := Record(tc.trace, RecordOptions{Capacity: tc.capacity, Settings: tc.settings})
 			if !slices.Equal(rec.EmptyCaches, tc.wantEmpty) {
 				t.Errorf("empty_cache calls at %v, want %v", rec.EmptyCaches, tc.wantEmpty)
 			}
-			res, err := Replay(context.Background(), rec, Config{}, ReplayOptions{Capacity: tc.capacity})
+			res, err := Replay(context.Background(), rec, tc.settings, ReplayOptions{Capacity: tc.capacity})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,8 +208,8 @@ func TestReplayPartialStart(t *testing.T) {
 }
 
 func TestReservedAt(t *testing.T) {
-	r := &Result{Timeline: []Sample{{Index: -1, Reserved: 5}, {Index: 3, Reserved: 9}, {Index: 7, Reserved: 4}}}
-	got := r.ReservedAt([]int{-1, 0, 2, 3, 6, 7, 100})
+	tl := Timeline{{Index: -1, Reserved: 5}, {Index: 3, Reserved: 9}, {Index: 7, Reserved: 4}}
+	got := tl.ReservedAt([]int{-1, 0, 2, 3, 6, 7, 100})
 	if want := []int64{5, 5, 5, 9, 9, 4, 4}; !slices.Equal(got, want) {
 		t.Errorf("ReservedAt = %v, want %v", got, want)
 	}

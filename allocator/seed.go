@@ -11,6 +11,7 @@ type seedBlock struct {
 	addr      uint64
 	size      int64
 	requested int64
+	freedAt   int // the trace event that frees it, −1 when it is still live at the end
 }
 
 // seedSegment is a segment that existed before a replay began, with the allocations live in it.

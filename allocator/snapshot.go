@@ -53,12 +53,14 @@ type SnapshotReplay struct {
 	RecordedKnown    bool
 	SettingsNote     string
 	Baseline         *Result
-	WhatIf           *Result // nil without a what-if
+	WhatIf           *Result   // nil without a what-if
+	Extra            []*Result // the extra configurations' replays, in order
 }
 
-// ReplaySnapshot replays device dev's trace of s: the baseline under the recorded settings and, when whatIf is
-// not nil, a what-if under *whatIf, with the same capacity.
-func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *Config, opt ReplayOptions) (*SnapshotReplay, error) {
+// ReplaySnapshot replays device dev's trace of s: the baseline under the recorded settings, a what-if under
+// *whatIf when it is not nil, and one replay per extra configuration, all at once and with opt's capacity — except
+// that the baseline keeps the capacity of the trace's own oom event when it has one.
+func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *Config, opt ReplayOptions, extra ...Config) (*SnapshotReplay, error) {
 	if dev < 0 || dev >= len(s.DeviceTraces) || len(s.DeviceTraces[dev]) == 0 {
 		return nil, fmt.Errorf("device %d has no trace", dev)
 	}
@@ -69,13 +71,28 @@ func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *
 		out.SettingsNote = err.Error()
 	}
 	out.Recording = Record(s.DeviceTraces[dev], RecordOptions{Final: s.Segments, Device: dev, Settings: out.RecordedSettings, Capacity: opt.Capacity})
-	if out.Baseline, err = Replay(ctx, out.Recording, out.RecordedSettings, opt); err != nil {
+	cfgs := []Config{out.RecordedSettings}
+	if whatIf != nil {
+		cfgs = append(cfgs, *whatIf)
+	}
+	cfgs = append(cfgs, extra...)
+	opts := make([]ReplayOptions, len(cfgs))
+	for i := range opts {
+		opts[i] = opt
+	}
+	// The baseline replays the recorded run, so an oom event's capacity (the device it ran on) beats a given one,
+	// which is for the what-ifs (another GPU, say).
+	if out.Recording.Capacity > 0 {
+		opts[0].Capacity = 0
+	}
+	res, err := replayAll(ctx, out.Recording, cfgs, opts)
+	if err != nil {
 		return nil, err
 	}
+	out.Baseline = res[0]
 	if whatIf != nil {
-		if out.WhatIf, err = Replay(ctx, out.Recording, *whatIf, opt); err != nil {
-			return nil, err
-		}
+		out.WhatIf = res[1]
 	}
+	out.Extra = res[len(cfgs)-len(extra):]
 	return out, nil
 }

@@ -38,6 +38,9 @@ type Options struct {
 	TopN int
 	// MaxTimelinePoints bounds each downsampled TimelineSeries; 0 means DefaultMaxTimelinePoints.
 	MaxTimelinePoints int
+	// Allocator sets up the caching-allocator replay of each device trace (what-if settings, capacity); the
+	// zero value replays the recorded settings with the capacity the trace implies.
+	Allocator AllocatorOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -135,7 +138,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			SnapshotReport: SnapshotReport{OOMs: []OOM{}},
 		},
 	}
-	steps := []func() error{a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll}
+	steps := []func() error{a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll, a.allocatorReplay}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err

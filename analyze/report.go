@@ -8,9 +8,9 @@
 // TimelineReport, LogReport); Report.Kind names the kind, and report_wire.go writes and reads the flat JSON and
 // msgpack object that summary.json and report.msgpack hold.
 //
-// It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize and units; it
-// imports neither results nor plots, and writes no files. It imports the msgpack library only to keep a
-// Report's wire form in one place.
+// It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize, allocator and
+// units; it imports neither results nor plots, and writes no files. It imports the msgpack library only to keep
+// a Report's wire form in one place.
 package analyze
 
 import (
@@ -99,6 +99,10 @@ type SnapshotReport struct {
 	LeakSuspects []LeakSuspect `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
 	// TraceActions counts the device-trace events by action, over all devices.
 	TraceActions map[string]int `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+	// AllocatorReplay is the caching-allocator replay of the main device's trace (the device of the peak, else
+	// the one that reserved most); AllocatorReplayDevices lists every traced device when there are several.
+	AllocatorReplay        *AllocatorReplay  `json:"allocator_replay,omitempty" msgpack:"allocator_replay,omitempty"`
+	AllocatorReplayDevices []AllocatorReplay `json:"allocator_replay_devices,omitempty" msgpack:"allocator_replay_devices,omitempty"`
 }
 
 // TracerReport is what only a memory-tracer JSON file has: the primary device's peak_memory_mb in bytes, the
@@ -214,6 +218,9 @@ type TimelineSeries struct {
 	// ByCategory holds, per category name, live bytes at each point (same length as Index).
 	Categories []string  `json:"categories,omitempty" msgpack:"categories,omitempty"`
 	ByCategory [][]int64 `json:"by_category,omitempty" msgpack:"by_category,omitempty"`
+	// WhatIfReserved is reserved memory at each point under the --alloc-conf what-if (allocator replay); empty
+	// without one.
+	WhatIfReserved []int64 `json:"what_if_reserved,omitempty" msgpack:"what_if_reserved,omitempty"`
 }
 
 // Peak is the highest live allocated memory in a device trace and what was live then. EventIndex −1 means the

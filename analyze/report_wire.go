@@ -44,6 +44,9 @@ type reportWire struct {
 	LeakSuspects []LeakSuspect     `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
 	TraceActions actionCounts      `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
 
+	AllocatorReplay        *AllocatorReplay  `json:"allocator_replay,omitempty" msgpack:"allocator_replay,omitempty"`
+	AllocatorReplayDevices []AllocatorReplay `json:"allocator_replay_devices,omitempty" msgpack:"allocator_replay_devices,omitempty"`
+
 	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
 	Warnings        []string         `json:"warnings" msgpack:"warnings"`
 
@@ -71,6 +74,7 @@ func (r *Report) wire() *reportWire {
 		ActiveSizes: s.ActiveSizes, FreeSizes: s.FreeSizes, Fragmentation: s.Fragmentation,
 		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom, Iterations: s.Iterations,
 		LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
+		AllocatorReplay: s.AllocatorReplay, AllocatorReplayDevices: s.AllocatorReplayDevices,
 		Recommendations: h.Recommendations, Warnings: h.Warnings,
 		PeakBytes: t.PeakBytes, ListedBytes: t.ListedBytes, Phases: t.Phases, Modules: t.Modules, Tracer: t.Tracer,
 		MemoryTimeline: r.MemoryTimeline, Log: r.Log,
@@ -87,7 +91,8 @@ func (w *reportWire) report() *Report {
 		SnapshotReport: SnapshotReport{Totals: w.Totals,
 			PerDevice: w.PerDevice, PerStream: w.PerStream, PerPool: w.PerPool, PerSegmentType: w.PerSegmentType,
 			ActiveSizes: w.ActiveSizes, FreeSizes: w.FreeSizes, Fragmentation: w.Fragmentation,
-			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: w.Iterations, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions)},
+			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: w.Iterations, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions),
+			AllocatorReplay: w.AllocatorReplay, AllocatorReplayDevices: w.AllocatorReplayDevices},
 		TracerReport:   TracerReport{PeakBytes: w.PeakBytes, ListedBytes: w.ListedBytes, Phases: w.Phases, Modules: w.Modules, Tracer: w.Tracer},
 		TimelineReport: TimelineReport{MemoryTimeline: w.MemoryTimeline},
 		LogReport:      LogReport{Log: w.Log},

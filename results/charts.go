@@ -365,7 +365,7 @@ func reportCharts(r *analyze.Report) []chartJob {
 		}
 		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
 		add(name, title, func(p string) error {
-			c := timeChart(title, s, r.Peak)
+			c := timeChart(title, s, r.Peak, whatIfName(r, s.Device))
 			c.Marks = phaseMarks(r, s)
 			return plots.MemoryOverTime(p, c)
 		})
@@ -443,7 +443,7 @@ func timelineOrder(r *analyze.Report) []analyze.TimelineSeries {
 
 // timeChart maps a replayed trace to the chart: seconds since the first event when the trace has times (else
 // event indexes), the largest categories stacked, allocated and reserved as lines, and the peak.
-func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak) plots.TimeChart {
+func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak, whatIf string) plots.TimeChart {
 	n := len(s.Index)
 	c := plots.TimeChart{Title: title, X: make([]float64, n), PeakIndex: -1}
 	if len(s.TimeUS) == n && n > 0 {
@@ -500,6 +500,12 @@ func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak) plots
 	}
 	if len(s.Reserved) == n {
 		c.Lines = append(c.Lines, plots.Series{Name: "reserved", Values: toFloats(s.Reserved), Color: plots.ColorReserved})
+	}
+	if len(s.WhatIfReserved) == n && n > 0 {
+		// The allocator replay under --alloc-conf, in the colour of the other model-adjusted lines.
+		// The legend column is narrow: the settings go in the title.
+		c.Lines = append(c.Lines, plots.Series{Name: "reserved, what-if", Values: toFloats(s.WhatIfReserved), Color: plots.ColorCorrected})
+		c.Title += " (what-if: " + whatIf + ")"
 	}
 
 	// Mark the report's peak when it is on this device (the point at or just before its event), else the

@@ -60,6 +60,8 @@ type htmlInput struct {
 	Tracer *analyze.TracerDeviceView
 	Top    []allocGroup
 	Images []htmlImage
+	// Replays are the allocator replays: recorded vs replayed vs what-if.
+	Replays []htmlReplay
 }
 
 type htmlField struct {
@@ -92,6 +94,7 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 				{"largest_free_block_bytes", "largest free block", r.LargestFreeBlockBytes},
 			}
 		}
+		in.Replays = htmlReplays(r)
 		imgs, err := embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget)
 		if err != nil {
 			return nil, err
@@ -272,6 +275,11 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 <div class="scroll"><table><tr><th>size</th><th>requested</th><th>count</th><th>category</th><th>site</th><th>device</th></tr>
 {{range $in.Top}}<tr><td class="num" data-field="top.size" data-value="{{.Size}}" data-count="{{.Count}}">{{human .Size}}</td><td class="num">{{human .RequestedSize}}</td><td class="num">{{count .Count}}</td><td>{{.Category}}</td><td class="site">{{.Site}}</td><td class="num">{{intOrDash .Device}}</td></tr>{{end}}
 </table></div>{{end}}
+{{range $in.Replays}}<h3>Allocator replay (device {{.Device}})</h3>
+<p>Recorded settings: {{.Recorded}} · capacity: {{.Capacity}}<br><small>{{.Check}}</small></p>
+<div class="scroll"><table><tr><th>run</th><th>settings</th><th>peak reserved</th><th>exact</th><th>vs recorded</th><th>segments</th><th>free at peak</th></tr>
+{{range .Rows}}<tr><td>{{.Name}}</td><td><code>{{.Settings}}</code></td><td class="num">{{human .PeakReserved}}</td><td class="num" data-field="allocator_replay.{{.Field}}" data-device="{{.Device}}" data-value="{{.PeakReserved}}">{{exact .PeakReserved}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Segments}}</td><td class="num">{{.Free}}</td></tr>
+{{end}}</table></div>{{end}}
 {{if .OOMs}}<h3>Out-of-memory events</h3>
 <table><tr><th>device</th><th>event</th><th>requested</th><th>free on device</th><th>site</th></tr>
 {{range .OOMs}}<tr><td class="num">{{.Device}}</td><td class="num">{{.EventIndex}}</td><td class="num" data-field="ooms.requested_bytes" data-value="{{.RequestedBytes}}">{{human .RequestedBytes}}</td><td class="num">{{human .DeviceFreeBytes}}</td><td class="site">{{.Site}}</td></tr>{{end}}

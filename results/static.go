@@ -58,15 +58,26 @@ func writeStaticHeader(b *strings.Builder, r *static.Report) {
 		fmt.Fprintf(b, ", %s active per token", commas(r.Params.Active))
 	}
 	b.WriteString("\n")
+	if f := r.Metadata.Framework; f != "" {
+		fmt.Fprintf(b, "Framework: %s (its defaults fill the keys the config leaves out)\n", f)
+	}
 	if c.Mode == "train" {
-		fmt.Fprintf(b, "Workload: micro-batch %d × seq %d, global batch %d (%s), %s attention, recompute %s, loss %s, %s\n\n",
+		fmt.Fprintf(b, "Workload: micro-batch %d × seq %d, global batch %d (%s), %s attention, recompute %s, loss %s, %s\n",
 			c.Training.MicroBatchSize, c.Training.SeqLength, c.Training.GlobalBatchSize, units.Plural(c.Parallel.NumMicrobatches, "micro-batch", "micro-batches"),
 			c.Training.Attention, c.Training.Recompute, c.Training.Loss, c.Training.Optimizer)
 	} else {
-		fmt.Fprintf(b, "Workload: batch %d, prompt %d + %d generated tokens, weights %s, KV cache %s\n\n",
+		fmt.Fprintf(b, "Workload: batch %d, prompt %d + %d generated tokens, weights %s, KV cache %s\n",
 			c.Inference.BatchSize, c.Inference.PromptLength, c.Inference.GenerateTokens, c.Inference.WeightDtype, c.Inference.KVCache.Dtype)
 	}
-	fmt.Fprintf(b, "%s\n\n", r.Fit.Verdict)
+	if line := staticAttentionLine(r); line != "" {
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(b, "%s\n", r.Fit.Verdict)
+	if r.OOM != nil {
+		b.WriteString(staticOOMLine(r.OOM) + "\n")
+	}
+	b.WriteString("\n")
 }
 
 // writeStaticMemory writes the per-GPU breakdown at the worst stage's peak, the per-stage table and the KV cache.
@@ -82,6 +93,10 @@ func writeStaticMemory(b *strings.Builder, r *static.Report) {
 	fmt.Fprintf(tw, "  peak reserved\t%s\t\t\n", units.Bytes(s.PeakReservedBytes))
 	fmt.Fprintf(tw, "  device total (nvidia-smi)\t%s\t\t\n", units.Bytes(s.DeviceTotalBytes))
 	tw.Flush()
+	b.WriteString("\n" + staticReservedLine(r) + "\n")
+	if r.LoRA != nil {
+		b.WriteString(staticLoRALine(r.LoRA) + "\n")
+	}
 	if len(r.Stages) > 1 {
 		b.WriteString("\nPER PIPELINE STAGE (one GPU each)\n")
 		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -192,9 +207,15 @@ func WriteStaticMarkdown(w io.Writer, r *static.Report) error {
 	s := r.Summary
 	c := r.Config
 	fmt.Fprintf(&b, "# memscan static report — %s\n\n", r.Metadata.Model)
-	fmt.Fprintf(&b, "- Mode: %s, dtype %s\n- GPU: %s × %d\n- Layout: `%s`\n- Parameters: %s (per GPU of the worst stage, before ZeRO sharding: %s)\n\n",
+	fmt.Fprintf(&b, "- Mode: %s, dtype %s\n- GPU: %s × %d\n- Layout: `%s`\n- Parameters: %s (per GPU of the worst stage, before ZeRO sharding: %s)\n",
 		c.Mode, r.Metadata.Dtype, r.Fit.GPU, c.Hardware.NumGPUs, r.Metadata.Layout, commas(r.Params.Total), commas(s.ParamCountPerGPU))
-	fmt.Fprintf(&b, "**%s**\n\n", r.Fit.Verdict)
+	if f := r.Metadata.Framework; f != "" {
+		fmt.Fprintf(&b, "- Framework: %s\n", f)
+	}
+	fmt.Fprintf(&b, "\n**%s**\n\n", r.Fit.Verdict)
+	if r.OOM != nil {
+		fmt.Fprintf(&b, "**%s.**\n\n", staticOOMLine(r.OOM))
+	}
 	b.WriteString("## Summary (per GPU, worst pipeline stage)\n\n| key | value |\n|---|---|\n")
 	for _, kv := range []struct {
 		k string
@@ -205,7 +226,8 @@ func WriteStaticMarkdown(w io.Writer, r *static.Report) error {
 		{"peak_reserved_bytes", s.PeakReservedBytes}, {"device_total_bytes", s.DeviceTotalBytes}} {
 		fmt.Fprintf(&b, "| %s | %s (%s) |\n", kv.k, commas(kv.v), units.Bytes(kv.v))
 	}
-	fmt.Fprintf(&b, "| peak_stage | %s |\n\n", s.PeakStage)
+	fmt.Fprintf(&b, "| peak_stage | %s |\n| reserved_source | %s |\n\n", s.PeakStage, s.ReservedSource)
+	writeStaticMarkdownExtras(&b, r)
 	if len(r.Stages) > 1 {
 		b.WriteString("## Pipeline stages\n\n| stage | params | weights | grads | optimizer | activations | peak allocated | at | reserved | device |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, st := range r.Stages {

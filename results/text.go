@@ -146,6 +146,7 @@ func (t *textWriter) report(r *analyze.Report) {
 
 	if allocator {
 		t.fragmentation(r.Fragmentation, dump)
+		t.allocatorReplay(r)
 	}
 
 	t.histogram("Size distribution of active allocations", r.ActiveSizes)

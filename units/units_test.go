@@ -104,3 +104,23 @@ func TestSignedBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"150754820096", 150754820096}, {"80GB", 80e9}, {"80 gb", 80e9}, {"80G", 80e9}, {"0.5GiB", 1 << 29},
+		{"512KiB", 512 << 10}, {"2MB", 2e6}, {"1TiB", 1 << 40}, {"100B", 100},
+	} {
+		got, err := ParseBytes(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "GB", "-5GB", "0", "1e30TB", "NaN", "eighty", "5XB"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+}

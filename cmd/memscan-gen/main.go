@@ -26,14 +26,13 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/internal/traingen"
+	"github.com/memscan/memscan/units"
 )
 
 func main() {
@@ -87,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--generation %q is not one of 2.0, 2.1, 2.2, 2.3, 2.5, 2.8, 2.10, list", *generation)
 	}
 	if *size != "" {
-		n, err := parseSize(*size)
+		n, err := units.ParseBytes(*size)
 		if err != nil {
 			return fmt.Errorf("--size: %w", err)
 		}
@@ -155,24 +154,4 @@ func writeBuffered(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
-}
-
-// parseSize reads 100MB, 2GB, 512KiB or a plain byte count (decimal units are powers of 1000, binary of 1024).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(strings.ToUpper(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.m
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("cannot read %q as a size", s)
-	}
-	return int64(v * float64(mult)), nil
 }

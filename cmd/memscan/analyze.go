@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
+	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/input"
@@ -59,6 +60,13 @@ Examples:
   memscan analyze 'outputs/memory_snapshot/iteration_*/rank0_*.pickle'  # one rank across iterations
   memscan analyze --format json --quiet snapshot.pickle > summary.json
   memscan analyze --summary-only --out /dump/summaries rank7_memory_snapshot.pickle   # then: memscan merge /dump/summaries
+  memscan analyze --alloc-conf expandable_segments:True --gpu h100-sxm snapshot.pickle  # what would it reserve?
+
+Allocator replay: every snapshot with a trace is replayed through a model of PyTorch's caching allocator under
+its recorded settings; the report compares the replayed peak reserved memory with the recorded one. With
+--alloc-conf it is replayed under those settings too (recorded vs replayed vs what-if). The device's capacity
+decides when the allocator frees its cache and retries: it comes from --gpu or --device-memory, else from an
+out-of-memory event in the trace, else none is assumed (the report says which).
 `
 
 // analyzeFlags are the parsed flags of memscan analyze.
@@ -82,6 +90,10 @@ type analyzeFlags struct {
 	// (empty: beside each input).
 	summaryOnly bool
 	summaryDir  string
+	// allocConf, gpu and deviceMemory set up the allocator what-if (--alloc-conf, --gpu, --device-memory).
+	allocConf    string
+	gpu          string
+	deviceMemory string
 }
 
 func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string, error) {
@@ -100,6 +112,9 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
 	fs.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
 	fs.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
+	fs.StringVar(&f.allocConf, "alloc-conf", "", "replay each trace through the caching-allocator model under these PYTORCH_CUDA_ALLOC_CONF settings too, e.g. expandable_segments:True or max_split_size_mb:512,garbage_collection_threshold:0.6")
+	fs.StringVar(&f.gpu, "gpu", "", "device of the allocator replay, a key of memscan gpus (its memory less 1 GiB for the CUDA context is the capacity)")
+	fs.StringVar(&f.deviceMemory, "device-memory", "", "device memory of the allocator replay, e.g. 80GB or 139.8GiB (less 1 GiB for the CUDA context is the capacity)")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, usageErrorf("analyze: %v (see memscan analyze --help)", err)
@@ -174,6 +189,11 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opts := analyze.Options{TopN: flags.top}
+	if opts.Allocator, err = allocatorOptions(flags); err != nil {
+		return err
+	}
+	// Rank summaries carry no allocator replay; thousands of ranks need not pay for it.
+	opts.Allocator.Skip = flags.summaryOnly
 	if flags.rules != "" {
 		rules, err := categorize.LoadFile(flags.rules, categorize.Default())
 		if err != nil {
@@ -430,4 +450,44 @@ func summaryMeasures(r *analyze.Report, s *merge.RankSummary) string {
 		line += ", peak reserved " + dash(r.Log.PeakReservedBytes, true)
 	}
 	return line
+}
+
+// allocatorOptions turns --alloc-conf, --gpu and --device-memory into the allocator replay's options; a bad
+// setting, an unknown GPU or an unreadable size is a usage error naming it.
+func allocatorOptions(f *analyzeFlags) (analyze.AllocatorOptions, error) {
+	var o analyze.AllocatorOptions
+	if f.allocConf != "" {
+		cfg, err := allocator.ParseConf(f.allocConf)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			return o, usageErrorf("analyze: --alloc-conf: %v", err)
+		}
+		o.WhatIf = &cfg
+	}
+	switch {
+	case f.gpu != "" && f.deviceMemory != "":
+		return o, usageErrorf("analyze: give --gpu or --device-memory, not both")
+	case f.gpu != "":
+		g, err := static.LookupGPU(f.gpu)
+		if err != nil {
+			return o, usageErrorf("analyze: --gpu: %v", err)
+		}
+		o.TotalMemory = g.MemoryBytes()
+		o.CapacitySource = fmt.Sprintf("--gpu %s (%s of device memory, %s assumed for the CUDA context)", g.Key, units.Bytes(o.TotalMemory), units.Bytes(allocator.ContextReserve))
+	case f.deviceMemory != "":
+		n, err := units.ParseBytes(f.deviceMemory)
+		if err != nil {
+			return o, usageErrorf("analyze: --device-memory: %v", err)
+		}
+		o.TotalMemory = n
+		o.CapacitySource = fmt.Sprintf("--device-memory %s (%s assumed for the CUDA context)", units.Bytes(n), units.Bytes(allocator.ContextReserve))
+	}
+	if o.TotalMemory > 0 {
+		if o.Capacity = allocator.UsableCapacity(o.TotalMemory); o.Capacity == 0 {
+			return o, usageErrorf("analyze: device memory %s leaves nothing beside the %s assumed for the CUDA context", units.Bytes(o.TotalMemory), units.Bytes(allocator.ContextReserve))
+		}
+	}
+	return o, nil
 }

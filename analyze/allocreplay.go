@@ -1,0 +1,233 @@
+package analyze
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
+)
+
+// AllocatorOptions ask for a caching-allocator replay of each device trace under other settings.
+type AllocatorOptions struct {
+	// WhatIf is the configuration to try (memscan analyze --alloc-conf); nil replays the recorded settings only
+	// (plus expandable_segments:True for the fragmentation finding).
+	WhatIf *allocator.Config
+	// Capacity is the usable device memory in bytes (from --gpu or --device-memory); 0 takes it from an oom event
+	// in the trace, else the replay assumes no limit. CapacitySource names where it came from.
+	Capacity       int64
+	TotalMemory    int64
+	CapacitySource string
+	// Skip turns the replay off, for callers that do not show it (rank summaries for memscan merge).
+	Skip bool
+}
+
+// AllocatorReplay is one device trace replayed through the allocator model: the recorded peak reserved (from the
+// trace's segment events), the baseline replay under the recorded settings — which checks the model against the
+// recording — and the replay under Settings.
+type AllocatorReplay struct {
+	Device int `json:"device" msgpack:"device"`
+	// Settings is what the what-if ran under (PYTORCH_CUDA_ALLOC_CONF syntax, "" = PyTorch's default); without a
+	// what-if it equals RecordedSettings and PeakReservedBytes the baseline.
+	Settings         string `json:"settings" msgpack:"settings"`
+	WhatIf           bool   `json:"what_if" msgpack:"what_if"`
+	RecordedSettings string `json:"recorded_settings" msgpack:"recorded_settings"`
+	// RecordedSettingsKnown is false when the snapshot predates allocator_settings (torch < 2.3) and the default
+	// was assumed.
+	RecordedSettingsKnown bool   `json:"recorded_settings_known" msgpack:"recorded_settings_known"`
+	CapacityBytes         int64  `json:"capacity_bytes" msgpack:"capacity_bytes"` // 0: unlimited
+	CapacitySource        string `json:"capacity_source" msgpack:"capacity_source"`
+
+	RecordedPeakReservedBytes int64 `json:"recorded_peak_reserved_bytes" msgpack:"recorded_peak_reserved_bytes"`
+	BaselinePeakReservedBytes int64 `json:"baseline_peak_reserved_bytes" msgpack:"baseline_peak_reserved_bytes"`
+	PeakReservedBytes         int64 `json:"peak_reserved_bytes" msgpack:"peak_reserved_bytes"`
+	// ExpandablePeakReservedBytes is the peak reserved under the recorded settings with expandable_segments:True
+	// (equal to the baseline when they are already on): what the fragmentation finding's fix would reserve.
+	ExpandablePeakReservedBytes int64 `json:"expandable_peak_reserved_bytes" msgpack:"expandable_peak_reserved_bytes"`
+	// ExpandableSettings is that configuration (the recorded one with expandable_segments:True).
+	ExpandableSettings string `json:"expandable_settings" msgpack:"expandable_settings"`
+
+	// BaselineMatchesRecording is true when the baseline reaches the recorded peak, follows the recorded reserved
+	// memory at every allocation and creates the recorded segment sizes in order.
+	BaselineMatchesRecording bool `json:"baseline_matches_recording" msgpack:"baseline_matches_recording"`
+	// BaselineFirstDivergence is the first event where the baseline's reserved memory departs from the
+	// recording (−1: never).
+	BaselineFirstDivergence int `json:"baseline_first_divergence" msgpack:"baseline_first_divergence"`
+	RecordedSegments        int `json:"recorded_segments" msgpack:"recorded_segments"`
+	BaselineSegments        int `json:"baseline_segments" msgpack:"baseline_segments"`
+	Segments                int `json:"segments" msgpack:"segments"`
+
+	Partial       bool   `json:"partial" msgpack:"partial"`
+	PartialReason string `json:"partial_reason,omitempty" msgpack:"partial_reason,omitempty"`
+
+	// Fragmentation at the peak of the baseline and of the what-if.
+	BaselineFragmentation allocator.Fragmentation `json:"baseline_fragmentation_at_peak" msgpack:"baseline_fragmentation_at_peak"`
+	Fragmentation         allocator.Fragmentation `json:"fragmentation_at_peak" msgpack:"fragmentation_at_peak"`
+
+	// FailedAllocations counts requests the what-if could not satisfy (it would run out of memory), the first
+	// at FirstFailedEvent (−1: none).
+	FailedAllocations int `json:"failed_allocations" msgpack:"failed_allocations"`
+	FirstFailedEvent  int `json:"first_failed_event" msgpack:"first_failed_event"`
+
+	// WhatIfTimeline is the what-if's reserved memory at each change (for the timeline chart); not in
+	// summary.json.
+	WhatIfTimeline allocator.Timeline `json:"-" msgpack:"what_if_timeline,omitempty"`
+}
+
+// ExpandableSavingBytes is what expandable_segments:True would save at the peak: baseline peak reserved minus the
+// peak under expandable segments, 0 when it saves nothing or is already on.
+func (r *AllocatorReplay) ExpandableSavingBytes() int64 {
+	if r == nil {
+		return 0
+	}
+	return max(r.BaselinePeakReservedBytes-r.ExpandablePeakReservedBytes, 0)
+}
+
+// ReplayAllocator replays every device trace of s through the allocator model: baseline (recorded settings), the
+// expandable-segments variant and, when opt.WhatIf is set, the what-if. Devices without trace events are skipped.
+func ReplayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions) ([]AllocatorReplay, error) {
+	var out []AllocatorReplay
+	for dev, tr := range s.DeviceTraces {
+		if len(tr) == 0 {
+			continue
+		}
+		r, err := replayDevice(ctx, s, dev, opt)
+		if err != nil {
+			return nil, fmt.Errorf("allocator replay of device %d: %w", dev, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions) (AllocatorReplay, error) {
+	ropt := allocator.ReplayOptions{Capacity: opt.Capacity, TotalMemory: opt.TotalMemory}
+	// The fragmentation finding's fix: the recorded settings with expandable segments, replayed alongside unless
+	// they are on already or are the what-if.
+	recorded, _, _ := allocator.ConfigFromSettings(s.AllocatorSettings)
+	exp := recorded
+	exp.ExpandableSegments = true
+	var extra []allocator.Config
+	if !recorded.ExpandableSegments && (opt.WhatIf == nil || opt.WhatIf.String() != exp.String()) {
+		extra = append(extra, exp)
+	}
+	sr, err := allocator.ReplaySnapshot(ctx, s, dev, opt.WhatIf, ropt, extra...)
+	if err != nil {
+		return AllocatorReplay{}, err
+	}
+	rec, base := sr.Recording, sr.Baseline
+	what := base
+	if sr.WhatIf != nil {
+		what = sr.WhatIf
+	}
+	out := AllocatorReplay{
+		Device: dev, Settings: what.Settings, WhatIf: sr.WhatIf != nil,
+		RecordedSettings: sr.RecordedSettings.String(), RecordedSettingsKnown: sr.RecordedKnown,
+		CapacityBytes: what.Capacity, CapacitySource: what.CapacitySource,
+		RecordedPeakReservedBytes: rec.PeakReserved, BaselinePeakReservedBytes: base.PeakReserved,
+		PeakReservedBytes: what.PeakReserved, BaselineFirstDivergence: base.FirstDivergence,
+		RecordedSegments: len(rec.Created), BaselineSegments: len(base.Created), Segments: len(what.Created),
+		Partial: base.Partial, PartialReason: base.PartialReason(),
+		BaselineFragmentation: base.PeakFragmentation, Fragmentation: what.PeakFragmentation,
+		FailedAllocations: len(what.Failed), FirstFailedEvent: -1,
+	}
+	if opt.Capacity > 0 && what.CapacitySource == "input" && opt.CapacitySource != "" {
+		out.CapacitySource = opt.CapacitySource
+	}
+	if len(what.Failed) > 0 {
+		out.FirstFailedEvent = what.Failed[0].Index
+	}
+	out.BaselineMatchesRecording = base.PeakReserved == rec.PeakReserved && base.FirstDivergence < 0 && sameSizes(rec.Created, base.Created)
+	if sr.WhatIf != nil {
+		out.WhatIfTimeline = what.Timeline
+	}
+	out.ExpandableSettings = exp.String()
+	switch {
+	case len(sr.Extra) > 0:
+		out.ExpandablePeakReservedBytes = sr.Extra[0].PeakReserved
+	case recorded.ExpandableSegments:
+		out.ExpandablePeakReservedBytes = base.PeakReserved
+	default:
+		out.ExpandablePeakReservedBytes = what.PeakReserved
+	}
+	if sr.SettingsNote != "" {
+		out.RecordedSettings += " (" + sr.SettingsNote + ")"
+	}
+	return out, nil
+}
+
+// sameSizes reports whether two segment-creation sequences have the same kinds and sizes in the same order.
+func sameSizes(a, b []allocator.SegmentEvent) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Kind != b[i].Kind || a[i].Size != b[i].Size {
+			return false
+		}
+	}
+	return true
+}
+
+// allocatorReplay is the analysis step that replays each device trace through the allocator model, picks the
+// main device's replay for the report, overlays the what-if on the timeline and warns where the model and the
+// recording part.
+func (a *analysis) allocatorReplay() error {
+	if a.opts.Allocator.Skip {
+		return nil
+	}
+	reps, err := ReplayAllocator(a.ctx, a.snap, a.opts.Allocator)
+	if err != nil || len(reps) == 0 {
+		return err
+	}
+	main := 0
+	for i, r := range reps {
+		switch {
+		case a.rep.Peak != nil && r.Device == a.rep.Peak.Device:
+			main = i
+		case a.rep.Peak == nil && r.RecordedPeakReservedBytes > reps[main].RecordedPeakReservedBytes:
+			main = i
+		}
+	}
+	a.rep.AllocatorReplay = &reps[main]
+	if len(reps) > 1 {
+		a.rep.AllocatorReplayDevices = reps
+	}
+	for i := range a.rep.Timeline {
+		ts := &a.rep.Timeline[i]
+		for _, r := range reps {
+			if r.Device == ts.Device && r.WhatIf {
+				ts.WhatIfReserved = r.WhatIfTimeline.ReservedAt(ts.Index)
+			}
+		}
+	}
+	for _, r := range reps {
+		a.warnReplay(&r)
+	}
+	return nil
+}
+
+// warnReplay words what a reader must know about one replay beyond its own section: a complete trace whose
+// baseline does not follow the recording, a what-if that runs out of memory. (A partial replay says why in its
+// section; the trace problems behind it are already warned about by the trace replay.)
+func (a *analysis) warnReplay(r *AllocatorReplay) {
+	switch {
+	case r.Partial:
+	case !r.BaselineMatchesRecording:
+		a.warns.add("allocator-replay-departs", fmt.Sprintf("allocator replay of device %d under the recorded settings departs from the recording at event %d (peak reserved %s recorded, %s replayed): what-if numbers are less certain",
+			r.Device, r.BaselineFirstDivergence, units.Bytes(r.RecordedPeakReservedBytes), units.Bytes(r.BaselinePeakReservedBytes)))
+	}
+	if r.WhatIf && r.FailedAllocations > 0 {
+		a.warns.add("allocator-replay-oom", fmt.Sprintf("under %s device %d runs out of memory at event %d (%d requests fail with a capacity of %s)",
+			settingsName(r.Settings), r.Device, r.FirstFailedEvent, r.FailedAllocations, units.Bytes(r.CapacityBytes)))
+	}
+}
+
+// settingsName is a configuration as a reader sees it: its PYTORCH_CUDA_ALLOC_CONF string, or "the default".
+func settingsName(s string) string {
+	if s == "" {
+		return "the default settings"
+	}
+	return s
+}

@@ -1,0 +1,189 @@
+package analyze
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/snapshot"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// TestReplayAllocatorVarlen replays the H200 variable-length run: PyTorch recorded max_memory_reserved
+// 79079407616 B (runs.json); with expandable segments the same run measured 61.6 GiB (issue 14).
+func TestReplayAllocatorVarlen(t *testing.T) {
+	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-varlen-b4-snap.pickle.gz")
+	in, err := load.DecodeFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split, err := allocator.ParseConf("max_split_size_mb:512")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := ReplayAllocator(context.Background(), in.Snapshot, AllocatorOptions{WhatIf: &split, Capacity: 149381316608, CapacitySource: "--device-memory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != 1 {
+		t.Fatalf("%d replays, want one (one device)", len(reps))
+	}
+	r := reps[0]
+	const recorded = 79079407616
+	if r.RecordedPeakReservedBytes != recorded || r.BaselinePeakReservedBytes != recorded || !r.BaselineMatchesRecording || r.Partial {
+		t.Errorf("recorded %d baseline %d (match %v, partial %v), PyTorch %d", r.RecordedPeakReservedBytes, r.BaselinePeakReservedBytes, r.BaselineMatchesRecording, r.Partial, int64(recorded))
+	}
+	if got := float64(r.ExpandablePeakReservedBytes) / (1 << 30); got < 61.3 || got > 61.9 {
+		t.Errorf("expandable peak %.2f GiB, measured 61.6", got)
+	}
+	if r.ExpandableSavingBytes() != r.BaselinePeakReservedBytes-r.ExpandablePeakReservedBytes {
+		t.Errorf("saving %d", r.ExpandableSavingBytes())
+	}
+	if r.Settings != "max_split_size_mb:512" || !r.WhatIf || r.RecordedSettings != "" || !r.RecordedSettingsKnown {
+		t.Errorf("settings %q (what-if %v), recorded %q (known %v)", r.Settings, r.WhatIf, r.RecordedSettings, r.RecordedSettingsKnown)
+	}
+	if r.CapacityBytes != 149381316608 || r.CapacitySource != "--device-memory" {
+		t.Errorf("capacity %d from %q", r.CapacityBytes, r.CapacitySource)
+	}
+	if r.PeakReservedBytes <= r.BaselinePeakReservedBytes || r.PeakReservedBytes > r.CapacityBytes || len(r.WhatIfTimeline) == 0 {
+		t.Errorf("what-if peak %d (baseline %d, capacity %d), %d timeline samples", r.PeakReservedBytes, r.BaselinePeakReservedBytes, r.CapacityBytes, len(r.WhatIfTimeline))
+	}
+	f := r.BaselineFragmentation
+	if f.Reserved != r.BaselinePeakReservedBytes || f.Free != f.Reserved-f.Allocated || f.CachedSegments+f.FreeInUsedSegments != f.Free {
+		t.Errorf("baseline fragmentation does not add up: %+v", f)
+	}
+}
+
+// TestReplayAllocatorPartial: a snapshot whose trace begins after its only segment was made replays from the
+// final state and says so.
+func TestReplayAllocatorPartial(t *testing.T) {
+	b := testutil.NewSnap(1)
+	base := b.Segment(testutil.SegOpts{}, testutil.Live(4*allocator.MiB, 4*allocator.MiB, nil), testutil.Free(16*allocator.MiB))
+	b.Event(0, testutil.Ev(snapshot.ActionFreeRequested, base, 5*allocator.MiB, nil), testutil.Ev(snapshot.ActionFreeCompleted, base, 5*allocator.MiB, nil),
+		testutil.Ev(snapshot.ActionAlloc, base, 4*allocator.MiB, nil))
+	reps, err := ReplayAllocator(context.Background(), b.S, AllocatorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reps[0]
+	if !r.Partial || !strings.Contains(r.PartialReason, "20971520 bytes of segments were already reserved") || r.RecordedSettingsKnown {
+		t.Errorf("partial %v %q, settings known %v", r.Partial, r.PartialReason, r.RecordedSettingsKnown)
+	}
+	if r.RecordedPeakReservedBytes != 20*allocator.MiB || r.BaselinePeakReservedBytes != 20*allocator.MiB || r.WhatIf || r.CapacitySource != "none (unlimited)" {
+		t.Errorf("%+v", r)
+	}
+}
+
+// TestAnalyzeAllocatorReplay: Analyze puts the replay in the report, overlays the what-if on the timeline and
+// writes allocator_replay into the summary.json object.
+func TestAnalyzeAllocatorReplay(t *testing.T) {
+	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-bf16-b4-s2048-snap.pickle.gz")
+	in, err := load.DecodeFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := allocator.Config{ExpandableSegments: true}
+	r, err := Analyze(context.Background(), in, Options{Allocator: AllocatorOptions{WhatIf: &exp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := r.AllocatorReplay
+	// 40194015232 B is PyTorch's max_memory_reserved for this run (runs.json).
+	if ar == nil || ar.RecordedPeakReservedBytes != 40194015232 || ar.BaselinePeakReservedBytes != 40194015232 || !ar.BaselineMatchesRecording {
+		t.Fatalf("allocator replay %+v", ar)
+	}
+	if ar.PeakReservedBytes != ar.ExpandablePeakReservedBytes || ar.PeakReservedBytes >= ar.BaselinePeakReservedBytes || r.AllocatorReplayDevices != nil {
+		t.Errorf("what-if %d, expandable %d, baseline %d, devices %d", ar.PeakReservedBytes, ar.ExpandablePeakReservedBytes, ar.BaselinePeakReservedBytes, len(r.AllocatorReplayDevices))
+	}
+	ts := r.Timeline[0]
+	if len(ts.WhatIfReserved) != len(ts.Index) {
+		t.Fatalf("what-if overlay has %d points for %d", len(ts.WhatIfReserved), len(ts.Index))
+	}
+	for k, v := range ts.WhatIfReserved {
+		if v > ar.PeakReservedBytes || v < ts.Allocated[k] {
+			t.Fatalf("point %d: what-if reserved %d outside [allocated %d, peak %d]", k, v, ts.Allocated[k], ar.PeakReservedBytes)
+		}
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		AllocatorReplay map[string]any `json:"allocator_replay"`
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"settings", "recorded_settings", "recorded_peak_reserved_bytes", "baseline_peak_reserved_bytes",
+		"peak_reserved_bytes", "partial", "baseline_fragmentation_at_peak", "fragmentation_at_peak", "expandable_peak_reserved_bytes"} {
+		if _, ok := back.AllocatorReplay[k]; !ok {
+			t.Errorf("summary.json allocator_replay lacks %q", k)
+		}
+	}
+	if back.AllocatorReplay["settings"] != "expandable_segments:True" {
+		t.Errorf("settings %v", back.AllocatorReplay["settings"])
+	}
+}
+
+// TestAllocatorReplayWireRoundTrip: the replay survives report.msgpack and summary.json, what-if timeline included
+// (msgpack only).
+func TestAllocatorReplayWireRoundTrip(t *testing.T) {
+	b := testutil.NewSnap(1)
+	seg := b.Segment(testutil.SegOpts{}, testutil.Free(20*allocator.MiB))
+	b.Event(0, testutil.Ev(snapshot.ActionSegmentAlloc, seg, 20*allocator.MiB, nil), testutil.Ev(snapshot.ActionAlloc, seg, 5*allocator.MiB, nil),
+		testutil.Ev(snapshot.ActionFreeRequested, seg, 5*allocator.MiB, nil), testutil.Ev(snapshot.ActionFreeCompleted, seg, 5*allocator.MiB, nil))
+	exp := allocator.Config{ExpandableSegments: true}
+	r, err := AnalyzeSnapshot(context.Background(), b.S, Options{Allocator: AllocatorOptions{WhatIf: &exp, Capacity: 1 << 30, TotalMemory: 2 << 30, CapacitySource: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AllocatorReplay == nil || !r.AllocatorReplay.BaselineMatchesRecording || len(r.AllocatorReplay.WhatIfTimeline) == 0 {
+		t.Fatalf("replay %+v", r.AllocatorReplay)
+	}
+	raw, err := msgpack.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := msgpack.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.AllocatorReplay, r.AllocatorReplay) {
+		t.Errorf("msgpack round trip:\n got %+v\nwant %+v", back.AllocatorReplay, r.AllocatorReplay)
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON Report
+	if err := json.Unmarshal(js, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	want := *r.AllocatorReplay
+	want.WhatIfTimeline = nil // not in summary.json
+	if !reflect.DeepEqual(*fromJSON.AllocatorReplay, want) {
+		t.Errorf("JSON round trip:\n got %+v\nwant %+v", *fromJSON.AllocatorReplay, want)
+	}
+}
+
+func TestAllocatorReplaySkip(t *testing.T) {
+	b := testutil.NewSnap(1)
+	seg := b.Segment(testutil.SegOpts{}, testutil.Free(20*allocator.MiB))
+	b.Event(0, testutil.Ev(snapshot.ActionSegmentAlloc, seg, 20*allocator.MiB, nil))
+	for _, skip := range []bool{false, true} {
+		r, err := AnalyzeSnapshot(context.Background(), b.S, Options{Allocator: AllocatorOptions{Skip: skip}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r.AllocatorReplay == nil) != skip {
+			t.Errorf("skip %v: replay %+v", skip, r.AllocatorReplay)
+		}
+	}
+}

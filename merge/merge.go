@@ -442,8 +442,8 @@ func crossRankAdvice(c *CrossRank) []analyze.Recommendation {
 	if c.Ranks >= 2 && c.ImbalancePct > analyze.OutlierPct {
 		out = append(out, analyze.Recommendation{ID: "rank-imbalance", Severity: "warning",
 			Title: "Reserved memory is unbalanced across ranks",
-			Evidence: fmt.Sprintf("rank %d reserves %s, %.0f%% above the median of %s over %d ranks",
-				c.Reserved.MaxRank, units.Bytes(c.Reserved.Max), c.ImbalancePct, units.Bytes(c.Reserved.Median), c.Ranks),
+			Evidence: fmt.Sprintf("%s reserves %s, %.0f%% above the median of %s over %d ranks",
+				rankName(c.Reserved.MaxRank), units.Bytes(c.Reserved.Max), c.ImbalancePct, units.Bytes(c.Reserved.Median), c.Ranks),
 			Value: c.ImbalancePct, Threshold: analyze.OutlierPct,
 			Advice: "The largest rank decides whether the job fits. Check the pipeline split (layers per stage), " +
 				"uneven data or sequence lengths, and rank-0-only work such as logging or evaluation."})
@@ -471,6 +471,14 @@ func crossRankAdvice(c *CrossRank) []analyze.Recommendation {
 			Advice: "Analyze the snapshot of an OOM rank in full (memscan analyze FILE) to see what was live."})
 	}
 	return out
+}
+
+// rankName is "rank N", or what to call a rank whose summary's path named none (−1).
+func rankName(rank int) string {
+	if rank < 0 {
+		return "the largest rank (its path names no rank number)"
+	}
+	return fmt.Sprintf("rank %d", rank)
 }
 
 // IterationList renders iterations as "10, 20, 30" (−1, a summary whose path named none, as "unknown").

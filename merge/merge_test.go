@@ -415,3 +415,27 @@ func TestMergeQuantilesBetweenExtremes(t *testing.T) {
 		}
 	}
 }
+
+// TestImbalanceUnnamedRank: when the paths name no rank, the imbalance finding does not call the largest "rank -1".
+func TestImbalanceUnnamedRank(t *testing.T) {
+	m := New(Options{})
+	for i, v := range []int64{10, 10, 30} {
+		m.Add(&RankSummary{File: fmt.Sprintf("copy%d.pickle", i), Rank: -1, Iteration: -1, Stage: -1, ReservedBytes: v << 30})
+	}
+	c := m.Result()
+	if c.ImbalancePct != 200 {
+		t.Errorf("imbalance %v, want 30/10 − 1 = 200 %%", c.ImbalancePct)
+	}
+	found := false
+	for _, r := range c.Recommendations {
+		if r.ID == "rank-imbalance" {
+			found = true
+			if strings.Contains(r.Evidence, "-1") {
+				t.Errorf("evidence names rank -1: %s", r.Evidence)
+			}
+		}
+	}
+	if !found {
+		t.Error("no rank-imbalance finding at 200 %")
+	}
+}

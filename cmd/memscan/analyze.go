@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -421,7 +422,11 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 			return fmt.Errorf("analyze: %w", err) // WriteFile's error names the path
 		}
 		if !flags.quiet {
-			fmt.Fprintf(stdout, "%s: rank %d, %s\n", r.File, r.Rank, summaryMeasures(r, s))
+			rank := "-" // the path names no rank
+			if r.Rank >= 0 {
+				rank = strconv.Itoa(r.Rank)
+			}
+			fmt.Fprintf(stdout, "%s: rank %s, %s\n", r.File, rank, summaryMeasures(r, s))
 			fmt.Fprintf(stderr, "wrote %s\n", path)
 		}
 	}

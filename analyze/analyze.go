@@ -41,6 +41,9 @@ type Options struct {
 	// Allocator sets up the caching-allocator replay of each device trace (what-if settings, capacity); the
 	// zero value replays the recorded settings with the capacity the trace implies.
 	Allocator AllocatorOptions
+	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
+	// load.DefaultMaxInputSize.
+	MaxInputSize int64
 }
 
 func (o Options) withDefaults() Options {
@@ -88,7 +91,7 @@ func Analyze(ctx context.Context, in *load.Input, opts Options) (*Report, error)
 
 // AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
 func AnalyzeFile(ctx context.Context, path string, opts Options) (*Report, error) {
-	in, err := load.DecodeFile(ctx, path)
+	in, err := load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: opts.MaxInputSize})
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +141,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			SnapshotReport: SnapshotReport{OOMs: []OOM{}},
 		},
 	}
-	steps := []func() error{a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll, a.allocatorReplay}
+	steps := []func() error{a.checkSizes, a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll, a.allocatorReplay}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err

@@ -179,6 +179,9 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 		return nil, errors.New("analyze tracer: input has no tracer data")
 	}
 	tr := in.Tracer
+	if err := checkTracerSizes(tr); err != nil {
+		return nil, fmt.Errorf("analyze %s: %w", in.Path, err)
+	}
 	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
 		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []Recommendation{}, Warnings: []string{}}}
 	if r.Format == "" {

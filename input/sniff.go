@@ -16,6 +16,7 @@ const (
 	KindMemscanOutput      // a file memscan wrote (JSON or msgpack)
 	KindJSON               // starts like JSON: '{' or '['; may still be a log whose lines start with '['
 	KindText               // plausibly UTF-8 text (a training log)
+	KindOldPickle          // a pickle of protocol 0 or 1 (no PROTO opcode), which no snapshot is
 )
 
 // SniffLen is how many leading bytes Sniff wants to see.
@@ -31,6 +32,8 @@ func Sniff(head []byte) Kind {
 		return KindGzip
 	case isMemscanOutput(head):
 		return KindMemscanOutput
+	case oldPickleHead.Match(head):
+		return KindOldPickle
 	}
 	switch firstNonSpace(head) {
 	case '{', '[':
@@ -78,3 +81,13 @@ func isMemscanOutput(head []byte) bool {
 	msgpackMap := (head[0] > 0x80 && head[0] <= 0x8f) || head[0] == 0xde || head[0] == 0xdf
 	return msgpackMap && bytes.Contains(head[:min(len(head), 64)], []byte("memscan"))
 }
+
+// oldPickleHead matches how pickles of protocols 0 and 1 begin (they have no PROTO opcode): GLOBAL or INST with
+// their module and name lines followed by an opcode ("cos\nsystem\n(" ...), a MARK followed by a quoted string,
+// an int or a global (a tuple of arguments), a protocol-0 dict or list ("(dp0\n", "(lp0\n"), or a protocol-1
+// empty dict or list followed by a memo store or a MARK. Logs and JSON do not start like that.
+var oldPickleHead = regexp.MustCompile(`^(?:` +
+	`[ci][A-Za-z_][\w.]*\n[A-Za-z_][\w.]*\n(?:[()\]}.]|p\d|q[\x00-\x1f\x7f-\xff]|S['"]|\z)` +
+	`|\((?:S['"]|I-?\d|[ci][A-Za-z_][\w.]*\n)` +
+	`|\([dl]p\d+\n` +
+	`|[}\]](?:q[\x00-\xff]|r[\x00-\xff]{4})?\()`)

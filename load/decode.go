@@ -32,28 +32,53 @@ type Input struct {
 	Log *trainlog.Log
 }
 
-// DecodeFile opens and decodes one input file.
+// DecodeFile opens and decodes one input file with the default Options.
 func DecodeFile(ctx context.Context, path string) (*Input, error) {
+	return DecodeFileWith(ctx, path, Options{})
+}
+
+// DecodeFileWith opens and decodes one input file.
+func DecodeFileWith(ctx context.Context, path string, opts Options) (*Input, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return Decode(ctx, path, f)
+	return DecodeWith(ctx, path, f, opts)
 }
 
 // maxGzipDepth bounds nested gzip layers so a gzip bomb of gzips cannot recurse forever.
 const maxGzipDepth = 2
 
-// Decode sniffs r and decodes it with the matching format's decoder. name is used in errors and as Input.Path.
+// Decode sniffs r and decodes it with the matching format's decoder and the default Options. name is used in
+// errors and as Input.Path.
 func Decode(ctx context.Context, name string, r io.Reader) (*Input, error) {
-	return decode(ctx, name, r, 0)
+	return DecodeWith(ctx, name, r, Options{})
 }
 
-func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, error) {
-	// A seekable file is handed to the pickle decoder itself (rewound to where it started), so that the fast
-	// decoder learns its size and its fallback can re-read it without holding the bytes.
-	seeker, start := seekStart(r)
+// DecodeWith is Decode with options. Every decoder streams its input; a seekable input larger than
+// opts.MaxInputSize is refused before it is read, and any other (a pipe, the inside of a gzip file) as soon as
+// that many bytes have come out of it.
+func DecodeWith(ctx context.Context, name string, r io.Reader, opts Options) (*Input, error) {
+	limit := opts.maxInputSize()
+	src, seekable := snapshot.SeekableSource(r)
+	if seekable {
+		if src.Size > limit {
+			return nil, sizeFailure(name, &input.SizeError{Limit: limit, Size: src.Size})
+		}
+	} else {
+		r = input.NewCapReader(r, limit, "")
+	}
+	src.Limit = limit
+	in, err := decode(ctx, name, r, src, 0)
+	if err != nil {
+		return nil, sizeFailure(name, err)
+	}
+	return in, nil
+}
+
+// decode sniffs one layer of input. src says how to read the layer again (src.Reopen nil: it cannot be).
+func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSource, depth int) (*Input, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, err := br.Peek(input.SniffLen)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -64,17 +89,13 @@ func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, e
 	}
 	switch input.Sniff(head) {
 	case input.KindPickle:
-		src := io.Reader(br)
-		if seeker != nil {
-			if _, err := seeker.Seek(start, io.SeekStart); err == nil {
-				src = seeker
-			}
-		}
-		snap, err := snapshot.DecodePickle(ctx, name, src)
+		snap, err := snapshot.DecodePickleFrom(ctx, name, br, src)
 		if err != nil {
 			return nil, err
 		}
 		return &Input{Path: name, Format: snapshot.PickleFormat(snap.Protocol), Snapshot: snap}, nil
+	case input.KindOldPickle:
+		return nil, snapshot.OldPickleError(ctx, name, head)
 	case input.KindGzip:
 		if depth >= maxGzipDepth {
 			return nil, &input.Error{File: name, Offset: 0, Msg: "too many nested gzip layers"}
@@ -84,7 +105,8 @@ func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, e
 			return nil, &input.Error{File: name, Offset: 0, Msg: "bad gzip header", Err: err}
 		}
 		defer zr.Close()
-		return decode(ctx, name, zr, depth+1)
+		// The decoders read the decompressed stream as it inflates; the cap stops a bomb at the limit.
+		return decode(ctx, name, input.NewCapReader(zr, src.Limit, ""), gunzipped(src), depth+1)
 	case input.KindMemscanOutput:
 		return nil, &input.Error{File: name, Offset: 0, Msg: "a file memscan wrote (report, summary or comparison), not a PyTorch dump", Err: input.ErrMemscanOutput}
 	case input.KindJSON:
@@ -95,17 +117,25 @@ func decode(ctx context.Context, name string, r io.Reader, depth int) (*Input, e
 	return nil, &input.Error{File: name, Offset: 0, Msg: fmt.Sprintf("not a snapshot pickle, JSON or log (first byte 0x%02x)", head[0]), Err: input.ErrUnknownContent}
 }
 
-// seekStart returns r as a seeker and its current offset, or nil when r cannot seek (a pipe, a gzip stream).
-func seekStart(r io.Reader) (io.ReadSeeker, int64) {
-	s, ok := r.(io.ReadSeeker)
-	if !ok {
-		return nil, 0
+// gunzipped is the source of the decompressed inside of a gzip layer: reopening decompresses the reopened layer
+// again, capped like the first pass. Its size is unknown (the gzip trailer holds it only modulo 4 GiB).
+func gunzipped(src snapshot.PickleSource) snapshot.PickleSource {
+	out := snapshot.PickleSource{Limit: src.Limit}
+	if src.Reopen == nil {
+		return out
 	}
-	start, err := s.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return nil, 0
+	out.Reopen = func() (io.Reader, error) {
+		r, err := src.Reopen()
+		if err != nil {
+			return nil, err
+		}
+		zr, err := gzip.NewReader(bufio.NewReaderSize(r, 1<<16))
+		if err != nil {
+			return nil, err
+		}
+		return input.NewCapReader(zr, src.Limit, ""), nil
 	}
-	return s, start
+	return out
 }
 
 // decodeText decodes a training log: lines are streamed with a bounded buffer, and only memory lines are

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/memscan/memscan/internal/walk"
 )
 
 // DiscoverOptions say which directories a walk skips besides hidden ones.
@@ -36,13 +38,14 @@ func Discover(args []string, opts DiscoverOptions) ([]string, []Failure) {
 		fi, err := os.Stat(arg)
 		switch {
 		case err == nil && fi.IsDir():
-			found, err := walkInputs(arg, outAbs, opts.SkipDir)
+			found, unreadable, err := walkInputs(arg, outAbs, opts.SkipDir)
 			if err != nil {
-				failures = append(failures, Failure{File: arg, Error: err.Error()})
-			} else if len(found) == 0 {
+				failures = append(failures, Failure{File: arg, Error: errorText(err)})
+			} else if len(found) == 0 && len(unreadable) == 0 {
 				failures = append(failures, Failure{File: arg, Error: "no snapshot, tracer, timeline or log files found in this directory"})
 			}
 			files = append(files, found...)
+			failures = append(failures, unreadable...)
 		case err == nil:
 			files = append(files, arg)
 		case hasGlobMeta(arg):
@@ -58,9 +61,13 @@ func Discover(args []string, opts DiscoverOptions) ([]string, []Failure) {
 					continue
 				}
 				if mi.IsDir() {
-					found, _ := walkInputs(m, outAbs, opts.SkipDir)
-					n += len(found)
+					found, unreadable, err := walkInputs(m, outAbs, opts.SkipDir)
+					if err != nil {
+						unreadable = append(unreadable, Failure{File: m, Error: errorText(err)})
+					}
+					n += len(found) + len(unreadable)
 					files = append(files, found...)
+					failures = append(failures, unreadable...)
 					continue
 				}
 				n++
@@ -90,43 +97,42 @@ func errorText(err error) string {
 func hasGlobMeta(s string) bool { return strings.ContainsAny(s, "*?[") }
 
 // walkInputs lists the snapshot-like files under dir in lexical order, skipping hidden directories and
-// memscan's own results (the results root and what skipDir reports).
-func walkInputs(dir, outAbs string, skipDir func(string) bool) ([]string, error) {
+// memscan's own results (the results root and what skipDir reports). Links to directories are followed, each
+// directory entered once (see walk.Walk); what cannot be read comes back as failures, so that a rank set with an
+// unreadable folder is reported incomplete instead of analyzed short in silence.
+func walkInputs(dir, outAbs string, skipDir func(string) bool) ([]string, []Failure, error) {
 	var found []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil // an unreadable subdirectory is skipped, not fatal
-		}
-		if d.IsDir() {
-			if p != dir && (strings.HasPrefix(d.Name(), ".") || d.Name() == "__pycache__" || d.Name() == "node_modules") {
+	problems, err := walk.Walk(dir, walk.Funcs{
+		Dir: func(p, name string) error {
+			if strings.HasPrefix(name, ".") || name == "__pycache__" || name == "node_modules" {
 				return filepath.SkipDir
 			}
-			if abs, err := filepath.Abs(p); err == nil && abs == outAbs && p != dir {
+			if abs, err := filepath.Abs(p); err == nil && abs == outAbs {
 				return filepath.SkipDir
 			}
 			if skipDir != nil && skipDir(p) {
 				return filepath.SkipDir
 			}
 			return nil
-		}
-		if !isInputName(d.Name()) {
-			return nil
-		}
-		regular := d.Type().IsRegular()
-		if d.Type()&fs.ModeSymlink != 0 {
-			// Follow links to files (not to directories, which could loop).
-			fi, err := os.Stat(p)
-			regular = err == nil && fi.Mode().IsRegular()
-		}
-		if regular {
-			found = append(found, p)
-		}
-		return nil
+		},
+		File: func(p string, info fs.FileInfo) {
+			if info.Mode().IsRegular() && isInputName(filepath.Base(p)) {
+				found = append(found, p)
+			}
+		},
 	})
-	return found, err
+	if err != nil {
+		return nil, nil, err
+	}
+	var failures []Failure
+	for _, pr := range problems {
+		// A folder that cannot be listed may hold inputs; a broken link counts when its name is an input's (a
+		// dangling config.yaml is not a missing input).
+		if pr.Dir || isInputName(filepath.Base(pr.Path)) {
+			failures = append(failures, Failure{File: pr.Path, Error: "cannot read: " + errorText(pr.Err)})
+		}
+	}
+	return found, failures, nil
 }
 
 // isInputName reports whether a file found in a directory walk looks like something memscan reads. Named

@@ -11,6 +11,7 @@ import (
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
+	"github.com/memscan/memscan/trainlog"
 )
 
 // decodeJSON decodes JSON inputs, telling them apart by shape rather than by name:
@@ -27,7 +28,7 @@ func decodeJSON(ctx context.Context, name string, br *bufio.Reader) (*Input, err
 	if serr := input.FirstLineSyntaxError(br); serr != nil {
 		// Logs often start with '[' ("[rank0]:", "[2024-05-01 ...]"): a first line that is not JSON is text.
 		in, err := decodeText(ctx, name, br)
-		if err != nil && errors.Is(err, input.ErrUnknownContent) {
+		if err != nil && errors.Is(err, input.ErrUnknownContent) && !errors.Is(err, trainlog.ErrLineTooLong) {
 			return nil, &input.Error{File: name, Offset: serr.Offset, Msg: "neither JSON nor a training log with memory lines", Err: serr}
 		}
 		return in, err

@@ -11,36 +11,41 @@ import (
 	"strings"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/memscan/memscan/internal/walk"
 )
 
-// SummaryFiles expands arguments into summary files: files as given, directories searched for *.msgpack (but not
-// the cross_rank files a merge wrote). The list is sorted and free of repeats.
-func SummaryFiles(args []string) ([]string, error) {
+// SummaryFiles expands arguments into summary files: files as given, directories (or links to them, such as a
+// results root's latest) searched for *.msgpack but not the cross_rank files a merge wrote. The list is sorted
+// and free of repeats. What could not be read inside a directory comes back in unreadable, for the caller to
+// report as failed inputs; err is for an argument that cannot be read at all.
+func SummaryFiles(args []string) (files []string, unreadable []error, err error) {
 	var out []string
 	for _, a := range args {
 		fi, err := os.Stat(a)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !fi.IsDir() {
 			out = append(out, a)
 			continue
 		}
-		err = filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".msgpack") && !strings.Contains(filepath.Base(p), "cross_rank") {
+		problems, err := walk.Walk(a, walk.Funcs{File: func(p string, info fs.FileInfo) {
+			if info.Mode().IsRegular() && strings.EqualFold(filepath.Ext(p), ".msgpack") && !strings.Contains(filepath.Base(p), "cross_rank") {
 				out = append(out, p)
 			}
-			return nil
-		})
+		}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		for _, pr := range problems {
+			if pr.Dir || strings.EqualFold(filepath.Ext(pr.Path), ".msgpack") {
+				unreadable = append(unreadable, pr)
+			}
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return slices.Compact(out), unreadable, nil
 }
 
 // IterationFilter selects summaries by iteration: all of them, or those of one iteration, where -1 stands for
@@ -149,6 +154,9 @@ func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOp
 						mergers[w].Add(s)
 					}
 				}
+				if err := mergers[w].Err(); err != nil {
+					return fmt.Errorf("%s: %w", files[i], err)
+				}
 			}
 			return nil
 		})
@@ -159,6 +167,9 @@ func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOp
 	total := New(mopts)
 	for _, m := range mergers {
 		total.Merge(m)
+	}
+	if err := total.Err(); err != nil {
+		return nil, nil, err
 	}
 	var failures []error
 	for _, err := range fails {

@@ -128,6 +128,41 @@ type Merger struct {
 	top        []RankRow // the TopK largest by reserved, sorted by bigger
 	// iterations counts summaries per iteration (−1: unknown); a handful of keys, since a dump holds few steps.
 	iterations map[int]int
+	// err is the first sum that would have passed what an int64 holds; once set, nothing more is added.
+	err *OverflowError
+}
+
+// OverflowError reports a byte count whose sum over the ranks would pass what an int64 holds: summaries are
+// files anyone can write, and a wrapped sum would print as a plausible wrong or negative total.
+type OverflowError struct {
+	// File is the summary being added when the sum overflowed ("" when two partial merges were joined).
+	File  string
+	Field string
+}
+
+func (e *OverflowError) Error() string {
+	where := "rank summaries"
+	if e.File != "" {
+		where = e.File
+	}
+	return fmt.Sprintf("%s: %s: the sum over ranks passes %d bytes; the summaries are corrupt or made up", where, e.Field, int64(math.MaxInt64))
+}
+
+// Err returns the overflow that stopped the merge, or nil.
+func (m *Merger) Err() error {
+	if m.err == nil {
+		return nil
+	}
+	return m.err
+}
+
+// addTo adds v to *dst and reports false, leaving *dst alone, when the sum would overflow.
+func addTo(dst *int64, v int64) bool {
+	if v > 0 && *dst > math.MaxInt64-v || v < 0 && *dst < math.MinInt64-v {
+		return false
+	}
+	*dst += v
+	return true
 }
 
 // New returns an empty merger.
@@ -147,20 +182,26 @@ type stat struct {
 	N        int
 }
 
-func (s *stat) add(v int64, row RankRow) {
+func (s *stat) add(v int64, row RankRow) bool {
+	if !addTo(&s.Sum, v) {
+		return false
+	}
 	if s.N == 0 || v < s.Min || v == s.Min && rowOrder(row, s.MinRow) < 0 {
 		s.Min, s.MinRow = v, row
 	}
 	if s.N == 0 || v > s.Max || v == s.Max && rowOrder(row, s.MaxRow) < 0 {
 		s.Max, s.MaxRow = v, row
 	}
-	s.Sum += v
 	s.N++
+	return true
 }
 
-func (s *stat) merge(o *stat) {
+func (s *stat) merge(o *stat) bool {
 	if o.N == 0 {
-		return
+		return true
+	}
+	if !addTo(&s.Sum, o.Sum) {
+		return false
 	}
 	if s.N == 0 || o.Min < s.Min || o.Min == s.Min && rowOrder(o.MinRow, s.MinRow) < 0 {
 		s.Min, s.MinRow = o.Min, o.MinRow
@@ -168,8 +209,8 @@ func (s *stat) merge(o *stat) {
 	if s.N == 0 || o.Max > s.Max || o.Max == s.Max && rowOrder(o.MaxRow, s.MaxRow) < 0 {
 		s.Max, s.MaxRow = o.Max, o.MaxRow
 	}
-	s.Sum += o.Sum
 	s.N += o.N
+	return true
 }
 
 // quantile returns the value at quantile q in [0, 1] of sorted (ascending): the element at index
@@ -207,8 +248,15 @@ func (m *Merger) stageOf(s *RankSummary) int {
 	return -1
 }
 
-// Add merges one rank summary.
+// Add merges one rank summary. A byte count whose sum over the ranks would overflow stops the merge (see Err).
 func (m *Merger) Add(s *RankSummary) {
+	if m.err != nil {
+		return
+	}
+	if field := m.checkAdd(s); field != "" {
+		m.err = &OverflowError{File: s.File, Field: field}
+		return
+	}
 	row := RankRow{File: s.File, Rank: s.Rank, Iteration: s.Iteration, Stage: m.stageOf(s),
 		ReservedBytes: s.ReservedBytes, AllocatedBytes: s.AllocatedBytes, PeakBytes: s.PeakBytes, OOMs: s.OOMs}
 	if s.ReservedBytes > 0 {
@@ -224,8 +272,8 @@ func (m *Merger) Add(s *RankSummary) {
 	m.allocated.add(s.AllocatedBytes, row)
 	m.requested.add(s.RequestedBytes, row)
 	m.peak.add(s.PeakBytes, row)
-	m.internal += s.InternalFreeBytes
-	m.external += s.ExternalFreeBytes
+	addTo(&m.internal, s.InternalFreeBytes)
+	addTo(&m.external, s.ExternalFreeBytes)
 	for _, c := range s.Categories {
 		m.addCategory(c)
 	}
@@ -235,6 +283,37 @@ func (m *Merger) Add(s *RankSummary) {
 			MaxReserved: row.ReservedBytes, MinReserved: row.ReservedBytes, MaxPeak: row.PeakBytes, OOMs: row.OOMs})
 	}
 	m.pushTop(row)
+}
+
+// checkAdd returns the field of s whose addition would overflow a sum over the ranks, or "", before anything is
+// added, so that a refused summary leaves the merger as it was.
+func (m *Merger) checkAdd(s *RankSummary) string {
+	fits := func(sum, v int64) bool { return addTo(&sum, v) }
+	for _, f := range []struct {
+		name   string
+		sum, v int64
+	}{{"reserved_bytes", m.reserved.Sum, s.ReservedBytes}, {"allocated_bytes", m.allocated.Sum, s.AllocatedBytes},
+		{"requested_bytes", m.requested.Sum, s.RequestedBytes}, {"peak_bytes", m.peak.Sum, s.PeakBytes},
+		{"internal_free_bytes", m.internal, s.InternalFreeBytes}, {"external_free_bytes", m.external, s.ExternalFreeBytes}} {
+		if !fits(f.sum, f.v) {
+			return f.name
+		}
+	}
+	if st := m.stages[m.stageOf(s)]; st != nil && (!fits(st.ReservedBytes, s.ReservedBytes) || !fits(st.AllocatedBytes, s.AllocatedBytes)) {
+		return "stage bytes"
+	}
+	seen := map[string]int64{} // a summary may list a category twice
+	for _, c := range s.Categories {
+		sum := seen[c.Name]
+		if cs := m.categories[c.Name]; cs != nil && sum == 0 {
+			sum = cs.Bytes
+		}
+		if !addTo(&sum, c.Bytes) {
+			return "categories[" + c.Name + "].bytes"
+		}
+		seen[c.Name] = sum
+	}
+	return ""
 }
 
 // addCategory adds c's bytes and count to the category of its name.
@@ -279,8 +358,20 @@ func (m *Merger) pushTop(rows ...RankRow) {
 	}
 }
 
-// Merge folds another merger (built with the same options) into m.
+// Merge folds another merger (built with the same options) into m. Sums that would overflow stop the merge (see
+// Err), as an overflow in o does.
 func (m *Merger) Merge(o *Merger) {
+	if m.err != nil {
+		return
+	}
+	if o.err != nil {
+		m.err = o.err
+		return
+	}
+	if field := m.checkMerge(o); field != "" {
+		m.err = &OverflowError{Field: field}
+		return
+	}
 	m.rows = append(m.rows, o.rows...)
 	for it, n := range o.iterations {
 		m.iterations[it] += n
@@ -291,8 +382,8 @@ func (m *Merger) Merge(o *Merger) {
 	m.allocated.merge(&o.allocated)
 	m.requested.merge(&o.requested)
 	m.peak.merge(&o.peak)
-	m.internal += o.internal
-	m.external += o.external
+	addTo(&m.internal, o.internal)
+	addTo(&m.external, o.external)
 	for _, c := range o.categories {
 		m.addCategory(*c)
 	}
@@ -300,6 +391,32 @@ func (m *Merger) Merge(o *Merger) {
 		m.stage(i).add(*st)
 	}
 	m.pushTop(o.top...)
+}
+
+// checkMerge is checkAdd for a whole merger.
+func (m *Merger) checkMerge(o *Merger) string {
+	fits := func(sum, v int64) bool { return addTo(&sum, v) }
+	for _, f := range []struct {
+		name   string
+		sum, v int64
+	}{{"reserved_bytes", m.reserved.Sum, o.reserved.Sum}, {"allocated_bytes", m.allocated.Sum, o.allocated.Sum},
+		{"requested_bytes", m.requested.Sum, o.requested.Sum}, {"peak_bytes", m.peak.Sum, o.peak.Sum},
+		{"internal_free_bytes", m.internal, o.internal}, {"external_free_bytes", m.external, o.external}} {
+		if !fits(f.sum, f.v) {
+			return f.name
+		}
+	}
+	for i, st := range o.stages {
+		if mst := m.stages[i]; mst != nil && (!fits(mst.ReservedBytes, st.ReservedBytes) || !fits(mst.AllocatedBytes, st.AllocatedBytes)) {
+			return "stage bytes"
+		}
+	}
+	for name, c := range o.categories {
+		if mc := m.categories[name]; mc != nil && !fits(mc.Bytes, c.Bytes) {
+			return "categories[" + name + "].bytes"
+		}
+	}
+	return ""
 }
 
 // CrossRank is the merged cross-rank report.

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/memscan/memscan/input"
@@ -55,6 +56,60 @@ func NewRunDir(root, name string, now time.Time) (string, error) {
 	}
 	return "", fmt.Errorf("creating run directory %s: %d names already taken", base, maxRunDirSuffix)
 }
+
+// StagedRunDir is a run directory written under a hidden temporary name in the results root and given its
+// final name (that of NewRunDir) only once complete, so that neither a reader listing the root nor `latest`
+// ever meets a half-written run (a full disk used to leave a truncated report.msgpack and no README.md).
+type StagedRunDir struct {
+	// Dir is where the run's files are written until Commit.
+	Dir  string
+	root string
+	name string
+	now  time.Time
+}
+
+// stagePrefix starts the names of run directories being written; walks skip them as hidden.
+const stagePrefix = ".partial-"
+
+// NewStagedRunDir creates the temporary directory of a run named name in root.
+func NewStagedRunDir(root, name string, now time.Time) (*StagedRunDir, error) {
+	name = SanitizeName(name)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("creating results root: %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, stagePrefix+now.Format(TimestampLayout)+"_"+name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private; run directories are not
+		os.Remove(tmp)
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	return &StagedRunDir{Dir: tmp, root: root, name: name, now: now}, nil
+}
+
+// Commit moves the complete run to its final name and returns it. The name is reserved by NewRunDir's exclusive
+// create, and the run renamed onto that empty directory, so concurrent runs still get distinct names. On
+// failure the run is discarded.
+func (s *StagedRunDir) Commit() (string, error) {
+	dir, err := NewRunDir(s.root, s.name, s.now)
+	if err != nil {
+		s.Discard()
+		return "", err
+	}
+	// syscall.Rename, not os.Rename: os.Rename refuses any existing directory as the target, while rename(2)
+	// replaces an empty one, the reservation.
+	if err := syscall.Rename(s.Dir, dir); err != nil {
+		os.Remove(dir)
+		s.Discard()
+		return "", fmt.Errorf("moving the finished run to %s: %w", dir, err)
+	}
+	s.Dir = dir
+	return dir, nil
+}
+
+// Discard removes the unfinished run.
+func (s *StagedRunDir) Discard() { os.RemoveAll(s.Dir) }
 
 // LatestName is the name of the symlink in the results root that points at the most recent run.
 const LatestName = "latest"

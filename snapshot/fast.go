@@ -41,11 +41,11 @@ func (e *fastUnsupported) Unwrap() error { return errFastUnsupported }
 
 // Limits that keep hostile input from exhausting memory. Real snapshots stay far below them.
 const (
-	fastMaxStack     = 1 << 22 // values on the VM stack at once
-	fastMaxMarks     = 1 << 16 // open MARKs
-	fastMaxMemoGap   = 1 << 10 // BINPUT indexes further past the memo's end go to the sparse memo
-	fastMaxGeneric   = 1 << 12 // items kept for a dict or tuple the model does not type
-	fastCheckEvery   = 1 << 16 // opcodes between context checks
+	fastMaxStack     = maxStackValues // values on the VM stack at once; the pre-scan refuses more too
+	fastMaxMarks     = 1 << 16        // open MARKs
+	fastMaxMemoGap   = 1 << 10        // BINPUT indexes further past the memo's end go to the sparse memo
+	fastMaxGeneric   = 1 << 12        // items kept for a dict or tuple the model does not type
+	fastCheckEvery   = 1 << 16        // opcodes between context checks
 	fastInitialBuf   = 64 << 10
 	fastMaxLongBytes = 9 // LONG1/LONG4 payloads beyond 64 bits are not snapshot data
 )
@@ -142,6 +142,10 @@ type listMore struct {
 
 const entryChunk = 8192
 
+// maxSegDevices bounds the devices counted for the trace-length estimate; a hostile file naming millions of
+// devices only makes the estimate smaller.
+const maxSegDevices = 1024
+
 // entryEstimateSlack is how much room the estimated trace length gets beyond the projection. Room never
 // written is not free: the allocation is zeroed when the runtime reuses memory (every file after the first in
 // a multi-file run), which costs time and resident memory, so the projection is refined as the trace streams
@@ -158,6 +162,16 @@ const minEntryBytes = 8
 // projection undershoots. Early checkpoints may grow or shrink the list (copying few entries); later ones only
 // grow it, and entries past the capacity go to chunks joined at the end.
 func (d *fastDecoder) addEntries(m *listMore, items []val) {
+	if m != d.openEntries {
+		// A new trace list has begun, so the previous one (the previous device's) is complete: give back the
+		// room reserved for the rest of the file, which a multi-device snapshot holds for every device at once
+		// otherwise (2.9× the file in RSS at four devices).
+		if d.openEntries != nil {
+			d.openEntries.trim()
+		}
+		d.openEntries = m
+		d.traceLists++
+	}
 	if d.size > 0 {
 		m.batches++
 		cur := d.base + int64(d.pos)
@@ -173,8 +187,18 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 			// better than the average from the start. No entry takes fewer than minEntryBytes of pickle (three
 			// keys and their values), which bounds the reservation by the file size whatever the input.
 			per := max(minEntryBytes, (cur-m.mark)/int64(max(1, have-m.markLen)))
-			proj := have + int(max(0, d.size-cur)/per) + entryChunk
-			est := have + int(float64(max(0, d.size-cur)/per)*entryEstimateSlack) + entryChunk
+			// The rest of the file holds this list and those of the devices still to come: PyTorch writes the
+			// segments first, so their devices say how many lists share it.
+			rest := max(0, d.size-cur) / int64(max(1, len(d.segDevices)-d.traceLists+1))
+			proj := have + int(rest/per) + entryChunk
+			est := have + int(float64(rest/per)*entryEstimateSlack) + entryChunk
+			if b == 2 {
+				// Two batches measure the bytes per entry poorly, and a list sized on them and shrunk at the next
+				// checkpoint held both lists at once: the peak of a single-device decode. Room for 32 times the
+				// entries so far defers the full reservation to the better estimate.
+				est = min(est, 32*have+entryChunk)
+				proj = min(proj, est)
+			}
 			m.mark, m.markLen = cur, have
 			// Grow only when even the bare projection no longer fits: every reallocation leaves the old list
 			// to the collector, and the slack absorbs the usual drift.
@@ -205,6 +229,14 @@ func (m *listMore) addEntry(e *TraceEntry) {
 		n++
 	}
 	m.chunks[n-1] = append(m.chunks[n-1], *e)
+}
+
+// trim reallocates the entries at their length when much of the reserved room is unused. Entries that arrive
+// later still land in chunks.
+func (m *listMore) trim() {
+	if n := len(m.entries); m.chunks == nil && cap(m.entries)-n > n/16+entryChunk {
+		m.entries = append(make([]TraceEntry, 0, n), m.entries...)
+	}
 }
 
 // traceEntries returns the list's entries as one slice, joining the chunks if any.
@@ -303,6 +335,13 @@ type fastDecoder struct {
 	top      *Snapshot
 	fmt      formatFlags
 
+	shape topShape // the outermost value, when it is not a snapshot's shape
+	// openEntries is the trace list that received entries last, traceLists how many lists have received
+	// entries, and segDevices the devices of the segments decoded so far (see addEntries).
+	openEntries *listMore
+	traceLists  int
+	segDevices  []int
+
 	fields  [fieldCount]val
 	extra   []int
 	scratch []int32
@@ -339,7 +378,15 @@ func (d *fastDecoder) fail(msg string, args ...any) error {
 }
 
 func (d *fastDecoder) unsupported(why string, args ...any) error {
+	if d.shape.set {
+		// The reference decoder would refuse the input too (see topShape); reading it again would only cost.
+		return d.shapeErr()
+	}
 	return &fastUnsupported{Offset: d.opStart, Why: fmt.Sprintf(why, args...)}
+}
+
+func (d *fastDecoder) shapeErr() error {
+	return &input.Error{File: d.name, Offset: d.shape.at, Msg: d.shape.msg()}
 }
 
 // need returns the next n bytes. The slice is valid until the next call.
@@ -429,8 +476,13 @@ func (d *fastDecoder) byte1() (byte, error) {
 }
 
 func (d *fastDecoder) push(v val) error {
-	if len(d.stack) >= fastMaxStack {
-		return d.unsupported("more than %d values on the pickle stack", fastMaxStack)
+	if len(d.stack) >= fastMaxStack || len(d.stack) == 0 {
+		if len(d.stack) == 0 && len(d.marks) == 0 && v.k != vDict && v.k != vList {
+			d.shape.wrong(d.opStart, withArticle(kindWord(v.k)))
+		}
+		if len(d.stack) >= fastMaxStack {
+			return d.fail("%s", stackOverflowMsg)
+		}
 	}
 	d.stack = append(d.stack, v)
 	return nil
@@ -462,6 +514,9 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 			if err := d.ctx.Err(); err != nil {
 				return nil, err
 			}
+		}
+		if d.shape.set && d.shape.due(len(d.stack)) {
+			return nil, d.shapeErr()
 		}
 		d.opStart = d.base + int64(d.pos)
 		op, err := d.byte1()
@@ -501,6 +556,9 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 		case opEmptyTuple:
 			err = d.push(d.newList(vTuple, &listObj{kind: lTupleItems}))
 		case opMark:
+			if len(d.stack) == 0 {
+				d.shape.wrong(d.opStart, underMark)
+			}
 			if len(d.marks) >= fastMaxMarks {
 				return nil, d.unsupported("more than %d nested MARKs", fastMaxMarks)
 			}
@@ -569,16 +627,12 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 		case opBinUnicode:
 			var b []byte
 			if b, err = d.need(4); err == nil {
-				err = d.str(int(binary.LittleEndian.Uint32(b)))
+				err = d.strLen(uint64(binary.LittleEndian.Uint32(b)))
 			}
 		case opBinUnicode8:
 			var b []byte
 			if b, err = d.need(8); err == nil {
-				n := binary.LittleEndian.Uint64(b)
-				if n > math.MaxInt32 {
-					return nil, d.unsupported("string of %d bytes", n)
-				}
-				err = d.str(int(n))
+				err = d.strLen(binary.LittleEndian.Uint64(b))
 			}
 		case opNewTrue:
 			err = d.push(val{k: vBool, n: 1})
@@ -694,6 +748,15 @@ func (d *fastDecoder) long(n int) error {
 		u |= ^uint64(0) << (8 * uint(n)) // sign-extend
 	}
 	return d.push(val{k: vInt, n: int64(u)})
+}
+
+// strLen pushes a string of a 4- or 8-byte length prefix, refusing one longer than any snapshot string as the
+// pre-scan does.
+func (d *fastDecoder) strLen(n uint64) error {
+	if n > maxStringBytes {
+		return d.fail("%s", longStringMsg(n))
+	}
+	return d.str(int(n))
 }
 
 // str pushes a string, interned: snapshots repeat the same few thousand file and function names millions of

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 )
 
 // Dict keys the fast decoder knows. Each interned string carries its field id, so typing a dict costs one
@@ -592,6 +593,9 @@ func (d *fastDecoder) convertSegment(present uint64) (val, error) {
 			s.Blocks[i].Address = off
 		}
 		off += uint64(s.Blocks[i].Size)
+	}
+	if !slices.Contains(d.segDevices, s.Device) && len(d.segDevices) < maxSegDevices {
+		d.segDevices = append(d.segDevices, s.Device)
 	}
 	d.pSegs = append(d.pSegs, s)
 	d.live++

@@ -5,85 +5,104 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/memscan/memscan/input"
 )
 
-// rewindable is a seekable input: the fast decoder learns its size, and a pickle the fast decoder declines
-// can be read again by the reference decoder without holding the whole file in memory.
-type rewindable struct {
-	s     io.ReadSeeker
-	start int64
-	size  int64 // bytes from start to the end
+// PickleSource says how DecodePickleFrom may read a pickle besides the reader it is given.
+type PickleSource struct {
+	// Reopen returns a reader at the pickle's first byte again (a seekable file rewound, or a gzip file
+	// decompressed again), so that a pickle the fast decoder declines is read again by the reference decoder
+	// instead of being kept in memory while the fast decoder streams it. Nil when the input can be read only
+	// once (a pipe): the bytes are then kept.
+	Reopen func() (io.Reader, error)
+	// Size is the pickle's length in bytes when known (0 otherwise); the fast decoder sizes trace lists from it.
+	Size int64
+	// Limit is the input size limit (0: none). The reference decoder holds the whole pickle and gopickle's value
+	// tree at once, several times the bytes, so it reads at most a quarter of it.
+	Limit int64
 }
 
-// rewinder returns r's rewindable view, or nil when r cannot seek (a pipe, a gzip stream). Decode takes it
-// before buffering.
-func rewinder(r io.Reader) *rewindable {
+// refDecoderShare is the part of PickleSource.Limit that the reference decoder may read.
+const refDecoderShare = 4
+
+// SeekableSource returns the PickleSource of a seekable r (its size, and a rewind to where it is now), and false
+// when r cannot seek.
+func SeekableSource(r io.Reader) (PickleSource, bool) {
 	s, ok := r.(io.ReadSeeker)
 	if !ok {
-		return nil
+		return PickleSource{}, false
 	}
 	start, err := s.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil
+		return PickleSource{}, false
 	}
 	end, err := s.Seek(0, io.SeekEnd)
 	if err != nil {
-		return nil
+		return PickleSource{}, false
 	}
 	if _, err := s.Seek(start, io.SeekStart); err != nil {
-		return nil
+		return PickleSource{}, false
 	}
-	return &rewindable{s: s, start: start, size: end - start}
-}
-
-func (rw *rewindable) rewind() (io.Reader, error) {
-	if _, err := rw.s.Seek(rw.start, io.SeekStart); err != nil {
-		return nil, err
-	}
-	return rw.s, nil
+	return PickleSource{Size: end - start, Reopen: func() (io.Reader, error) {
+		if _, err := s.Seek(start, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}}, true
 }
 
 // DecodePickle decodes a CUDA allocator snapshot pickle from r, which starts at the pickle's first byte. When r
 // can seek, the fast decoder learns the size from it and a fallback re-reads it; otherwise the bytes are kept.
 func DecodePickle(ctx context.Context, name string, r io.Reader) (*Snapshot, error) {
-	rw := rewinder(r)
-	return decodePickleDispatch(ctx, name, bufio.NewReaderSize(r, 1<<16), rw)
+	src, _ := SeekableSource(r)
+	return DecodePickleFrom(ctx, name, r, src)
 }
 
-// decodePickleDispatch decodes a snapshot pickle with the streaming fast decoder, and with the reference
+// DecodePickleFrom decodes a snapshot pickle from r with the streaming fast decoder, and with the reference
 // decoder (gopickle) when the fast one meets a construct it does not handle. Both produce the same model on
 // everything the fast decoder accepts (see diff_test.go), so the choice is invisible except in speed and memory.
-func decodePickleDispatch(ctx context.Context, name string, br *bufio.Reader, rewind *rewindable) (*Snapshot, error) {
+func DecodePickleFrom(ctx context.Context, name string, r io.Reader, src PickleSource) (*Snapshot, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
 	var data []byte
-	var size int64
-	src := io.Reader(br)
-	if rewind != nil {
-		size = rewind.size
-	} else {
-		// Not seekable: keep the bytes so the fallback can read them again.
+	size := src.Size
+	fastIn := io.Reader(br)
+	if src.Reopen == nil {
+		// Not readable twice: keep the bytes so the fallback can read them again.
 		var err error
 		if data, err = readPickle(ctx, name, br); err != nil {
 			return nil, err
 		}
-		src = bytes.NewReader(data)
+		fastIn = bytes.NewReader(data)
 		size = int64(len(data))
 	}
-	snap, err := decodeFastPickleSized(ctx, name, src, size)
+	snap, err := decodeFastPickleSized(ctx, name, fastIn, size)
 	if err == nil {
 		return snap, nil
 	}
-	if !errors.Is(err, errFastUnsupported) {
+	var fu *fastUnsupported
+	if !errors.As(err, &fu) {
 		return nil, err
+	}
+	refLimit := int64(-1)
+	declined := fmt.Sprintf("%s at byte %d", fu.Why, fu.Offset)
+	if src.Limit > 0 {
+		refLimit = src.Limit / refDecoderShare
+		if size > refLimit {
+			return nil, &input.SizeError{Limit: refLimit, Size: size, Declined: declined}
+		}
 	}
 	if data != nil {
 		return decodePickleBytes(ctx, name, data)
 	}
-	r, rerr := rewind.rewind()
+	rr, rerr := src.Reopen()
 	if rerr != nil {
 		return nil, &input.Error{File: name, Offset: 0, Msg: "cannot re-read the file for the reference decoder", Err: rerr}
 	}
-	return decodePickleReference(ctx, name, bufio.NewReaderSize(r, 1<<16))
+	if refLimit >= 0 {
+		rr = input.NewCapReader(rr, refLimit, declined)
+	}
+	return decodePickleReference(ctx, name, bufio.NewReaderSize(rr, 1<<16))
 }

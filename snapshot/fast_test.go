@@ -180,10 +180,13 @@ func TestFastDecodeCases(t *testing.T) {
 		{"global", append([]byte{opProto, 4, opGlobal}, "os\nsystem\n"...), "would load a Python object", false},
 		{"stack global", []byte{opProto, 4, opStackGlobal}, "byte 2: opcode 0x93", false},
 		{"unknown opcode", []byte{opProto, 4, 0xff}, "unknown pickle opcode 0xff", false},
-		{"huge string length", []byte{opProto, 4, opBinUnicode, 0xff, 0xff, 0xff, 0x7f, 'a'}, "truncated", false},
+		{"huge string length", []byte{opProto, 4, opBinUnicode, 0xff, 0xff, 0xff, 0x7f, 'a'}, "a string of 2147483647 bytes", false},
+		{"truncated string", []byte{opProto, 4, opBinUnicode, 0xff, 0xff, 0x00, 0x00, 'a'}, "truncated", false},
 		{"dup is fallback", []byte{opProto, 4, opEmptyList, opDup, opStop}, "", true},
 		{"non-string key", []byte{opProto, 4, opEmptyDict, opBinInt1, 1, opBinInt1, 2, opSetItem, opStop}, "", true},
-		{"top-level int", []byte{opProto, 4, opBinInt1, 1, opStop}, "", true},
+		{"top-level int", []byte{opProto, 4, opBinInt1, 1, opStop}, "byte 2: the top-level value is an int", false},
+		{"top-level None stream", append(append([]byte{opProto, 4}, bytes.Repeat([]byte{opNone}, 1000)...), opStop), "byte 2: the top-level value is None", false},
+		{"top-level tuple under a MARK", append(append([]byte{opProto, 4, opMark}, bytes.Repeat([]byte{opNone}, 1000)...), opTuple, opStop), "byte 2: the top-level value is built under a MARK", false},
 		{"self reference", []byte{opProto, 4, opEmptyDict, opMemoize, opMark, opShortBinUni, 1, 'x', opBinGet, 0, opSetItems, opStop}, "", true},
 		{"empty bare list", []byte{opProto, 4, opEmptyList, opStop}, "", false},
 	}
@@ -259,6 +262,8 @@ func TestFastDecodeCancel(t *testing.T) {
 const (
 	opMark        = '('
 	opStop        = '.'
+	opNone        = 'N'
+	opTuple       = 't'
 	opDup         = '2'
 	opBinInt1     = 'K'
 	opBinInt2     = 'M'
@@ -278,16 +283,30 @@ const (
 	opMemoize     = 0x94
 )
 
-// TestDecodeFallsBack checks the dispatcher: a valid snapshot that the fast decoder declines (an allocator
-// setting it does not know, which the reference keeps as text) still decodes through Decode, from a seekable
-// file and from a plain stream, and the fast decoder really declined it.
-func TestDecodeFallsBack(t *testing.T) {
+// declinedPickle is a valid snapshot that the fast decoder declines: an allocator setting it does not know, which
+// the reference decoder keeps as text.
+func declinedPickle() []byte {
 	p := &pk{}
 	p.op(opProto, 4, opEmptyDict, opMark)
 	p.str("segments").op(opEmptyList)
 	p.str("allocator_settings").op(opEmptyDict).str("future_knob").str("on").op(opSetItem)
 	p.op(opSetItems, opStop)
-	data := p.Bytes()
+	return p.Bytes()
+}
+
+// checkDeclinedDecoded checks that declinedPickle was decoded, by the reference decoder.
+func checkDeclinedDecoded(t *testing.T, in *load.Input) {
+	t.Helper()
+	if s := in.Snapshot; s == nil || s.AllocatorSettings == nil || s.AllocatorSettings.Other["future_knob"] != "on" || in.Format != "pickle-v4" {
+		t.Errorf("decoded %+v, want allocator setting future_knob=on via the reference decoder", in)
+	}
+}
+
+// TestDecodeFallsBack checks the dispatcher: a valid snapshot that the fast decoder declines (an allocator
+// setting it does not know, which the reference keeps as text) still decodes through Decode, from a seekable
+// file and from a plain stream, and the fast decoder really declined it.
+func TestDecodeFallsBack(t *testing.T) {
+	data := declinedPickle()
 	if _, err := snapshot.DecodeFastPickle(context.Background(), "x", bytes.NewReader(data)); !errors.Is(err, snapshot.ErrFastUnsupported) {
 		t.Fatalf("fast decoder: err = %v, want it to decline", err)
 	}
@@ -305,10 +324,7 @@ func TestDecodeFallsBack(t *testing.T) {
 		t.Fatalf("Decode(stream): %v", err)
 	}
 	for _, in := range []*load.Input{fromFile, fromStream} {
-		s := in.Snapshot
-		if s == nil || s.AllocatorSettings == nil || s.AllocatorSettings.Other["future_knob"] != "on" || in.Format != "pickle-v4" {
-			t.Errorf("decoded %+v, want allocator setting future_knob=on via the reference decoder", in)
-		}
+		checkDeclinedDecoded(t, in)
 	}
 }
 

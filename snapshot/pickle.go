@@ -34,12 +34,12 @@ func PickleFormat(protocol int) string { return fmt.Sprintf("pickle-v%d", protoc
 
 // readPickle reads a whole pickle; a read failure is reported at the offset reached, cancellation as ctx's error.
 func readPickle(ctx context.Context, name string, r io.Reader) ([]byte, error) {
-	data, err := readAllContext(ctx, r)
+	data, n, err := readAllContext(ctx, r)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
-		return nil, &input.Error{File: name, Offset: int64(len(data)), Msg: "cannot read", Err: err}
+		return nil, &input.Error{File: name, Offset: n, Msg: "cannot read", Err: err}
 	}
 	return data, nil
 }
@@ -53,7 +53,7 @@ func decodePickleBytes(ctx context.Context, name string, data []byte) (*Snapshot
 	if len(data) == 0 {
 		return nil, &input.Error{File: name, Offset: 0, Msg: "empty file"}
 	}
-	proto, err := scanPickle(ctx, data)
+	proto, err := scanSnapshotPickle(ctx, data)
 	if err != nil {
 		var se *scanError
 		if errors.As(err, &se) {
@@ -105,19 +105,37 @@ func loadPickleValue(name string, data []byte) (v any, err error) {
 }
 
 // readAllContext reads r to the end, checking ctx between chunks so that a slow or huge input can be abandoned.
-func readAllContext(ctx context.Context, r io.Reader) ([]byte, error) {
-	const chunk = 1 << 20
-	var buf bytes.Buffer
+// The bytes are read into fixed chunks and joined once at the end: a doubling buffer would hold up to four times
+// the input at its last growth, two while joining. On failure it returns how many bytes it read.
+func readAllContext(ctx context.Context, r io.Reader) ([]byte, int64, error) {
+	// Chunks start small (most pickles that reach here are small) and double up to maxChunk.
+	const maxChunk = 4 << 20
+	chunk := 64 << 10
+	var chunks [][]byte
+	var total int
+	join := func() []byte {
+		out := make([]byte, 0, total)
+		for _, c := range chunks {
+			out = append(out, c...)
+		}
+		return out
+	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return buf.Bytes(), err
+			return nil, int64(total), err
 		}
-		n, err := io.CopyN(&buf, r, chunk)
-		if err == io.EOF || (err == nil && n < chunk) {
-			return buf.Bytes(), nil
+		buf := make([]byte, chunk)
+		chunk = min(2*chunk, maxChunk)
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			chunks = append(chunks, buf[:n])
+			total += n
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return join(), int64(total), nil
 		}
 		if err != nil {
-			return buf.Bytes(), err
+			return nil, int64(total), err
 		}
 	}
 }

@@ -114,6 +114,9 @@ const (
 	maxIntBytes = 16
 	// maxNumberLine bounds the text forms INT, LONG and FLOAT.
 	maxNumberLine = 64
+	// maxStackValues bounds the values on the stack at once: gopickle holds each in a 16-byte interface, and a
+	// snapshot pickle, whose writer batches lists and dicts by 1000, never has more than a few thousand.
+	maxStackValues = 1 << 20
 	// scanCheckEvery is how many opcodes pass between context checks.
 	scanCheckEvery = 1 << 16
 )
@@ -131,6 +134,8 @@ const (
 type scanError struct {
 	Offset int64
 	Msg    string
+	// refused: the opcode would load a Python object (see refusedOps).
+	refused bool
 }
 
 func (e *scanError) Error() string { return fmt.Sprintf("byte %d: %s", e.Offset, e.Msg) }
@@ -152,10 +157,21 @@ type pickleScanner struct {
 	memo     []byte // dense memo kinds, indexed by memo key
 	memoMap  map[uint64]byte
 	memoSize int // number of distinct memo keys set (MEMOIZE uses it as the next key)
+	shape    topShape
 }
 
 // scanPickle validates data and returns its protocol (0 when it has no PROTO opcode).
 func scanPickle(ctx context.Context, data []byte) (int, error) {
+	return scan(ctx, data, false)
+}
+
+// scanSnapshotPickle is scanPickle that also refuses, within a few opcodes, a pickle whose outermost value is
+// not a snapshot's shape (see topShape).
+func scanSnapshotPickle(ctx context.Context, data []byte) (int, error) {
+	return scan(ctx, data, true)
+}
+
+func scan(ctx context.Context, data []byte, snapshotShape bool) (int, error) {
 	s := &pickleScanner{data: data, proto: -1}
 	for n := 0; ; n++ {
 		if n%scanCheckEvery == 0 {
@@ -170,6 +186,9 @@ func scanPickle(ctx context.Context, data []byte) (int, error) {
 			return 0, &scanError{Offset: int64(s.pos), Msg: "truncated: the pickle ends without a STOP opcode"}
 		}
 		done, err := s.step()
+		if err == nil && snapshotShape {
+			err = s.checkShape(done)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -342,6 +361,38 @@ func (s *pickleScanner) memoStore(key uint64, name string) error {
 	return nil
 }
 
+// checkShape refuses, within a few opcodes of where it went wrong, a stream whose outermost value is not a
+// snapshot's shape (see topShape), and one with more values on the stack than any snapshot pickle holds. done is
+// true after STOP.
+func (s *pickleScanner) checkShape(done bool) error {
+	if !s.shape.set {
+		if len(s.marks) == 0 && len(s.stack) > 0 && s.stack[0] != kDict && s.stack[0] != kList {
+			s.shape.wrong(int64(s.opStart), withArticle(opValueWord(s.data[s.opStart])))
+		} else if len(s.marks) > 0 && s.marks[0] == 0 {
+			s.shape.wrong(int64(s.opStart), underMark)
+		}
+	}
+	if s.shape.set && (done || s.shape.due(len(s.stack))) {
+		return &scanError{Offset: s.shape.at, Msg: s.shape.msg()}
+	}
+	if len(s.stack) > maxStackValues {
+		return s.fail("%s", stackOverflowMsg)
+	}
+	return nil
+}
+
+// maxStringBytes bounds one string: a snapshot's strings are file, function and key names, and gopickle would
+// copy a longer one whole.
+const maxStringBytes = 64 << 20
+
+// longStringMsg refuses a string longer than maxStringBytes.
+func longStringMsg(n uint64) string {
+	return fmt.Sprintf("a string of %d bytes (limit %d); a snapshot's strings are names and paths", n, maxStringBytes)
+}
+
+// stackOverflowMsg refuses a pickle that stacks more than maxStackValues values.
+var stackOverflowMsg = fmt.Sprintf("more than %d values on the pickle stack at once; a snapshot pickle holds a few thousand", maxStackValues)
+
 // step scans one opcode. It reports true after STOP.
 func (s *pickleScanner) step() (bool, error) {
 	if s.frameEnd > 0 && s.pos == s.frameEnd {
@@ -381,8 +432,11 @@ func (s *pickleScanner) step() (bool, error) {
 			s.frameEnd = s.pos + int(n)
 		}
 	case opStop:
-		if _, err := s.pop("STOP"); err != nil {
+		if _, err := s.top("STOP"); err != nil {
 			return false, err
+		}
+		if len(s.stack) != 1 || len(s.marks) != 0 {
+			return false, s.fail("STOP leaves %d values and %d open MARKs on the stack; a snapshot pickle leaves only its top-level value", len(s.stack), len(s.marks))
 		}
 		return true, nil
 	case opMark:
@@ -444,7 +498,7 @@ func (s *pickleScanner) step() (bool, error) {
 		}
 		s.push(kScalar)
 	case opString, opUnicode:
-		b, err := s.line("string", 0)
+		b, err := s.line("string", maxStringBytes)
 		if err != nil {
 			return false, err
 		}
@@ -466,11 +520,17 @@ func (s *pickleScanner) step() (bool, error) {
 		if op == opBinString && n >= 1<<31 {
 			return false, s.fail("BINSTRING has a negative length")
 		}
+		if n > maxStringBytes {
+			return false, s.fail("%s", longStringMsg(n))
+		}
 		return false, s.scalar(s.take(n, "string"))
 	case opBinUnicode8, opBinBytes8, opByteArray8:
 		n, err := s.u64("string length")
 		if err != nil {
 			return false, err
+		}
+		if n > maxStringBytes {
+			return false, s.fail("%s", longStringMsg(n))
 		}
 		return false, s.scalar(s.take(n, "string"))
 	case opEmptyList:
@@ -639,7 +699,9 @@ func (s *pickleScanner) refuse(op byte, name string) error {
 			what = fmt.Sprintf(" %q", string(mod)+"."+string(sym))
 		}
 	}
-	return s.fail("refused opcode %s (0x%02x)%s: it would load or build a Python object; a snapshot holds only plain data", name, op, what)
+	err := s.fail("refused opcode %s (0x%02x)%s: it would load or build a Python object; a snapshot holds only plain data", name, op, what)
+	err.(*scanError).refused = true
+	return err
 }
 
 func kindName(k byte) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -66,6 +67,9 @@ type Theoretical struct {
 	TotalBytes             int64
 }
 
+// ErrLineTooLong is wrapped by the error for a log with no memory line and a line longer than a log line may be.
+var ErrLineTooLong = errors.New("line too long")
+
 // Limits for log inputs.
 const (
 	maxLogLineBytes = 1 << 20
@@ -97,6 +101,8 @@ func Decode(ctx context.Context, name string, r io.Reader) (*Log, error) {
 	// offset is the byte offset of the unconsumed input; tokStart that of the line the scanner just returned.
 	var offset, tokStart int64
 	skipping := false
+	var firstLong int // the first line too long to read, 0 when none
+	var firstLongAt int64
 	// The split function discards an over-long line piece by piece instead of failing the whole file, which is
 	// what bufio.ScanLines would do.
 	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
@@ -126,6 +132,9 @@ func Decode(ctx context.Context, name string, r io.Reader) (*Log, error) {
 				lg.SkippedLines++
 				lg.Lines++ // the skipped line still counts, so later line numbers stay right
 				lg.warnf("line %d at byte %d is longer than %d bytes; skipped", lg.Lines, offset, maxLogLineBytes)
+				if firstLong == 0 {
+					firstLong, firstLongAt = lg.Lines, offset
+				}
 			}
 			offset += int64(len(data))
 			return len(data), nil, nil
@@ -170,6 +179,11 @@ func Decode(ctx context.Context, name string, r io.Reader) (*Log, error) {
 		if counts[d] > best {
 			lg.Dialect, best = d, counts[d]
 		}
+	}
+	if best == 0 && firstLong > 0 {
+		// Say so: a line that could not be read may be why nothing was recognised.
+		return nil, &input.Error{File: name, Offset: firstLongAt, Field: fmt.Sprintf("line %d", firstLong), Err: fmt.Errorf("%w, %w", input.ErrUnknownContent, ErrLineTooLong),
+			Msg: fmt.Sprintf("longer than %d bytes, the limit for one log line (%d such lines skipped); no Megatron, DeepSpeed or torchtitan memory lines in the other %d", maxLogLineBytes, lg.SkippedLines, lg.Lines-lg.SkippedLines)}
 	}
 	if best == 0 {
 		return nil, &input.Error{File: name, Offset: -1, Msg: fmt.Sprintf("no Megatron, DeepSpeed or torchtitan memory lines in %d lines of text", lg.Lines), Err: input.ErrUnknownContent}

@@ -30,5 +30,8 @@ func ParseBytes(s string) (int64, error) {
 	if err != nil || math.IsNaN(v) || v <= 0 || math.IsInf(v, 0) || v*mult >= math.MaxInt64 {
 		return 0, fmt.Errorf("cannot read %q as a size (e.g. 80GB, 139.8GiB or a byte count)", s)
 	}
+	if v*mult < 1 {
+		return 0, fmt.Errorf("size %q is less than one byte", s)
+	}
 	return int64(v * mult), nil
 }

@@ -118,7 +118,7 @@ func TestParseBytes(t *testing.T) {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "GB", "-5GB", "0", "1e30TB", "NaN", "eighty", "5XB"} {
+	for _, bad := range []string{"", "GB", "-5GB", "0", "1e30TB", "NaN", "eighty", "5XB", "0.5"} {
 		if _, err := ParseBytes(bad); err == nil {
 			t.Errorf("ParseBytes(%q) accepted", bad)
 		}

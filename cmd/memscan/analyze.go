@@ -95,6 +95,8 @@ type analyzeFlags struct {
 	allocConf    string
 	gpu          string
 	deviceMemory string
+	// maxInputSize bounds the decompressed bytes read from one input.
+	maxInputSize sizeFlag
 }
 
 func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string, error) {
@@ -116,6 +118,8 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string
 	fs.StringVar(&f.allocConf, "alloc-conf", "", "replay each trace through the caching-allocator model under these PYTORCH_CUDA_ALLOC_CONF settings too, e.g. expandable_segments:True or max_split_size_mb:512,garbage_collection_threshold:0.6")
 	fs.StringVar(&f.gpu, "gpu", "", "device of the allocator replay, a key of memscan gpus (its memory less 1 GiB for the CUDA context is the capacity)")
 	fs.StringVar(&f.deviceMemory, "device-memory", "", "device memory of the allocator replay, e.g. 80GB or 139.8GiB (less 1 GiB for the CUDA context is the capacity)")
+	f.maxInputSize = sizeFlag(load.DefaultMaxInputSize())
+	fs.Var(&f.maxInputSize, "max-input-size", "largest input, after decompression, that is decoded (e.g. 512MiB, 20GiB); larger ones fail at once instead of exhausting memory; the default is half of this machine's memory")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, usageErrorf("analyze: %v (see memscan analyze --help)", err)
@@ -157,14 +161,16 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string
 	return f, fs.Args(), nil
 }
 
-// checkOutDir reports, before any input is read, an --out that cannot become a directory: an existing
-// non-directory, or a path below one. A missing directory is fine (it is created when the results are written).
+// checkOutDir reports, before any input is read, an --out that cannot hold the results: an existing
+// non-directory or a path below one, or a directory (the --out itself, or the nearest existing one above a
+// missing --out) in which no file can be created. A missing directory is fine otherwise: it is created when the
+// results are written.
 func checkOutDir(dir string) error {
 	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
 		fi, err := os.Stat(p)
 		switch {
 		case err == nil && fi.IsDir():
-			return nil
+			return checkWritable(p, p == filepath.Clean(dir))
 		case err == nil && p == filepath.Clean(dir):
 			return errors.New("is a file, not a directory; give a directory for the results")
 		case err == nil:
@@ -178,6 +184,25 @@ func checkOutDir(dir string) error {
 	}
 }
 
+// checkWritable creates and removes a file in dir, the one test of writability that holds for every cause
+// (permissions, a read-only mount, ACLs, quotas of zero). self says whether dir is --out itself or a parent that
+// --out would be created in.
+func checkWritable(dir string, self bool) error {
+	f, err := os.CreateTemp(dir, ".memscan-write-test-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if self {
+			return fmt.Errorf("is not writable: %v", err)
+		}
+		return fmt.Errorf("cannot be created: %s is not writable: %v", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // errHelp ends a run after --help with exit status 0.
 var errHelp = errors.New("help shown")
 
@@ -189,7 +214,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	opts := analyze.Options{TopN: flags.top}
+	opts := analyze.Options{TopN: flags.top, MaxInputSize: int64(flags.maxInputSize)}
 	if opts.Allocator, err = allocatorOptions(flags); err != nil {
 		return err
 	}
@@ -287,16 +312,23 @@ func writeAnalyzeRun(ctx context.Context, run *analyze.Run, files []string, flag
 	if name == "" {
 		name = results.RunName(files)
 	}
-	dir, err := results.NewRunDir(flags.out, name, time.Now())
+	// The run is written under a temporary name and renamed when complete: a failure (a full disk) leaves no
+	// half-written run for latest or a reader to find.
+	stage, err := results.NewStagedRunDir(flags.out, name, time.Now())
 	if err != nil {
 		return "", err
 	}
-	written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
+	written, err := results.Write(ctx, stage.Dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
 	if err != nil {
-		return "", fmt.Errorf("analyze: writing %s: %w", dir, err)
+		stage.Discard()
+		return "", fmt.Errorf("analyze: writing the run in %s: %w", flags.out, err)
 	}
 	if written.ChartErr != nil {
 		fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
+	}
+	dir, err := stage.Commit()
+	if err != nil {
+		return "", fmt.Errorf("analyze: %w", err)
 	}
 	if err := results.UpdateLatest(flags.out, dir); err != nil {
 		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)

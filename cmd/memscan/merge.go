@@ -64,11 +64,14 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *stages < 0 || *world < 0 || *jobs < 1 {
 		return usageErrorf("merge: --stages, --world must be ≥ 0 and --jobs ≥ 1")
 	}
-	files, err := merge.SummaryFiles(fs.Args())
+	files, unreadable, err := merge.SummaryFiles(fs.Args())
 	if err != nil {
 		return usageErrorf("merge: %v", err)
 	}
 	if len(files) == 0 {
+		for _, u := range unreadable {
+			fmt.Fprintf(stderr, "memscan: merge: %v\n", u)
+		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("merge: no .msgpack files under %s", strings.Join(fs.Args(), ", "))}
 	}
 	res, failures, err := merge.MergeFiles(ctx, files, merge.FilesOptions{
@@ -76,11 +79,13 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// What could not even be listed failed too: the rank set is incomplete.
+	failures = append(unreadable, failures...)
 	for _, f := range failures {
 		fmt.Fprintf(stderr, "memscan: merge: %v\n", f)
 	}
 	if res.Ranks == 0 {
-		if !iteration.All() && len(failures) < len(files) {
+		if !iteration.All() && len(failures)-len(unreadable) < len(files) {
 			return &exitError{code: exitFailed, err: fmt.Errorf("merge: no summary of iteration %s", iteration)}
 		}
 		return &exitError{code: exitFailed, err: errors.New("merge: no summary could be read")}
@@ -103,7 +108,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if len(failures) > 0 {
-		return &exitError{code: exitPartial, err: fmt.Errorf("merge: %d of %d files could not be read", len(failures), len(files))}
+		return &exitError{code: exitPartial, err: fmt.Errorf("merge: %d of %d files or folders could not be read", len(failures), len(files)+len(unreadable))}
 	}
 	return nil
 }
@@ -115,24 +120,31 @@ func writeMergeRun(root, name, firstArg string, res *merge.CrossRank) (string, e
 		base := strings.TrimSuffix(filepath.Base(filepath.Clean(firstArg)), filepath.Ext(firstArg))
 		name = results.SanitizeName(base) + "_merge_" + fmt.Sprint(res.Ranks) + "ranks"
 	}
-	dir, err := results.NewRunDir(root, name, time.Now())
+	// Written under a temporary name and renamed when complete, as analyze's runs are.
+	stage, err := results.NewStagedRunDir(root, name, time.Now())
 	if err != nil {
 		return "", err
 	}
 	write := func(file string, fill func(w io.Writer) error) error {
-		return results.WriteFile(filepath.Join(dir, file), fill)
+		return results.WriteFile(filepath.Join(stage.Dir, file), fill)
 	}
-	if err := write(results.FileCrossRankText, func(w io.Writer) error { return results.WriteCrossRankText(w, res, 0) }); err != nil {
+	err = write(results.FileCrossRankText, func(w io.Writer) error { return results.WriteCrossRankText(w, res, 0) })
+	if err == nil {
+		err = write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) })
+	}
+	if err == nil {
+		err = write(results.FileCrossRankMsgpack, func(w io.Writer) error {
+			enc := msgpack.NewEncoder(w)
+			enc.SetSortMapKeys(true)
+			return enc.Encode(res)
+		})
+	}
+	if err != nil {
+		stage.Discard()
 		return "", err
 	}
-	if err := write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {
-		return "", err
-	}
-	if err := write(results.FileCrossRankMsgpack, func(w io.Writer) error {
-		enc := msgpack.NewEncoder(w)
-		enc.SetSortMapKeys(true)
-		return enc.Encode(res)
-	}); err != nil {
+	dir, err := stage.Commit()
+	if err != nil {
 		return "", err
 	}
 	if err := results.UpdateLatest(root, dir); err != nil {

@@ -99,6 +99,14 @@ var BenchGenerated = sync.OnceValues(func() ([]byte, error) {
 	return buf.Bytes(), err
 })
 
+// BenchGenerated4 is BenchGenerated on four devices (800k entries, 200k each), the multi-device case whose
+// trace lists the decoder sizes from the file.
+var BenchGenerated4 = sync.OnceValues(func() ([]byte, error) {
+	var buf bytes.Buffer
+	_, err := gen.Write(&buf, gen.Config{Seed: 1, Entries: 800_000, Devices: 4, Stacks: gen.StacksPython, ShareStack: true})
+	return buf.Bytes(), err
+})
+
 // BenchFile returns the snapshot file named by MEMSCAN_BENCH_FILE and sets b's bytes per operation to its size,
 // skipping the benchmark when the variable is unset.
 func BenchFile(b *testing.B) string {

@@ -1,0 +1,66 @@
+package analyze_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// TestReplayPhantomFrees checks frees of addresses the trace never allocated. One inside a segment is an
+// allocation from before the trace window (the viewer's rule) and counts from the start; 2,000 outside every
+// segment are warned about, with the first one's event index, and add nothing (the report had them add 2,000
+// phantom blocks to the peak).
+func TestReplayPhantomFrees(t *testing.T) {
+	const mib = 1 << 20
+	st := testutil.Stack("train.py:10:step")
+	build := func(phantoms int) *testutil.SnapBuilder {
+		b := testutil.NewSnap(1)
+		seg := b.Segment(testutil.SegOpts{}, testutil.Free(8*mib), testutil.Free(8*mib))
+		b.Event(0,
+			testutil.Ev(snapshot.ActionFreeCompleted, seg+8*mib, 2*mib, st), // allocated before the window
+			testutil.Ev(snapshot.ActionAlloc, seg, 4*mib, st),
+		)
+		for k := range phantoms {
+			b.Event(0, testutil.Ev(snapshot.ActionFreeCompleted, 0x10000000+uint64(k)<<20, mib, st))
+		}
+		b.Event(0, testutil.Ev(snapshot.ActionFreeCompleted, seg, 4*mib, st))
+		return b
+	}
+	clean, err := analyze.Analyze(context.Background(), build(0).Input("clean.pickle"), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile, err := analyze.Analyze(context.Background(), build(2000).Input("hostile.pickle"), analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// By hand: 2 MiB live before the window until event 0 frees it; then the 4 MiB alloc at event 1.
+	const wantPeak = 4 * mib
+	for _, r := range []*analyze.Report{clean, hostile} {
+		if r.Peak == nil || r.Peak.Bytes != wantPeak || r.Peak.EventIndex != 1 {
+			t.Errorf("%s: peak %+v, want %d bytes at event 1", r.File, r.Peak, wantPeak)
+		}
+		if len(r.Timeline) != 1 || r.Timeline[0].Allocated[0] != 0 {
+			t.Errorf("%s: allocated after event 0 = %v, want 0 (the pre-window block freed)", r.File, r.Timeline)
+		}
+	}
+	var warned string
+	for _, w := range hostile.Warnings {
+		if strings.Contains(w, "no segment covers") {
+			warned = w
+		}
+	}
+	want := "device 0 trace event 2: free_completed of 0x10000000 (1048576 bytes), an address the trace never allocated and no segment covers; ignored (and 1999 more like it)"
+	if warned != want {
+		t.Errorf("warning %q, want %q", warned, want)
+	}
+	for _, w := range clean.Warnings {
+		if strings.Contains(w, "no segment covers") {
+			t.Errorf("clean trace warned: %s", w)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package load
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/memscan/memscan/input"
+)
+
+// FuzzDecodeGzip feeds gzip input to Decode: the fixtures compressed (raw false, so the fuzzer mutates the
+// content under a valid gzip layer), and arbitrary bytes after a gzip magic (raw true, so it mutates the gzip
+// layer itself). The input is decoded from a seekable reader, whose pickle fallback decompresses the file again,
+// and from a stream, whose fallback keeps the bytes; both must return promptly and agree on success, and a
+// pickle error must be an *Error or the size limit's error. Crashers live in testdata/fuzz/FuzzDecodeGzip.
+func FuzzDecodeGzip(f *testing.F) {
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	for _, pat := range []string{"../snapshot/testdata/*.pickle", "../snapshot/testdata/bad/*.pickle", "../tracer/testdata/*.json", "../trainlog/testdata/*.log"} {
+		files, err := filepath.Glob(pat)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, p := range files {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			if len(data) <= 64<<10 {
+				f.Add(data, false)
+				f.Add(gz(data), true)
+			}
+		}
+	}
+	f.Add(gz(gz([]byte("\x80\x04}."))), true)
+	f.Fuzz(func(t *testing.T, data []byte, raw bool) {
+		if !raw {
+			data = gz(data)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		opts := Options{MaxInputSize: 64 << 10} // small, so that each run stays fast
+		start := time.Now()
+		seekIn, seekErr := DecodeWith(ctx, "fuzz.gz", bytes.NewReader(data), opts)
+		streamIn, streamErr := DecodeWith(ctx, "fuzz.gz", io.MultiReader(bytes.NewReader(data)), opts)
+		if d := time.Since(start); ctx.Err() != nil || d > 5*time.Second {
+			t.Fatalf("decode of %d bytes took %v", len(data), d)
+		}
+		if (seekErr == nil) != (streamErr == nil) {
+			t.Fatalf("seekable and stream decodes disagree: %v / %v", seekErr, streamErr)
+		}
+		for _, err := range []error{seekErr, streamErr} {
+			var de *input.Error
+			if err != nil && !errors.As(err, &de) && !errors.Is(err, input.ErrInputTooLarge) && !errors.Is(err, input.ErrUnknownContent) {
+				t.Fatalf("error is %T, want *Error: %v", err, err)
+			}
+		}
+		for _, in := range []*Input{seekIn, streamIn} {
+			if in != nil && in.Snapshot != nil {
+				_ = in.Snapshot.Validate()
+			}
+		}
+	})
+}

@@ -2,9 +2,7 @@ package allocator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,15 +28,8 @@ type gpuRun struct {
 
 func loadRuns(t *testing.T) (string, []gpuRun) {
 	t.Helper()
-	dir := realsnap.SharedDir(t, "gpu_runs")
-	raw, err := os.ReadFile(filepath.Join(dir, "runs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var runs []gpuRun
-	if err := json.Unmarshal(raw, &runs); err != nil {
-		t.Fatalf("runs.json: %v", err)
-	}
+	dir := realsnap.GPURuns(t, &runs)
 	return dir, runs
 }
 

@@ -10,25 +10,32 @@ package calibrate
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/components"
 )
 
-// Components of the static estimator, in report order.
+// Components of the static estimator, in report order; their definitions are package components'.
 const (
-	Weights     = "weights"
-	Gradients   = "gradients"
-	Optimizer   = "optimizer"
-	Activations = "activations"
-	Temporaries = "temporaries"
-	Other       = "other"
+	Weights     = string(components.Weights)
+	Gradients   = string(components.Gradients)
+	Optimizer   = string(components.OptimizerStates)
+	Activations = string(components.Activations)
+	Temporaries = string(components.Temporaries)
+	KVCache     = string(components.KVCache)
+	Other       = string(components.Other)
 )
 
-// Components lists the component names in report order.
+// Components lists the component names in report order (components.All's).
 func Components() []string {
-	return []string{Weights, Gradients, Optimizer, Activations, Temporaries, Other}
+	var out []string
+	for _, c := range components.All() {
+		out = append(out, string(c))
+	}
+	return out
 }
 
 // ComponentBytes is what one component holds in a runtime measurement.
@@ -99,8 +106,21 @@ var categoryMap = map[string]mapping{
 	"embedding":          {Activations, 0.6},
 	"expert/moe":         {Activations, 0.55},
 	"loss/logits":        {Temporaries, 0.6}, // logits and loss gradients live only around the head
+	"kv cache":           {KVCache, 0.9},
 	"communication":      {Other, 0.7},
 	"data/input":         {Other, 0.6},
+}
+
+// lifetimeMap maps the analysis' lifetime components (package components) to the estimator's: the same
+// definitions on both sides, so each maps to itself.
+var lifetimeMap = map[components.Component]mapping{
+	components.Weights:         {Weights, 0.95},
+	components.Gradients:       {Gradients, 0.95},
+	components.OptimizerStates: {Optimizer, 0.95},
+	components.Activations:     {Activations, 0.9},
+	components.Temporaries:     {Temporaries, 0.9},
+	components.KVCache:         {KVCache, 0.9},
+	components.Other:           {Other, 0.7},
 }
 
 // profilerMap maps torch.profiler memory-timeline categories, which PyTorch itself assigns, to components.
@@ -228,6 +248,18 @@ func Attribute(r *analyze.Report) *Attribution {
 		at := acc.result("tracer")
 		at.Sites = siteRows(r.Sites)
 		return at
+	case r.Peak != nil && len(r.Peak.Components) > 0:
+		// The analysis attributed every live block at the peak by its stack and lifetime, in the components' own
+		// terms: weights kept from the setup, parameter gradients kept after backward, states kept after the
+		// optimizer step, activations kept from forward for backward, transients as temporaries.
+		acc := newAccumulator()
+		for _, c := range r.Peak.Components {
+			m, ok := lifetimeMap[components.Component(c.Name)]
+			acc.add("lifetime "+c.Name, c.Bytes, m, ok)
+		}
+		at := acc.result("snapshot-peak-lifetime")
+		at.Sites = siteRows(r.Peak.Sites)
+		return at
 	case r.Peak != nil && len(r.Peak.Categories) > 0:
 		acc := newAccumulator()
 		for _, c := range r.Peak.Categories {
@@ -263,6 +295,46 @@ func siteRows(sites []analyze.SiteStat) []SiteBytes {
 	}
 	slices.SortStableFunc(out, func(a, b SiteBytes) int { return cmp.Compare(b.Bytes, a.Bytes) })
 	return out
+}
+
+// ObservedPeakStageOf is the training stage of the measured peak as the trace's phases place it: the moment
+// whose live set the components were measured at, and what the estimator's steady-state step predicts. Where the
+// peak lies outside any phase (setup, an unsplit trace) it is the stage of iteration 1's own peak, and without
+// phases ObservedPeakStage's inference from the attributed live set.
+func ObservedPeakStageOf(r *analyze.Report, a *Attribution) string {
+	if r != nil && r.Peak != nil {
+		if st := stageOfPhase(r.Peak.Phase); st != "" {
+			return st
+		}
+		if st := stageOfPhase(r.Peak.FirstIterationPhase); st != "" {
+			return st
+		}
+	}
+	return ObservedPeakStage(a)
+}
+
+// stageOfPhase names a phase (package phases) as the estimator names its stages; "" for none.
+func stageOfPhase(phase string) string {
+	switch phase {
+	case "forward", "backward":
+		return phase
+	case "optimizer":
+		return "optimizer_step"
+	}
+	return ""
+}
+
+// firstStepNote explains a first iteration that peaks in another stage than the measured peak: in step 1 the
+// optimizer states are created (so its optimizer step can peak) and shapes may differ from the later steps.
+func firstStepNote(r *analyze.Report, observed string) string {
+	if r == nil || r.Peak == nil {
+		return ""
+	}
+	first := stageOfPhase(r.Peak.FirstIterationPhase)
+	if first == "" || first == observed || r.Peak.Iteration <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("iteration 1 peaks in %s; the measured peak, in iteration %d, in %s", first, r.Peak.Iteration, observed)
 }
 
 // ObservedPeakStage infers the training stage at the measured peak from the attributed live set: almost no

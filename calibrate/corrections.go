@@ -75,11 +75,12 @@ type Sample struct {
 	Measured Measured
 }
 
-// Samples returns the fitting samples of a calibration's runs (those with a measured peak allocated).
+// Samples returns the fitting samples of a calibration's runs: those with a measured peak allocated, except runs
+// that ran out of memory (their peak is where the step failed, not the step's peak the corrections scale).
 func (c *Calibration) Samples() []Sample {
 	var out []Sample
 	for _, r := range c.Runs {
-		if r.Measured.PeakAllocatedBytes > 0 {
+		if r.Measured.PeakAllocatedBytes > 0 && !r.Measured.OOM {
 			out = append(out, Sample{ID: r.ID, Config: r.cfg, Stage: r.Prediction.Stage, Measured: r.Measured})
 		}
 	}

@@ -50,8 +50,8 @@ type RunResult struct {
 	Prediction  Prediction        `json:"prediction"`
 	Measured    Measured          `json:"measured"`
 	Attribution *Attribution      `json:"attribution,omitempty"`
-	// PeakStagePredicted is the estimator's peak stage; PeakStageObserved is inferred from the live set at the
-	// measured peak ("" when the runtime input has no breakdown).
+	// PeakStagePredicted is the estimator's peak stage; PeakStageObserved is the trace's phase at the measured
+	// peak (ObservedPeakStageOf; "" when the runtime input has no breakdown).
 	PeakStagePredicted string `json:"peak_stage_predicted"`
 	PeakStageObserved  string `json:"peak_stage_observed,omitempty"`
 	Rows               []Row  `json:"rows"`
@@ -62,6 +62,7 @@ type RunResult struct {
 
 	cfg    static.Config
 	report *static.Report
+	oomed  bool // the run ran out of memory (Measured.OOM)
 }
 
 // Options control an evaluation.
@@ -88,18 +89,39 @@ func EvaluateReports(id string, cfg static.Config, stage string, reports []*anal
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
-	res := &RunResult{ID: id, Prediction: PredictionOf(rep, st), cfg: cfg, report: rep}
+	m, mr := given, MeasuredOf(reports)
+	if cfg.Mode == "inference" {
+		// What a snapshot holds after generate returned is the weights, not the estimator's between-steps figure
+		// (weights and the cache while decoding).
+		mr.EndOfStepBytes = 0
+	}
+	m.merge(mr)
+	oomed := m.OOM
+	res := &RunResult{ID: id, Prediction: predictionFor(rep, st, oomed), cfg: cfg, report: rep, oomed: oomed}
 	res.PeakStagePredicted = res.Prediction.PeakStage
-	m := given
-	m.merge(MeasuredOf(reports))
+	if oomed {
+		// The step never ended: what was allocated when the snapshot was dumped is what the exception left.
+		m.EndOfStepBytes = 0
+		if rep.OOM != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("the run ran out of memory; compared with the predicted failure point (step %d %s, layer %d, %s)",
+				rep.OOM.Step, rep.OOM.Phase, rep.OOM.Layer, rep.OOM.Operator))
+		} else {
+			res.Notes = append(res.Notes, "the run ran out of memory but the estimate fits the GPU: the measured peak is only a lower bound")
+		}
+	}
 	res.Measured = m
+	var from *analyze.Report
 	for _, r := range reports { // the first report with a breakdown
 		if res.Attribution = Attribute(r); res.Attribution != nil {
+			from = r
 			break
 		}
 	}
 	if res.Attribution != nil {
-		res.PeakStageObserved = ObservedPeakStage(res.Attribution)
+		res.PeakStageObserved = ObservedPeakStageOf(from, res.Attribution)
+		if n := firstStepNote(from, res.PeakStageObserved); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
 		if res.Attribution.Source == "snapshot" {
 			res.Notes = append(res.Notes, "the snapshot has no allocation trace: components are compared with the blocks allocated at capture time, not at the peak")
 		}
@@ -127,7 +149,7 @@ func (r *RunResult) applyModel(model *Model) error {
 	if err != nil {
 		return fmt.Errorf("%s: applying corrections: %w", r.ID, err)
 	}
-	p := PredictionOf(corr, r.Prediction.Stage)
+	p := predictionFor(corr, r.Prediction.Stage, r.oomed)
 	r.Corrected = &p
 	for i := range r.Rows {
 		row := &r.Rows[i]

@@ -54,22 +54,40 @@ func SelectStage(rep *static.Report, sel string) (int, error) {
 	return i, nil
 }
 
-// PredictionOf extracts the figures of one pipeline stage.
+// PredictionOf extracts the figures of one pipeline stage; AtPeak is the stage's peak in package components'
+// parts (static.Stage.ComponentsAtPeak), the terms the runtime attribution uses.
 func PredictionOf(rep *static.Report, stage int) Prediction {
 	st := rep.Stages[stage]
 	p := Prediction{Stage: stage, PeakAllocated: st.PeakAllocated, PeakReserved: st.PeakReserved,
 		EndOfStep: st.EndOfStepAllocated, PeakStage: st.PeakStage, AtPeak: map[string]int64{}}
-	p.AtPeak[Weights] = st.Weights
-	p.AtPeak[Optimizer] = st.Optimizer
-	p.AtPeak[Other] = st.Other
-	if rep.Config.Mode == "inference" {
-		p.AtPeak[Activations] = st.Activations + st.KVCache
-		p.AtPeak[Temporaries] = st.Temporaries
-		return p
+	for _, part := range st.ComponentsAtPeak(rep.Config.Mode) {
+		p.AtPeak[string(part.Component)] = part.Bytes
 	}
-	p.AtPeak[Gradients] = st.AtPeak.Grads
-	p.AtPeak[Activations] = st.AtPeak.Activations
-	p.AtPeak[Temporaries] = st.AtPeak.Temporaries
+	return p
+}
+
+// predictionFor is PredictionOf, or, for a run that ran out of memory where the estimator predicts that it does,
+// OOMPredictionOf.
+func predictionFor(rep *static.Report, stage int, oomed bool) Prediction {
+	if oomed && rep.OOM != nil {
+		return OOMPredictionOf(rep, stage)
+	}
+	return PredictionOf(rep, stage)
+}
+
+// OOMPredictionOf is the prediction at the estimator's failure point (static.OOMPoint): what is allocated when
+// the request fails is the measured peak; the allocator has by then reserved all it could (the limit). The
+// failing step is the first, so no optimizer state exists yet; what is allocated beyond weights and buffers was
+// produced by the step so far, counted as activations (in a failing forward, the kept results and the running
+// operator's transients).
+func OOMPredictionOf(rep *static.Report, stage int) Prediction {
+	st, o := rep.Stages[stage], rep.OOM
+	p := Prediction{Stage: stage, PeakAllocated: o.AllocatedBytes, PeakReserved: o.LimitBytes, PeakStage: o.Phase,
+		AtPeak: map[string]int64{Weights: st.Weights, Other: st.Other}}
+	if o.Step > 1 {
+		p.AtPeak[Optimizer] = st.Optimizer
+	}
+	p.AtPeak[Activations] = max(0, o.AllocatedBytes-st.Weights-st.Other-p.AtPeak[Optimizer])
 	return p
 }
 
@@ -78,6 +96,9 @@ type Measured struct {
 	PeakAllocatedBytes int64 `json:"peak_allocated_bytes,omitempty" yaml:"peak_allocated_bytes"`
 	PeakReservedBytes  int64 `json:"peak_reserved_bytes,omitempty" yaml:"peak_reserved_bytes"`
 	EndOfStepBytes     int64 `json:"end_of_step_allocated_bytes,omitempty" yaml:"end_of_step_allocated_bytes"`
+	// OOM says the run ran out of memory (a runtime input with an OOM event says so too): its peak is the
+	// allocation that failed, compared with the estimator's failure point, and no step ended.
+	OOM bool `json:"oom,omitempty" yaml:"oom"`
 	// Source names where the figures come from (a file and series, a log line).
 	Source string `json:"source,omitempty" yaml:"source"`
 }
@@ -96,6 +117,7 @@ func (m *Measured) merge(o Measured) {
 	if m.Source == "" {
 		m.Source = o.Source
 	}
+	m.OOM = m.OOM || o.OOM
 }
 
 // MeasuredOf reads the totals of runtime reports. With several reports of one run (ranks, or a snapshot next to
@@ -134,6 +156,7 @@ func MeasuredOf(reports []*analyze.Report) Measured {
 		m.PeakAllocatedBytes = max(m.PeakAllocatedBytes, pa)
 		m.PeakReservedBytes = max(m.PeakReservedBytes, pr)
 		m.EndOfStepBytes = max(m.EndOfStepBytes, end)
+		m.OOM = m.OOM || len(r.OOMs) > 0
 		src = append(src, r.File+" ("+r.Format+")")
 	}
 	m.Source = strings.Join(src, ", ")

@@ -56,3 +56,9 @@ func Describe(c Component) string {
 	}
 	return ""
 }
+
+// Part is the bytes of one component.
+type Part struct {
+	Component Component
+	Bytes     int64
+}

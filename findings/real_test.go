@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -56,15 +55,8 @@ type realRun struct {
 // loadReal decodes one shared H200 snapshot, runs the detectors and returns them with PyTorch's measurements.
 func loadReal(t *testing.T, name string) realRun {
 	t.Helper()
-	dir := realsnap.SharedDir(t, "gpu_runs")
-	b, err := os.ReadFile(filepath.Join(dir, "runs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var runs []gpuRun
-	if err := json.Unmarshal(b, &runs); err != nil {
-		t.Fatal(err)
-	}
+	dir := realsnap.GPURuns(t, &runs)
 	var run *gpuRun
 	for i := range runs {
 		if runs[i].Name == name {

@@ -110,8 +110,8 @@ func bigger(a, b RankRow) int {
 
 // Merger joins rank summaries into a cross-rank report. It is streaming and associative: Add and Merge in any
 // order or grouping give the same Result. Besides one table row per rank it holds only fixed-size state: sums,
-// extremes, a log-bucket sketch per metric (medians within 1%), per-category and per-stage sums, and the TopK
-// largest ranks.
+// extremes, per-category and per-stage sums, and the TopK largest ranks. Quantiles are computed exactly from the
+// rows when the result is taken (a row is a few dozen bytes, so a million ranks sort in well under a second).
 type Merger struct {
 	opts       Options
 	rows       []RankRow // one per summary added
@@ -180,7 +180,6 @@ type stat struct {
 	MinRow   RankRow
 	MaxRow   RankRow
 	N        int
-	sketch   sketch
 }
 
 func (s *stat) add(v int64, row RankRow) bool {
@@ -194,7 +193,6 @@ func (s *stat) add(v int64, row RankRow) bool {
 		s.Max, s.MaxRow = v, row
 	}
 	s.N++
-	s.sketch.add(v)
 	return true
 }
 
@@ -212,69 +210,17 @@ func (s *stat) merge(o *stat) bool {
 		s.Max, s.MaxRow = o.Max, o.MaxRow
 	}
 	s.N += o.N
-	s.sketch.merge(&o.sketch)
 	return true
 }
 
-// sketch is a histogram over logarithmic buckets of ratio sketchGamma: bucket counts add, so merging is exact
-// and order-free, and any quantile is known within (sketchGamma-1)/2 relative error.
-type sketch struct {
-	zero    int64
-	buckets map[int32]int64
-}
-
-const sketchGamma = 1.02
-
-var logGamma = math.Log(sketchGamma)
-
-func (k *sketch) add(v int64) {
-	if v <= 0 {
-		k.zero++
-		return
-	}
-	if k.buckets == nil {
-		k.buckets = map[int32]int64{}
-	}
-	k.buckets[int32(math.Ceil(math.Log(float64(v))/logGamma))]++
-}
-
-func (k *sketch) merge(o *sketch) {
-	k.zero += o.zero
-	for b, c := range o.buckets {
-		if k.buckets == nil {
-			k.buckets = map[int32]int64{}
-		}
-		k.buckets[b] += c
-	}
-}
-
-// quantile returns the value at quantile q in [0, 1] (the lower middle element for even counts, like
-// sorting and taking index floor((n-1)q)), as its bucket's midpoint.
-func (k *sketch) quantile(q float64) int64 {
-	n := k.zero
-	keys := make([]int32, 0, len(k.buckets))
-	for b, c := range k.buckets {
-		keys = append(keys, b)
-		n += c
-	}
-	if n == 0 {
+// quantile returns the value at quantile q in [0, 1] of sorted (ascending): the element at index
+// floor((n−1)·q), i.e. the lower middle one for even counts. It is exact and one of the values, so every
+// quantile lies between the minimum and the maximum.
+func quantile(sorted []int64, q float64) int64 {
+	if len(sorted) == 0 {
 		return 0
 	}
-	rank := int64(math.Floor(float64(n-1) * q))
-	if rank < k.zero {
-		return 0
-	}
-	rank -= k.zero
-	slices.Sort(keys)
-	for _, b := range keys {
-		if rank < k.buckets[b] {
-			// Bucket b holds (gamma^(b-1), gamma^b]; its midpoint is within (gamma-1)/2 of any value in it.
-			hi := math.Pow(sketchGamma, float64(b))
-			return int64(math.Round(hi * (1 + 1/sketchGamma) / 2))
-		}
-		rank -= k.buckets[b]
-	}
-	return 0
+	return sorted[int(math.Floor(float64(len(sorted)-1)*q))]
 }
 
 // StageStat aggregates the ranks of one pipeline stage.
@@ -505,7 +451,8 @@ type CrossRank struct {
 // CrossRankKind marks a msgpack or JSON file as a merged cross-rank report.
 const CrossRankKind = "memscan-cross-rank"
 
-// MetricStats summarizes one metric over ranks. Median and P90 come from the sketch (within 1%).
+// MetricStats summarizes one metric over ranks. Median and P90 are exact (see quantile), so
+// Min ≤ Median ≤ P90 ≤ Max.
 type MetricStats struct {
 	Sum     int64 `json:"sum" msgpack:"sum"`
 	Min     int64 `json:"min" msgpack:"min"`
@@ -517,18 +464,40 @@ type MetricStats struct {
 	P90     int64 `json:"p90" msgpack:"p90"`
 }
 
-func (s *stat) stats() MetricStats {
+// stats summarizes s; values are the metric of every row merged (in any order), for the exact quantiles.
+func (s *stat) stats(values []int64) MetricStats {
 	if s.N == 0 {
 		return MetricStats{MinRank: -1, MaxRank: -1}
 	}
+	slices.Sort(values)
 	return MetricStats{Sum: s.Sum, Min: s.Min, MinRank: s.MinRow.Rank, Max: s.Max, MaxRank: s.MaxRow.Rank,
-		Mean: s.Sum / int64(s.N), Median: s.sketch.quantile(0.5), P90: s.sketch.quantile(0.9)}
+		Mean: s.Sum / int64(s.N), Median: quantile(values, 0.5), P90: quantile(values, 0.9)}
+}
+
+// column returns one metric of every row.
+func column(rows []RankRow, metric func(RankRow) int64) []int64 {
+	out := make([]int64, len(rows))
+	for i, r := range rows {
+		out[i] = metric(r)
+	}
+	return out
+}
+
+// imbalancePct is (max / median − 1) × 100: how far the largest rank is above the typical one. The median is
+// one of the values, so it is never negative; 0 when the median is 0 (nothing to compare with).
+func imbalancePct(s MetricStats) float64 {
+	if s.Median <= 0 {
+		return 0
+	}
+	return max(0, (float64(s.Max)/float64(s.Median)-1)*100)
 }
 
 // Result returns the cross-rank report of everything merged so far. It does not change m.
 func (m *Merger) Result() *CrossRank {
 	c := &CrossRank{Kind: CrossRankKind, Version: SummaryVersion, Ranks: len(m.rows), Rows: slices.Clone(m.rows),
-		Reserved: m.reserved.stats(), Allocated: m.allocated.stats(), Peak: m.peak.stats(),
+		Reserved:          m.reserved.stats(column(m.rows, func(r RankRow) int64 { return r.ReservedBytes })),
+		Allocated:         m.allocated.stats(column(m.rows, func(r RankRow) int64 { return r.AllocatedBytes })),
+		Peak:              m.peak.stats(column(m.rows, func(r RankRow) int64 { return r.PeakBytes })),
 		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
 		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []analyze.CategoryStat{}, Recommendations: []analyze.Recommendation{}}
 	slices.SortStableFunc(c.Rows, rowOrder)
@@ -541,12 +510,7 @@ func (m *Merger) Result() *CrossRank {
 	if c.Rows == nil {
 		c.Rows = []RankRow{}
 	}
-	if c.Reserved.Median > 0 {
-		c.ImbalancePct = (float64(c.Reserved.Max)/float64(c.Reserved.Median) - 1) * 100
-	}
-	if c.Peak.Median > 0 {
-		c.PeakImbalancePct = (float64(c.Peak.Max)/float64(c.Peak.Median) - 1) * 100
-	}
+	c.ImbalancePct, c.PeakImbalancePct = imbalancePct(c.Reserved), imbalancePct(c.Peak)
 	if m.reserved.Sum > 0 {
 		c.EfficiencyPct = float64(m.requested.Sum) / float64(m.reserved.Sum) * 100
 	}
@@ -595,8 +559,8 @@ func crossRankAdvice(c *CrossRank) []analyze.Recommendation {
 	if c.Ranks >= 2 && c.ImbalancePct > analyze.OutlierPct {
 		out = append(out, analyze.Recommendation{ID: "rank-imbalance", Severity: "warning",
 			Title: "Reserved memory is unbalanced across ranks",
-			Evidence: fmt.Sprintf("rank %d reserves %s, %.0f%% above the median of %s over %d ranks",
-				c.Reserved.MaxRank, units.Bytes(c.Reserved.Max), c.ImbalancePct, units.Bytes(c.Reserved.Median), c.Ranks),
+			Evidence: fmt.Sprintf("%s reserves %s, %.0f%% above the median of %s over %d ranks",
+				rankName(c.Reserved.MaxRank), units.Bytes(c.Reserved.Max), c.ImbalancePct, units.Bytes(c.Reserved.Median), c.Ranks),
 			Value: c.ImbalancePct, Threshold: analyze.OutlierPct,
 			Advice: "The largest rank decides whether the job fits. Check the pipeline split (layers per stage), " +
 				"uneven data or sequence lengths, and rank-0-only work such as logging or evaluation."})
@@ -624,6 +588,14 @@ func crossRankAdvice(c *CrossRank) []analyze.Recommendation {
 			Advice: "Analyze the snapshot of an OOM rank in full (memscan analyze FILE) to see what was live."})
 	}
 	return out
+}
+
+// rankName is "rank N", or what to call a rank whose summary's path named none (−1).
+func rankName(rank int) string {
+	if rank < 0 {
+		return "the largest rank (its path names no rank number)"
+	}
+	return fmt.Sprintf("rank %d", rank)
 }
 
 // IterationList renders iterations as "10, 20, 30" (−1, a summary whose path named none, as "unknown").

@@ -377,6 +377,18 @@ func (d *detector) run() {
 	step, stepEnd := 0, -1
 	byFrames := map[*snapshot.Stack]kind{}
 	for j := 0; j < n; j++ {
+		if len(d.steps) == 0 && len(d.t.Iterations) >= minMixedIterations && len(d.t.Iterations)*minEventsPerIteration > n {
+			// Already more iterations than the trace can hold at minEventsPerIteration each: the verdict below
+			// will be "too mixed" whatever follows, so stop walking (a random multi-million-event trace would
+			// otherwise build hundreds of thousands of throwaway iterations). Only the OOM is still needed.
+			for ; j < n; j++ {
+				if trace[j].Action == snapshot.ActionOOM {
+					d.t.OOM = j
+					break
+				}
+			}
+			break
+		}
 		if step < len(d.steps) && j >= d.steps[step].start {
 			// An annotated optimizer step: its phase runs to the window's end, and on through a zero_grad that
 			// follows before anything else is allocated (set_to_none frees the gradients there).

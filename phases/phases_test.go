@@ -2,9 +2,7 @@ package phases_test
 
 import (
 	"context"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -136,14 +134,8 @@ type run struct {
 
 func loadRuns(t *testing.T) map[string]run {
 	t.Helper()
-	b, err := os.ReadFile(realsnap.SharedDir(t, "gpu_runs", "runs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rs []run
-	if err := json.Unmarshal(b, &rs); err != nil {
-		t.Fatal(err)
-	}
+	realsnap.GPURuns(t, &rs)
 	out := map[string]run{}
 	for _, r := range rs {
 		out[r.Name] = r

@@ -37,12 +37,8 @@ func GroupedBars(path string, c GroupedBarChart) error {
 	unit := UnitFor(maxV)
 	w := vg.Length(math.Max(700, math.Min(1800, float64(160+len(c.Groups)*len(c.Series)*14+len(c.Groups)*10))))
 	return render(path, w, 480, c.Title, func(dc draw.Canvas) error {
-		legendW := vg.Length(170)
-		plotArea := draw.Crop(dc, 0, -legendW, 0, 0)
-		legendArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legendW, 0, 0, 0)
-		p := newPlot("")
-		p.Y.Label.Text = "memory (" + unit.Name + ")"
-		p.Y.Tick.Marker = byteTicks{}
+		plotArea, legendArea := splitLegend(dc, 170)
+		p := memoryPlot(unit)
 		k := float64(len(c.Series))
 		width := 0.8 / k
 		bp := &barsPlotter{width: width, label: textStyle(8)}
@@ -60,17 +56,7 @@ func GroupedBars(path string, c GroupedBarChart) error {
 			legend = append(legend, legendItem{label: c.ReferenceLabel, line: &draw.LineStyle{Color: ColorPeak, Width: 1, Dashes: []vg.Length{4, 3}}})
 		}
 		p.NominalX(c.Groups...)
-		// Slant the group labels when the widest would run into its neighbours.
-		var widest vg.Length
-		for _, g := range c.Groups {
-			widest = max(widest, p.X.Tick.Label.Width(g))
-		}
-		spacing := (plotArea.Max.X - plotArea.Min.X - 60) / vg.Length(len(c.Groups))
-		if widest > spacing*0.9 {
-			p.X.Tick.Label.Rotation = math.Pi / 4
-			p.X.Tick.Label.XAlign = draw.XRight
-			p.X.Tick.Label.YAlign = draw.YTop
-		}
+		slantLabels(p, c.Groups, plotArea)
 		p.Y.Min = 0
 		p.Y.Max = math.Max(maxV/unit.Bytes*1.08, 1e-9)
 		p.Draw(plotArea)

@@ -45,13 +45,9 @@ func LogMemory(path, title, xLabel string, lines []LogLine) error {
 	}
 	unit := UnitFor(maxV)
 	return render(path, 1050, 520, title, func(dc draw.Canvas) error {
-		legendW := vg.Length(210)
-		plotArea := draw.Crop(dc, 0, -legendW, 0, 0)
-		legendArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legendW, 0, 0, 0)
-		p := newPlot("")
+		plotArea, legendArea := splitLegend(dc, 210)
+		p := memoryPlot(unit)
 		p.X.Label.Text = xLabel
-		p.Y.Label.Text = "memory (" + unit.Name + ")"
-		p.Y.Tick.Marker = byteTicks{}
 		p.Add(plotter.NewGrid())
 		var legend []legendItem
 		for _, l := range lines {

@@ -71,14 +71,9 @@ func MemoryOverTime(path string, c TimeChart) error {
 	unit := UnitFor(maxV)
 
 	return render(path, 1050, 520, c.Title, func(dc draw.Canvas) error {
-		legendW := vg.Length(210)
-		plotArea := draw.Crop(dc, 0, -legendW, 0, 0)
-		legendArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legendW, 0, 0, 0)
-
-		p := newPlot("")
+		plotArea, legendArea := splitLegend(dc, 210)
+		p := memoryPlot(unit)
 		p.X.Label.Text = c.XLabel
-		p.Y.Label.Text = "memory (" + unit.Name + ")"
-		p.Y.Tick.Marker = byteTicks{}
 		p.Add(plotter.NewGrid())
 		var legend []legendItem
 

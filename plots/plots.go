@@ -148,6 +148,20 @@ func newPlot(title string) *plot.Plot {
 	return p
 }
 
+// splitLegend splits a chart body into the plot area and a legend column w wide on its right: every chart's
+// legend sits beside the data, never over it.
+func splitLegend(dc draw.Canvas, w vg.Length) (plotArea, legendArea draw.Canvas) {
+	return draw.Crop(dc, 0, -w, 0, 0), draw.Crop(dc, dc.Max.X-dc.Min.X-w, 0, 0, 0)
+}
+
+// memoryPlot is newPlot with its y axis counting bytes in unit.
+func memoryPlot(unit Unit) *plot.Plot {
+	p := newPlot("")
+	p.Y.Label.Text = "memory (" + unit.Name + ")"
+	p.Y.Tick.Marker = byteTicks{}
+	return p
+}
+
 // render draws a figure of w×h points: a bold title line across the top, then body on the rest, and writes it
 // as PNG to path.
 func render(path string, w, h vg.Length, title string, body func(c draw.Canvas) error) error {

@@ -5,82 +5,180 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 
 	"github.com/memscan/memscan/units"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// StaticBar is one stacked series: a label and one byte value per group.
-type StaticBar struct {
-	Label  string
-	Values []float64
+// StackedBarChart is groups of stacked byte bars, e.g. the predicted memory per GPU by component, drawn in the
+// style of every memscan chart: bold title, sans-serif text, grid, byte axis in a readable unit, legend in a
+// column to the right (never over the bars).
+type StackedBarChart struct {
+	Title  string
+	Groups []string
+	// Series are stacked bottom-up; Values are bytes indexed like Groups; a nil Color takes the palette's next.
+	Series []Series
+	// Limit draws a dashed horizontal line (e.g. the usable GPU memory), 0 for none; LimitLabel names it.
+	Limit      float64
+	LimitLabel string
+	// Measured marks a measured total on each group's bar (0: none), e.g. the peak a calibration measured;
+	// MeasuredLabel names it in the legend.
+	Measured      []float64
+	MeasuredLabel string
 }
 
-// staticPalette colours stacked components in a fixed order.
-var staticPalette = []color.RGBA{
-	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
-	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255},
+// stackPalette colours stacked components in a fixed order, so a component keeps its colour across charts.
+var stackPalette = []color.RGBA{
+	{0x4c, 0x72, 0xb0, 0xff}, {0xdd, 0x84, 0x52, 0xff}, {0x55, 0xa8, 0x68, 0xff}, {0xc4, 0x4e, 0x52, 0xff},
+	{0x81, 0x72, 0xb3, 0xff}, {0x93, 0x78, 0x60, 0xff}, {0xda, 0x8b, 0xc3, 0xff}, {0x8c, 0x8c, 0x8c, 0xff},
+	{0xcc, 0xb9, 0x74, 0xff}, {0x64, 0xb5, 0xcd, 0xff},
 }
 
-// StaticStackedBar draws groups of stacked byte bars (GiB axis) with an optional horizontal limit line.
-func StaticStackedBar(path, title string, groups []string, series []StaticBar, limit float64, limitLabel string) error {
-	if len(groups) == 0 || len(series) == 0 {
-		return fmt.Errorf("chart %q: no data", title)
+// ColorMeasuredMark is the marker of a measured value on a predicted bar.
+var ColorMeasuredMark = color.RGBA{0x10, 0x10, 0x10, 0xff}
+
+// StackedBars draws c to path as PNG.
+func StackedBars(path string, c StackedBarChart) error {
+	if len(c.Groups) == 0 || len(c.Series) == 0 {
+		return fmt.Errorf("chart %q: no data", c.Title)
 	}
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = "GiB"
-	p.NominalX(groups...)
-	w := vg.Points(math.Max(18, math.Min(60, 500/float64(len(groups)))))
-	var below *plotter.BarChart
-	top := 0.0
-	totals := make([]float64, len(groups))
-	for i, s := range series {
-		if len(s.Values) != len(groups) {
-			return fmt.Errorf("chart %q: series %q has %d values for %d groups", title, s.Label, len(s.Values), len(groups))
+	if len(c.Measured) != 0 && len(c.Measured) != len(c.Groups) {
+		return fmt.Errorf("chart %q: %d measured values for %d groups", c.Title, len(c.Measured), len(c.Groups))
+	}
+	totals := make([]float64, len(c.Groups))
+	for _, s := range c.Series {
+		if len(s.Values) != len(c.Groups) {
+			return fmt.Errorf("chart %q: series %q has %d values for %d groups", c.Title, s.Name, len(s.Values), len(c.Groups))
 		}
-		vals := make(plotter.Values, len(s.Values))
 		for k, v := range s.Values {
-			vals[k] = math.Max(0, v) / (1 << 30)
-			totals[k] += vals[k]
+			totals[k] += math.Max(0, v)
 		}
-		bc, err := plotter.NewBarChart(vals, w)
-		if err != nil {
-			return fmt.Errorf("chart %q: %w", title, err)
-		}
-		bc.LineStyle.Width = 0
-		bc.Color = staticPalette[i%len(staticPalette)]
-		if below != nil {
-			bc.StackOn(below)
-		}
-		below = bc
-		p.Add(bc)
-		p.Legend.Add(s.Label, bc)
 	}
-	for _, t := range totals {
+	top := c.Limit
+	for k, t := range totals {
 		top = math.Max(top, t)
-	}
-	if limit > 0 {
-		l := limit / (1 << 30)
-		line, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: l}, {X: float64(len(groups)) - 0.5, Y: l}})
-		if err != nil {
-			return fmt.Errorf("chart %q: %w", title, err)
+		if len(c.Measured) > 0 {
+			top = math.Max(top, c.Measured[k])
 		}
-		line.Color = color.RGBA{200, 0, 0, 255}
-		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("%s (%s)", limitLabel, units.Bytes(int64(limit))), line)
-		top = math.Max(top, l)
 	}
-	p.Y.Min, p.Y.Max = 0, top*(1.15+0.06*float64(len(series)+1)) // room for the legend above the bars
-	p.Legend.Top = true
-	p.Legend.Left = true
-	width := vg.Points(math.Max(520, math.Min(1400, 140+90*float64(len(groups)))))
-	return staticSave(p, width, vg.Points(460), path)
+	unit := UnitFor(top)
+	w := vg.Length(math.Max(640, math.Min(1400, 330+110*float64(len(c.Groups)))))
+	return render(path, w, 480, c.Title, func(dc draw.Canvas) error {
+		plotArea, legendArea := splitLegend(dc, 250)
+		p := memoryPlot(unit)
+		grid := plotter.NewGrid()
+		grid.Vertical.Color = nil // the groups are nominal: only the byte axis gets grid lines
+		p.Add(grid)
+		p.NominalX(c.Groups...)
+		barW := vg.Points(math.Max(18, math.Min(70, 480/float64(len(c.Groups)))))
+		var below *plotter.BarChart
+		var legend []legendItem
+		for i, s := range c.Series {
+			vals := make(plotter.Values, len(s.Values))
+			for k, v := range s.Values {
+				vals[k] = math.Max(0, v) / unit.Bytes
+			}
+			bc, err := plotter.NewBarChart(vals, barW)
+			if err != nil {
+				return fmt.Errorf("chart %q: %w", c.Title, err)
+			}
+			bc.LineStyle.Width = 0
+			var col color.Color = stackPalette[i%len(stackPalette)]
+			if s.Color != nil {
+				col = s.Color
+			}
+			bc.Color = col
+			if below != nil {
+				bc.StackOn(below)
+			}
+			below = bc
+			p.Add(bc)
+			legend = append(legend, legendItem{label: s.Name, box: col})
+		}
+		above := slices.Clone(totals)
+		for k := range c.Measured {
+			above[k] = math.Max(above[k], c.Measured[k])
+		}
+		p.Add(&stackTotals{totals: totals, at: above, unit: unit})
+		if c.Limit > 0 {
+			p.Add(&refLine{y: c.Limit / unit.Bytes})
+			legend = append(legend, legendItem{label: fmt.Sprintf("%s (%s)", c.LimitLabel, units.Bytes(int64(c.Limit))),
+				line: &draw.LineStyle{Color: ColorPeak, Width: 1, Dashes: []vg.Length{4, 3}}})
+		}
+		if len(c.Measured) > 0 {
+			p.Add(&measuredMarks{values: c.Measured, unit: unit, width: barW})
+			legend = append(legend, legendItem{label: c.MeasuredLabel, line: &draw.LineStyle{Color: ColorMeasuredMark, Width: 2.5}})
+		}
+		slantLabels(p, c.Groups, plotArea)
+		p.X.Min, p.X.Max = -0.7, float64(len(c.Groups))-0.3 // the outer bars clear the axis and the legend
+		p.Y.Min = 0
+		p.Y.Max = math.Max(top/unit.Bytes*1.1, 1e-9) // headroom for the totals above the bars
+		p.Draw(plotArea)
+		drawLegendColumn(legendArea, legend)
+		return nil
+	})
+}
+
+// slantLabels slants the group labels when the widest would run into its neighbours.
+func slantLabels(p *plot.Plot, groups []string, area draw.Canvas) {
+	var widest vg.Length
+	for _, g := range groups {
+		widest = max(widest, p.X.Tick.Label.Width(g))
+	}
+	if spacing := (area.Max.X - area.Min.X - 60) / vg.Length(len(groups)); widest > spacing*0.9 {
+		p.X.Tick.Label.Rotation = math.Pi / 4
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YTop
+	}
+}
+
+// stackTotals writes each stack's total above it (at, above a measured mark that is higher).
+type stackTotals struct {
+	totals, at []float64
+	unit       Unit
+}
+
+func (s *stackTotals) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	sty := textStyle(9)
+	sty.XAlign = draw.XCenter
+	sty.YAlign = draw.YBottom
+	for k, t := range s.totals {
+		if t > 0 {
+			c.FillText(sty, vg.Point{X: trX(float64(k)), Y: trY(s.at[k]/s.unit.Bytes) + 4}, units.Bytes(int64(t)))
+		}
+	}
+}
+
+func (s *stackTotals) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+}
+
+// measuredMarks draws a thick horizontal tick across each bar at its measured value (the legend names it; a
+// label beside each bar would run into the next).
+type measuredMarks struct {
+	values []float64
+	unit   Unit
+	width  vg.Length
+}
+
+func (m *measuredMarks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for k, v := range m.values {
+		if v > 0 {
+			x, y := trX(float64(k)), trY(v/m.unit.Bytes)
+			c.StrokeLine2(draw.LineStyle{Color: ColorMeasuredMark, Width: 2.5}, x-m.width/2-4, y, x+m.width/2+4, y)
+		}
+	}
+}
+
+func (m *measuredMarks) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 }
 
 // StaticRooflinePoint is one operator on the roofline.
@@ -104,8 +202,9 @@ func StaticRoofline(path, title string, peakTFLOPS, bandwidthTBs float64, pts []
 			xmax = math.Max(xmax, pt.Intensity*2)
 		}
 	}
-	p := plot.New()
-	p.Title.Text = title
+	p := newPlot("")
+	p.Add(plotter.NewGrid())
+	var legend []legendItem
 	p.X.Label.Text = "arithmetic intensity (FLOP/byte)"
 	p.Y.Label.Text = "attainable TFLOP/s"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
@@ -120,7 +219,7 @@ func StaticRoofline(path, title string, peakTFLOPS, bandwidthTBs float64, pts []
 	}
 	line.Width = vg.Points(2)
 	p.Add(line)
-	p.Legend.Add(fmt.Sprintf("roof (ridge %.0f FLOP/B)", ridge), line)
+	legend = append(legend, legendItem{label: fmt.Sprintf("roof (ridge %.0f FLOP/B)", ridge), line: &line.LineStyle})
 	for k, mem := range []bool{false, true} {
 		var xy plotter.XYs
 		var labels []string
@@ -138,17 +237,17 @@ func StaticRoofline(path, title string, peakTFLOPS, bandwidthTBs float64, pts []
 		if err != nil {
 			return fmt.Errorf("roofline: %w", err)
 		}
-		sc.GlyphStyle.Color = staticPalette[k+1]
+		sc.GlyphStyle.Color = stackPalette[k+1]
 		sc.GlyphStyle.Radius = vg.Points(3.5)
 		sc.GlyphStyle.Shape = draw.CircleGlyph{}
 		p.Add(sc)
-		p.Legend.Add(map[bool]string{false: "operators", true: "decode operators"}[mem], sc)
+		legend = append(legend, legendItem{label: map[bool]string{false: "operators", true: "decode operators"}[mem], box: stackPalette[k+1]})
 		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: labels})
 		if err != nil {
 			return fmt.Errorf("roofline: %w", err)
 		}
 		for i := range lb.TextStyle {
-			lb.TextStyle[i].Font.Size = vg.Points(7)
+			lb.TextStyle[i].Font = font.From(sansFont, 7)
 			lb.TextStyle[i].XAlign = draw.XLeft
 		}
 		lb.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(2)}
@@ -162,17 +261,10 @@ func StaticRoofline(path, title string, peakTFLOPS, bandwidthTBs float64, pts []
 	}
 	p.X.Min, p.X.Max = xmin, xmax
 	p.Y.Min, p.Y.Max = math.Min(ymin/2, xmin*bandwidthTBs), peakTFLOPS*2
-	p.Legend.Top = true
-	p.Legend.Left = true
-	return staticSave(p, vg.Points(820), vg.Points(520), path)
-}
-
-// staticSave draws p on a w×h canvas at the package resolution (what p.Save drew) and writes it with writePNG.
-func staticSave(p *plot.Plot, w, h vg.Length, path string) error {
-	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
-	p.Draw(draw.New(img))
-	if _, err := writePNG(path, img.Image()); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return render(path, 1000, 540, title, func(dc draw.Canvas) error {
+		plotArea, legendArea := splitLegend(dc, 190)
+		p.Draw(plotArea)
+		drawLegendColumn(legendArea, legend)
+		return nil
+	})
 }

@@ -10,8 +10,9 @@ import (
 func TestStaticCharts(t *testing.T) {
 	dir := t.TempDir()
 	bar := filepath.Join(dir, "bar.png")
-	err := StaticStackedBar(bar, "per stage", []string{"stage 0", "stage 1"},
-		[]StaticBar{{Label: "weights", Values: []float64{4 << 30, 3 << 30}}, {Label: "activations", Values: []float64{20 << 30, 12 << 30}}}, 75<<30, "usable")
+	err := StackedBars(bar, StackedBarChart{Title: "per stage", Groups: []string{"stage 0", "stage 1"},
+		Series: []Series{{Name: "weights", Values: []float64{4 << 30, 3 << 30}}, {Name: "activations", Values: []float64{20 << 30, 12 << 30}}},
+		Limit:  75 << 30, LimitLabel: "usable", Measured: []float64{23 << 30, 0}, MeasuredLabel: "measured peak"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +28,14 @@ func TestStaticCharts(t *testing.T) {
 			t.Errorf("%s: not a drawn PNG (%d bytes, %v)", p, len(b), err)
 		}
 	}
-	if err := StaticStackedBar(bar, "x", nil, nil, 0, ""); err == nil {
+	if err := StackedBars(bar, StackedBarChart{Title: "x"}); err == nil {
 		t.Error("empty chart accepted")
 	}
-	if err := StaticStackedBar(bar, "x", []string{"a"}, []StaticBar{{Label: "w", Values: []float64{1, 2}}}, 0, ""); err == nil {
-		t.Error("mismatched series accepted")
+	if err := StackedBars(bar, StackedBarChart{Title: "x", Groups: []string{"a"}, Series: []Series{{Name: "w", Values: []float64{1, 2}}}}); err == nil {
+		t.Error("want an error for mismatched series length")
+	}
+	if err := StackedBars(bar, StackedBarChart{Title: "x", Groups: []string{"a"}, Series: []Series{{Name: "w", Values: []float64{1}}}, Measured: []float64{1, 2}}); err == nil {
+		t.Error("mismatched measured values accepted")
 	}
 	if err := StaticRoofline(roof, "x", 0, 1, nil); err == nil {
 		t.Error("zero peak accepted")

@@ -27,7 +27,7 @@ type replayRow struct {
 func (row replayRow) cells() (delta, segs, free string) {
 	delta, segs, free = "-", "-", "-"
 	if row.Field != "recorded_peak_reserved_bytes" {
-		delta = signedBytes(row.Delta)
+		delta = units.SignedBytes(row.Delta)
 	}
 	if row.Frag != nil || row.Field == "recorded_peak_reserved_bytes" {
 		segs = strconv.Itoa(row.Segments)
@@ -99,17 +99,6 @@ func replayCheckLine(ar *analyze.AllocatorReplay) string {
 	}
 }
 
-// signedBytes is a difference in bytes with its sign ("+1.2 GiB", "−3.0 GiB", "±0 B").
-func signedBytes(d int64) string {
-	switch {
-	case d > 0:
-		return "+" + units.Bytes(d)
-	case d < 0:
-		return "−" + units.Bytes(-d)
-	}
-	return "±0 B"
-}
-
 // allocatorReplay writes the text report's section for one replay.
 func (t *textWriter) allocatorReplay(r *analyze.Report) {
 	for _, ar := range replaysOf(r) {
@@ -169,7 +158,7 @@ func replayFindings(r *analyze.Report) []string {
 	}
 	if ar.WhatIf {
 		s := fmt.Sprintf("Under `%s` the same trace would reserve **%s** at its peak (%s against recorded), capacity %s.",
-			mdCode(settingsLabel(ar.Settings)), units.Bytes(ar.PeakReservedBytes), signedBytes(ar.PeakReservedBytes-rec), mdText(capacityLine(ar)))
+			mdCode(settingsLabel(ar.Settings)), units.Bytes(ar.PeakReservedBytes), units.SignedBytes(ar.PeakReservedBytes-rec), mdText(capacityLine(ar)))
 		if ar.FailedAllocations > 0 {
 			s += fmt.Sprintf(" It would run out of memory at event %d.", ar.FirstFailedEvent)
 		}

@@ -36,7 +36,7 @@ func TestReplayRows(t *testing.T) {
 		t.Fatalf("rows %v, want %v", names, want)
 	}
 	// vs recorded: baseline ±0, what-if −2 GiB, expandable −1 GiB.
-	if d, s, f := rows[2].cells(); d != "−2.0 GiB" || s != "30" || f != "1.0 GiB" {
+	if d, s, f := rows[2].cells(); d != "-2.0 GiB" || s != "30" || f != "1.0 GiB" {
 		t.Errorf("what-if cells %q %q %q", d, s, f)
 	}
 	if d, s, f := rows[0].cells(); d != "-" || s != "12" || f != "-" {
@@ -58,7 +58,7 @@ func TestReplayText(t *testing.T) {
 	tw.allocatorReplay(r)
 	out := b.String()
 	for _, s := range []string{"Allocator replay (device 0)", "recorded settings: default", "79.0 GiB from --gpu h100-sxm",
-		"creates the same 12 segments in the same order", "max_split_size_mb:512", "10 737 418 240", "8 589 934 592", "−2.0 GiB"} {
+		"creates the same 12 segments in the same order", "max_split_size_mb:512", "10 737 418 240", "8 589 934 592", "-2.0 GiB"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("section lacks %q:\n%s", s, out)
 		}

@@ -369,7 +369,70 @@ func WriteCalibrationFiles(dir string, c *calibrate.Calibration, noPlots bool) (
 	} else {
 		written = append(written, p)
 	}
+	if groups, series, measured := calibrationBreakdown(c, maxBreakdownRuns); len(groups) > 0 {
+		p = filepath.Join(dir, "calibration_breakdown.png")
+		label := "measured peak allocated"
+		if len(c.Runs) == 1 {
+			label += " (" + units.Bytes(int64(measured[0])) + ")"
+		}
+		if err := plots.StackedBars(p, plots.StackedBarChart{Title: "Peak by component: predicted and measured", Groups: groups,
+			Series: series, Measured: measured, MeasuredLabel: label}); err != nil {
+			errs = append(errs, err)
+		} else {
+			written = append(written, p)
+		}
+	}
 	return written, errors.Join(errs...)
+}
+
+// maxBreakdownRuns bounds the runs the breakdown chart draws (two bars each), so it stays readable.
+const maxBreakdownRuns = 6
+
+// calibrationBreakdown is the chart data of calibration_breakdown.png: for each run with a measured peak (the
+// first max), the predicted peak stacked by component and, where the runtime input had a breakdown, the measured
+// one beside it, the measured peak allocated marked on both. The components are the same on both sides (package
+// components' definitions); what the attribution could not place is stacked as "unattributed".
+func calibrationBreakdown(c *calibrate.Calibration, max int) (groups []string, series []plots.Series, measured []float64) {
+	comps := calibrate.Components()
+	series = make([]plots.Series, len(comps)+1)
+	for i, name := range comps {
+		series[i].Name = name
+	}
+	series[len(comps)] = plots.Series{Name: "unattributed", Color: plots.ColorOther}
+	n := 0
+	for _, r := range c.Runs {
+		if r.Measured.PeakAllocatedBytes <= 0 || n == max {
+			continue
+		}
+		n++
+		bars := []func(string) float64{func(name string) float64 { return float64(r.Prediction.AtPeak[name]) }}
+		labels := []string{r.ID + " predicted"}
+		unatt := []float64{0}
+		if at := r.Attribution; at != nil {
+			bars = append(bars, func(name string) float64 { return float64(at.Bytes(name)) })
+			labels = append(labels, r.ID+" measured")
+			unatt = append(unatt, float64(at.UnattributedBytes))
+		}
+		for b, value := range bars {
+			groups = append(groups, labels[b])
+			measured = append(measured, float64(r.Measured.PeakAllocatedBytes))
+			for i, name := range comps {
+				series[i].Values = append(series[i].Values, value(name))
+			}
+			series[len(comps)].Values = append(series[len(comps)].Values, unatt[b])
+		}
+	}
+	// Components neither side has in any run (e.g. the KV cache in training) stay out of the legend.
+	kept := series[:0]
+	for _, s := range series {
+		for _, v := range s.Values {
+			if v > 0 {
+				kept = append(kept, s)
+				break
+			}
+		}
+	}
+	return groups, kept, measured
 }
 
 // WriteCorrections saves a corrections model as indented JSON (corrections.json, --save-corrections).

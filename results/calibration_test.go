@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,5 +112,45 @@ func TestWriteCalibrationFiles(t *testing.T) {
 	back, err := calibrate.LoadModel(filepath.Join(dir, "corrections.json"))
 	if err != nil || back.PersistentScale != 1 {
 		t.Errorf("corrections.json does not load back: %v %+v", err, back)
+	}
+}
+
+// TestCalibrationBreakdown: one run with a breakdown gives a predicted and a measured bar stacked by the same
+// components, the measured peak marked on both; a run measured without a breakdown gives only its predicted bar;
+// components neither side has stay out of the legend.
+func TestCalibrationBreakdown(t *testing.T) {
+	const gib = 1 << 30
+	c := &calibrate.Calibration{Runs: []*calibrate.RunResult{
+		{ID: "a", Measured: calibrate.Measured{PeakAllocatedBytes: 10 * gib},
+			Prediction: calibrate.Prediction{AtPeak: map[string]int64{calibrate.Weights: 2 * gib, calibrate.Activations: 9 * gib}},
+			Attribution: &calibrate.Attribution{UnattributedBytes: 1 * gib, Components: []calibrate.ComponentBytes{
+				{Component: calibrate.Weights, Bytes: 2 * gib}, {Component: calibrate.Activations, Bytes: 7 * gib}}}},
+		{ID: "b", Measured: calibrate.Measured{PeakAllocatedBytes: 5 * gib},
+			Prediction: calibrate.Prediction{AtPeak: map[string]int64{calibrate.Weights: 1 * gib, calibrate.Temporaries: 3 * gib}}},
+		{ID: "not measured", Prediction: calibrate.Prediction{AtPeak: map[string]int64{calibrate.Weights: 1}}},
+	}}
+	groups, series, measured := calibrationBreakdown(c, 6)
+	if want := []string{"a predicted", "a measured", "b predicted"}; !slices.Equal(groups, want) {
+		t.Fatalf("groups %v, want %v", groups, want)
+	}
+	if want := []float64{10 * gib, 10 * gib, 5 * gib}; !slices.Equal(measured, want) {
+		t.Errorf("measured marks %v, want %v", measured, want)
+	}
+	want := map[string][]float64{
+		calibrate.Weights:     {2 * gib, 2 * gib, 1 * gib},
+		calibrate.Activations: {9 * gib, 7 * gib, 0},
+		calibrate.Temporaries: {0, 0, 3 * gib},
+		"unattributed":        {0, 1 * gib, 0},
+	}
+	if len(series) != len(want) {
+		t.Errorf("%d series, want %d (%v)", len(series), len(want), series)
+	}
+	for _, s := range series {
+		if !slices.Equal(s.Values, want[s.Name]) {
+			t.Errorf("%s: %v, want %v", s.Name, s.Values, want[s.Name])
+		}
+	}
+	if g, _, _ := calibrationBreakdown(c, 1); len(g) != 2 {
+		t.Errorf("bounded to one run: groups %v", g)
 	}
 }

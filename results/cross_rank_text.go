@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -27,8 +28,8 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 		name string
 		s    merge.MetricStats
 	}{{"reserved", c.Reserved}, {"allocated", c.Allocated}, {"peak", c.Peak}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", m.name, units.Bytes(m.s.Min), units.Bytes(m.s.Median),
-			units.Bytes(m.s.P90), units.Bytes(m.s.Max), m.s.MaxRank, units.Bytes(m.s.Sum))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.name, units.Bytes(m.s.Min), units.Bytes(m.s.Median),
+			units.Bytes(m.s.P90), units.Bytes(m.s.Max), known(m.s.MaxRank), units.Bytes(m.s.Sum))
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "\nimbalance (max/median − 1): reserved %.1f%%, peak %.1f%%; efficiency (requested/reserved) %.1f%%\n",
@@ -39,7 +40,7 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 	if len(c.Outliers) > 0 {
 		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", analyze.OutlierPct, units.Bytes(c.Reserved.Median))
 		for _, r := range c.Outliers {
-			fmt.Fprintf(&b, "  rank %d  %s  (+%.1f%%)  %s\n", r.Rank, units.Bytes(r.ReservedBytes),
+			fmt.Fprintf(&b, "  rank %s  %s  (+%.1f%%)  %s\n", known(r.Rank), units.Bytes(r.ReservedBytes),
 				(float64(r.ReservedBytes)/float64(c.Reserved.Median)-1)*100, r.File)
 		}
 	}
@@ -73,7 +74,7 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 		rows = rows[:maxRows]
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%.1f\t%d\t  %s\n", r.Rank, r.Iteration, r.Stage, units.Bytes(r.ReservedBytes),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t  %s\n", known(r.Rank), known(r.Iteration), known(r.Stage), units.Bytes(r.ReservedBytes),
 			units.Bytes(r.AllocatedBytes), units.Bytes(r.PeakBytes), r.EfficiencyPct, r.OOMs, r.File)
 	}
 	tw.Flush()
@@ -82,4 +83,12 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// known renders a rank, iteration or stage, "-" when unknown (negative).
+func known(v int) string {
+	if v < 0 {
+		return "-"
+	}
+	return strconv.Itoa(v)
 }

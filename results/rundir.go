@@ -211,6 +211,27 @@ func InputName(path string) string {
 	return SanitizeName(strings.Join(parts, "_"))
 }
 
+// SummaryName is the file name of an input's rank summary in a folder of summaries: the input's base name with
+// ".summary.msgpack" after it, preceded by what its directories say about iteration and rank that the base name
+// does not (iteration_2/rank0_memory_snapshot.pickle → iter2_rank0_memory_snapshot.pickle.summary.msgpack), so
+// that the ranks and iterations of one dump do not collide and nothing is said twice.
+func SummaryName(path string) string {
+	base := filepath.Base(path)
+	full, own := input.ParsePath(path), input.ParsePath(base)
+	var parts []string
+	if full.Iteration >= 0 && own.Iteration != full.Iteration {
+		parts = append(parts, full.IterationKind+strconv.Itoa(full.Iteration))
+	}
+	if full.Rank >= 0 && own.Rank != full.Rank {
+		parts = append(parts, "rank"+strconv.Itoa(full.Rank))
+	}
+	parts = append(parts, base)
+	return SanitizeName(strings.Join(parts, "_")) + SummarySuffix
+}
+
+// SummarySuffix ends the rank-summary files that analyze --summary-only writes and memscan merge reads.
+const SummarySuffix = ".summary.msgpack"
+
 // RunName derives a run name from the input paths: InputName for one input; for several inputs from the same
 // layout a summary such as iter1_8ranks, iter1-5_rank0 or step10-20_4ranks; otherwise the common prefix of the
 // file stems (or of nothing) followed by the number of inputs, e.g. snapshot_3inputs.

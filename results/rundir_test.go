@@ -216,3 +216,18 @@ func bytesOf(c byte, n int) []byte {
 	}
 	return b
 }
+
+// TestSummaryName: a summary's name adds only what the directories say and the base name does not.
+func TestSummaryName(t *testing.T) {
+	for _, tc := range []struct{ path, want string }{
+		{"dump/iteration_2/rank0_memory_snapshot.pickle", "iter2_rank0_memory_snapshot.pickle.summary.msgpack"},
+		{"rank3_memory_snapshot.pickle", "rank3_memory_snapshot.pickle.summary.msgpack"},
+		{"snapshots/rank_5/snap.pickle.gz", "rank5_snap.pickle.gz.summary.msgpack"},
+		{"step_000000000010/000007_step_10.pickle", "000007_step_10.pickle.summary.msgpack"}, // the base name says both
+		{"llama1b-bf16-b4-s2048-snap.pickle.gz", "llama1b-bf16-b4-s2048-snap.pickle.gz.summary.msgpack"},
+	} {
+		if got := SummaryName(tc.path); got != tc.want {
+			t.Errorf("SummaryName(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

@@ -340,17 +340,17 @@ type staticChart struct {
 // staticCharts maps the report to plain chart data.
 func staticCharts(rep *static.Report) []staticChart {
 	var charts []staticChart
-	var comps []plots.StaticBar
+	var comps []plots.Series
 	for _, c := range rep.Components() {
-		comps = append(comps, plots.StaticBar{Label: c.Name, Values: []float64{float64(c.Bytes)}})
+		comps = append(comps, plots.Series{Name: c.Name, Values: []float64{float64(c.Bytes)}})
 	}
 	charts = append(charts, staticChart{"memory_breakdown.png", func(p string) error {
-		return plots.StaticStackedBar(p, "Predicted memory per GPU (worst stage, "+rep.Summary.PeakStage+" peak)",
-			[]string{rep.Metadata.Model}, comps, float64(rep.Fit.UsableBytes), "usable")
+		return plots.StackedBars(p, plots.StackedBarChart{Title: "Predicted memory per GPU (worst stage, " + rep.Summary.PeakStage + " peak)",
+			Groups: []string{rep.Metadata.Model}, Series: comps, Limit: float64(rep.Fit.UsableBytes), LimitLabel: "usable"})
 	}})
 	if len(rep.Stages) > 0 && rep.Config.Mode == "train" {
 		labels := make([]string, len(rep.Stages))
-		series := []plots.StaticBar{{Label: "weights"}, {Label: "gradients"}, {Label: "optimizer"}, {Label: "activations"}, {Label: "temporaries"}, {Label: "overheads"}}
+		series := []plots.Series{{Name: "weights"}, {Name: "gradients"}, {Name: "optimizer states"}, {Name: "activations"}, {Name: "temporaries"}, {Name: "other and overheads"}}
 		for i, st := range rep.Stages {
 			labels[i] = fmt.Sprintf("stage %d", st.Index)
 			vals := []int64{st.Weights, st.AtPeak.Grads, st.Optimizer, st.AtPeak.Activations, st.AtPeak.Temporaries, st.DeviceTotal - st.PeakAllocated + st.Other}
@@ -359,7 +359,8 @@ func staticCharts(rep *static.Report) []staticChart {
 			}
 		}
 		charts = append(charts, staticChart{"peak_per_stage.png", func(p string) error {
-			return plots.StaticStackedBar(p, "Predicted peak per pipeline stage (one GPU each)", labels, series, float64(rep.Fit.UsableBytes), "usable")
+			return plots.StackedBars(p, plots.StackedBarChart{Title: "Predicted peak per pipeline stage (one GPU each)", Groups: labels,
+				Series: series, Limit: float64(rep.Fit.UsableBytes), LimitLabel: "usable"})
 		}})
 	}
 	if len(rep.Strategies) > 0 {
@@ -373,7 +374,8 @@ func staticCharts(rep *static.Report) []staticChart {
 			vals = append(vals, float64(s.DeviceBytes))
 		}
 		charts = append(charts, staticChart{"strategy_comparison.png", func(p string) error {
-			return plots.StaticStackedBar(p, "Per-GPU memory by strategy", labels, []plots.StaticBar{{Label: "device total", Values: vals}}, float64(rep.Fit.UsableBytes), "usable")
+			return plots.StackedBars(p, plots.StackedBarChart{Title: "Per-GPU memory by strategy", Groups: labels,
+				Series: []plots.Series{{Name: "device total", Values: vals}}, Limit: float64(rep.Fit.UsableBytes), LimitLabel: "usable"})
 		}})
 	}
 	if rf := rep.Roofline; rf != nil && len(rf.Points) > 0 {

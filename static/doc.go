@@ -50,8 +50,11 @@
 //
 // Per-component predictions are on Report.Summary (worst GPU) and Report.Stages (every stage: weights, grads,
 // optimizer, activations, temporaries, other, and what is live at the peak in AtPeak); Corrections scale them.
+// Stage.ComponentsAtPeak names the peak in package components' parts, the definitions runtime attribution uses
+// too (activations are what forward keeps for backward; the loss, its gradient and inference's working set are
+// temporaries; the KV cache is its own part).
 // Config.Apply lays command-line Overrides over a config; Resolve fills defaults and validates it.
 //
-// It imports only units and its config decoders (YAML); it renders nothing and writes no files: results holds
-// the console, Markdown and JSON views and the chart data, plots draws them.
+// It imports only units, components, allocator and its config decoders (YAML); it renders nothing and writes no
+// files: results holds the console, Markdown and JSON views and the chart data, plots draws them.
 package static

@@ -1,16 +1,14 @@
 package static
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/units"
 )
 
@@ -32,15 +30,8 @@ type h200Run struct {
 // named as in runs.json) and requires the peak allocated within 3 % of the measured one. A run that ran out
 // of memory is compared at the predicted failure point: what was allocated when the first request failed.
 func TestH200Runs(t *testing.T) {
-	dir := testutil.SharedDir(t, "gpu_runs")
-	data, err := os.ReadFile(filepath.Join(dir, "runs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var runs []h200Run
-	if err := json.Unmarshal(data, &runs); err != nil {
-		t.Fatalf("runs.json: %v", err)
-	}
+	realsnap.GPURuns(t, &runs)
 	byName := map[string]h200Run{}
 	for _, r := range runs {
 		byName[r.Name] = r

@@ -138,11 +138,14 @@ type Stage struct {
 	AtPeak PeakBreakdown `json:"at_peak"`
 }
 
-// PeakBreakdown splits the non-persistent part of the peak.
+// PeakBreakdown splits the non-persistent part of the peak, in package components' sense: Grads are parameter
+// gradients, Activations what forward keeps for backward, Temporaries what is transient (activation gradients,
+// logits, the loss and its gradient, inference's working set), KVCache the inference cache as it is at the peak.
 type PeakBreakdown struct {
 	Grads       int64 `json:"grad_bytes"`
 	Activations int64 `json:"activation_bytes"`
 	Temporaries int64 `json:"temporary_bytes"`
+	KVCache     int64 `json:"kv_cache_bytes,omitempty"`
 }
 
 // InferenceMemory breaks down the inference prediction (MemWall's weights / KV cache / activations).

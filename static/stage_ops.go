@@ -71,8 +71,11 @@ func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operat
 	st.Temporaries = int64(head * c.Corrections.Temporaries)
 	st.ForwardPeak = st.Weights + kvPrefill + st.Other + max(st.Activations, st.Temporaries)
 	st.PeakAllocated, st.PeakStage = st.ForwardPeak, "prefill"
+	// Nothing is kept for a backward: the prefill's working set and generate's buffers are temporaries.
+	st.AtPeak = PeakBreakdown{KVCache: kvPrefill, Temporaries: max(st.Activations, st.Temporaries)}
 	if d := st.Weights + st.Other + int64(decode); d > st.PeakAllocated {
 		st.PeakAllocated, st.PeakStage = d, "decode"
+		st.AtPeak = PeakBreakdown{KVCache: st.KVCache, Temporaries: int64(decode) - st.KVCache}
 	}
 	st.EndOfStepAllocated = st.Weights + st.KVCache + st.Other
 	e.reserved(&st, modelStates{}, modelStates{}, nil, 0)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -431,7 +432,7 @@ func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.Prog
 }
 
 // summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.
-const summarySuffix = ".summary.msgpack"
+const summarySuffix = results.SummarySuffix
 
 // writeRankSummaries is the --summary-only path: one compact merge.RankSummary per input, written beside the
 // input (or into --out), so that each rank can be summarized where its snapshot lives and merged anywhere.
@@ -445,15 +446,19 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 		path := r.File + summarySuffix
 		if flags.summaryDir != "" {
 			// Inputs from several folders may share a base name (rank0_memory_snapshot.pickle in every
-			// iteration_N), so the name also carries what the path says about rank and iteration.
-			path = filepath.Join(flags.summaryDir, results.InputName(r.File)+"_"+filepath.Base(r.File)+summarySuffix)
+			// iteration_N), so the name also carries what the directories say about rank and iteration.
+			path = filepath.Join(flags.summaryDir, results.SummaryName(r.File))
 		}
 		s := merge.Summarize(r)
 		if err := results.WriteFile(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
 			return fmt.Errorf("analyze: %w", err) // WriteFile's error names the path
 		}
 		if !flags.quiet {
-			fmt.Fprintf(stdout, "%s: rank %d, %s\n", r.File, r.Rank, summaryMeasures(r, s))
+			rank := "-" // the path names no rank
+			if r.Rank >= 0 {
+				rank = strconv.Itoa(r.Rank)
+			}
+			fmt.Fprintf(stdout, "%s: rank %s, %s\n", r.File, rank, summaryMeasures(r, s))
 			fmt.Fprintf(stderr, "wrote %s\n", path)
 		}
 	}

@@ -111,7 +111,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if fs.NArg() == 0 && measured == (calibrate.Measured{}) {
 			return usageErrorf("calibrate: no RUNTIME files and no --measured-* figures given")
 		}
-		specs = []calibrate.RunSpec{{ID: *config, Config: *config, Runtime: fs.Args(), Stage: *stage, GPU: *gpu, Measured: measured}}
+		specs = []calibrate.RunSpec{{ID: results.Stem(*config), Config: *config, Runtime: fs.Args(), Stage: *stage, GPU: *gpu, Measured: measured}}
 		if runName == "" {
 			runName = "calibrate_" + results.RunName([]string{*config})
 		}

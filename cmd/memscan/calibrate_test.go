@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/internal/testutil"
 )
 
 func TestCalibrateManifestCLI(t *testing.T) {
@@ -96,5 +99,58 @@ func TestCalibrateConfigWithSnapshot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "latest", "calibration.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestCalibrateH200Snapshot runs memscan calibrate on the shared healthy Llama snapshot with its config: the
+// observed peak is in backward (as predicted, not "forward"), calibration.json keeps the prediction's at_peak and
+// the attribution's components, and every component is within 5 % of the measured total.
+func TestCalibrateH200Snapshot(t *testing.T) {
+	snap := filepath.Join(testutil.SharedDir(t, "gpu_runs"), "llama1b-bf16-b4-s2048-snap.pickle.gz")
+	cfg := fixture(t, "testdata/static/h200/llama1b-bf16-b4-s2048-snap.json")
+	code, stdout, stderr := runCLI(t, "calibrate", "--config", cfg, "--format", "json", "--no-files", snap)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var c struct {
+		Runs []struct {
+			Prediction struct {
+				AtPeak map[string]int64 `json:"at_peak"`
+			} `json:"prediction"`
+			Attribution struct {
+				Components []struct {
+					Component string `json:"component"`
+					Bytes     int64  `json:"bytes"`
+				} `json:"components"`
+			} `json:"attribution"`
+			Observed  string `json:"peak_stage_observed"`
+			Predicted string `json:"peak_stage_predicted"`
+			Rows      []struct {
+				Metric, Component string
+				ErrorOfTotalPct   float64 `json:"error_of_total_pct"`
+			} `json:"rows"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &c); err != nil || len(c.Runs) != 1 {
+		t.Fatalf("calibration.json: %v, %d runs", err, len(c.Runs))
+	}
+	r := c.Runs[0]
+	if r.Observed != "backward" || r.Predicted != "backward" {
+		t.Errorf("peak stage predicted %q, observed %q; want backward for both", r.Predicted, r.Observed)
+	}
+	if len(r.Prediction.AtPeak) < 5 || len(r.Attribution.Components) < 5 {
+		t.Errorf("at_peak %v, components %v", r.Prediction.AtPeak, r.Attribution.Components)
+	}
+	n := 0
+	for _, row := range r.Rows {
+		if row.Metric == "allocated_at_peak" {
+			n++
+			if row.ErrorOfTotalPct < -5 || row.ErrorOfTotalPct > 5 {
+				t.Errorf("%s off by %+.1f %% of the total", row.Component, row.ErrorOfTotalPct)
+			}
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d component rows", n)
 	}
 }

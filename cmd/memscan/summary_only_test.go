@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,11 @@ func TestSummaryOnlyThenMerge(t *testing.T) {
 	entries, err := os.ReadDir(sums)
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("summaries dir: %v, %d files", err, len(entries))
+	}
+	for i, e := range entries { // the base name already says the rank; only the iteration comes from the folder
+		if want := fmt.Sprintf("iter2_rank%d_memory_snapshot.pickle.summary.msgpack", i); e.Name() != want {
+			t.Errorf("summary file %q, want %q", e.Name(), want)
+		}
 	}
 
 	code, stdout, stderr = runCLI(t, "merge", "--no-write", "--format", "json", sums)

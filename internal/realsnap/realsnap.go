@@ -122,3 +122,18 @@ func BenchFile(b *testing.B) string {
 	b.SetBytes(fi.Size())
 	return path
 }
+
+// GPURuns reads ../shared/gpu_runs/runs.json (PyTorch's own measurements of the H200 runs) into runs, a pointer
+// to a slice of whatever fields the calling test needs, and returns the gpu_runs folder. It skips like SharedDir.
+func GPURuns(t testing.TB, runs any) string {
+	t.Helper()
+	dir := SharedDir(t, "gpu_runs")
+	raw, err := os.ReadFile(filepath.Join(dir, "runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, runs); err != nil {
+		t.Fatalf("runs.json: %v", err)
+	}
+	return dir
+}

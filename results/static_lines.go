@@ -70,6 +70,10 @@ func staticReservedLine(r *static.Report) string {
 	}
 	line := fmt.Sprintf("Reserved: %s (%s%s above peak allocated)", units.Bytes(s.PeakReservedBytes), how,
 		units.Bytes(s.PeakReservedBytes-s.PeakMemoryBytes))
+	if s.ReservedSegments > 0 {
+		// The replayed pool at its peak: how many segments, and what of them no live block used then.
+		line += fmt.Sprintf("; %d segments, %s cached at the peak", s.ReservedSegments, units.Bytes(s.ReservedFreeAtPeakBytes))
+	}
 	if r.OOM != nil {
 		line += ", what the step would need on a GPU large enough"
 	}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -235,5 +236,31 @@ func TestStaticViewReservedLine(t *testing.T) {
 	}
 	if !strings.Contains(md, "## Attention\n\nflash (explicit); keeps no s² tensor") {
 		t.Error("static_report.md lacks the explicit attention choice")
+	}
+}
+
+// A replayed config's Reserved line ends with the replayed pool at its peak: its segment count and its cached
+// bytes, also in static_report.json. Every segment holds at least one 2 MiB block, and the pool's peak came from a
+// request that a live block then used.
+func TestStaticViewReservedSegments(t *testing.T) {
+	r, text, md, m := renderStatic(t, "../testdata/static/h200/llama1b-eager-b2-s1024.json", nil)
+	s := r.Summary
+	if got := m["summary"].(map[string]any)["reserved_segments"]; got != float64(s.ReservedSegments) {
+		t.Errorf("summary.reserved_segments = %v, want %d", got, s.ReservedSegments)
+	}
+	if s.ReservedSource != "allocator replay" {
+		t.Fatalf("reserved source %q, want the allocator replay", s.ReservedSource)
+	}
+	if s.ReservedSegments <= 0 || int64(s.ReservedSegments)*2<<20 > s.PeakReservedBytes {
+		t.Errorf("%d segments in %d reserved bytes", s.ReservedSegments, s.PeakReservedBytes)
+	}
+	if f := s.ReservedFreeAtPeakBytes; f < 0 || f >= s.PeakReservedBytes {
+		t.Errorf("%d B cached at the peak; reserved %d, peak allocated %d", f, s.PeakReservedBytes, s.PeakMemoryBytes)
+	}
+	want := fmt.Sprintf(" above peak allocated); %d segments, %s cached at the peak", s.ReservedSegments, units.Bytes(s.ReservedFreeAtPeakBytes))
+	for view, out := range map[string]string{"console": text, "markdown": md} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s view lacks %q", view, want)
+		}
 	}
 }

@@ -306,6 +306,8 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 	s.PeakStage = worst.PeakStage
 	s.PeakReservedBytes = worst.PeakReserved
 	s.ReservedSource = worst.ReservedSource
+	s.ReservedSegments = worst.ReservedSegments
+	s.ReservedFreeAtPeakBytes = worst.ReservedFreeAtPeak
 	s.DeviceTotalBytes = worst.DeviceTotal
 	s.WorstPipelineStage = r.WorstStage
 	s.ParamCountPerGPU = worst.Params

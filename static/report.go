@@ -41,15 +41,19 @@ type Summary struct {
 	PeakMemoryBytes       int64  `json:"peak_memory_bytes"` // peak allocated on the worst GPU
 	PeakStage             string `json:"peak_stage"`
 
-	OtherMemoryBytes   int64      `json:"other_memory_bytes"` // allocator-visible workspaces and buffers
-	KVCacheMemoryBytes int64      `json:"kv_cache_memory_bytes,omitempty"`
-	ParamCountPerGPU   int64      `json:"param_count_per_gpu"`
-	PeakReservedBytes  int64      `json:"peak_reserved_bytes"`  // predicted torch.cuda.max_memory_reserved
-	ReservedSource     string     `json:"reserved_source"`      // "allocator replay" or "flat allowance"
-	DeviceTotalBytes   int64      `json:"device_total_bytes"`   // + CUDA context and NCCL, what nvidia-smi shows
-	WorstPipelineStage int        `json:"worst_pipeline_stage"` // index of the stage these figures are for
-	NumGPUs            int        `json:"num_gpus"`
-	WholeModel         WholeModel `json:"whole_model"`
+	OtherMemoryBytes   int64  `json:"other_memory_bytes"` // allocator-visible workspaces and buffers
+	KVCacheMemoryBytes int64  `json:"kv_cache_memory_bytes,omitempty"`
+	ParamCountPerGPU   int64  `json:"param_count_per_gpu"`
+	PeakReservedBytes  int64  `json:"peak_reserved_bytes"` // predicted torch.cuda.max_memory_reserved
+	ReservedSource     string `json:"reserved_source"`     // "allocator replay" or "flat allowance"
+	// ReservedSegments is the replayed pool's segment count at its peak, ReservedFreeAtPeakBytes its cached
+	// bytes no live block used then (reserved − allocated); both 0 when no replay ran.
+	ReservedSegments        int        `json:"reserved_segments,omitempty"`
+	ReservedFreeAtPeakBytes int64      `json:"reserved_free_at_peak_bytes,omitempty"`
+	DeviceTotalBytes        int64      `json:"device_total_bytes"`   // + CUDA context and NCCL, what nvidia-smi shows
+	WorstPipelineStage      int        `json:"worst_pipeline_stage"` // index of the stage these figures are for
+	NumGPUs                 int        `json:"num_gpus"`
+	WholeModel              WholeModel `json:"whole_model"`
 }
 
 // WholeModel are unsharded figures for the entire model (one replica, no parallelism).
@@ -131,9 +135,13 @@ type Stage struct {
 	PeakReserved     int64  `json:"peak_reserved_bytes"`
 	// ReservedSource says how PeakReserved was predicted: "allocator replay" (the allocation sequence through
 	// the caching-allocator model) or "flat allowance" (allocated + rounding + fragmentation_fraction).
-	ReservedSource     string `json:"reserved_source"`
-	DeviceTotal        int64  `json:"device_total_bytes"`
-	EndOfStepAllocated int64  `json:"end_of_step_allocated_bytes"` // what stays allocated between steps
+	ReservedSource string `json:"reserved_source"`
+	// ReservedSegments and ReservedFreeAtPeak describe the replayed pool when it reached PeakReserved: its
+	// segments, and the cached bytes no live block used (reserved − allocated then); 0 without a replay.
+	ReservedSegments   int   `json:"reserved_segments,omitempty"`
+	ReservedFreeAtPeak int64 `json:"reserved_free_at_peak_bytes,omitempty"`
+	DeviceTotal        int64 `json:"device_total_bytes"`
+	EndOfStepAllocated int64 `json:"end_of_step_allocated_bytes"` // what stays allocated between steps
 	// AtPeak is what is live at the peak besides weights, optimizer states and other buffers.
 	AtPeak PeakBreakdown `json:"at_peak"`
 }

@@ -117,6 +117,7 @@ func (s *seqBuilder) free(ids ...uint64) {
 // allocation the allocator could not satisfy (where the run raises OutOfMemoryError).
 type replayResult struct {
 	peakReserved int64
+	peakFrag     allocator.Fragmentation // the pool right after the request that reached peakReserved
 	failed       bool
 	allocated    int64 // allocated (requested bytes) when the failing request came
 	request      int64
@@ -152,7 +153,7 @@ func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult,
 		size[ev.id] = ev.size
 		allocated += ev.size
 	}
-	return replayResult{peakReserved: a.PeakReserved()}, nil
+	return replayResult{peakReserved: a.PeakReserved(), peakFrag: a.PeakFragmentation()}, nil
 }
 
 // paramGroup is the parameters one operator owns, for allocating their gradients in its backward.
@@ -559,6 +560,8 @@ func (e *est) replayReserved(st *Stage, seq *seqBuilder) {
 	st.PeakReserved = max(res.peakReserved, roundUp(st.PeakAllocated, 2*mib))
 	st.DeviceTotal = st.PeakReserved + overhead
 	st.ReservedSource = "allocator replay"
+	st.ReservedSegments = res.peakFrag.Segments
+	st.ReservedFreeAtPeak = res.peakFrag.Free
 }
 
 // maxDecodeSteps bounds the decode steps the inference sequence replays: the cache's growth pattern repeats,

@@ -43,7 +43,7 @@ type Replay struct {
 
 // Block is a lifetime with its attribution.
 type Block struct {
-	Lifetime
+	*Lifetime
 	Attr categorize.Attribution
 }
 
@@ -71,7 +71,9 @@ type Input struct {
 func Prepare(s *snapshot.Snapshot, r Replay, cz *categorize.Categorizer) *Device {
 	d := &Device{Replay: r, Timeline: phases.Detect(r.Trace, s.ExternalAnnotations, r.Device)}
 	d.Blocks = make([]Block, len(r.Lifetimes))
-	for i, l := range r.Lifetimes {
+	for i := range r.Lifetimes {
+		// A pointer into Lifetimes, not a copy: a long trace has millions of blocks.
+		l := &r.Lifetimes[i]
 		d.Blocks[i] = Block{Lifetime: l, Attr: categorize.Attribute(cz.Stack(l.Stack), categorize.Life{Start: l.Start, End: l.End}, d.Timeline)}
 	}
 	return d

@@ -174,12 +174,9 @@ func sameSizes(a, b []allocator.SegmentEvent) bool {
 // main device's replay for the report, overlays the what-if on the timeline and warns where the model and the
 // recording part.
 func (a *analysis) allocatorReplay() error {
-	if a.opts.Allocator.Skip {
+	reps := a.allocReps
+	if len(reps) == 0 {
 		return nil
-	}
-	reps, err := ReplayAllocator(a.ctx, a.snap, a.opts.Allocator)
-	if err != nil || len(reps) == 0 {
-		return err
 	}
 	main := 0
 	for i, r := range reps {

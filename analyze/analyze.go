@@ -111,6 +111,8 @@ type analysis struct {
 	// the trace held enough history for them to replace the dump-time cache checks.
 	findings     []findings.Finding
 	judgedAtPeak bool
+	// allocReps are the caching-allocator replays of every device trace (nil when skipped).
+	allocReps []AllocatorReplay
 }
 
 // checkCtx polls the context every few thousand iterations so long loops stay cancellable at negligible cost.
@@ -141,7 +143,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			SnapshotReport: SnapshotReport{OOMs: []OOM{}},
 		},
 	}
-	steps := []func() error{a.checkSizes, a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAll, a.allocatorReplay}
+	steps := []func() error{a.checkSizes, a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAllocatorModel, a.replayAll, a.allocatorReplay}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err

@@ -149,7 +149,7 @@ func (a *analysis) replayAll() error {
 	for _, d := range devices {
 		history = history || len(d.Trace) >= minHistoryEvents
 	}
-	fs, err := findings.Detect(a.ctx, &findings.Input{Snapshot: a.snap, Devices: devices, Model: findings.Replayer{Snapshot: a.snap}})
+	fs, err := findings.Detect(a.ctx, &findings.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
 	if err != nil {
 		return err
 	}

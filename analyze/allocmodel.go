@@ -1,0 +1,53 @@
+package analyze
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/memscan/memscan/findings"
+)
+
+// expandableSettings is what the fragmentation finding asks the allocator model for.
+const expandableSettings = "expandable_segments:True"
+
+// replayAllocatorModel replays every device trace through the caching-allocator model once, before the detectors
+// run, so that the fragmentation finding and the report's replay section read the same replays instead of each
+// recording and replaying the trace on its own.
+func (a *analysis) replayAllocatorModel() error {
+	if a.opts.Allocator.Skip {
+		return nil
+	}
+	reps, err := ReplayAllocator(a.ctx, a.snap, a.opts.Allocator)
+	if err != nil {
+		return err
+	}
+	a.allocReps = reps
+	return nil
+}
+
+// allocModel is the detectors' allocator model: the replays already made, falling back to a fresh replay for a
+// device or settings they do not cover (rank summaries skip the replay section).
+func (a *analysis) allocModel() findings.AllocatorModel {
+	return replayedModel{reps: a.allocReps, fallback: findings.Replayer{Snapshot: a.snap}}
+}
+
+type replayedModel struct {
+	reps     []AllocatorReplay
+	fallback findings.Replayer
+}
+
+// PeakReserved serves expandable segments from the replay section's expandable-segments run.
+func (m replayedModel) PeakReserved(ctx context.Context, dev int, settings string) (int64, error) {
+	if settings == expandableSettings {
+		for _, r := range m.reps {
+			if r.Device != dev || r.ExpandablePeakReservedBytes <= 0 {
+				continue
+			}
+			if r.Partial {
+				return 0, fmt.Errorf("replay under %q is partial: %s", r.ExpandableSettings, r.PartialReason)
+			}
+			return r.ExpandablePeakReservedBytes, nil
+		}
+	}
+	return m.fallback.PeakReserved(ctx, dev, settings)
+}

@@ -125,7 +125,7 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 		}
 		return rec.Created[k].Addr, true
 	}
-	a, err := New(cfg, Options{Capacity: res.Capacity, TotalMemory: cmpOr(opt.TotalMemory, res.Capacity), Address: hint})
+	a, err := New(cfg, Options{Capacity: res.Capacity, TotalMemory: opt.TotalMemory, Address: hint})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -245,6 +245,17 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	return res, a, nil
 }
 
+// FirstSizeMismatch is the first position where two segment-creation sequences differ in kind or size, or where
+// one ends before the other (−1: they are the same): how a replay's Created is checked against a recording's.
+func FirstSizeMismatch(a, b []SegmentEvent) int {
+	for i := range max(len(a), len(b)) {
+		if i >= len(a) || i >= len(b) || a[i].Size != b[i].Size || a[i].Kind != b[i].Kind {
+			return i
+		}
+	}
+	return -1
+}
+
 // isOOM reports an *OOMError (without making a nil error escape, which would cost one allocation per alloc).
 func isOOM(err error) bool {
 	if err == nil {

@@ -75,7 +75,7 @@ func TestGPURunsBaseline(t *testing.T) {
 			if run.Segsum != nil && base.FinalReserved != run.Segsum.Reserved {
 				t.Errorf("final reserved %d, snapshot %d", base.FinalReserved, run.Segsum.Reserved)
 			}
-			if i := firstSizeMismatch(rec.Created, base.Created); i >= 0 {
+			if i := FirstSizeMismatch(rec.Created, base.Created); i >= 0 {
 				t.Errorf("segment sizes differ first at creation %d of %d recorded / %d replayed", i, len(rec.Created), len(base.Created))
 			}
 			if base.FirstDivergence != -1 {
@@ -102,15 +102,6 @@ func TestGPURunsBaseline(t *testing.T) {
 	if n == 0 {
 		t.Fatal("runs.json lists no snapshot runs")
 	}
-}
-
-func firstSizeMismatch(a, b []SegmentEvent) int {
-	for i := range max(len(a), len(b)) {
-		if i >= len(a) || i >= len(b) || a[i].Size != b[i].Size || a[i].Kind != b[i].Kind {
-			return i
-		}
-	}
-	return -1
 }
 
 // TestRealSnapshots replays every device trace of the public snapshots. Most start after the process's first
@@ -158,7 +149,7 @@ func TestRealSnapshots(t *testing.T) {
 				if base.PeakReserved != sr.Recording.PeakReserved || base.FirstDivergence != -1 {
 					t.Errorf("device %d: baseline peak %d, recorded %d, diverges at %d", dev, base.PeakReserved, sr.Recording.PeakReserved, base.FirstDivergence)
 				}
-				if i := firstSizeMismatch(sr.Recording.Created, base.Created); i >= 0 {
+				if i := FirstSizeMismatch(sr.Recording.Created, base.Created); i >= 0 {
 					t.Errorf("device %d: segment sizes differ first at creation %d", dev, i)
 				}
 				if base.AddressMismatches != 0 {

@@ -125,7 +125,7 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 		}
 		return rec.Created[k].Addr, true
 	}
-	a, err := New(cfg, Options{Capacity: res.Capacity, TotalMemory: cmpOr(opt.TotalMemory, res.Capacity), Address: hint})
+	a, err := New(cfg, Options{Capacity: res.Capacity, TotalMemory: opt.TotalMemory, Address: hint})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -245,6 +245,17 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	return res, a, nil
 }
 
+// FirstSizeMismatch is the first position where two segment-creation sequences differ in kind or size, or where
+// one ends before the other (−1: they are the same): how a replay's Created is checked against a recording's.
+func FirstSizeMismatch(a, b []SegmentEvent) int {
+	for i := range max(len(a), len(b)) {
+		if i >= len(a) || i >= len(b) || a[i].Size != b[i].Size || a[i].Kind != b[i].Kind {
+			return i
+		}
+	}
+	return -1
+}
+
 // isOOM reports an *OOMError (without making a nil error escape, which would cost one allocation per alloc).
 func isOOM(err error) bool {
 	if err == nil {
@@ -273,17 +284,10 @@ func (tl Timeline) ReservedAt(idx []int) []int64 {
 	return out
 }
 
-// ReplayAll replays one recording under several configurations at once (each replay has its own model and only
-// reads the recording); results are in the order of cfgs.
-func ReplayAll(ctx context.Context, rec *Recording, cfgs []Config, opt ReplayOptions) ([]*Result, error) {
-	opts := make([]ReplayOptions, len(cfgs))
-	for i := range opts {
-		opts[i] = opt
-	}
-	return replayAll(ctx, rec, cfgs, opts)
-}
-
-// replayAll is ReplayAll with options per configuration.
+// replayAll replays one recording under several configurations, each with its own options, at once (each replay
+// has its own model and only reads the recording); results are in the order of cfgs. A model is small beside the
+// decoded snapshot (about 0.4 MB allocated for two replays of a 2.4 M-event trace), so running them side by side
+// costs no memory worth counting.
 func replayAll(ctx context.Context, rec *Recording, cfgs []Config, opts []ReplayOptions) ([]*Result, error) {
 	out := make([]*Result, len(cfgs))
 	errs := make([]error, len(cfgs))

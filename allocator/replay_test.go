@@ -214,3 +214,24 @@ func TestReservedAt(t *testing.T) {
 		t.Errorf("ReservedAt = %v, want %v", got, want)
 	}
 }
+
+func TestFirstSizeMismatch(t *testing.T) {
+	a20, a12, m20 := SegmentEvent{Kind: SegmentAlloc, Size: 20 * MiB}, SegmentEvent{Kind: SegmentAlloc, Size: 12 * MiB}, SegmentEvent{Kind: SegmentMap, Size: 20 * MiB}
+	for _, tc := range []struct {
+		name string
+		a, b []SegmentEvent
+		want int
+	}{
+		{"both empty", nil, nil, -1},
+		{"same", []SegmentEvent{a20, a12}, []SegmentEvent{a20, a12}, -1},
+		{"address does not count", []SegmentEvent{a20}, []SegmentEvent{{Kind: SegmentAlloc, Size: 20 * MiB, Addr: 1 << 40}}, -1},
+		{"size", []SegmentEvent{a20, a12}, []SegmentEvent{a20, a20}, 1},
+		{"kind", []SegmentEvent{a20}, []SegmentEvent{m20}, 0},
+		{"first shorter", []SegmentEvent{a20}, []SegmentEvent{a20, a12}, 1},
+		{"second shorter", []SegmentEvent{a20, a12}, nil, 0},
+	} {
+		if got := FirstSizeMismatch(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -138,7 +138,7 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 	if len(what.Failed) > 0 {
 		out.FirstFailedEvent = what.Failed[0].Index
 	}
-	out.BaselineMatchesRecording = base.PeakReserved == rec.PeakReserved && base.FirstDivergence < 0 && sameSizes(rec.Created, base.Created)
+	out.BaselineMatchesRecording = base.PeakReserved == rec.PeakReserved && base.FirstDivergence < 0 && allocator.FirstSizeMismatch(rec.Created, base.Created) < 0
 	if sr.WhatIf != nil {
 		out.WhatIfTimeline = what.Timeline
 	}
@@ -155,19 +155,6 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 		out.RecordedSettings += " (" + sr.SettingsNote + ")"
 	}
 	return out, nil
-}
-
-// sameSizes reports whether two segment-creation sequences have the same kinds and sizes in the same order.
-func sameSizes(a, b []allocator.SegmentEvent) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Kind != b[i].Kind || a[i].Size != b[i].Size {
-			return false
-		}
-	}
-	return true
 }
 
 // allocatorReplay is the analysis step that replays each device trace through the allocator model, picks the

@@ -43,8 +43,8 @@ func TestReplayAllocatorVarlen(t *testing.T) {
 	if got := float64(r.ExpandablePeakReservedBytes) / (1 << 30); got < 61.3 || got > 61.9 {
 		t.Errorf("expandable peak %.2f GiB, measured 61.6", got)
 	}
-	if r.ExpandableSavingBytes() != r.BaselinePeakReservedBytes-r.ExpandablePeakReservedBytes {
-		t.Errorf("saving %d", r.ExpandableSavingBytes())
+	if want := recorded - r.ExpandablePeakReservedBytes; r.ExpandableSavingBytes() != want {
+		t.Errorf("saving %d, want %d (PyTorch's peak minus the expandable peak)", r.ExpandableSavingBytes(), want)
 	}
 	if r.Settings != "max_split_size_mb:512" || !r.WhatIf || r.RecordedSettings != "" || !r.RecordedSettingsKnown {
 		t.Errorf("settings %q (what-if %v), recorded %q (known %v)", r.Settings, r.WhatIf, r.RecordedSettings, r.RecordedSettingsKnown)
@@ -58,6 +58,24 @@ func TestReplayAllocatorVarlen(t *testing.T) {
 	f := r.BaselineFragmentation
 	if f.Reserved != r.BaselinePeakReservedBytes || f.Free != f.Reserved-f.Allocated || f.CachedSegments+f.FreeInUsedSegments != f.Free {
 		t.Errorf("baseline fragmentation does not add up: %+v", f)
+	}
+}
+
+// TestExpandableSaving: the saving is baseline minus expandable peak, never negative, and 0 without a replay.
+func TestExpandableSaving(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    *AllocatorReplay
+		want int64
+	}{
+		{"saves", &AllocatorReplay{BaselinePeakReservedBytes: 10 << 30, ExpandablePeakReservedBytes: 9 << 30}, 1 << 30},
+		{"costs more", &AllocatorReplay{BaselinePeakReservedBytes: 9 << 30, ExpandablePeakReservedBytes: 10 << 30}, 0},
+		{"already on", &AllocatorReplay{BaselinePeakReservedBytes: 9 << 30, ExpandablePeakReservedBytes: 9 << 30}, 0},
+		{"no replay", nil, 0},
+	} {
+		if got := tc.r.ExpandableSavingBytes(); got != tc.want {
+			t.Errorf("%s: saving %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -51,7 +51,7 @@ func replayRows(ar *analyze.AllocatorReplay) []replayRow {
 		rows = append(rows, replayRow{Name: "what-if", Settings: ar.Settings, Field: "peak_reserved_bytes", PeakReserved: ar.PeakReservedBytes,
 			Delta: ar.PeakReservedBytes - rec, Segments: ar.Segments, Frag: &ar.Fragmentation})
 	}
-	if ar.ExpandablePeakReservedBytes != ar.BaselinePeakReservedBytes && (!ar.WhatIf || ar.PeakReservedBytes != ar.ExpandablePeakReservedBytes) {
+	if ar.ExpandablePeakReservedBytes != ar.BaselinePeakReservedBytes && (!ar.WhatIf || ar.Settings != ar.ExpandableSettings) {
 		rows = append(rows, replayRow{Name: "recorded settings + expandable segments", Settings: ar.ExpandableSettings, Field: "expandable_peak_reserved_bytes",
 			PeakReserved: ar.ExpandablePeakReservedBytes, Delta: ar.ExpandablePeakReservedBytes - rec})
 	}
@@ -164,7 +164,7 @@ func replayFindings(r *analyze.Report) []string {
 		}
 		out = append(out, s)
 	}
-	if save := ar.ExpandableSavingBytes(); save > 0 && (!ar.WhatIf || ar.PeakReservedBytes != ar.ExpandablePeakReservedBytes) {
+	if save := ar.ExpandableSavingBytes(); save > 0 && (!ar.WhatIf || ar.Settings != ar.ExpandableSettings) {
 		out = append(out, fmt.Sprintf("With `%s` it would reserve %s (%s less).", mdCode(settingsLabel(ar.ExpandableSettings)), units.Bytes(ar.ExpandablePeakReservedBytes), units.Bytes(save)))
 	}
 	return out

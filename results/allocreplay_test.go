@@ -48,6 +48,12 @@ func TestReplayRows(t *testing.T) {
 	if n := len(replayRows(ar)); n != 3 {
 		t.Errorf("%d rows when the what-if is expandable segments", n)
 	}
+	// It stays when another setting merely reaches the same peak: the rows name settings, not numbers.
+	ar = handReplay()
+	ar.PeakReservedBytes = ar.ExpandablePeakReservedBytes
+	if n := len(replayRows(ar)); n != 4 {
+		t.Errorf("%d rows when a different what-if ties expandable segments' peak", n)
+	}
 }
 
 func TestReplayText(t *testing.T) {

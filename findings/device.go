@@ -9,6 +9,7 @@ package findings
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 
@@ -95,13 +96,17 @@ func (d *Device) reservedAt(j int) int64 {
 	return d.Reserved[j]
 }
 
-// argmax returns the first index of the largest value of series (−1 when initial is larger than all of it).
+// argmax returns the first index of the largest value of series, −1 only when initial is larger than all of it
+// (as analyze's replay places its peak, so both name the same event when the trace returns to the initial level).
 func argmax(initial int64, series []int64) (int, int64) {
-	idx, best := -1, initial
+	idx, best := -1, int64(math.MinInt64)
 	for j, v := range series {
 		if v > best {
 			idx, best = j, v
 		}
+	}
+	if initial > best {
+		return -1, initial
 	}
 	return idx, best
 }

@@ -203,3 +203,30 @@ func TestLeakLongRun(t *testing.T) {
 		t.Errorf("leak %+v, want %d bytes per iteration", f, c.LogitsBytes)
 	}
 }
+
+// TestPeakIndex: the peak is the first event at the highest allocated memory; −1 only when the memory before the
+// first event is strictly higher (a trace that returns to its starting level peaks at that event, as analyze's
+// replay says).
+func TestPeakIndex(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		initial   int64
+		allocated []int64
+		idx       int
+		bytes     int64
+	}{
+		{"rises", 10, []int64{20, 30, 30, 5}, 1, 30},
+		{"starts higher", 40, []int64{20, 30}, -1, 40},
+		{"returns to the start", 30, []int64{20, 30, 10}, 1, 30},
+		{"no events", 7, nil, -1, 7},
+	} {
+		d := &findings.Device{Replay: findings.Replay{InitialAllocated: c.initial, Allocated: c.allocated,
+			InitialReserved: c.initial, Reserved: c.allocated}}
+		if j, b := d.PeakIndex(); j != c.idx || b != c.bytes {
+			t.Errorf("%s: PeakIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)
+		}
+		if j, b := d.MaxReservedIndex(); j != c.idx || b != c.bytes {
+			t.Errorf("%s: MaxReservedIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
-	"github.com/memscan/memscan/components"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -153,7 +152,7 @@ type LiveSet struct {
 	DecidedByLifetime int64 `json:"decided_by_lifetime_bytes"`
 }
 
-// Share returns the bytes of name in shares.
+// ShareOf returns the bytes of name in shares.
 func ShareOf(shares []Share, name string) int64 {
 	for _, s := range shares {
 		if s.Name == name {
@@ -220,25 +219,6 @@ func sorted(m map[string]*Share, top int) []Share {
 		out = out[:top]
 	}
 	return out
-}
-
-// PeakLive is the live set at the device's allocated peak.
-func (d *Device) PeakLive(top int) LiveSet {
-	j, _ := d.PeakIndex()
-	return d.LiveAt(j, top)
-}
-
-// UnknownShare is the fraction of ls's bytes whose category is Unknown.
-func UnknownShare(ls LiveSet) float64 {
-	if ls.Bytes <= 0 {
-		return 0
-	}
-	return float64(ShareOf(ls.ByCategory, categorize.Unknown)) / float64(ls.Bytes)
-}
-
-// ComponentBytes is the bytes of component c in ls.
-func ComponentBytes(ls LiveSet, c components.Component) int64 {
-	return ShareOf(ls.ByComponent, string(c))
 }
 
 // IterationPeak is the live set at the highest allocated memory within iteration k (0-based); ok is false when

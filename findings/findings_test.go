@@ -186,8 +186,8 @@ func TestIterationPeak(t *testing.T) {
 		t.Fatalf("iteration peaks in %q and %q, want backward", p1.Phase, p2.Phase)
 	}
 	states := 2 * int64(healthy.Layers) * healthy.WeightBytes
-	if findings.ComponentBytes(p1, "optimizer") != 0 || findings.ComponentBytes(p2, "optimizer") != states {
-		t.Errorf("optimizer state %d then %d, want 0 then %d", findings.ComponentBytes(p1, "optimizer"), findings.ComponentBytes(p2, "optimizer"), states)
+	if findings.ShareOf(p1.ByComponent, "optimizer") != 0 || findings.ShareOf(p2.ByComponent, "optimizer") != states {
+		t.Errorf("optimizer state %d then %d, want 0 then %d", findings.ShareOf(p1.ByComponent, "optimizer"), findings.ShareOf(p2.ByComponent, "optimizer"), states)
 	}
 	if _, ok := d.IterationPeak(len(d.Timeline.Iterations), 5); ok {
 		t.Error("a peak for an iteration that does not exist")

@@ -152,16 +152,6 @@ type LiveSet struct {
 	DecidedByLifetime int64 `json:"decided_by_lifetime_bytes"`
 }
 
-// ShareOf returns the bytes of name in shares.
-func ShareOf(shares []Share, name string) int64 {
-	for _, s := range shares {
-		if s.Name == name {
-			return s.Bytes
-		}
-	}
-	return 0
-}
-
 // LiveAt breaks down the blocks live after event j; top bounds BySite (0: 20).
 func (d *Device) LiveAt(j, top int) LiveSet {
 	ls := LiveSet{Device: d.Device, Event: j}

@@ -167,7 +167,7 @@ func TestOOMExplained(t *testing.T) {
 	if want := 8*w + input + 4*act + act/2 + 1*mib; x.CapacityBytes != want {
 		t.Errorf("capacity %d, want %d", x.CapacityBytes, want)
 	}
-	if x.Live.Bytes != 8*w+input+4*act || findings.ShareOf(x.Live.ByPhase, "forward") != 4*act || findings.ShareOf(x.Live.ByPhase, "setup") != 8*w+input {
+	if x.Live.Bytes != 8*w+input+4*act || shareOf(x.Live.ByPhase, "forward") != 4*act || shareOf(x.Live.ByPhase, "setup") != 8*w+input {
 		t.Errorf("live at the OOM %+v", x.Live)
 	}
 	if f.Value != float64(x.ProjectedBytes-x.CapacityBytes) || f.Phase != "forward" || f.Iteration != 1 {
@@ -186,8 +186,8 @@ func TestIterationPeak(t *testing.T) {
 		t.Fatalf("iteration peaks in %q and %q, want backward", p1.Phase, p2.Phase)
 	}
 	states := 2 * int64(healthy.Layers) * healthy.WeightBytes
-	if findings.ShareOf(p1.ByComponent, "optimizer") != 0 || findings.ShareOf(p2.ByComponent, "optimizer") != states {
-		t.Errorf("optimizer state %d then %d, want 0 then %d", findings.ShareOf(p1.ByComponent, "optimizer"), findings.ShareOf(p2.ByComponent, "optimizer"), states)
+	if shareOf(p1.ByComponent, "optimizer") != 0 || shareOf(p2.ByComponent, "optimizer") != states {
+		t.Errorf("optimizer state %d then %d, want 0 then %d", shareOf(p1.ByComponent, "optimizer"), shareOf(p2.ByComponent, "optimizer"), states)
 	}
 	if _, ok := d.IterationPeak(len(d.Timeline.Iterations), 5); ok {
 		t.Error("a peak for an iteration that does not exist")

@@ -30,3 +30,13 @@ func prepare(t testing.TB, s *snapshot.Snapshot) *findings.Input {
 	}
 	return in
 }
+
+// shareOf returns the bytes of name in shares.
+func shareOf(shares []findings.Share, name string) int64 {
+	for _, s := range shares {
+		if s.Name == name {
+			return s.Bytes
+		}
+	}
+	return 0
+}

@@ -130,10 +130,10 @@ func TestRealUnknownAtPeak(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := loadReal(t, name)
 			pk := peakLive(r.in.Devices[0])
-			if u := float64(findings.ShareOf(pk.ByCategory, categorize.Unknown)) / float64(pk.Bytes); u > 0.05 {
+			if u := float64(shareOf(pk.ByCategory, categorize.Unknown)) / float64(pk.Bytes); u > 0.05 {
 				t.Errorf("Unknown %.1f %% of the peak's %d bytes: %v", 100*u, pk.Bytes, pk.ByCategory)
 			}
-			if r.run.OOM == "" && findings.ShareOf(pk.ByCategory, categorize.OptimizerState) == 0 {
+			if r.run.OOM == "" && shareOf(pk.ByCategory, categorize.OptimizerState) == 0 {
 				t.Errorf("no optimizer state at a training peak after step 1: %v", pk.ByCategory)
 			}
 		})
@@ -147,7 +147,7 @@ func TestRealKVCache(t *testing.T) {
 	m := r.run.Model
 	want := int64(2 * m.L * r.run.Settings.B * m.KV * (m.H / m.Heads) * r.run.Settings.S * 2)
 	pk := peakLive(r.in.Devices[0])
-	if got := findings.ShareOf(pk.ByCategory, categorize.KVCache); got != want {
+	if got := shareOf(pk.ByCategory, categorize.KVCache); got != want {
 		t.Errorf("KV Cache at the peak %d, want 2·%d·%d·%d·%d·%d·2 = %d (%v)", got, m.L, r.run.Settings.B, m.KV, m.H/m.Heads, r.run.Settings.S, want, pk.ByCategory)
 	}
 }

@@ -211,11 +211,11 @@ func sorted(m map[string]*Share, top int) []Share {
 	return out
 }
 
-// IterationPeak is the live set at the highest allocated memory within iteration k (0-based); ok is false when
-// there is no such iteration.
-func (d *Device) IterationPeak(k, top int) (LiveSet, bool) {
+// IterationPeak is the first event at the highest allocated memory within iteration k (0-based); ok is false when
+// there is no such iteration. LiveAt breaks it down where the live set is wanted.
+func (d *Device) IterationPeak(k int) (int, bool) {
 	if k < 0 || k >= len(d.Timeline.Iterations) {
-		return LiveSet{}, false
+		return 0, false
 	}
 	sp := d.Timeline.Iterations[k].Span
 	best := sp.Start
@@ -224,5 +224,5 @@ func (d *Device) IterationPeak(k, top int) (LiveSet, bool) {
 			best = j
 		}
 	}
-	return d.LiveAt(best, top), true
+	return best, true
 }

@@ -180,8 +180,9 @@ func TestOOMExplained(t *testing.T) {
 func TestIterationPeak(t *testing.T) {
 	in := prepare(t, healthy.Build())
 	d := in.Devices[0]
-	p1, ok1 := d.IterationPeak(0, 5)
-	p2, ok2 := d.IterationPeak(1, 5)
+	j1, ok1 := d.IterationPeak(0)
+	j2, ok2 := d.IterationPeak(1)
+	p1, p2 := d.LiveAt(j1, 5), d.LiveAt(j2, 5)
 	if !ok1 || !ok2 || p1.Phase != "backward" || p2.Phase != "backward" {
 		t.Fatalf("iteration peaks in %q and %q, want backward", p1.Phase, p2.Phase)
 	}
@@ -189,7 +190,7 @@ func TestIterationPeak(t *testing.T) {
 	if shareOf(p1.ByComponent, "optimizer") != 0 || shareOf(p2.ByComponent, "optimizer") != states {
 		t.Errorf("optimizer state %d then %d, want 0 then %d", shareOf(p1.ByComponent, "optimizer"), shareOf(p2.ByComponent, "optimizer"), states)
 	}
-	if _, ok := d.IterationPeak(len(d.Timeline.Iterations), 5); ok {
+	if _, ok := d.IterationPeak(len(d.Timeline.Iterations)); ok {
 		t.Error("a peak for an iteration that does not exist")
 	}
 }

@@ -117,8 +117,9 @@ func (a *analysis) replayAll() error {
 		peak, peakCats := r.peak()
 		at := d.LiveAt(peak.EventIndex, 1)
 		peak.Iteration, peak.Phase, peak.LifetimeDecidedBytes = at.Iteration, at.Phase, at.DecidedByLifetime
-		if first, ok := d.IterationPeak(0, 1); ok {
-			peak.FirstIterationPhase = first.Phase
+		if j, ok := d.IterationPeak(0); ok {
+			_, ph := d.Timeline.At(j)
+			peak.FirstIterationPhase = ph.String()
 		}
 		for _, c := range at.ByComponent {
 			peak.Components = append(peak.Components, CategoryStat{Name: c.Name, Bytes: c.Bytes, Count: c.Count})

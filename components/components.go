@@ -36,27 +36,6 @@ func All() []Component {
 	return []Component{Weights, Gradients, OptimizerStates, Activations, Temporaries, KVCache, Other}
 }
 
-// Describe is the one-line definition of c, for reports and JSON consumers.
-func Describe(c Component) string {
-	switch c {
-	case Weights:
-		return "parameters and buffers, alive from before the first forward through every iteration"
-	case Gradients:
-		return "parameter gradients, from backward until the optimizer step or zero_grad"
-	case OptimizerStates:
-		return "optimizer state, created in the first optimizer step and kept"
-	case Activations:
-		return "forward results kept for backward"
-	case Temporaries:
-		return "transient in forward, backward or the optimizer step (activation gradients, logits, loss and its gradient included)"
-	case KVCache:
-		return "inference key/value cache"
-	case Other:
-		return "inputs, communication buffers and memory of no known role"
-	}
-	return ""
-}
-
 // Part is the bytes of one component.
 type Part struct {
 	Component Component

@@ -9,11 +9,11 @@ package findings
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
-	"github.com/memscan/memscan/components"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -95,13 +95,17 @@ func (d *Device) reservedAt(j int) int64 {
 	return d.Reserved[j]
 }
 
-// argmax returns the first index of the largest value of series (−1 when initial is larger than all of it).
+// argmax returns the first index of the largest value of series, −1 only when initial is larger than all of it
+// (as analyze's replay places its peak, so both name the same event when the trace returns to the initial level).
 func argmax(initial int64, series []int64) (int, int64) {
-	idx, best := -1, initial
+	idx, best := -1, int64(math.MinInt64)
 	for j, v := range series {
 		if v > best {
 			idx, best = j, v
 		}
+	}
+	if initial > best {
+		return -1, initial
 	}
 	return idx, best
 }
@@ -146,16 +150,6 @@ type LiveSet struct {
 	BySite      []Share `json:"by_site"`
 	// DecidedByLifetime is the bytes whose category the lifetime chose (the stack was missing or generic).
 	DecidedByLifetime int64 `json:"decided_by_lifetime_bytes"`
-}
-
-// Share returns the bytes of name in shares.
-func ShareOf(shares []Share, name string) int64 {
-	for _, s := range shares {
-		if s.Name == name {
-			return s.Bytes
-		}
-	}
-	return 0
 }
 
 // LiveAt breaks down the blocks live after event j; top bounds BySite (0: 20).
@@ -217,30 +211,11 @@ func sorted(m map[string]*Share, top int) []Share {
 	return out
 }
 
-// PeakLive is the live set at the device's allocated peak.
-func (d *Device) PeakLive(top int) LiveSet {
-	j, _ := d.PeakIndex()
-	return d.LiveAt(j, top)
-}
-
-// UnknownShare is the fraction of ls's bytes whose category is Unknown.
-func UnknownShare(ls LiveSet) float64 {
-	if ls.Bytes <= 0 {
-		return 0
-	}
-	return float64(ShareOf(ls.ByCategory, categorize.Unknown)) / float64(ls.Bytes)
-}
-
-// ComponentBytes is the bytes of component c in ls.
-func ComponentBytes(ls LiveSet, c components.Component) int64 {
-	return ShareOf(ls.ByComponent, string(c))
-}
-
-// IterationPeak is the live set at the highest allocated memory within iteration k (0-based); ok is false when
-// there is no such iteration.
-func (d *Device) IterationPeak(k, top int) (LiveSet, bool) {
+// IterationPeak is the first event at the highest allocated memory within iteration k (0-based); ok is false when
+// there is no such iteration. LiveAt breaks it down where the live set is wanted.
+func (d *Device) IterationPeak(k int) (int, bool) {
 	if k < 0 || k >= len(d.Timeline.Iterations) {
-		return LiveSet{}, false
+		return 0, false
 	}
 	sp := d.Timeline.Iterations[k].Span
 	best := sp.Start
@@ -249,5 +224,5 @@ func (d *Device) IterationPeak(k, top int) (LiveSet, bool) {
 			best = j
 		}
 	}
-	return d.LiveAt(best, top), true
+	return best, true
 }

@@ -167,7 +167,7 @@ func TestOOMExplained(t *testing.T) {
 	if want := 8*w + input + 4*act + act/2 + 1*mib; x.CapacityBytes != want {
 		t.Errorf("capacity %d, want %d", x.CapacityBytes, want)
 	}
-	if x.Live.Bytes != 8*w+input+4*act || findings.ShareOf(x.Live.ByPhase, "forward") != 4*act || findings.ShareOf(x.Live.ByPhase, "setup") != 8*w+input {
+	if x.Live.Bytes != 8*w+input+4*act || shareOf(x.Live.ByPhase, "forward") != 4*act || shareOf(x.Live.ByPhase, "setup") != 8*w+input {
 		t.Errorf("live at the OOM %+v", x.Live)
 	}
 	if f.Value != float64(x.ProjectedBytes-x.CapacityBytes) || f.Phase != "forward" || f.Iteration != 1 {
@@ -180,16 +180,17 @@ func TestOOMExplained(t *testing.T) {
 func TestIterationPeak(t *testing.T) {
 	in := prepare(t, healthy.Build())
 	d := in.Devices[0]
-	p1, ok1 := d.IterationPeak(0, 5)
-	p2, ok2 := d.IterationPeak(1, 5)
+	j1, ok1 := d.IterationPeak(0)
+	j2, ok2 := d.IterationPeak(1)
+	p1, p2 := d.LiveAt(j1, 5), d.LiveAt(j2, 5)
 	if !ok1 || !ok2 || p1.Phase != "backward" || p2.Phase != "backward" {
 		t.Fatalf("iteration peaks in %q and %q, want backward", p1.Phase, p2.Phase)
 	}
 	states := 2 * int64(healthy.Layers) * healthy.WeightBytes
-	if findings.ComponentBytes(p1, "optimizer") != 0 || findings.ComponentBytes(p2, "optimizer") != states {
-		t.Errorf("optimizer state %d then %d, want 0 then %d", findings.ComponentBytes(p1, "optimizer"), findings.ComponentBytes(p2, "optimizer"), states)
+	if shareOf(p1.ByComponent, "optimizer") != 0 || shareOf(p2.ByComponent, "optimizer") != states {
+		t.Errorf("optimizer state %d then %d, want 0 then %d", shareOf(p1.ByComponent, "optimizer"), shareOf(p2.ByComponent, "optimizer"), states)
 	}
-	if _, ok := d.IterationPeak(len(d.Timeline.Iterations), 5); ok {
+	if _, ok := d.IterationPeak(len(d.Timeline.Iterations)); ok {
 		t.Error("a peak for an iteration that does not exist")
 	}
 }
@@ -201,5 +202,32 @@ func TestLeakLongRun(t *testing.T) {
 	_, got := detect(t, c)
 	if f, ok := got["leak"]; !ok || f.Value != float64(c.LogitsBytes) {
 		t.Errorf("leak %+v, want %d bytes per iteration", f, c.LogitsBytes)
+	}
+}
+
+// TestPeakIndex: the peak is the first event at the highest allocated memory; −1 only when the memory before the
+// first event is strictly higher (a trace that returns to its starting level peaks at that event, as analyze's
+// replay says).
+func TestPeakIndex(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		initial   int64
+		allocated []int64
+		idx       int
+		bytes     int64
+	}{
+		{"rises", 10, []int64{20, 30, 30, 5}, 1, 30},
+		{"starts higher", 40, []int64{20, 30}, -1, 40},
+		{"returns to the start", 30, []int64{20, 30, 10}, 1, 30},
+		{"no events", 7, nil, -1, 7},
+	} {
+		d := &findings.Device{Replay: findings.Replay{InitialAllocated: c.initial, Allocated: c.allocated,
+			InitialReserved: c.initial, Reserved: c.allocated}}
+		if j, b := d.PeakIndex(); j != c.idx || b != c.bytes {
+			t.Errorf("%s: PeakIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)
+		}
+		if j, b := d.MaxReservedIndex(); j != c.idx || b != c.bytes {
+			t.Errorf("%s: MaxReservedIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)
+		}
 	}
 }

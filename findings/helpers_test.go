@@ -23,12 +23,20 @@ func prepare(t testing.TB, s *snapshot.Snapshot) *findings.Input {
 		if err != nil {
 			t.Fatalf("replay device %d: %v", dev, err)
 		}
+		// analyze.Lifetime is findings.Lifetime: the replay's lifetimes feed the detectors as they are.
 		fr := findings.Replay{Device: dev, Trace: r.Trace, InitialAllocated: r.InitialAllocated, InitialReserved: r.InitialReserved,
-			Allocated: r.Allocated, Reserved: r.Reserved, Lifetimes: make([]findings.Lifetime, len(r.Lifetimes))}
-		for i, l := range r.Lifetimes {
-			fr.Lifetimes[i] = findings.Lifetime{Addr: l.Addr, Size: l.Size, Stream: l.Stream, Stack: l.Stack, Event: l.Event, Start: l.Start, End: l.End}
-		}
+			Allocated: r.Allocated, Reserved: r.Reserved, Lifetimes: r.Lifetimes}
 		in.Devices = append(in.Devices, findings.Prepare(s, fr, cz))
 	}
 	return in
+}
+
+// shareOf returns the bytes of name in shares.
+func shareOf(shares []findings.Share, name string) int64 {
+	for _, s := range shares {
+		if s.Name == name {
+			return s.Bytes
+		}
+	}
+	return 0
 }

@@ -129,11 +129,11 @@ func TestRealUnknownAtPeak(t *testing.T) {
 	for _, name := range []string{"llama1b-bf16-b4-s2048-snap", "llama1b-varlen-b4-snap", "llama8b-oom-b8-s8192-snap"} {
 		t.Run(name, func(t *testing.T) {
 			r := loadReal(t, name)
-			pk := r.in.Devices[0].PeakLive(10)
-			if u := findings.UnknownShare(pk); u > 0.05 {
+			pk := peakLive(r.in.Devices[0])
+			if u := float64(shareOf(pk.ByCategory, categorize.Unknown)) / float64(pk.Bytes); u > 0.05 {
 				t.Errorf("Unknown %.1f %% of the peak's %d bytes: %v", 100*u, pk.Bytes, pk.ByCategory)
 			}
-			if r.run.OOM == "" && findings.ShareOf(pk.ByCategory, categorize.OptimizerState) == 0 {
+			if r.run.OOM == "" && shareOf(pk.ByCategory, categorize.OptimizerState) == 0 {
 				t.Errorf("no optimizer state at a training peak after step 1: %v", pk.ByCategory)
 			}
 		})
@@ -146,8 +146,8 @@ func TestRealKVCache(t *testing.T) {
 	r := loadReal(t, "llama1b-infer-b32-p2048-g128-snap")
 	m := r.run.Model
 	want := int64(2 * m.L * r.run.Settings.B * m.KV * (m.H / m.Heads) * r.run.Settings.S * 2)
-	pk := r.in.Devices[0].PeakLive(10)
-	if got := findings.ShareOf(pk.ByCategory, categorize.KVCache); got != want {
+	pk := peakLive(r.in.Devices[0])
+	if got := shareOf(pk.ByCategory, categorize.KVCache); got != want {
 		t.Errorf("KV Cache at the peak %d, want 2·%d·%d·%d·%d·%d·2 = %d (%v)", got, m.L, r.run.Settings.B, m.KV, m.H/m.Heads, r.run.Settings.S, want, pk.ByCategory)
 	}
 }
@@ -195,4 +195,10 @@ func TestRealVarlenExpandableReplay(t *testing.T) {
 	if withExp := float64(res) - f.Value; math.Abs(withExp/(1<<30)-61.6) > 0.05 {
 		t.Errorf("expandable segments would reserve %.2f GiB, the H200 reserved 61.6 GiB", withExp/(1<<30))
 	}
+}
+
+// peakLive is the live set at d's allocated peak.
+func peakLive(d *findings.Device) findings.LiveSet {
+	j, _ := d.PeakIndex()
+	return d.LiveAt(j, 10)
 }

@@ -138,16 +138,6 @@ func (t *Timeline) Training() bool {
 	return false
 }
 
-// FirstOptimizer is the index of the first iteration with an optimizer phase, −1 when none.
-func (t *Timeline) FirstOptimizer() int {
-	for k, it := range t.Iterations {
-		if !it.Optimizer.Empty() {
-			return k
-		}
-	}
-	return -1
-}
-
 // kind is what an allocation's stack says about the phase it was made in.
 type kind uint8
 

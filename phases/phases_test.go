@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
@@ -162,14 +163,14 @@ func TestDetectRealRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := in.Snapshot
-			tl := phases.Detect(s.DeviceTraces[0], s.ExternalAnnotations, 0)
-			if len(tl.Iterations) != tc.iters {
-				t.Fatalf("%d iterations, want %d", len(tl.Iterations), tc.iters)
-			}
-			rep, err := analyze.ReplayDevice(context.Background(), s, 0)
+			// The replay finds the phases (phases.Detect of the device's trace and annotations) once for both.
+			rep, err := analyze.ReplayDevice(context.Background(), in.Snapshot, 0)
 			if err != nil {
 				t.Fatal(err)
+			}
+			tl := rep.Timeline
+			if len(tl.Iterations) != tc.iters {
+				t.Fatalf("%d iterations, want %d", len(tl.Iterations), tc.iters)
 			}
 			measured := map[string]int64{}
 			for _, p := range runs[tc.name].Phases {
@@ -187,7 +188,7 @@ func TestDetectRealRuns(t *testing.T) {
 					{"_after_backward", it.Optimizer.Start - 1},
 					{"", it.Span.End - 1},
 				} {
-					name := "step" + itoa(k+1) + c.phase
+					name := "step" + strconv.Itoa(k+1) + c.phase
 					want, got := measured[name], rep.Allocated[c.event]
 					if want == 0 || math.Abs(float64(got-want)) > 0.001*float64(want) {
 						t.Errorf("%s: replayed %d at event %d, PyTorch measured %d", name, got, c.event, want)
@@ -197,8 +198,6 @@ func TestDetectRealRuns(t *testing.T) {
 		})
 	}
 }
-
-func itoa(i int) string { return string(rune('0' + i)) }
 
 // TestDetectPeriodic: with no stacks and no annotations the sawtooth of live memory gives the iterations, and each
 // backward begins at its iteration's highest live memory, where the fixture's first activation gradient lands.

@@ -124,6 +124,12 @@ type replayResult struct {
 	site         seqSite
 }
 
+// allocatorConfig is the allocator setting the replays run under: PyTorch's default, with expandable segments
+// where the config turns them on.
+func (e *est) allocatorConfig() allocator.Config {
+	return allocator.Config{ExpandableSegments: e.c.Allocator.ExpandableSegments}
+}
+
 // replay drives the allocator model with the sequence; with a capacity, an allocation that cannot fit even
 // after the allocator released its cache ends the replay there.
 func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult, error) {
@@ -543,17 +549,10 @@ const maxReplayEvents = 400_000
 // replayReserved replaces the stage's flat-allowance reserved prediction with the allocator model's replay of
 // seq; the device total moves with it.
 func (e *est) replayReserved(st *Stage, seq *seqBuilder) {
-	cfg := allocator.Config{}
-	if e.c.Allocator.ExpandableSegments {
-		var err error
-		if cfg, err = allocator.ParseConf("expandable_segments:True"); err != nil {
-			return
-		}
-	}
 	// No capacity: the prediction is what the run needs, also where it does not fit (the oom section says
 	// where it would fail).
 	overhead := st.DeviceTotal - st.PeakReserved
-	res, err := seq.replay(cfg, 0)
+	res, err := seq.replay(e.allocatorConfig(), 0)
 	if err != nil || res.peakReserved <= 0 {
 		return
 	}

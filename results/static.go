@@ -279,22 +279,9 @@ func WriteStaticMarkdown(w io.Writer, r *static.Report) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-func commas(v int64) string {
-	s := fmt.Sprint(v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []string
-	for len(s) > 3 {
-		out = append([]string{s[len(s)-3:]}, out...)
-		s = s[:len(s)-3]
-	}
-	out = append([]string{s}, out...)
-	r := strings.Join(out, ",")
-	if neg {
-		r = "-" + r
-	}
-	return r
-}
+
+// commas groups digits with commas, the static report's style of GroupDigits.
+func commas(v int64) string { return strings.ReplaceAll(GroupDigits(v), " ", ",") }
 
 // ChartError reports charts that could not be drawn; the files written before them are complete.
 type ChartError struct{ Err error }

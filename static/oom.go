@@ -1,7 +1,5 @@
 package static
 
-import "github.com/memscan/memscan/allocator"
-
 // replayOOM replays stage i's allocation sequence through the allocator model with the GPU's capacity (less
 // the CUDA context and NCCL) and returns the allocation that fails, with what is allocated then; nil when the
 // stage has no sequence or the replay fits. The allocator's cached free blocks count here: a request fails when
@@ -11,11 +9,7 @@ func (e *est) replayOOM(i int, limit int64) *OOMPoint {
 	if !ok {
 		return nil
 	}
-	cfg := allocator.Config{}
-	if e.c.Allocator.ExpandableSegments {
-		cfg, _ = allocator.ParseConf("expandable_segments:True")
-	}
-	res, err := seq.replay(cfg, limit)
+	res, err := seq.replay(e.allocatorConfig(), limit)
 	if err != nil || !res.failed {
 		return nil
 	}

@@ -47,7 +47,7 @@ func (e *est) linear(name, cat string, in Tensor, outCols, inCols int64, rows in
 	w := float64(inCols*outCols) * dtypeBytes[e.weightName()]
 	return Operator{
 		Name: name, Category: cat, Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{out},
-		MemoryBytes: saved, Formula: formula, Notes: notes, seq: keepSeq(saved),
+		MemoryBytes: saved, Formula: formula, Notes: notes,
 		FLOPs: 2 * float64(rows) * float64(inCols) * float64(outCols), BytesMoved: w + float64(inBytes+out.Bytes),
 		Extra: map[string]any{"weight_bytes": int64(w)},
 	}
@@ -218,7 +218,11 @@ func (e *est) layerOps() []Operator {
 	// backward reads it when the frozen o_proj keeps nothing.
 	oSaved := keep(e.linearSaved(o.Bytes, frozen))
 	if frozen && fusedOut {
-		ops[len(ops)-1].MemoryBytes += keep(o.Bytes)
+		a := &ops[len(ops)-1]
+		a.MemoryBytes += keep(o.Bytes)
+		if a.seq != nil {
+			a.seq = append(a.seq, keepSeq(keep(o.Bytes))...) // the replay keeps it too
+		}
 	}
 	oproj := e.linear("o_proj", "attention", o, h, e.aL*d, n, oSaved, "2·b·s·h/t (attention output saved)", "row-parallel; all-reduce (or reduce-scatter with SP) after")
 	oproj.Outputs[0] = tensor("o_proj.out", act, b, sl/sp, h)

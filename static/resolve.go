@@ -204,6 +204,9 @@ func (c *Config) resolveTraining() error {
 	if t.LossChunkTokens == 0 {
 		t.LossChunkTokens = 1024
 	}
+	if t.LossChunks == 0 {
+		t.LossChunks = 8
+	}
 	return c.validateTraining()
 }
 
@@ -249,11 +252,23 @@ func (c *Config) validateTraining() error {
 			return fmt.Errorf("%s: %g (must be in [0, 1))", d.key, d.v)
 		}
 	}
+	if t.LossChunks < 0 {
+		return fmt.Errorf("training.loss_chunks: %d (must be > 0)", t.LossChunks)
+	}
+	if len(t.SeqLengths) > 64 {
+		return fmt.Errorf("training.seq_lengths: %d entries (at most 64 steps are replayed)", len(t.SeqLengths))
+	}
+	for i, n := range t.SeqLengths {
+		if n <= 0 || n > t.SeqLength {
+			return fmt.Errorf("training.seq_lengths[%d]: %d (must be in [1, training.seq_length = %d])", i, n, t.SeqLength)
+		}
+	}
 	return nil
 }
 
-// resolveInference fills the weight and KV-cache dtypes (int8/int4 weights keep a bf16 cache) and checks the
-// inference section.
+// resolveInference fills the weight and KV-cache dtypes (int8/int4 weights keep a bf16 cache) and the cache
+// implementation (paged when given a block size, HF's dynamic cache under hf and deepspeed, else static), and
+// checks the inference section.
 func (c *Config) resolveInference() error {
 	in := &c.Inference
 	if in.WeightDtype == "" {
@@ -264,6 +279,26 @@ func (c *Config) resolveInference() error {
 		if in.WeightDtype == "int8" || in.WeightDtype == "int4" {
 			in.KVCache.Dtype = "bf16"
 		}
+	}
+	kv := &in.KVCache
+	if kv.Implementation == "" {
+		switch {
+		case kv.BlockTokens > 0:
+			kv.Implementation = "paged"
+		case c.Framework == "hf" || c.Framework == "deepspeed":
+			kv.Implementation = "dynamic"
+		default:
+			kv.Implementation = "static"
+		}
+	}
+	if err := oneOf("inference.kv_cache.implementation", kv.Implementation, "dynamic", "static", "paged"); err != nil {
+		return err
+	}
+	if kv.Implementation == "paged" && kv.BlockTokens == 0 {
+		kv.BlockTokens = 16
+	}
+	if kv.Implementation != "paged" && kv.BlockTokens > 0 {
+		return fmt.Errorf("inference.kv_cache.block_tokens: %d applies to the paged cache, not %s", kv.BlockTokens, kv.Implementation)
 	}
 	if in.BatchSize <= 0 {
 		return fmt.Errorf("inference.batch_size: %d (must be > 0)", in.BatchSize)

@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// resolveExtensions resolves and validates the keys beyond the Megatron-style core: framework semantics, the
-// KV-cache implementation, LoRA, the torchtitan/torchtune knobs, and the derived-size limits.
+// resolveExtensions resolves and validates what needs the resolved parallel layout: framework semantics, LoRA,
+// the torchtitan/torchtune knobs, and the derived-size limits.
 func (c *Config) resolveExtensions() error {
 	t := &c.Training
 	p := &c.Parallel
@@ -25,42 +25,8 @@ func (c *Config) resolveExtensions() error {
 	if err := c.resolveFramework(); err != nil {
 		return err
 	}
-	if len(t.SeqLengths) > 64 {
-		return fmt.Errorf("training.seq_lengths: %d entries (at most 64 steps are replayed)", len(t.SeqLengths))
-	}
-	for i, n := range t.SeqLengths {
-		if n <= 0 || n > t.SeqLength {
-			return fmt.Errorf("training.seq_lengths[%d]: %d (must be in [1, training.seq_length = %d])", i, n, t.SeqLength)
-		}
-	}
-	if t.LossChunks <= 0 {
-		if t.LossChunks < 0 {
-			return fmt.Errorf("training.loss_chunks: %d (must be > 0)", t.LossChunks)
-		}
-		t.LossChunks = 8
-	}
 	if t.Float8 && c.Mode == "train" && t.LoRA != nil {
 		return fmt.Errorf("training.float8: float8 training of a frozen LoRA base is not supported by torchao; drop float8 or lora")
-	}
-	kv := &c.Inference.KVCache
-	if kv.Implementation == "" {
-		switch {
-		case kv.BlockTokens > 0:
-			kv.Implementation = "paged"
-		case c.Framework == "hf" || c.Framework == "deepspeed":
-			kv.Implementation = "dynamic"
-		default:
-			kv.Implementation = "static"
-		}
-	}
-	if err := oneOf("inference.kv_cache.implementation", kv.Implementation, "dynamic", "static", "paged"); err != nil {
-		return err
-	}
-	if kv.Implementation == "paged" && kv.BlockTokens == 0 {
-		kv.BlockTokens = 16
-	}
-	if kv.Implementation != "paged" && kv.BlockTokens > 0 {
-		return fmt.Errorf("inference.kv_cache.block_tokens: %d applies to the paged cache, not %s", kv.BlockTokens, kv.Implementation)
 	}
 	if t.LoRA != nil {
 		if err := t.LoRA.resolve(c); err != nil {

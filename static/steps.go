@@ -124,6 +124,12 @@ type replayResult struct {
 	site         seqSite
 }
 
+// allocatorConfig is the allocator setting the replays run under: PyTorch's default, with expandable segments
+// where the config turns them on.
+func (e *est) allocatorConfig() allocator.Config {
+	return allocator.Config{ExpandableSegments: e.c.Allocator.ExpandableSegments}
+}
+
 // replay drives the allocator model with the sequence; with a capacity, an allocation that cannot fit even
 // after the allocator released its cache ends the replay there.
 func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult, error) {
@@ -183,6 +189,31 @@ func opParams(opName string, ps []paramTensor) []paramTensor {
 // stepOps are the operator lists of one training step (they differ when the sequence length varies).
 type stepOps struct{ layer, emb, head []Operator }
 
+// buildWeights allocates the model as it is built: every parameter in module order (a frozen LoRA base at its
+// stored size); a tied output layer is created and then replaced by the embedding.
+func (e *est) buildWeights(s *seqBuilder, embPs, layerPs, headPs []paramTensor) {
+	wBytes := func(p paramTensor, inLayer bool) int64 {
+		if e.lora != nil {
+			return int64(e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p))
+		}
+		return int64(e.perGPU(p) * e.pb)
+	}
+	for _, p := range embPs {
+		s.alloc(wBytes(p, false))
+	}
+	for range e.layersPerStage {
+		for _, p := range layerPs {
+			s.alloc(wBytes(p, true))
+		}
+	}
+	for _, p := range headPs {
+		s.alloc(wBytes(p, false))
+	}
+	if e.x.tied && e.c.Framework == "hf" {
+		s.free(s.alloc(int64(float64(e.x.V*e.x.h/e.t) * e.pb)))
+	}
+}
+
 // stepsFor lists the steps the sequence replays: two of the configured shape (the first creates the optimizer
 // states), or one per entry of training.seq_lengths.
 func (e *est) stepsFor(layerOps, embOps, headOps []Operator) []stepOps {
@@ -207,27 +238,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	l := int(e.layersPerStage)
 	zero := c.Parallel.ZeroStage
 	frozen := e.lora != nil
-	wBytes := func(p paramTensor, inLayer bool) int64 {
-		if frozen {
-			return int64(e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p))
-		}
-		return int64(e.perGPU(p) * e.pb)
-	}
-	// Build: every parameter in module order; a tied output layer is created and then replaced by the embedding.
-	for _, p := range embPs {
-		s.alloc(wBytes(p, false))
-	}
-	for range l {
-		for _, p := range layerPs {
-			s.alloc(wBytes(p, true))
-		}
-	}
-	for _, p := range headPs {
-		s.alloc(wBytes(p, false))
-	}
-	if e.x.tied && c.Framework == "hf" {
-		s.free(s.alloc(int64(float64(e.x.V*e.x.h/e.t) * e.pb)))
-	}
+	e.buildWeights(s, embPs, layerPs, headPs)
 	var adapters []paramTensor
 	if frozen {
 		adapters = e.loraLayerParams()
@@ -543,17 +554,10 @@ const maxReplayEvents = 400_000
 // replayReserved replaces the stage's flat-allowance reserved prediction with the allocator model's replay of
 // seq; the device total moves with it.
 func (e *est) replayReserved(st *Stage, seq *seqBuilder) {
-	cfg := allocator.Config{}
-	if e.c.Allocator.ExpandableSegments {
-		var err error
-		if cfg, err = allocator.ParseConf("expandable_segments:True"); err != nil {
-			return
-		}
-	}
 	// No capacity: the prediction is what the run needs, also where it does not fit (the oom section says
 	// where it would fail).
 	overhead := st.DeviceTotal - st.PeakReserved
-	res, err := seq.replay(cfg, 0)
+	res, err := seq.replay(e.allocatorConfig(), 0)
 	if err != nil || res.peakReserved <= 0 {
 		return
 	}
@@ -577,20 +581,7 @@ func (e *est) inferenceSequence(layerOps, embOps, headOps []Operator, residuals,
 	in := c.Inference
 	s := newSeq()
 	l := e.layersPerStage
-	for _, p := range embeddingParams(x) {
-		s.alloc(int64(e.perGPU(p) * e.pb))
-	}
-	for range l {
-		for _, p := range layerParams(x) {
-			s.alloc(int64(e.perGPU(p) * e.pb))
-		}
-	}
-	for _, p := range headParams(x, c.Parallel.PP) {
-		s.alloc(int64(e.perGPU(p) * e.pb))
-	}
-	if x.tied && c.Framework == "hf" {
-		s.free(s.alloc(int64(float64(x.V*x.h/e.t) * e.pb)))
-	}
+	e.buildWeights(s, embeddingParams(x), layerParams(x), headParams(x, c.Parallel.PP))
 	s.buffers(other)
 	perTokLayer := e.kvBytesPerToken() / l / 2 // one of K or V, one layer, one token and sequence
 	ctx := int64(in.PromptLength + in.GenerateTokens)

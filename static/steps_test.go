@@ -78,3 +78,39 @@ func TestSequenceReplay(t *testing.T) {
 		t.Errorf("reserved %d MiB, want 30 (the cached segment reused)", got.peakReserved/mib)
 	}
 }
+
+// An operator's replayed tensors save what its record says it saves: the saved part of opTensors adds up to
+// MemoryBytes, and its temporaries (brief ones too) cover TempBytes, also where a builder changes the record after making it
+// (the all-gathered input under sequence parallelism, the attention output a frozen LoRA o_proj leaves to a fused
+// kernel).
+func TestOpTensorsMatchRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"hf bf16", nil},
+		{"lora flash", func(c *Config) { c.Training.LoRA, c.Training.Attention = &LoRAConfig{Rank: 4}, "flash" }},
+		{"tp2 sp", func(c *Config) { c.Hardware.NumGPUs, c.Parallel.TP, c.Parallel.SequenceParallel = 2, 2, true }},
+		{"eager attention", func(c *Config) { c.Training.Attention = "standard" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tiny(t, tc.mod)
+			c := r.Config
+			e := newEst(&c)
+			for _, op := range e.layerOps() {
+				var saved, temp int64
+				for _, ts := range opTensors(op) {
+					switch ts.life {
+					case lifeSaved:
+						saved += ts.bytes
+					case lifeOp, lifeBrief:
+						temp += ts.bytes
+					}
+				}
+				if saved != op.MemoryBytes || temp < op.TempBytes {
+					t.Errorf("%s: replayed saved %d, temporaries %d; record saves %d, temporaries %d", op.Name, saved, temp, op.MemoryBytes, op.TempBytes)
+				}
+			}
+		})
+	}
+}

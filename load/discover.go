@@ -34,18 +34,24 @@ func Discover(args []string, opts DiscoverOptions) ([]string, []Failure) {
 	var files []string
 	var failures []Failure
 	outAbs, _ := filepath.Abs(opts.OutRoot)
+	// addDir walks a directory argument or glob match and says how many files and failures it yielded; a
+	// directory that cannot be walked at all is one failure.
+	addDir := func(dir string) int {
+		found, unreadable, err := walkInputs(dir, outAbs, opts.SkipDir)
+		if err != nil {
+			unreadable = append(unreadable, Failure{File: dir, Error: errorText(err)})
+		}
+		files = append(files, found...)
+		failures = append(failures, unreadable...)
+		return len(found) + len(unreadable)
+	}
 	for _, arg := range args {
 		fi, err := os.Stat(arg)
 		switch {
 		case err == nil && fi.IsDir():
-			found, unreadable, err := walkInputs(arg, outAbs, opts.SkipDir)
-			if err != nil {
-				failures = append(failures, Failure{File: arg, Error: errorText(err)})
-			} else if len(found) == 0 && len(unreadable) == 0 {
+			if addDir(arg) == 0 {
 				failures = append(failures, Failure{File: arg, Error: "no snapshot, tracer, timeline or log files found in this directory"})
 			}
-			files = append(files, found...)
-			failures = append(failures, unreadable...)
 		case err == nil:
 			files = append(files, arg)
 		case hasGlobMeta(arg):
@@ -61,13 +67,7 @@ func Discover(args []string, opts DiscoverOptions) ([]string, []Failure) {
 					continue
 				}
 				if mi.IsDir() {
-					found, unreadable, err := walkInputs(m, outAbs, opts.SkipDir)
-					if err != nil {
-						unreadable = append(unreadable, Failure{File: m, Error: errorText(err)})
-					}
-					n += len(found) + len(unreadable)
-					files = append(files, found...)
-					failures = append(failures, unreadable...)
+					n += addDir(m)
 					continue
 				}
 				n++

@@ -1,8 +1,7 @@
-package load
+package load_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/load"
 )
 
 // FuzzDecodeGzip feeds gzip input to Decode: the fixtures compressed (raw false, so the fuzzer mutates the
@@ -20,13 +21,7 @@ import (
 // and from a stream, whose fallback keeps the bytes; both must return promptly and agree on success, and a
 // pickle error must be an *Error or the size limit's error. Crashers live in testdata/fuzz/FuzzDecodeGzip.
 func FuzzDecodeGzip(f *testing.F) {
-	gz := func(b []byte) []byte {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
-	}
+	gz := testutil.Gzip
 	for _, pat := range []string{"../snapshot/testdata/*.pickle", "../snapshot/testdata/bad/*.pickle", "../tracer/testdata/*.json", "../trainlog/testdata/*.log"} {
 		files, err := filepath.Glob(pat)
 		if err != nil {
@@ -50,10 +45,10 @@ func FuzzDecodeGzip(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		opts := Options{MaxInputSize: 64 << 10} // small, so that each run stays fast
+		opts := load.Options{MaxInputSize: 64 << 10} // small, so that each run stays fast
 		start := time.Now()
-		seekIn, seekErr := DecodeWith(ctx, "fuzz.gz", bytes.NewReader(data), opts)
-		streamIn, streamErr := DecodeWith(ctx, "fuzz.gz", io.MultiReader(bytes.NewReader(data)), opts)
+		seekIn, seekErr := load.DecodeWith(ctx, "fuzz.gz", bytes.NewReader(data), opts)
+		streamIn, streamErr := load.DecodeWith(ctx, "fuzz.gz", io.MultiReader(bytes.NewReader(data)), opts)
 		if d := time.Since(start); ctx.Err() != nil || d > 5*time.Second {
 			t.Fatalf("decode of %d bytes took %v", len(data), d)
 		}
@@ -66,7 +61,7 @@ func FuzzDecodeGzip(f *testing.F) {
 				t.Fatalf("error is %T, want *Error: %v", err, err)
 			}
 		}
-		for _, in := range []*Input{seekIn, streamIn} {
+		for _, in := range []*load.Input{seekIn, streamIn} {
 			if in != nil && in.Snapshot != nil {
 				_ = in.Snapshot.Validate()
 			}

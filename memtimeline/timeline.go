@@ -3,6 +3,7 @@ package memtimeline
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -124,13 +125,24 @@ func intsRest(s *input.JSONStream, path string, dst []int64, max int) ([]int64, 
 		if len(dst) >= max {
 			return nil, s.Errf(path, "more than %d elements", max)
 		}
-		v, err := s.Int(fmt.Sprintf("%s[%d]", path, len(dst)))
+		v, err := s.Int("")
 		if err != nil {
-			return nil, err
+			// The element's path is built only on failure: a raw timeline has millions of numbers.
+			return nil, withField(err, fmt.Sprintf("%s[%d]", path, len(dst)))
 		}
 		dst = append(dst, v)
 	}
 	return dst, s.ExpectDelim(path, ']')
+}
+
+// withField prefixes path to the JSON path of a decode error, for callers that name the element only once
+// it has failed.
+func withField(err error, path string) error {
+	var e *input.Error
+	if errors.As(err, &e) {
+		e.Field = path + e.Field
+	}
+	return err
 }
 
 // decodePlotRows reads the rows of the plot form. open says whether the first row's '[' was consumed (false
@@ -223,9 +235,8 @@ func decodeRawEvents(s *input.JSONStream, first []int64, second json.Number) (*T
 		return nil, err
 	}
 	for i := 1; ; i++ {
-		path := fmt.Sprintf("[%d]", i)
 		if len(row) != 4 {
-			return nil, s.Errf(path, "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(row))
+			return nil, s.Errf(fmt.Sprintf("[%d]", i), "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(row))
 		}
 		events = append(events, [4]int64{row[0], row[1], row[2], row[3]})
 		if !s.HasMore() {
@@ -234,11 +245,11 @@ func decodeRawEvents(s *input.JSONStream, first []int64, second json.Number) (*T
 		if len(events) >= maxTimelinePoints {
 			return nil, s.Errf("", "more than %d events", maxTimelinePoints)
 		}
-		if err := s.ExpectDelim(fmt.Sprintf("[%d]", i+1), '['); err != nil {
-			return nil, err
+		if err := s.ExpectDelim("", '['); err != nil {
+			return nil, withField(err, fmt.Sprintf("[%d]", i+1))
 		}
-		if row, err = intsRest(s, fmt.Sprintf("[%d]", i+1), row[:0], 5); err != nil {
-			return nil, err
+		if row, err = intsRest(s, "", row[:0], 5); err != nil {
+			return nil, withField(err, fmt.Sprintf("[%d]", i+1))
 		}
 	}
 	if err := s.ExpectDelim("", ']'); err != nil {

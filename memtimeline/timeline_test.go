@@ -112,6 +112,10 @@ func TestTimelineErrors(t *testing.T) {
 		{"raw bad action", `[[1, 9, 4, 0], [2, 2, 4, 0]]`, "[0][1]", "unknown action 9"},
 		{"raw bad category", `[[1, 2, 4, 0], [2, 2, 4, 8]]`, "[1][3]", "unknown category 8"},
 		{"raw short event", `[[1, 2, 4, 0], [2, 2, 4]]`, "[1]", "4 numbers"},
+		// Past the second event the element paths are built only when decoding fails; they must still name it.
+		{"raw string bytes", `[[1, 2, 4, 0], [2, 2, 4, 0], [3, 2, "x", 0]]`, "[2][2]", `want a number, got string "x"`},
+		{"raw long event", `[[1, 2, 4, 0], [2, 2, 4, 0], [3, 2, 4, 0, 1, 2]]`, "[2]", "more than 5 elements"},
+		{"raw non-list event", `[[1, 2, 4, 0], [2, 2, 4, 0], 7]`, "[2]", "want an array, got number 7"},
 		{"raw bad time", `[[-5, 2, 4, 0], [2, 2, 4, 0]]`, "[0][0]", "negative time"},
 		{"single non-event", `[[1, 2, 3]]`, "", "single list of 3 numbers"},
 		{"trailing", `[[1], [[0, 1]]] 5`, "", "trailing data"},

@@ -2,7 +2,6 @@ package snapshot_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -95,13 +94,7 @@ func TestDecodeSizeLimit(t *testing.T) {
 // layers: the reference decoder gets the content by decompressing the file again.
 func TestDecodeGzipFallback(t *testing.T) {
 	data := declinedPickle()
-	gz := func(b []byte) []byte {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
-	}
+	gz := testutil.Gzip
 	for _, tc := range []struct {
 		name string
 		data []byte

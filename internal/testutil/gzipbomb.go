@@ -12,25 +12,27 @@ import (
 // gigabytes of content cost a few megabytes on disk and one compression of fill.
 func GzipBomb(t testing.TB, path string, head, fill []byte, n int) {
 	t.Helper()
-	gz := func(b []byte) []byte {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		zw.Write(b)
-		zw.Close()
-		return buf.Bytes()
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write(gz(head)); err != nil {
+	if _, err := f.Write(Gzip(head)); err != nil {
 		t.Fatal(err)
 	}
-	member := gz(fill)
+	member := Gzip(fill)
 	for range n {
 		if _, err := f.Write(member); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Gzip returns b compressed as one gzip member (best compression, so bombs stay small on disk).
+func Gzip(b []byte) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression) // the level is valid, so no error
+	zw.Write(b)                                              // a bytes.Buffer does not fail
+	zw.Close()
+	return buf.Bytes()
 }

@@ -279,6 +279,10 @@ func (r *Recording) placeStart(segs map[uint64]startSeg, live map[uint64]seedBlo
 		}
 		r.initial[i].live = append(r.initial[i].live, b)
 	}
+	// Sorted here, once, because the replays that share this recording only read it.
+	for i := range r.initial {
+		slices.SortFunc(r.initial[i].live, func(x, y seedBlock) int { return cmp.Compare(x.addr, y.addr) })
+	}
 	if outside > 0 {
 		r.Issues = addIssue(r.Issues, -1, "%d allocations live at the start lie outside every segment the trace implies; their frees are skipped", outside)
 	}

@@ -1,10 +1,5 @@
 package allocator
 
-import (
-	"cmp"
-	"slices"
-)
-
 // seedBlock is an allocation that was live before a replay began.
 type seedBlock struct {
 	id        uint64
@@ -24,9 +19,10 @@ type seedSegment struct {
 	live   []seedBlock
 }
 
-// seed installs a segment that predates the replay: its live blocks at their addresses and free blocks in the
-// gaps. It records no event (the segment was not created by the replay) but counts as reserved. Blocks that
-// overlap an earlier one are dropped and returned.
+// seed installs a segment that predates the replay: its live blocks (sorted by address) at their addresses and
+// free blocks in the gaps. It records no event (the segment was not created by the replay) but counts as reserved.
+// Blocks that overlap an earlier one are dropped and returned. s is only read: replays of one recording run side
+// by side and share it.
 func (a *Allocator) seed(s seedSegment) (dropped []seedBlock) {
 	var p *pool
 	if s.small {
@@ -41,7 +37,6 @@ func (a *Allocator) seed(s seedSegment) (dropped []seedBlock) {
 	a.emptyBytes += s.size
 	a.peak = max(a.peak, a.reserved)
 	end := s.addr + uint64(s.size)
-	slices.SortFunc(s.live, func(x, y seedBlock) int { return cmp.Compare(x.addr, y.addr) })
 	var last *block
 	cur := s.addr
 	link := func(b *block) {

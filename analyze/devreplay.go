@@ -66,12 +66,12 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceRe
 func (r *replay) lifetimes() []Lifetime {
 	out := make([]Lifetime, len(r.elems))
 	for i, el := range r.elems {
-		l := Lifetime{Size: el.size, Event: el.origin, Start: el.start, End: el.end}
+		l := Lifetime{Size: el.size, Event: int(el.origin), Start: int(el.start), End: int(el.end)}
 		if el.origin >= 0 {
 			e := &r.trace[el.origin]
 			l.Addr, l.Stream, l.Stack = e.Addr, e.Stream, e.Stack
 		} else {
-			b, seg := r.block(el.origin)
+			b, seg := r.block(int(el.origin))
 			l.Addr, l.Stream, l.Stack, l.Event = b.Address, seg.Stream, b.Stack, -1
 		}
 		out[i] = l

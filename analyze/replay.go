@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -20,13 +21,15 @@ const (
 // element is one allocation in a replayed trace, live during events [start, end): start −1 means live before the
 // first recorded event, end == len(trace) means still live at the end.
 type element struct {
-	size       int64
-	start, end int
-	freeReq    int // index of a free_requested with no free_completed yet; −1 when none
-	cat, site  int // indices into the replay's category and site tables
+	size int64
+	// Event indices are int32: a trace of 2^31 events would be a file of hundreds of gigabytes (run refuses one),
+	// and half-size indices keep a million-element replay 24 MB smaller.
+	start, end int32
+	freeReq    int32 // index of a free_requested with no free_completed yet; −1 when none
+	cat, site  int32 // indices into the replay's category and site tables
 	// origin is the trace event the element was seen at first (its alloc, or a free whose alloc predates the
 	// trace); −1−k for preBlocks[k], a live block of the final state that the trace never allocated.
-	origin int
+	origin int32
 }
 
 // blockRef is a block of the snapshot's segments.
@@ -175,8 +178,8 @@ func (r *replay) judge() *findings.Device {
 			continue
 		}
 		if c := d.Blocks[i].Attr.Category; c != r.catNames[el.cat] {
-			el.cat = r.category(c)
-			el.site = r.siteIndex(r.siteName[el.site], el.cat)
+			el.cat = int32(r.category(c))
+			el.site = int32(r.siteIndex(r.siteName[el.site], int(el.cat)))
 		}
 	}
 	return d
@@ -187,14 +190,18 @@ func (r *replay) judge() *findings.Device {
 // frees whose alloc precedes the trace, and live blocks with no alloc in the trace, count from the start.
 func (r *replay) run() error {
 	a, n := r.a, len(r.trace)
+	if n > math.MaxInt32 {
+		return fmt.Errorf("device %d: the trace has %d events, more than memscan can replay (%d)", r.dev, n, math.MaxInt32)
+	}
+	n32 := int32(n)
 	open := map[uint64]int{} // address → element still allocated
 	r.elems = make([]element, 0, n/2+16)
 	resDelta := make([]int64, n)
-	for j := range r.trace {
+	for jj := range r.trace {
 		if err := a.checkCtx(); err != nil {
 			return err
 		}
-		e := &r.trace[j]
+		j, e := int32(jj), &r.trace[jj]
 		switch e.Action {
 		case snapshot.ActionAlloc:
 			if i, ok := open[e.Addr]; ok {
@@ -207,7 +214,7 @@ func (r *replay) run() error {
 				}
 			}
 			open[e.Addr] = len(r.elems)
-			r.elems = append(r.elems, element{size: e.Size, start: j, end: n, freeReq: -1, origin: j})
+			r.elems = append(r.elems, element{size: e.Size, start: j, end: n32, freeReq: -1, origin: j})
 		case snapshot.ActionFreeRequested:
 			if i, ok := open[e.Addr]; ok {
 				if r.elems[i].freeReq < 0 {
@@ -215,12 +222,12 @@ func (r *replay) run() error {
 				}
 				continue
 			}
-			if r.phantomFree(j, e) {
+			if r.phantomFree(jj, e) {
 				continue
 			}
 			// Allocated before the trace window: live from the start, stack taken from the free.
 			open[e.Addr] = len(r.elems)
-			r.elems = append(r.elems, element{size: e.Size, start: -1, end: n, freeReq: j, origin: j})
+			r.elems = append(r.elems, element{size: e.Size, start: -1, end: n32, freeReq: j, origin: j})
 		case snapshot.ActionFreeCompleted:
 			if i, ok := open[e.Addr]; ok {
 				r.elems[i].end = j
@@ -228,7 +235,7 @@ func (r *replay) run() error {
 				delete(open, e.Addr)
 				continue
 			}
-			if r.phantomFree(j, e) {
+			if r.phantomFree(jj, e) {
 				continue
 			}
 			r.elems = append(r.elems, element{size: e.Size, start: -1, end: j, freeReq: -1, origin: j})
@@ -237,7 +244,7 @@ func (r *replay) run() error {
 		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
 			resDelta[j] -= e.Size
 		case snapshot.ActionOOM:
-			r.oom(j, e)
+			r.oom(jj, e)
 		}
 	}
 	// A free_requested never completed within the trace ends the allocation where it was requested.
@@ -264,7 +271,7 @@ func (r *replay) run() error {
 			if b.State != snapshot.BlockActiveAllocated || liveAtEnd[b.Address] {
 				continue
 			}
-			r.elems = append(r.elems, element{size: b.RequestedSize, start: -1, end: n, freeReq: -1, origin: -1 - len(r.preBlocks)})
+			r.elems = append(r.elems, element{size: b.RequestedSize, start: -1, end: n32, freeReq: -1, origin: int32(-1 - len(r.preBlocks))})
 			r.preBlocks = append(r.preBlocks, blockRef{i, j})
 		}
 	}
@@ -277,7 +284,7 @@ func (r *replay) run() error {
 		} else {
 			delta[el.start] += el.size
 		}
-		if el.end < n {
+		if el.end < n32 {
 			delta[el.end] -= el.size
 		}
 	}
@@ -317,10 +324,12 @@ func (r *replay) classifyAll() {
 		el := &r.elems[i]
 		if el.origin >= 0 {
 			e := &r.trace[el.origin]
-			el.cat, el.site = r.classify(e.Stack, e.Category())
+			cat, site := r.classify(e.Stack, e.Category())
+			el.cat, el.site = int32(cat), int32(site)
 		} else {
-			b, _ := r.block(el.origin)
-			el.cat, el.site = r.classify(b.Stack, "")
+			b, _ := r.block(int(el.origin))
+			cat, site := r.classify(b.Stack, "")
+			el.cat, el.site = int32(cat), int32(site)
 		}
 	}
 }
@@ -373,7 +382,7 @@ func (r *replay) peak() (Peak, []int64) {
 	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))
 	counts, siteCounts := make([]int, len(r.catNames)), make([]int, len(r.siteName))
 	for _, el := range r.elems {
-		if el.start <= p.EventIndex && p.EventIndex < el.end {
+		if int(el.start) <= p.EventIndex && p.EventIndex < int(el.end) {
 			cats[el.cat] += el.size
 			sites[el.site] += el.size
 			counts[el.cat]++
@@ -467,12 +476,12 @@ func (r *replay) series(peakCats []int64) TimelineSeries {
 	cur := make([]int64, len(order))
 	si, ei := 0, 0
 	for k, j := range idx {
-		for si < len(byStart) && r.elems[byStart[si]].start <= j {
+		for si < len(byStart) && int(r.elems[byStart[si]].start) <= j {
 			el := &r.elems[byStart[si]]
 			cur[pos[el.cat]] += el.size
 			si++
 		}
-		for ei < len(byEnd) && r.elems[byEnd[ei]].end <= j {
+		for ei < len(byEnd) && int(r.elems[byEnd[ei]].end) <= j {
 			el := &r.elems[byEnd[ei]]
 			cur[pos[el.cat]] -= el.size
 			ei++

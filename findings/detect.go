@@ -310,7 +310,7 @@ func leaks(d *Device) []LeakSite {
 	var names, cats []string
 	site := make([]int, len(d.Blocks))
 	for i := range d.Blocks {
-		k := siteKey(&d.Blocks[i].Attr)
+		k := siteKey(d.Blocks[i].Attr)
 		j, ok := keys[k]
 		if !ok {
 			j = len(names)
@@ -385,7 +385,7 @@ func Leak(d *Device) (Finding, bool) {
 	first := d.Timeline.Iterations[0].Span
 	for i := range d.Blocks {
 		b := &d.Blocks[i]
-		if first.Contains(b.Start) && b.End > ends[len(ends)-1] && !leaking[siteKey(&b.Attr)] {
+		if first.Contains(b.Start) && b.End > ends[len(ends)-1] && !leaking[siteKey(b.Attr)] {
 			warm += b.Size
 		}
 	}

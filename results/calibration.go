@@ -313,7 +313,7 @@ func describeGroups(m *calibrate.Model) string {
 
 // WriteCalibrationFiles writes calibration.md, calibration.json and, unless noPlots, calibration_components.png and
 // calibration_scatter.png into dir. It returns the paths written; a chart that cannot be drawn (e.g. no run
-// measured a peak) is skipped and reported in the error after the other files are written.
+// measured a peak) is skipped and reported as a *ChartError after the other files are written.
 func WriteCalibrationFiles(dir string, c *calibrate.Calibration, noPlots bool) ([]string, error) {
 	var written []string
 	for _, f := range []struct {
@@ -382,7 +382,10 @@ func WriteCalibrationFiles(dir string, c *calibrate.Calibration, noPlots bool) (
 			written = append(written, p)
 		}
 	}
-	return written, errors.Join(errs...)
+	if len(errs) > 0 {
+		return written, &ChartError{Err: errors.Join(errs...)}
+	}
+	return written, nil
 }
 
 // maxBreakdownRuns bounds the runs the breakdown chart draws (two bars each), so it stays readable.

@@ -74,6 +74,11 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	case *peakAlloc < 0 || *peakRes < 0 || *endAlloc < 0:
 		return usageErrorf("calibrate: measured bytes must not be negative")
 	}
+	if !*noFiles {
+		if err := checkOutDir(*out); err != nil {
+			return usageErrorf("calibrate: --out %s: %v", *out, err)
+		}
+	}
 
 	opts := calibrate.Options{Jobs: *jobs}
 	if *rules != "" {
@@ -150,15 +155,9 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("calibrate: writing the table: %w", err)
 	}
 	if !*noFiles {
-		dir, err := results.NewRunDir(*out, runName, time.Now())
+		dir, err := writeCalibrationRun(*out, runName, cal, *noPlots, stderr)
 		if err != nil {
-			return err
-		}
-		if _, err := results.WriteCalibrationFiles(dir, cal, *noPlots); err != nil {
-			fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-		}
-		if err := results.UpdateLatest(*out, dir); err != nil {
-			fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+			return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: %w", err)}
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", dir)
 	}
@@ -166,6 +165,31 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return &exitError{code: exitPartial, err: errors.New("calibrate: some runs failed; the rest are in the table")}
 	}
 	return nil
+}
+
+// writeCalibrationRun writes the calibration's files into a new run directory, staged as analyze's runs are so
+// that a failed write leaves no partial run, and points latest at it. Charts that cannot be drawn are warnings.
+func writeCalibrationRun(root, name string, cal *calibrate.Calibration, noPlots bool, stderr io.Writer) (string, error) {
+	stage, err := results.NewStagedRunDir(root, name, time.Now())
+	if err != nil {
+		return "", err
+	}
+	if _, err := results.WriteCalibrationFiles(stage.Dir, cal, noPlots); err != nil {
+		var charts *results.ChartError
+		if !errors.As(err, &charts) {
+			stage.Discard()
+			return "", err
+		}
+		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	}
+	dir, err := stage.Commit()
+	if err != nil {
+		return "", err
+	}
+	if err := results.UpdateLatest(root, dir); err != nil {
+		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	}
+	return dir, nil
 }
 
 // staticCalibration applies a corrections file for `memscan static --calibration`; nil when none was given.

@@ -23,6 +23,7 @@ func TestCalibrateManifestCLI(t *testing.T) {
 			t.Errorf("stdout lacks %q", want)
 		}
 	}
+	checkOnlyRun(t, out)
 	for _, f := range []string{"calibration.md", "calibration.json", "calibration_components.png", "calibration_scatter.png", "corrections.json"} {
 		if _, err := os.Stat(filepath.Join(out, "latest", f)); err != nil {
 			t.Errorf("run directory: %v", err)

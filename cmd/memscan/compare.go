@@ -85,6 +85,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case f.out == "":
 		return usageErrorf("compare: --out must not be empty")
 	}
+	if err := checkOutDir(f.out); err != nil {
+		return usageErrorf("compare: --out %s: %v", f.out, err)
+	}
 	opts := analyze.Options{TopN: compareSiteLimit}
 	if f.rules != "" {
 		rules, err := categorize.LoadFile(f.rules, categorize.Default())
@@ -112,29 +115,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			name = fmt.Sprintf("compare_%s_vs_%d", results.Stem(paths[0]), len(paths)-1)
 		}
 	}
-	dir, err := results.NewRunDir(f.out, name, time.Now())
+	dir, err := writeCompareRun(f, name, cmp, stderr)
 	if err != nil {
-		return err
-	}
-	images := map[int][]string{}
-	if !f.noPlots {
-		for i := range cmp.Diffs {
-			files, err := writeCompareCharts(dir, i, &cmp.Diffs[i])
-			if err != nil {
-				fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-			}
-			images[i] = files
-		}
-	}
-	mdOpt := results.CompareMarkdownOptions{Rows: f.rows, Images: images}
-	if err := results.WriteFile(filepath.Join(dir, results.FileCompareMarkdown), func(w io.Writer) error { return results.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
-		return err
-	}
-	if err := results.WriteFile(filepath.Join(dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) }); err != nil {
-		return err
-	}
-	if err := results.UpdateLatest(f.out, dir); err != nil {
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+		return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", err)}
 	}
 	if f.format == "json" {
 		err = units.WriteJSON(stdout, cmp)
@@ -150,6 +133,43 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // compareChartRows bounds the rows drawn per chart (largest changes first).
 const compareChartRows = 15
+
+// writeCompareRun writes compare.md, compare.json and the charts into a new run directory, staged as analyze's
+// runs are so that a failed write leaves no partial run, and points latest at it. Charts that cannot be drawn
+// are warnings.
+func writeCompareRun(f *compareFlags, name string, cmp *compare.Comparison, stderr io.Writer) (string, error) {
+	stage, err := results.NewStagedRunDir(f.out, name, time.Now())
+	if err != nil {
+		return "", err
+	}
+	images := map[int][]string{}
+	if !f.noPlots {
+		for i := range cmp.Diffs {
+			files, err := writeCompareCharts(stage.Dir, i, &cmp.Diffs[i])
+			if err != nil {
+				fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+			}
+			images[i] = files
+		}
+	}
+	mdOpt := results.CompareMarkdownOptions{Rows: f.rows, Images: images}
+	err = results.WriteFile(filepath.Join(stage.Dir, results.FileCompareMarkdown), func(w io.Writer) error { return results.WriteCompareMarkdown(w, cmp, mdOpt) })
+	if err == nil {
+		err = results.WriteFile(filepath.Join(stage.Dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) })
+	}
+	if err != nil {
+		stage.Discard()
+		return "", err
+	}
+	dir, err := stage.Commit()
+	if err != nil {
+		return "", err
+	}
+	if err := results.UpdateLatest(f.out, dir); err != nil {
+		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	}
+	return dir, nil
+}
 
 // writeCompareCharts draws compare_categories.png and compare_sites.png for diff i (suffixed _<i+1> after the
 // first) and returns the names of the files drawn.

@@ -85,6 +85,7 @@ func TestCompareRunDirectories(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
+	checkOnlyRun(t, out)
 	c := readComparison(t, out)
 	d := c.Diffs[0]
 	checkTables(t, d)
@@ -154,5 +155,18 @@ func TestCompareRealSnapshots(t *testing.T) {
 	var fromStdout compare.Comparison
 	if err := json.Unmarshal(stdout.Bytes(), &fromStdout); err != nil || len(fromStdout.Diffs) != 2 {
 		t.Errorf("stdout is not the comparison JSON: %v", err)
+	}
+}
+
+// checkOnlyRun checks that a results root holds one finished run directory and latest: runs are written under a
+// hidden staging name and renamed when complete, and nothing of the staging may be left behind.
+func checkOnlyRun(t *testing.T, out string) {
+	t.Helper()
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[1].Name() != results.LatestName || strings.HasPrefix(entries[0].Name(), ".") {
+		t.Errorf("%s holds %v, want one run directory and latest", out, entries)
 	}
 }

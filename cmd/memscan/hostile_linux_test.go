@@ -159,18 +159,21 @@ func TestAnalyzeOutChecked(t *testing.T) {
 			"analyze: --out /proc/self: is not writable: "},
 		{"out below a directory that is not writable", []string{"analyze", "--out", "/proc/self/results", good}, exitUsage,
 			"analyze: --out /proc/self/results: cannot be created: /proc/self is not writable: "},
+		// Every command that writes under --out checks it before reading an input (none of these exists).
+		{"compare", []string{"compare", "--out", "/proc/self", "missing-a.pickle", "missing-b.pickle"}, exitUsage,
+			"compare: --out /proc/self: is not writable: "},
+		{"calibrate", []string{"calibrate", "--out", "/proc/self", "--config", "missing.yaml", "missing.pickle"}, exitUsage,
+			"calibrate: --out /proc/self: is not writable: "},
+		{"merge", []string{"merge", "--out", "/proc/self", "missing-dir"}, exitUsage,
+			"merge: --out /proc/self: is not writable: "},
+		{"static", []string{"static", "--out", "/proc/self", "--config", "missing.yaml"}, exitUsage,
+			"static: --out /proc/self: is not writable: "},
 	})
 	out := filepath.Join(t.TempDir(), "results")
 	if code, _, stderr := runCLI(t, "analyze", "--quiet", "--no-plots", "--out", out, good); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	entries, err := os.ReadDir(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 2 || entries[1].Name() != "latest" || strings.HasPrefix(entries[0].Name(), ".") {
-		t.Errorf("--out holds %v, want the run directory and latest", entries)
-	}
+	checkOnlyRun(t, out)
 	for _, f := range []string{"analysis_report.txt", "README.md", "summary.json", "report.msgpack"} {
 		if _, err := os.Stat(filepath.Join(out, "latest", f)); err != nil {
 			t.Errorf("latest run lacks %s: %v", f, err)

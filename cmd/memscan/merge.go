@@ -64,6 +64,11 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *stages < 0 || *world < 0 || *jobs < 1 {
 		return usageErrorf("merge: --stages, --world must be ≥ 0 and --jobs ≥ 1")
 	}
+	if !*noWrite {
+		if err := checkOutDir(*out); err != nil {
+			return usageErrorf("merge: --out %s: %v", *out, err)
+		}
+	}
 	files, unreadable, err := merge.SummaryFiles(fs.Args())
 	if err != nil {
 		return usageErrorf("merge: %v", err)

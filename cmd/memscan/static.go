@@ -55,6 +55,11 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *format != "text" && *format != "json" && *format != "md" {
 		return usageErrorf("static: --format %q (must be text, json or md)", *format)
 	}
+	if !*noFiles {
+		if err := checkOutDir(*out); err != nil {
+			return usageErrorf("static: --out %s: %v", *out, err)
+		}
+	}
 
 	var cfg static.Config
 	if fs.Changed("model-size") && !(o.SizeBillions > 0) {

@@ -324,7 +324,7 @@ func (a *analysis) liveBlocks() error {
 			if b.State != snapshot.BlockActiveAllocated {
 				continue
 			}
-			d := a.decide(b.Stack)
+			d := a.cat.Stack(b.Stack)
 			c := cats[d.Category]
 			if c == nil {
 				c = &CategoryStat{Name: d.Category}
@@ -353,7 +353,7 @@ func (a *analysis) liveBlocks() error {
 	for _, l := range live[:min(len(live), a.opts.TopN)] {
 		seg := &a.snap.Segments[l.seg]
 		b := &seg.Blocks[l.blk]
-		d := a.decide(b.Stack) // cached per stack
+		d := a.cat.Stack(b.Stack) // cached per stack
 		a.rep.Top = append(a.rep.Top, Allocation{
 			Size: b.Size, RequestedSize: b.RequestedSize, Address: b.Address, Device: seg.Device,
 			Stream: seg.Stream, State: b.State.String(), Category: d.Category, Site: siteName(d), Rule: d.Rule,
@@ -361,14 +361,6 @@ func (a *analysis) liveBlocks() error {
 		})
 	}
 	return nil
-}
-
-// decide categorizes a stack, treating an empty stack like a missing one.
-func (a *analysis) decide(s *snapshot.Stack) categorize.Decision {
-	if s != nil && len(s.Frames) == 0 {
-		s = nil
-	}
-	return a.cat.Stack(s)
 }
 
 // NoStackSite names the site of allocations recorded without a stack.

@@ -29,11 +29,21 @@ type DeviceReplay struct {
 	// is higher than ever after (as Peak.EventIndex); PeakBytes that value.
 	PeakIndex int
 	PeakBytes int64
-	// Timeline holds the trace's iterations and phases, which the lifetime attribution reads
-	// (categorize.Attribute).
-	Timeline *phases.Timeline
 	// Warnings are the inconsistencies the replay met (as Report.Warnings words them).
 	Warnings []string
+
+	annotations []snapshot.Annotation
+	timeline    *phases.Timeline
+}
+
+// Timeline returns the trace's iterations and phases, which the lifetime attribution reads
+// (categorize.Attribute). They are found on first use, since not every caller needs them (about a tenth of a
+// replay's cost); not safe for concurrent use.
+func (d *DeviceReplay) Timeline() *phases.Timeline {
+	if d.timeline == nil {
+		d.timeline = phases.Detect(d.Trace, d.annotations, d.Device)
+	}
+	return d.timeline
 }
 
 // ReplayDevice replays the trace of device dev against the final state in s, with the memory viewer's rules as
@@ -57,7 +67,7 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceRe
 	out.Allocated, out.Reserved = r.alloc, r.reserved
 	out.PeakIndex, out.PeakBytes = r.peakIndex()
 	out.Lifetimes = r.lifetimes()
-	out.Timeline = phases.Detect(trace, s.ExternalAnnotations, dev)
+	out.annotations = s.ExternalAnnotations
 	out.Warnings = a.warns.lines()
 	return out, nil
 }

@@ -74,7 +74,7 @@ func (r *replay) classify(s *snapshot.Stack, traceCategory string) (cat, site in
 		}
 		defer func() { r.byStack[s] = [2]int{cat, site} }()
 	}
-	d := r.a.decide(s)
+	d := r.a.cat.Stack(s)
 	if traceCategory != "" { // snapshots synthesised by profile_plot carry the profiler's category
 		d.Category = traceCategory
 	}
@@ -342,7 +342,7 @@ func (r *replay) block(origin int) (*snapshot.Block, *snapshot.Segment) {
 }
 
 func (r *replay) oom(j int, e *snapshot.TraceEntry) {
-	d := r.a.decide(e.Stack)
+	d := r.a.cat.Stack(e.Stack)
 	o := OOM{Device: r.dev, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree, Category: d.Category}
 	if d.Site != "" {
 		o.Site = d.Site

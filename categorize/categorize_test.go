@@ -345,6 +345,10 @@ func TestCategorizerCachesPerStack(t *testing.T) {
 	if d := c.Stack(nil); d.Category != Unknown || d.Reason != ReasonNoStack {
 		t.Fatalf("nil stack: %+v", d)
 	}
+	// PyTorch writes an empty frame list where it recorded no stack: the same as none.
+	if d := c.Stack(&snapshot.Stack{}); d.Category != Unknown || d.Reason != ReasonNoStack {
+		t.Fatalf("frameless stack: %+v", d)
+	}
 }
 
 func TestModulePath(t *testing.T) {

@@ -274,9 +274,10 @@ func NewCategorizer(r *Rules) *Categorizer {
 // Rules returns the rules the categorizer applies.
 func (c *Categorizer) Rules() *Rules { return c.rules }
 
-// Stack categorizes s; a nil stack is Unknown with reason "no stack recorded".
+// Stack categorizes s; a nil or frameless stack is Unknown with reason "no stack recorded" (PyTorch writes an
+// empty frame list where it recorded no stack).
 func (c *Categorizer) Stack(s *snapshot.Stack) Decision {
-	if s == nil {
+	if s == nil || len(s.Frames) == 0 {
 		return Decision{Category: Unknown, FrameIndex: -1, Reason: ReasonNoStack}
 	}
 	if d, ok := c.cache[s]; ok {

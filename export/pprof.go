@@ -101,7 +101,7 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 				smp := add(dev, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
 				// Where the stack is missing or generic the lifetime decides, as in the analysis.
 				d := categorize.Decision{Category: smp.Category, Site: smp.Site}
-				smp.Category = categorize.Attribute(d, categorize.Life{Start: a.Start, End: a.End}, r.Timeline).Category
+				smp.Category = categorize.Attribute(d, categorize.Life{Start: a.Start, End: a.End}, r.Timeline()).Category
 			}
 		}
 	default:

@@ -312,26 +312,18 @@ func writeAnalyzeRun(ctx context.Context, run *analyze.Run, files []string, flag
 	if name == "" {
 		name = results.RunName(files)
 	}
-	// The run is written under a temporary name and renamed when complete: a failure (a full disk) leaves no
-	// half-written run for latest or a reader to find.
-	stage, err := results.NewStagedRunDir(flags.out, name, time.Now())
-	if err != nil {
-		return "", err
-	}
-	written, err := results.Write(ctx, stage.Dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
-	if err != nil {
-		stage.Discard()
-		return "", fmt.Errorf("analyze: writing the run in %s: %w", flags.out, err)
-	}
-	if written.ChartErr != nil {
-		fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
-	}
-	dir, err := stage.Commit()
+	dir, err := writeRun(flags.out, name, stderr, func(dir string) error {
+		written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
+		if err != nil {
+			return fmt.Errorf("writing the run in %s: %w", flags.out, err)
+		}
+		if written.ChartErr != nil {
+			fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
+		}
+		return nil
+	})
 	if err != nil {
 		return "", fmt.Errorf("analyze: %w", err)
-	}
-	if err := results.UpdateLatest(flags.out, dir); err != nil {
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 	}
 	return dir, nil
 }

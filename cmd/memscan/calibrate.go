@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -167,29 +166,18 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// writeCalibrationRun writes the calibration's files into a new run directory, staged as analyze's runs are so
-// that a failed write leaves no partial run, and points latest at it. Charts that cannot be drawn are warnings.
+// writeCalibrationRun writes the calibration's files into a new run directory (see writeRun). Charts that cannot
+// be drawn are warnings.
 func writeCalibrationRun(root, name string, cal *calibrate.Calibration, noPlots bool, stderr io.Writer) (string, error) {
-	stage, err := results.NewStagedRunDir(root, name, time.Now())
-	if err != nil {
-		return "", err
-	}
-	if _, err := results.WriteCalibrationFiles(stage.Dir, cal, noPlots); err != nil {
+	return writeRun(root, name, stderr, func(dir string) error {
+		_, err := results.WriteCalibrationFiles(dir, cal, noPlots)
 		var charts *results.ChartError
-		if !errors.As(err, &charts) {
-			stage.Discard()
-			return "", err
+		if errors.As(err, &charts) {
+			fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+			return nil
 		}
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-	}
-	dir, err := stage.Commit()
-	if err != nil {
-		return "", err
-	}
-	if err := results.UpdateLatest(root, dir); err != nil {
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-	}
-	return dir, nil
+		return err
+	})
 }
 
 // staticCalibration applies a corrections file for `memscan static --calibration`; nil when none was given.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -134,41 +133,26 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // compareChartRows bounds the rows drawn per chart (largest changes first).
 const compareChartRows = 15
 
-// writeCompareRun writes compare.md, compare.json and the charts into a new run directory, staged as analyze's
-// runs are so that a failed write leaves no partial run, and points latest at it. Charts that cannot be drawn
-// are warnings.
+// writeCompareRun writes compare.md, compare.json and the charts into a new run directory (see writeRun).
+// Charts that cannot be drawn are warnings.
 func writeCompareRun(f *compareFlags, name string, cmp *compare.Comparison, stderr io.Writer) (string, error) {
-	stage, err := results.NewStagedRunDir(f.out, name, time.Now())
-	if err != nil {
-		return "", err
-	}
-	images := map[int][]string{}
-	if !f.noPlots {
-		for i := range cmp.Diffs {
-			files, err := writeCompareCharts(stage.Dir, i, &cmp.Diffs[i])
-			if err != nil {
-				fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	return writeRun(f.out, name, stderr, func(dir string) error {
+		images := map[int][]string{}
+		if !f.noPlots {
+			for i := range cmp.Diffs {
+				files, err := writeCompareCharts(dir, i, &cmp.Diffs[i])
+				if err != nil {
+					fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+				}
+				images[i] = files
 			}
-			images[i] = files
 		}
-	}
-	mdOpt := results.CompareMarkdownOptions{Rows: f.rows, Images: images}
-	err = results.WriteFile(filepath.Join(stage.Dir, results.FileCompareMarkdown), func(w io.Writer) error { return results.WriteCompareMarkdown(w, cmp, mdOpt) })
-	if err == nil {
-		err = results.WriteFile(filepath.Join(stage.Dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) })
-	}
-	if err != nil {
-		stage.Discard()
-		return "", err
-	}
-	dir, err := stage.Commit()
-	if err != nil {
-		return "", err
-	}
-	if err := results.UpdateLatest(f.out, dir); err != nil {
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-	}
-	return dir, nil
+		mdOpt := results.CompareMarkdownOptions{Rows: f.rows, Images: images}
+		if err := results.WriteFile(filepath.Join(dir, results.FileCompareMarkdown), func(w io.Writer) error { return results.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
+			return err
+		}
+		return results.WriteFile(filepath.Join(dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) })
+	})
 }
 
 // writeCompareCharts draws compare_categories.png and compare_sites.png for diff i (suffixed _<i+1> after the

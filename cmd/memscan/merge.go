@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
@@ -96,7 +95,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return &exitError{code: exitFailed, err: errors.New("merge: no summary could be read")}
 	}
 	if !*noWrite {
-		dir, err := writeMergeRun(*out, *name, fs.Arg(0), res)
+		dir, err := writeMergeRun(*out, *name, fs.Arg(0), res, stderr)
 		if err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("merge: %w", err)}
 		}
@@ -118,42 +117,27 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// writeMergeRun writes the report into a new run directory and points latest at it.
-// The default name is the first argument's base name (a directory, usually) and the rank count.
-func writeMergeRun(root, name, firstArg string, res *merge.CrossRank) (string, error) {
+// writeMergeRun writes the report into a new run directory (see writeRun). The default name is the first
+// argument's base name (a directory, usually) and the rank count.
+func writeMergeRun(root, name, firstArg string, res *merge.CrossRank, stderr io.Writer) (string, error) {
 	if name == "" {
 		base := strings.TrimSuffix(filepath.Base(filepath.Clean(firstArg)), filepath.Ext(firstArg))
 		name = results.SanitizeName(base) + "_merge_" + fmt.Sprint(res.Ranks) + "ranks"
 	}
-	// Written under a temporary name and renamed when complete, as analyze's runs are.
-	stage, err := results.NewStagedRunDir(root, name, time.Now())
-	if err != nil {
-		return "", err
-	}
-	write := func(file string, fill func(w io.Writer) error) error {
-		return results.WriteFile(filepath.Join(stage.Dir, file), fill)
-	}
-	err = write(results.FileCrossRankText, func(w io.Writer) error { return results.WriteCrossRankText(w, res, 0) })
-	if err == nil {
-		err = write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) })
-	}
-	if err == nil {
-		err = write(results.FileCrossRankMsgpack, func(w io.Writer) error {
+	return writeRun(root, name, stderr, func(dir string) error {
+		write := func(file string, fill func(w io.Writer) error) error {
+			return results.WriteFile(filepath.Join(dir, file), fill)
+		}
+		if err := write(results.FileCrossRankText, func(w io.Writer) error { return results.WriteCrossRankText(w, res, 0) }); err != nil {
+			return err
+		}
+		if err := write(results.FileCrossRankJSON, func(w io.Writer) error { return units.WriteJSON(w, res) }); err != nil {
+			return err
+		}
+		return write(results.FileCrossRankMsgpack, func(w io.Writer) error {
 			enc := msgpack.NewEncoder(w)
 			enc.SetSortMapKeys(true)
 			return enc.Encode(res)
 		})
-	}
-	if err != nil {
-		stage.Discard()
-		return "", err
-	}
-	dir, err := stage.Commit()
-	if err != nil {
-		return "", err
-	}
-	if err := results.UpdateLatest(root, dir); err != nil {
-		return "", err
-	}
-	return dir, nil
+	})
 }

@@ -42,10 +42,10 @@ type Attribution struct {
 	// it is set, and Category when the stack is missing or names only the generic machinery.
 	Lifetime string
 	Site     string
-	// AllocIteration and FreeIteration are 0-based iteration indices (−1: setup or none; FreeIteration equals the
-	// timeline's iteration count when the allocation outlives the trace); AllocPhase and FreePhase their phases.
-	AllocIteration, FreeIteration int
-	AllocPhase, FreePhase         phases.Phase
+	// AllocPhase is the phase the allocation was made in (None without a timeline). The iterations and the
+	// phase of the free, which the lifetime rules read too, are left to Timeline.At: kept here they would make
+	// nearly every block's attribution distinct, where a trace of millions of blocks has a few thousand.
+	AllocPhase phases.Phase
 }
 
 // lifecycleCategories name a role in the training step rather than an operator. A stack rule that lands in one of
@@ -68,7 +68,7 @@ func lifetimeVerdict(a *Attribution, life Life, tl *phases.Timeline) (string, co
 	if !aliveAtEnd {
 		fi, fp = tl.At(life.End)
 	}
-	a.AllocIteration, a.AllocPhase, a.FreeIteration, a.FreePhase = ai, ap, fi, fp
+	a.AllocPhase = ap
 	sameIter := fi == ai && !aliveAtEnd
 	switch ap {
 	case phases.Setup:
@@ -136,7 +136,7 @@ var weakLifetime = map[string]bool{LifeSetupKept: true, LifeForwardKept: true}
 //     names a role (lifecycle categories, the KV cache) and the lifetime is weak.
 func Attribute(d Decision, life Life, tl *phases.Timeline) Attribution {
 	a := Attribution{Category: d.Category, Component: CategoryComponent(d.Category), DecidedBy: DecidedByStack, Rule: d.Rule,
-		Site: d.Site, AllocIteration: -1, FreeIteration: -1}
+		Site: d.Site}
 	if d.Category == Unknown {
 		a.DecidedBy = ""
 	}

@@ -10,9 +10,11 @@ import (
 
 // memoryLimitFactor is the soft memory limit per byte of input being analyzed at once. The Go collector
 // otherwise lets the heap grow to twice what is live; the decoded model of a snapshot pickle is smaller than
-// the file, so most of that growth is garbage from decoding that a limit has collected sooner. The live peak
-// is about 1.55× the file (memscan-gen --size 200MB, one or four devices); measured on the four-device file with
-// charts, peak RSS is 2.0× the file at a factor of 1.9 and 1.7-1.8× at 1.7, at the same CPU time.
+// the file, so most of that growth is garbage from decoding that a limit has collected sooner. The live peak,
+// decoded model and analysis together, is 1.4-1.7× the file (memscan-gen --size 200MB: 1.70× on one device,
+// 1.43× on four; 1.57× for 300MB with C++ stacks on two); peak RSS then stays at 1.7-1.9× the file. Measured
+// before the analysis grew, on the four-device file with charts: 2.0× at a factor of 1.9 and 1.7-1.8× at 1.7,
+// at the same CPU time.
 const memoryLimitFactor = 1.7
 
 // minMemoryLimit keeps small inputs clear of the limit: below it the runtime's own overhead dominates.

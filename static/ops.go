@@ -340,14 +340,9 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 	if attn.MemoryBytes > 0 {
 		attn.seq = keepSeq(q.Bytes, kvSaved/2, kvSaved/2)
 		rest := saved - q.Bytes - kvSaved
-		if e.eager() && c.Training.Recompute != "selective" && c.Training.AttentionDropout == 0 {
-			// HF eager_attention_forward: q·kᵀ, its scaled copy and the masked copy follow one another, then the
-			// fp32 softmax (kept) and its 16-bit cast (kept for the matmul with V).
-			attn.seq = append(attn.seq, briefSeq(scores.Bytes, scores.Bytes, scores.Bytes)...)
-			attn.seq = append(attn.seq, keepSeq(2*scores.Bytes, rest-2*scores.Bytes)...)
-			// Backward: the probabilities' gradient, its fp32 cast, softmax's gradient, the scaled one, then
-			// the gradients of Q and of the expanded K.
-			attn.Extra["backward_chain"] = []int64{scores.Bytes, 2 * scores.Bytes, scores.Bytes, scores.Bytes, q.Bytes + kvSaved/2}
+		// A 16-bit model (under autocast HF's fp32 mask promotes the masked scores to fp32: another chain).
+		if e.eager() && c.Training.Recompute != "selective" && c.Training.AttentionDropout == 0 && e.ab == 2 && !c.amp() {
+			attn.seq, attn.bwd = eagerAttentionSeq(q.Bytes, kvSaved/2, scores.Bytes, e.actName() == "bf16")
 		} else {
 			attn.seq = append(attn.seq, tempSeq(scores.Bytes)...)
 			attn.seq = append(attn.seq, splitEven(rest, scores.Bytes)...)
@@ -358,6 +353,50 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 	attn.Notes = "standard attention: O(s²) score matrix per head"
 	attn.BytesMoved = float64(q.Bytes+k.Bytes+v.Bytes+o.Bytes) + 4*float64(scores.Bytes)
 	return attn, false
+}
+
+// eagerAttentionSeq is HF eager_attention_forward's allocations on 16-bit q (q bytes), K and V expanded by
+// repeat_kv (kv bytes each) and scores of sc bytes, forward and backward, in PyTorch's order:
+//
+//	A = q·kᵀ, B = A·scale (A dies), C = B + mask (B dies; C lives until the name is rebound after the cast),
+//	softmax(C, dtype=fp32): aten fuses the upcast only for fp16, so bf16 first converts C to an fp32 copy D,
+//	E = _softmax(D) in fp32 (D dies; E saved by softmax's backward), F = E.to(16-bit) (saved by F·V), C dies.
+//
+// Backward runs the chain in reverse, each node's gradient allocated before the one it consumes is freed and
+// its saved tensors released right after it: ∂F and ∂V (F and V released), ∂E = ∂F in fp32, ∂D = softmax's
+// backward (E released), ∂C = ∂D in 16 bits (fp16: softmax's backward writes 16 bits directly), ∂A = ∂C·scale
+// (the mask's add passes ∂C through), then ∂q and ∂K (q and K released). ∂V waits in the autograd engine until
+// its repeat_kv branch runs after the chain (the branch was created earlier, so it runs later).
+func eagerAttentionSeq(q, kv, sc int64, bf16 bool) ([]seqTensor, []bwdStep) {
+	const qi, ki, vi = 0, 1, 2
+	seq := keepSeq(q, kv, kv)
+	seq = append(seq, briefSeq(sc, sc)...)
+	seq = append(seq, tempSeq(sc)...)
+	if bf16 {
+		seq = append(seq, briefSeq(2*sc)...)
+	}
+	ei, fi := len(seq), len(seq)+1
+	seq = append(seq, keepSeq(2*sc, sc)...)
+	var bwd []bwdStep
+	// grad allocates a backward tensor, frees what dies right after it and returns its index.
+	grad := func(bytes int64, free ...int) int {
+		bwd = append(bwd, bwdStep{bytes, free})
+		return len(seq) + len(bwd) - 1
+	}
+	dF := grad(sc)
+	grad(kv, fi, vi) // ∂V
+	dE := grad(2*sc, dF)
+	var dC int
+	if bf16 {
+		dD := grad(2*sc, dE, ei)
+		dC = grad(sc, dD)
+	} else {
+		dC = grad(sc, dE, ei) // fp16: softmax's backward writes 16 bits
+	}
+	dA := grad(sc, dC)
+	grad(q)
+	grad(kv, dA, qi, ki)
+	return seq, bwd
 }
 
 // mlpOps builds a dense (or shared-expert) MLP with f columns per GPU over rows tokens.

@@ -46,6 +46,14 @@ func tensorsOf(life tensorLife, bytes []int64) []seqTensor {
 	return out
 }
 
+// bwdStep is one allocation of an operator's backward and what dies right after it. free indexes the operator's
+// tensors: first its forward tensors (opTensors order; only saved ones are still alive), then its backward
+// allocations in order. Whatever a script leaves alive dies when the operator's backward ends.
+type bwdStep struct {
+	bytes int64
+	free  []int
+}
+
 // opTensors is what an operator allocates: its own list when the builder gave one (whose saved part adds up to
 // MemoryBytes), else one saved tensor of MemoryBytes and one temporary of TempBytes.
 func opTensors(op Operator) []seqTensor {
@@ -290,20 +298,22 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	}
 	ckpt := int64(e.checkpointBytes())
 	recompute := c.Training.Recompute == "full" || c.Training.Recompute == "op_selective"
-	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones and the
-	// residual-stream ones.
+	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones (by position in
+	// the operator's tensor list, 0 for the others) and the residual-stream ones.
 	step, layer := 0, -1
 	runOp := func(op Operator) (own, resid []uint64) {
 		s.at(step, "forward", layer, op.Name)
 		var tmp []uint64
 		var brief uint64
-		for _, t := range opTensors(op) {
+		ts := opTensors(op)
+		own = make([]uint64, len(ts)) // by position, so that a backward script can name them
+		for i, t := range ts {
 			id := s.alloc(t.bytes)
 			s.free(brief)
 			brief = 0
 			switch t.life {
 			case lifeSaved:
-				own = append(own, id)
+				own[i] = id
 			case lifeLayer, lifeForward:
 				resid = append(resid, id)
 			case lifeBrief:
@@ -342,15 +352,15 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 				}
 				s.free(ids...)
 			}
-			if chain, ok := op.Extra["backward_chain"].([]int64); ok {
-				// Each gradient consumes the previous one: allocated, then the previous is freed.
-				var prev uint64
-				for _, b := range chain {
-					id := s.alloc(b)
-					s.free(prev)
-					prev = id
+			if op.bwd != nil {
+				ids := slices.Clone(keep[j])
+				for _, st := range op.bwd {
+					ids = append(ids, s.alloc(st.bytes))
+					for _, k := range st.free {
+						s.free(ids[k])
+					}
 				}
-				s.free(prev)
+				s.free(ids[len(keep[j]):]...)
 				own = true
 			}
 			if !own {

@@ -1,6 +1,7 @@
 package static
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/memscan/memscan/allocator"
@@ -113,4 +114,65 @@ func TestOpTensorsMatchRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// HF eager attention replays PyTorch's order (hand-derived from eager_attention_forward, aten softmax and the
+// autograd engine; see eagerAttentionSeq): + allocates, − frees, in units of the score matrix S = b·a·s²·2,
+// q = b·a·s·d·2 and one expanded K or V (the same size, K and V repeated to every query head).
+func TestEagerAttentionOrder(t *testing.T) {
+	const S, q, kv = tb * ta * ts * ts * 2, tb * ta * ts * td * 2, tb * ta * ts * td * 2
+	for _, tc := range []struct {
+		precision     string
+		forward, back []int64
+	}{
+		{"bf16",
+			[]int64{q, kv, kv, S, S, -S, S, -S, 2 * S, 2 * S, -2 * S, S, -S},
+			[]int64{S, kv, -S, -kv, 2 * S, -S, 2 * S, -2 * S, -2 * S, S, -2 * S, S, -S, q, kv, -S, -q, -kv, -kv, -q, -kv}},
+		// fp16: the upcast is fused into the softmax, whose backward writes fp16.
+		{"fp16",
+			[]int64{q, kv, kv, S, S, -S, S, -S, 2 * S, S, -S},
+			[]int64{S, kv, -S, -kv, 2 * S, -S, S, -2 * S, -2 * S, S, -S, q, kv, -S, -q, -kv, -kv, -q, -kv}},
+	} {
+		t.Run(tc.precision, func(t *testing.T) {
+			r := tiny(t, func(c *Config) { c.Training.Attention, c.Training.Precision = "standard", tc.precision })
+			c := r.Config
+			e := newEst(&c)
+			s := e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
+			for _, phase := range []struct {
+				name string
+				want []int64
+			}{{"forward", tc.forward}, {"backward", tc.back}} {
+				if got := opEvents(s, seqSite{1, phase.name, 0, "attention"}); !slices.Equal(got, phase.want) {
+					t.Errorf("%s: %v\nwant %v", phase.name, got, phase.want)
+				}
+			}
+		})
+	}
+}
+
+// opEvents lists the sizes an operator allocates (+) and frees (−) at a site: from its first allocation to the
+// next allocation elsewhere.
+func opEvents(s *seqBuilder, at seqSite) []int64 {
+	size := map[uint64]int64{}
+	var out []int64
+	in := false
+	for _, ev := range s.ev {
+		if ev.size > 0 {
+			size[ev.id] = ev.size
+			here := s.sites[ev.site] == at
+			if in && !here {
+				break
+			}
+			in = here
+		}
+		if !in {
+			continue
+		}
+		if ev.size > 0 {
+			out = append(out, ev.size)
+		} else {
+			out = append(out, -size[ev.id])
+		}
+	}
+	return out
 }

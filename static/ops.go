@@ -625,7 +625,7 @@ func (e *est) headOps() []Operator {
 	// gradient of the logits.
 	switch c.Training.Loss {
 	case "standard":
-		loss.seq = append(keepSeq(loss.MemoryBytes-4*E), tempSeq(loss.TempBytes-4*E)...)
+		loss.seq = append(tensorsOf(lifeOutput, []int64{loss.MemoryBytes - 4*E}), tempSeq(loss.TempBytes-4*E)...)
 		loss.seq = append(loss.seq, tempSeq(4*E)...)
 		loss.seq = append(loss.seq, keepSeq(4*E)...)
 		loss.Extra["backward_pieces"] = [][]int64{{4 * E, 4 * E}, {2 * E}}

@@ -24,6 +24,7 @@ const (
 	lifeLayer                     // a residual-stream tensor: freed when the layer's forward ends
 	lifeBrief                     // consumed at once: freed right after the operator's next tensor is allocated
 	lifeForward                   // referenced by the model's forward until it returns
+	lifeOutput                    // the model's output (logits): the training loop holds it until backward returns
 )
 
 // seqTensor is one tensor an operator allocates, in creation order.
@@ -301,6 +302,7 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones (by position in
 	// the operator's tensor list, 0 for the others) and the residual-stream ones.
 	step, layer := 0, -1
+	var outputs []uint64 // the model's outputs the loop holds, freed when backward returns
 	runOp := func(op Operator) (own, resid []uint64) {
 		s.at(step, "forward", layer, op.Name)
 		var tmp []uint64
@@ -318,6 +320,8 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 				resid = append(resid, id)
 			case lifeBrief:
 				brief = id
+			case lifeOutput:
+				outputs = append(outputs, id)
 			default:
 				tmp = append(tmp, id)
 			}
@@ -338,6 +342,8 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			*keep = append(*keep, own)
 		}
 	}
+	const tiedKey = "emb.embed_tokens.weight"
+	var tiedPart uint64
 	backOps := func(ops []Operator, keep [][]uint64, ps []paramTensor, key func(string) string) {
 		for j := len(ops) - 1; j >= 0; j-- {
 			op := ops[j]
@@ -379,7 +385,21 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			}
 			if !frozen {
 				for _, p := range opParams(op.Name, ps) {
-					gradOf(key(p.Name), gBytes(p))
+					k := key(p.Name)
+					if k == tiedKey && tiedPart != 0 {
+						// The embedding's own gradient joins the output layer's out of place; the sum is .grad.
+						part := s.alloc(int64(e.perGPU(p) * e.pb))
+						gradOf(k, gBytes(p))
+						s.free(tiedPart, part)
+						tiedPart = 0
+						continue
+					}
+					gradOf(k, gBytes(p))
+				}
+				if op.Name == "lm_head" && e.x.tied {
+					// A tied output layer's weight gradient waits in the autograd engine's input buffer of the shared
+					// parameter until the embedding's backward adds its own.
+					tiedPart = s.alloc(int64(e.perGPU(embPs[0]) * e.pb))
 				}
 			}
 			s.free(keep[j]...)
@@ -441,6 +461,8 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			layer = -1
 			backOps(embOps, embKeep, embPs, func(n string) string { return "emb." + n })
 			s.free(dx, bid)
+			s.free(outputs...)
+			outputs = outputs[:0]
 			if frozen {
 				for li := range l {
 					for _, p := range adapters {

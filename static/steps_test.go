@@ -176,3 +176,45 @@ func opEvents(s *seqBuilder, at seqSite) []int64 {
 	}
 	return out
 }
+
+// What the training loop and autograd keep past the loss (seen in the SDPA snapshot trace of the H200 runs):
+// the loop holds the model's output, so the 16-bit logits die only when backward returns; a tied output
+// layer's weight gradient is allocated in its backward and waits in the autograd engine until the
+// embedding's backward adds its own out of place (three V·h tensors, the sum kept as .grad).
+func TestSequenceLogitsAndTiedGradient(t *testing.T) {
+	const seq = ts / 2 // so that the logits (b·s·V·2) differ from V·h·2 in size
+	const logits, vh, nh = tb * seq * tv * 2, tv * th * 2, tb * seq * th * 2
+	for _, tied := range []bool{false, true} {
+		r := tiny(t, func(c *Config) { c.Model.TieWordEmbeddings, c.Training.SeqLength = tied, seq })
+		c := r.Config
+		e := newEst(&c)
+		s := e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
+		if got := opEvents(s, seqSite{1, "forward", -1, "cross_entropy"})[0]; got != logits {
+			t.Fatalf("tied %v: the loss's first tensor is %d B, want the logits (%d)", tied, got, logits)
+		}
+		emb := opEvents(s, seqSite{1, "backward", -1, "embedding"})
+		if emb[len(emb)-1] != -logits {
+			t.Errorf("tied %v: the embedding's backward ends with %d, want the logits freed (%d)", tied, emb[len(emb)-1], -logits)
+		}
+		// The input's gradient, then the weight's (untied: its own .grad), then the saved input and the input's
+		// gradient die.
+		lm := opEvents(s, seqSite{1, "backward", -1, "lm_head"})
+		want := []int64{nh, vh, -nh, -nh}
+		wantEmb := []int64{vh}
+		if tied {
+			wantEmb = []int64{vh, vh, -vh, -vh}
+		}
+		if !slices.Equal(lm, want) {
+			t.Errorf("tied %v: lm_head backward %v, want %v", tied, lm, want)
+		}
+		var got []int64
+		for _, n := range emb {
+			if n == vh || n == -vh {
+				got = append(got, n)
+			}
+		}
+		if !slices.Equal(got, wantEmb) {
+			t.Errorf("tied %v: the embedding's backward allocates and frees V·h tensors %v, want %v", tied, got, wantEmb)
+		}
+	}
+}

@@ -380,7 +380,7 @@ func eagerAttentionSeq(q, kv, sc int64, bf16 bool) ([]seqTensor, []bwdStep) {
 	var bwd []bwdStep
 	// grad allocates a backward tensor, frees what dies right after it and returns its index.
 	grad := func(bytes int64, free ...int) int {
-		bwd = append(bwd, bwdStep{bytes, free})
+		bwd = append(bwd, bwdStep{bytes: bytes, free: free})
 		return len(seq) + len(bwd) - 1
 	}
 	dF := grad(sc)
@@ -621,17 +621,19 @@ func (e *est) headOps() []Operator {
 		lm.Outputs = []Tensor{tensor("logits.chunk", e.actName(), chunk, vL)}
 	}
 	// The loss's tensors in creation order and its backward's, for the allocation sequence: HF's
-	// logits.float() copy and log-softmax, then nll_loss's and log_softmax's fp32 gradients, then the 16-bit
-	// gradient of the logits.
+	// logits.float() copy and log-softmax, then (as the SDPA snapshot trace shows) nll_loss's fp32 gradient,
+	// log_softmax's (nll's gradient and the log-probabilities die), the 16-bit gradient of the logits (the fp32
+	// one dies), which the output layer's backward consumes.
 	switch c.Training.Loss {
 	case "standard":
 		loss.seq = append(tensorsOf(lifeOutput, []int64{loss.MemoryBytes - 4*E}), tempSeq(loss.TempBytes-4*E)...)
 		loss.seq = append(loss.seq, tempSeq(4*E)...)
 		loss.seq = append(loss.seq, keepSeq(4*E)...)
-		loss.Extra["backward_pieces"] = [][]int64{{4 * E, 4 * E}, {2 * E}}
+		n := len(loss.seq)
+		loss.bwd = []bwdStep{{bytes: 4 * E}, {bytes: 4 * E, free: []int{n, n - 1}}, {bytes: 2 * E, free: []int{n + 1}, carry: true}}
 	case "fused", "fused_jit":
 		loss.seq = append(tempSeq(loss.TempBytes), keepSeq(4*E)...)
-		loss.Extra["backward_pieces"] = [][]int64{{bwd}}
+		loss.bwd = []bwdStep{{bytes: bwd}}
 	case "chunked_output":
 		k := int64(c.Training.LossChunks)
 		loss.seq = tempSeq(2 * E)
@@ -639,9 +641,9 @@ func (e *est) headOps() []Operator {
 			loss.seq = append(loss.seq, briefSeq(4*E/k)...)
 			loss.seq = append(loss.seq, keepSeq(4*E/k)...)
 		}
-		loss.Extra["backward_pieces"] = [][]int64{{4 * E / k, 4 * E / k, 2 * E / k}}
+		loss.bwd = []bwdStep{{bytes: 4 * E / k}, {bytes: 4 * E / k}, {bytes: 2 * E / k}}
 	default:
-		loss.Extra["backward_pieces"] = [][]int64{{bwd}}
+		loss.bwd = []bwdStep{{bytes: bwd}}
 	}
 	if e.inference {
 		loss = Operator{Name: "logits", Category: "loss", Phase: "prefill", Inputs: []Tensor{logits}, Layer: -1,

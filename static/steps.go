@@ -53,6 +53,9 @@ func tensorsOf(life tensorLife, bytes []int64) []seqTensor {
 type bwdStep struct {
 	bytes int64
 	free  []int
+	// carry: the gradient of the operator's input, which the operator before it consumes; it dies once that
+	// operator's backward has allocated its own gradients.
+	carry bool
 }
 
 // opTensors is what an operator allocates: its own list when the builder gave one (whose saved part adds up to
@@ -344,30 +347,31 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	}
 	const tiedKey = "emb.embed_tokens.weight"
 	var tiedPart uint64
+	var carried []uint64 // what the operator after the one in backward handed on (bwdStep.carry)
 	backOps := func(ops []Operator, keep [][]uint64, ps []paramTensor, key func(string) string) {
 		for j := len(ops) - 1; j >= 0; j-- {
 			op := ops[j]
 			s.at(step, "backward", layer, op.Name)
 			// Gradients of what the operator saved (its inputs' gradients are as large), or of its output.
-			var gs []uint64
-			groups, own := op.Extra["backward_pieces"].([][]int64)
-			for _, g := range groups {
-				var ids []uint64
-				for _, b := range g {
-					ids = append(ids, s.alloc(b))
-				}
-				s.free(ids...)
-			}
-			if op.bwd != nil {
+			var gs, next []uint64
+			own := op.bwd != nil
+			if own {
 				ids := slices.Clone(keep[j])
 				for _, st := range op.bwd {
-					ids = append(ids, s.alloc(st.bytes))
+					id := s.alloc(st.bytes)
+					ids = append(ids, id)
 					for _, k := range st.free {
 						s.free(ids[k])
 					}
+					if st.carry {
+						next = append(next, id)
+					}
 				}
-				s.free(ids[len(keep[j]):]...)
-				own = true
+				for _, id := range ids[len(keep[j]):] {
+					if !slices.Contains(next, id) {
+						s.free(id)
+					}
+				}
 			}
 			if !own {
 				for _, t := range opTensors(op) {
@@ -402,6 +406,8 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 					tiedPart = s.alloc(int64(e.perGPU(embPs[0]) * e.pb))
 				}
 			}
+			s.free(carried...)
+			carried = next
 			s.free(keep[j]...)
 			s.free(gs...)
 		}

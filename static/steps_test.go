@@ -178,7 +178,9 @@ func opEvents(s *seqBuilder, at seqSite) []int64 {
 }
 
 // What the training loop and autograd keep past the loss (seen in the SDPA snapshot trace of the H200 runs):
-// the loop holds the model's output, so the 16-bit logits die only when backward returns; a tied output
+// the loop holds the model's output, so the 16-bit logits die only when backward returns; the loss's backward
+// frees nll_loss's gradient and the log-probabilities before the logits' 16-bit gradient exists, which lives
+// until the output layer's backward has its own gradients; a tied output
 // layer's weight gradient is allocated in its backward and waits in the autograd engine until the
 // embedding's backward adds its own out of place (three V·h tensors, the sum kept as .grad).
 func TestSequenceLogitsAndTiedGradient(t *testing.T) {
@@ -192,14 +194,19 @@ func TestSequenceLogitsAndTiedGradient(t *testing.T) {
 		if got := opEvents(s, seqSite{1, "forward", -1, "cross_entropy"})[0]; got != logits {
 			t.Fatalf("tied %v: the loss's first tensor is %d B, want the logits (%d)", tied, got, logits)
 		}
+		// + nll_loss's gradient, + log_softmax's, − the first, − the saved log-probabilities, + the logits'
+		// gradient, − log_softmax's.
+		if got, want := opEvents(s, seqSite{1, "backward", -1, "cross_entropy"}), []int64{2 * logits, 2 * logits, -2 * logits, -2 * logits, logits, -2 * logits}; !slices.Equal(got, want) {
+			t.Errorf("tied %v: loss backward %v, want %v", tied, got, want)
+		}
 		emb := opEvents(s, seqSite{1, "backward", -1, "embedding"})
 		if emb[len(emb)-1] != -logits {
 			t.Errorf("tied %v: the embedding's backward ends with %d, want the logits freed (%d)", tied, emb[len(emb)-1], -logits)
 		}
-		// The input's gradient, then the weight's (untied: its own .grad), then the saved input and the input's
-		// gradient die.
+		// The input's gradient, then the weight's (untied: its own .grad); then the logits' gradient the loss
+		// handed on, the saved input and the input's gradient die.
 		lm := opEvents(s, seqSite{1, "backward", -1, "lm_head"})
-		want := []int64{nh, vh, -nh, -nh}
+		want := []int64{nh, vh, -logits, -nh, -nh}
 		wantEmb := []int64{vh}
 		if tied {
 			wantEmb = []int64{vh, vh, -vh, -vh}

@@ -534,6 +534,11 @@ func (e *est) embeddingOps() []Operator {
 	} else if e.eager() {
 		// HF's model forward keeps the embeddings (inputs_embeds) referenced until it returns.
 		op.seq = append(keepSeq(ids.Bytes), seqTensor{int64(float64(e.n*x.h/sp) * dtypeBytes[e.residualName()]), lifeForward})
+		if e.kernel.name == "standard" && e.c.Framework == "hf" {
+			// And its eager attention's mask: masking_utils.eager_mask builds a (b, 1, s, s) additive float mask
+			// in the model's dtype before the first layer.
+			op.seq = append(op.seq, seqTensor{e.b * e.sl * e.s * int64(e.pb), lifeForward})
+		}
 	}
 	ops := []Operator{op}
 	if e.c.Training.HiddenDropout > 0 && !e.inference {

@@ -146,6 +146,10 @@ func TestEagerAttentionOrder(t *testing.T) {
 					t.Errorf("%s: %v\nwant %v", phase.name, got, phase.want)
 				}
 			}
+			// HF builds the eager mask, (b, 1, s, s) in the model's dtype, before the first layer.
+			if emb := opEvents(s, seqSite{1, "forward", -1, "embedding"}); emb[len(emb)-1] != tb*ts*ts*2 {
+				t.Errorf("embedding forward %v, want the mask (%d B) last", emb, tb*ts*ts*2)
+			}
 		})
 	}
 }

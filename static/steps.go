@@ -342,6 +342,11 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			} else {
 				s.free(resid...)
 			}
+			if op.Name == "final_norm" {
+				// The model's forward returns with its last norm; the output layer and the loss run outside it.
+				s.free(forwardLive...)
+				forwardLive = forwardLive[:0]
+			}
 			*keep = append(*keep, own)
 		}
 	}

@@ -146,9 +146,14 @@ func TestEagerAttentionOrder(t *testing.T) {
 					t.Errorf("%s: %v\nwant %v", phase.name, got, phase.want)
 				}
 			}
-			// HF builds the eager mask, (b, 1, s, s) in the model's dtype, before the first layer.
-			if emb := opEvents(s, seqSite{1, "forward", -1, "embedding"}); emb[len(emb)-1] != tb*ts*ts*2 {
-				t.Errorf("embedding forward %v, want the mask (%d B) last", emb, tb*ts*ts*2)
+			// HF builds the eager mask, (b, 1, s, s) in the model's dtype, before the first layer; it and the
+			// embeddings die when the model's forward returns after the final norm.
+			const mask, emb = tb * ts * ts * 2, tn * th * 2
+			if got := opEvents(s, seqSite{1, "forward", -1, "embedding"}); got[len(got)-1] != mask {
+				t.Errorf("embedding forward %v, want the mask (%d B) last", got, mask)
+			}
+			if got := opEvents(s, seqSite{1, "forward", -1, "final_norm"}); !slices.Equal(got[len(got)-2:], []int64{-emb, -mask}) {
+				t.Errorf("final norm forward %v, want the embeddings and the mask freed last", got)
 			}
 		})
 	}

@@ -11,8 +11,8 @@ import (
 
 // The allocation sequence: one run of the model as the caching allocator sees it — the parameters as the
 // model is built, then two training steps (the first creates the optimizer states, the second is the steady
-// state) or one generate call, each tensor allocated when its operator creates it and freed when PyTorch
-// drops the last reference. Replaying it through the allocator model gives peak reserved memory from the
+// step, replayed again until the pool settles) or one generate call, each tensor allocated when its operator
+// creates it and freed when PyTorch drops the last reference. Replaying it through the allocator model gives peak reserved memory from the
 // allocator's own rules (rounding, pools, best fit, splitting) instead of a flat fragmentation allowance.
 
 // tensorLife says when a tensor an operator creates is freed.
@@ -90,6 +90,9 @@ type seqBuilder struct {
 	live      map[uint64]int64
 	allocated int64
 	peak      int64
+	// steady is where the steady training step's events start (0: none); the replay repeats that step
+	// until the pool settles.
+	steady int
 }
 
 func newSeq() *seqBuilder {
@@ -144,34 +147,99 @@ func (e *est) allocatorConfig() allocator.Config {
 
 // replay drives the allocator model with the sequence; with a capacity, an allocation that cannot fit even
 // after the allocator released its cache ends the replay there.
+//
+// The steady step then runs again as long as its last run changed the pool's segments: a later step can
+// still grow the pool when the first steady one left its free blocks cut differently from the step before
+// (llama1b with eager attention grows by one fp32 logits block in its third step, measured and replayed). A
+// run that creates no segment ends where it started — the same segments, the same live tensors at the same
+// addresses, and so the same free blocks, which adjacent frees always merge — so every further step would
+// replay it exactly: the pool has settled.
 func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult, error) {
 	a, err := allocator.New(cfg, allocator.Options{Capacity: capacity})
 	if err != nil {
 		return replayResult{}, err
 	}
-	var allocated int64
-	size := map[uint64]int64{}
-	for _, ev := range s.ev {
-		if ev.size == 0 {
-			if err := a.Free(ev.id); err != nil {
-				return replayResult{}, err
-			}
-			allocated -= size[ev.id]
-			delete(size, ev.id)
-			continue
+	r := sequenceReplay{a: a, size: map[uint64]int64{}}
+	steady := s.steadyStep()
+	mark := len(s.ev) // the segment events before the steady step's last run
+	for i, ev := range s.ev {
+		if i == s.steady && steady != nil {
+			mark = len(a.Events())
 		}
-		if err := a.Malloc(ev.id, ev.size, 0); err != nil {
-			var oom *allocator.OOMError
-			if errors.As(err, &oom) {
-				return replayResult{peakReserved: a.PeakReserved(), failed: true, allocated: allocated, request: ev.size,
-					site: s.sites[ev.site]}, nil
-			}
-			return replayResult{}, err
+		if res, done, err := r.apply(ev, 0, s.sites[ev.site]); done {
+			return res, err
 		}
-		size[ev.id] = ev.size
-		allocated += ev.size
+	}
+	for k := 1; steady != nil && len(a.Events()) > mark && k <= maxSteadyRepeats; k++ {
+		mark = len(a.Events())
+		for _, ev := range steady {
+			site := s.sites[ev.site]
+			site.step += k
+			if res, done, err := r.apply(ev, uint64(k)*s.next, site); done {
+				return res, err
+			}
+		}
 	}
 	return replayResult{peakReserved: a.PeakReserved(), peakFrag: a.PeakFragmentation()}, nil
+}
+
+// maxSteadyRepeats bounds the extra runs of the steady step (measured runs settle by their third step).
+const maxSteadyRepeats = 8
+
+// steadyStep returns the steady step's events when they can run again as the next step: the step frees
+// every tensor it allocates and nothing else.
+func (s *seqBuilder) steadyStep() []allocEvent {
+	if s.steady <= 0 {
+		return nil
+	}
+	evs := s.ev[s.steady:]
+	open := map[uint64]bool{}
+	for _, ev := range evs {
+		switch {
+		case ev.size > 0:
+			open[ev.id] = true
+		case !open[ev.id]:
+			return nil
+		default:
+			delete(open, ev.id)
+		}
+	}
+	if len(open) > 0 {
+		return nil
+	}
+	return evs
+}
+
+// sequenceReplay applies a sequence's events to an allocator, tracking the bytes allocated.
+type sequenceReplay struct {
+	a         *allocator.Allocator
+	allocated int64
+	size      map[uint64]int64
+}
+
+// apply replays one event with its id shifted by offset (a repeated step's tensors are new tensors); done
+// reports the end of the replay: an allocation failed (the result says where) or the allocator refused.
+func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res replayResult, done bool, err error) {
+	id := ev.id + offset
+	if ev.size == 0 {
+		if err := r.a.Free(id); err != nil {
+			return replayResult{}, true, err
+		}
+		r.allocated -= r.size[id]
+		delete(r.size, id)
+		return replayResult{}, false, nil
+	}
+	if err := r.a.Malloc(id, ev.size, 0); err != nil {
+		var oom *allocator.OOMError
+		if errors.As(err, &oom) {
+			return replayResult{peakReserved: r.a.PeakReserved(), failed: true, allocated: r.allocated, request: ev.size,
+				site: site}, true, nil
+		}
+		return replayResult{}, true, err
+	}
+	r.size[id] = ev.size
+	r.allocated += ev.size
+	return replayResult{}, false, nil
 }
 
 // paramGroup is the parameters one operator owns, for allocating their gradients in its backward.
@@ -424,6 +492,9 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	}
 	for si, so := range steps {
 		step = si + 1
+		if si == len(steps)-1 && si > 0 && len(c.Training.SeqLengths) == 0 {
+			s.steady = len(s.ev)
+		}
 		layerOps, embOps, headOps := so.layer, so.emb, so.head
 		hr := int64(float64(int64(opTokens(embOps))*e.x.h) * e.ab / float64(e.spDiv))
 		for range max(1, c.Parallel.NumMicrobatches) {

@@ -234,3 +234,30 @@ func TestSequenceLogitsAndTiedGradient(t *testing.T) {
 		}
 	}
 }
+
+// The steady step runs again until a run creates no segment. Built by hand: an 80 MiB segment A is cached
+// before the step, which allocates 50, 60 and 30 MiB, then frees them. First run: 50 splits A (30 left), 60
+// needs a new segment B, 30 takes A's rest: 140 MiB. Second run: best fit puts 50 in B (60 < 80, 10 left),
+// 60 in A (20 left), and 30 fits nowhere: a new 30 MiB segment, 170 MiB. Third run: 50 in B, 60 in A, 30 in
+// the new one — nothing new, the pool has settled at 170. A step that leaves a tensor alive is not a step that
+// can run again, and replays once.
+func TestSequenceSteadyStepRepeats(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		leak bool
+		want int64
+	}{{"settles at the second run", false, 170 * mib}, {"leaking step runs once", true, 140 * mib}} {
+		s := newSeq()
+		s.free(s.alloc(80 * mib))
+		s.steady = len(s.ev)
+		a, b, c := s.alloc(50*mib), s.alloc(60*mib), s.alloc(30*mib)
+		s.free(a, b)
+		if !tc.leak {
+			s.free(c)
+		}
+		got, err := s.replay(allocator.Config{}, 0)
+		if err != nil || got.peakReserved != tc.want {
+			t.Errorf("%s: reserved %d MiB (%v), want %d", tc.name, got.peakReserved/mib, err, tc.want/mib)
+		}
+	}
+}

@@ -12,8 +12,9 @@ import (
 // The allocation sequence: one run of the model as the caching allocator sees it — the parameters as the
 // model is built, then two training steps (the first creates the optimizer states, the second is the steady
 // step, replayed again until the pool settles) or one generate call, each tensor allocated when its operator
-// creates it and freed when PyTorch drops the last reference. Replaying it through the allocator model gives peak reserved memory from the
-// allocator's own rules (rounding, pools, best fit, splitting) instead of a flat fragmentation allowance.
+// creates it and freed when PyTorch drops the last reference. Replaying it through the allocator model gives
+// peak reserved memory from the allocator's own rules (rounding, pools, best fit, splitting) instead of a flat
+// fragmentation allowance.
 
 // tensorLife says when a tensor an operator creates is freed.
 type tensorLife uint8
@@ -161,7 +162,7 @@ func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult,
 	}
 	r := sequenceReplay{a: a, size: map[uint64]int64{}}
 	steady := s.steadyStep()
-	mark := len(s.ev) // the segment events before the steady step's last run
+	mark := 0 // the allocator's segment events before the steady step's last run
 	for i, ev := range s.ev {
 		if i == s.steady && steady != nil {
 			mark = len(a.Events())
@@ -464,10 +465,17 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 				for _, p := range opParams(op.Name, ps) {
 					k := key(p.Name)
 					if k == tiedKey && tiedPart != 0 {
-						// The embedding's own gradient joins the output layer's out of place; the sum is .grad.
-						part := s.alloc(int64(e.perGPU(p) * e.pb))
+						// The embedding's own gradient joins the output layer's out of place. The sum becomes .grad,
+						// or, where a micro-batch before left one, is added into it and dies.
+						b := int64(e.perGPU(p) * e.pb)
+						part := s.alloc(b)
+						_, had := grads[k]
 						gradOf(k, gBytes(p))
-						s.free(tiedPart, part)
+						var sum uint64
+						if had {
+							sum = s.alloc(b)
+						}
+						s.free(tiedPart, part, sum)
 						tiedPart = 0
 						continue
 					}

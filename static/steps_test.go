@@ -1,6 +1,7 @@
 package static
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -134,10 +135,7 @@ func TestEagerAttentionOrder(t *testing.T) {
 			[]int64{S, kv, -S, -kv, 2 * S, -S, S, -2 * S, -2 * S, S, -S, q, kv, -S, -q, -kv, -kv, -q, -kv}},
 	} {
 		t.Run(tc.precision, func(t *testing.T) {
-			r := tiny(t, func(c *Config) { c.Training.Attention, c.Training.Precision = "standard", tc.precision })
-			c := r.Config
-			e := newEst(&c)
-			s := e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
+			s := tinySequence(t, func(c *Config) { c.Training.Attention, c.Training.Precision = "standard", tc.precision })
 			for _, phase := range []struct {
 				name string
 				want []int64
@@ -159,8 +157,8 @@ func TestEagerAttentionOrder(t *testing.T) {
 	}
 }
 
-// opEvents lists the sizes an operator allocates (+) and frees (−) at a site: from its first allocation to the
-// next allocation elsewhere.
+// opEvents lists the sizes an operator allocates (+) and frees (−) at a site, each run of it (one per
+// micro-batch) from its first allocation to the next allocation elsewhere.
 func opEvents(s *seqBuilder, at seqSite) []int64 {
 	size := map[uint64]int64{}
 	var out []int64
@@ -168,11 +166,7 @@ func opEvents(s *seqBuilder, at seqSite) []int64 {
 	for _, ev := range s.ev {
 		if ev.size > 0 {
 			size[ev.id] = ev.size
-			here := s.sites[ev.site] == at
-			if in && !here {
-				break
-			}
-			in = here
+			in = s.sites[ev.site] == at
 		}
 		if !in {
 			continue
@@ -195,33 +189,40 @@ func opEvents(s *seqBuilder, at seqSite) []int64 {
 func TestSequenceLogitsAndTiedGradient(t *testing.T) {
 	const seq = ts / 2 // so that the logits (b·s·V·2) differ from V·h·2 in size
 	const logits, vh, nh = tb * seq * tv * 2, tv * th * 2, tb * seq * th * 2
-	for _, tied := range []bool{false, true} {
-		r := tiny(t, func(c *Config) { c.Model.TieWordEmbeddings, c.Training.SeqLength = tied, seq })
-		c := r.Config
-		e := newEst(&c)
-		s := e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
+	for _, tc := range []struct {
+		tied         bool
+		microbatches int
+		// The V·h tensors of the embedding's backward: untied, its own .grad; tied, its contribution and the sum,
+		// then the output layer's contribution and its own die; a second micro-batch's sum is added into .grad
+		// and dies too.
+		embGrads []int64
+	}{
+		{false, 1, []int64{vh}},
+		{true, 1, []int64{vh, vh, -vh, -vh}},
+		{true, 2, []int64{vh, vh, -vh, -vh, vh, vh, -vh, -vh, -vh}},
+	} {
+		s := tinySequence(t, func(c *Config) {
+			c.Model.TieWordEmbeddings, c.Training.SeqLength, c.Parallel.NumMicrobatches = tc.tied, seq, tc.microbatches
+		})
+		name := fmt.Sprintf("tied %v, %d micro-batches", tc.tied, tc.microbatches)
 		if got := opEvents(s, seqSite{1, "forward", -1, "cross_entropy"})[0]; got != logits {
-			t.Fatalf("tied %v: the loss's first tensor is %d B, want the logits (%d)", tied, got, logits)
+			t.Fatalf("%s: the loss's first tensor is %d B, want the logits (%d)", name, got, logits)
 		}
 		// + nll_loss's gradient, + log_softmax's, − the first, − the saved log-probabilities, + the logits'
 		// gradient, − log_softmax's.
-		if got, want := opEvents(s, seqSite{1, "backward", -1, "cross_entropy"}), []int64{2 * logits, 2 * logits, -2 * logits, -2 * logits, logits, -2 * logits}; !slices.Equal(got, want) {
-			t.Errorf("tied %v: loss backward %v, want %v", tied, got, want)
+		want := []int64{2 * logits, 2 * logits, -2 * logits, -2 * logits, logits, -2 * logits}
+		// The input's gradient, then the weight's (tied: the contribution that waits); then the logits' gradient
+		// the loss handed on, the saved input and the input's gradient die.
+		wantLM := []int64{nh, vh, -logits, -nh, -nh}
+		if got := opEvents(s, seqSite{1, "backward", -1, "cross_entropy"}); !slices.Equal(got[:len(want)], want) {
+			t.Errorf("%s: loss backward %v, want %v", name, got, want)
+		}
+		if got := opEvents(s, seqSite{1, "backward", -1, "lm_head"}); !slices.Equal(got[:len(wantLM)], wantLM) {
+			t.Errorf("%s: lm_head backward %v, want %v", name, got, wantLM)
 		}
 		emb := opEvents(s, seqSite{1, "backward", -1, "embedding"})
 		if emb[len(emb)-1] != -logits {
-			t.Errorf("tied %v: the embedding's backward ends with %d, want the logits freed (%d)", tied, emb[len(emb)-1], -logits)
-		}
-		// The input's gradient, then the weight's (untied: its own .grad); then the logits' gradient the loss
-		// handed on, the saved input and the input's gradient die.
-		lm := opEvents(s, seqSite{1, "backward", -1, "lm_head"})
-		want := []int64{nh, vh, -logits, -nh, -nh}
-		wantEmb := []int64{vh}
-		if tied {
-			wantEmb = []int64{vh, vh, -vh, -vh}
-		}
-		if !slices.Equal(lm, want) {
-			t.Errorf("tied %v: lm_head backward %v, want %v", tied, lm, want)
+			t.Errorf("%s: the embedding's backward ends with %d, want the logits freed (%d)", name, emb[len(emb)-1], -logits)
 		}
 		var got []int64
 		for _, n := range emb {
@@ -229,8 +230,8 @@ func TestSequenceLogitsAndTiedGradient(t *testing.T) {
 				got = append(got, n)
 			}
 		}
-		if !slices.Equal(got, wantEmb) {
-			t.Errorf("tied %v: the embedding's backward allocates and frees V·h tensors %v, want %v", tied, got, wantEmb)
+		if !slices.Equal(got, tc.embGrads) {
+			t.Errorf("%s: the embedding's backward allocates and frees V·h tensors %v, want %v", name, got, tc.embGrads)
 		}
 	}
 }
@@ -260,4 +261,12 @@ func TestSequenceSteadyStepRepeats(t *testing.T) {
 			t.Errorf("%s: reserved %d MiB (%v), want %d", tc.name, got.peakReserved/mib, err, tc.want/mib)
 		}
 	}
+}
+
+// tinySequence is the allocation sequence of the tiny model's training steps.
+func tinySequence(t *testing.T, mod func(*Config)) *seqBuilder {
+	r := tiny(t, mod)
+	c := r.Config
+	e := newEst(&c)
+	return e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
 }

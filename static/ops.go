@@ -340,14 +340,9 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 	if attn.MemoryBytes > 0 {
 		attn.seq = keepSeq(q.Bytes, kvSaved/2, kvSaved/2)
 		rest := saved - q.Bytes - kvSaved
-		if e.eager() && c.Training.Recompute != "selective" && c.Training.AttentionDropout == 0 {
-			// HF eager_attention_forward: q·kᵀ, its scaled copy and the masked copy follow one another, then the
-			// fp32 softmax (kept) and its 16-bit cast (kept for the matmul with V).
-			attn.seq = append(attn.seq, briefSeq(scores.Bytes, scores.Bytes, scores.Bytes)...)
-			attn.seq = append(attn.seq, keepSeq(2*scores.Bytes, rest-2*scores.Bytes)...)
-			// Backward: the probabilities' gradient, its fp32 cast, softmax's gradient, the scaled one, then
-			// the gradients of Q and of the expanded K.
-			attn.Extra["backward_chain"] = []int64{scores.Bytes, 2 * scores.Bytes, scores.Bytes, scores.Bytes, q.Bytes + kvSaved/2}
+		// A 16-bit model (under autocast HF's fp32 mask promotes the masked scores to fp32: another chain).
+		if e.eager() && c.Training.Recompute != "selective" && c.Training.AttentionDropout == 0 && e.ab == 2 && !c.amp() {
+			attn.seq, attn.bwd = eagerAttentionSeq(q.Bytes, kvSaved/2, scores.Bytes, e.actName() == "bf16")
 		} else {
 			attn.seq = append(attn.seq, tempSeq(scores.Bytes)...)
 			attn.seq = append(attn.seq, splitEven(rest, scores.Bytes)...)
@@ -358,6 +353,50 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 	attn.Notes = "standard attention: O(s²) score matrix per head"
 	attn.BytesMoved = float64(q.Bytes+k.Bytes+v.Bytes+o.Bytes) + 4*float64(scores.Bytes)
 	return attn, false
+}
+
+// eagerAttentionSeq is HF eager_attention_forward's allocations on 16-bit q (q bytes), K and V expanded by
+// repeat_kv (kv bytes each) and scores of sc bytes, forward and backward, in PyTorch's order:
+//
+//	A = q·kᵀ, B = A·scale (A dies), C = B + mask (B dies; C lives until the name is rebound after the cast),
+//	softmax(C, dtype=fp32): aten fuses the upcast only for fp16, so bf16 first converts C to an fp32 copy D,
+//	E = _softmax(D) in fp32 (D dies; E saved by softmax's backward), F = E.to(16-bit) (saved by F·V), C dies.
+//
+// Backward runs the chain in reverse, each node's gradient allocated before the one it consumes is freed and
+// its saved tensors released right after it: ∂F and ∂V (F and V released), ∂E = ∂F in fp32, ∂D = softmax's
+// backward (E released), ∂C = ∂D in 16 bits (fp16: softmax's backward writes 16 bits directly), ∂A = ∂C·scale
+// (the mask's add passes ∂C through), then ∂q and ∂K (q and K released). ∂V waits in the autograd engine until
+// its repeat_kv branch runs after the chain (the branch was created earlier, so it runs later).
+func eagerAttentionSeq(q, kv, sc int64, bf16 bool) ([]seqTensor, []bwdStep) {
+	const qi, ki, vi = 0, 1, 2
+	seq := keepSeq(q, kv, kv)
+	seq = append(seq, briefSeq(sc, sc)...)
+	seq = append(seq, tempSeq(sc)...)
+	if bf16 {
+		seq = append(seq, briefSeq(2*sc)...)
+	}
+	ei, fi := len(seq), len(seq)+1
+	seq = append(seq, keepSeq(2*sc, sc)...)
+	var bwd []bwdStep
+	// grad allocates a backward tensor, frees what dies right after it and returns its index.
+	grad := func(bytes int64, free ...int) int {
+		bwd = append(bwd, bwdStep{bytes: bytes, free: free})
+		return len(seq) + len(bwd) - 1
+	}
+	dF := grad(sc)
+	grad(kv, fi, vi) // ∂V
+	dE := grad(2*sc, dF)
+	var dC int
+	if bf16 {
+		dD := grad(2*sc, dE, ei)
+		dC = grad(sc, dD)
+	} else {
+		dC = grad(sc, dE, ei) // fp16: softmax's backward writes 16 bits
+	}
+	dA := grad(sc, dC)
+	grad(q)
+	grad(kv, dA, qi, ki)
+	return seq, bwd
 }
 
 // mlpOps builds a dense (or shared-expert) MLP with f columns per GPU over rows tokens.
@@ -495,6 +534,11 @@ func (e *est) embeddingOps() []Operator {
 	} else if e.eager() {
 		// HF's model forward keeps the embeddings (inputs_embeds) referenced until it returns.
 		op.seq = append(keepSeq(ids.Bytes), seqTensor{int64(float64(e.n*x.h/sp) * dtypeBytes[e.residualName()]), lifeForward})
+		if e.kernel.name == "standard" && e.c.Framework == "hf" {
+			// And its eager attention's mask: masking_utils.eager_mask builds a (b, 1, s, s) additive float mask
+			// in the model's dtype before the first layer.
+			op.seq = append(op.seq, seqTensor{e.b * e.sl * e.s * int64(e.pb), lifeForward})
+		}
 	}
 	ops := []Operator{op}
 	if e.c.Training.HiddenDropout > 0 && !e.inference {
@@ -582,17 +626,19 @@ func (e *est) headOps() []Operator {
 		lm.Outputs = []Tensor{tensor("logits.chunk", e.actName(), chunk, vL)}
 	}
 	// The loss's tensors in creation order and its backward's, for the allocation sequence: HF's
-	// logits.float() copy and log-softmax, then nll_loss's and log_softmax's fp32 gradients, then the 16-bit
-	// gradient of the logits.
+	// logits.float() copy and log-softmax, then (as the SDPA snapshot trace shows) nll_loss's fp32 gradient,
+	// log_softmax's (nll's gradient and the log-probabilities die), the 16-bit gradient of the logits (the fp32
+	// one dies), which the output layer's backward consumes.
 	switch c.Training.Loss {
 	case "standard":
-		loss.seq = append(keepSeq(loss.MemoryBytes-4*E), tempSeq(loss.TempBytes-4*E)...)
+		loss.seq = append(tensorsOf(lifeOutput, []int64{loss.MemoryBytes - 4*E}), tempSeq(loss.TempBytes-4*E)...)
 		loss.seq = append(loss.seq, tempSeq(4*E)...)
 		loss.seq = append(loss.seq, keepSeq(4*E)...)
-		loss.Extra["backward_pieces"] = [][]int64{{4 * E, 4 * E}, {2 * E}}
+		n := len(loss.seq)
+		loss.bwd = []bwdStep{{bytes: 4 * E}, {bytes: 4 * E, free: []int{n, n - 1}}, {bytes: 2 * E, free: []int{n + 1}, carry: true}}
 	case "fused", "fused_jit":
 		loss.seq = append(tempSeq(loss.TempBytes), keepSeq(4*E)...)
-		loss.Extra["backward_pieces"] = [][]int64{{bwd}}
+		loss.bwd = []bwdStep{{bytes: bwd}}
 	case "chunked_output":
 		k := int64(c.Training.LossChunks)
 		loss.seq = tempSeq(2 * E)
@@ -600,9 +646,9 @@ func (e *est) headOps() []Operator {
 			loss.seq = append(loss.seq, briefSeq(4*E/k)...)
 			loss.seq = append(loss.seq, keepSeq(4*E/k)...)
 		}
-		loss.Extra["backward_pieces"] = [][]int64{{4 * E / k, 4 * E / k, 2 * E / k}}
+		loss.bwd = []bwdStep{{bytes: 4 * E / k}, {bytes: 4 * E / k}, {bytes: 2 * E / k}}
 	default:
-		loss.Extra["backward_pieces"] = [][]int64{{bwd}}
+		loss.bwd = []bwdStep{{bytes: bwd}}
 	}
 	if e.inference {
 		loss = Operator{Name: "logits", Category: "loss", Phase: "prefill", Inputs: []Tensor{logits}, Layer: -1,

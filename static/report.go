@@ -97,6 +97,7 @@ type Operator struct {
 	BytesMoved float64 `json:"bytes_moved"`
 
 	seq []seqTensor // the tensors the operator allocates, for the allocation sequence (steps.go)
+	bwd []bwdStep   // its backward's allocations and frees in order, where the sequence follows them one by one
 }
 
 // Metadata describes the run.

@@ -11,9 +11,10 @@ import (
 
 // The allocation sequence: one run of the model as the caching allocator sees it — the parameters as the
 // model is built, then two training steps (the first creates the optimizer states, the second is the steady
-// state) or one generate call, each tensor allocated when its operator creates it and freed when PyTorch
-// drops the last reference. Replaying it through the allocator model gives peak reserved memory from the
-// allocator's own rules (rounding, pools, best fit, splitting) instead of a flat fragmentation allowance.
+// step, replayed again until the pool settles) or one generate call, each tensor allocated when its operator
+// creates it and freed when PyTorch drops the last reference. Replaying it through the allocator model gives
+// peak reserved memory from the allocator's own rules (rounding, pools, best fit, splitting) instead of a flat
+// fragmentation allowance.
 
 // tensorLife says when a tensor an operator creates is freed.
 type tensorLife uint8
@@ -24,6 +25,7 @@ const (
 	lifeLayer                     // a residual-stream tensor: freed when the layer's forward ends
 	lifeBrief                     // consumed at once: freed right after the operator's next tensor is allocated
 	lifeForward                   // referenced by the model's forward until it returns
+	lifeOutput                    // the model's output (logits): the training loop holds it until backward returns
 )
 
 // seqTensor is one tensor an operator allocates, in creation order.
@@ -44,6 +46,17 @@ func tensorsOf(life tensorLife, bytes []int64) []seqTensor {
 		}
 	}
 	return out
+}
+
+// bwdStep is one allocation of an operator's backward and what dies right after it. free indexes the operator's
+// tensors: first its forward tensors (opTensors order; only saved ones are still alive), then its backward
+// allocations in order. Whatever a script leaves alive dies when the operator's backward ends.
+type bwdStep struct {
+	bytes int64
+	free  []int
+	// carry: the gradient of the operator's input, which the operator before it consumes; it dies once that
+	// operator's backward has allocated its own gradients.
+	carry bool
 }
 
 // opTensors is what an operator allocates: its own list when the builder gave one (whose saved part adds up to
@@ -78,6 +91,9 @@ type seqBuilder struct {
 	live      map[uint64]int64
 	allocated int64
 	peak      int64
+	// steady is where the steady training step's events start (0: none); the replay repeats that step
+	// until the pool settles.
+	steady int
 }
 
 func newSeq() *seqBuilder {
@@ -132,34 +148,99 @@ func (e *est) allocatorConfig() allocator.Config {
 
 // replay drives the allocator model with the sequence; with a capacity, an allocation that cannot fit even
 // after the allocator released its cache ends the replay there.
+//
+// The steady step then runs again as long as its last run changed the pool's segments: a later step can
+// still grow the pool when the first steady one left its free blocks cut differently from the step before
+// (llama1b with eager attention grows by one fp32 logits block in its third step, measured and replayed). A
+// run that creates no segment ends where it started — the same segments, the same live tensors at the same
+// addresses, and so the same free blocks, which adjacent frees always merge — so every further step would
+// replay it exactly: the pool has settled.
 func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult, error) {
 	a, err := allocator.New(cfg, allocator.Options{Capacity: capacity})
 	if err != nil {
 		return replayResult{}, err
 	}
-	var allocated int64
-	size := map[uint64]int64{}
-	for _, ev := range s.ev {
-		if ev.size == 0 {
-			if err := a.Free(ev.id); err != nil {
-				return replayResult{}, err
-			}
-			allocated -= size[ev.id]
-			delete(size, ev.id)
-			continue
+	r := sequenceReplay{a: a, size: map[uint64]int64{}}
+	steady := s.steadyStep()
+	mark := 0 // the allocator's segment events before the steady step's last run
+	for i, ev := range s.ev {
+		if i == s.steady && steady != nil {
+			mark = len(a.Events())
 		}
-		if err := a.Malloc(ev.id, ev.size, 0); err != nil {
-			var oom *allocator.OOMError
-			if errors.As(err, &oom) {
-				return replayResult{peakReserved: a.PeakReserved(), failed: true, allocated: allocated, request: ev.size,
-					site: s.sites[ev.site]}, nil
-			}
-			return replayResult{}, err
+		if res, done, err := r.apply(ev, 0, s.sites[ev.site]); done {
+			return res, err
 		}
-		size[ev.id] = ev.size
-		allocated += ev.size
+	}
+	for k := 1; steady != nil && len(a.Events()) > mark && k <= maxSteadyRepeats; k++ {
+		mark = len(a.Events())
+		for _, ev := range steady {
+			site := s.sites[ev.site]
+			site.step += k
+			if res, done, err := r.apply(ev, uint64(k)*s.next, site); done {
+				return res, err
+			}
+		}
 	}
 	return replayResult{peakReserved: a.PeakReserved(), peakFrag: a.PeakFragmentation()}, nil
+}
+
+// maxSteadyRepeats bounds the extra runs of the steady step (measured runs settle by their third step).
+const maxSteadyRepeats = 8
+
+// steadyStep returns the steady step's events when they can run again as the next step: the step frees
+// every tensor it allocates and nothing else.
+func (s *seqBuilder) steadyStep() []allocEvent {
+	if s.steady <= 0 {
+		return nil
+	}
+	evs := s.ev[s.steady:]
+	open := map[uint64]bool{}
+	for _, ev := range evs {
+		switch {
+		case ev.size > 0:
+			open[ev.id] = true
+		case !open[ev.id]:
+			return nil
+		default:
+			delete(open, ev.id)
+		}
+	}
+	if len(open) > 0 {
+		return nil
+	}
+	return evs
+}
+
+// sequenceReplay applies a sequence's events to an allocator, tracking the bytes allocated.
+type sequenceReplay struct {
+	a         *allocator.Allocator
+	allocated int64
+	size      map[uint64]int64
+}
+
+// apply replays one event with its id shifted by offset (a repeated step's tensors are new tensors); done
+// reports the end of the replay: an allocation failed (the result says where) or the allocator refused.
+func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res replayResult, done bool, err error) {
+	id := ev.id + offset
+	if ev.size == 0 {
+		if err := r.a.Free(id); err != nil {
+			return replayResult{}, true, err
+		}
+		r.allocated -= r.size[id]
+		delete(r.size, id)
+		return replayResult{}, false, nil
+	}
+	if err := r.a.Malloc(id, ev.size, 0); err != nil {
+		var oom *allocator.OOMError
+		if errors.As(err, &oom) {
+			return replayResult{peakReserved: r.a.PeakReserved(), failed: true, allocated: r.allocated, request: ev.size,
+				site: site}, true, nil
+		}
+		return replayResult{}, true, err
+	}
+	r.size[id] = ev.size
+	r.allocated += ev.size
+	return replayResult{}, false, nil
 }
 
 // paramGroup is the parameters one operator owns, for allocating their gradients in its backward.
@@ -290,24 +371,29 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	}
 	ckpt := int64(e.checkpointBytes())
 	recompute := c.Training.Recompute == "full" || c.Training.Recompute == "op_selective"
-	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones and the
-	// residual-stream ones.
+	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones (by position in
+	// the operator's tensor list, 0 for the others) and the residual-stream ones.
 	step, layer := 0, -1
+	var outputs []uint64 // the model's outputs the loop holds, freed when backward returns
 	runOp := func(op Operator) (own, resid []uint64) {
 		s.at(step, "forward", layer, op.Name)
 		var tmp []uint64
 		var brief uint64
-		for _, t := range opTensors(op) {
+		ts := opTensors(op)
+		own = make([]uint64, len(ts)) // by position, so that a backward script can name them
+		for i, t := range ts {
 			id := s.alloc(t.bytes)
 			s.free(brief)
 			brief = 0
 			switch t.life {
 			case lifeSaved:
-				own = append(own, id)
+				own[i] = id
 			case lifeLayer, lifeForward:
 				resid = append(resid, id)
 			case lifeBrief:
 				brief = id
+			case lifeOutput:
+				outputs = append(outputs, id)
 			default:
 				tmp = append(tmp, id)
 			}
@@ -325,33 +411,41 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			} else {
 				s.free(resid...)
 			}
+			if op.Name == "final_norm" {
+				// The model's forward returns with its last norm; the output layer and the loss run outside it.
+				s.free(forwardLive...)
+				forwardLive = forwardLive[:0]
+			}
 			*keep = append(*keep, own)
 		}
 	}
+	const tiedKey = "emb.embed_tokens.weight"
+	var tiedPart uint64
+	var carried []uint64 // what the operator after the one in backward handed on (bwdStep.carry)
 	backOps := func(ops []Operator, keep [][]uint64, ps []paramTensor, key func(string) string) {
 		for j := len(ops) - 1; j >= 0; j-- {
 			op := ops[j]
 			s.at(step, "backward", layer, op.Name)
 			// Gradients of what the operator saved (its inputs' gradients are as large), or of its output.
-			var gs []uint64
-			groups, own := op.Extra["backward_pieces"].([][]int64)
-			for _, g := range groups {
-				var ids []uint64
-				for _, b := range g {
-					ids = append(ids, s.alloc(b))
+			var gs, next []uint64
+			own := op.bwd != nil
+			if own {
+				ids := slices.Clone(keep[j])
+				for _, st := range op.bwd {
+					id := s.alloc(st.bytes)
+					ids = append(ids, id)
+					for _, k := range st.free {
+						s.free(ids[k])
+					}
+					if st.carry {
+						next = append(next, id)
+					}
 				}
-				s.free(ids...)
-			}
-			if chain, ok := op.Extra["backward_chain"].([]int64); ok {
-				// Each gradient consumes the previous one: allocated, then the previous is freed.
-				var prev uint64
-				for _, b := range chain {
-					id := s.alloc(b)
-					s.free(prev)
-					prev = id
+				for _, id := range ids[len(keep[j]):] {
+					if !slices.Contains(next, id) {
+						s.free(id)
+					}
 				}
-				s.free(prev)
-				own = true
 			}
 			if !own {
 				for _, t := range opTensors(op) {
@@ -369,9 +463,32 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			}
 			if !frozen {
 				for _, p := range opParams(op.Name, ps) {
-					gradOf(key(p.Name), gBytes(p))
+					k := key(p.Name)
+					if k == tiedKey && tiedPart != 0 {
+						// The embedding's own gradient joins the output layer's out of place. The sum becomes .grad,
+						// or, where a micro-batch before left one, is added into it and dies.
+						b := int64(e.perGPU(p) * e.pb)
+						part := s.alloc(b)
+						_, had := grads[k]
+						gradOf(k, gBytes(p))
+						var sum uint64
+						if had {
+							sum = s.alloc(b)
+						}
+						s.free(tiedPart, part, sum)
+						tiedPart = 0
+						continue
+					}
+					gradOf(k, gBytes(p))
+				}
+				if op.Name == "lm_head" && e.x.tied {
+					// A tied output layer's weight gradient waits in the autograd engine's input buffer of the shared
+					// parameter until the embedding's backward adds its own.
+					tiedPart = s.alloc(int64(e.perGPU(embPs[0]) * e.pb))
 				}
 			}
+			s.free(carried...)
+			carried = next
 			s.free(keep[j]...)
 			s.free(gs...)
 		}
@@ -383,6 +500,9 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	}
 	for si, so := range steps {
 		step = si + 1
+		if si == len(steps)-1 && si > 0 && len(c.Training.SeqLengths) == 0 {
+			s.steady = len(s.ev)
+		}
 		layerOps, embOps, headOps := so.layer, so.emb, so.head
 		hr := int64(float64(int64(opTokens(embOps))*e.x.h) * e.ab / float64(e.spDiv))
 		for range max(1, c.Parallel.NumMicrobatches) {
@@ -431,6 +551,8 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 			layer = -1
 			backOps(embOps, embKeep, embPs, func(n string) string { return "emb." + n })
 			s.free(dx, bid)
+			s.free(outputs...)
+			outputs = outputs[:0]
 			if frozen {
 				for li := range l {
 					for _, p := range adapters {

@@ -1,6 +1,8 @@
 package static
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/memscan/memscan/allocator"
@@ -113,4 +115,158 @@ func TestOpTensorsMatchRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// HF eager attention replays PyTorch's order (hand-derived from eager_attention_forward, aten softmax and the
+// autograd engine; see eagerAttentionSeq): + allocates, − frees, in units of the score matrix S = b·a·s²·2,
+// q = b·a·s·d·2 and one expanded K or V (the same size, K and V repeated to every query head).
+func TestEagerAttentionOrder(t *testing.T) {
+	const S, q, kv = tb * ta * ts * ts * 2, tb * ta * ts * td * 2, tb * ta * ts * td * 2
+	for _, tc := range []struct {
+		precision     string
+		forward, back []int64
+	}{
+		{"bf16",
+			[]int64{q, kv, kv, S, S, -S, S, -S, 2 * S, 2 * S, -2 * S, S, -S},
+			[]int64{S, kv, -S, -kv, 2 * S, -S, 2 * S, -2 * S, -2 * S, S, -2 * S, S, -S, q, kv, -S, -q, -kv, -kv, -q, -kv}},
+		// fp16: the upcast is fused into the softmax, whose backward writes fp16.
+		{"fp16",
+			[]int64{q, kv, kv, S, S, -S, S, -S, 2 * S, S, -S},
+			[]int64{S, kv, -S, -kv, 2 * S, -S, S, -2 * S, -2 * S, S, -S, q, kv, -S, -q, -kv, -kv, -q, -kv}},
+	} {
+		t.Run(tc.precision, func(t *testing.T) {
+			s := tinySequence(t, func(c *Config) { c.Training.Attention, c.Training.Precision = "standard", tc.precision })
+			for _, phase := range []struct {
+				name string
+				want []int64
+			}{{"forward", tc.forward}, {"backward", tc.back}} {
+				if got := opEvents(s, seqSite{1, phase.name, 0, "attention"}); !slices.Equal(got, phase.want) {
+					t.Errorf("%s: %v\nwant %v", phase.name, got, phase.want)
+				}
+			}
+			// HF builds the eager mask, (b, 1, s, s) in the model's dtype, before the first layer; it and the
+			// embeddings die when the model's forward returns after the final norm.
+			const mask, emb = tb * ts * ts * 2, tn * th * 2
+			if got := opEvents(s, seqSite{1, "forward", -1, "embedding"}); got[len(got)-1] != mask {
+				t.Errorf("embedding forward %v, want the mask (%d B) last", got, mask)
+			}
+			if got := opEvents(s, seqSite{1, "forward", -1, "final_norm"}); !slices.Equal(got[len(got)-2:], []int64{-emb, -mask}) {
+				t.Errorf("final norm forward %v, want the embeddings and the mask freed last", got)
+			}
+		})
+	}
+}
+
+// opEvents lists the sizes an operator allocates (+) and frees (−) at a site, each run of it (one per
+// micro-batch) from its first allocation to the next allocation elsewhere.
+func opEvents(s *seqBuilder, at seqSite) []int64 {
+	size := map[uint64]int64{}
+	var out []int64
+	in := false
+	for _, ev := range s.ev {
+		if ev.size > 0 {
+			size[ev.id] = ev.size
+			in = s.sites[ev.site] == at
+		}
+		if !in {
+			continue
+		}
+		if ev.size > 0 {
+			out = append(out, ev.size)
+		} else {
+			out = append(out, -size[ev.id])
+		}
+	}
+	return out
+}
+
+// What the training loop and autograd keep past the loss (seen in the SDPA snapshot trace of the H200 runs):
+// the loop holds the model's output, so the 16-bit logits die only when backward returns; the loss's backward
+// frees nll_loss's gradient and the log-probabilities before the logits' 16-bit gradient exists, which lives
+// until the output layer's backward has its own gradients; a tied output
+// layer's weight gradient is allocated in its backward and waits in the autograd engine until the
+// embedding's backward adds its own out of place (three V·h tensors, the sum kept as .grad).
+func TestSequenceLogitsAndTiedGradient(t *testing.T) {
+	const seq = ts / 2 // so that the logits (b·s·V·2) differ from V·h·2 in size
+	const logits, vh, nh = tb * seq * tv * 2, tv * th * 2, tb * seq * th * 2
+	for _, tc := range []struct {
+		tied         bool
+		microbatches int
+		// The V·h tensors of the embedding's backward: untied, its own .grad; tied, its contribution and the sum,
+		// then the output layer's contribution and its own die; a second micro-batch's sum is added into .grad
+		// and dies too.
+		embGrads []int64
+	}{
+		{false, 1, []int64{vh}},
+		{true, 1, []int64{vh, vh, -vh, -vh}},
+		{true, 2, []int64{vh, vh, -vh, -vh, vh, vh, -vh, -vh, -vh}},
+	} {
+		s := tinySequence(t, func(c *Config) {
+			c.Model.TieWordEmbeddings, c.Training.SeqLength, c.Parallel.NumMicrobatches = tc.tied, seq, tc.microbatches
+		})
+		name := fmt.Sprintf("tied %v, %d micro-batches", tc.tied, tc.microbatches)
+		if got := opEvents(s, seqSite{1, "forward", -1, "cross_entropy"})[0]; got != logits {
+			t.Fatalf("%s: the loss's first tensor is %d B, want the logits (%d)", name, got, logits)
+		}
+		// + nll_loss's gradient, + log_softmax's, − the first, − the saved log-probabilities, + the logits'
+		// gradient, − log_softmax's.
+		want := []int64{2 * logits, 2 * logits, -2 * logits, -2 * logits, logits, -2 * logits}
+		// The input's gradient, then the weight's (tied: the contribution that waits); then the logits' gradient
+		// the loss handed on, the saved input and the input's gradient die.
+		wantLM := []int64{nh, vh, -logits, -nh, -nh}
+		if got := opEvents(s, seqSite{1, "backward", -1, "cross_entropy"}); !slices.Equal(got[:len(want)], want) {
+			t.Errorf("%s: loss backward %v, want %v", name, got, want)
+		}
+		if got := opEvents(s, seqSite{1, "backward", -1, "lm_head"}); !slices.Equal(got[:len(wantLM)], wantLM) {
+			t.Errorf("%s: lm_head backward %v, want %v", name, got, wantLM)
+		}
+		emb := opEvents(s, seqSite{1, "backward", -1, "embedding"})
+		if emb[len(emb)-1] != -logits {
+			t.Errorf("%s: the embedding's backward ends with %d, want the logits freed (%d)", name, emb[len(emb)-1], -logits)
+		}
+		var got []int64
+		for _, n := range emb {
+			if n == vh || n == -vh {
+				got = append(got, n)
+			}
+		}
+		if !slices.Equal(got, tc.embGrads) {
+			t.Errorf("%s: the embedding's backward allocates and frees V·h tensors %v, want %v", name, got, tc.embGrads)
+		}
+	}
+}
+
+// The steady step runs again until a run creates no segment. Built by hand: an 80 MiB segment A is cached
+// before the step, which allocates 50, 60 and 30 MiB, then frees them. First run: 50 splits A (30 left), 60
+// needs a new segment B, 30 takes A's rest: 140 MiB. Second run: best fit puts 50 in B (60 < 80, 10 left),
+// 60 in A (20 left), and 30 fits nowhere: a new 30 MiB segment, 170 MiB. Third run: 50 in B, 60 in A, 30 in
+// the new one — nothing new, the pool has settled at 170. A step that leaves a tensor alive is not a step that
+// can run again, and replays once.
+func TestSequenceSteadyStepRepeats(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		leak bool
+		want int64
+	}{{"settles at the second run", false, 170 * mib}, {"leaking step runs once", true, 140 * mib}} {
+		s := newSeq()
+		s.free(s.alloc(80 * mib))
+		s.steady = len(s.ev)
+		a, b, c := s.alloc(50*mib), s.alloc(60*mib), s.alloc(30*mib)
+		s.free(a, b)
+		if !tc.leak {
+			s.free(c)
+		}
+		got, err := s.replay(allocator.Config{}, 0)
+		if err != nil || got.peakReserved != tc.want {
+			t.Errorf("%s: reserved %d MiB (%v), want %d", tc.name, got.peakReserved/mib, err, tc.want/mib)
+		}
+	}
+}
+
+// tinySequence is the allocation sequence of the tiny model's training steps.
+func tinySequence(t *testing.T, mod func(*Config)) *seqBuilder {
+	r := tiny(t, mod)
+	c := r.Config
+	e := newEst(&c)
+	return e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
 }

@@ -365,7 +365,7 @@ func reportCharts(r *analyze.Report) []chartJob {
 		}
 		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
 		add(name, title, func(p string) error {
-			c := timeChart(title, s, r.Peak, whatIfName(r, s.Device))
+			c := timeChart(title, s, r.Peak, whatIfName(&r.SnapshotReport, s.Device))
 			c.Marks = phaseMarks(r, s)
 			return plots.MemoryOverTime(p, c)
 		})

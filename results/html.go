@@ -94,7 +94,7 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 				{"largest_free_block_bytes", "largest free block", r.LargestFreeBlockBytes},
 			}
 		}
-		in.Replays = htmlReplays(r)
+		in.Replays = htmlReplays(&r.SnapshotReport)
 		imgs, err := embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget)
 		if err != nil {
 			return nil, err

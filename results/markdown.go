@@ -209,7 +209,7 @@ func (m *mdWriter) tables(r *analyze.Report) {
 		}
 	}
 
-	m.allocatorReplay(r)
+	m.allocatorReplay(&r.SnapshotReport)
 
 	if len(r.OOMs) > 0 {
 		m.printf("\n**Out-of-memory events**\n\n| device | event | requested | device free | site |\n|---:|---:|---:|---:|---|\n")
@@ -231,7 +231,7 @@ func findings(r *analyze.Report) []string {
 	var out []string
 	if r.HasAllocatorTotals() {
 		out = allocatorFindings(r)
-		out = append(out, replayFindings(r)...)
+		out = append(out, replayFindings(&r.SnapshotReport)...)
 	}
 	if p := tracerPrimary(r); p != nil {
 		out = append(out, fmt.Sprintf("The tracer recorded a peak of **%s** on %s; the listed tensors account for %s (%s), %s is not attributable.",

@@ -1,0 +1,183 @@
+package results
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
+)
+
+// This file renders the report of an allocator snapshot: allocator totals and groups, the live set at the trace's
+// peak, what was live at the dump, fragmentation, the allocator replay, size histograms, per-device peaks, OOMs
+// and growing sites. text_peak.go and allocreplay.go hold the peak's and the replay's sections.
+
+// snapshot writes the text report's sections of an allocator snapshot. With a trace, the peak comes first: what
+// the user must fit is what was live then. The tables of the blocks allocated when the snapshot was dumped
+// follow, labelled as such.
+func (t *textWriter) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
+	t.printf("  segments:   %d   blocks: %d\n", snap.Segments, snap.Blocks)
+	t.traceActions(snap)
+	t.section("Totals")
+	t.totals(snap.Totals)
+
+	t.groups("Per device", "device", snap.PerDevice)
+	t.groups("Per stream", "stream", snap.PerStream)
+	t.groups("Per pool", "pool", snap.PerPool)
+	t.groups("Per segment type", "type", snap.PerSegmentType)
+
+	dump, categories := "", "Categories (active allocated memory by what allocated it)"
+	if r.Peak != nil {
+		t.peak(r.Peak)
+		t.iterations(snap.Iterations)
+		dump, categories = " at the dump", "Categories at the dump (active allocated memory when the snapshot was taken)"
+	}
+	t.categories(categories, r.Categories)
+	t.topAllocations(r.Top, dump)
+	t.sites(r.Sites, dump)
+
+	t.fragmentation(snap.Fragmentation, dump)
+	t.allocatorReplay(snap)
+
+	t.histogram("Size distribution of active allocations", snap.ActiveSizes)
+	t.histogram("Size distribution of cached free blocks", snap.FreeSizes)
+
+	t.devicePeaks(snap)
+	t.ooms(snap.OOMs)
+	t.leakSuspects(snap)
+}
+
+func (t *textWriter) ooms(ooms []analyze.OOM) {
+	if len(ooms) == 0 {
+		return
+	}
+	t.section(fmt.Sprintf("Out-of-memory events (%d)", len(ooms)))
+	tb := newTable([]align{alignRight, alignRight, alignLeft, alignRight, alignRight, alignRight, alignRight, alignLeft},
+		"device", "event", "time", "requested", "device free", "allocated", "reserved", "site")
+	for _, o := range ooms {
+		when := "-"
+		if o.TimeUS != 0 {
+			when = FormatTimeUS(o.TimeUS)
+		}
+		tb.add(strconv.Itoa(o.Device), strconv.Itoa(o.EventIndex), when, units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes),
+			units.Bytes(o.AllocatedBytes), units.Bytes(o.ReservedBytes), truncate(orDash(o.Site), maxSiteWidth))
+	}
+	tb.write(t.w, 2)
+	for _, o := range ooms {
+		t.oomExplained(o)
+	}
+}
+
+func (t *textWriter) fragmentation(f analyze.Fragmentation, dump string) {
+	t.section("Fragmentation" + dump)
+	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
+	kv.add("internal waste (rounding inside allocated blocks)", units.Bytes(f.InternalWasteBytes), GroupDigits(f.InternalWasteBytes))
+	kv.add("cached free (inactive blocks held by the allocator)", units.Bytes(f.CachedFreeBytes), GroupDigits(f.CachedFreeBytes))
+	kv.add(fmt.Sprintf("segments at least %.0f %% free: %d", f.MostlyFreeThreshold*100, f.MostlyFreeSegments), units.Bytes(f.MostlyFreeSegmentsBytes), GroupDigits(f.MostlyFreeSegmentsBytes))
+	kv.add(fmt.Sprintf("free blocks of %s or more: %d", units.Bytes(analyze.LargeFreeBlockBytes), f.LargeFreeBlocks), units.Bytes(f.LargeFreeBlocksBytes), GroupDigits(f.LargeFreeBlocksBytes))
+	kv.write(t.w, 2)
+	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
+}
+
+func (t *textWriter) totals(x analyze.Totals) {
+	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "measure", "size", "bytes", "of reserved")
+	row := func(name string, v int64) {
+		tb.add(name, units.Bytes(v), GroupDigits(v), units.Percent(v, x.ReservedBytes))
+	}
+	row("reserved (segments)", x.ReservedBytes)
+	row("allocated (active_allocated blocks)", x.AllocatedBytes)
+	row("requested (what tensors asked for)", x.RequestedBytes)
+	row("active (allocated + pending free)", x.ActiveBytes)
+	row("inactive (cached free)", x.InactiveBytes)
+	row("internal free (rounding)", x.InternalFreeBytes)
+	row("external free (not allocated)", x.ExternalFreeBytes)
+	row("largest free block", x.LargestFreeBlockBytes)
+	tb.write(t.w, 2)
+	if x.ReservedBytes == 0 {
+		// Nothing reserved: an empty snapshot is not 0 % efficient, it has no efficiency.
+		t.printf("  efficiency: - (nothing reserved)\n")
+		return
+	}
+	t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
+}
+
+func (t *textWriter) groups(title, keyName string, gs []analyze.GroupTotals) {
+	if len(gs) == 0 {
+		return
+	}
+	t.section(title)
+	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight},
+		keyName, "reserved", "allocated", "requested", "internal free", "external free", "efficiency", "segments")
+	for _, g := range gs {
+		tb.add(g.Key, units.Bytes(g.ReservedBytes), units.Bytes(g.AllocatedBytes), units.Bytes(g.RequestedBytes),
+			units.Bytes(g.InternalFreeBytes), units.Bytes(g.ExternalFreeBytes), fmt.Sprintf("%.2f %%", g.EfficiencyPct), strconv.Itoa(g.Segments))
+	}
+	tb.write(t.w, 2)
+}
+
+func (t *textWriter) histogram(title string, bs []analyze.SizeBucket) {
+	if len(bs) == 0 {
+		return
+	}
+	t.section(title)
+	var maxCount int
+	for _, b := range bs {
+		maxCount = max(maxCount, b.Count)
+	}
+	tb := newTable([]align{alignLeft, alignRight, alignRight, alignLeft}, "size range", "count", "total", "")
+	for _, b := range bs {
+		bar := ""
+		if maxCount > 0 {
+			bar = strings.Repeat("#", (b.Count*30+maxCount-1)/maxCount)
+		}
+		tb.add(BucketLabel(b), strconv.Itoa(b.Count), units.Bytes(b.Bytes), bar)
+	}
+	tb.write(t.w, 2)
+}
+
+func (t *textWriter) devicePeaks(snap *analyze.SnapshotReport) {
+	if len(snap.DevicePeaks) < 2 {
+		return
+	}
+	t.section("Peak per device")
+	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft}, "device", "peak", "bytes", "event", "time")
+	for _, p := range snap.DevicePeaks {
+		when := "-"
+		if p.TimeUS != 0 {
+			when = FormatTimeUS(p.TimeUS)
+		}
+		tb.add(strconv.Itoa(p.Device), units.Bytes(p.Bytes), GroupDigits(p.Bytes), strconv.Itoa(p.EventIndex), when)
+	}
+	tb.write(t.w, 2)
+}
+
+func (t *textWriter) leakSuspects(snap *analyze.SnapshotReport) {
+	if len(snap.LeakSuspects) == 0 {
+		return
+	}
+	t.section(fmt.Sprintf("Growing memory (%d sites that held more at the end of every iteration after the first)", len(snap.LeakSuspects)))
+	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft, alignLeft}, "device", "after it. 1", "at the end", "per iteration", "iterations", "site")
+	for _, l := range snap.LeakSuspects {
+		tb.add(strconv.Itoa(l.Device), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), units.Bytes(l.PerIterationBytes),
+			fmt.Sprintf("%d (%s)", l.Markers, l.MarkerKind), truncate(orDash(l.Site), maxSiteWidth))
+	}
+	tb.write(t.w, 2)
+}
+
+func (t *textWriter) traceActions(snap *analyze.SnapshotReport) {
+	if len(snap.TraceActions) == 0 {
+		return
+	}
+	names := make([]string, 0, len(snap.TraceActions))
+	for k := range snap.TraceActions {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %d", k, snap.TraceActions[k])
+	}
+	t.printf("  trace events: %s\n", strings.Join(parts, ", "))
+}

@@ -1,0 +1,43 @@
+package results
+
+import (
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
+)
+
+// This file renders the report of a torch.profiler memory timeline.
+
+// memoryTimeline writes the text report's section of a torch.profiler memory timeline: its categories and peak
+// are this section's "at the peak" table, so the generic category list is not written.
+func (t *textWriter) memoryTimeline(v *analyze.TimelineView) {
+	t.section("torch.profiler memory timeline")
+	t.printf("  %s form, %d points", v.Form, v.Points)
+	if v.Events > 0 {
+		t.printf(" from %d events", v.Events)
+	}
+	if v.EndUS > v.StartUS {
+		t.printf(", %.3f s", float64(v.EndUS-v.StartUS)/1e6)
+	}
+	t.printf("\n  peak %s (%s bytes) at point %d", units.Bytes(v.PeakBytes), GroupDigits(v.PeakBytes), v.PeakIndex)
+	if v.PeakTimeUS != 0 {
+		t.printf(", %.3f s after the start", float64(v.PeakTimeUS-v.StartUS)/1e6)
+	}
+	t.printf("; %s at the end\n", units.Bytes(v.FinalBytes))
+	if len(v.PeakComposition) > 0 {
+		t.printf("\n  at the peak:\n")
+		// The profiler's own category names, with memscan's name for each (what compare and merge line up).
+		tb := newTable([]align{alignLeft, alignLeft, alignRight, alignRight, alignRight}, "category", "memscan category", "size", "bytes", "share")
+		for _, c := range v.PeakComposition {
+			tb.add(c.Name, analyze.TimelineCategory(c.Name), units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, v.PeakBytes))
+		}
+		tb.write(t.w, 4)
+	}
+	if len(v.CategoryMax) > 0 {
+		t.printf("\n  each category's own maximum:\n")
+		tb := newTable([]align{alignLeft, alignRight, alignRight}, "category", "size", "bytes")
+		for _, c := range v.CategoryMax {
+			tb.add(c.Name, units.Bytes(c.Bytes), GroupDigits(c.Bytes))
+		}
+		tb.write(t.w, 4)
+	}
+}

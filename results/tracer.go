@@ -1,0 +1,126 @@
+package results
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
+)
+
+// This file renders the report of a memory-tracer JSON file (its primary device's peak, phases, modules,
+// categories, sites and largest tensors) and the comparison of tracer files across ranks.
+
+// tracer writes the text report's sections of a memory-tracer file. Its own section lists the primary device's
+// tensors and sites with shape, phase and module; the generic lists before it would repeat them with less, so
+// they are written only when the device has none.
+func (t *textWriter) tracer(r *analyze.Report, tr *analyze.TracerReport) {
+	v := tr.Tracer
+	p := v.Primary()
+	t.categories("Categories (listed tensors alive at the peak)", r.Categories)
+	if p == nil || len(p.Top) == 0 {
+		t.topAllocations(r.Top, "")
+	}
+	if p == nil || len(p.Sites) == 0 {
+		t.sites(r.Sites, "")
+	}
+
+	t.section("Memory tracer peak snapshot")
+	if len(v.Devices) > 1 {
+		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "device", "peak", "listed", "not listed", "tensors")
+		for _, d := range v.Devices {
+			tb.add(d.Device, units.Bytes(d.PeakBytes), units.Bytes(d.ListedBytes), units.Bytes(d.GapBytes), strconv.Itoa(d.Tensors))
+		}
+		tb.write(t.w, 2)
+		t.printf("\n")
+	}
+	if p == nil {
+		t.printf("  the file lists no device\n")
+		return
+	}
+	t.printf("  device %s: peak %s (%s bytes), listed tensors %s, not attributable %s\n", p.Device,
+		units.Bytes(p.PeakBytes), GroupDigits(p.PeakBytes), units.Bytes(p.ListedBytes), units.Bytes(p.GapBytes))
+	if p.GapExplanation != "" {
+		t.printf("  %s\n", p.GapExplanation)
+	}
+	t.printf("  %d tensors listed, %d released later", p.Tensors, p.ReleasedTensors)
+	if p.InferredMinMemoryMB > 0 {
+		t.printf("; tensors under %d MiB were probably filtered out (min_memory_mb)", p.InferredMinMemoryMB)
+	}
+	t.printf("\n")
+	if len(p.Phases) > 0 {
+		t.printf("\n  by phase:\n")
+		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "phase", "size", "share", "tensors")
+		for _, ph := range p.Phases {
+			tb.add(ph.Name, units.Bytes(ph.Bytes), fmt.Sprintf("%.2f %%", ph.SharePct), strconv.Itoa(ph.Count))
+		}
+		tb.write(t.w, 4)
+	}
+	if len(p.Modules) > 0 {
+		n := limit(len(p.Modules), t.opts.Top)
+		t.printf("\n  by module (repeated layers merged, top %d):\n", n)
+		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "module", "size", "share", "tensors", "modules")
+		for _, m := range p.Modules[:n] {
+			tb.add(truncate(m.Pattern, 70), units.Bytes(m.Bytes), fmt.Sprintf("%.2f %%", m.SharePct), strconv.Itoa(m.Count), moduleCount(m))
+		}
+		tb.write(t.w, 4)
+	}
+	if len(r.Categories) == 0 && len(p.Categories) > 0 {
+		t.printf("\n  by category:\n")
+		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "category", "size", "share", "tensors")
+		for _, c := range p.Categories {
+			tb.add(c.Name, units.Bytes(c.Bytes), units.Percent(c.Bytes, p.ListedBytes), strconv.Itoa(c.Count))
+		}
+		tb.write(t.w, 4)
+	}
+	if len(p.Sites) > 0 {
+		n := limit(len(p.Sites), t.opts.Top)
+		t.printf("\n  by creation site (top %d):\n", n)
+		tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft, alignLeft}, "size", "tensors", "category", "phases", "site")
+		for _, s := range p.Sites[:n] {
+			tb.add(units.Bytes(s.Bytes), strconv.Itoa(s.Count), s.Category, strings.Join(s.Phases, ","), truncate(orDash(s.Site), maxSiteWidth))
+		}
+		tb.write(t.w, 4)
+	}
+	if len(p.Top) > 0 {
+		n := limit(len(p.Top), t.opts.Top)
+		t.printf("\n  largest tensors (top %d):\n", n)
+		tb := newTable([]align{alignRight, alignLeft, alignLeft, alignLeft, alignLeft, alignLeft}, "size", "shape", "phase", "category", "module", "site")
+		for _, x := range p.Top[:n] {
+			tb.add(units.Bytes(x.Bytes), x.Shape, x.Phase, x.Category, truncate(x.Module, 50), truncate(orDash(x.Site), 70))
+		}
+		tb.write(t.w, 4)
+	}
+}
+
+func (t *textWriter) tracerCross(c *analyze.TracerCross) {
+	if c == nil {
+		return
+	}
+	t.section("Tracer inputs by rank")
+	tb := newTable([]align{alignLeft, alignRight, alignLeft, alignRight, alignRight, alignRight, alignRight},
+		"file", "rank", "device", "peak", "listed", "tensors", "vs median")
+	for _, r := range c.Ranks {
+		tb.add(truncate(r.File, 50), intOrDash(r.Rank), r.Device, units.Bytes(r.PeakBytes), units.Bytes(r.ListedBytes),
+			strconv.Itoa(r.Tensors), fmt.Sprintf("%+.1f %%", r.VsMedianPct))
+	}
+	tb.write(t.w, 2)
+	t.printf("  peak: max %s (rank %d), median %s, min %s; imbalance %.2f %%\n", units.Bytes(c.MaxPeakBytes), c.MaxPeakRank,
+		units.Bytes(c.MedianPeakBytes), units.Bytes(c.MinPeakBytes), c.ImbalancePct)
+	if len(c.Modules) > 0 {
+		mods := append([]analyze.TracerModuleAcross(nil), c.Modules...)
+		sort.SliceStable(mods, func(i, j int) bool { return mods[i].SpreadBytes > mods[j].SpreadBytes })
+		n := limit(len(mods), min(t.opts.Top, analyze.DefaultTracerModuleRows))
+		if t.opts.Top == 0 {
+			n = min(len(mods), analyze.DefaultTracerModuleRows)
+		}
+		t.printf("\n  modules that differ most across ranks (top %d):\n", n)
+		mt := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "module", "min", "max", "spread")
+		for _, m := range mods[:n] {
+			mt.add(truncate(m.Pattern, 70), units.Bytes(m.MinBytes), units.Bytes(m.MaxBytes), units.Bytes(m.SpreadBytes))
+		}
+		mt.write(t.w, 4)
+	}
+}

@@ -75,3 +75,18 @@ func (t *textWriter) trainingLog(v *analyze.LogView) {
 		}
 	}
 }
+
+// trainingLog writes the Markdown findings of a training log's memory lines.
+func (m *mdWriter) trainingLog(r *analyze.Report, v *analyze.LogView) {
+	s := fmt.Sprintf("The %s log has %d memory records; peak allocated **%s**, peak reserved %s", mdText(v.Dialect), v.Records,
+		bytesOrDash(v.PeakAllocatedBytes), bytesOrDash(v.PeakReservedBytes))
+	if v.PeakRank >= 0 {
+		s += fmt.Sprintf(" (rank %d)", v.PeakRank)
+	}
+	facts := []string{s + "."}
+	if v.TheoryGapPct != nil {
+		facts = append(facts, fmt.Sprintf("The measured peak is %+.1f %% off the log's theoretical estimate.", *v.TheoryGapPct))
+	}
+	m.findings(r, facts)
+	m.inputRecommendations(r.Recommendations)
+}

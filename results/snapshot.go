@@ -181,3 +181,116 @@ func (t *textWriter) traceActions(snap *analyze.SnapshotReport) {
 	}
 	t.printf("  trace events: %s\n", strings.Join(parts, ", "))
 }
+
+// snapshot writes the Markdown findings and tables of an allocator snapshot. With a trace the live set at the
+// peak comes first; the dump's tables follow, labelled.
+func (m *mdWriter) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
+	m.findings(r, append(snapshotFindings(r, snap), replayFindings(snap)...))
+	m.totals(snap.Totals)
+	m.inputRecommendations(r.Recommendations)
+	dump := ""
+	if p := r.Peak; p != nil && len(p.Categories) > 0 {
+		m.peak(p)
+		dump = " at the dump"
+	}
+	m.categories("Memory by category"+dump, r.Categories)
+	m.topAllocations(r.Top, dump)
+	m.allocatorReplay(snap)
+	if len(snap.OOMs) > 0 {
+		m.printf("\n**Out-of-memory events**\n\n| device | event | requested | device free | site |\n|---:|---:|---:|---:|---|\n")
+		for _, o := range snap.OOMs {
+			m.printf("| %d | %d | %s | %s | `%s` |\n", o.Device, o.EventIndex, units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes), mdCell(mdCode(orDash(o.Site))))
+		}
+	}
+}
+
+func (m *mdWriter) totals(x analyze.Totals) {
+	m.printf("\n| measure | size | bytes |\n|---|---:|---:|\n")
+	for _, row := range []struct {
+		name string
+		v    int64
+	}{
+		{"reserved", x.ReservedBytes},
+		{"allocated", x.AllocatedBytes},
+		{"requested", x.RequestedBytes},
+		{"internal free", x.InternalFreeBytes},
+		{"external free", x.ExternalFreeBytes},
+		{"largest free block", x.LargestFreeBlockBytes},
+	} {
+		m.printf("| %s | %s | %s |\n", row.name, units.Bytes(row.v), strconv.FormatInt(row.v, 10))
+	}
+}
+
+// peak is the table of the live set at the trace's peak, by category and by site.
+func (m *mdWriter) peak(p *analyze.Peak) {
+	where := ""
+	if w := peakWhere(p); w != "" {
+		where = ", " + w
+	}
+	m.printf("\n**Live at the peak** (%s on device %d, event %d%s)\n\n| category | size | share |\n|---|---:|---:|\n",
+		units.Bytes(p.Bytes), p.Device, p.EventIndex, where)
+	for _, c := range p.Categories {
+		m.printf("| %s | %s | %s |\n", mdCell(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
+	}
+	if len(p.Sites) > 0 {
+		n := limit(len(p.Sites), m.opts.Top)
+		m.printf("\n**Top %d sites at the peak**\n\n| size | count | category | site |\n|---:|---:|---|---|\n", n)
+		for _, st := range p.Sites[:n] {
+			m.printf("| %s | %d | %s | `%s` |\n", units.Bytes(st.Bytes), st.Count, mdCell(st.Category), mdCell(mdCode(orDash(st.Site))))
+		}
+	}
+}
+
+// snapshotFindings are the headline numbers of an allocator snapshot.
+func snapshotFindings(r *analyze.Report, snap *analyze.SnapshotReport) []string {
+	var out []string
+	out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
+		units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
+	if free := snap.ExternalFreeBytes + snap.InternalFreeBytes; free > 0 && snap.ReservedBytes > 0 {
+		out = append(out, fmt.Sprintf("%s (%s of reserved) is cached but not in use: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
+			units.Bytes(free), units.Percent(free, snap.ReservedBytes), units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes)))
+	}
+	dump := ""
+	if p := r.Peak; p != nil {
+		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", units.Bytes(p.Bytes), p.Device, p.EventIndex)
+		if p.TimeUS != 0 {
+			s += ", " + FormatTimeUS(p.TimeUS)
+		}
+		if w := peakWhere(p); w != "" {
+			s += ", " + w
+		}
+		s += ")"
+		if len(p.Categories) > 0 {
+			c := p.Categories[0]
+			s += fmt.Sprintf("; the largest category there is **%s** with %s (%s)", mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
+		}
+		out = append(out, s+".")
+		dump = " at the dump"
+	}
+	if len(r.Categories) > 0 {
+		sum := categorySum(r.Categories)
+		c := r.Categories[0]
+		for _, x := range r.Categories[1:] {
+			if x.Bytes > c.Bytes {
+				c = x
+			}
+		}
+		out = append(out, fmt.Sprintf("The largest category%s is **%s** with %s (%s of categorized memory, %d allocations).",
+			dump, mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, sum), c.Count))
+	}
+	if len(r.Top) > 0 {
+		a := r.Top[0]
+		out = append(out, fmt.Sprintf("The largest single allocation%s is %s (%s) from `%s`.", dump, units.Bytes(a.Size), mdText(a.Category), mdCode(orDash(a.Site))))
+	}
+	if n := len(snap.OOMs); n > 0 {
+		o := snap.OOMs[0]
+		out = append(out, fmt.Sprintf("**%d out-of-memory event(s)**; the first asked for %s with %s free on device %d.",
+			n, units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes), o.Device))
+	}
+	if n := len(snap.LeakSuspects); n > 0 {
+		l := snap.LeakSuspects[0]
+		out = append(out, fmt.Sprintf("%d site(s) grew in every iteration after the first (%s); the first, `%s`, went from %s to %s, %s per iteration.",
+			n, mdText(l.MarkerKind), mdCode(l.Site), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), units.Bytes(l.PerIterationBytes)))
+	}
+	return out
+}

@@ -1,6 +1,8 @@
 package results
 
 import (
+	"fmt"
+
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/units"
 )
@@ -40,4 +42,20 @@ func (t *textWriter) memoryTimeline(v *analyze.TimelineView) {
 		}
 		tb.write(t.w, 4)
 	}
+}
+
+// memoryTimeline writes the Markdown findings and tables of a torch.profiler memory timeline; its categories
+// are what each held at the peak.
+func (m *mdWriter) memoryTimeline(r *analyze.Report, v *analyze.TimelineView) {
+	s := fmt.Sprintf("The profiler timeline peaks at **%s**", units.Bytes(v.PeakBytes))
+	if v.PeakTimeUS != 0 {
+		s += fmt.Sprintf(", %.3f s after the start", float64(v.PeakTimeUS-v.StartUS)/1e6)
+	}
+	if len(v.PeakComposition) > 0 {
+		c := v.PeakComposition[0]
+		s += fmt.Sprintf("; %s holds %s of it", mdText(c.Name), units.Percent(c.Bytes, v.PeakBytes))
+	}
+	m.findings(r, []string{s + "."})
+	m.inputRecommendations(r.Recommendations)
+	m.categories("Live at the peak by category", r.Categories)
 }

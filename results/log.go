@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/units"
 )
 
@@ -89,4 +90,74 @@ func (m *mdWriter) trainingLog(r *analyze.Report, v *analyze.LogView) {
 	}
 	m.findings(r, facts)
 	m.inputRecommendations(r.Recommendations)
+}
+
+// ChartLogMemory is the memory lines of a training log over its iterations.
+const ChartLogMemory = "log_memory.png"
+
+// logCharts maps a training log to its chart: each rank's memory lines over iterations.
+func logCharts(r *analyze.Report, v *analyze.LogView) []chartJob {
+	if len(v.Series) == 0 {
+		return nil
+	}
+	title := fmt.Sprintf("Memory per %s: %s (%s log)", logXName(v), titleFile(r.File), v.Dialect)
+	if v.DeviceName != "" { // the log names the GPU, not which device index each rank used
+		title = fmt.Sprintf("Memory per %s: %s (%s log, %s)", logXName(v), titleFile(r.File), v.Dialect, v.DeviceName)
+	}
+	return []chartJob{newChartJob(ChartLogMemory, title, func(path string) error {
+		return plots.LogMemory(path, title, logXName(v), logLines(v))
+	})}
+}
+
+func logXName(v *analyze.LogView) string {
+	for _, s := range v.Series {
+		if !s.XIsIteration {
+			return "memory line"
+		}
+	}
+	return "iteration"
+}
+
+// logLines turns each rank's series into plot lines: allocated and reserved solid, their peaks dashed; measures
+// a dialect does not print are left out.
+func logLines(v *analyze.LogView) []plots.LogLine {
+	var out []plots.LogLine
+	for _, s := range v.Series {
+		x := toFloats(s.X)
+		rank := "no rank"
+		if s.Rank >= 0 {
+			rank = fmt.Sprintf("rank %d", s.Rank)
+		}
+		for _, m := range []struct {
+			name   string
+			vals   []int64
+			dashed bool
+		}{
+			{"allocated", s.Allocated, false},
+			{"max allocated", s.MaxAllocated, true},
+			{"reserved", s.Reserved, false},
+			{"max reserved", s.MaxReserved, true},
+		} {
+			vals := make([]float64, len(m.vals))
+			present := false
+			for i, b := range m.vals {
+				vals[i] = float64(b)
+				present = present || b >= 0
+			}
+			if !present {
+				continue
+			}
+			name := rank + " " + m.name
+			// One rank: the usual allocated/reserved colours; several: a stable colour per line.
+			col := plots.CategoryColor(name)
+			if len(v.Series) == 1 {
+				col = plots.ColorAllocated
+				if m.name == "reserved" || m.name == "max reserved" {
+					col = plots.ColorReserved
+				}
+			}
+			out = append(out, plots.LogLine{Name: name, X: x, Values: vals, Dashed: m.dashed, Color: col})
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/units"
 )
 
@@ -58,4 +59,22 @@ func (m *mdWriter) memoryTimeline(r *analyze.Report, v *analyze.TimelineView) {
 	m.findings(r, []string{s + "."})
 	m.inputRecommendations(r.Recommendations)
 	m.categories("Live at the peak by category", r.Categories)
+}
+
+// timelineCharts maps a profiler timeline to its charts: its categories at the peak and memory_timeline.png
+// stacked by profiler category.
+func timelineCharts(r *analyze.Report, v *analyze.TimelineView) []chartJob {
+	jobs := categoryCharts(r, ChartCategories, "", "alive at the peak", "block")
+	if v.Series != nil && len(v.Series.TimesUS) > 0 {
+		// The profiler's export names no device; the rank, when the path gives it, tells files apart.
+		title := "Memory timeline by category (torch.profiler): " + titleFile(r.File)
+		if r.Rank >= 0 {
+			title += fmt.Sprintf(", rank %d", r.Rank)
+		}
+		jobs = append(jobs, newChartJob(ChartTimeline, title, func(path string) error {
+			s := v.Series
+			return plots.ProfilerTimeline(path, title, s.TimesUS, s.Categories, s.Bytes, s.PeakIndex)
+		}))
+	}
+	return jobs
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/units"
 )
 
@@ -154,4 +155,133 @@ func (t *textWriter) tracerCross(c *analyze.TracerCross) {
 		}
 		mt.write(t.w, 4)
 	}
+}
+
+// Chart file names of a tracer file's views.
+const (
+	ChartTracerPhases  = "phase_breakdown.png"
+	ChartTracerModules = "module_breakdown.png"
+	// ChartTracerModulesByRank is a cross-input chart: module patterns across tracer ranks.
+	ChartTracerModulesByRank = "modules_by_rank.png"
+)
+
+// maxModuleGroups bounds the patterns compared across ranks.
+const maxModuleGroups = 10
+
+// maxModuleBars bounds the module chart; the table in the text report lists every pattern.
+const maxModuleBars = 30
+
+// tracerCharts maps a tracer file to its charts: the peak of its primary device against the tensors it lists,
+// the largest tensors, the categories, and the phase and module breakdowns.
+func tracerCharts(r *analyze.Report, tr *analyze.TracerReport) []chartJob {
+	var jobs []chartJob
+	p := tr.Tracer.Primary()
+	if p != nil {
+		// A tracer file has a peak and the tensors it lists instead of allocator totals.
+		peak := plots.PiePanel{
+			Title: "Peak " + units.Bytes(p.PeakBytes) + " on " + p.Device,
+			Slices: []plots.Slice{
+				{Label: "listed tensors", Value: float64(p.ListedBytes), Color: plots.ColorAllocated},
+				{Label: "not listed", Value: float64(max(p.GapBytes, 0)), Color: plots.ColorFree},
+			},
+		}
+		jobs = append(jobs, overviewChart(r, peak, "Listed tensors by category"))
+	}
+	jobs = append(jobs, topCharts(r, ChartTopConsumers, "")...)
+	jobs = append(jobs, categoryCharts(r, ChartCategories, "", "listed tensors alive at the peak", "tensor")...)
+	if p != nil && len(p.Phases) > 0 {
+		where := fmt.Sprintf("%s, %s", titleFile(r.File), p.Device)
+		title := "Memory alive at the peak by creation phase: " + where
+		jobs = append(jobs, newChartJob(ChartTracerPhases, title, func(path string) error {
+			var names []string
+			var bytes []int64
+			var counts []int
+			for _, ph := range p.Phases {
+				names, bytes, counts = append(names, ph.Name), append(bytes, ph.Bytes), append(counts, ph.Count)
+			}
+			return plots.TracerPhases(path, title, names, bytes, counts, p.ListedBytes)
+		}))
+		mods := p.Modules[:min(len(p.Modules), maxModuleBars)]
+		var pats []string
+		for _, m := range mods {
+			pats = append(pats, m.Pattern)
+		}
+		labels, prefix := stripModulePrefix(pats)
+		mtitle := "Memory alive at the peak by module (layers.N merged): " + where
+		if prefix != "" {
+			mtitle += ", under " + prefix
+		}
+		jobs = append(jobs, newChartJob(ChartTracerModules, mtitle, func(path string) error {
+			var bytes []int64
+			var merged []int
+			for _, m := range mods {
+				bytes, merged = append(bytes, m.Bytes), append(merged, m.MergedModules)
+			}
+			return plots.TracerModules(path, mtitle, labels, bytes, merged, analyze.UnknownModule, p.ListedBytes)
+		}))
+	}
+	return jobs
+}
+
+// tracerCrossCharts compares tracer ranks module by module: the patterns that differ most between ranks (the
+// cross view orders them by spread) with one bar per rank.
+func tracerCrossCharts(c *analyze.TracerCross) []chartJob {
+	if c == nil || len(c.Ranks) < 2 || len(c.Modules) == 0 {
+		return nil
+	}
+	mods := c.Modules[:min(len(c.Modules), maxModuleGroups)]
+	var pats []string
+	for _, m := range mods {
+		pats = append(pats, m.Pattern)
+	}
+	labels, prefix := stripModulePrefix(pats)
+	title := fmt.Sprintf("Module memory at the peak across %d tracer ranks", len(c.Ranks))
+	if prefix != "" {
+		title += ", under " + prefix
+	}
+	return []chartJob{{input: -1, file: PlotFile{Path: ChartTracerModulesByRank, Title: title}, draw: func(path string) error {
+		var ranks []string
+		for _, r := range c.Ranks {
+			ranks = append(ranks, crossLabel(analyze.CrossRow{File: r.File, Rank: r.Rank, Iteration: -1}))
+		}
+		rows := make([][]int64, len(mods))
+		for i, m := range mods {
+			rows[i] = m.Bytes
+		}
+		return plots.TracerModulesByRank(path, title, labels, ranks, rows)
+	}}}
+}
+
+// stripModulePrefix removes the dotted prefix every module pattern shares (e.g.
+// "DistributedDataParallel.module.module.") so chart labels show what differs; Unknown is left alone, and a
+// prefix is only removed when at least two patterns share it and every pattern keeps a name.
+func stripModulePrefix(patterns []string) ([]string, string) {
+	var parts [][]string
+	for _, p := range patterns {
+		if p != analyze.UnknownModule {
+			parts = append(parts, strings.Split(p, "."))
+		}
+	}
+	if len(parts) < 2 {
+		return patterns, ""
+	}
+	n := len(parts[0]) - 1
+	for _, ps := range parts[1:] {
+		n = min(n, len(ps)-1)
+		for i := 0; i < n; i++ {
+			if ps[i] != parts[0][i] {
+				n = i
+				break
+			}
+		}
+	}
+	if n <= 0 {
+		return patterns, ""
+	}
+	prefix := strings.Join(parts[0][:n], ".") + "."
+	out := make([]string, len(patterns))
+	for i, p := range patterns {
+		out[i] = strings.TrimPrefix(p, prefix)
+	}
+	return out, prefix
 }

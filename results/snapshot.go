@@ -121,6 +121,26 @@ func snapshotCharts(r *analyze.Report, snap *analyze.SnapshotReport) []chartJob 
 	return jobs
 }
 
+// snapshot fills the page's sections of an allocator snapshot: totals, the live set at the trace's peak, the
+// iterations, the allocator replays and the OOMs; with a peak, the sites and allocations listed are the dump's.
+func (in *htmlInput) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
+	in.Snapshot, in.Peak, in.Replays = snap, r.Peak, htmlReplays(snap)
+	in.Totals = []htmlField{
+		{"reserved_bytes", "reserved", snap.ReservedBytes},
+		{"allocated_bytes", "allocated (block bytes)", snap.AllocatedBytes},
+		{"requested_bytes", "requested (what tensors asked for)", snap.RequestedBytes},
+		{"active_bytes", "active", snap.ActiveBytes},
+		{"inactive_bytes", "inactive (cached free)", snap.InactiveBytes},
+		{"internal_free_bytes", "internal free (rounding)", snap.InternalFreeBytes},
+		{"external_free_bytes", "external free", snap.ExternalFreeBytes},
+		{"largest_free_block_bytes", "largest free block", snap.LargestFreeBlockBytes},
+	}
+	in.Categories = "live at snapshot time"
+	if r.Peak != nil {
+		in.Categories, in.Dump = "at the dump: live when the snapshot was taken", " at the dump"
+	}
+}
+
 func (t *textWriter) ooms(ooms []analyze.OOM) {
 	if len(ooms) == 0 {
 		return

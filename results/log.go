@@ -11,6 +11,9 @@ import (
 
 // This file renders the report of a training log's memory lines.
 
+// ChartLogMemory is the memory lines of a training log over its iterations.
+const ChartLogMemory = "log_memory.png"
+
 // bytesOrDash renders a log measure, which is -1 when the log dialect does not print it.
 func bytesOrDash(n int64) string {
 	if n < 0 {
@@ -91,9 +94,6 @@ func (m *mdWriter) trainingLog(r *analyze.Report, v *analyze.LogView) {
 	m.findings(r, facts)
 	m.inputRecommendations(r.Recommendations)
 }
-
-// ChartLogMemory is the memory lines of a training log over its iterations.
-const ChartLogMemory = "log_memory.png"
 
 // logCharts maps a training log to its chart: each rank's memory lines over iterations.
 func logCharts(r *analyze.Report, v *analyze.LogView) []chartJob {

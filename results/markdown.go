@@ -87,6 +87,8 @@ func (m *mdWriter) run(run *analyze.Run) {
 	}
 }
 
+// report writes one input: its heading and what every kind has, the findings and tables of its kind's part, then
+// its warnings and charts.
 func (m *mdWriter) report(r *analyze.Report, plots []PlotFile, several bool) {
 	level := "##"
 	if several {

@@ -50,97 +50,6 @@ func (t *textWriter) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
 	t.leakSuspects(snap)
 }
 
-// snapshotCharts maps an allocator snapshot to its charts: the overview of reserved memory and categories, the
-// live set at the trace's peak, the largest allocations and categories, block sizes, efficiency and memory over
-// time per device.
-func snapshotCharts(r *analyze.Report, snap *analyze.SnapshotReport) []chartJob {
-	var jobs []chartJob
-	if snap.ReservedBytes > 0 || len(r.Categories) > 0 {
-		reserved := plots.PiePanel{
-			Title: "Reserved " + units.Bytes(snap.ReservedBytes),
-			Slices: []plots.Slice{
-				{Label: "allocated", Value: float64(snap.AllocatedBytes), Color: plots.ColorAllocated},
-				{Label: "cached / free", Value: float64(snap.ReservedBytes - snap.AllocatedBytes), Color: plots.ColorFree},
-			},
-		}
-		byCat := "Allocated by category"
-		if r.Peak != nil {
-			byCat += " at the dump"
-		}
-		jobs = append(jobs, overviewChart(r, reserved, byCat))
-	}
-
-	// With a trace, the top consumers and the category chart show the peak; the dump's views keep their own
-	// files, labelled "at the dump".
-	topName, catName, dump := ChartTopConsumers, ChartCategories, ""
-	if r.Peak != nil && len(r.Peak.Categories) > 0 {
-		topName, catName, dump = ChartTopConsumersDump, ChartCategoriesDump, " at the dump"
-		jobs = append(jobs, peakCharts(r)...)
-	}
-	jobs = append(jobs, topCharts(r, topName, dump)...)
-	jobs = append(jobs, categoryCharts(r, catName, dump, "allocated", "block")...)
-
-	if len(snap.ActiveSizes) > 0 || len(snap.FreeSizes) > 0 {
-		title := chartTitle("Block sizes", r)
-		jobs = append(jobs, newChartJob(ChartSizes, title, func(p string) error {
-			los := bucketBounds(snap.ActiveSizes, snap.FreeSizes)
-			return plots.Histograms(p, title,
-				histogram("active allocations (blocks per size)", los, snap.ActiveSizes, plots.ColorAllocated),
-				histogram("cached free blocks (blocks per size)", los, snap.FreeSizes, plots.ColorFree))
-		}))
-	}
-
-	if snap.ReservedBytes > 0 {
-		title := chartTitle("Memory efficiency", r)
-		jobs = append(jobs, newChartJob(ChartEfficiency, title, func(p string) error {
-			return plots.Efficiency(p, title, plots.EfficiencyData{
-				Reserved:      float64(snap.ReservedBytes),
-				Allocated:     float64(snap.AllocatedBytes),
-				Requested:     float64(snap.RequestedBytes),
-				Wasted:        float64(snap.ReservedBytes - snap.RequestedBytes),
-				EfficiencyPct: snap.EfficiencyPct,
-			})
-		}))
-	}
-
-	for k, s := range timelineOrder(snap.Timeline, r.Peak) {
-		if len(s.Index) == 0 {
-			continue
-		}
-		name := ChartTimeline
-		if k > 0 {
-			name = fmt.Sprintf("memory_timeline_device%d.png", s.Device)
-		}
-		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
-		jobs = append(jobs, newChartJob(name, title, func(p string) error {
-			c := timeChart(title, s, r.Peak, whatIfName(snap, s.Device))
-			c.Marks = phaseMarks(snap.Iterations, s)
-			return plots.MemoryOverTime(p, c)
-		}))
-	}
-	return jobs
-}
-
-// snapshot fills the page's sections of an allocator snapshot: totals, the live set at the trace's peak, the
-// iterations, the allocator replays and the OOMs; with a peak, the sites and allocations listed are the dump's.
-func (in *htmlInput) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
-	in.Snapshot, in.Peak, in.Replays = snap, r.Peak, htmlReplays(snap)
-	in.Totals = []htmlField{
-		{"reserved_bytes", "reserved", snap.ReservedBytes},
-		{"allocated_bytes", "allocated (block bytes)", snap.AllocatedBytes},
-		{"requested_bytes", "requested (what tensors asked for)", snap.RequestedBytes},
-		{"active_bytes", "active", snap.ActiveBytes},
-		{"inactive_bytes", "inactive (cached free)", snap.InactiveBytes},
-		{"internal_free_bytes", "internal free (rounding)", snap.InternalFreeBytes},
-		{"external_free_bytes", "external free", snap.ExternalFreeBytes},
-		{"largest_free_block_bytes", "largest free block", snap.LargestFreeBlockBytes},
-	}
-	in.Categories = "live at snapshot time"
-	if r.Peak != nil {
-		in.Categories, in.Dump = "at the dump: live when the snapshot was taken", " at the dump"
-	}
-}
-
 func (t *textWriter) ooms(ooms []analyze.OOM) {
 	if len(ooms) == 0 {
 		return
@@ -385,4 +294,95 @@ func snapshotFindings(r *analyze.Report, snap *analyze.SnapshotReport) []string 
 			n, mdText(l.MarkerKind), mdCode(l.Site), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), units.Bytes(l.PerIterationBytes)))
 	}
 	return out
+}
+
+// snapshot fills the page's sections of an allocator snapshot: totals, the live set at the trace's peak, the
+// iterations, the allocator replays and the OOMs; with a peak, the sites and allocations listed are the dump's.
+func (in *htmlInput) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
+	in.Snapshot, in.Peak, in.Replays = snap, r.Peak, htmlReplays(snap)
+	in.Totals = []htmlField{
+		{"reserved_bytes", "reserved", snap.ReservedBytes},
+		{"allocated_bytes", "allocated (block bytes)", snap.AllocatedBytes},
+		{"requested_bytes", "requested (what tensors asked for)", snap.RequestedBytes},
+		{"active_bytes", "active", snap.ActiveBytes},
+		{"inactive_bytes", "inactive (cached free)", snap.InactiveBytes},
+		{"internal_free_bytes", "internal free (rounding)", snap.InternalFreeBytes},
+		{"external_free_bytes", "external free", snap.ExternalFreeBytes},
+		{"largest_free_block_bytes", "largest free block", snap.LargestFreeBlockBytes},
+	}
+	in.Categories = "live at snapshot time"
+	if r.Peak != nil {
+		in.Categories, in.Dump = "at the dump: live when the snapshot was taken", " at the dump"
+	}
+}
+
+// snapshotCharts maps an allocator snapshot to its charts: the overview of reserved memory and categories, the
+// live set at the trace's peak, the largest allocations and categories, block sizes, efficiency and memory over
+// time per device.
+func snapshotCharts(r *analyze.Report, snap *analyze.SnapshotReport) []chartJob {
+	var jobs []chartJob
+	if snap.ReservedBytes > 0 || len(r.Categories) > 0 {
+		reserved := plots.PiePanel{
+			Title: "Reserved " + units.Bytes(snap.ReservedBytes),
+			Slices: []plots.Slice{
+				{Label: "allocated", Value: float64(snap.AllocatedBytes), Color: plots.ColorAllocated},
+				{Label: "cached / free", Value: float64(snap.ReservedBytes - snap.AllocatedBytes), Color: plots.ColorFree},
+			},
+		}
+		byCat := "Allocated by category"
+		if r.Peak != nil {
+			byCat += " at the dump"
+		}
+		jobs = append(jobs, overviewChart(r, reserved, byCat))
+	}
+
+	// With a trace, the top consumers and the category chart show the peak; the dump's views keep their own
+	// files, labelled "at the dump".
+	topName, catName, dump := ChartTopConsumers, ChartCategories, ""
+	if r.Peak != nil && len(r.Peak.Categories) > 0 {
+		topName, catName, dump = ChartTopConsumersDump, ChartCategoriesDump, " at the dump"
+		jobs = append(jobs, peakCharts(r)...)
+	}
+	jobs = append(jobs, topCharts(r, topName, dump)...)
+	jobs = append(jobs, categoryCharts(r, catName, dump, "allocated", "block")...)
+
+	if len(snap.ActiveSizes) > 0 || len(snap.FreeSizes) > 0 {
+		title := chartTitle("Block sizes", r)
+		jobs = append(jobs, newChartJob(ChartSizes, title, func(p string) error {
+			los := bucketBounds(snap.ActiveSizes, snap.FreeSizes)
+			return plots.Histograms(p, title,
+				histogram("active allocations (blocks per size)", los, snap.ActiveSizes, plots.ColorAllocated),
+				histogram("cached free blocks (blocks per size)", los, snap.FreeSizes, plots.ColorFree))
+		}))
+	}
+
+	if snap.ReservedBytes > 0 {
+		title := chartTitle("Memory efficiency", r)
+		jobs = append(jobs, newChartJob(ChartEfficiency, title, func(p string) error {
+			return plots.Efficiency(p, title, plots.EfficiencyData{
+				Reserved:      float64(snap.ReservedBytes),
+				Allocated:     float64(snap.AllocatedBytes),
+				Requested:     float64(snap.RequestedBytes),
+				Wasted:        float64(snap.ReservedBytes - snap.RequestedBytes),
+				EfficiencyPct: snap.EfficiencyPct,
+			})
+		}))
+	}
+
+	for k, s := range timelineOrder(snap.Timeline, r.Peak) {
+		if len(s.Index) == 0 {
+			continue
+		}
+		name := ChartTimeline
+		if k > 0 {
+			name = fmt.Sprintf("memory_timeline_device%d.png", s.Device)
+		}
+		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
+		jobs = append(jobs, newChartJob(name, title, func(p string) error {
+			c := timeChart(title, s, r.Peak, whatIfName(snap, s.Device))
+			c.Marks = phaseMarks(snap.Iterations, s)
+			return plots.MemoryOverTime(p, c)
+		}))
+	}
+	return jobs
 }

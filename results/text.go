@@ -76,6 +76,8 @@ func (t *textWriter) run(run *analyze.Run) {
 	}
 }
 
+// report writes one input: what every kind has (format, devices, rank, iteration), the sections of its kind's
+// part, then its recommendations and warnings.
 func (t *textWriter) report(r *analyze.Report) {
 	format := r.Format
 	if r.TorchFormat != "" {

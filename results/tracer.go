@@ -14,6 +14,14 @@ import (
 // This file renders the report of a memory-tracer JSON file (its primary device's peak, phases, modules,
 // categories, sites and largest tensors) and the comparison of tracer files across ranks.
 
+// Chart file names of a tracer file's views.
+const (
+	ChartTracerPhases  = "phase_breakdown.png"
+	ChartTracerModules = "module_breakdown.png"
+	// ChartTracerModulesByRank is a cross-input chart: module patterns across tracer ranks.
+	ChartTracerModulesByRank = "modules_by_rank.png"
+)
+
 // tracer writes the text report's sections of a memory-tracer file. Its own section lists the primary device's
 // tensors and sites with shape, phase and module; the generic lists before it would repeat them with less, so
 // they are written only when the device has none.
@@ -96,37 +104,6 @@ func (t *textWriter) tracer(r *analyze.Report, tr *analyze.TracerReport) {
 	}
 }
 
-// tracer writes the Markdown findings and tables of a memory-tracer file.
-func (m *mdWriter) tracer(r *analyze.Report, tr *analyze.TracerReport) {
-	var facts []string
-	if p := tr.Tracer.Primary(); p != nil {
-		facts = append(facts, fmt.Sprintf("The tracer recorded a peak of **%s** on %s; the listed tensors account for %s (%s), %s is not attributable.",
-			units.Bytes(p.PeakBytes), mdText(p.Device), units.Bytes(p.ListedBytes), units.Percent(p.ListedBytes, p.PeakBytes), units.Bytes(p.GapBytes)))
-		if len(p.Phases) > 0 {
-			ph := p.Phases[0]
-			facts = append(facts, fmt.Sprintf("Phase **%s** holds the most: %s (%.1f %% of listed).", mdText(ph.Name), units.Bytes(ph.Bytes), ph.SharePct))
-		}
-		if len(p.Modules) > 0 {
-			facts = append(facts, moduleFinding(p.Modules[0]))
-		}
-	}
-	m.findings(r, facts)
-	m.inputRecommendations(r.Recommendations)
-	m.categories("Memory by category", r.Categories)
-	m.topAllocations(r.Top, "")
-}
-
-// moduleFinding names the module group holding the most; only a pattern that merged repeated layers says how many.
-func moduleFinding(m analyze.ModuleStat) string {
-	switch {
-	case m.Pattern == analyze.UnknownModule:
-		return fmt.Sprintf("%s of listed memory (%.1f %%) was created outside any module's forward (module `%s`).", units.Bytes(m.Bytes), m.SharePct, mdCode(m.Pattern))
-	case m.MergedModules > 1:
-		return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed, %d modules merged).", mdCode(m.Pattern), units.Bytes(m.Bytes), m.SharePct, m.MergedModules)
-	}
-	return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed).", mdCode(m.Pattern), units.Bytes(m.Bytes), m.SharePct)
-}
-
 func (t *textWriter) tracerCross(c *analyze.TracerCross) {
 	if c == nil {
 		return
@@ -157,13 +134,36 @@ func (t *textWriter) tracerCross(c *analyze.TracerCross) {
 	}
 }
 
-// Chart file names of a tracer file's views.
-const (
-	ChartTracerPhases  = "phase_breakdown.png"
-	ChartTracerModules = "module_breakdown.png"
-	// ChartTracerModulesByRank is a cross-input chart: module patterns across tracer ranks.
-	ChartTracerModulesByRank = "modules_by_rank.png"
-)
+// tracer writes the Markdown findings and tables of a memory-tracer file.
+func (m *mdWriter) tracer(r *analyze.Report, tr *analyze.TracerReport) {
+	var facts []string
+	if p := tr.Tracer.Primary(); p != nil {
+		facts = append(facts, fmt.Sprintf("The tracer recorded a peak of **%s** on %s; the listed tensors account for %s (%s), %s is not attributable.",
+			units.Bytes(p.PeakBytes), mdText(p.Device), units.Bytes(p.ListedBytes), units.Percent(p.ListedBytes, p.PeakBytes), units.Bytes(p.GapBytes)))
+		if len(p.Phases) > 0 {
+			ph := p.Phases[0]
+			facts = append(facts, fmt.Sprintf("Phase **%s** holds the most: %s (%.1f %% of listed).", mdText(ph.Name), units.Bytes(ph.Bytes), ph.SharePct))
+		}
+		if len(p.Modules) > 0 {
+			facts = append(facts, moduleFinding(p.Modules[0]))
+		}
+	}
+	m.findings(r, facts)
+	m.inputRecommendations(r.Recommendations)
+	m.categories("Memory by category", r.Categories)
+	m.topAllocations(r.Top, "")
+}
+
+// moduleFinding names the module group holding the most; only a pattern that merged repeated layers says how many.
+func moduleFinding(m analyze.ModuleStat) string {
+	switch {
+	case m.Pattern == analyze.UnknownModule:
+		return fmt.Sprintf("%s of listed memory (%.1f %%) was created outside any module's forward (module `%s`).", units.Bytes(m.Bytes), m.SharePct, mdCode(m.Pattern))
+	case m.MergedModules > 1:
+		return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed, %d modules merged).", mdCode(m.Pattern), units.Bytes(m.Bytes), m.SharePct, m.MergedModules)
+	}
+	return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed).", mdCode(m.Pattern), units.Bytes(m.Bytes), m.SharePct)
+}
 
 // maxModuleGroups bounds the patterns compared across ranks.
 const maxModuleGroups = 10

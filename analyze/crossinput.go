@@ -15,15 +15,16 @@ const OutlierPct = 10.0
 // RecordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
 // tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
 func (r *Report) RecordedPeak() (int64, bool) {
-	switch {
-	case r.Peak != nil:
+	if r.Peak != nil {
 		return r.Peak.Bytes, true
-	case r.MemoryTimeline != nil:
-		return r.MemoryTimeline.PeakBytes, true
-	case r.Log != nil:
-		return max(r.Log.PeakAllocatedBytes, 0), true // −1 when the log prints no allocated measure
-	case r.Tracer != nil:
-		return r.PeakBytes, true
+	}
+	switch p := r.Part().(type) {
+	case *TracerReport:
+		return p.PeakBytes, true
+	case *TimelineReport:
+		return p.MemoryTimeline.PeakBytes, true
+	case *LogReport:
+		return max(p.Log.PeakAllocatedBytes, 0), true // −1 when the log prints no allocated measure
 	}
 	return 0, false
 }

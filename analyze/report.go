@@ -5,8 +5,9 @@
 // and compare (a baseline against other inputs).
 //
 // A Report is a Header shared by every kind of input plus one part per kind (SnapshotReport, TracerReport,
-// TimelineReport, LogReport); Report.Kind names the kind, and report_wire.go writes and reads the flat JSON and
-// msgpack object that summary.json and report.msgpack hold.
+// TimelineReport, LogReport); Report.Part returns the part its kind fills, as a Part whose concrete type the
+// renderers switch on, and report_wire.go writes and reads the flat JSON and msgpack object that summary.json
+// and report.msgpack hold.
 //
 // It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize, allocator and
 // units; it imports neither results nor plots, and writes no files. It imports the msgpack library only to keep
@@ -43,9 +44,10 @@ type Failure = load.Failure
 
 // Report is the analysis of one input: the Header every kind shares and exactly one per-kind part, filled by
 // the analyzer of that kind (AnalyzeSnapshot, AnalyzeTracer, AnalyzeTimeline, AnalyzeLog); the other parts are
-// zero. Kind says which part is set, so a renderer switches on it once. The parts are embedded so that a field
-// is read as before (r.AllocatedBytes, r.Tracer); report_wire.go keeps the JSON and msgpack form of a Report
-// exactly as it was when Report was one flat struct (summary.json inputs[], report.msgpack).
+// zero. Part returns the part that is set, and a renderer switches on its type once. The parts are embedded so
+// that the analyzers fill their fields directly (r.AllocatedBytes, r.Tracer); report_wire.go keeps the JSON and
+// msgpack form of a Report exactly as it was when Report was one flat struct (summary.json inputs[],
+// report.msgpack).
 type Report struct {
 	Header
 	SnapshotReport
@@ -372,22 +374,49 @@ const (
 	KindLog      = "log"      // training log
 )
 
-// Kind says what kind of input r was analyzed from, that is which part of r is filled: the tracer, timeline and
-// log parts each have a view that is set for every report of their kind; a report with none is a snapshot.
-func (r *Report) Kind() string {
+// Part is the part of a Report that only its kind of input has: *SnapshotReport, *TracerReport,
+// *TimelineReport or *LogReport. A renderer switches on its concrete type once, so that adding an input kind
+// means adding a part type and its case in each renderer.
+type Part interface {
+	// Kind names the kind of input the part belongs to: KindSnapshot, KindTracer, KindTimeline or KindLog.
+	Kind() string
+}
+
+// Kind is KindSnapshot.
+func (*SnapshotReport) Kind() string { return KindSnapshot }
+
+// Kind is KindTracer.
+func (*TracerReport) Kind() string { return KindTracer }
+
+// Kind is KindTimeline.
+func (*TimelineReport) Kind() string { return KindTimeline }
+
+// Kind is KindLog.
+func (*LogReport) Kind() string { return KindLog }
+
+// Part returns the part of r that its kind fills. The tracer, timeline and log parts each have a view that is
+// set for every report of their kind; a report with none is a snapshot. This is the one place that tells the
+// kinds apart by the fields they set.
+func (r *Report) Part() Part {
 	switch {
 	case r.Tracer != nil:
-		return KindTracer
+		return &r.TracerReport
 	case r.MemoryTimeline != nil:
-		return KindTimeline
+		return &r.TimelineReport
 	case r.Log != nil:
-		return KindLog
+		return &r.LogReport
 	}
-	return KindSnapshot
+	return &r.SnapshotReport
+}
+
+// Kind says what kind of input r was analyzed from, the name of its Part's kind (as CrossRow.Kind records it).
+func (r *Report) Kind() string {
+	return r.Part().Kind()
 }
 
 // HasAllocatorTotals reports whether the allocator sections (totals, per-device groups, fragmentation) apply:
 // they do for snapshots, and for any input that measured reserved memory.
 func (r *Report) HasAllocatorTotals() bool {
-	return r.Kind() == KindSnapshot || r.ReservedBytes > 0
+	_, snapshot := r.Part().(*SnapshotReport)
+	return snapshot || r.ReservedBytes > 0
 }

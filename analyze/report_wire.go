@@ -62,7 +62,7 @@ type reportWire struct {
 func (r *Report) wire() *reportWire {
 	h, s, t := &r.Header, &r.SnapshotReport, &r.TracerReport
 	oom := s.OOMs
-	if oom == nil && r.Kind() != KindSnapshot {
+	if _, snapshot := r.Part().(*SnapshotReport); oom == nil && !snapshot {
 		// Inputs without a device trace have always written "ooms": [] (an empty msgpack array, not nil).
 		oom = []OOM{}
 	}
@@ -81,7 +81,7 @@ func (r *Report) wire() *reportWire {
 	}
 }
 
-// report rebuilds a Report from its wire form. The kind follows from the fields present, as Kind reads them:
+// report rebuilds a Report from its wire form. The kind follows from the fields present, as Part reads them:
 // tracer, then memory_timeline, then log; none of them is a snapshot.
 func (w *reportWire) report() *Report {
 	return &Report{

@@ -231,23 +231,30 @@ func Attribute(r *analyze.Report) *Attribution {
 	if r == nil {
 		return nil
 	}
+	// A timeline's or a tracer file's own breakdown comes first; without one, the views every kind may have.
+	switch p := r.Part().(type) {
+	case *analyze.TimelineReport:
+		if comp := p.MemoryTimeline.PeakComposition; len(comp) > 0 {
+			acc := newAccumulator()
+			for _, c := range comp {
+				m, ok := lookupProfiler(c.Name)
+				acc.add(c.Name, c.Bytes, m, ok)
+			}
+			return acc.result("timeline")
+		}
+	case *analyze.TracerReport:
+		if len(p.Phases) > 0 {
+			acc := newAccumulator()
+			for _, ph := range p.Phases {
+				m, ok := lookupPhase(ph.Name)
+				acc.add("phase "+ph.Name, ph.Bytes, m, ok)
+			}
+			at := acc.result("tracer")
+			at.Sites = siteRows(r.Sites)
+			return at
+		}
+	}
 	switch {
-	case r.MemoryTimeline != nil && len(r.MemoryTimeline.PeakComposition) > 0:
-		acc := newAccumulator()
-		for _, c := range r.MemoryTimeline.PeakComposition {
-			m, ok := lookupProfiler(c.Name)
-			acc.add(c.Name, c.Bytes, m, ok)
-		}
-		return acc.result("timeline")
-	case r.Tracer != nil && len(r.Phases) > 0:
-		acc := newAccumulator()
-		for _, p := range r.Phases {
-			m, ok := lookupPhase(p.Name)
-			acc.add("phase "+p.Name, p.Bytes, m, ok)
-		}
-		at := acc.result("tracer")
-		at.Sites = siteRows(r.Sites)
-		return at
 	case r.Peak != nil && len(r.Peak.Components) > 0:
 		// The analysis attributed every live block at the peak by its stack and lifetime, in the components' own
 		// terms: weights kept from the setup, parameter gradients kept after backward, states kept after the

@@ -130,24 +130,25 @@ func MeasuredOf(reports []*analyze.Report) Measured {
 			continue
 		}
 		var pa, pr, end int64
-		switch r.Kind() {
-		case analyze.KindLog:
-			pa, pr = max(r.Log.PeakAllocatedBytes, 0), max(r.Log.PeakReservedBytes, 0)
-			for _, rk := range r.Log.Ranks {
-				if rk.Rank == r.Log.PeakRank || len(r.Log.Ranks) == 1 {
+		switch p := r.Part().(type) {
+		case *analyze.LogReport:
+			lg := p.Log
+			pa, pr = max(lg.PeakAllocatedBytes, 0), max(lg.PeakReservedBytes, 0)
+			for _, rk := range lg.Ranks {
+				if rk.Rank == lg.PeakRank || len(lg.Ranks) == 1 {
 					end = max(end, rk.LastAllocated)
 				}
 			}
-		case analyze.KindTimeline:
-			pa, end = r.MemoryTimeline.PeakBytes, r.MemoryTimeline.FinalBytes
-		case analyze.KindTracer:
-			pa = r.PeakBytes
-		default: // allocator snapshot: allocated at capture is the steady state between steps
-			end, pr = r.AllocatedBytes, r.ReservedBytes
+		case *analyze.TimelineReport:
+			pa, end = p.MemoryTimeline.PeakBytes, p.MemoryTimeline.FinalBytes
+		case *analyze.TracerReport:
+			pa = p.PeakBytes
+		case *analyze.SnapshotReport: // allocated at capture is the steady state between steps
+			end, pr = p.AllocatedBytes, p.ReservedBytes
 			if r.Peak != nil {
 				pa = r.Peak.Bytes
 			}
-			for _, ts := range r.Timeline {
+			for _, ts := range p.Timeline {
 				for _, v := range ts.Reserved {
 					pr = max(pr, v)
 				}

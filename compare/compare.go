@@ -151,39 +151,21 @@ func diffReports(b, a Input) Diff {
 	tot("blocks", func(r *analyze.Report) int64 { return int64(r.Blocks) })
 	tot(PeakBytesBasis, peakBytes)
 
-	// Each side's rows add up to its own measure: allocated bytes for a snapshot, the listed tensors for tracer
-	// JSON (no allocator state). Taking one measure for both sides of a tracer-vs-snapshot diff would leave the
-	// tracer's whole category list in a negative residual row.
-	sideBasis := func(r *analyze.Report) string {
-		if r.Kind() == analyze.KindTimeline {
-			return PeakBytesBasis // a timeline's categories are what each held at its peak
-		}
-		if r.Kind() == analyze.KindTracer || (r.AllocatedBytes == 0 && r.ListedBytes != 0) {
-			return ListedBytesBase
-		}
-		return AllocatedBasis
+	// Each side's rows add up to its own measure (see sideOf). Taking one measure for both sides of a
+	// tracer-vs-snapshot diff would leave the tracer's whole category list in a negative residual row.
+	sb, sa := sideOf(rb), sideOf(ra)
+	basis := sb.basis
+	if sa.basis != basis {
+		basis = basis + " before, " + sa.basis + " after"
 	}
-	total := func(r *analyze.Report) int64 {
-		switch sideBasis(r) {
-		case ListedBytesBase:
-			return r.ListedBytes
-		case PeakBytesBasis:
-			return r.MemoryTimeline.PeakBytes
-		}
-		return r.AllocatedBytes
-	}
-	basis := sideBasis(rb)
-	if sa := sideBasis(ra); sa != basis {
-		basis = basis + " before, " + sa + " after"
-	}
-	d.Categories = buildTable(basis, total(rb), total(ra), catRows(reportCategories(rb)), catRows(reportCategories(ra)), Uncategorized)
-	d.Sites = buildTable(basis, total(rb), total(ra), siteRows(rb.Sites), siteRows(ra.Sites), OtherSites)
-	d.Modules = buildTable(basis, total(rb), total(ra), moduleRows(rb), moduleRows(ra), OtherModules)
+	d.Categories = buildTable(basis, sb.total, sa.total, catRows(sb.categories), catRows(sa.categories), Uncategorized)
+	d.Sites = buildTable(basis, sb.total, sa.total, siteRows(rb.Sites), siteRows(ra.Sites), OtherSites)
+	d.Modules = buildTable(basis, sb.total, sa.total, moduleRows(rb), moduleRows(ra), OtherModules)
 	if len(rb.Sites) > 0 && d.Sites.rowBytesMissing() {
 		d.Warnings = append(d.Warnings, "the site tables cover only the largest sites of each input; the rest is one "+OtherSites+" row")
 	}
 	if rb.Peak != nil && ra.Peak != nil {
-		pc := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, catRows(peakCategories(rb)), catRows(peakCategories(ra)), Uncategorized)
+		pc := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, catRows(sb.peakCategories), catRows(sa.peakCategories), Uncategorized)
 		ps := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, siteRows(rb.Peak.Sites), siteRows(ra.Peak.Sites), OtherSites)
 		d.PeakCategories, d.PeakSites = &pc, &ps
 		if rb.Peak.Device != ra.Peak.Device {
@@ -217,20 +199,32 @@ type row struct {
 	count          int
 }
 
-// reportCategories and peakCategories give an input's categories under memscan's names: a timeline report
-// written before its categories were renamed still carries torch.profiler's ("Optimizer state").
-func reportCategories(r *analyze.Report) []analyze.CategoryStat {
-	if r.Kind() == analyze.KindTimeline {
-		return analyze.CanonicalTimelineCategories(r.Categories)
-	}
-	return r.Categories
+// side is what one input's category, site and module rows add up to, by its kind: allocated bytes for a
+// snapshot, the listed tensors for tracer JSON (no allocator state), the peak for a profiler timeline (its
+// categories are what each held then). Its categories, and those of its peak, are under memscan's names: a
+// timeline report written before its categories were renamed still carries torch.profiler's ("Optimizer state").
+type side struct {
+	basis                      string
+	total                      int64
+	categories, peakCategories []analyze.CategoryStat
 }
 
-func peakCategories(r *analyze.Report) []analyze.CategoryStat {
-	if r.Kind() == analyze.KindTimeline {
-		return analyze.CanonicalTimelineCategories(r.Peak.Categories)
+func sideOf(r *analyze.Report) side {
+	s := side{basis: AllocatedBasis, categories: r.Categories}
+	if r.Peak != nil {
+		s.peakCategories = r.Peak.Categories
 	}
-	return r.Peak.Categories
+	switch p := r.Part().(type) {
+	case *analyze.SnapshotReport:
+		s.total = p.AllocatedBytes
+	case *analyze.TracerReport:
+		s.basis, s.total = ListedBytesBase, p.ListedBytes
+	case *analyze.TimelineReport:
+		s.basis, s.total = PeakBytesBasis, p.MemoryTimeline.PeakBytes
+		s.categories = analyze.CanonicalTimelineCategories(s.categories)
+		s.peakCategories = analyze.CanonicalTimelineCategories(s.peakCategories)
+	}
+	return s
 }
 
 func catRows(cs []analyze.CategoryStat) []row {

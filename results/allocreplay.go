@@ -100,8 +100,8 @@ func replayCheckLine(ar *analyze.AllocatorReplay) string {
 }
 
 // allocatorReplay writes the text report's section for one replay.
-func (t *textWriter) allocatorReplay(r *analyze.Report) {
-	for _, ar := range replaysOf(r) {
+func (t *textWriter) allocatorReplay(snap *analyze.SnapshotReport) {
+	for _, ar := range replaysOf(snap) {
 		t.section(fmt.Sprintf("Allocator replay (device %d)", ar.Device))
 		t.printf("  recorded settings: %s\n", recordedSettingsLine(ar))
 		t.printf("  capacity:          %s\n", capacityLine(ar))
@@ -124,23 +124,23 @@ func (t *textWriter) allocatorReplay(r *analyze.Report) {
 }
 
 // replaysOf lists the replays to show: every device's when there are several, else the one.
-func replaysOf(r *analyze.Report) []*analyze.AllocatorReplay {
-	if len(r.AllocatorReplayDevices) > 1 {
-		out := make([]*analyze.AllocatorReplay, len(r.AllocatorReplayDevices))
-		for i := range r.AllocatorReplayDevices {
-			out[i] = &r.AllocatorReplayDevices[i]
+func replaysOf(snap *analyze.SnapshotReport) []*analyze.AllocatorReplay {
+	if len(snap.AllocatorReplayDevices) > 1 {
+		out := make([]*analyze.AllocatorReplay, len(snap.AllocatorReplayDevices))
+		for i := range snap.AllocatorReplayDevices {
+			out[i] = &snap.AllocatorReplayDevices[i]
 		}
 		return out
 	}
-	if r.AllocatorReplay != nil {
-		return []*analyze.AllocatorReplay{r.AllocatorReplay}
+	if snap.AllocatorReplay != nil {
+		return []*analyze.AllocatorReplay{snap.AllocatorReplay}
 	}
 	return nil
 }
 
 // replayFindings are the Markdown findings of the main device's replay: recorded vs replayed vs what-if.
-func replayFindings(r *analyze.Report) []string {
-	ar := r.AllocatorReplay
+func replayFindings(snap *analyze.SnapshotReport) []string {
+	ar := snap.AllocatorReplay
 	if ar == nil {
 		return nil
 	}
@@ -171,8 +171,8 @@ func replayFindings(r *analyze.Report) []string {
 }
 
 // allocatorReplay writes the Markdown table of the replays.
-func (m *mdWriter) allocatorReplay(r *analyze.Report) {
-	for _, ar := range replaysOf(r) {
+func (m *mdWriter) allocatorReplay(snap *analyze.SnapshotReport) {
+	for _, ar := range replaysOf(snap) {
 		m.printf("\n**Allocator replay, device %d** (recorded settings: %s; capacity: %s)\n\n", ar.Device, mdText(recordedSettingsLine(ar)), mdText(capacityLine(ar)))
 		m.printf("| run | settings | peak reserved | vs recorded | segments | free at peak |\n|---|---|---:|---:|---:|---:|\n")
 		for _, row := range replayRows(ar) {
@@ -183,8 +183,8 @@ func (m *mdWriter) allocatorReplay(r *analyze.Report) {
 }
 
 // whatIfName names the what-if of device dev's replay for a chart legend ("" without one).
-func whatIfName(r *analyze.Report, dev int) string {
-	for _, ar := range replaysOf(r) {
+func whatIfName(snap *analyze.SnapshotReport, dev int) string {
+	for _, ar := range replaysOf(snap) {
 		if ar.Device == dev && ar.WhatIf {
 			return settingsLabel(ar.Settings)
 		}
@@ -206,9 +206,9 @@ type htmlReplayRow struct {
 	Delta, Segments, Free string
 }
 
-func htmlReplays(r *analyze.Report) []htmlReplay {
+func htmlReplays(snap *analyze.SnapshotReport) []htmlReplay {
 	var out []htmlReplay
-	for _, ar := range replaysOf(r) {
+	for _, ar := range replaysOf(snap) {
 		h := htmlReplay{Device: ar.Device, Recorded: recordedSettingsLine(ar), Capacity: capacityLine(ar), Check: replayCheckLine(ar)}
 		for _, row := range replayRows(ar) {
 			delta, segs, free := row.cells()

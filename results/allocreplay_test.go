@@ -57,11 +57,10 @@ func TestReplayRows(t *testing.T) {
 }
 
 func TestReplayText(t *testing.T) {
-	r := &analyze.Report{}
-	r.AllocatorReplay = handReplay()
+	snap := &analyze.SnapshotReport{AllocatorReplay: handReplay()}
 	var b bytes.Buffer
 	tw := &textWriter{w: &b}
-	tw.allocatorReplay(r)
+	tw.allocatorReplay(snap)
 	out := b.String()
 	for _, s := range []string{"Allocator replay (device 0)", "recorded settings: default", "79.0 GiB from --gpu h100-sxm",
 		"creates the same 12 segments in the same order", "max_split_size_mb:512", "10 737 418 240", "8 589 934 592", "-2.0 GiB"} {
@@ -69,7 +68,7 @@ func TestReplayText(t *testing.T) {
 			t.Errorf("section lacks %q:\n%s", s, out)
 		}
 	}
-	f := replayFindings(r)
+	f := replayFindings(snap)
 	if len(f) != 3 || !strings.Contains(f[1], "**8.0 GiB**") || !strings.Contains(f[2], "9.0 GiB (1.0 GiB less)") {
 		t.Errorf("findings %q", f)
 	}

@@ -213,165 +213,106 @@ func titleFile(path string) string {
 	return string(base[:half]) + "…" + string(base[len(base)-half:])
 }
 
-// reportCharts maps one report to its charts; charts with nothing to show are left out.
+// reportCharts maps one report to the charts of its kind; charts with nothing to show are left out.
 func reportCharts(r *analyze.Report) []chartJob {
-	var jobs []chartJob
-	add := func(name, title string, draw func(string) error) {
-		jobs = append(jobs, chartJob{file: PlotFile{Path: name, Title: title}, draw: draw})
+	switch p := r.Part().(type) {
+	case *analyze.SnapshotReport:
+		return snapshotCharts(r, p)
+	case *analyze.TracerReport:
+		return tracerCharts(r, p)
+	case *analyze.TimelineReport:
+		return timelineCharts(r, p.MemoryTimeline)
+	case *analyze.LogReport:
+		return logCharts(r, p.Log)
 	}
-	// The overview and the category chart list the categories in the same order; the jobs only read it.
+	return nil
+}
+
+func newChartJob(name, title string, draw func(string) error) chartJob {
+	return chartJob{file: PlotFile{Path: name, Title: title}, draw: draw}
+}
+
+// overviewChart sets totals, a pie of what the input measured, beside its categories, titled byCat. The
+// overview and the category chart list the categories in the same order.
+func overviewChart(r *analyze.Report, totals plots.PiePanel, byCat string) chartJob {
+	title := chartTitle("Memory overview", r)
 	cats := sortedCategories(r.Categories)
+	return newChartJob(ChartOverview, title, func(p string) error {
+		pie := plots.PiePanel{Title: byCat}
+		for _, c := range cats {
+			pie.Slices = append(pie.Slices, plots.Slice{Label: c.Name, Value: float64(c.Bytes), Color: plots.CategoryColor(c.Name)})
+		}
+		return plots.Pies(p, title, totals, pie)
+	})
+}
 
-	// The overview sets allocator totals or a tracer peak beside the categories; a profiler timeline has neither,
-	// and its categories at the peak are the category chart.
-	if r.HasAllocatorTotals() && (r.ReservedBytes > 0 || len(r.Categories) > 0) || tracerPrimary(r) != nil {
-		title := chartTitle("Memory overview", r)
-		add(ChartOverview, title, func(p string) error {
-			reserved := plots.PiePanel{
-				Title: "Reserved " + units.Bytes(r.ReservedBytes),
-				Slices: []plots.Slice{
-					{Label: "allocated", Value: float64(r.AllocatedBytes), Color: plots.ColorAllocated},
-					{Label: "cached / free", Value: float64(r.ReservedBytes - r.AllocatedBytes), Color: plots.ColorFree},
-				},
-			}
-			// A tracer file has a peak and the tensors it lists instead of allocator totals.
-			if tp := tracerPrimary(r); tp != nil && r.ReservedBytes == 0 {
-				reserved = plots.PiePanel{
-					Title: "Peak " + units.Bytes(tp.PeakBytes) + " on " + tp.Device,
-					Slices: []plots.Slice{
-						{Label: "listed tensors", Value: float64(tp.ListedBytes), Color: plots.ColorAllocated},
-						{Label: "not listed", Value: float64(max(tp.GapBytes, 0)), Color: plots.ColorFree},
-					},
-				}
-			}
-			byCat := plots.PiePanel{Title: "Allocated by category"}
-			if r.Peak != nil && r.Kind() == analyze.KindSnapshot {
-				byCat.Title += " at the dump"
-			}
-			if r.Kind() == analyze.KindTracer {
-				byCat.Title = "Listed tensors by category"
-			}
-			for _, c := range cats {
-				byCat.Slices = append(byCat.Slices, plots.Slice{Label: c.Name, Value: float64(c.Bytes), Color: plots.CategoryColor(c.Name)})
-			}
-			return plots.Pies(p, title, reserved, byCat)
-		})
+// topCharts draws the largest allocations as chart name (none without any); dump is " at the dump" when the
+// live set at a trace's peak has charts of its own.
+func topCharts(r *analyze.Report, name, dump string) []chartJob {
+	if len(r.Top) == 0 {
+		return nil
 	}
-
-	// With a trace, the top consumers and the category chart show the peak; the dump's views keep their own
-	// files, labelled "at the dump".
-	peakView := r.Peak != nil && len(r.Peak.Categories) > 0 && r.Kind() == analyze.KindSnapshot
-	topName, catName, dump := ChartTopConsumers, ChartCategories, ""
-	if peakView {
-		topName, catName, dump = ChartTopConsumersDump, ChartCategoriesDump, " at the dump"
-		jobs = append(jobs, peakCharts(r)...)
+	// One bar per group of identical allocations (×N), so a snapshot with 47 equal blocks shows them once.
+	groups := groupAllocations(r.Top, len(r.Top))
+	groups = groups[:min(len(groups), topConsumersInChart)]
+	covered := 0
+	for _, g := range groups {
+		covered += g.Count
 	}
-
-	if len(r.Top) > 0 {
-		// One bar per group of identical allocations (×N), so a snapshot with 47 equal blocks shows them once.
-		groups := groupAllocations(r.Top, len(r.Top))
-		groups = groups[:min(len(groups), topConsumersInChart)]
-		covered := 0
+	title := chartTitle(fmt.Sprintf("Top %d allocations%s", covered, dump), r)
+	return []chartJob{newChartJob(name, title, func(p string) error {
+		// A bar marked ×N stands for N identical allocations; its length is one allocation's size.
+		c := plots.BarChart{Title: title, XLabel: "size of each allocation"}
+		seen := map[string]bool{}
 		for _, g := range groups {
-			covered += g.Count
-		}
-		title := chartTitle(fmt.Sprintf("Top %d allocations%s", covered, dump), r)
-		add(topName, title, func(p string) error {
-			// A bar marked ×N stands for N identical allocations; its length is one allocation's size.
-			c := plots.BarChart{Title: title, XLabel: "size of each allocation"}
-			seen := map[string]bool{}
-			for _, g := range groups {
-				label := shortSite(g.Site)
-				if label == "" {
-					label = fmt.Sprintf("(no stack) 0x%x", g.Address)
-				}
-				note := g.Category
-				if g.Count > 1 {
-					note = countLabel(g.Count) + "  " + note
-				} else if len(r.Devices) > 1 {
-					note += ", device " + strconv.Itoa(g.Device)
-				}
-				c.Labels = append(c.Labels, label)
-				c.Values = append(c.Values, float64(g.Size))
-				c.Colors = append(c.Colors, plots.CategoryColor(g.Category))
-				c.Notes = append(c.Notes, note)
-				if !seen[g.Category] {
-					seen[g.Category] = true
-					c.Legend = append(c.Legend, plots.LegendEntry{Label: g.Category, Color: plots.CategoryColor(g.Category)})
-				}
+			label := shortSite(g.Site)
+			if label == "" {
+				label = fmt.Sprintf("(no stack) 0x%x", g.Address)
 			}
-			c.LabelWidth = 380
-			return plots.Bars(p, c)
-		})
-	}
-
-	if len(r.Categories) > 0 {
-		title := chartTitle("Memory by category"+dump, r)
-		add(catName, title, func(p string) error {
-			c := plots.BarChart{Title: title, XLabel: "allocated"}
-			unit := "block"
-			switch r.Kind() {
-			case analyze.KindTracer:
-				c.XLabel, unit = "listed tensors alive at the peak", "tensor"
-			case analyze.KindTimeline:
-				c.XLabel = "alive at the peak"
+			note := g.Category
+			if g.Count > 1 {
+				note = countLabel(g.Count) + "  " + note
+			} else if len(r.Devices) > 1 {
+				note += ", device " + strconv.Itoa(g.Device)
 			}
-			sum := categorySum(r.Categories)
-			for _, x := range cats {
-				c.Labels = append(c.Labels, x.Name)
-				c.Values = append(c.Values, float64(x.Bytes))
-				c.Colors = append(c.Colors, plots.CategoryColor(x.Name))
-				note := units.Percent(x.Bytes, sum)
-				if x.Count > 0 {
-					note += ", " + units.Plural(x.Count, unit, unit+"s")
-				}
-				c.Notes = append(c.Notes, note)
+			c.Labels = append(c.Labels, label)
+			c.Values = append(c.Values, float64(g.Size))
+			c.Colors = append(c.Colors, plots.CategoryColor(g.Category))
+			c.Notes = append(c.Notes, note)
+			if !seen[g.Category] {
+				seen[g.Category] = true
+				c.Legend = append(c.Legend, plots.LegendEntry{Label: g.Category, Color: plots.CategoryColor(g.Category)})
 			}
-			c.LabelWidth = 200
-			return plots.Bars(p, c)
-		})
-	}
-
-	if len(r.ActiveSizes) > 0 || len(r.FreeSizes) > 0 {
-		title := chartTitle("Block sizes", r)
-		add(ChartSizes, title, func(p string) error {
-			los := bucketBounds(r.ActiveSizes, r.FreeSizes)
-			return plots.Histograms(p, title,
-				histogram("active allocations (blocks per size)", los, r.ActiveSizes, plots.ColorAllocated),
-				histogram("cached free blocks (blocks per size)", los, r.FreeSizes, plots.ColorFree))
-		})
-	}
-
-	if r.ReservedBytes > 0 {
-		title := chartTitle("Memory efficiency", r)
-		add(ChartEfficiency, title, func(p string) error {
-			return plots.Efficiency(p, title, plots.EfficiencyData{
-				Reserved:      float64(r.ReservedBytes),
-				Allocated:     float64(r.AllocatedBytes),
-				Requested:     float64(r.RequestedBytes),
-				Wasted:        float64(r.ReservedBytes - r.RequestedBytes),
-				EfficiencyPct: r.EfficiencyPct,
-			})
-		})
-	}
-
-	for k, s := range timelineOrder(r) {
-		if len(s.Index) == 0 {
-			continue
 		}
-		name := ChartTimeline
-		if k > 0 {
-			name = fmt.Sprintf("memory_timeline_device%d.png", s.Device)
-		}
-		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
-		add(name, title, func(p string) error {
-			c := timeChart(title, s, r.Peak, whatIfName(r, s.Device))
-			c.Marks = phaseMarks(r, s)
-			return plots.MemoryOverTime(p, c)
-		})
+		c.LabelWidth = 380
+		return plots.Bars(p, c)
+	})}
+}
+
+// categoryCharts draws the input's categories as chart name (none without any): xLabel says what their bytes
+// are, unit what their counts count.
+func categoryCharts(r *analyze.Report, name, dump, xLabel, unit string) []chartJob {
+	if len(r.Categories) == 0 {
+		return nil
 	}
-	jobs = append(jobs, runtimeInputCharts(r)...) // tracer phases/modules, profiler timeline, log lines
-	return jobs
+	cats := sortedCategories(r.Categories)
+	title := chartTitle("Memory by category"+dump, r)
+	return []chartJob{newChartJob(name, title, func(p string) error {
+		c := plots.BarChart{Title: title, XLabel: xLabel}
+		sum := categorySum(r.Categories)
+		for _, x := range cats {
+			c.Labels = append(c.Labels, x.Name)
+			c.Values = append(c.Values, float64(x.Bytes))
+			c.Colors = append(c.Colors, plots.CategoryColor(x.Name))
+			note := units.Percent(x.Bytes, sum)
+			if x.Count > 0 {
+				note += ", " + units.Plural(x.Count, unit, unit+"s")
+			}
+			c.Notes = append(c.Notes, note)
+		}
+		c.LabelWidth = 200
+		return plots.Bars(p, c)
+	})}
 }
 
 // sortedCategories orders categories by bytes, largest first, then by name for a stable order.
@@ -433,10 +374,10 @@ func shortSite(site string) string {
 }
 
 // timelineOrder puts the series of the peak's device first so it gets the main chart name.
-func timelineOrder(r *analyze.Report) []analyze.TimelineSeries {
-	out := append([]analyze.TimelineSeries(nil), r.Timeline...)
-	if r.Peak != nil {
-		sort.SliceStable(out, func(i, j int) bool { return out[i].Device == r.Peak.Device && out[j].Device != r.Peak.Device })
+func timelineOrder(series []analyze.TimelineSeries, peak *analyze.Peak) []analyze.TimelineSeries {
+	out := append([]analyze.TimelineSeries(nil), series...)
+	if peak != nil {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Device == peak.Device && out[j].Device != peak.Device })
 	}
 	return out
 }
@@ -581,9 +522,9 @@ const maxPhaseMarks = 150
 
 // phaseMarks places each iteration's forward, backward and optimizer starts of s's device on the chart's x axis
 // (seconds since the series' first point when it has times, else the trace event).
-func phaseMarks(r *analyze.Report, s analyze.TimelineSeries) []plots.Mark {
+func phaseMarks(tls []phases.Timeline, s analyze.TimelineSeries) []plots.Mark {
 	var its []phases.Iteration
-	for _, tl := range r.Iterations {
+	for _, tl := range tls {
 		if tl.Device == s.Device {
 			its = tl.Iterations
 		}

@@ -51,17 +51,27 @@ type htmlImage struct {
 	Src   template.URL
 }
 
+// htmlInput is one input's section of the page. R's Header is shown for every kind; the fields of its kind's part
+// are set by the one switch in renderHTML, and the template reads them instead of telling the kinds apart.
 type htmlInput struct {
 	Index int
 	R     *analyze.Report
-	// Totals are the allocator totals, nil for inputs that have none (tracer files, logs, profiler timelines).
-	Totals []htmlField
-	// Tracer is the primary device of a tracer file.
-	Tracer *analyze.TracerDeviceView
-	Top    []allocGroup
-	Images []htmlImage
-	// Replays are the allocator replays: recorded vs replayed vs what-if.
+	// Snapshot is the part of an allocator snapshot, Tracer the primary device of a tracer file, Timeline a
+	// profiler timeline, Log a training log; the others are nil.
+	Snapshot *analyze.SnapshotReport
+	Tracer   *analyze.TracerDeviceView
+	Timeline *analyze.TimelineView
+	Log      *analyze.LogView
+	// Totals are a snapshot's allocator totals, Peak the live set at its trace's peak (a timeline's peak is in
+	// its own section), Replays its allocator replays: recorded vs replayed vs what-if.
+	Totals  []htmlField
+	Peak    *analyze.Peak
 	Replays []htmlReplay
+	// Categories says what R.Categories counts; Dump is " at the dump" when the sites and allocations listed
+	// were live at the dump rather than at the peak.
+	Categories, Dump string
+	Top              []allocGroup
+	Images           []htmlImage
 }
 
 type htmlField struct {
@@ -81,20 +91,17 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		// Group the whole list, then cap the rows: capping first would count only the copies that happen to
 		// fall in the first rows (×2 here where the text report says ×8).
 		top := groupAllocations(r.Top, len(r.Top))
-		in := htmlInput{Index: i, R: r, Tracer: tracerPrimary(r), Top: top[:min(len(top), htmlRows)]}
-		if r.HasAllocatorTotals() {
-			in.Totals = []htmlField{
-				{"reserved_bytes", "reserved", r.ReservedBytes},
-				{"allocated_bytes", "allocated (block bytes)", r.AllocatedBytes},
-				{"requested_bytes", "requested (what tensors asked for)", r.RequestedBytes},
-				{"active_bytes", "active", r.ActiveBytes},
-				{"inactive_bytes", "inactive (cached free)", r.InactiveBytes},
-				{"internal_free_bytes", "internal free (rounding)", r.InternalFreeBytes},
-				{"external_free_bytes", "external free", r.ExternalFreeBytes},
-				{"largest_free_block_bytes", "largest free block", r.LargestFreeBlockBytes},
-			}
+		in := htmlInput{Index: i, R: r, Top: top[:min(len(top), htmlRows)]}
+		switch p := r.Part().(type) {
+		case *analyze.SnapshotReport:
+			in.snapshot(r, p)
+		case *analyze.TracerReport:
+			in.Tracer, in.Categories = p.Tracer.Primary(), "listed tensors alive at the peak"
+		case *analyze.TimelineReport:
+			in.Timeline, in.Categories = p.MemoryTimeline, "at the peak"
+		case *analyze.LogReport:
+			in.Log = p.Log
 		}
-		in.Replays = htmlReplays(r)
 		imgs, err := embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget)
 		if err != nil {
 			return nil, err
@@ -234,7 +241,7 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{range .Inputs}}{{$in := .}}{{with .R}}
 <section data-input="{{$in.Index}}">
 <h2>{{.File}}</h2>
-<p class="meta">format {{.Format}}{{if .TorchFormat}} · torch {{.TorchFormat}}{{end}}{{if ge .Rank 0}} · rank {{.Rank}}{{end}}{{if ge .Iteration 0}} · iteration {{.Iteration}}{{end}}{{if .Devices}} · devices {{range $k, $d := .Devices}}{{if $k}}, {{end}}{{$d}}{{end}}{{end}}{{if $in.Totals}} · {{.Segments}} segments, {{.Blocks}} blocks{{end}}</p>
+<p class="meta">format {{.Format}}{{if .TorchFormat}} · torch {{.TorchFormat}}{{end}}{{if ge .Rank 0}} · rank {{.Rank}}{{end}}{{if ge .Iteration 0}} · iteration {{.Iteration}}{{end}}{{if .Devices}} · devices {{range $k, $d := .Devices}}{{if $k}}, {{end}}{{$d}}{{end}}{{end}}{{with $in.Snapshot}} · {{.Segments}} segments, {{.Blocks}} blocks{{end}}</p>
 {{if .Recommendations}}<h3>Findings</h3>{{range .Recommendations}}<div class="rec {{.Severity}}"><b>{{.Title}}</b><br>{{.Evidence}}{{if .Advice}}<br><small>{{.Advice}}</small>{{end}}</div>{{end}}{{end}}
 {{if $in.Totals}}<h3>Totals</h3>
 <table><tr><th>measure</th><th>bytes</th><th>exact</th></tr>
@@ -246,32 +253,32 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{if .Phases}}<table><tr><th>phase</th><th>bytes</th><th>share</th><th>tensors</th></tr>{{range .Phases}}<tr><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td><td class="num">{{pct .SharePct}} %</td><td class="num">{{.Count}}</td></tr>{{end}}</table>{{end}}
 {{if .Modules}}<div class="scroll"><table><tr><th>module (repeated layers merged)</th><th>bytes</th><th>share</th><th>tensors</th><th>modules</th></tr>{{range limit $.Rows .Modules}}<tr><td class="site">{{.Pattern}}</td><td class="num">{{human .Bytes}}</td><td class="num">{{pct .SharePct}} %</td><td class="num">{{.Count}}</td><td class="num">{{merged .}}</td></tr>{{end}}</table></div>{{end}}
 {{end}}
-{{with .MemoryTimeline}}<h3>torch.profiler memory timeline</h3>
+{{with $in.Timeline}}<h3>torch.profiler memory timeline</h3>
 <p>Peak {{human .PeakBytes}} at point {{.PeakIndex}} of {{.Points}}; {{human .FinalBytes}} at the end. What each category held then is under Categories.</p>
 {{end}}
-{{with .Log}}<h3>Training log ({{.Dialect}})</h3>
+{{with $in.Log}}<h3>Training log ({{.Dialect}})</h3>
 <p>{{.Records}} memory records in {{.Lines}} lines; peak allocated {{orDash .PeakAllocatedBytes}}, peak reserved {{orDash .PeakReservedBytes}}{{if ge .PeakRank 0}} (rank {{.PeakRank}}){{end}}.
 {{with .Theoretical}}Theoretical: weight and optimizer {{orDash .WeightAndOptimizerByte}}, activation {{orDash .ActivationBytes}}, total {{orDash .TotalBytes}}.{{end}}</p>
 {{end}}
-{{if and .Peak (not .MemoryTimeline)}}{{with .Peak}}<h3>Peak</h3>
+{{with $in.Peak}}<h3>Peak</h3>
 <p>Device {{.Device}}: <span data-field="peak.bytes" data-value="{{.Bytes}}">{{human .Bytes}}</span> live at trace event {{.EventIndex}}{{if .TimeUS}} ({{time .TimeUS}}){{end}}{{if gt .Iteration 0}}, in iteration {{.Iteration}} {{.Phase}}{{end}}.{{if .LifetimeDecidedBytes}} <small>{{human .LifetimeDecidedBytes}} of it categorized by lifetime (no stack, or only autograd/optimizer machinery).</small>{{end}}</p>
 {{if .Categories}}<table><tr><th>category at peak</th><th>bytes</th></tr>{{range .Categories}}<tr data-peak-category="{{.Name}}"><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table>{{end}}
 {{if .Components}}<table><tr><th>component at peak (as memscan static counts)</th><th>bytes</th></tr>{{range .Components}}<tr><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table>{{end}}
 {{if .Sites}}<div class="scroll"><table><tr><th>site at peak</th><th>category</th><th>bytes</th></tr>{{range limit $.Rows .Sites}}<tr><td class="site">{{.Site}}</td><td>{{.Category}}</td><td class="num">{{human .Bytes}}</td></tr>{{end}}</table></div>{{end}}
-{{end}}{{end}}
-{{range .Iterations}}{{if .Iterations}}<h3>Iterations and phases (device {{.Device}}, from {{.Source}})</h3>
+{{end}}
+{{with $in.Snapshot}}{{range .Iterations}}{{if .Iterations}}<h3>Iterations and phases (device {{.Device}}, from {{.Source}})</h3>
 <div class="scroll"><table><tr><th>iteration</th><th>events</th><th>forward</th><th>backward</th><th>optimizer</th></tr>
 {{range limit $.Rows .Iterations}}<tr><td class="num">{{.Index}}{{if not .Complete}}*{{end}}</td><td class="num">{{span .Span}}</td><td class="num">{{span .Forward}}</td><td class="num">{{span .Backward}}</td><td class="num">{{span .Optimizer}}</td></tr>{{end}}
-</table></div>{{end}}{{end}}
-{{if .Categories}}<h3>Categories ({{if $in.Tracer}}listed tensors alive at the peak{{else if .MemoryTimeline}}at the peak{{else if .Peak}}at the dump: live when the snapshot was taken{{else}}live at snapshot time{{end}})</h3>
+</table></div>{{end}}{{end}}{{end}}
+{{if .Categories}}<h3>Categories ({{$in.Categories}})</h3>
 <table><tr><th>category</th><th>bytes</th><th>exact</th><th>count</th></tr>
 {{range .Categories}}<tr data-category="{{.Name}}"><td>{{.Name}}</td><td class="num">{{human .Bytes}}</td><td class="num" data-field="categories.bytes" data-value="{{.Bytes}}">{{exact .Bytes}}</td><td class="num">{{countOrDash .Count}}</td></tr>{{end}}
 </table>{{end}}
-{{if .Sites}}<h3>Top creation sites{{if .Peak}} at the dump{{end}}</h3>
+{{if .Sites}}<h3>Top creation sites{{$in.Dump}}</h3>
 <div class="scroll"><table><tr><th>site</th><th>category</th><th>bytes</th><th>count</th></tr>
 {{range limit $.Rows .Sites}}<tr><td class="site">{{.Site}}</td><td>{{.Category}}</td><td class="num">{{human .Bytes}}</td><td class="num">{{.Count}}</td></tr>{{end}}
 </table></div>{{if gt (len .Sites) $.Rows}}<p><small>{{more $.Rows (len .Sites)}} more sites in summary.json</small></p>{{end}}{{end}}
-{{if $in.Top}}<h3>Largest live allocations{{if .Peak}} at the dump{{end}}</h3>
+{{if $in.Top}}<h3>Largest live allocations{{$in.Dump}}</h3>
 <div class="scroll"><table><tr><th>size</th><th>requested</th><th>count</th><th>category</th><th>site</th><th>device</th></tr>
 {{range $in.Top}}<tr><td class="num" data-field="top.size" data-value="{{.Size}}" data-count="{{.Count}}">{{human .Size}}</td><td class="num">{{human .RequestedSize}}</td><td class="num">{{count .Count}}</td><td>{{.Category}}</td><td class="site">{{.Site}}</td><td class="num">{{intOrDash .Device}}</td></tr>{{end}}
 </table></div>{{end}}
@@ -280,10 +287,10 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 <div class="scroll"><table><tr><th>run</th><th>settings</th><th>peak reserved</th><th>exact</th><th>vs recorded</th><th>segments</th><th>free at peak</th></tr>
 {{range .Rows}}<tr><td>{{.Name}}</td><td><code>{{.Settings}}</code></td><td class="num">{{human .PeakReserved}}</td><td class="num" data-field="allocator_replay.{{.Field}}" data-device="{{.Device}}" data-value="{{.PeakReserved}}">{{exact .PeakReserved}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Segments}}</td><td class="num">{{.Free}}</td></tr>
 {{end}}</table></div>{{end}}
-{{if .OOMs}}<h3>Out-of-memory events</h3>
+{{with $in.Snapshot}}{{if .OOMs}}<h3>Out-of-memory events</h3>
 <table><tr><th>device</th><th>event</th><th>requested</th><th>free on device</th><th>site</th></tr>
 {{range .OOMs}}<tr><td class="num">{{.Device}}</td><td class="num">{{.EventIndex}}</td><td class="num" data-field="ooms.requested_bytes" data-value="{{.RequestedBytes}}">{{human .RequestedBytes}}</td><td class="num">{{human .DeviceFreeBytes}}</td><td class="site">{{.Site}}</td></tr>{{end}}
-</table>{{range .OOMs}}{{with .Explained}}<p>Event {{.Event}}: {{human .Live.Bytes}} live{{if gt .Live.Iteration 0}} in iteration {{.Live.Iteration}} {{.Live.Phase}}{{end}}; by phase allocated in:{{range .Live.ByPhase}} {{.Name}} {{human .Bytes}};{{end}} by category:{{range .Live.ByCategory}} {{.Name}} {{human .Bytes}};{{end}}{{if .PerLayerBytes}} {{.LayersDone}} of {{.Layers}} layers had passed the failing point at {{human .PerLayerBytes}} each: the forward would reach about {{human .ProjectedBytes}} against {{human .CapacityBytes}} available.{{end}}</p>{{end}}{{if .Remedies}}<table><tr><th>single change (--static)</th><th>peak allocated</th><th>peak reserved</th><th>fits</th></tr>{{range .Remedies}}<tr><td>{{.Change}}</td><td class="num">{{human .PeakAllocatedBytes}}</td><td class="num">{{human .PeakReservedBytes}}</td><td>{{if .Fits}}yes{{else}}no{{end}}</td></tr>{{end}}</table>{{end}}{{end}}{{end}}
+</table>{{range .OOMs}}{{with .Explained}}<p>Event {{.Event}}: {{human .Live.Bytes}} live{{if gt .Live.Iteration 0}} in iteration {{.Live.Iteration}} {{.Live.Phase}}{{end}}; by phase allocated in:{{range .Live.ByPhase}} {{.Name}} {{human .Bytes}};{{end}} by category:{{range .Live.ByCategory}} {{.Name}} {{human .Bytes}};{{end}}{{if .PerLayerBytes}} {{.LayersDone}} of {{.Layers}} layers had passed the failing point at {{human .PerLayerBytes}} each: the forward would reach about {{human .ProjectedBytes}} against {{human .CapacityBytes}} available.{{end}}</p>{{end}}{{if .Remedies}}<table><tr><th>single change (--static)</th><th>peak allocated</th><th>peak reserved</th><th>fits</th></tr>{{range .Remedies}}<tr><td>{{.Change}}</td><td class="num">{{human .PeakAllocatedBytes}}</td><td class="num">{{human .PeakReservedBytes}}</td><td>{{if .Fits}}yes{{else}}no{{end}}</td></tr>{{end}}</table>{{end}}{{end}}{{end}}{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
 {{end}}
 {{range $in.Images}}<figure><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Title}}</figcaption></figure>{{end}}

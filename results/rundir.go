@@ -4,7 +4,8 @@
 // mapping of reports to charts), static.Report (console view, static_report.{md,json} and its charts),
 // calibrate.Calibration and calibrate.Applied (console table, calibration.md/json, corrections.json), the GPU
 // catalogue; run directories (written, and read back as one side of memscan compare), `latest`, and plain and
-// atomic file writers.
+// atomic file writers. Every renderer of an analyze.Report switches once on its Part; each kind's sections and
+// charts are in a file of its own (snapshot.go, tracer.go, timeline.go, log.go).
 //
 // It may import the packages whose models it renders (analyze, static, calibrate and the cross-run packages),
 // plots for drawing and units for sizes and JSON; nothing but the CLI imports it. The packages that compute

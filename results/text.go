@@ -76,6 +76,8 @@ func (t *textWriter) run(run *analyze.Run) {
 	}
 }
 
+// report writes one input: what every kind has (format, devices, rank, iteration), the sections of its kind's
+// part, then its recommendations and warnings.
 func (t *textWriter) report(r *analyze.Report) {
 	format := r.Format
 	if r.TorchFormat != "" {
@@ -89,93 +91,16 @@ func (t *textWriter) report(r *analyze.Report) {
 	if r.Iteration >= 0 {
 		t.printf("  iteration:  %d\n", r.Iteration)
 	}
-	// Allocator sections apply to snapshots; tracer, timeline and log inputs have their own sections below.
-	allocator := r.HasAllocatorTotals()
-	// A tracer file's own section lists its tensors and sites with shape, phase and module; the generic lists
-	// would repeat them with less.
-	tracerDev := tracerPrimary(r)
-	if allocator {
-		t.printf("  segments:   %d   blocks: %d\n", r.Segments, r.Blocks)
-		t.traceActions(r)
-		t.section("Totals")
-		t.totals(r.Totals)
+	switch p := r.Part().(type) {
+	case *analyze.SnapshotReport:
+		t.snapshot(r, p)
+	case *analyze.TracerReport:
+		t.tracer(r, p)
+	case *analyze.TimelineReport:
+		t.memoryTimeline(p.MemoryTimeline)
+	case *analyze.LogReport:
+		t.trainingLog(p.Log)
 	}
-
-	t.groups("Per device", "device", r.PerDevice)
-	t.groups("Per stream", "stream", r.PerStream)
-	t.groups("Per pool", "pool", r.PerPool)
-	t.groups("Per segment type", "type", r.PerSegmentType)
-
-	// A profiler timeline's categories and peak are its own section's "at the peak" table.
-	timeline := r.Kind() == analyze.KindTimeline
-	// With a trace, the peak comes first: what the user must fit is what was live then. The tables of the
-	// blocks allocated when the snapshot was dumped follow, labelled as such.
-	atPeak := r.Peak != nil && !timeline
-	dump := ""
-	if atPeak {
-		t.peak(r)
-		t.iterations(r)
-		dump = " at the dump"
-	}
-	if len(r.Categories) > 0 && !timeline {
-		switch {
-		case r.Kind() == analyze.KindTracer:
-			t.section("Categories (listed tensors alive at the peak)")
-		case atPeak:
-			t.section("Categories at the dump (active allocated memory when the snapshot was taken)")
-		default:
-			t.section("Categories (active allocated memory by what allocated it)")
-		}
-		sum := categorySum(r.Categories)
-		tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share", "count")
-		for _, c := range r.Categories {
-			tb.add(c.Name, units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, sum), countOrDash(c.Count))
-		}
-		tb.write(t.w, 2)
-	}
-
-	if len(r.Top) > 0 && (tracerDev == nil || len(tracerDev.Top) == 0) {
-		t.topAllocations(r.Top, dump)
-	}
-
-	if len(r.Sites) > 0 && (tracerDev == nil || len(tracerDev.Sites) == 0) {
-		n := limit(len(r.Sites), t.opts.Top)
-		t.section(fmt.Sprintf("Top %d allocation sites%s", n, dump))
-		t.siteTable(r.Sites[:n], 2)
-	}
-
-	if allocator {
-		t.fragmentation(r.Fragmentation, dump)
-		t.allocatorReplay(r)
-	}
-
-	t.histogram("Size distribution of active allocations", r.ActiveSizes)
-	t.histogram("Size distribution of cached free blocks", r.FreeSizes)
-
-	t.devicePeaks(r)
-
-	if len(r.OOMs) > 0 {
-		t.section(fmt.Sprintf("Out-of-memory events (%d)", len(r.OOMs)))
-		tb := newTable([]align{alignRight, alignRight, alignLeft, alignRight, alignRight, alignRight, alignRight, alignLeft},
-			"device", "event", "time", "requested", "device free", "allocated", "reserved", "site")
-		for _, o := range r.OOMs {
-			when := "-"
-			if o.TimeUS != 0 {
-				when = FormatTimeUS(o.TimeUS)
-			}
-			tb.add(strconv.Itoa(o.Device), strconv.Itoa(o.EventIndex), when, units.Bytes(o.RequestedBytes), units.Bytes(o.DeviceFreeBytes),
-				units.Bytes(o.AllocatedBytes), units.Bytes(o.ReservedBytes), truncate(orDash(o.Site), maxSiteWidth))
-		}
-		tb.write(t.w, 2)
-		for _, o := range r.OOMs {
-			t.oomExplained(o)
-		}
-	}
-
-	t.leakSuspects(r)
-	t.tracer(r)
-	t.memoryTimeline(r)
-	t.trainingLog(r)
 	t.recommendations("Recommendations", r.Recommendations, true)
 
 	if len(r.Warnings) > 0 {
@@ -186,9 +111,36 @@ func (t *textWriter) report(r *analyze.Report) {
 	}
 }
 
+// categories lists an input's categories under title, with each one's share of their sum.
+func (t *textWriter) categories(title string, cs []analyze.CategoryStat) {
+	if len(cs) == 0 {
+		return
+	}
+	t.section(title)
+	sum := categorySum(cs)
+	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight}, "category", "size", "bytes", "share", "count")
+	for _, c := range cs {
+		tb.add(c.Name, units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, sum), countOrDash(c.Count))
+	}
+	tb.write(t.w, 2)
+}
+
+// sites lists the largest allocation sites; dump is " at the dump" when a trace peak was listed before them.
+func (t *textWriter) sites(sites []analyze.SiteStat, dump string) {
+	if len(sites) == 0 {
+		return
+	}
+	n := limit(len(sites), t.opts.Top)
+	t.section(fmt.Sprintf("Top %d allocation sites%s", n, dump))
+	t.siteTable(sites[:n], 2)
+}
+
 // topAllocations lists the largest allocations, identical ones (same site, size, category and state) on one row
 // with their count; # is the position of the group's first allocation in the size order.
 func (t *textWriter) topAllocations(top []analyze.Allocation, dump string) {
+	if len(top) == 0 {
+		return
+	}
 	n := limit(len(top), t.opts.Top)
 	groups := groupAllocations(top, n)
 	title := fmt.Sprintf("Top %d allocations%s", n, dump)
@@ -220,73 +172,6 @@ func (t *textWriter) siteTable(sites []analyze.SiteStat, indent int) {
 	tb.write(t.w, indent)
 }
 
-func (t *textWriter) fragmentation(f analyze.Fragmentation, dump string) {
-	t.section("Fragmentation" + dump)
-	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
-	kv.add("internal waste (rounding inside allocated blocks)", units.Bytes(f.InternalWasteBytes), GroupDigits(f.InternalWasteBytes))
-	kv.add("cached free (inactive blocks held by the allocator)", units.Bytes(f.CachedFreeBytes), GroupDigits(f.CachedFreeBytes))
-	kv.add(fmt.Sprintf("segments at least %.0f %% free: %d", f.MostlyFreeThreshold*100, f.MostlyFreeSegments), units.Bytes(f.MostlyFreeSegmentsBytes), GroupDigits(f.MostlyFreeSegmentsBytes))
-	kv.add(fmt.Sprintf("free blocks of %s or more: %d", units.Bytes(analyze.LargeFreeBlockBytes), f.LargeFreeBlocks), units.Bytes(f.LargeFreeBlocksBytes), GroupDigits(f.LargeFreeBlocksBytes))
-	kv.write(t.w, 2)
-	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
-}
-
-func (t *textWriter) totals(x analyze.Totals) {
-	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "measure", "size", "bytes", "of reserved")
-	row := func(name string, v int64) {
-		tb.add(name, units.Bytes(v), GroupDigits(v), units.Percent(v, x.ReservedBytes))
-	}
-	row("reserved (segments)", x.ReservedBytes)
-	row("allocated (active_allocated blocks)", x.AllocatedBytes)
-	row("requested (what tensors asked for)", x.RequestedBytes)
-	row("active (allocated + pending free)", x.ActiveBytes)
-	row("inactive (cached free)", x.InactiveBytes)
-	row("internal free (rounding)", x.InternalFreeBytes)
-	row("external free (not allocated)", x.ExternalFreeBytes)
-	row("largest free block", x.LargestFreeBlockBytes)
-	tb.write(t.w, 2)
-	if x.ReservedBytes == 0 {
-		// Nothing reserved: an empty snapshot is not 0 % efficient, it has no efficiency.
-		t.printf("  efficiency: - (nothing reserved)\n")
-		return
-	}
-	t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
-}
-
-func (t *textWriter) groups(title, keyName string, gs []analyze.GroupTotals) {
-	if len(gs) == 0 {
-		return
-	}
-	t.section(title)
-	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight},
-		keyName, "reserved", "allocated", "requested", "internal free", "external free", "efficiency", "segments")
-	for _, g := range gs {
-		tb.add(g.Key, units.Bytes(g.ReservedBytes), units.Bytes(g.AllocatedBytes), units.Bytes(g.RequestedBytes),
-			units.Bytes(g.InternalFreeBytes), units.Bytes(g.ExternalFreeBytes), fmt.Sprintf("%.2f %%", g.EfficiencyPct), strconv.Itoa(g.Segments))
-	}
-	tb.write(t.w, 2)
-}
-
-func (t *textWriter) histogram(title string, bs []analyze.SizeBucket) {
-	if len(bs) == 0 {
-		return
-	}
-	t.section(title)
-	var maxCount int
-	for _, b := range bs {
-		maxCount = max(maxCount, b.Count)
-	}
-	tb := newTable([]align{alignLeft, alignRight, alignRight, alignLeft}, "size range", "count", "total", "")
-	for _, b := range bs {
-		bar := ""
-		if maxCount > 0 {
-			bar = strings.Repeat("#", (b.Count*30+maxCount-1)/maxCount)
-		}
-		tb.add(BucketLabel(b), strconv.Itoa(b.Count), units.Bytes(b.Bytes), bar)
-	}
-	tb.write(t.w, 2)
-}
-
 func (t *textWriter) cross(c *analyze.Cross) {
 	t.section("Per input")
 	v := newCrossView(c)
@@ -316,6 +201,26 @@ func (t *textWriter) imbalance(c *analyze.Cross) {
 		t.printf("  outliers:\n")
 		for _, f := range c.OutlierFiles {
 			t.printf("    - %s\n", f)
+		}
+	}
+}
+
+func (t *textWriter) recommendations(title string, recs []analyze.Recommendation, always bool) {
+	if len(recs) == 0 && !always {
+		return
+	}
+	t.section(title)
+	if len(recs) == 0 {
+		t.printf("  none: no threshold was crossed\n")
+	}
+	for i, rec := range recs {
+		if i > 0 {
+			t.printf("\n")
+		}
+		t.printf("  %d. [%s] %s (%s)\n", i+1, rec.Severity, rec.Title, rec.ID)
+		t.printf("     evidence: %s (measured %s, threshold %s)\n", rec.Evidence, analyze.FormatMeasure(rec.Value, rec.Unit), analyze.FormatMeasure(rec.Threshold, rec.Unit))
+		if rec.Advice != "" {
+			t.printf("     advice:   %s\n", rec.Advice)
 		}
 	}
 }

@@ -12,8 +12,7 @@ import (
 
 // peak writes the live set at the trace's peak: where in training it fell, by category, by component (the static
 // estimator's terms) and by site.
-func (t *textWriter) peak(r *analyze.Report) {
-	p := r.Peak
+func (t *textWriter) peak(p *analyze.Peak) {
 	t.section("Peak (from the allocator trace)")
 	t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", units.Bytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
 	if p.TimeUS != 0 {
@@ -62,16 +61,16 @@ func peakWhere(p *analyze.Peak) string {
 
 // iterations writes each device's iterations with their phase boundaries (event index, seconds from the trace's
 // first event).
-func (t *textWriter) iterations(r *analyze.Report) {
+func (t *textWriter) iterations(tls []phases.Timeline) {
 	var any bool
-	for _, tl := range r.Iterations {
+	for _, tl := range tls {
 		any = any || len(tl.Iterations) > 0
 	}
 	if !any {
 		return
 	}
 	t.section("Iterations and phases")
-	for _, tl := range r.Iterations {
+	for _, tl := range tls {
 		if len(tl.Iterations) == 0 {
 			continue
 		}

@@ -96,15 +96,6 @@ func positiveBytes(n int64) string {
 	return units.Bytes(n)
 }
 
-// tracerPrimary is the device a tracer file's sections describe, nil for other inputs (and a tracer file that
-// lists no device).
-func tracerPrimary(r *analyze.Report) *analyze.TracerDeviceView {
-	if r.Tracer == nil {
-		return nil
-	}
-	return r.Tracer.Primary()
-}
-
 // allocGroup is a run of allocations in the top-N list with the same site, size, requested size, category and
 // state: real snapshots hold dozens of identical blocks (one per layer, one per optimizer slot), which read better
 // as one row with a count. summary.json keeps one entry per allocation.

@@ -463,22 +463,25 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 // summaryMeasures renders the --summary-only line's measures with what the input kind recorded: a tracer file,
 // profiler timeline or log has no allocator totals, so those print "-" rather than a made-up 0 B.
 func summaryMeasures(r *analyze.Report, s *merge.RankSummary) string {
-	dash := func(n int64, ok bool) string {
-		if !ok || n < 0 {
+	dash := func(n int64) string {
+		if n < 0 {
 			return "-"
 		}
 		return units.Bytes(n)
 	}
-	totals := r.HasAllocatorTotals()
-	line := fmt.Sprintf("reserved %s, allocated %s, peak %s", dash(r.ReservedBytes, totals), dash(r.AllocatedBytes, totals),
-		dash(s.PeakBytes, r.Kind() != analyze.KindLog || r.Log.PeakAllocatedBytes >= 0))
-	switch r.Kind() {
-	case analyze.KindTracer:
-		line += ", listed " + units.Bytes(r.ListedBytes)
-	case analyze.KindLog:
-		line += ", peak reserved " + dash(r.Log.PeakReservedBytes, true)
+	reserved, allocated, peak, more := "-", "-", dash(s.PeakBytes), ""
+	switch p := r.Part().(type) {
+	case *analyze.SnapshotReport:
+		reserved, allocated = dash(p.ReservedBytes), dash(p.AllocatedBytes)
+	case *analyze.TracerReport:
+		more = ", listed " + units.Bytes(p.ListedBytes)
+	case *analyze.LogReport:
+		if p.Log.PeakAllocatedBytes < 0 {
+			peak = "-" // the log prints no allocated measure
+		}
+		more = ", peak reserved " + dash(p.Log.PeakReservedBytes)
 	}
-	return line
+	return fmt.Sprintf("reserved %s, allocated %s, peak %s%s", reserved, allocated, peak, more)
 }
 
 // allocatorOptions turns --alloc-conf, --gpu and --device-memory into the allocator replay's options; a bad

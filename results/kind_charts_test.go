@@ -12,15 +12,16 @@ import (
 	"github.com/memscan/memscan/load"
 )
 
-// TestRuntimeInputCharts analyzes the tracer, timeline and log fixtures and draws their charts.
-func TestRuntimeInputCharts(t *testing.T) {
+// TestKindCharts analyzes the tracer, timeline and log fixtures and draws their charts: each kind gets the
+// charts of its own part, in the order README.md lists them.
+func TestKindCharts(t *testing.T) {
 	tests := []struct {
 		file    string
 		analyze func(context.Context, *load.Input, analyze.RuntimeOptions) (*analyze.Report, error)
 		want    []string
 	}{
-		{"tracer/small_rank0.json", analyze.AnalyzeTracer, []string{ChartTracerPhases, ChartTracerModules}},
-		{"timeline/small.raw.json.gz", analyze.AnalyzeTimeline, []string{ChartTimeline}},
+		{"tracer/small_rank0.json", analyze.AnalyzeTracer, []string{ChartOverview, ChartTopConsumers, ChartCategories, ChartTracerPhases, ChartTracerModules}},
+		{"timeline/small.raw.json.gz", analyze.AnalyzeTimeline, []string{ChartCategories, ChartTimeline}},
 		{"logs/megatron.log", analyze.AnalyzeLog, []string{ChartLogMemory}},
 		{"logs/torchtitan.log", analyze.AnalyzeLog, []string{ChartLogMemory}},
 	}
@@ -35,7 +36,7 @@ func TestRuntimeInputCharts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			jobs := runtimeInputCharts(r)
+			jobs := reportCharts(r)
 			var names []string
 			for _, j := range jobs {
 				names = append(names, j.file.Path)
@@ -58,9 +59,9 @@ func TestRuntimeInputCharts(t *testing.T) {
 			}
 		})
 	}
-	// A snapshot report has none of these charts.
-	if jobs := runtimeInputCharts(&analyze.Report{Header: analyze.Header{Format: "pickle-v4"}}); len(jobs) != 0 {
-		t.Errorf("snapshot report got runtime charts %v", jobs)
+	// A snapshot with nothing reserved, categorized or traced has nothing to chart.
+	if jobs := reportCharts(&analyze.Report{Header: analyze.Header{Format: "pickle-v4"}}); len(jobs) != 0 {
+		t.Errorf("empty snapshot report got charts %v", jobs)
 	}
 }
 

@@ -168,7 +168,7 @@ func TestDetectRealRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tl := rep.Timeline
+			tl := rep.Timeline()
 			if len(tl.Iterations) != tc.iters {
 				t.Fatalf("%d iterations, want %d", len(tl.Iterations), tc.iters)
 			}

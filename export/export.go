@@ -128,9 +128,6 @@ func memoized(classify Classifier) Classifier {
 func RulesClassifier(rules *categorize.Rules) Classifier {
 	c := categorize.NewCategorizer(rules)
 	return func(st *snapshot.Stack) (string, string) {
-		if st != nil && len(st.Frames) == 0 {
-			st = nil // the analysis treats an empty stack like a missing one
-		}
 		d := c.Stack(st)
 		site := d.Site
 		if site == "" {
@@ -138,6 +135,21 @@ func RulesClassifier(rules *categorize.Rules) Classifier {
 		}
 		return d.Category, site
 	}
+}
+
+// replayedCategory is the category the analysis gives a replayed allocation whose stack the classifier put in
+// category: the trace's own category where the event carries one (profile_plot snapshots), else the stack's,
+// which the lifetime overrules where the stack is missing or names only generic machinery (categorize.Attribute).
+// Without it the export would file the stackless backward allocations under Unknown, where the report says
+// Temporary or Gradient.
+func replayedCategory(r *analyze.DeviceReplay, l *analyze.Lifetime, category string) string {
+	if l.Event >= 0 {
+		if c := r.Trace[l.Event].Category(); c != "" {
+			return c
+		}
+	}
+	d := categorize.Decision{Category: category}
+	return categorize.Attribute(d, categorize.Life{Start: l.Start, End: l.End}, r.Timeline()).Category
 }
 
 // devices lists the device ordinals that have segments or trace entries, ascending.

@@ -91,7 +91,8 @@ func categorySteps(r *analyze.DeviceReplay, category func(*snapshot.Stack) strin
 	lifeCat := make([]string, len(r.Lifetimes))
 	catIdx := make(map[string]int)
 	for k := range r.Lifetimes {
-		lifeCat[k] = category(r.Lifetimes[k].Stack)
+		l := &r.Lifetimes[k]
+		lifeCat[k] = replayedCategory(r, l, category(l.Stack))
 		catIdx[lifeCat[k]] = 0
 	}
 	names = make([]string, 0, len(catIdx))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -97,11 +96,10 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			slices.SortStableFunc(live, func(a, b analyze.Lifetime) int {
 				return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Addr, b.Addr))
 			})
-			for _, a := range live {
+			for i := range live {
+				a := &live[i]
 				smp := add(dev, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
-				// Where the stack is missing or generic the lifetime decides, as in the analysis.
-				d := categorize.Decision{Category: smp.Category, Site: smp.Site}
-				smp.Category = categorize.Attribute(d, categorize.Life{Start: a.Start, End: a.End}, r.Timeline()).Category
+				smp.Category = replayedCategory(r, a, smp.Category)
 			}
 		}
 	default:

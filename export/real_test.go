@@ -343,3 +343,48 @@ func TestPprofPeakMatchesAnalysis(t *testing.T) {
 		})
 	}
 }
+
+// TestPerfettoPeakMatchesAnalysis: on the H200 training run, whose backward allocations carry no stack, the
+// category counters at the allocated peak hold what the analysis reports at its peak, category by category
+// (the lifetime decides where the stack cannot, so almost nothing stays Unknown).
+func TestPerfettoPeakMatchesAnalysis(t *testing.T) {
+	dir := testutil.SharedDir(t, "gpu_runs")
+	in, err := load.DecodeFile(context.Background(), filepath.Join(dir, "llama1b-bf16-b4-s2048-snap.pickle.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := in.Snapshot
+	rep, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WritePerfetto(context.Background(), &buf, s, TraceOptions{Classify: RulesClassifier(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	evs := validateTraceEvents(t, buf.Bytes())
+	// Counters come in pairs at one timestamp: memory, then by category.
+	var atPeak map[string]any
+	for i := 0; i+1 < len(evs); i++ {
+		e := evs[i]
+		if e["ph"] == "C" && e["name"] == "GPU0 memory" && int64(e["args"].(map[string]any)["allocated"].(float64)) == rep.Peak.Bytes {
+			atPeak = evs[i+1]["args"].(map[string]any)
+			break
+		}
+	}
+	if atPeak == nil {
+		t.Fatalf("no counter reaches the analysis' peak of %d bytes", rep.Peak.Bytes)
+	}
+	want := map[string]int64{}
+	for _, c := range rep.Peak.Categories {
+		want[c.Name] = c.Bytes
+	}
+	for name, v := range atPeak {
+		if got := int64(v.(float64)); got != want[name] {
+			t.Errorf("%s at the peak: %d in the trace, %d in the analysis", name, got, want[name])
+		}
+	}
+	if u := want["Unknown"]; u*20 > rep.Peak.Bytes {
+		t.Errorf("Unknown holds %d of %d bytes at the peak", u, rep.Peak.Bytes)
+	}
+}

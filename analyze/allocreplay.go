@@ -192,10 +192,17 @@ func (a *analysis) allocatorReplay() error {
 	return nil
 }
 
-// warnReplay words what a reader must know about one replay beyond its own section: a complete trace whose
-// baseline does not follow the recording, a what-if that runs out of memory. (A partial replay says why in its
-// section; the trace problems behind it are already warned about by the trace replay.)
+// warnReplay words what a reader must know about one replay beyond its own section: a capacity given that the
+// recording itself exceeded, a complete trace whose baseline does not follow the recording, a what-if that runs
+// out of memory. (A partial replay says why in its section; the trace problems behind it are already warned
+// about by the trace replay.)
 func (a *analysis) warnReplay(r *AllocatorReplay) {
+	if a.opts.Allocator.Capacity > 0 && r.RecordedPeakReservedBytes > r.CapacityBytes {
+		// Usually "80GB" read as 80·10^9 bytes for a card that holds 80 GiB: the departures and failures that
+		// follow come from the capacity, not from the settings.
+		a.warns.add("allocator-capacity-below-recording", fmt.Sprintf("device %d reserved %s in the recording, more than the capacity of %s from %s: the device has more memory than that (GB means 10^9 bytes, GiB 2^30; --gpu takes a catalogued card's size)",
+			r.Device, units.Bytes(r.RecordedPeakReservedBytes), units.Bytes(r.CapacityBytes), r.CapacitySource))
+	}
 	switch {
 	case r.Partial:
 	case !r.BaselineMatchesRecording:

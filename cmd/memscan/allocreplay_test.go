@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 func TestAnalyzeAllocConfUsageErrors(t *testing.T) {
@@ -177,5 +179,46 @@ func TestAnalyzeGPUCapacity(t *testing.T) {
 	gib := 79.19
 	if want := int64(gib*(1<<30)) - allocator.ContextReserve; ar.Capacity != want || !strings.Contains(ar.Source, "--gpu h100-sxm") || ar.Settings != "max_split_size_mb:64" {
 		t.Errorf("capacity %d from %q (want %d), settings %q", ar.Capacity, ar.Source, want, ar.Settings)
+	}
+}
+
+// TestAnalyzeCapacityBelowRecording: a device memory too small for what the recording itself reserved (the
+// usual cause: "80GB" read as 80·10^9 bytes for an 80 GiB card) is named in the warnings; a capacity above the
+// recording is not.
+func TestAnalyzeCapacityBelowRecording(t *testing.T) {
+	snap := fixture(t, "testdata/example/rank0_memory_snapshot.pickle")
+	recorded := recordedPeak(t, snap)
+	below := units.Bytes(recorded + allocator.ContextReserve - 64<<20) // 64 MiB short of what was reserved
+	for _, tc := range []struct {
+		memory string
+		warns  bool
+	}{
+		{fmt.Sprint(recorded + allocator.ContextReserve - 64<<20), true},
+		{fmt.Sprint(recorded + allocator.ContextReserve), false},
+		{"80GB", false},
+	} {
+		t.Run(tc.memory, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, "analyze", "--out", t.TempDir(), "--no-plots", "--quiet", "--format", "json",
+				"--device-memory", tc.memory, snap)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var sum struct {
+				Inputs []struct {
+					Warnings []string `json:"warnings"`
+				} `json:"inputs"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("device 0 reserved %s in the recording, more than the capacity of", units.Bytes(recorded))
+			found := false
+			for _, w := range sum.Inputs[0].Warnings {
+				found = found || strings.Contains(w, want)
+			}
+			if found != tc.warns {
+				t.Errorf("warned %v, want %v (capacity %s below would warn): %q", found, tc.warns, below, sum.Inputs[0].Warnings)
+			}
+		})
 	}
 }

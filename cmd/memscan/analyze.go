@@ -117,7 +117,7 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string
 	fs.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
 	fs.StringVar(&f.allocConf, "alloc-conf", "", "replay each trace through the caching-allocator model under these PYTORCH_CUDA_ALLOC_CONF settings too, e.g. expandable_segments:True or max_split_size_mb:512,garbage_collection_threshold:0.6")
 	fs.StringVar(&f.gpu, "gpu", "", "device of the allocator replay, a key of memscan gpus (its memory less 1 GiB for the CUDA context is the capacity)")
-	fs.StringVar(&f.deviceMemory, "device-memory", "", "device memory of the allocator replay, e.g. 80GB or 139.8GiB (less 1 GiB for the CUDA context is the capacity)")
+	fs.StringVar(&f.deviceMemory, "device-memory", "", "device memory of the allocator replay, e.g. 79.2GiB (GB means 10^9 bytes: an \"80GB\" card holds about 79.2 GiB, 85 GB; --gpu knows catalogued cards); less 1 GiB for the CUDA context is the capacity")
 	f.maxInputSize = sizeFlag(load.DefaultMaxInputSize())
 	fs.Var(&f.maxInputSize, "max-input-size", "largest input, after decompression, that is decoded (e.g. 512MiB, 20GiB); larger ones fail at once instead of exhausting memory; the default is half of this machine's memory")
 	help := fs.BoolP("help", "h", false, "show this help")

@@ -55,7 +55,7 @@ func WriteCompareMarkdown(w io.Writer, c *compare.Comparison, opt CompareMarkdow
 		writeCompareTable(p, "Creation sites", "site", d.Sites, opt.Rows, true)
 		writeCompareTable(p, "Modules", "module", d.Modules, opt.Rows, false)
 		if d.PeakCategories != nil {
-			p("### Peak\n\nThe trace peak went from %s to %s (%s). Attribution:\n\n", units.Bytes(d.PeakCategories.Total.Before),
+			p("### Peak\n\nThe trace peak went from %s to %s (%s), by category and by source line:\n\n", units.Bytes(d.PeakCategories.Total.Before),
 				units.Bytes(d.PeakCategories.Total.After), units.SignedBytes(d.PeakCategories.Total.Delta))
 			writeCompareTable(p, "Peak by category", "category", *d.PeakCategories, opt.Rows, false)
 			writeCompareTable(p, "Peak by source line", "site", *d.PeakSites, opt.Rows, true)

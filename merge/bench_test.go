@@ -13,7 +13,7 @@ func writeSummaryFiles(tb testing.TB, dir string, sums []*RankSummary) []string 
 	tb.Helper()
 	files := make([]string, len(sums))
 	for i, s := range sums {
-		files[i] = filepath.Join(dir, fmt.Sprintf("rank%d.summary.msgpack", s.Rank))
+		files[i] = filepath.Join(dir, fmt.Sprintf("iter%d_rank%d.summary.msgpack", s.Iteration, s.Rank))
 		f, err := os.Create(files[i])
 		if err != nil {
 			tb.Fatal(err)

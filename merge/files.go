@@ -102,28 +102,10 @@ type FilesOptions struct {
 // its files into its own Merger and the workers' mergers are merged at the end, which gives the same result as
 // one sequential pass because Merger is associative; memory stays at one Merger per worker plus the files in
 // flight. When Stages is set without World, the world is the highest rank + 1 among the summaries kept (not the
-// file count: a folder may hold several iterations of every rank), found by a first pass. Files that cannot be
-// read are returned as errors in the order of files, whatever order the workers met them in; only cancellation
-// of ctx ends the merge early.
+// file count: a folder may hold several iterations of every rank); the Merger assigns those stages when the
+// result is taken, so every file is read once. Files that cannot be read are returned as errors in the order of
+// files, whatever order the workers met them in; only cancellation of ctx ends the merge early.
 func MergeFiles(ctx context.Context, files []string, opts FilesOptions) (*CrossRank, []error, error) {
-	if opts.Stages > 0 && opts.World == 0 {
-		pre, _, err := mergeFiles(ctx, files, Options{}, opts)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, r := range pre.Result().Rows {
-			opts.World = max(opts.World, r.Rank+1)
-		}
-	}
-	m, failures, err := mergeFiles(ctx, files, opts.Options, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m.Result(), failures, nil
-}
-
-// mergeFiles is one pass of MergeFiles with the merge options given.
-func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOptions) (*Merger, []error, error) {
 	jobs := max(1, min(opts.Jobs, len(files)))
 	mergers := make([]*Merger, jobs)
 	fails := make([]error, len(files)) // indexed like files, so the failures come back in file order
@@ -141,7 +123,7 @@ func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOp
 		return nil
 	})
 	for w := range jobs {
-		mergers[w] = New(mopts)
+		mergers[w] = New(opts.Options)
 		g.Go(func() error {
 			for i := range next {
 				sums, err := ReadSummaryFile(files[i])
@@ -154,7 +136,8 @@ func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOp
 						mergers[w].Add(s)
 					}
 				}
-				if err := mergers[w].Err(); err != nil {
+				// The overflow Add met, not Err: that would form the deferred stage sums again after every file.
+				if err := mergers[w].err; err != nil {
 					return fmt.Errorf("%s: %w", files[i], err)
 				}
 			}
@@ -164,7 +147,7 @@ func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOp
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
 	}
-	total := New(mopts)
+	total := New(opts.Options)
 	for _, m := range mergers {
 		total.Merge(m)
 	}
@@ -177,5 +160,5 @@ func mergeFiles(ctx context.Context, files []string, mopts Options, opts FilesOp
 			failures = append(failures, err)
 		}
 	}
-	return total, failures, nil
+	return total.Result(), failures, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -82,6 +84,56 @@ func TestParseIterationFilter(t *testing.T) {
 		for _, it := range tc.drops {
 			if f.Keeps(it) {
 				t.Errorf("%q keeps iteration %d", tc.in, it)
+			}
+		}
+	}
+}
+
+// TestMergeFilesDerivedWorld: with --stages and no --world the world is the highest rank + 1 among the summaries
+// the iteration filter keeps, whatever the number of workers; the report is the one a merge given that world
+// writes. The folder holds ranks 0-11 of iteration 1 and ranks 0-7 of iteration 2.
+func TestMergeFilesDerivedWorld(t *testing.T) {
+	var sums []*RankSummary
+	for it, ranks := range map[int]int{1: 12, 2: 8} {
+		for r := range ranks {
+			sums = append(sums, &RankSummary{Kind: SummaryKind, Version: SummaryVersion, Rank: r, Iteration: it, Stage: -1,
+				File: fmt.Sprintf("iteration_%d/rank%d_memory_snapshot.pickle", it, r), ReservedBytes: int64(r+1) << 30})
+		}
+	}
+	files := writeSummaryFiles(t, t.TempDir(), sums)
+	slices.Sort(files)
+	tests := []struct {
+		iterations IterationFilter
+		world      int
+		// stageRanks is each stage's rank count: two stages of world/2 ranks.
+		stageRanks []int
+	}{
+		{IterationFilter{want: 2}, 8, []int{4, 4}},
+		{IterationFilter{want: 1}, 12, []int{6, 6}},
+		{AllIterations, 12, []int{6 + 6, 6 + 2}}, // iteration 2's ranks 0-5 in stage 0, 6-7 in stage 1
+	}
+	for _, tc := range tests {
+		for _, jobs := range []int{1, 4} {
+			name := fmt.Sprintf("iteration %s, %d jobs", tc.iterations, jobs)
+			got, failures, err := MergeFiles(context.Background(), files, FilesOptions{Options: Options{Stages: 2}, Jobs: jobs, Iterations: tc.iterations})
+			if err != nil || len(failures) > 0 {
+				t.Fatalf("%s: %v %v", name, err, failures)
+			}
+			var ranks []int
+			for _, st := range got.Stages {
+				ranks = append(ranks, st.Ranks)
+			}
+			if !slices.Equal(ranks, tc.stageRanks) {
+				t.Errorf("%s: stage rank counts %v, want %v", name, ranks, tc.stageRanks)
+			}
+			for _, r := range got.Rows {
+				if want := r.Rank / (tc.world / 2); r.Stage != want {
+					t.Errorf("%s: rank %d of iteration %d in stage %d, want %d", name, r.Rank, r.Iteration, r.Stage, want)
+				}
+			}
+			given, _, err := MergeFiles(context.Background(), files, FilesOptions{Options: Options{Stages: 2, World: tc.world}, Jobs: 1, Iterations: tc.iterations})
+			if err != nil || !reflect.DeepEqual(got, given) {
+				t.Errorf("%s: report differs from the merge given world %d (%v)", name, tc.world, err)
 			}
 		}
 	}

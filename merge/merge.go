@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -80,7 +81,9 @@ func Summarize(r *analyze.Report) *RankSummary {
 type Options struct {
 	// Stages and World derive a summary's pipeline stage from its rank when the summary has none: ranks are
 	// split into Stages contiguous groups of World/Stages ranks (pipeline parallelism as the outermost mesh
-	// dimension, torchtitan's default). Zero leaves such summaries without a stage.
+	// dimension, torchtitan's default). Stages zero leaves such summaries without a stage. World zero means the
+	// highest rank + 1 among the summaries merged, known only once all are in: such rows get their stage, and
+	// count in its statistics, when the result is taken (see Result), so one pass over the summaries suffices.
 	Stages, World int
 	// TopK is how many of the largest ranks are kept as outlier candidates; 0 means analyze.DefaultTopK.
 	TopK int
@@ -148,12 +151,18 @@ func (e *OverflowError) Error() string {
 	return fmt.Sprintf("%s: %s: the sum over ranks passes %d bytes; the summaries are corrupt or made up", where, e.Field, int64(math.MaxInt64))
 }
 
-// Err returns the overflow that stopped the merge, or nil.
+// Err returns the overflow that stopped the merge, or nil. With deferred stages (see Options) it also forms the
+// stage sums that wait for the world, which takes a pass over the rows; check it once, before Result.
 func (m *Merger) Err() error {
-	if m.err == nil {
-		return nil
+	if m.err != nil {
+		return m.err
 	}
-	return m.err
+	if m.opts.deferredStages() {
+		if _, err := m.stageStats(m.settledStage()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addTo adds v to *dst and reports false, leaving *dst alone, when the sum would overflow.
@@ -237,16 +246,127 @@ type StageStat struct {
 	OOMs         int   `json:"ooms" msgpack:"ooms"`
 }
 
+// stageOf is the stage of s as it is added: its own, the one its rank falls in when the world is given, or −1
+// (none yet, or none at all).
 func (m *Merger) stageOf(s *RankSummary) int {
 	if s.Stage >= 0 {
 		return s.Stage
 	}
 	if m.opts.Stages > 0 && m.opts.World > 0 && s.Rank >= 0 {
-		per := (m.opts.World + m.opts.Stages - 1) / m.opts.Stages
-		return min(s.Rank/per, m.opts.Stages-1)
+		return rankStage(s.Rank, m.opts.Stages, m.opts.World)
 	}
 	return -1
 }
+
+// rankStage is the stage of rank when world ranks are split into stages contiguous groups.
+func rankStage(rank, stages, world int) int {
+	per := (world + stages - 1) / stages
+	return min(rank/per, stages-1)
+}
+
+// deferredStages reports whether rows without a stage of their own get one from the world derived in Result.
+func (o Options) deferredStages() bool { return o.Stages > 0 && o.World == 0 }
+
+// deferred reports whether row waits for the derived world for its stage (see Options).
+func (m *Merger) deferred(row RankRow) bool {
+	return m.opts.deferredStages() && row.Stage < 0 && row.Rank >= 0
+}
+
+// settledStage returns the final stage of a row: the one it was added with, or for a deferred row the one its
+// rank falls in now that every rank merged is known (world = highest rank + 1, as the rows are all kept).
+func (m *Merger) settledStage() func(RankRow) int {
+	if !m.opts.deferredStages() {
+		return func(r RankRow) int { return r.Stage }
+	}
+	world := 0
+	for _, r := range m.rows {
+		world = max(world, r.Rank+1)
+	}
+	return func(r RankRow) int {
+		if m.deferred(r) {
+			return rankStage(r.Rank, m.opts.Stages, world)
+		}
+		return r.Stage
+	}
+}
+
+// wide is an int128 sum of int64s: the deferred stage sums are formed in whatever order the rows were merged,
+// and the true sum is what must fit an int64, not every partial one (with negative counts in hostile files, a
+// partial sum can pass the bound in one order and not in another, which would break associativity).
+type wide struct {
+	hi int64
+	lo uint64
+}
+
+func (w *wide) add(v int64) {
+	lo, carry := bits.Add64(w.lo, uint64(v), 0)
+	w.hi += int64(carry) + v>>63 // v>>63 is v's sign extension into the high word: 0 or −1
+	w.lo = lo
+}
+
+// int64 returns the sum and whether it fits an int64.
+func (w wide) int64() (int64, bool) {
+	v := int64(w.lo)
+	return v, w.hi == v>>63
+}
+
+// stageStats returns the per-stage statistics sorted by stage, the deferred rows (see Options) counted in the
+// stage stageOf gives them. Their byte sums are formed here, so they are checked here: err names the first
+// stage and field whose sum passes what an int64 holds.
+func (m *Merger) stageStats(stageOf func(RankRow) int) ([]StageStat, *OverflowError) {
+	type sums struct {
+		StageStat
+		reserved, allocated wide
+	}
+	all := map[int]*sums{}
+	get := func(i int) *sums {
+		st := all[i]
+		if st == nil {
+			st = &sums{StageStat: StageStat{Stage: i}}
+			all[i] = st
+		}
+		return st
+	}
+	for i, st := range m.stages {
+		s := &sums{StageStat: *st}
+		s.reserved.add(st.ReservedBytes)
+		s.allocated.add(st.AllocatedBytes)
+		all[i] = s
+	}
+	if m.opts.deferredStages() {
+		for _, r := range m.rows {
+			if !m.deferred(r) {
+				continue
+			}
+			s := get(stageOf(r))
+			s.add(StageStat{Ranks: 1, MaxReserved: r.ReservedBytes, MinReserved: r.ReservedBytes, MaxPeak: r.PeakBytes, OOMs: r.OOMs})
+			s.reserved.add(r.ReservedBytes)
+			s.allocated.add(r.AllocatedBytes)
+		}
+	}
+	out := make([]StageStat, 0, len(all))
+	for _, s := range all {
+		out = append(out, s.StageStat)
+	}
+	slices.SortFunc(out, func(a, b StageStat) int { return cmp.Compare(a.Stage, b.Stage) })
+	for i := range out {
+		s := all[out[i].Stage]
+		var ok bool
+		if out[i].ReservedBytes, ok = s.reserved.int64(); !ok {
+			return nil, &OverflowError{Field: stageField(out[i].Stage, "reserved_bytes")}
+		}
+		if out[i].AllocatedBytes, ok = s.allocated.int64(); !ok {
+			return nil, &OverflowError{Field: stageField(out[i].Stage, "allocated_bytes")}
+		}
+		if out[i].Ranks > 0 {
+			out[i].MeanReserved = out[i].ReservedBytes / int64(out[i].Ranks)
+		}
+	}
+	return out, nil
+}
+
+// stageField names a stage's byte sum as the cross-rank report's JSON does.
+func stageField(stage int, field string) string { return fmt.Sprintf("stages[%d].%s", stage, field) }
 
 // Add merges one rank summary. A byte count whose sum over the ranks would overflow stops the merge (see Err).
 func (m *Merger) Add(s *RankSummary) {
@@ -299,8 +419,13 @@ func (m *Merger) checkAdd(s *RankSummary) string {
 			return f.name
 		}
 	}
-	if st := m.stages[m.stageOf(s)]; st != nil && (!fits(st.ReservedBytes, s.ReservedBytes) || !fits(st.AllocatedBytes, s.AllocatedBytes)) {
-		return "stage bytes"
+	if i := m.stageOf(s); m.stages[i] != nil {
+		if !fits(m.stages[i].ReservedBytes, s.ReservedBytes) {
+			return stageField(i, "reserved_bytes")
+		}
+		if !fits(m.stages[i].AllocatedBytes, s.AllocatedBytes) {
+			return stageField(i, "allocated_bytes")
+		}
 	}
 	seen := map[string]int64{} // a summary may list a category twice
 	for _, c := range s.Categories {
@@ -407,8 +532,13 @@ func (m *Merger) checkMerge(o *Merger) string {
 		}
 	}
 	for i, st := range o.stages {
-		if mst := m.stages[i]; mst != nil && (!fits(mst.ReservedBytes, st.ReservedBytes) || !fits(mst.AllocatedBytes, st.AllocatedBytes)) {
-			return "stage bytes"
+		if mst := m.stages[i]; mst != nil {
+			if !fits(mst.ReservedBytes, st.ReservedBytes) {
+				return stageField(i, "reserved_bytes")
+			}
+			if !fits(mst.AllocatedBytes, st.AllocatedBytes) {
+				return stageField(i, "allocated_bytes")
+			}
 		}
 	}
 	for name, c := range o.categories {
@@ -492,14 +622,20 @@ func imbalancePct(s MetricStats) float64 {
 	return max(0, (float64(s.Max)/float64(s.Median)-1)*100)
 }
 
-// Result returns the cross-rank report of everything merged so far. It does not change m.
+// Result returns the cross-rank report of everything merged so far. It does not change m. Deferred rows (see
+// Options) get their stage here, in the table, the outliers and the per-stage view; Err says whether their
+// stage sums fit, and Result is only meaningful when Err is nil.
 func (m *Merger) Result() *CrossRank {
+	stageOf := m.settledStage()
 	c := &CrossRank{Kind: CrossRankKind, Version: SummaryVersion, Ranks: len(m.rows), Rows: slices.Clone(m.rows),
 		Reserved:          m.reserved.stats(column(m.rows, func(r RankRow) int64 { return r.ReservedBytes })),
 		Allocated:         m.allocated.stats(column(m.rows, func(r RankRow) int64 { return r.AllocatedBytes })),
 		Peak:              m.peak.stats(column(m.rows, func(r RankRow) int64 { return r.PeakBytes })),
 		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
 		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []analyze.CategoryStat{}, Recommendations: []analyze.Recommendation{}}
+	for i := range c.Rows {
+		c.Rows[i].Stage = stageOf(c.Rows[i])
+	}
 	slices.SortStableFunc(c.Rows, rowOrder)
 	if len(m.iterations) > 1 {
 		for it := range m.iterations {
@@ -516,17 +652,13 @@ func (m *Merger) Result() *CrossRank {
 	}
 	for _, r := range m.top {
 		if c.Reserved.Median > 0 && float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+analyze.OutlierPct/100) {
+			r.Stage = stageOf(r)
 			c.Outliers = append(c.Outliers, r)
 		}
 	}
-	for _, st := range m.stages {
-		s := *st
-		if s.Ranks > 0 {
-			s.MeanReserved = s.ReservedBytes / int64(s.Ranks)
-		}
-		c.Stages = append(c.Stages, s)
+	if stages, err := m.stageStats(stageOf); err == nil {
+		c.Stages = stages
 	}
-	slices.SortFunc(c.Stages, func(a, b StageStat) int { return cmp.Compare(a.Stage, b.Stage) })
 	for _, cs := range m.categories {
 		c.Categories = append(c.Categories, *cs)
 	}

@@ -167,14 +167,10 @@ func TestMerge4096Ranks(t *testing.T) {
 	}
 }
 
-// TestMergeAssociative merges the same summaries sequentially, reversed, shuffled, in random trees, and by
-// parallel-style workers: every result must be identical.
-func TestMergeAssociative(t *testing.T) {
-	sums := syntheticSummaries(4096, 8)
-	opts := Options{Stages: 8, World: 4096}
-	want := mergeAll(opts, sums).Result()
-	rng := rand.New(rand.NewPCG(1, 2))
-	variants := map[string]func() *Merger{
+// orderings merges sums in other orders and groupings than one sequential pass: reversed, shuffled, in random
+// trees, and by parallel-style workers.
+func orderings(opts Options, sums []*RankSummary, rng *rand.Rand) map[string]func() *Merger {
+	return map[string]func() *Merger{
 		"reversed": func() *Merger { r := slices.Clone(sums); slices.Reverse(r); return mergeAll(opts, r) },
 		"shuffled": func() *Merger {
 			r := slices.Clone(sums)
@@ -198,10 +194,155 @@ func TestMergeAssociative(t *testing.T) {
 			return total
 		},
 	}
-	for name, f := range variants {
-		if got := f().Result(); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: result differs from the sequential merge", name)
+}
+
+// derivedWorldSets are rank sets merged with --stages and no --world: the world is then the highest rank + 1,
+// known only once every summary is in, so the stages are assigned when the result is taken.
+func derivedWorldSets() []struct {
+	name string
+	sums []*RankSummary
+} {
+	all := syntheticSummaries(4096, 8)
+	// Some summaries name their stage: it is kept whatever the world (and counts in the world like any rank).
+	named := make([]*RankSummary, len(all))
+	for i, s := range all {
+		c := *s
+		if i%5 == 0 {
+			c.Stage = 7 - i%8
 		}
+		named[i] = &c
+	}
+	// A second iteration of the first 3000 ranks: the world is the highest rank over both.
+	twoIters := slices.Clone(all[:3000])
+	for _, s := range all[:2000] {
+		c := *s
+		c.Iteration, c.File = 2, strings.Replace(s.File, "iteration_1", "iteration_2", 1)
+		twoIters = append(twoIters, &c)
+	}
+	// Ranks whose paths named none stay without a stage.
+	unnamed := slices.Clone(all[:100])
+	for i := range 20 {
+		c := *all[i]
+		c.Rank, c.File = -1, fmt.Sprintf("copy%d.pickle", i)
+		unnamed = append(unnamed, &c)
+	}
+	return []struct {
+		name string
+		sums []*RankSummary
+	}{
+		{"all 4096 ranks", all},
+		{"ranks 0-999 (world 1000, 125 per stage)", all[:1000]},
+		{"ranks 0-1002 (world 1003, the last stage short)", all[:1003]},
+		{"some stages named", named},
+		{"two iterations", twoIters},
+		{"unnamed ranks", unnamed},
+	}
+}
+
+// TestMergeAssociative merges the same summaries in other orders and groupings: every result must be identical
+// to one sequential pass, with the world given and with the stages waiting for the world to be derived.
+func TestMergeAssociative(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		sums []*RankSummary
+	}{
+		{"world given", Options{Stages: 8, World: 4096}, syntheticSummaries(4096, 8)},
+		{"no stages", Options{}, syntheticSummaries(4096, 8)},
+	}
+	for _, set := range derivedWorldSets() {
+		tests = append(tests, struct {
+			name string
+			opts Options
+			sums []*RankSummary
+		}{"world derived, " + set.name, Options{Stages: 8}, set.sums})
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := mergeAll(tc.opts, tc.sums)
+			if err := want.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for name, f := range orderings(tc.opts, tc.sums, rng) {
+				m := f()
+				if err := m.Err(); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !reflect.DeepEqual(m.Result(), want.Result()) {
+					t.Errorf("%s: result differs from the sequential merge", name)
+				}
+			}
+		})
+	}
+}
+
+// TestMergeDerivedWorld: with Stages and no World, every row, outlier and stage statistic is what the split of
+// world = highest rank + 1 gives, worked out here from the summaries, and the report is the one a merge given
+// that world writes.
+func TestMergeDerivedWorld(t *testing.T) {
+	const stages = 8
+	for _, set := range derivedWorldSets() {
+		t.Run(set.name, func(t *testing.T) {
+			world := 0
+			for _, s := range set.sums {
+				world = max(world, s.Rank+1)
+			}
+			per := (world + stages - 1) / stages
+			wantStage := map[string]int{} // by file and iteration
+			wantStats := map[int]*StageStat{}
+			for _, s := range set.sums {
+				st := s.Stage
+				if st < 0 && s.Rank >= 0 {
+					st = min(s.Rank/per, stages-1)
+				}
+				wantStage[fmt.Sprint(s.File, s.Iteration)] = st
+				if st < 0 {
+					continue
+				}
+				w := wantStats[st]
+				if w == nil {
+					w = &StageStat{Stage: st, MinReserved: math.MaxInt64}
+					wantStats[st] = w
+				}
+				w.Ranks++
+				w.ReservedBytes += s.ReservedBytes
+				w.AllocatedBytes += s.AllocatedBytes
+				w.MaxReserved = max(w.MaxReserved, s.ReservedBytes)
+				w.MinReserved = min(w.MinReserved, s.ReservedBytes)
+				w.MaxPeak = max(w.MaxPeak, s.PeakBytes)
+				w.OOMs += s.OOMs
+			}
+
+			m := mergeAll(Options{Stages: stages}, set.sums)
+			if err := m.Err(); err != nil {
+				t.Fatal(err)
+			}
+			got := m.Result()
+			for _, rows := range [][]RankRow{got.Rows, got.Outliers} {
+				for _, r := range rows {
+					if want := wantStage[fmt.Sprint(r.File, r.Iteration)]; r.Stage != want {
+						t.Fatalf("rank %d (%s) in stage %d, want %d", r.Rank, r.File, r.Stage, want)
+					}
+				}
+			}
+			if len(got.Outliers) == 0 {
+				t.Error("no outliers: the set's blown-up ranks should be among them")
+			}
+			if len(got.Stages) != len(wantStats) {
+				t.Fatalf("%d stages, want %d", len(got.Stages), len(wantStats))
+			}
+			for _, st := range got.Stages {
+				w := *wantStats[st.Stage]
+				w.MeanReserved = w.ReservedBytes / int64(w.Ranks)
+				if st != w {
+					t.Errorf("stage %d: %+v, want %+v", st.Stage, st, w)
+				}
+			}
+			if given := mergeAll(Options{Stages: stages, World: world}, set.sums).Result(); !reflect.DeepEqual(got, given) {
+				t.Errorf("report differs from the merge given world %d", world)
+			}
+		})
 	}
 }
 

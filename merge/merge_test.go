@@ -395,6 +395,8 @@ func TestSummaryRoundTrip(t *testing.T) {
 		{"garbage", []byte("not msgpack at all"), "not a msgpack"},
 		{"merged", mustMsgpack(t, &CrossRank{Kind: CrossRankKind}), "merged cross-rank report"},
 		{"empty run", mustMsgpack(t, &analyze.Run{Version: 1}), "no analyzed inputs"},
+		{"negative ooms", mustMsgpack(t, &RankSummary{Kind: SummaryKind, Version: SummaryVersion, OOMs: -1}), "ooms -1: a rank's count"},
+		{"huge ooms", mustMsgpack(t, &RankSummary{Kind: SummaryKind, Version: SummaryVersion, OOMs: 1 << 40}), "ooms 1099511627776: a rank's count"},
 	} {
 		if _, err := DecodeSummaries(bad.name, bad.data); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err = %v, want %q", bad.name, err, bad.want)

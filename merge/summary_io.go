@@ -43,6 +43,10 @@ func ReadSummaryFile(path string) ([]*RankSummary, error) {
 	return DecodeSummaries(path, data)
 }
 
+// maxSummaryOOMs bounds a rank's OOM count: a process records a few; a million ranks of this many still sum
+// within an int64.
+const maxSummaryOOMs = 1 << 30
+
 // DecodeSummaries decodes the msgpack data of a summary or report file named name.
 func DecodeSummaries(name string, data []byte) ([]*RankSummary, error) {
 	var head struct {
@@ -61,6 +65,11 @@ func DecodeSummaries(name string, data []byte) ([]*RankSummary, error) {
 		var s RankSummary
 		if err := msgpack.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil {
 			return nil, fmt.Errorf("%s: decoding rank summary: %w", name, err)
+		}
+		// Byte sums are checked as they are formed (OverflowError); a count of events is simply bounded, so
+		// that a made-up summary cannot wrap the OOM totals.
+		if s.OOMs < 0 || s.OOMs > maxSummaryOOMs {
+			return nil, fmt.Errorf("%s: ooms %d: a rank's count of out-of-memory events must be 0 to %d", name, s.OOMs, maxSummaryOOMs)
 		}
 		return []*RankSummary{&s}, nil
 	case CrossRankKind:

@@ -272,6 +272,14 @@ func TestUserNoiseAndFramework(t *testing.T) {
 	if d := r.Decide(frames); d.Category != ExpertMoE {
 		t.Fatalf("with mylib as framework: %s (%s), want Expert/MoE", d.Category, d.Site)
 	}
+	// As plumbing (a training loop of the user's own) it never decides either, and is not the site.
+	r, err = Parse("u.yaml", []byte("plumbing:\n  - name: mylib\n    file: [/mylib/]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := r.Decide(frames); d.Category != ExpertMoE || d.Site != user+"model.py:9:moe_forward" {
+		t.Fatalf("with mylib as plumbing: %+v", d)
+	}
 	r, err = Parse("u.yaml", []byte("noise:\n  - name: mylib\n    file: [/mylib/]\n"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -297,6 +305,8 @@ func TestBadRuleFiles(t *testing.T) {
 		{"duplicate", "rules:\n  - {name: a, category: X, file: [x]}\n  - {name: a, category: Y, file: [y]}\n", "duplicate rule name"},
 		{"version", "version: 7\n", "version"},
 		{"native and fallback", "rules:\n  - {name: a, category: X, file: [x], native: true, fallback: true}\n", "native and fallback"},
+		{"calls_back on a fallback rule", "rules:\n  - {name: a, category: X, file: [x], fallback: true, calls_back: true}\n", "calls_back applies"},
+		{"plumbing without a pattern", "plumbing:\n  - {name: p}\n", `plumbing[0] ("p")`},
 		{"wrong type", "rules: 3\n", "cannot unmarshal"},
 	}
 	for _, tc := range tests {

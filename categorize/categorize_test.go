@@ -177,14 +177,22 @@ func TestDecideDefaults(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := r.Decide(tc.frames)
-			if d.Category != tc.category || d.Rule != tc.rule || d.Frame != tc.site || d.Pass != tc.pass {
-				t.Errorf("Decide = {cat %q rule %q frame %q pass %q reason %q}, want {cat %q rule %q frame %q pass %q}",
-					d.Category, d.Rule, d.Frame, d.Pass, d.Reason, tc.category, tc.rule, tc.site, tc.pass)
-			}
+			checkDecision(t, d, Decision{Category: tc.category, Rule: tc.rule, Frame: tc.site, Pass: tc.pass})
 			if tc.frames == nil && d.Reason != ReasonNoStack {
 				t.Errorf("reason %q, want %q", d.Reason, ReasonNoStack)
 			}
 		})
+	}
+}
+
+// checkDecision compares the fields of got that want sets: category, rule and deciding frame always (empty rule
+// and frame included), the walk pass and the user's site where want names them.
+func checkDecision(t *testing.T, got, want Decision) {
+	t.Helper()
+	if got.Category != want.Category || got.Rule != want.Rule || got.Frame != want.Frame ||
+		want.Pass != "" && got.Pass != want.Pass || want.Site != "" && got.Site != want.Site {
+		t.Errorf("Decide = {cat %q rule %q frame %q site %q pass %q reason %q}, want {cat %q rule %q frame %q site %q pass %q}",
+			got.Category, got.Rule, got.Frame, got.Site, got.Pass, got.Reason, want.Category, want.Rule, want.Frame, want.Site, want.Pass)
 	}
 }
 

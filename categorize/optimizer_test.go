@@ -171,11 +171,7 @@ func TestOptimizerStepCallbacks(t *testing.T) {
 	r := Default()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := r.Decide(tc.frames)
-			if d.Category != tc.category || d.Rule != tc.rule || d.Frame != tc.frame || d.Site != tc.site {
-				t.Errorf("Decide = {%q rule %q frame %q site %q}, want {%q rule %q frame %q site %q}",
-					d.Category, d.Rule, d.Frame, d.Site, tc.category, tc.rule, tc.frame, tc.site)
-			}
+			checkDecision(t, r.Decide(tc.frames), Decision{Category: tc.category, Rule: tc.rule, Frame: tc.frame, Site: tc.site})
 		})
 	}
 }

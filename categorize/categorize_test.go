@@ -408,6 +408,8 @@ func TestExampleRuleFile(t *testing.T) {
 		{fr(sp+"torch/functional.py:422:einsum", user+"model.py:5:forward"), Attention, "matmul-functions"},
 		// team_lib is framework now, so the user's moe.py below it decides.
 		{fr(user+"team_lib/attention_ops.py:10:run", user+"moe.py:20:forward"), ExpertMoE, "moe-files"},
+		// The team's trainer is plumbing: its compute_loss does not make the forward under it Loss/Logits.
+		{fr(user+"model.py:5:forward", user+"team_lib/trainer/loop.py:40:compute_loss"), Activation, "forward-intermediate"},
 		// loss-files is disabled: a loss.py file with a generic function falls through to the fallback.
 		{fr(user + "loss.py:3:forward"), Activation, "forward-intermediate"},
 	}
@@ -428,6 +430,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"rules":[{"name":"a","category":"X","file":["x"]}]}`))
 	f.Add([]byte("rules:\n  - name: a\n    category: X\n    function_regexp: '(a|b)+'\n"))
 	f.Add([]byte("noise: [{name: n, file: [q]}]\nframework: [{name: f, module: [torch]}]\n"))
+	f.Add([]byte("plumbing: [{name: p, module: [lightning.pytorch.loops]}]\nrules: [{name: o, category: X, module: [torch.nn], calls_back: true}]\n"))
 	if data, err := os.ReadFile(filepath.Join("testdata", "example_rules.yaml")); err == nil {
 		f.Add(data)
 	}

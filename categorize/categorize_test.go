@@ -177,14 +177,22 @@ func TestDecideDefaults(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := r.Decide(tc.frames)
-			if d.Category != tc.category || d.Rule != tc.rule || d.Frame != tc.site || d.Pass != tc.pass {
-				t.Errorf("Decide = {cat %q rule %q frame %q pass %q reason %q}, want {cat %q rule %q frame %q pass %q}",
-					d.Category, d.Rule, d.Frame, d.Pass, d.Reason, tc.category, tc.rule, tc.site, tc.pass)
-			}
+			checkDecision(t, d, Decision{Category: tc.category, Rule: tc.rule, Frame: tc.site, Pass: tc.pass})
 			if tc.frames == nil && d.Reason != ReasonNoStack {
 				t.Errorf("reason %q, want %q", d.Reason, ReasonNoStack)
 			}
 		})
+	}
+}
+
+// checkDecision compares the fields of got that want sets: category, rule and deciding frame always (empty rule
+// and frame included), the walk pass and the user's site where want names them.
+func checkDecision(t *testing.T, got, want Decision) {
+	t.Helper()
+	if got.Category != want.Category || got.Rule != want.Rule || got.Frame != want.Frame ||
+		want.Pass != "" && got.Pass != want.Pass || want.Site != "" && got.Site != want.Site {
+		t.Errorf("Decide = {cat %q rule %q frame %q site %q pass %q reason %q}, want {cat %q rule %q frame %q site %q pass %q}",
+			got.Category, got.Rule, got.Frame, got.Site, got.Pass, got.Reason, want.Category, want.Rule, want.Frame, want.Site, want.Pass)
 	}
 }
 
@@ -272,6 +280,14 @@ func TestUserNoiseAndFramework(t *testing.T) {
 	if d := r.Decide(frames); d.Category != ExpertMoE {
 		t.Fatalf("with mylib as framework: %s (%s), want Expert/MoE", d.Category, d.Site)
 	}
+	// As plumbing (a training loop of the user's own) it never decides either, and is not the site.
+	r, err = Parse("u.yaml", []byte("plumbing:\n  - name: mylib\n    file: [/mylib/]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := r.Decide(frames); d.Category != ExpertMoE || d.Site != user+"model.py:9:moe_forward" {
+		t.Fatalf("with mylib as plumbing: %+v", d)
+	}
 	r, err = Parse("u.yaml", []byte("noise:\n  - name: mylib\n    file: [/mylib/]\n"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -297,6 +313,8 @@ func TestBadRuleFiles(t *testing.T) {
 		{"duplicate", "rules:\n  - {name: a, category: X, file: [x]}\n  - {name: a, category: Y, file: [y]}\n", "duplicate rule name"},
 		{"version", "version: 7\n", "version"},
 		{"native and fallback", "rules:\n  - {name: a, category: X, file: [x], native: true, fallback: true}\n", "native and fallback"},
+		{"calls_back on a fallback rule", "rules:\n  - {name: a, category: X, file: [x], fallback: true, calls_back: true}\n", "calls_back applies"},
+		{"plumbing without a pattern", "plumbing:\n  - {name: p}\n", `plumbing[0] ("p")`},
 		{"wrong type", "rules: 3\n", "cannot unmarshal"},
 	}
 	for _, tc := range tests {
@@ -390,6 +408,8 @@ func TestExampleRuleFile(t *testing.T) {
 		{fr(sp+"torch/functional.py:422:einsum", user+"model.py:5:forward"), Attention, "matmul-functions"},
 		// team_lib is framework now, so the user's moe.py below it decides.
 		{fr(user+"team_lib/attention_ops.py:10:run", user+"moe.py:20:forward"), ExpertMoE, "moe-files"},
+		// The team's trainer is plumbing: its compute_loss does not make the forward under it Loss/Logits.
+		{fr(user+"model.py:5:forward", user+"team_lib/trainer/loop.py:40:compute_loss"), Activation, "forward-intermediate"},
 		// loss-files is disabled: a loss.py file with a generic function falls through to the fallback.
 		{fr(user + "loss.py:3:forward"), Activation, "forward-intermediate"},
 	}
@@ -410,6 +430,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"rules":[{"name":"a","category":"X","file":["x"]}]}`))
 	f.Add([]byte("rules:\n  - name: a\n    category: X\n    function_regexp: '(a|b)+'\n"))
 	f.Add([]byte("noise: [{name: n, file: [q]}]\nframework: [{name: f, module: [torch]}]\n"))
+	f.Add([]byte("plumbing: [{name: p, module: [lightning.pytorch.loops]}]\nrules: [{name: o, category: X, module: [torch.nn], calls_back: true}]\n"))
 	if data, err := os.ReadFile(filepath.Join("testdata", "example_rules.yaml")); err == nil {
 		f.Add(data)
 	}

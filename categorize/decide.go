@@ -41,6 +41,7 @@ const (
 	kindUser
 	kindFramework
 	kindNative
+	kindPlumbing // training-loop framework: never decides, never the user's site
 )
 
 // frameView holds the normalised forms of a frame used for matching.
@@ -136,6 +137,11 @@ func (r *Rules) kind(v *frameView) frameKind {
 	if isNative(v.fileLower) {
 		return kindNative
 	}
+	for i := range r.plumbing {
+		if r.plumbing[i].match(v) {
+			return kindPlumbing
+		}
+	}
 	for i := range r.framework {
 		if r.framework[i].match(v) {
 			return kindFramework
@@ -170,7 +176,7 @@ type frameInfo struct {
 func (r *Rules) info(f *snapshot.Frame) frameInfo {
 	v := viewOf(f)
 	fi := frameInfo{kind: r.kind(&v), ordinary: -1, fallback: -1, native: -1}
-	if fi.kind == kindNoise {
+	if fi.kind == kindNoise || fi.kind == kindPlumbing {
 		return fi
 	}
 	for j := range r.rules {
@@ -217,14 +223,14 @@ func (r *Rules) decide(frames []snapshot.Frame, infos []frameInfo) Decision {
 	}
 	for _, p := range passes {
 		for i := range infos {
-			if j := p.rule(&infos[i]); j >= 0 {
+			if j := p.rule(&infos[i]); j >= 0 && !r.insideCallback(infos, i, j) {
 				return Decision{Category: r.rules[j].category, Rule: r.rules[j].name, Site: userSite(frames, infos, i),
 					Frame: Site(&frames[i]), FrameIndex: i, Pass: p.name}
 			}
 		}
 	}
 	// Nothing matched: report the most useful frame as the site (user, then framework, then native).
-	for _, want := range []frameKind{kindUser, kindFramework, kindNative} {
+	for _, want := range []frameKind{kindUser, kindFramework, kindPlumbing, kindNative} {
 		for i := range infos {
 			if infos[i].kind == want {
 				return Decision{Category: Unknown, Site: userSite(frames, infos, i), Frame: Site(&frames[i]), FrameIndex: i,
@@ -234,6 +240,35 @@ func (r *Rules) decide(frames []snapshot.Frame, infos []frameInfo) Decision {
 	}
 	return Decision{Category: Unknown, Site: Site(&frames[0]), Frame: Site(&frames[0]), FrameIndex: 0,
 		Reason: ReasonOnlyNoise}
+}
+
+// insideCallback reports whether rule j, matched at frame i, only encloses the allocation: the rule is calls_back
+// (optimizer.step(closure)) and a Python frame inside i is the training loop's or is matched by a rule of another
+// category, so the allocation was made by the callback (the closure's forward or backward), not by the code the
+// rule names. Fallback rules count on user frames only: a user's forward inside step is the closure's, while
+// generated code (framework) inside a compiled optimizer step is the step's own.
+func (r *Rules) insideCallback(infos []frameInfo, i, j int) bool {
+	if !r.rules[j].callsBack {
+		return false
+	}
+	cat := r.rules[j].category
+	other := func(k int) bool { return k >= 0 && r.rules[k].category != cat }
+	for k := range i {
+		fi := &infos[k]
+		switch fi.kind {
+		case kindPlumbing:
+			return true
+		case kindUser:
+			if other(fi.ordinary) || fi.ordinary < 0 && other(fi.fallback) {
+				return true
+			}
+		case kindFramework:
+			if other(fi.ordinary) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // userSite is the innermost user frame's site, or the deciding frame's when the stack has no user frame.

@@ -9,6 +9,9 @@
 //   - noise: it matches a noise entry (stack-capture plumbing, interpreter frames, torch's generic module call
 //     machinery, unresolved C++ frames "??"). Noise frames never decide and are never reported as the site;
 //   - native: a C++ frame (its file does not end in .py and is not a "<frozen ...>" pseudo-file);
+//   - plumbing: a Python frame of a training-loop framework (Lightning's loops, trainer and strategies,
+//     accelerate's Accelerator, the Hugging Face Trainer). It calls the user's code (training_step, the closure
+//     that optimizer.step runs) and so sits on nearly every stack; it never decides and is not the user's site;
 //   - framework: a Python frame that matches a framework entry (torch, the standard library, generated code);
 //   - user: every other Python frame (the user's program and the libraries it calls).
 //
@@ -20,7 +23,12 @@
 //  4. all meaningful frames, rules marked fallback (e.g. "inside some forward" → Activation).
 //
 // When several rules match the deciding frame, the highest priority wins; at equal priority the earlier rule in the
-// merged list (user rules before defaults) wins. A stack with no frames is Unknown with reason "no stack recorded";
+// merged list (user rules before defaults) wins.
+//
+// A rule marked calls_back matches code that calls back into other code: optimizer.step(closure) runs the
+// closure's forward and backward inside step. Such a rule decides only when no Python frame inside the matched one
+// is plumbing or is matched by a rule of another category (ordinary, or fallback on a user frame): the
+// allocation then belongs to the callback, and the walk goes on as if the rule had not matched. A stack with no frames is Unknown with reason "no stack recorded";
 // a stack where nothing matched is Unknown with the first meaningful frame as its site.
 package categorize
 
@@ -75,7 +83,9 @@ type File struct {
 	Version   int           `json:"version" yaml:"version"`
 	Noise     []MatcherSpec `json:"noise,omitempty" yaml:"noise,omitempty"`
 	Framework []MatcherSpec `json:"framework,omitempty" yaml:"framework,omitempty"`
-	Rules     []RuleSpec    `json:"rules,omitempty" yaml:"rules,omitempty"`
+	// Plumbing lists training-loop frameworks whose frames never decide (see the package documentation).
+	Plumbing []MatcherSpec `json:"plumbing,omitempty" yaml:"plumbing,omitempty"`
+	Rules    []RuleSpec    `json:"rules,omitempty" yaml:"rules,omitempty"`
 }
 
 // MatcherSpec says which frames an entry applies to. Every field that is set must match (AND); within a list any
@@ -106,6 +116,9 @@ type RuleSpec struct {
 	Native bool `json:"native,omitempty" yaml:"native,omitempty"`
 	// Fallback rules apply only when no ordinary or native rule decided (pass 4).
 	Fallback bool `json:"fallback,omitempty" yaml:"fallback,omitempty"`
+	// CallsBack marks code that calls back into its caller's code (optimizer.step(closure)): the rule decides only
+	// when no frame inside the matched one belongs to another category or to the training loop.
+	CallsBack bool `json:"calls_back,omitempty" yaml:"calls_back,omitempty"`
 }
 
 // matcher is a compiled MatcherSpec.
@@ -123,16 +136,18 @@ type matcher struct {
 // rule is a compiled RuleSpec.
 type rule struct {
 	matcher
-	category string
-	priority int
-	native   bool
-	fallback bool
+	category  string
+	priority  int
+	native    bool
+	fallback  bool
+	callsBack bool
 }
 
 // Rules is a compiled, immutable rule set, safe for concurrent use.
 type Rules struct {
 	noise      []matcher
 	framework  []matcher
+	plumbing   []matcher
 	rules      []rule
 	categories []string
 	specs      File // merged specs, for Describe
@@ -178,6 +193,7 @@ func Parse(name string, data []byte, base *Rules) (*Rules, error) {
 		Version:   f.Version,
 		Noise:     mergeByName(f.Noise, base.specs.Noise),
 		Framework: mergeByName(f.Framework, base.specs.Framework),
+		Plumbing:  mergeByName(f.Plumbing, base.specs.Plumbing),
 		Rules:     mergeByName(f.Rules, base.specs.Rules),
 	}
 	return compile(name, merged)
@@ -255,7 +271,7 @@ func validate(name string, f File) error {
 	for _, sec := range []struct {
 		field string
 		list  []MatcherSpec
-	}{{"noise", f.Noise}, {"framework", f.Framework}} {
+	}{{"noise", f.Noise}, {"framework", f.Framework}, {"plumbing", f.Plumbing}} {
 		seen := map[string]bool{}
 		for i, m := range sec.list {
 			if err := checkMatcher(sec.field, i, m); err != nil {
@@ -281,6 +297,9 @@ func validate(name string, f File) error {
 		}
 		if r.Native && r.Fallback {
 			return fmt.Errorf("%s: rules[%d] (%q): native and fallback cannot both be set", name, i, r.Name)
+		}
+		if r.CallsBack && (r.Native || r.Fallback) {
+			return fmt.Errorf("%s: rules[%d] (%q): calls_back applies to ordinary Python rules, not native or fallback ones", name, i, r.Name)
 		}
 	}
 	return nil
@@ -308,25 +327,21 @@ func mergeByName[T interface{ key() string }](user, base []T) []T {
 // compile turns validated specs into matchers; disabled entries are kept in specs but not compiled.
 func compile(name string, f File) (*Rules, error) {
 	r := &Rules{specs: f}
-	for _, m := range f.Noise {
-		if m.Disabled {
-			continue
+	for _, sec := range []struct {
+		field string
+		specs []MatcherSpec
+		out   *[]matcher
+	}{{"noise", f.Noise, &r.noise}, {"framework", f.Framework, &r.framework}, {"plumbing", f.Plumbing, &r.plumbing}} {
+		for _, m := range sec.specs {
+			if m.Disabled {
+				continue
+			}
+			cm, err := compileMatcher(m)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s %q: %w", name, sec.field, m.Name, err)
+			}
+			*sec.out = append(*sec.out, cm)
 		}
-		cm, err := compileMatcher(m)
-		if err != nil {
-			return nil, fmt.Errorf("%s: noise %q: %w", name, m.Name, err)
-		}
-		r.noise = append(r.noise, cm)
-	}
-	for _, m := range f.Framework {
-		if m.Disabled {
-			continue
-		}
-		cm, err := compileMatcher(m)
-		if err != nil {
-			return nil, fmt.Errorf("%s: framework %q: %w", name, m.Name, err)
-		}
-		r.framework = append(r.framework, cm)
 	}
 	seenCat := map[string]bool{}
 	for _, c := range DefaultCategories() {
@@ -341,7 +356,8 @@ func compile(name string, f File) (*Rules, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: rule %q: %w", name, s.Name, err)
 		}
-		r.rules = append(r.rules, rule{matcher: cm, category: s.Category, priority: s.Priority, native: s.Native, fallback: s.Fallback})
+		r.rules = append(r.rules, rule{matcher: cm, category: s.Category, priority: s.Priority, native: s.Native, fallback: s.Fallback,
+			callsBack: s.CallsBack})
 		if !seenCat[s.Category] {
 			seenCat[s.Category] = true
 			// Keep Unknown last: insert user categories before it.

@@ -565,11 +565,14 @@ func tracerCategory(t *tracer.Tensor, user *snapshot.Stack, cz *categorize.Categ
 		return categorize.OptimizerState, "tracer: optimizer-step phase"
 	case isSetupPhase(phase):
 		if user != nil {
+			// Optimizer code as the snapshot rules know it (by path segment: "optim" as a substring also matched
+			// training loops' optimization/ folders), or Megatron's fp32 main parameters.
+			optimizer := cz.Stack(user).Category == categorize.OptimizerState
 			for _, f := range user.Frames {
-				file, fn := strings.ToLower(f.Filename), strings.ToLower(f.Name)
-				if strings.Contains(file, "optim") || strings.Contains(fn, "main_param") {
-					return categorize.OptimizerState, "tracer: setup phase, created by optimizer code"
-				}
+				optimizer = optimizer || strings.Contains(strings.ToLower(f.Name), "main_param")
+			}
+			if optimizer {
+				return categorize.OptimizerState, "tracer: setup phase, created by optimizer code"
 			}
 		}
 		if user != nil && len(user.Frames) > 0 && strings.Contains(strings.ToLower(siteText(t.Create)), "grad") {

@@ -11,6 +11,8 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/tracer"
 )
 
 // tracerFixture is the hand-written tracer file shared with the snapshot tests. Its tensors (bytes, module,
@@ -274,5 +276,33 @@ func TestAnalyzeTracerSharedExamples(t *testing.T) {
 		if strings.Contains(s.Site, "memory_dispatch_mode") || strings.Contains(s.Site, "_pytree") {
 			t.Errorf("site %q is a tracer frame", s.Site)
 		}
+	}
+}
+
+// TestTracerSetupOptimizer: a tensor created in the setup phase is optimizer state only when optimizer code (as
+// the snapshot rules know it, by path segment) or Megatron's main-parameter builders made it; a training loop's
+// optimization/ folder is not optimizer code.
+func TestTracerSetupOptimizer(t *testing.T) {
+	stack := func(file, fn string) *snapshot.Stack {
+		return &snapshot.Stack{Frames: []snapshot.Frame{{Filename: file, Line: 10, Name: fn}}}
+	}
+	cz := categorize.NewCategorizer(nil)
+	for _, tc := range []struct {
+		name string
+		user *snapshot.Stack
+		want string
+	}{
+		{"torch optimizer", stack("/usr/lib/python3/site-packages/torch/optim/adamw.py", "_init_group"), categorize.OptimizerState},
+		{"megatron main params", stack("/src/megatron/training/training.py", "_build_main_params"), categorize.OptimizerState},
+		{"lightning's optimization loop", stack("/venv/lib/python3.11/site-packages/lightning/pytorch/loops/optimization/automatic.py", "_training_step"), categorize.Parameters},
+		{"model code", stack("/src/model.py", "__init__"), categorize.Parameters},
+		{"no stack", nil, categorize.Parameters},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := tracerCategory(&tracer.Tensor{Phase: "setup_model_and_optimizer", Module: UnknownModule}, tc.user, cz)
+			if got != tc.want {
+				t.Errorf("category %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

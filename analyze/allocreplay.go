@@ -174,12 +174,12 @@ func (a *analysis) allocatorReplay() error {
 			main = i
 		}
 	}
-	a.rep.AllocatorReplay = &reps[main]
+	a.part.AllocatorReplay = &reps[main]
 	if len(reps) > 1 {
-		a.rep.AllocatorReplayDevices = reps
+		a.part.AllocatorReplayDevices = reps
 	}
-	for i := range a.rep.Timeline {
-		ts := &a.rep.Timeline[i]
+	for i := range a.part.Timeline {
+		ts := &a.part.Timeline[i]
 		for _, r := range reps {
 			if r.Device == ts.Device && r.WhatIf {
 				ts.WhatIfReserved = r.WhatIfTimeline.ReservedAt(ts.Index)

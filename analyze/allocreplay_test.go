@@ -112,15 +112,16 @@ func TestAnalyzeAllocatorReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ar := r.AllocatorReplay
+	part := partOf[*SnapshotReport](t, r)
+	ar := part.AllocatorReplay
 	// 40194015232 B is PyTorch's max_memory_reserved for this run (runs.json).
 	if ar == nil || ar.RecordedPeakReservedBytes != 40194015232 || ar.BaselinePeakReservedBytes != 40194015232 || !ar.BaselineMatchesRecording {
 		t.Fatalf("allocator replay %+v", ar)
 	}
-	if ar.PeakReservedBytes != ar.ExpandablePeakReservedBytes || ar.PeakReservedBytes >= ar.BaselinePeakReservedBytes || r.AllocatorReplayDevices != nil {
-		t.Errorf("what-if %d, expandable %d, baseline %d, devices %d", ar.PeakReservedBytes, ar.ExpandablePeakReservedBytes, ar.BaselinePeakReservedBytes, len(r.AllocatorReplayDevices))
+	if ar.PeakReservedBytes != ar.ExpandablePeakReservedBytes || ar.PeakReservedBytes >= ar.BaselinePeakReservedBytes || part.AllocatorReplayDevices != nil {
+		t.Errorf("what-if %d, expandable %d, baseline %d, devices %d", ar.PeakReservedBytes, ar.ExpandablePeakReservedBytes, ar.BaselinePeakReservedBytes, len(part.AllocatorReplayDevices))
 	}
-	ts := r.Timeline[0]
+	ts := part.Timeline[0]
 	if len(ts.WhatIfReserved) != len(ts.Index) {
 		t.Fatalf("what-if overlay has %d points for %d", len(ts.WhatIfReserved), len(ts.Index))
 	}
@@ -162,8 +163,9 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.AllocatorReplay == nil || !r.AllocatorReplay.BaselineMatchesRecording || len(r.AllocatorReplay.WhatIfTimeline) == 0 {
-		t.Fatalf("replay %+v", r.AllocatorReplay)
+	part := partOf[*SnapshotReport](t, r)
+	if part.AllocatorReplay == nil || !part.AllocatorReplay.BaselineMatchesRecording || len(part.AllocatorReplay.WhatIfTimeline) == 0 {
+		t.Fatalf("replay %+v", part.AllocatorReplay)
 	}
 	raw, err := msgpack.Marshal(r)
 	if err != nil {
@@ -173,8 +175,8 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 	if err := msgpack.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(back.AllocatorReplay, r.AllocatorReplay) {
-		t.Errorf("msgpack round trip:\n got %+v\nwant %+v", back.AllocatorReplay, r.AllocatorReplay)
+	if got := partOf[*SnapshotReport](t, &back).AllocatorReplay; !reflect.DeepEqual(got, part.AllocatorReplay) {
+		t.Errorf("msgpack round trip:\n got %+v\nwant %+v", got, part.AllocatorReplay)
 	}
 	js, err := json.Marshal(r)
 	if err != nil {
@@ -184,10 +186,10 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(js, &fromJSON); err != nil {
 		t.Fatal(err)
 	}
-	want := *r.AllocatorReplay
+	want := *part.AllocatorReplay
 	want.WhatIfTimeline = nil // not in summary.json
-	if !reflect.DeepEqual(*fromJSON.AllocatorReplay, want) {
-		t.Errorf("JSON round trip:\n got %+v\nwant %+v", *fromJSON.AllocatorReplay, want)
+	if got := partOf[*SnapshotReport](t, &fromJSON).AllocatorReplay; !reflect.DeepEqual(*got, want) {
+		t.Errorf("JSON round trip:\n got %+v\nwant %+v", *got, want)
 	}
 }
 
@@ -200,8 +202,8 @@ func TestAllocatorReplaySkip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (r.AllocatorReplay == nil) != skip {
-			t.Errorf("skip %v: replay %+v", skip, r.AllocatorReplay)
+		if ar := partOf[*SnapshotReport](t, r).AllocatorReplay; (ar == nil) != skip {
+			t.Errorf("skip %v: replay %+v", skip, ar)
 		}
 	}
 }

@@ -105,6 +105,7 @@ type analysis struct {
 	snap  *snapshot.Snapshot
 	cat   *categorize.Categorizer
 	rep   *Report
+	part  *SnapshotReport // rep.Part
 	warns *warnings
 	tick  int
 	// findings are the trace detectors' conclusions (package findings), nil without a trace; judgedAtPeak says
@@ -130,6 +131,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		return nil, err
 	}
 	opts = opts.withDefaults()
+	part := &SnapshotReport{OOMs: []OOM{}}
 	a := &analysis{
 		ctx:   ctx,
 		opts:  opts,
@@ -140,8 +142,9 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			Header: Header{TorchFormat: s.TorchFormat, Rank: -1, Iteration: -1,
 				Categories: []CategoryStat{}, Top: []Allocation{},
 				Recommendations: []Recommendation{}, Warnings: []string{}},
-			SnapshotReport: SnapshotReport{OOMs: []OOM{}},
+			Part: part,
 		},
+		part: part,
 	}
 	steps := []func() error{a.checkSizes, a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAllocatorModel, a.replayAll, a.allocatorReplay}
 	for _, step := range steps {
@@ -149,7 +152,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			return nil, err
 		}
 	}
-	a.rep.Recommendations = recommend(a.rep, s, a.findings, !a.judgedAtPeak)
+	a.rep.Recommendations = recommend(a.part, s, a.findings, !a.judgedAtPeak)
 	a.rep.Warnings = a.warns.lines()
 	return a.rep, nil
 }
@@ -220,7 +223,7 @@ func PoolKey(p snapshot.PoolID) string { return fmt.Sprintf("(%d, %d)", p[0], p[
 // totals computes the snapshot totals and the per-device/stream/pool/segment-type groups, and checks each
 // segment against its blocks.
 func (a *analysis) totals() error {
-	t := &a.rep.Totals
+	t := &a.part.Totals
 	devs, streams, pools, types := newGroupAcc(), newGroupAcc(), newGroupAcc(), newGroupAcc()
 	devSet := map[int]bool{}
 	for i := range a.snap.Segments {
@@ -281,7 +284,7 @@ func (a *analysis) totals() error {
 		a.rep.Devices = append(a.rep.Devices, d)
 	}
 	slices.Sort(a.rep.Devices)
-	a.rep.PerDevice, a.rep.PerStream, a.rep.PerPool, a.rep.PerSegmentType = devs.list(), streams.list(), pools.list(), types.list()
+	a.part.PerDevice, a.part.PerStream, a.part.PerPool, a.part.PerSegmentType = devs.list(), streams.list(), pools.list(), types.list()
 	return nil
 }
 
@@ -451,15 +454,15 @@ func (a *analysis) histograms() error {
 			}
 		}
 	}
-	a.rep.ActiveSizes, a.rep.FreeSizes = histogram(active), histogram(free)
+	a.part.ActiveSizes, a.part.FreeSizes = histogram(active), histogram(free)
 	return nil
 }
 
 // fragmentation: rounding waste, cached free memory, mostly-free segments and large unused blocks.
 func (a *analysis) fragmentation() error {
-	f := &a.rep.Fragmentation
-	f.InternalWasteBytes = a.rep.InternalFreeBytes
-	f.CachedFreeBytes = a.rep.InactiveBytes
+	f := &a.part.Fragmentation
+	f.InternalWasteBytes = a.part.InternalFreeBytes
+	f.CachedFreeBytes = a.part.InactiveBytes
 	f.MostlyFreeThreshold = MostlyFreeShare
 	for i := range a.snap.Segments {
 		if err := a.checkCtx(); err != nil {
@@ -482,7 +485,7 @@ func (a *analysis) fragmentation() error {
 		}
 	}
 	if f.CachedFreeBytes > 0 {
-		f.FragmentationPct = float64(f.CachedFreeBytes-a.rep.LargestFreeBlockBytes) / float64(f.CachedFreeBytes) * 100
+		f.FragmentationPct = float64(f.CachedFreeBytes-a.part.LargestFreeBlockBytes) / float64(f.CachedFreeBytes) * 100
 	}
 	return nil
 }

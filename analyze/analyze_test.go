@@ -52,6 +52,7 @@ func totalsSnapshot() *tu.SnapBuilder {
 
 func TestTotalsHandComputed(t *testing.T) {
 	r := analyzeBuilt(t, totalsSnapshot())
+	sp := partOf[*SnapshotReport](t, r)
 	// reserved  = 7 MiB + 2 MiB + 20 MiB                               = 30408704
 	// allocated = 4 MiB + 1 MiB + 512 (active_allocated sizes)          = 5243392
 	// requested = (3 MiB + 100) + 1 MiB + 500                           = 4194904
@@ -64,10 +65,10 @@ func TestTotalsHandComputed(t *testing.T) {
 		InactiveBytes: 25164288, InternalFreeBytes: 1048488, ExternalFreeBytes: 25165312,
 		EfficiencyPct: 4194904.0 / 30408704 * 100, LargestFreeBlockBytes: 20 * MiB, Segments: 3, Blocks: 7,
 	}
-	if r.Totals != want {
-		t.Errorf("totals\n got %+v\nwant %+v", r.Totals, want)
+	if sp.Totals != want {
+		t.Errorf("totals\n got %+v\nwant %+v", sp.Totals, want)
 	}
-	if r.RequestedBytes+r.InternalFreeBytes+r.ExternalFreeBytes != r.ReservedBytes {
+	if sp.RequestedBytes+sp.InternalFreeBytes+sp.ExternalFreeBytes != sp.ReservedBytes {
 		t.Error("requested + internal + external != reserved")
 	}
 	if r.Rank != 5 || r.Iteration != 3 || !slices.Equal(r.Devices, []int{0, 1}) {
@@ -78,10 +79,10 @@ func TestTotalsHandComputed(t *testing.T) {
 		got  []GroupTotals
 		want map[string]int64 // key → reserved
 	}{
-		{"device", r.PerDevice, map[string]int64{"0": 9 * MiB, "1": 20 * MiB}},
-		{"stream", r.PerStream, map[string]int64{"stream 0x0": 27 * MiB, "stream 0x10": 2 * MiB}},
-		{"pool", r.PerPool, map[string]int64{"(0, 0)": 9 * MiB, "(0, 1)": 20 * MiB}},
-		{"segment type", r.PerSegmentType, map[string]int64{"large": 27 * MiB, "small": 2 * MiB}},
+		{"device", sp.PerDevice, map[string]int64{"0": 9 * MiB, "1": 20 * MiB}},
+		{"stream", sp.PerStream, map[string]int64{"stream 0x0": 27 * MiB, "stream 0x10": 2 * MiB}},
+		{"pool", sp.PerPool, map[string]int64{"(0, 0)": 9 * MiB, "(0, 1)": 20 * MiB}},
+		{"segment type", sp.PerSegmentType, map[string]int64{"large": 27 * MiB, "small": 2 * MiB}},
 	}
 	for _, g := range groups {
 		got := map[string]int64{}
@@ -111,7 +112,7 @@ func TestTotalsHandComputed(t *testing.T) {
 		t.Errorf("unexpected warnings %v", r.Warnings)
 	}
 	// Fragmentation: cached free 25164288, largest 20 MiB → (25164288 − 20971520) / 25164288.
-	f := r.Fragmentation
+	f := sp.Fragmentation
 	wantFrag := float64(25164288-20*MiB) / 25164288 * 100
 	if f.CachedFreeBytes != 25164288 || f.InternalWasteBytes != 1048488 || math.Abs(f.FragmentationPct-wantFrag) > 1e-9 ||
 		f.MostlyFreeSegments != 2 || f.MostlyFreeSegmentsBytes != 22*MiB || f.LargeFreeBlocks != 0 {
@@ -121,8 +122,9 @@ func TestTotalsHandComputed(t *testing.T) {
 
 func TestHistograms(t *testing.T) {
 	r := analyzeBuilt(t, totalsSnapshot())
+	sp := partOf[*SnapshotReport](t, r)
 	// Active sizes 512, 1 MiB, 4 MiB → buckets [2^9,2^10) .. [2^22,2^23), contiguous: 14 buckets.
-	a := r.ActiveSizes
+	a := sp.ActiveSizes
 	if len(a) != 14 || a[0].Lo != 512 || a[0].Hi != 1024 || a[0].Count != 1 || a[13].Lo != 4*MiB || a[13].Count != 1 || a[11].Lo != 1*MiB || a[11].Count != 1 {
 		t.Fatalf("active histogram %+v", a)
 	}
@@ -132,11 +134,11 @@ func TestHistograms(t *testing.T) {
 		n += bk.Count
 		bytes += bk.Bytes
 	}
-	if n != 3 || bytes != r.AllocatedBytes {
+	if n != 3 || bytes != sp.AllocatedBytes {
 		t.Errorf("active histogram holds %d blocks / %d bytes", n, bytes)
 	}
 	// Free sizes 2 MiB − 1536 ([1,2) MiB), 2 MiB ([2,4) MiB), 20 MiB ([16,32) MiB).
-	fr := r.FreeSizes
+	fr := sp.FreeSizes
 	if len(fr) != 5 || fr[0].Lo != 1*MiB || fr[0].Count != 1 || fr[1].Lo != 2*MiB || fr[1].Count != 1 || fr[4].Lo != 16*MiB || fr[4].Bytes != 20*MiB {
 		t.Fatalf("free histogram %+v", fr)
 	}
@@ -175,10 +177,11 @@ func replaySnapshot() (*tu.SnapBuilder, uint64) {
 func TestTimelineReplay(t *testing.T) {
 	b, _ := replaySnapshot()
 	r := analyzeBuilt(t, b)
-	if len(r.Timeline) != 1 {
-		t.Fatalf("%d series", len(r.Timeline))
+	sp := partOf[*SnapshotReport](t, r)
+	if len(sp.Timeline) != 1 {
+		t.Fatalf("%d series", len(sp.Timeline))
 	}
-	ts := r.Timeline[0]
+	ts := sp.Timeline[0]
 	// Live from the start: X0 (1000, a live block with no alloc in the trace) + Z (700, freed at 5) = 1700.
 	// 0 segment_alloc 1700 | 1 +2000 3700 | 2 +3000 6700 | 3 free_requested (completed later) 6700 |
 	// 4 −3000 3700 | 5 −700 3000 | 6 +400 3400 | 7 free_requested never completed −400 3000 | 8 oom 3000
@@ -216,20 +219,20 @@ func TestTimelineReplay(t *testing.T) {
 			t.Errorf("point %d: categories %d, allocated %d", k, sum, ts.Allocated[k])
 		}
 	}
-	if r.TraceActions["alloc"] != 3 || r.TraceActions["free_completed"] != 2 || r.TraceActions["oom"] != 1 {
-		t.Errorf("trace actions %v", r.TraceActions)
+	if sp.TraceActions["alloc"] != 3 || sp.TraceActions["free_completed"] != 2 || sp.TraceActions["oom"] != 1 {
+		t.Errorf("trace actions %v", sp.TraceActions)
 	}
 	// OOM: requested vs device free, the state at the event, and the site from its frames.
 	want := OOM{Device: 0, EventIndex: 8, TimeUS: 1008, RequestedBytes: 100000, DeviceFreeBytes: 50,
 		Site: "/home/dev/proj/model.py:20:block", Category: categorize.Activation, AllocatedBytes: 3000, ReservedBytes: 8192}
-	if len(r.OOMs) != 1 || r.OOMs[0].Explained == nil {
-		t.Fatalf("ooms %+v, want one explained", r.OOMs)
+	if len(sp.OOMs) != 1 || sp.OOMs[0].Explained == nil {
+		t.Fatalf("ooms %+v, want one explained", sp.OOMs)
 	}
 	// The explanation's live set is the replayed allocated memory at the event.
-	if x := r.OOMs[0].Explained; x.Live.Bytes != 3000 || x.ReservedBytes != 8192 || x.RequestedBytes != 100000 {
+	if x := sp.OOMs[0].Explained; x.Live.Bytes != 3000 || x.ReservedBytes != 8192 || x.RequestedBytes != 100000 {
 		t.Errorf("explained %+v", x)
 	}
-	got := r.OOMs[0]
+	got := sp.OOMs[0]
 	got.Explained = nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ooms %+v, want %+v", got, want)
@@ -249,11 +252,12 @@ func TestReservedReplayWithMapUnmap(t *testing.T) {
 		tu.Ev(snapshot.ActionSegmentUnmap, seg+uint64(4*MiB), 2*MiB, nil),
 	)
 	r := analyzeBuilt(t, b)
+	sp := partOf[*SnapshotReport](t, r)
 	// Final reserved 4 MiB; net +4 MiB over the trace → starts at 0: 2, 6, 6, 4 MiB.
-	if got := r.Timeline[0].Reserved; !slices.Equal(got, []int64{2 * MiB, 6 * MiB, 6 * MiB, 4 * MiB}) {
+	if got := sp.Timeline[0].Reserved; !slices.Equal(got, []int64{2 * MiB, 6 * MiB, 6 * MiB, 4 * MiB}) {
 		t.Errorf("reserved %v", got)
 	}
-	if got := r.Timeline[0].Allocated; !slices.Equal(got, []int64{0, 0, 4 * MiB, 4 * MiB}) {
+	if got := sp.Timeline[0].Allocated; !slices.Equal(got, []int64{0, 0, 4 * MiB, 4 * MiB}) {
 		t.Errorf("allocated %v", got)
 	}
 }
@@ -321,16 +325,17 @@ func TestLeakDetection(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := analyzeBuilt(t, leakSnapshot(tc.steps, tc.leak, tc.annotations))
+			sp := partOf[*SnapshotReport](t, r)
 			rec := hasRec(r, "leak")
 			if (rec != nil) != tc.fire {
-				t.Fatalf("leak fired=%v, want %v (suspects %+v)", rec != nil, tc.fire, r.LeakSuspects)
+				t.Fatalf("leak fired=%v, want %v (suspects %+v)", rec != nil, tc.fire, sp.LeakSuspects)
 			}
 			if !tc.fire {
 				return
 			}
-			l := r.LeakSuspects[0]
-			if l.Site != "/home/dev/proj/metrics.py:12:record" || l.PerIterationBytes != tc.leak || rec.Value != float64(tc.leak) || len(r.LeakSuspects) != 1 {
-				t.Errorf("suspects %+v, finding %+v", r.LeakSuspects, rec)
+			l := sp.LeakSuspects[0]
+			if l.Site != "/home/dev/proj/metrics.py:12:record" || l.PerIterationBytes != tc.leak || rec.Value != float64(tc.leak) || len(sp.LeakSuspects) != 1 {
+				t.Errorf("suspects %+v, finding %+v", sp.LeakSuspects, rec)
 			}
 		})
 	}
@@ -489,7 +494,10 @@ func TestAnalyzeErrors(t *testing.T) {
 	}
 	// An empty snapshot is valid: zero totals, no peak, empty (not nil) lists for JSON.
 	r, err := Analyze(context.Background(), tu.NewSnap(1).Input("empty.pickle"), Options{})
-	if err != nil || r.ReservedBytes != 0 || r.Peak != nil || r.Categories == nil || r.Top == nil || r.Recommendations == nil {
+	if err != nil {
+		t.Fatalf("empty snapshot: %v", err)
+	}
+	if sp := partOf[*SnapshotReport](t, r); sp.ReservedBytes != 0 || r.Peak != nil || r.Categories == nil || r.Top == nil || r.Recommendations == nil {
 		t.Errorf("empty snapshot: %+v, %v", r, err)
 	}
 }
@@ -567,8 +575,9 @@ func TestReplayMissingFreeCompleted(t *testing.T) {
 		tu.Ev(snapshot.ActionAlloc, 0x1000, 50, stRelu),
 	)
 	r := analyzeBuilt(t, b)
+	sp := partOf[*SnapshotReport](t, r)
 	// 100 | 0 (ended by its free_requested) | 300 | 50 (the 300 ends where the 50 replaces it)
-	if got := r.Timeline[0].Allocated; !slices.Equal(got, []int64{100, 0, 300, 50}) {
+	if got := sp.Timeline[0].Allocated; !slices.Equal(got, []int64{100, 0, 300, 50}) {
 		t.Errorf("allocated %v", got)
 	}
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "alloc at 0x1000, which is still allocated since event 2") {

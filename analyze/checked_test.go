@@ -68,8 +68,9 @@ func TestAnalyzeSizeOverflow(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if rep.ReservedBytes != 6*e60 || rep.InactiveBytes != 6*e60 || rep.ExternalFreeBytes != 6*e60 {
-					t.Errorf("reserved %d, inactive %d, external free %d; want %d each", rep.ReservedBytes, rep.InactiveBytes, rep.ExternalFreeBytes, 6*e60)
+				tot, _ := rep.AllocatorTotals()
+				if tot.ReservedBytes != 6*e60 || tot.InactiveBytes != 6*e60 || tot.ExternalFreeBytes != 6*e60 {
+					t.Errorf("reserved %d, inactive %d, external free %d; want %d each", tot.ReservedBytes, tot.InactiveBytes, tot.ExternalFreeBytes, 6*e60)
 				}
 				return
 			}

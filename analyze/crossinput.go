@@ -18,7 +18,7 @@ func (r *Report) RecordedPeak() (int64, bool) {
 	if r.Peak != nil {
 		return r.Peak.Bytes, true
 	}
-	switch p := r.Part().(type) {
+	switch p := r.Part.(type) {
 	case *TracerReport:
 		return p.PeakBytes, true
 	case *TimelineReport:
@@ -70,12 +70,13 @@ func crossRows(reports []*Report) []CrossRow {
 		if r == nil {
 			continue
 		}
-		row := CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration, PeakBytes: r.PeakBytes, ListedBytes: r.ListedBytes}
-		if r.HasAllocatorTotals() {
-			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = r.ReservedBytes, r.AllocatedBytes, r.EfficiencyPct
+		row := CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration}
+		if t, ok := r.AllocatorTotals(); ok {
+			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = t.ReservedBytes, t.AllocatedBytes, t.EfficiencyPct
 		}
-		if p, ok := r.RecordedPeak(); ok {
-			row.PeakBytes = p
+		row.PeakBytes, _ = r.RecordedPeak()
+		if t, ok := r.Part.(*TracerReport); ok {
+			row.ListedBytes = t.ListedBytes
 		}
 		rows = append(rows, row)
 	}

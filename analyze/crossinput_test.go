@@ -7,9 +7,9 @@ import (
 )
 
 func rep(file string, rank, iter int, reserved, allocated int64) *Report {
-	r := &Report{Header: Header{File: file, Rank: rank, Iteration: iter}}
-	r.ReservedBytes, r.AllocatedBytes = reserved, allocated
-	return r
+	part := &SnapshotReport{}
+	part.ReservedBytes, part.AllocatedBytes = reserved, allocated
+	return &Report{Header: Header{File: file, Rank: rank, Iteration: iter}, Part: part}
 }
 
 func TestCrossInputs(t *testing.T) {
@@ -75,10 +75,10 @@ func TestCrossInputsGrowthAcrossIterations(t *testing.T) {
 // TestCrossInputsMixedKinds checks that inputs without allocator totals (tracer files, logs, profiler timelines)
 // keep their own peak in the row and stay out of the reserved/allocated statistics, which compare snapshots.
 func TestCrossInputsMixedKinds(t *testing.T) {
-	tracer := &Report{Header: Header{File: "tracer_rank2.json", Rank: 2, Iteration: -1}, TracerReport: TracerReport{Tracer: &TracerView{}, PeakBytes: 12 * MiB, ListedBytes: 9 * MiB}}
-	log := &Report{Header: Header{File: "train.log", Rank: -1, Iteration: -1}, LogReport: LogReport{Log: &LogView{PeakAllocatedBytes: 30 * MiB, PeakReservedBytes: -1}}}
-	noAlloc := &Report{Header: Header{File: "ds.log", Rank: -1, Iteration: -1}, LogReport: LogReport{Log: &LogView{PeakAllocatedBytes: -1, PeakReservedBytes: 40 * MiB}}}
-	tl := &Report{Header: Header{File: "prof.json", Rank: -1, Iteration: -1}, TimelineReport: TimelineReport{MemoryTimeline: &TimelineView{PeakBytes: 5 * MiB}}}
+	tracer := &Report{Header: Header{File: "tracer_rank2.json", Rank: 2, Iteration: -1}, Part: &TracerReport{Tracer: &TracerView{}, PeakBytes: 12 * MiB, ListedBytes: 9 * MiB}}
+	log := &Report{Header: Header{File: "train.log", Rank: -1, Iteration: -1}, Part: &LogReport{Log: &LogView{PeakAllocatedBytes: 30 * MiB, PeakReservedBytes: -1}}}
+	noAlloc := &Report{Header: Header{File: "ds.log", Rank: -1, Iteration: -1}, Part: &LogReport{Log: &LogView{PeakAllocatedBytes: -1, PeakReservedBytes: 40 * MiB}}}
+	tl := &Report{Header: Header{File: "prof.json", Rank: -1, Iteration: -1}, Part: &TimelineReport{MemoryTimeline: &TimelineView{PeakBytes: 5 * MiB}}}
 	snaps := []*Report{rep("rank0.pickle", 0, -1, 100*MiB, 50*MiB), rep("rank1.pickle", 1, -1, 200*MiB, 80*MiB)}
 	c := CrossInputs(append(snaps, tracer, log, noAlloc, tl))
 	byFile := map[string]CrossRow{}

@@ -57,7 +57,8 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceRe
 	if len(trace) == 0 {
 		return out, nil
 	}
-	a := &analysis{ctx: ctx, opts: Options{}.withDefaults(), snap: s, warns: newWarnings(), rep: &Report{}}
+	part := &SnapshotReport{}
+	a := &analysis{ctx: ctx, opts: Options{}.withDefaults(), snap: s, warns: newWarnings(), rep: &Report{Part: part}, part: part}
 	a.cat = categorize.NewCategorizer(a.opts.Rules) // only OOM events are categorized
 	r := &replay{a: a, dev: dev, trace: trace}
 	if err := r.run(); err != nil {

@@ -19,8 +19,11 @@ func Example() {
 		return
 	}
 	fmt.Println("format:", rep.Format, rep.TorchFormat)
-	fmt.Println("reserved:", rep.ReservedBytes)
-	fmt.Println("requested + internal + external:", rep.RequestedBytes+rep.InternalFreeBytes+rep.ExternalFreeBytes)
+	// The allocator totals are in the part only a snapshot has.
+	if s, ok := rep.Part.(*analyze.SnapshotReport); ok {
+		fmt.Println("reserved:", s.ReservedBytes)
+		fmt.Println("requested + internal + external:", s.RequestedBytes+s.InternalFreeBytes+s.ExternalFreeBytes)
+	}
 	fmt.Println("peak:", units.Bytes(rep.Peak.Bytes), "led by", rep.Peak.Categories[0].Name)
 	for _, a := range rep.Top {
 		fmt.Println(units.Bytes(a.Size), a.Category, a.Site)

@@ -103,7 +103,7 @@ func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Repo
 	if len(v.Ranks) == 1 {
 		r.Rank = v.Ranks[0].Rank
 	}
-	r.Log = v
+	r.Part = &LogReport{Log: v}
 	r.Recommendations = logRecommendations(v)
 	return r, nil
 }

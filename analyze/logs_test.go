@@ -26,7 +26,8 @@ func analyzeLogFixture(t *testing.T, name string) *Report {
 // The byte values below are the fixture's MiB/GiB numbers converted as in snapshot/logs_test.go.
 func TestAnalyzeMegatronLog(t *testing.T) {
 	r := analyzeLogFixture(t, "megatron.log")
-	v := r.Log
+	lp := partOf[*LogReport](t, r)
+	v := lp.Log
 	if r.Format != "megatron-log" || v.Dialect != "megatron" || v.Records != 4 || r.Rank != -1 {
 		t.Fatalf("format %q dialect %q records %d rank %d", r.Format, v.Dialect, v.Records, r.Rank)
 	}
@@ -57,7 +58,7 @@ func TestAnalyzeMegatronLog(t *testing.T) {
 }
 
 func TestAnalyzeDeepSpeedLog(t *testing.T) {
-	v := analyzeLogFixture(t, "deepspeed.log").Log
+	v := partOf[*LogReport](t, analyzeLogFixture(t, "deepspeed.log")).Log
 	// Ranks ascending with lines that name no rank last; the unranked series has no iteration on every line,
 	// so it is indexed by record.
 	if len(v.Ranks) != 2 || v.Ranks[0].Rank != 3 || v.Ranks[1].Rank != -1 || v.Ranks[1].Records != 2 {
@@ -73,7 +74,7 @@ func TestAnalyzeDeepSpeedLog(t *testing.T) {
 }
 
 func TestAnalyzeTorchtitanLog(t *testing.T) {
-	v := analyzeLogFixture(t, "torchtitan.log").Log
+	v := partOf[*LogReport](t, analyzeLogFixture(t, "torchtitan.log")).Log
 	if len(v.Ranks) != 2 || v.Ranks[0].MaxReserved != 22011707392 || v.Ranks[0].LastIteration != 10 || v.Ranks[0].MaxAllocated != -1 ||
 		v.Ranks[0].LastAllocated != -1 || v.Ranks[0].LastReserved != 22011707392 {
 		t.Errorf("ranks = %+v", v.Ranks)

@@ -44,8 +44,12 @@ func TestReplayPhantomFrees(t *testing.T) {
 		if r.Peak == nil || r.Peak.Bytes != wantPeak || r.Peak.EventIndex != 1 {
 			t.Errorf("%s: peak %+v, want %d bytes at event 1", r.File, r.Peak, wantPeak)
 		}
-		if len(r.Timeline) != 1 || r.Timeline[0].Allocated[0] != 0 {
-			t.Errorf("%s: allocated after event 0 = %v, want 0 (the pre-window block freed)", r.File, r.Timeline)
+		s, ok := r.Part.(*analyze.SnapshotReport)
+		if !ok {
+			t.Fatalf("%s: part %T", r.File, r.Part)
+		}
+		if len(s.Timeline) != 1 || s.Timeline[0].Allocated[0] != 0 {
+			t.Errorf("%s: allocated after event 0 = %v, want 0 (the pre-window block freed)", r.File, s.Timeline)
 		}
 	}
 	var warned string

@@ -30,38 +30,39 @@ func TestRealSnapshotTotals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			sp := partOf[*SnapshotReport](t, r)
 			s := m.Segsum
-			if r.ReservedBytes != s.Reserved || r.RequestedBytes != s.Allocated || r.InternalFreeBytes != s.FreeInt ||
-				r.ExternalFreeBytes != s.FreeExt || r.Segments != s.Segments {
+			if sp.ReservedBytes != s.Reserved || sp.RequestedBytes != s.Allocated || sp.InternalFreeBytes != s.FreeInt ||
+				sp.ExternalFreeBytes != s.FreeExt || sp.Segments != s.Segments {
 				t.Errorf("totals: reserved %d requested %d internal %d external %d segments %d; PyTorch: %d %d %d %d %d",
-					r.ReservedBytes, r.RequestedBytes, r.InternalFreeBytes, r.ExternalFreeBytes, r.Segments,
+					sp.ReservedBytes, sp.RequestedBytes, sp.InternalFreeBytes, sp.ExternalFreeBytes, sp.Segments,
 					s.Reserved, s.Allocated, s.FreeInt, s.FreeExt, s.Segments)
 			}
 			// The identity PyTorch asserts, and the category split covering allocated bytes exactly.
-			if r.RequestedBytes+r.InternalFreeBytes+r.ExternalFreeBytes != r.ReservedBytes {
+			if sp.RequestedBytes+sp.InternalFreeBytes+sp.ExternalFreeBytes != sp.ReservedBytes {
 				t.Errorf("requested+internal+external != reserved")
 			}
 			var catSum int64
 			for _, c := range r.Categories {
 				catSum += c.Bytes
 			}
-			if catSum != r.AllocatedBytes {
-				t.Errorf("categories sum to %d, allocated is %d", catSum, r.AllocatedBytes)
+			if catSum != sp.AllocatedBytes {
+				t.Errorf("categories sum to %d, allocated is %d", catSum, sp.AllocatedBytes)
 			}
-			if len(r.TraceActions) != len(m.Actions) {
-				t.Errorf("trace actions %v, manifest %v", r.TraceActions, m.Actions)
+			if len(sp.TraceActions) != len(m.Actions) {
+				t.Errorf("trace actions %v, manifest %v", sp.TraceActions, m.Actions)
 			}
 			for a, n := range m.Actions {
-				if r.TraceActions[a] != n {
-					t.Errorf("action %s: replayed %d events, manifest has %d", a, r.TraceActions[a], n)
+				if sp.TraceActions[a] != n {
+					t.Errorf("action %s: replayed %d events, manifest has %d", a, sp.TraceActions[a], n)
 				}
 			}
-			if m.Actions["oom"] != len(r.OOMs) {
-				t.Errorf("ooms: %d, manifest has %d oom events", len(r.OOMs), m.Actions["oom"])
+			if m.Actions["oom"] != len(sp.OOMs) {
+				t.Errorf("ooms: %d, manifest has %d oom events", len(sp.OOMs), m.Actions["oom"])
 			}
 			// Invariants of the replay: the peak is at least the live requested bytes at the dump when a trace
 			// saw every device, and every timeline point is within the series bounds.
-			for _, ts := range r.Timeline {
+			for _, ts := range sp.Timeline {
 				if len(ts.Index) > DefaultMaxTimelinePoints || len(ts.Allocated) != len(ts.Index) {
 					t.Errorf("device %d: %d points", ts.Device, len(ts.Index))
 				}

@@ -36,7 +36,7 @@ const (
 // recommend derives advice from a finished report; every entry carries the number and the threshold behind it.
 // With an allocation history the trace detectors (package findings) judge at the peak or the OOM: their findings
 // replace the dump-time cache checks, which only run on snapshots without history, labelled as such.
-func recommend(r *Report, s *snapshot.Snapshot, judged []findings.Finding, atDump bool) []Recommendation {
+func recommend(r *SnapshotReport, s *snapshot.Snapshot, judged []findings.Finding, atDump bool) []Recommendation {
 	out := []Recommendation{}
 	for _, f := range judged {
 		out = append(out, Recommendation{ID: f.ID, Severity: f.Severity, Title: f.Title, Evidence: f.Evidence,
@@ -51,7 +51,7 @@ func recommend(r *Report, s *snapshot.Snapshot, judged []findings.Finding, atDum
 // cacheRecommendations looks at what the cache holds beyond the requested bytes at the dump. Without an
 // allocation history (atDump) that moment is all there is: overhead, large unused blocks and fragmentation are
 // judged there and say so. Blocks pending on other streams are a state of the dump either way.
-func cacheRecommendations(r *Report, expandableSegments, atDump bool) []Recommendation {
+func cacheRecommendations(r *SnapshotReport, expandableSegments, atDump bool) []Recommendation {
 	var out []Recommendation
 	reserved := r.ReservedBytes
 	const dump = "at the dump (no allocation history to judge the peak): "
@@ -92,7 +92,7 @@ func cacheRecommendations(r *Report, expandableSegments, atDump bool) []Recommen
 }
 
 // layoutRecommendations looks at where the reserved memory sits: small-pool segments, rounding, private pools.
-func layoutRecommendations(r *Report) []Recommendation {
+func layoutRecommendations(r *SnapshotReport) []Recommendation {
 	var out []Recommendation
 	reserved := r.ReservedBytes
 	var small Totals

@@ -12,10 +12,15 @@ import (
 // AddRemedies answers, for every explained OOM of r, which single change to the static configuration cfg fits the
 // memory the allocator could have had there (its reserved bytes plus the free memory the OOM reported): the
 // largest smaller micro-batch, activation checkpointing, a chunked loss, each with its predicted peak. The OOM
-// finding's advice then names the changes that fit.
+// finding's advice then names the changes that fit. Only a snapshot's trace records OOMs: other reports are
+// left as they are.
 func AddRemedies(r *Report, cfg static.Config) error {
-	for i := range r.OOMs {
-		o := &r.OOMs[i]
+	s, ok := r.Part.(*SnapshotReport)
+	if !ok {
+		return nil
+	}
+	for i := range s.OOMs {
+		o := &s.OOMs[i]
 		if o.Explained == nil {
 			continue
 		}

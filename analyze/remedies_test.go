@@ -34,10 +34,11 @@ func TestAddRemediesRealOOM(t *testing.T) {
 	if err := analyze.AddRemedies(rep, *cfg); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.OOMs) != 1 || len(rep.OOMs[0].Remedies) != 4 {
-		t.Fatalf("ooms %+v", rep.OOMs)
+	ooms := rep.OOMs()
+	if len(ooms) != 1 || len(ooms[0].Remedies) != 4 {
+		t.Fatalf("ooms %+v", ooms)
 	}
-	o := rep.OOMs[0]
+	o := ooms[0]
 	capacity := o.ReservedBytes + o.DeviceFreeBytes
 	if o.Explained.CapacityBytes != capacity {
 		t.Errorf("capacity %d, want reserved + free = %d", o.Explained.CapacityBytes, capacity)

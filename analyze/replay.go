@@ -101,10 +101,10 @@ func (a *analysis) replayAll() error {
 	var devices []*findings.Device
 	for dev, trace := range a.snap.DeviceTraces {
 		for _, e := range trace {
-			if a.rep.TraceActions == nil {
-				a.rep.TraceActions = map[string]int{}
+			if a.part.TraceActions == nil {
+				a.part.TraceActions = map[string]int{}
 			}
-			a.rep.TraceActions[e.ActionName()]++
+			a.part.TraceActions[e.ActionName()]++
 		}
 		if len(trace) == 0 {
 			continue
@@ -116,7 +116,7 @@ func (a *analysis) replayAll() error {
 		r.classifyAll()
 		d := r.judge()
 		devices = append(devices, d)
-		a.rep.Iterations = append(a.rep.Iterations, *d.Timeline)
+		a.part.Iterations = append(a.part.Iterations, *d.Timeline)
 		peak, peakCats := r.peak()
 		at := d.LiveAt(peak.EventIndex, 1)
 		peak.Iteration, peak.Phase, peak.LifetimeDecidedBytes = at.Iteration, at.Phase, at.DecidedByLifetime
@@ -127,18 +127,18 @@ func (a *analysis) replayAll() error {
 		for _, c := range at.ByComponent {
 			peak.Components = append(peak.Components, CategoryStat{Name: c.Name, Bytes: c.Bytes, Count: c.Count})
 		}
-		a.rep.DevicePeaks = append(a.rep.DevicePeaks, peak)
+		a.part.DevicePeaks = append(a.part.DevicePeaks, peak)
 		if best == nil || peak.Bytes > best.Bytes {
-			best = &a.rep.DevicePeaks[len(a.rep.DevicePeaks)-1]
+			best = &a.part.DevicePeaks[len(a.part.DevicePeaks)-1]
 		}
-		a.rep.Timeline = append(a.rep.Timeline, r.series(peakCats))
+		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
 		for _, l := range findings.Leaks(d) {
-			a.rep.LeakSuspects = append(a.rep.LeakSuspects, LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
+			a.part.LeakSuspects = append(a.part.LeakSuspects, LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
 				Markers: l.Iterations, MarkerKind: d.Timeline.Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
 				GrowthBytes: l.LastBytes - l.FirstBytes, PerIterationBytes: l.PerIteration})
 		}
-		for i := range a.rep.OOMs {
-			if o := &a.rep.OOMs[i]; o.Device == dev {
+		for i := range a.part.OOMs {
+			if o := &a.part.OOMs[i]; o.Device == dev {
 				x := findings.ExplainOOM(d, o.EventIndex)
 				o.Explained = &x
 			}
@@ -309,8 +309,8 @@ func (r *replay) run() error {
 		r.alloc[j], r.reserved[j] = cur, res
 	}
 	// OOM events get the memory state just before them (an oom event itself changes nothing).
-	for i := range a.rep.OOMs {
-		o := &a.rep.OOMs[i]
+	for i := range a.part.OOMs {
+		o := &a.part.OOMs[i]
 		if o.Device == r.dev && o.EventIndex < n {
 			o.AllocatedBytes, o.ReservedBytes = r.alloc[o.EventIndex], r.reserved[o.EventIndex]
 		}
@@ -350,7 +350,7 @@ func (r *replay) oom(j int, e *snapshot.TraceEntry) {
 	if e.HasTime {
 		o.TimeUS = e.TimeUS
 	}
-	r.a.rep.OOMs = append(r.a.rep.OOMs, o)
+	r.a.part.OOMs = append(r.a.part.OOMs, o)
 }
 
 // peakIndex returns the first event at the highest live allocated memory and that memory; the index is −1 only

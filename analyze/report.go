@@ -4,10 +4,10 @@
 // Markdown, JSON, msgpack, PNG) reads the same model. Work across runs lives elsewhere: merge (rank summaries)
 // and compare (a baseline against other inputs).
 //
-// A Report is a Header shared by every kind of input plus one part per kind (SnapshotReport, TracerReport,
-// TimelineReport, LogReport); Report.Part returns the part its kind fills, as a Part whose concrete type the
-// renderers switch on, and report_wire.go writes and reads the flat JSON and msgpack object that summary.json
-// and report.msgpack hold.
+// A Report is a Header shared by every kind of input plus exactly one per-kind part in Report.Part
+// (*SnapshotReport, *TracerReport, *TimelineReport or *LogReport), whose concrete type the renderers switch on;
+// the few measures every kind may have go through methods (RecordedPeak, AllocatorTotals). report_wire.go writes
+// and reads the flat JSON and msgpack object that summary.json and report.msgpack hold.
 //
 // It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize, allocator and
 // units; it imports neither results nor plots, and writes no files. It imports the msgpack library only to keep
@@ -42,18 +42,16 @@ type Run struct {
 // analysis failures share one list.
 type Failure = load.Failure
 
-// Report is the analysis of one input: the Header every kind shares and exactly one per-kind part, filled by
-// the analyzer of that kind (AnalyzeSnapshot, AnalyzeTracer, AnalyzeTimeline, AnalyzeLog); the other parts are
-// zero. Part returns the part that is set, and a renderer switches on its type once. The parts are embedded so
-// that the analyzers fill their fields directly (r.AllocatedBytes, r.Tracer); report_wire.go keeps the JSON and
-// msgpack form of a Report exactly as it was when Report was one flat struct (summary.json inputs[],
-// report.msgpack).
+// Report is the analysis of one input: the Header every kind shares and the part only its kind has, built by
+// the analyzer of that kind (AnalyzeSnapshot, AnalyzeTracer, AnalyzeTimeline, AnalyzeLog). A renderer switches
+// on the type of Part once; code that needs a measure of one kind asserts that kind's part. report_wire.go
+// keeps the JSON and msgpack form of a Report exactly as it was when Report was one flat struct (summary.json
+// inputs[], report.msgpack), and reads it back into the part of its kind.
 type Report struct {
 	Header
-	SnapshotReport
-	TracerReport
-	TimelineReport
-	LogReport
+	// Part is *SnapshotReport, *TracerReport, *TimelineReport or *LogReport; never nil in a report that an
+	// analyzer returned or the wire form decoded.
+	Part Part
 }
 
 // Header is what every kind of report has: where the input came from and what memscan says about it.
@@ -109,7 +107,7 @@ type SnapshotReport struct {
 
 // TracerReport is what only a memory-tracer JSON file has: the primary device's peak_memory_mb in bytes, the
 // sum of the listed tensors, and the phase and merged-module breakdowns (details under Tracer, which is set for
-// every tracer report and marks its kind).
+// every tracer report: the wire form tells a tracer report by it).
 type TracerReport struct {
 	PeakBytes   int64        `json:"peak_bytes,omitempty" msgpack:"peak_bytes,omitempty"`
 	ListedBytes int64        `json:"listed_bytes,omitempty" msgpack:"listed_bytes,omitempty"`
@@ -119,12 +117,13 @@ type TracerReport struct {
 }
 
 // TimelineReport is what only a torch.profiler memory timeline has; MemoryTimeline is set for every timeline
-// report and marks its kind.
+// report (the wire form tells a timeline report by it).
 type TimelineReport struct {
 	MemoryTimeline *TimelineView `json:"memory_timeline,omitempty" msgpack:"memory_timeline,omitempty"`
 }
 
-// LogReport is what only a training log has; Log is set for every log report and marks its kind.
+// LogReport is what only a training log has; Log is set for every log report (the wire form tells a log report
+// by it).
 type LogReport struct {
 	Log *LogView `json:"log,omitempty" msgpack:"log,omitempty"`
 }
@@ -343,7 +342,7 @@ type Cross struct {
 }
 
 // CrossRow is one input in the cross-input table. Reserved, allocated and efficiency are allocator measures and
-// are 0 for inputs whose kind has none (see HasAllocatorTotals); PeakBytes is the trace peak of a snapshot, the
+// are 0 for inputs whose kind has none (see Report.AllocatorTotals); PeakBytes is the trace peak of a snapshot, the
 // recorded peak of a tracer file or profiler timeline, or the highest allocated value a log printed.
 type CrossRow struct {
 	File string `json:"file" msgpack:"file"`
@@ -361,7 +360,7 @@ type CrossRow struct {
 }
 
 // HasAllocatorTotals says whether the row's reserved, allocated and efficiency were measured, as
-// Report.HasAllocatorTotals said of its input.
+// Report.AllocatorTotals said of its input. Rows written before Kind existed compared snapshots only.
 func (r CrossRow) HasAllocatorTotals() bool {
 	return r.Kind == "" || r.Kind == KindSnapshot || r.ReservedBytes > 0
 }
@@ -394,29 +393,29 @@ func (*TimelineReport) Kind() string { return KindTimeline }
 // Kind is KindLog.
 func (*LogReport) Kind() string { return KindLog }
 
-// Part returns the part of r that its kind fills. The tracer, timeline and log parts each have a view that is
-// set for every report of their kind; a report with none is a snapshot. This is the one place that tells the
-// kinds apart by the fields they set.
-func (r *Report) Part() Part {
-	switch {
-	case r.Tracer != nil:
-		return &r.TracerReport
-	case r.MemoryTimeline != nil:
-		return &r.TimelineReport
-	case r.Log != nil:
-		return &r.LogReport
-	}
-	return &r.SnapshotReport
-}
-
-// Kind says what kind of input r was analyzed from, the name of its Part's kind (as CrossRow.Kind records it).
+// Kind says what kind of input r was analyzed from, the name of its Part's kind (as CrossRow.Kind records it);
+// empty for a report without a part.
 func (r *Report) Kind() string {
-	return r.Part().Kind()
+	if r.Part == nil {
+		return ""
+	}
+	return r.Part.Kind()
 }
 
-// HasAllocatorTotals reports whether the allocator sections (totals, per-device groups, fragmentation) apply:
-// they do for snapshots, and for any input that measured reserved memory.
-func (r *Report) HasAllocatorTotals() bool {
-	_, snapshot := r.Part().(*SnapshotReport)
-	return snapshot || r.ReservedBytes > 0
+// OOMs returns the out-of-memory events of r's device trace; only a snapshot's trace records them, so the
+// other kinds have none.
+func (r *Report) OOMs() []OOM {
+	if s, ok := r.Part.(*SnapshotReport); ok {
+		return s.OOMs
+	}
+	return nil
+}
+
+// AllocatorTotals returns the allocator totals of a snapshot, and false with zero totals for the other kinds,
+// which measure no allocator state: tables that put every input's totals side by side show those as zero.
+func (r *Report) AllocatorTotals() (Totals, bool) {
+	if s, ok := r.Part.(*SnapshotReport); ok {
+		return s.Totals, true
+	}
+	return Totals{}, false
 }

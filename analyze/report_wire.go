@@ -60,43 +60,55 @@ type reportWire struct {
 }
 
 func (r *Report) wire() *reportWire {
-	h, s, t := &r.Header, &r.SnapshotReport, &r.TracerReport
-	oom := s.OOMs
-	if _, snapshot := r.Part().(*SnapshotReport); oom == nil && !snapshot {
-		// Inputs without a device trace have always written "ooms": [] (an empty msgpack array, not nil).
-		oom = []OOM{}
-	}
-	return &reportWire{
+	h := &r.Header
+	w := &reportWire{
 		File: h.File, Format: h.Format, TorchFormat: h.TorchFormat, Rank: h.Rank, Iteration: h.Iteration, Devices: h.Devices,
-		Totals:    s.Totals,
-		PerDevice: s.PerDevice, PerStream: s.PerStream, PerPool: s.PerPool, PerSegmentType: s.PerSegmentType,
-		Categories: h.Categories, Top: h.Top, Sites: h.Sites,
-		ActiveSizes: s.ActiveSizes, FreeSizes: s.FreeSizes, Fragmentation: s.Fragmentation,
-		Timeline: s.Timeline, Peak: h.Peak, DevicePeaks: s.DevicePeaks, OOMs: oom, Iterations: s.Iterations,
-		LeakSuspects: s.LeakSuspects, TraceActions: actionCounts(s.TraceActions),
-		AllocatorReplay: s.AllocatorReplay, AllocatorReplayDevices: s.AllocatorReplayDevices,
+		Categories: h.Categories, Top: h.Top, Sites: h.Sites, Peak: h.Peak,
 		Recommendations: h.Recommendations, Warnings: h.Warnings,
-		PeakBytes: t.PeakBytes, ListedBytes: t.ListedBytes, Phases: t.Phases, Modules: t.Modules, Tracer: t.Tracer,
-		MemoryTimeline: r.MemoryTimeline, Log: r.Log,
+		// Inputs without a device trace have always written "ooms": [] (an empty msgpack array, not nil).
+		OOMs: []OOM{},
 	}
+	switch p := r.Part.(type) {
+	case *SnapshotReport:
+		w.Totals = p.Totals
+		w.PerDevice, w.PerStream, w.PerPool, w.PerSegmentType = p.PerDevice, p.PerStream, p.PerPool, p.PerSegmentType
+		w.ActiveSizes, w.FreeSizes, w.Fragmentation = p.ActiveSizes, p.FreeSizes, p.Fragmentation
+		w.Timeline, w.DevicePeaks, w.OOMs, w.Iterations = p.Timeline, p.DevicePeaks, p.OOMs, p.Iterations
+		w.LeakSuspects, w.TraceActions = p.LeakSuspects, actionCounts(p.TraceActions)
+		w.AllocatorReplay, w.AllocatorReplayDevices = p.AllocatorReplay, p.AllocatorReplayDevices
+	case *TracerReport:
+		w.PeakBytes, w.ListedBytes, w.Phases, w.Modules, w.Tracer = p.PeakBytes, p.ListedBytes, p.Phases, p.Modules, p.Tracer
+	case *TimelineReport:
+		w.MemoryTimeline = p.MemoryTimeline
+	case *LogReport:
+		w.Log = p.Log
+	}
+	return w
 }
 
-// report rebuilds a Report from its wire form. The kind follows from the fields present, as Part reads them:
-// tracer, then memory_timeline, then log; none of them is a snapshot.
+// report rebuilds a Report from its wire form. The flat form names no kind: the view only one kind sets tells it
+// (tracer, then memory_timeline, then log); an object with none of them is a snapshot. The fields of the other
+// kinds are zero in every object memscan has written, and are not kept.
 func (w *reportWire) report() *Report {
-	return &Report{
-		Header: Header{File: w.File, Format: w.Format, TorchFormat: w.TorchFormat, Rank: w.Rank, Iteration: w.Iteration,
-			Devices: w.Devices, Categories: w.Categories, Top: w.Top, Sites: w.Sites, Peak: w.Peak,
-			Recommendations: w.Recommendations, Warnings: w.Warnings},
-		SnapshotReport: SnapshotReport{Totals: w.Totals,
+	r := &Report{Header: Header{File: w.File, Format: w.Format, TorchFormat: w.TorchFormat, Rank: w.Rank,
+		Iteration: w.Iteration, Devices: w.Devices, Categories: w.Categories, Top: w.Top, Sites: w.Sites, Peak: w.Peak,
+		Recommendations: w.Recommendations, Warnings: w.Warnings}}
+	switch {
+	case w.Tracer != nil:
+		r.Part = &TracerReport{PeakBytes: w.PeakBytes, ListedBytes: w.ListedBytes, Phases: w.Phases, Modules: w.Modules, Tracer: w.Tracer}
+	case w.MemoryTimeline != nil:
+		r.Part = &TimelineReport{MemoryTimeline: w.MemoryTimeline}
+	case w.Log != nil:
+		r.Part = &LogReport{Log: w.Log}
+	default:
+		r.Part = &SnapshotReport{Totals: w.Totals,
 			PerDevice: w.PerDevice, PerStream: w.PerStream, PerPool: w.PerPool, PerSegmentType: w.PerSegmentType,
 			ActiveSizes: w.ActiveSizes, FreeSizes: w.FreeSizes, Fragmentation: w.Fragmentation,
-			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: w.Iterations, LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions),
-			AllocatorReplay: w.AllocatorReplay, AllocatorReplayDevices: w.AllocatorReplayDevices},
-		TracerReport:   TracerReport{PeakBytes: w.PeakBytes, ListedBytes: w.ListedBytes, Phases: w.Phases, Modules: w.Modules, Tracer: w.Tracer},
-		TimelineReport: TimelineReport{MemoryTimeline: w.MemoryTimeline},
-		LogReport:      LogReport{Log: w.Log},
+			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: w.Iterations,
+			LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions),
+			AllocatorReplay: w.AllocatorReplay, AllocatorReplayDevices: w.AllocatorReplayDevices}
 	}
+	return r
 }
 
 // MarshalJSON writes r as one flat object, as summary.json has always held it. HTML characters stay as they

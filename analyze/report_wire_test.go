@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -19,12 +20,11 @@ func TestReportWireRoundTrip(t *testing.T) {
 	tests := []struct {
 		file string
 		kind string
-		part func(*Report) any
 	}{
-		{"../testdata/example/rank0_memory_snapshot.pickle", KindSnapshot, func(r *Report) any { return r.SnapshotReport }},
-		{"../tracer/testdata/small_rank0.json", KindTracer, func(r *Report) any { return r.TracerReport }},
-		{"../memtimeline/testdata/small_memory_timeline.json", KindTimeline, func(r *Report) any { return r.TimelineReport }},
-		{"../trainlog/testdata/megatron.log", KindLog, func(r *Report) any { return r.LogReport }},
+		{"../testdata/example/rank0_memory_snapshot.pickle", KindSnapshot},
+		{"../tracer/testdata/small_rank0.json", KindTracer},
+		{"../memtimeline/testdata/small_memory_timeline.json", KindTimeline},
+		{"../trainlog/testdata/megatron.log", KindLog},
 	}
 	for _, tc := range tests {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
@@ -35,7 +35,7 @@ func TestReportWireRoundTrip(t *testing.T) {
 			if rep.Kind() != tc.kind {
 				t.Fatalf("analyzed kind %q, want %q", rep.Kind(), tc.kind)
 			}
-			if reflect.ValueOf(tc.part(rep)).IsZero() {
+			if reflect.ValueOf(rep.Part).Elem().IsZero() {
 				t.Fatalf("the %s part of the analyzed report is empty", tc.kind)
 			}
 
@@ -97,13 +97,13 @@ func TestReportWireFlat(t *testing.T) {
 		keys []string
 	}{
 		{"tracer", &Report{Header: Header{File: "t.json", Format: "tracer-json", Rank: 0, Iteration: -1},
-			TracerReport: TracerReport{PeakBytes: 10, ListedBytes: 8, Tracer: &TracerView{}}},
+			Part: &TracerReport{PeakBytes: 10, ListedBytes: 8, Tracer: &TracerView{}}},
 			[]string{"file", "format", "torch_format", "rank", "iteration", "devices", "reserved_bytes", "allocated_bytes",
 				"requested_bytes", "active_bytes", "inactive_bytes", "internal_free_bytes", "external_free_bytes",
 				"efficiency_pct", "largest_free_block_bytes", "segments", "blocks", "categories", "top", "fragmentation",
 				"ooms", "recommendations", "warnings", "peak_bytes", "listed_bytes", "tracer"}},
 		{"snapshot", &Report{Header: Header{File: "s.pickle", Peak: &Peak{Bytes: 5}},
-			SnapshotReport: SnapshotReport{Totals: Totals{ReservedBytes: 7}, OOMs: []OOM{{Device: 1}}}},
+			Part: &SnapshotReport{Totals: Totals{ReservedBytes: 7}, OOMs: []OOM{{Device: 1}}}},
 			[]string{"file", "format", "torch_format", "rank", "iteration", "devices", "reserved_bytes", "allocated_bytes",
 				"requested_bytes", "active_bytes", "inactive_bytes", "internal_free_bytes", "external_free_bytes",
 				"efficiency_pct", "largest_free_block_bytes", "segments", "blocks", "categories", "top", "fragmentation",
@@ -143,5 +143,61 @@ func TestReportWireFlat(t *testing.T) {
 				t.Errorf("ooms is nil; every kind writes a list")
 			}
 		})
+	}
+}
+
+// TestReportWireEarlierRun reads testdata/four_kinds.report.msgpack, the report.msgpack that memscan analyze wrote
+// for memtimeline/testdata/small_memory_timeline.json, snapshot/testdata/v22_oom.pickle,
+// tracer/testdata/small_rank0.json and trainlog/testdata/megatron.log while Report still embedded
+// every kind's fields. compare and merge read such files from earlier runs: each input must come back as its
+// kind's part with the numbers of its input, and the run must encode to the same bytes again. The file pins the
+// contract, so it is never regenerated.
+func TestReportWireEarlierRun(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "four_kinds.report.msgpack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run Run
+	if err := msgpack.Unmarshal(raw, &run); err != nil {
+		t.Fatal(err)
+	}
+	kinds := make([]string, len(run.Inputs))
+	for i, r := range run.Inputs {
+		kinds[i] = r.Kind()
+	}
+	// In the order analyze sorts the paths.
+	if want := []string{KindTimeline, KindSnapshot, KindTracer, KindLog}; !slices.Equal(kinds, want) {
+		t.Fatalf("kinds %q, want %q", kinds, want)
+	}
+	// v22_oom.pickle: one segment and a trace whose third event is an OOM asking for 80 GiB with 3 MiB free.
+	s := partOf[*SnapshotReport](t, run.Inputs[1])
+	if s.Segments != 1 || len(s.OOMs) != 1 || s.OOMs[0].RequestedBytes != 80<<30 || s.OOMs[0].DeviceFreeBytes != 3*MiB {
+		t.Errorf("snapshot: %d segments, OOMs %+v", s.Segments, s.OOMs)
+	}
+	// small_rank0.json: cuda:0 peaks at peak_memory_mb 12.5, 12.5 × 2^20 bytes.
+	if tr := partOf[*TracerReport](t, run.Inputs[2]); tr.PeakBytes != 13107200 || tr.Tracer.Device != "cuda:0" {
+		t.Errorf("tracer: peak %d on %q", tr.PeakBytes, tr.Tracer.Device)
+	}
+	// small_memory_timeline.json: 3400 bytes at point 4 (see TestAnalyzeTimelineFixtures).
+	if tl := partOf[*TimelineReport](t, run.Inputs[0]).MemoryTimeline; tl.PeakBytes != 3400 || tl.PeakIndex != 4 {
+		t.Errorf("timeline: peak %d at %d", tl.PeakBytes, tl.PeakIndex)
+	}
+	// megatron.log: the highest "max allocated" is rank 0's 2623.57861328125 MB (× 2^20) after iteration 2.
+	if lg := partOf[*LogReport](t, run.Inputs[3]).Log; lg.PeakAllocatedBytes != 2751021568 || lg.PeakAllocatedRank != 0 {
+		t.Errorf("log: peak allocated %d on rank %d", lg.PeakAllocatedBytes, lg.PeakAllocatedRank)
+	}
+	// As results.WriteMsgpack encodes a run.
+	var again bytes.Buffer
+	enc := msgpack.NewEncoder(&again)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(&run); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw, again.Bytes()) {
+		i := 0
+		for i < min(len(raw), again.Len()) && raw[i] == again.Bytes()[i] {
+			i++
+		}
+		t.Errorf("re-encoding the earlier run changed its bytes from byte %d (%d then %d bytes)", i, len(raw), again.Len())
 	}
 }

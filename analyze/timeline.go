@@ -69,7 +69,7 @@ func AnalyzeTimeline(ctx context.Context, in *load.Input, opts RuntimeOptions) (
 		v.MemscanCategories[k] = TimelineCategory(name)
 	}
 	if n == 0 {
-		r.MemoryTimeline = v
+		r.Part = &TimelineReport{MemoryTimeline: v}
 		r.Warnings = append(r.Warnings, "the memory timeline has no points")
 		return r, nil
 	}
@@ -93,7 +93,7 @@ func AnalyzeTimeline(ctx context.Context, in *load.Input, opts RuntimeOptions) (
 	slices.SortStableFunc(v.PeakComposition, byBytes)
 	slices.SortStableFunc(v.CategoryMax, byBytes)
 	v.Series = downsampleTimeline(tl, totals, v.PeakIndex)
-	r.MemoryTimeline = v
+	r.Part = &TimelineReport{MemoryTimeline: v}
 	r.Categories = CanonicalTimelineCategories(v.PeakComposition)
 	r.Peak = &Peak{Device: -1, Bytes: v.PeakBytes, EventIndex: v.PeakIndex, TimeUS: v.PeakTimeUS, Categories: slices.Clone(r.Categories), Sites: []SiteStat{}}
 	return r, nil

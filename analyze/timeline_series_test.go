@@ -23,10 +23,11 @@ func TestTimelineSeriesReservedContinuous(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Timeline) == 0 || r.Peak == nil {
+		sp := partOf[*SnapshotReport](t, r)
+		if len(sp.Timeline) == 0 || r.Peak == nil {
 			t.Fatal("the example has a trace: want a timeline and a peak")
 		}
-		s := r.Timeline[0]
+		s := sp.Timeline[0]
 		trace := in.Snapshot.DeviceTraces[s.Device]
 		peakAt := -1
 		for i, idx := range s.Index {

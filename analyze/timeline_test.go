@@ -24,7 +24,7 @@ func TestAnalyzeTimelineFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := r.MemoryTimeline
+		v := partOf[*TimelineReport](t, r).MemoryTimeline
 		if r.Format != "memory-timeline" || v.Points != 6 || v.StartUS != 100 || v.EndUS != 500 {
 			t.Errorf("%s: format %q points %d span %d..%d", file, r.Format, v.Points, v.StartUS, v.EndUS)
 		}
@@ -79,7 +79,8 @@ func TestTimelineDownsampleKeepsPeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := r.MemoryTimeline.Series
+	v := partOf[*TimelineReport](t, r).MemoryTimeline
+	s := v.Series
 	if len(s.TimesUS) != maxTimelinePlotPoints || s.PeakIndex < 0 || s.TimesUS[s.PeakIndex] != peak || s.Bytes[1][s.PeakIndex] != 1000 {
 		t.Errorf("%d points, peak index %d", len(s.TimesUS), s.PeakIndex)
 	}
@@ -88,8 +89,8 @@ func TestTimelineDownsampleKeepsPeak(t *testing.T) {
 			t.Fatalf("downsampled times not increasing at %d", i)
 		}
 	}
-	if r.MemoryTimeline.PeakBytes != 1100 {
-		t.Errorf("peak %d, want 100 + 1000", r.MemoryTimeline.PeakBytes)
+	if v.PeakBytes != 1100 {
+		t.Errorf("peak %d, want 100 + 1000", v.PeakBytes)
 	}
 }
 

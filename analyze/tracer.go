@@ -214,10 +214,11 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 	if view.Device == "" && len(view.Devices) > 0 {
 		view.Device = view.Devices[0].Device
 	}
-	r.Tracer = view
+	part := &TracerReport{Tracer: view}
+	r.Part = part
 	if p := view.Primary(); p != nil {
-		r.PeakBytes, r.ListedBytes = p.PeakBytes, p.ListedBytes
-		r.Phases, r.Modules = p.Phases, p.Modules
+		part.PeakBytes, part.ListedBytes = p.PeakBytes, p.ListedBytes
+		part.Phases, part.Modules = p.Phases, p.Modules
 		r.Categories = p.Categories
 		r.Sites = make([]SiteStat, 0, len(p.Sites))
 		for _, s := range p.Sites {

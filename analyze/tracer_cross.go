@@ -50,13 +50,21 @@ type TracerPhaseAcross struct {
 	Bytes []int64 `json:"bytes" msgpack:"bytes"`
 }
 
+// tracerPrimary is the primary device of a tracer report; nil for the other kinds.
+func tracerPrimary(r *Report) *TracerDeviceView {
+	if t, ok := r.Part.(*TracerReport); ok && t.Tracer != nil {
+		return t.Tracer.Primary()
+	}
+	return nil
+}
+
 // CrossTracer compares the tracer reports among reports (others are ignored); nil when fewer than two reports
 // are tracer input. Ranks are ordered by rank (unknown ranks last), then file, so the result does not depend on
 // the order the inputs were analyzed in.
 func CrossTracer(reports []*Report) *TracerCross {
 	var rs []*Report
 	for _, r := range reports {
-		if r != nil && r.Tracer != nil && r.Tracer.Primary() != nil {
+		if r != nil && tracerPrimary(r) != nil {
 			rs = append(rs, r)
 		}
 	}
@@ -78,7 +86,7 @@ func CrossTracer(reports []*Report) *TracerCross {
 	modIdx := map[string]int{}
 	phaseIdx := map[string]int{}
 	for i, r := range rs {
-		p := r.Tracer.Primary()
+		p := tracerPrimary(r)
 		c.Ranks = append(c.Ranks, TracerRankRow{File: r.File, Rank: r.Rank, Device: p.Device, PeakBytes: p.PeakBytes,
 			ListedBytes: p.ListedBytes, GapBytes: p.GapBytes, Tensors: p.Tensors})
 		peaks = append(peaks, p.PeakBytes)

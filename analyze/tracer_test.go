@@ -58,15 +58,16 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tp := partOf[*TracerReport](t, r)
 	if r.Format != "tracer-json" || r.Rank != 0 || !reflect.DeepEqual(r.Devices, []int{0}) {
 		t.Errorf("format %q rank %d devices %v", r.Format, r.Rank, r.Devices)
 	}
-	if r.PeakBytes != 13107200 || r.ListedBytes != 11272192 {
-		t.Errorf("peak %d listed %d, want 13107200 and 11272192", r.PeakBytes, r.ListedBytes)
+	if tp.PeakBytes != 13107200 || tp.ListedBytes != 11272192 {
+		t.Errorf("peak %d listed %d, want 13107200 and 11272192", tp.PeakBytes, tp.ListedBytes)
 	}
-	p := r.Tracer.Primary()
-	if r.Tracer.Device != "cuda:0" || p == nil || len(r.Tracer.Devices) != 2 {
-		t.Fatalf("primary %q, %d devices", r.Tracer.Device, len(r.Tracer.Devices))
+	p := tp.Tracer.Primary()
+	if tp.Tracer.Device != "cuda:0" || p == nil || len(tp.Tracer.Devices) != 2 {
+		t.Fatalf("primary %q, %d devices", tp.Tracer.Device, len(tp.Tracer.Devices))
 	}
 	if p.GapBytes != 1835008 || p.SmallestListedBytes != 262144 || p.InferredMinMemoryMB != 0 || p.ReleasedTensors != 2 || p.Tensors != 7 {
 		t.Errorf("gap %d smallest %d filter %d released %d tensors %d", p.GapBytes, p.SmallestListedBytes, p.InferredMinMemoryMB, p.ReleasedTensors, p.Tensors)
@@ -82,12 +83,12 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 		{Name: "optimizer_step_iter_0", Bytes: 524288, Count: 1},
 		{Name: "my custom phase", Bytes: 262144, Count: 1},
 	}
-	checkShares(t, "phases", len(r.Phases), func(i int) (int64, float64) { return r.Phases[i].Bytes, r.Phases[i].SharePct }, r.ListedBytes)
-	for i := range r.Phases {
-		r.Phases[i].SharePct = 0
+	checkShares(t, "phases", len(tp.Phases), func(i int) (int64, float64) { return tp.Phases[i].Bytes, tp.Phases[i].SharePct }, tp.ListedBytes)
+	for i := range tp.Phases {
+		tp.Phases[i].SharePct = 0
 	}
-	if !reflect.DeepEqual(r.Phases, wantPhases) {
-		t.Errorf("phases = %+v\nwant %+v", r.Phases, wantPhases)
+	if !reflect.DeepEqual(tp.Phases, wantPhases) {
+		t.Errorf("phases = %+v\nwant %+v", tp.Phases, wantPhases)
 	}
 
 	// Merged patterns: layers.0.mlp and layers.1.mlp merge (2 modules, 3 tensors); the empty module and
@@ -97,12 +98,12 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 		{Pattern: UnknownModule, Bytes: 4980736, Count: 3, MergedModules: 1},
 		{Pattern: "Net.layers.*.attn", Bytes: 1048576, Count: 1, MergedModules: 1},
 	}
-	checkShares(t, "modules", len(r.Modules), func(i int) (int64, float64) { return r.Modules[i].Bytes, r.Modules[i].SharePct }, r.ListedBytes)
-	for i := range r.Modules {
-		r.Modules[i].SharePct = 0
+	checkShares(t, "modules", len(tp.Modules), func(i int) (int64, float64) { return tp.Modules[i].Bytes, tp.Modules[i].SharePct }, tp.ListedBytes)
+	for i := range tp.Modules {
+		tp.Modules[i].SharePct = 0
 	}
-	if !reflect.DeepEqual(r.Modules, wantMods) {
-		t.Errorf("modules = %+v\nwant %+v", r.Modules, wantMods)
+	if !reflect.DeepEqual(tp.Modules, wantMods) {
+		t.Errorf("modules = %+v\nwant %+v", tp.Modules, wantMods)
 	}
 
 	// Hierarchy: parents include their children; layers.* merges layers.0, layers.1 and layers.10.
@@ -126,8 +127,8 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 		cats[c.Name] = c
 		catSum += c.Bytes
 	}
-	if catSum != r.ListedBytes {
-		t.Errorf("categories sum to %d, want %d", catSum, r.ListedBytes)
+	if catSum != tp.ListedBytes {
+		t.Errorf("categories sum to %d, want %d", catSum, tp.ListedBytes)
 	}
 	for name, want := range map[string]CategoryStat{
 		categorize.Gradient:       {Name: categorize.Gradient, Bytes: 4194304, Count: 1},
@@ -245,31 +246,32 @@ func TestAnalyzeTracerSharedExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tp := partOf[*TracerReport](t, r)
 	// 4061.955078125 MiB × 2^20 = 4259268608; the file's tensors sum to 3733716992 (checked against
 	// encoding/json in the snapshot tests); 4259268608 − 3733716992 = 525551616 = 501.2 MiB.
-	p := r.Tracer.Primary()
-	if r.PeakBytes != 4259268608 || r.ListedBytes != 3733716992 || p.GapBytes != 525551616 {
-		t.Errorf("peak %d listed %d gap %d", r.PeakBytes, r.ListedBytes, p.GapBytes)
+	p := tp.Tracer.Primary()
+	if tp.PeakBytes != 4259268608 || tp.ListedBytes != 3733716992 || p.GapBytes != 525551616 {
+		t.Errorf("peak %d listed %d gap %d", tp.PeakBytes, tp.ListedBytes, p.GapBytes)
 	}
 	if p.InferredMinMemoryMB < 1 || !strings.Contains(p.GapExplanation, "min_memory_mb") {
 		t.Errorf("filter %d, explanation %q", p.InferredMinMemoryMB, p.GapExplanation)
 	}
 	// linear_fc1 of layers 0 and 1: 67108864 + 16777216 each → 167772160 bytes, 4 tensors, 2 modules.
 	var fc1 *ModuleStat
-	for i := range r.Modules {
-		if r.Modules[i].Pattern == "DistributedDataParallel.module.module.decoder.layers.*.mlp.linear_fc1" {
-			fc1 = &r.Modules[i]
+	for i := range tp.Modules {
+		if tp.Modules[i].Pattern == "DistributedDataParallel.module.module.decoder.layers.*.mlp.linear_fc1" {
+			fc1 = &tp.Modules[i]
 		}
 	}
 	if fc1 == nil || fc1.Bytes != 167772160 || fc1.Count != 4 || fc1.MergedModules != 2 {
 		t.Errorf("linear_fc1 pattern = %+v", fc1)
 	}
 	var phaseSum int64
-	for _, ph := range r.Phases {
+	for _, ph := range tp.Phases {
 		phaseSum += ph.Bytes
 	}
-	if phaseSum != r.ListedBytes {
-		t.Errorf("phases sum to %d, want %d", phaseSum, r.ListedBytes)
+	if phaseSum != tp.ListedBytes {
+		t.Errorf("phases sum to %d, want %d", phaseSum, tp.ListedBytes)
 	}
 	// Creation sites skip the tracer's frames: no site may point into the tracer or torch's pytree.
 	for _, s := range p.Sites {

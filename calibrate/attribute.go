@@ -232,7 +232,7 @@ func Attribute(r *analyze.Report) *Attribution {
 		return nil
 	}
 	// A timeline's or a tracer file's own breakdown comes first; without one, the views every kind may have.
-	switch p := r.Part().(type) {
+	switch p := r.Part.(type) {
 	case *analyze.TimelineReport:
 		if comp := p.MemoryTimeline.PeakComposition; len(comp) > 0 {
 			acc := newAccumulator()

@@ -130,7 +130,7 @@ func MeasuredOf(reports []*analyze.Report) Measured {
 			continue
 		}
 		var pa, pr, end int64
-		switch p := r.Part().(type) {
+		switch p := r.Part.(type) {
 		case *analyze.LogReport:
 			lg := p.Log
 			pa, pr = max(lg.PeakAllocatedBytes, 0), max(lg.PeakReservedBytes, 0)
@@ -153,11 +153,11 @@ func MeasuredOf(reports []*analyze.Report) Measured {
 					pr = max(pr, v)
 				}
 			}
+			m.OOM = m.OOM || len(p.OOMs) > 0
 		}
 		m.PeakAllocatedBytes = max(m.PeakAllocatedBytes, pa)
 		m.PeakReservedBytes = max(m.PeakReservedBytes, pr)
 		m.EndOfStepBytes = max(m.EndOfStepBytes, end)
-		m.OOM = m.OOM || len(r.OOMs) > 0
 		src = append(src, r.File+" ("+r.Format+")")
 	}
 	m.Source = strings.Join(src, ", ")

@@ -135,21 +135,23 @@ func Compare(tool string, baseline Input, others []Input) (*Comparison, error) {
 func diffReports(b, a Input) Diff {
 	rb, ra := b.Report, a.Report
 	d := Diff{Before: rb.File, After: ra.File, BeforeFormat: rb.Format, AfterFormat: ra.Format, Warnings: []string{}}
-	tot := func(name string, f func(r *analyze.Report) int64) {
-		x, y := f(rb), f(ra)
+	tot := func(name string, x, y int64) {
 		d.Totals = append(d.Totals, Delta{Name: name, Before: x, After: y, Delta: y - x})
 	}
-	tot("reserved_bytes", func(r *analyze.Report) int64 { return r.ReservedBytes })
-	tot(AllocatedBasis, func(r *analyze.Report) int64 { return r.AllocatedBytes })
-	tot("requested_bytes", func(r *analyze.Report) int64 { return r.RequestedBytes })
-	tot("active_bytes", func(r *analyze.Report) int64 { return r.ActiveBytes })
-	tot("inactive_bytes", func(r *analyze.Report) int64 { return r.InactiveBytes })
-	tot("internal_free_bytes", func(r *analyze.Report) int64 { return r.InternalFreeBytes })
-	tot("external_free_bytes", func(r *analyze.Report) int64 { return r.ExternalFreeBytes })
-	tot("largest_free_block_bytes", func(r *analyze.Report) int64 { return r.LargestFreeBlockBytes })
-	tot("segments", func(r *analyze.Report) int64 { return int64(r.Segments) })
-	tot("blocks", func(r *analyze.Report) int64 { return int64(r.Blocks) })
-	tot(PeakBytesBasis, peakBytes)
+	// Inputs without allocator state (tracer JSON, timelines, logs) show zero totals.
+	tb, _ := rb.AllocatorTotals()
+	ta, _ := ra.AllocatorTotals()
+	tot("reserved_bytes", tb.ReservedBytes, ta.ReservedBytes)
+	tot(AllocatedBasis, tb.AllocatedBytes, ta.AllocatedBytes)
+	tot("requested_bytes", tb.RequestedBytes, ta.RequestedBytes)
+	tot("active_bytes", tb.ActiveBytes, ta.ActiveBytes)
+	tot("inactive_bytes", tb.InactiveBytes, ta.InactiveBytes)
+	tot("internal_free_bytes", tb.InternalFreeBytes, ta.InternalFreeBytes)
+	tot("external_free_bytes", tb.ExternalFreeBytes, ta.ExternalFreeBytes)
+	tot("largest_free_block_bytes", tb.LargestFreeBlockBytes, ta.LargestFreeBlockBytes)
+	tot("segments", int64(tb.Segments), int64(ta.Segments))
+	tot("blocks", int64(tb.Blocks), int64(ta.Blocks))
+	tot(PeakBytesBasis, peakBytes(rb), peakBytes(ra))
 
 	// Each side's rows add up to its own measure (see sideOf). Taking one measure for both sides of a
 	// tracer-vs-snapshot diff would leave the tracer's whole category list in a negative residual row.
@@ -177,20 +179,24 @@ func diffReports(b, a Input) Diff {
 	if b.Segments != nil && a.Segments != nil {
 		d.Segments = diffSegments(b.Segments, a.Segments)
 	}
-	d.OOMs = Delta{Name: "ooms", Before: int64(len(rb.OOMs)), After: int64(len(ra.OOMs)), Delta: int64(len(ra.OOMs) - len(rb.OOMs))}
+	ob, oa := len(rb.OOMs()), len(ra.OOMs())
+	d.OOMs = Delta{Name: "ooms", Before: int64(ob), After: int64(oa), Delta: int64(oa - ob)}
 	if rb.Format != ra.Format {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("the inputs have different formats (%s, %s)", rb.Format, ra.Format))
 	}
 	return d
 }
 
+// peakBytes is the trace peak (a snapshot's or a profiler timeline's), else a tracer file's recorded peak; 0 for
+// a log, whose peaks are not a trace.
 func peakBytes(r *analyze.Report) int64 {
-	switch {
-	case r.Peak != nil:
+	if r.Peak != nil {
 		return r.Peak.Bytes
-	default:
-		return r.PeakBytes // tracer JSON
 	}
+	if t, ok := r.Part.(*analyze.TracerReport); ok {
+		return t.PeakBytes
+	}
+	return 0
 }
 
 type row struct {
@@ -214,7 +220,7 @@ func sideOf(r *analyze.Report) side {
 	if r.Peak != nil {
 		s.peakCategories = r.Peak.Categories
 	}
-	switch p := r.Part().(type) {
+	switch p := r.Part.(type) {
 	case *analyze.SnapshotReport:
 		s.total = p.AllocatedBytes
 	case *analyze.TracerReport:
@@ -245,9 +251,9 @@ func siteRows(ss []analyze.SiteStat) []row {
 
 // moduleRows uses the tracer's merged modules when the report has them, else groups sites by source file.
 func moduleRows(r *analyze.Report) []row {
-	if len(r.Modules) > 0 {
-		out := make([]row, 0, len(r.Modules))
-		for _, m := range r.Modules {
+	if t, ok := r.Part.(*analyze.TracerReport); ok && len(t.Modules) > 0 {
+		out := make([]row, 0, len(t.Modules))
+		for _, m := range t.Modules {
 			out = append(out, row{name: m.Pattern, bytes: m.Bytes, count: m.Count})
 		}
 		return out

@@ -23,7 +23,7 @@ func compareFixture() (compare.Input, compare.Input) {
 		Header: analyze.Header{File: "before.pickle", Format: "pickle-v4", Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}, Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 600, Count: 3},
 			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1}}, Peak: &analyze.Peak{Device: 0, Bytes: 2000, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 1600}, {Name: "Parameter", Bytes: 400}},
 			Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1600}, {Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400}}}},
-		SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 4096, AllocatedBytes: 1024, RequestedBytes: 1000, Segments: 2, Blocks: 5}},
+		Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 4096, AllocatedBytes: 1024, RequestedBytes: 1000, Segments: 2, Blocks: 5}},
 	}
 	after := &analyze.Report{
 		Header: analyze.Header{File: "after.pickle", Format: "pickle-v4", Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700, Count: 4}, {Name: "Parameter", Bytes: 400, Count: 1},
@@ -31,7 +31,7 @@ func compareFixture() (compare.Input, compare.Input) {
 			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1},
 			{Site: `C:\src\opt.py:7:step`, Category: "Optimizer", Bytes: 400, Count: 2}}, Peak: &analyze.Peak{Device: 0, Bytes: 2600, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 1800}, {Name: "Parameter", Bytes: 400}, {Name: "Optimizer", Bytes: 400}},
 			Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1800}}}},
-		SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 8192, AllocatedBytes: 1500, RequestedBytes: 1400, Segments: 3, Blocks: 6}, OOMs: []analyze.OOM{{Device: 0}}},
+		Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 8192, AllocatedBytes: 1500, RequestedBytes: 1400, Segments: 3, Blocks: 6}, OOMs: []analyze.OOM{{Device: 0}}},
 	}
 	segB := []compare.SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 2048, 0}}
 	segA := []compare.SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 4096, 0}, {1, 0x1000, 2048, 0}}
@@ -184,10 +184,10 @@ func TestCompareRealSnapshots(t *testing.T) {
 func TestCompareTracerWithSnapshot(t *testing.T) {
 	_, snap := compareFixture()
 	snap.Report.Categories = []analyze.CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}
-	snap.Report.AllocatedBytes = 1024
+	snap.Report.Part.(*analyze.SnapshotReport).AllocatedBytes = 1024
 	tr := &analyze.Report{
-		Header:       analyze.Header{File: "tracer_rank0.json", Format: "tracer-json", Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 500, Count: 2}, {Name: "Gradient", Bytes: 200, Count: 1}}},
-		TracerReport: analyze.TracerReport{Tracer: &analyze.TracerView{}, ListedBytes: 700},
+		Header: analyze.Header{File: "tracer_rank0.json", Format: "tracer-json", Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 500, Count: 2}, {Name: "Gradient", Bytes: 200, Count: 1}}},
+		Part:   &analyze.TracerReport{Tracer: &analyze.TracerView{}, ListedBytes: 700},
 	}
 	c, err := compare.Compare("memscan test", compare.Input{Report: tr}, []compare.Input{{Report: snap.Report}})
 	if err != nil {
@@ -222,8 +222,8 @@ func TestCompareTimelineWithSnapshot(t *testing.T) {
 	}
 	snap := &analyze.Report{
 		Header: analyze.Header{File: "rank0_memory_snapshot.pickle", Format: "pickle", Categories: []analyze.CategoryStat{{Name: categorize.OptimizerState, Bytes: 2000}, {Name: categorize.Parameters, Bytes: 1000}, {Name: categorize.Gradient, Bytes: 500}}},
+		Part:   &analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 3500}},
 	}
-	snap.AllocatedBytes = 3500
 	c, err := compare.Compare("memscan test", compare.Input{Report: tl}, []compare.Input{{Report: snap}})
 	if err != nil {
 		t.Fatal(err)

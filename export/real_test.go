@@ -76,9 +76,10 @@ func TestPprofRealMatchesAnalysis(t *testing.T) {
 				gotAlloc += smp.Value[2]
 				bySite[smp.Label["site"][0]] += smp.Value[2]
 			}
-			if gotObj != objects || gotReq != requested || gotAlloc != rep.AllocatedBytes {
+			totals, _ := rep.AllocatorTotals()
+			if gotObj != objects || gotReq != requested || gotAlloc != totals.AllocatedBytes {
 				t.Errorf("profile: %d objects, %d requested, %d allocated; blocks: %d, %d; analysis allocated %d",
-					gotObj, gotReq, gotAlloc, objects, requested, rep.AllocatedBytes)
+					gotObj, gotReq, gotAlloc, objects, requested, totals.AllocatedBytes)
 			}
 			wantSite := map[string]int64{}
 			for _, st := range rep.Sites {

@@ -49,17 +49,18 @@ const summaryCategories = 64
 
 // Summarize reduces a report to its rank summary.
 func Summarize(r *analyze.Report) *RankSummary {
+	t, _ := r.AllocatorTotals() // zero for the kinds without allocator state
 	s := &RankSummary{
 		Kind: SummaryKind, Version: SummaryVersion, File: r.File, Rank: r.Rank, Iteration: r.Iteration, Stage: -1,
 		Devices:               slices.Clone(r.Devices),
-		ReservedBytes:         r.ReservedBytes,
-		AllocatedBytes:        r.AllocatedBytes,
-		RequestedBytes:        r.RequestedBytes,
-		InternalFreeBytes:     r.InternalFreeBytes,
-		ExternalFreeBytes:     r.ExternalFreeBytes,
-		LargestFreeBlockBytes: r.LargestFreeBlockBytes,
-		PeakBytes:             r.AllocatedBytes,
-		OOMs:                  len(r.OOMs),
+		ReservedBytes:         t.ReservedBytes,
+		AllocatedBytes:        t.AllocatedBytes,
+		RequestedBytes:        t.RequestedBytes,
+		InternalFreeBytes:     t.InternalFreeBytes,
+		ExternalFreeBytes:     t.ExternalFreeBytes,
+		LargestFreeBlockBytes: t.LargestFreeBlockBytes,
+		PeakBytes:             t.AllocatedBytes,
+		OOMs:                  len(r.OOMs()),
 	}
 	// The peak the input recorded, as CrossInputs reads it: a tracer file or profiler timeline has no allocator
 	// totals, so falling back to AllocatedBytes would summarize its rank as 0 bytes at the peak.

@@ -371,10 +371,10 @@ func TestSummaryRoundTrip(t *testing.T) {
 	// A run's report.msgpack: every input is summarized.
 	run := &analyze.Run{Version: analyze.ReportVersion, Inputs: []*analyze.Report{
 		{
-			Header:         analyze.Header{File: "rank0.pickle", Rank: 0, Iteration: 2, Peak: &analyze.Peak{Bytes: 80}},
-			SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 100, AllocatedBytes: 60, RequestedBytes: 50}, OOMs: []analyze.OOM{{}}},
+			Header: analyze.Header{File: "rank0.pickle", Rank: 0, Iteration: 2, Peak: &analyze.Peak{Bytes: 80}},
+			Part:   &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 100, AllocatedBytes: 60, RequestedBytes: 50}, OOMs: []analyze.OOM{{}}},
 		},
-		{Header: analyze.Header{File: "rank1.pickle", Rank: 1, Iteration: 2}, SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 200, AllocatedBytes: 90}}},
+		{Header: analyze.Header{File: "rank1.pickle", Rank: 1, Iteration: 2}, Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 200, AllocatedBytes: 90}}},
 	}}
 	buf.Reset()
 	if err := msgpack.NewEncoder(&buf).Encode(run); err != nil {
@@ -433,9 +433,9 @@ func TestMergeGeneratedRankSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.ReservedBytes != st.ReservedBytes || rep.AllocatedBytes != st.AllocatedBytes {
-			t.Fatalf("rank %d: analyzed reserved/allocated %d/%d, generator wrote %d/%d", r, rep.ReservedBytes,
-				rep.AllocatedBytes, st.ReservedBytes, st.AllocatedBytes)
+		if tot, _ := rep.AllocatorTotals(); tot.ReservedBytes != st.ReservedBytes || tot.AllocatedBytes != st.AllocatedBytes {
+			t.Fatalf("rank %d: analyzed reserved/allocated %d/%d, generator wrote %d/%d", r, tot.ReservedBytes,
+				tot.AllocatedBytes, st.ReservedBytes, st.AllocatedBytes)
 		}
 		s := Summarize(rep)
 		if s.Rank != r {
@@ -460,12 +460,12 @@ func TestSummarizePeakByKind(t *testing.T) {
 		r    *analyze.Report
 		want int64
 	}{
-		{"snapshot with trace", &analyze.Report{Header: analyze.Header{Peak: &analyze.Peak{Bytes: 30 * MiB}}, SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}}, 30 * MiB},
-		{"snapshot without trace", &analyze.Report{SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}}, 10 * MiB},
-		{"tracer", &analyze.Report{TracerReport: analyze.TracerReport{Tracer: &analyze.TracerView{}, PeakBytes: 4 << 30, ListedBytes: 3 << 30}}, 4 << 30},
-		{"timeline", &analyze.Report{TimelineReport: analyze.TimelineReport{MemoryTimeline: &analyze.TimelineView{PeakBytes: 5 * MiB}}}, 5 * MiB},
-		{"log", &analyze.Report{LogReport: analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: 7 * MiB}}}, 7 * MiB},
-		{"log without allocated", &analyze.Report{LogReport: analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: -1}}}, 0},
+		{"snapshot with trace", &analyze.Report{Header: analyze.Header{Peak: &analyze.Peak{Bytes: 30 * MiB}}, Part: &analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}}, 30 * MiB},
+		{"snapshot without trace", &analyze.Report{Part: &analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}}, 10 * MiB},
+		{"tracer", &analyze.Report{Part: &analyze.TracerReport{Tracer: &analyze.TracerView{}, PeakBytes: 4 << 30, ListedBytes: 3 << 30}}, 4 << 30},
+		{"timeline", &analyze.Report{Part: &analyze.TimelineReport{MemoryTimeline: &analyze.TimelineView{PeakBytes: 5 * MiB}}}, 5 * MiB},
+		{"log", &analyze.Report{Part: &analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: 7 * MiB}}}, 7 * MiB},
+		{"log without allocated", &analyze.Report{Part: &analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: -1}}}, 0},
 	}
 	for _, tc := range tests {
 		if got := Summarize(tc.r).PeakBytes; got != tc.want {

@@ -157,12 +157,24 @@ func chartedInputs(run *analyze.Run) map[int]bool {
 		if outlier[ra.File] != outlier[rb.File] {
 			return outlier[ra.File]
 		}
-		return max(ra.ReservedBytes, ra.PeakBytes) > max(rb.ReservedBytes, rb.PeakBytes)
+		return chartWeight(ra) > chartWeight(rb)
 	})
 	for _, i := range order[:min(len(order), maxChartedInputs)] {
 		out[i] = true
 	}
 	return out
+}
+
+// chartWeight is the memory an input is ranked by in chartedInputs: a snapshot's reserved bytes, a tracer
+// file's recorded peak; profiler timelines and logs rank last.
+func chartWeight(r *analyze.Report) int64 {
+	switch p := r.Part.(type) {
+	case *analyze.SnapshotReport:
+		return max(p.ReservedBytes, 0)
+	case *analyze.TracerReport:
+		return max(p.PeakBytes, 0)
+	}
+	return 0
 }
 
 // inputSubdirs names a subdirectory per input when there are several, unique within the run.
@@ -215,7 +227,7 @@ func titleFile(path string) string {
 
 // reportCharts maps one report to the charts of its kind; charts with nothing to show are left out.
 func reportCharts(r *analyze.Report) []chartJob {
-	switch p := r.Part().(type) {
+	switch p := r.Part.(type) {
 	case *analyze.SnapshotReport:
 		return snapshotCharts(r, p)
 	case *analyze.TracerReport:

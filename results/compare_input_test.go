@@ -32,7 +32,7 @@ func TestLoadCompareInput(t *testing.T) {
 		return dir
 	}
 	tracer := &analyze.Report{Header: analyze.Header{File: "t.json", Format: "tracer-json"},
-		TracerReport: analyze.TracerReport{PeakBytes: 3 << 20, Tracer: &analyze.TracerView{Device: "cuda:0"}}}
+		Part: &analyze.TracerReport{PeakBytes: 3 << 20, Tracer: &analyze.TracerView{Device: "cuda:0"}}}
 	one := runDir("one", tracer)
 	two := runDir("two", tracer, tracer)
 	empty := filepath.Join(tmp, "empty")
@@ -42,8 +42,8 @@ func TestLoadCompareInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Report.Kind() != analyze.KindTracer || in.Report.PeakBytes != 3<<20 || in.Segments != nil {
-		t.Errorf("run directory: kind %q, peak %d, %d segments; want tracer, %d, none", in.Report.Kind(), in.Report.PeakBytes, len(in.Segments), 3<<20)
+	if peak, _ := in.Report.RecordedPeak(); in.Report.Kind() != analyze.KindTracer || peak != 3<<20 || in.Segments != nil {
+		t.Errorf("run directory: kind %q, peak %d, %d segments; want tracer, %d, none", in.Report.Kind(), peak, len(in.Segments), 3<<20)
 	}
 
 	snap := filepath.Join("..", "testdata", "example", "rank0_memory_snapshot.pickle")
@@ -51,8 +51,8 @@ func TestLoadCompareInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Report.Kind() != analyze.KindSnapshot || len(in.Segments) != in.Report.Segments {
-		t.Errorf("snapshot: kind %q, %d segment ids for %d segments", in.Report.Kind(), len(in.Segments), in.Report.Segments)
+	if tot, _ := in.Report.AllocatorTotals(); in.Report.Kind() != analyze.KindSnapshot || len(in.Segments) != tot.Segments {
+		t.Errorf("snapshot: kind %q, %d segment ids for %d segments", in.Report.Kind(), len(in.Segments), tot.Segments)
 	}
 
 	for _, tc := range []struct{ path, want string }{

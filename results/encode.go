@@ -40,8 +40,10 @@ func normalized(run *analyze.Run) *analyze.Run {
 		if c.Top == nil {
 			c.Top = []analyze.Allocation{}
 		}
-		if c.OOMs == nil {
-			c.OOMs = []analyze.OOM{}
+		if s, ok := c.Part.(*analyze.SnapshotReport); ok && s.OOMs == nil {
+			sc := *s // the caller's report stays as it is
+			sc.OOMs = []analyze.OOM{}
+			c.Part = &sc
 		}
 		if c.Recommendations == nil {
 			c.Recommendations = []analyze.Recommendation{}

@@ -27,7 +27,7 @@ func htmlSampleRun() *analyze.Run {
 		return &analyze.Report{
 			Header: analyze.Header{File: file, Format: "pickle-v4", TorchFormat: "2.1+", Rank: rank, Iteration: 3, Devices: []int{0}, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: requested/2 + internal, Count: 7}, {Name: "<Unknown & co>", Bytes: requested - requested/2, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:10:forward", Category: "Activation", Bytes: requested/2 + internal, Count: 7}}, Top: []analyze.Allocation{{Size: 123_456_789, RequestedSize: 123_456_000, Category: "Activation", Site: "model.py:10:forward"}}, Peak: &analyze.Peak{Device: 0, Bytes: requested + 999, EventIndex: 41, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: requested + 999}}}, Recommendations: []analyze.Recommendation{{ID: "cache-overhead", Severity: "warning", Title: "Cached free memory is <large>",
 				Evidence: "2.0 GiB cached", Advice: "call empty_cache"}}, Warnings: []string{"a <script>alert(1)</script> warning"}},
-			SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{
+			Part: &analyze.SnapshotReport{Totals: analyze.Totals{
 				ReservedBytes: requested + internal + external, AllocatedBytes: requested + internal, RequestedBytes: requested,
 				ActiveBytes: requested + internal, InactiveBytes: external, InternalFreeBytes: internal, ExternalFreeBytes: external,
 				EfficiencyPct: float64(requested) * 100 / float64(requested+internal+external), LargestFreeBlockBytes: 1 << 30,
@@ -249,7 +249,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 // report does, and only then caps the rows. 25 distinct allocations followed by 10 identical ones: the group is
 // ×10 (capping at htmlRows = 30 first would show ×5).
 func TestHTMLTopGroupsCountWholeList(t *testing.T) {
-	r := &analyze.Report{Header: analyze.Header{File: "rank0.pickle", Rank: 0, Iteration: -1}}
+	r := &analyze.Report{Header: analyze.Header{File: "rank0.pickle", Rank: 0, Iteration: -1}, Part: &analyze.SnapshotReport{}}
 	for i := range 25 {
 		size := int64(100-i) << 20
 		r.Top = append(r.Top, analyze.Allocation{Size: size, RequestedSize: size, Site: fmt.Sprintf("model.py:%d:forward", i), Category: "Activation", State: "active_allocated"})

@@ -60,7 +60,7 @@ func TestKindCharts(t *testing.T) {
 		})
 	}
 	// A snapshot with nothing reserved, categorized or traced has nothing to chart.
-	if jobs := reportCharts(&analyze.Report{Header: analyze.Header{Format: "pickle-v4"}}); len(jobs) != 0 {
+	if jobs := reportCharts(&analyze.Report{Header: analyze.Header{Format: "pickle-v4"}, Part: &analyze.SnapshotReport{}}); len(jobs) != 0 {
 		t.Errorf("empty snapshot report got charts %v", jobs)
 	}
 }

@@ -111,7 +111,7 @@ func (m *mdWriter) report(r *analyze.Report, plots []PlotFile, several bool) {
 	}
 	m.printf(".\n\n")
 
-	switch p := r.Part().(type) {
+	switch p := r.Part.(type) {
 	case *analyze.SnapshotReport:
 		m.snapshot(r, p)
 	case *analyze.TracerReport:

@@ -58,7 +58,7 @@ func TestGoldenReports(t *testing.T) {
 		{"views.md", viewsRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
 		{"repeated.txt", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{Top: 10}) }},
 		{"repeated.md", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
-		{"empty.txt", &analyze.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{{Header: analyze.Header{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}}}}, func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
+		{"empty.txt", &analyze.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{{Header: analyze.Header{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}, Part: &analyze.SnapshotReport{}}}}, func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,7 +74,7 @@ func TestGoldenReports(t *testing.T) {
 // TestTextReportNumbers checks the exact byte figures the text report must carry, independent of the golden file.
 func TestTextReportNumbers(t *testing.T) {
 	run := singleRun()
-	r := run.Inputs[0]
+	r := snapshotPart(run.Inputs[0])
 	var b bytes.Buffer
 	if err := WriteText(&b, run, TextOptions{}); err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestSummaryJSON(t *testing.T) {
 		t.Fatalf("%d inputs, want 2", len(inputs))
 	}
 	in0 := inputs[0].(map[string]any)
-	want := run.Inputs[0]
+	want := snapshotPart(run.Inputs[0])
 	for key, v := range map[string]int64{
 		"reserved_bytes": want.ReservedBytes, "allocated_bytes": want.AllocatedBytes, "requested_bytes": want.RequestedBytes,
 		"internal_free_bytes": want.InternalFreeBytes, "external_free_bytes": want.ExternalFreeBytes,
@@ -148,7 +148,7 @@ func TestSummaryJSON(t *testing.T) {
 			t.Errorf("inputs[1].%s = %#v, want []", key, in1[key])
 		}
 	}
-	if run.Inputs[1].OOMs != nil {
+	if run.Inputs[1].OOMs() != nil {
 		t.Error("WriteJSON modified the run it rendered")
 	}
 }
@@ -170,7 +170,7 @@ func TestMsgpackRoundTrip(t *testing.T) {
 			wj, _ := json.Marshal(run)
 			t.Errorf("round trip differs:\n got %s\nwant %s", gj, wj)
 		}
-		if len(got.Inputs[0].Timeline) != 1 || got.Inputs[0].Timeline[0].ByCategory[0][2] != run.Inputs[0].Timeline[0].ByCategory[0][2] {
+		if gt, wt := snapshotPart(got.Inputs[0]).Timeline, snapshotPart(run.Inputs[0]).Timeline; len(gt) != 1 || gt[0].ByCategory[0][2] != wt[0].ByCategory[0][2] {
 			t.Error("the timeline did not survive the round trip")
 		}
 	}
@@ -251,8 +251,10 @@ func TestWriteRunDirectory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if back.Inputs[0].ReservedBytes != tc.run.Inputs[0].ReservedBytes {
-				t.Errorf("report.msgpack reserved = %d, want %d", back.Inputs[0].ReservedBytes, tc.run.Inputs[0].ReservedBytes)
+			got, _ := back.Inputs[0].AllocatorTotals()
+			want, _ := tc.run.Inputs[0].AllocatorTotals()
+			if got.ReservedBytes != want.ReservedBytes {
+				t.Errorf("report.msgpack reserved = %d, want %d", got.ReservedBytes, want.ReservedBytes)
 			}
 		})
 	}
@@ -279,7 +281,7 @@ func TestChartedInputsBounded(t *testing.T) {
 	run := &analyze.Run{Version: 1, Tool: "memscan test", Cross: &analyze.Cross{}}
 	for i := range 40 {
 		r := sampleReport(fmt.Sprintf("iteration_1/rank%d_memory_snapshot.pickle", i), i, 1)
-		r.ReservedBytes = int64(i) << 30
+		snapshotPart(r).ReservedBytes = int64(i) << 30
 		run.Inputs = append(run.Inputs, r)
 	}
 	run.Cross.OutlierFiles = []string{run.Inputs[3].File}
@@ -301,7 +303,7 @@ func TestChartedInputsBounded(t *testing.T) {
 // bytes depend on Go's map iteration order.
 func TestMsgpackDeterministic(t *testing.T) {
 	run := sampleRun()
-	run.Inputs[0].TraceActions = map[string]int{"alloc": 7, "free_requested": 5, "free_completed": 5, "segment_alloc": 2, "segment_free": 1, "oom": 1, "snapshot": 1}
+	snapshotPart(run.Inputs[0]).TraceActions = map[string]int{"alloc": 7, "free_requested": 5, "free_completed": 5, "segment_alloc": 2, "segment_free": 1, "oom": 1, "snapshot": 1}
 	var first bytes.Buffer
 	if err := WriteMsgpack(&first, run); err != nil {
 		t.Fatal(err)

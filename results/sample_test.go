@@ -58,7 +58,7 @@ func sampleReport(file string, rank int, scale int64) *analyze.Report {
 			Evidence: "2 cached free blocks of 100 MB or more", Value: 2, Threshold: 104857600,
 			Advice: "Reuse buffers of the same size.",
 		}}, Warnings: []string{"block at 0x7f0300000000: requested size missing, size used"}},
-		SnapshotReport: analyze.SnapshotReport{Totals: t, PerDevice: []analyze.GroupTotals{{Key: "0", Totals: t}}, PerSegmentType: []analyze.GroupTotals{
+		Part: &analyze.SnapshotReport{Totals: t, PerDevice: []analyze.GroupTotals{{Key: "0", Totals: t}}, PerSegmentType: []analyze.GroupTotals{
 			{Key: "large", Totals: analyze.Totals{ReservedBytes: reserved - 20*mib, AllocatedBytes: allocated - 18*mib, RequestedBytes: requested - 18*mib, Segments: 40, EfficiencyPct: 93.1}},
 			{Key: "small", Totals: analyze.Totals{ReservedBytes: 20 * mib, AllocatedBytes: 18 * mib, RequestedBytes: 18 * mib, Segments: 2, EfficiencyPct: 90}},
 		}, ActiveSizes: []analyze.SizeBucket{
@@ -89,11 +89,15 @@ func sampleReport(file string, rank int, scale int64) *analyze.Report {
 	}
 }
 
+// snapshotPart is the part of a report the fixtures here built as a snapshot.
+func snapshotPart(r *analyze.Report) *analyze.SnapshotReport { return r.Part.(*analyze.SnapshotReport) }
+
 // sampleRun is a two-input run with a failure and the cross-input section.
 func sampleRun() *analyze.Run {
 	a := sampleReport("outputs/memory_snapshot/iteration_1/rank0_memory_snapshot.pickle", 0, 1)
 	b := sampleReport("outputs/memory_snapshot/iteration_1/rank1_memory_snapshot.pickle", 1, 2)
-	b.Timeline, b.Peak, b.OOMs, b.Recommendations, b.Warnings = nil, nil, nil, nil, nil
+	as, bs := snapshotPart(a), snapshotPart(b)
+	bs.Timeline, b.Peak, bs.OOMs, b.Recommendations, b.Warnings = nil, nil, nil, nil, nil
 	return &analyze.Run{
 		Version:  analyze.ReportVersion,
 		Tool:     "memscan 0.1.0",
@@ -101,11 +105,11 @@ func sampleRun() *analyze.Run {
 		Failures: []analyze.Failure{{File: "outputs/memory_snapshot/iteration_1/rank2_memory_snapshot.pickle", Error: "rank2_memory_snapshot.pickle: byte 1234: truncated pickle"}},
 		Cross: &analyze.Cross{
 			Rows: []analyze.CrossRow{
-				{File: a.File, Rank: 0, Iteration: 1, ReservedBytes: a.ReservedBytes, AllocatedBytes: a.AllocatedBytes, PeakBytes: a.Peak.Bytes, EfficiencyPct: a.EfficiencyPct},
-				{File: b.File, Rank: 1, Iteration: 1, ReservedBytes: b.ReservedBytes, AllocatedBytes: b.AllocatedBytes, EfficiencyPct: b.EfficiencyPct},
+				{File: a.File, Rank: 0, Iteration: 1, ReservedBytes: as.ReservedBytes, AllocatedBytes: as.AllocatedBytes, PeakBytes: a.Peak.Bytes, EfficiencyPct: as.EfficiencyPct},
+				{File: b.File, Rank: 1, Iteration: 1, ReservedBytes: bs.ReservedBytes, AllocatedBytes: bs.AllocatedBytes, EfficiencyPct: bs.EfficiencyPct},
 			},
-			MaxReservedBytes: b.ReservedBytes, MedianReservedBytes: (a.ReservedBytes + b.ReservedBytes) / 2,
-			MaxAllocatedBytes: b.AllocatedBytes, MedianAllocatedBytes: (a.AllocatedBytes + b.AllocatedBytes) / 2,
+			MaxReservedBytes: bs.ReservedBytes, MedianReservedBytes: (as.ReservedBytes + bs.ReservedBytes) / 2,
+			MaxAllocatedBytes: bs.AllocatedBytes, MedianAllocatedBytes: (as.AllocatedBytes + bs.AllocatedBytes) / 2,
 			ImbalancePct: 12.5, OutlierFiles: []string{b.File},
 			Recommendations: []analyze.Recommendation{{ID: "rank-imbalance", Severity: "warning", Title: "Rank imbalance",
 				Evidence: "rank 1 reserves 12.5 % more than the median", Value: 12.5, Threshold: 10, Advice: "Balance the pipeline stages."}},
@@ -125,7 +129,7 @@ func viewsRun() *analyze.Run {
 	gap := 12.5
 	tracer := &analyze.Report{
 		Header: analyze.Header{File: "tracer_rank0.json", Format: "tracer-json", Rank: 0, Iteration: -1, Devices: []int{0}},
-		TracerReport: analyze.TracerReport{PeakBytes: 900 * mib, ListedBytes: 700 * mib, Tracer: &analyze.TracerView{Rank: 0, Device: "cuda:0", Devices: []analyze.TracerDeviceView{
+		Part: &analyze.TracerReport{PeakBytes: 900 * mib, ListedBytes: 700 * mib, Tracer: &analyze.TracerView{Rank: 0, Device: "cuda:0", Devices: []analyze.TracerDeviceView{
 			{Device: "cuda:0", PeakBytes: 900 * mib, ListedBytes: 700 * mib, GapBytes: 200 * mib, GapExplanation: "the file lists only tensors of at least 1 MiB",
 				Tensors: 12, SmallestListedBytes: 1 * mib, InferredMinMemoryMB: 1, ReleasedTensors: 3,
 				Phases: []analyze.PhaseStat{{Name: "forward", Bytes: 500 * mib, Count: 8, SharePct: 71.43}, {Name: "backward", Bytes: 200 * mib, Count: 4, SharePct: 28.57}},
@@ -140,7 +144,7 @@ func viewsRun() *analyze.Run {
 	}
 	timeline := &analyze.Report{
 		Header: analyze.Header{File: "trace.memory_timeline.json.gz", Format: "memory-timeline", Rank: -1, Iteration: -1},
-		TimelineReport: analyze.TimelineReport{MemoryTimeline: &analyze.TimelineView{Form: "raw", Points: 500, Events: 1200, Categories: []string{"PARAMETER", "ACTIVATION"},
+		Part: &analyze.TimelineReport{MemoryTimeline: &analyze.TimelineView{Form: "raw", Points: 500, Events: 1200, Categories: []string{"PARAMETER", "ACTIVATION"},
 			StartUS: 1_000_000, EndUS: 3_500_000, PeakBytes: 3000 * mib, PeakTimeUS: 2_000_000, PeakIndex: 250,
 			PeakComposition: []analyze.CategoryStat{{Name: "ACTIVATION", Bytes: 2000 * mib}, {Name: "PARAMETER", Bytes: 1000 * mib}},
 			CategoryMax:     []analyze.CategoryStat{{Name: "ACTIVATION", Bytes: 2100 * mib}, {Name: "PARAMETER", Bytes: 1000 * mib}},
@@ -148,7 +152,7 @@ func viewsRun() *analyze.Run {
 	}
 	log := &analyze.Report{
 		Header: analyze.Header{File: "train.log", Format: "megatron-log", Rank: -1, Iteration: -1},
-		LogReport: analyze.LogReport{Log: &analyze.LogView{Dialect: "megatron", Lines: 4000, Records: 20, PeakAllocatedBytes: 60_000 * mib, PeakReservedBytes: -1,
+		Part: &analyze.LogReport{Log: &analyze.LogView{Dialect: "megatron", Lines: 4000, Records: 20, PeakAllocatedBytes: 60_000 * mib, PeakReservedBytes: -1,
 			PeakRank: 3, PeakIteration: 10, PeakAllocatedRank: 3, PeakAllocatedIteration: 10, ReservedImbalancePct: 4.2,
 			// Megatron prints the activation and total estimates only for some configurations; −1 is "not printed".
 			Theoretical:  &trainlog.Theoretical{Line: 12, Rank: 0, WeightAndOptimizerByte: 40_000 * mib, ActivationBytes: -1, TotalBytes: -1},

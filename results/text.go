@@ -91,7 +91,7 @@ func (t *textWriter) report(r *analyze.Report) {
 	if r.Iteration >= 0 {
 		t.printf("  iteration:  %d\n", r.Iteration)
 	}
-	switch p := r.Part().(type) {
+	switch p := r.Part.(type) {
 	case *analyze.SnapshotReport:
 		t.snapshot(r, p)
 	case *analyze.TracerReport:

@@ -25,8 +25,8 @@ func TestTrainingLogPeakPlaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Log.PeakAllocatedBytes != 2_751_021_568 || r.Log.PeakReservedBytes != 2_831_155_200 {
-		t.Errorf("peaks %d allocated, %d reserved; want 2751021568 and 2831155200", r.Log.PeakAllocatedBytes, r.Log.PeakReservedBytes)
+	if lg := r.Part.(*analyze.LogReport).Log; lg.PeakAllocatedBytes != 2_751_021_568 || lg.PeakReservedBytes != 2_831_155_200 {
+		t.Errorf("peaks %d allocated, %d reserved; want 2751021568 and 2831155200", lg.PeakAllocatedBytes, lg.PeakReservedBytes)
 	}
 	var buf bytes.Buffer
 	if err := WriteText(&buf, &analyze.Run{Inputs: []*analyze.Report{r}}, TextOptions{}); err != nil {

@@ -96,7 +96,7 @@ func tracerOnlyRun() *analyze.Run {
 	mk := func(file string, rank int, peak, listed int64) *analyze.Report {
 		return &analyze.Report{
 			Header: analyze.Header{File: file, Format: "tracer-json", Rank: rank, Iteration: -1, Devices: []int{0}},
-			TracerReport: analyze.TracerReport{PeakBytes: peak, ListedBytes: listed, Tracer: &analyze.TracerView{Rank: rank, Device: "cuda:0", Devices: []analyze.TracerDeviceView{{Device: "cuda:0", PeakBytes: peak, ListedBytes: listed,
+			Part: &analyze.TracerReport{PeakBytes: peak, ListedBytes: listed, Tracer: &analyze.TracerView{Rank: rank, Device: "cuda:0", Devices: []analyze.TracerDeviceView{{Device: "cuda:0", PeakBytes: peak, ListedBytes: listed,
 				GapBytes: peak - listed, Tensors: 3,
 				Modules: []analyze.ModuleStat{{Pattern: analyze.UnknownModule, Bytes: listed / 2, Count: 2, MergedModules: 1, SharePct: 50}}}}}},
 		}
@@ -168,12 +168,11 @@ func TestTheoreticalNotPrinted(t *testing.T) {
 func TestRanksChartMeasures(t *testing.T) {
 	const mib = int64(1) << 20
 	snap := func(file string, rank int) *analyze.Report {
-		r := &analyze.Report{Header: analyze.Header{File: file, Rank: rank, Iteration: -1}}
-		r.ReservedBytes, r.AllocatedBytes = 100*mib, 60*mib
-		return r
+		return &analyze.Report{Header: analyze.Header{File: file, Rank: rank, Iteration: -1},
+			Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 100 * mib, AllocatedBytes: 60 * mib}}}
 	}
 	logWith := func(file string, peak int64) *analyze.Report {
-		return &analyze.Report{Header: analyze.Header{File: file, Rank: -1, Iteration: -1}, LogReport: analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: peak, PeakReservedBytes: -1}}}
+		return &analyze.Report{Header: analyze.Header{File: file, Rank: -1, Iteration: -1}, Part: &analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: peak, PeakReservedBytes: -1}}}
 	}
 	tests := []struct {
 		name   string
@@ -225,7 +224,7 @@ func TestTitleFile(t *testing.T) {
 func TestChartsByKind(t *testing.T) {
 	views := viewsRun().Inputs
 	timeline := views[1]
-	timeline.Categories = timeline.MemoryTimeline.PeakComposition
+	timeline.Categories = timeline.Part.(*analyze.TimelineReport).MemoryTimeline.PeakComposition
 	tests := []struct {
 		name string
 		r    *analyze.Report
@@ -268,9 +267,8 @@ func htmlPage(t *testing.T, run *analyze.Run) []byte {
 // (median 200 MiB, 50 %). Every input is a snapshot: four in the first run, two in the second.
 func TestRanksReferenceNamesIteration(t *testing.T) {
 	rep := func(rank, iter int, reserved int64) *analyze.Report {
-		r := &analyze.Report{Header: analyze.Header{File: fmt.Sprintf("iteration_%d/rank%d.pickle", iter, rank), Rank: rank, Iteration: iter}}
-		r.ReservedBytes = reserved
-		return r
+		return &analyze.Report{Header: analyze.Header{File: fmt.Sprintf("iteration_%d/rank%d.pickle", iter, rank), Rank: rank, Iteration: iter},
+			Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: reserved}}}
 	}
 	two := analyze.CrossInputs([]*analyze.Report{rep(0, 1, 100<<20), rep(1, 1, 150<<20), rep(0, 2, 100<<20), rep(1, 2, 300<<20)})
 	if ref, label := ranksReference(two, 4); ref != 200<<20 || label != "median reserved, iteration 2" {

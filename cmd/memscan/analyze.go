@@ -470,7 +470,7 @@ func summaryMeasures(r *analyze.Report, s *merge.RankSummary) string {
 		return units.Bytes(n)
 	}
 	reserved, allocated, peak, more := "-", "-", dash(s.PeakBytes), ""
-	switch p := r.Part().(type) {
+	switch p := r.Part.(type) {
 	case *analyze.SnapshotReport:
 		reserved, allocated = dash(p.ReservedBytes), dash(p.AllocatedBytes)
 	case *analyze.TracerReport:

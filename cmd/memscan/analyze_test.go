@@ -329,7 +329,7 @@ func TestAnalyzeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Inputs[1].RequestedBytes != intField(t, sum.Inputs[1], "requested_bytes") {
+	if totals, _ := back.Inputs[1].AllocatorTotals(); totals.RequestedBytes != intField(t, sum.Inputs[1], "requested_bytes") {
 		t.Error("report.msgpack and summary.json disagree")
 	}
 }

@@ -63,12 +63,12 @@ func checkTables(t *testing.T, d compare.Diff) {
 func compareRunDirs(t *testing.T, dir string) (string, string) {
 	t.Helper()
 	before := &analyze.Report{
-		Header:         analyze.Header{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}}},
-		SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20}},
+		Header: analyze.Header{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}}},
+		Part:   &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20}},
 	}
 	after := &analyze.Report{
-		Header:         analyze.Header{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}}},
-		SnapshotReport: analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20}},
+		Header: analyze.Header{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}}},
+		Part:   &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20}},
 	}
 	b, a := filepath.Join(dir, "before"), filepath.Join(dir, "after")
 	writeRunDir(t, b, before)

@@ -114,7 +114,51 @@ type Diff struct {
 	// Segments is nil unless both sides came from snapshots.
 	Segments *SegmentDiff `json:"segments,omitempty" msgpack:"segments,omitempty"`
 	OOMs     Delta        `json:"ooms" msgpack:"ooms"`
-	Warnings []string     `json:"warnings" msgpack:"warnings"`
+	// Findings are the findings that fired on either side, the baseline's first: what a change of settings or
+	// batch shape cured or caused (the fragmentation of variable lengths, a leak) beside the byte tables.
+	Findings []FindingChange `json:"findings" msgpack:"findings"`
+	Warnings []string        `json:"warnings" msgpack:"warnings"`
+}
+
+// FindingChange is one finding, by ID, on both sides: its severity and measured value on each side where it
+// fired ("" and 0 where it did not).
+type FindingChange struct {
+	ID             string  `json:"id" msgpack:"id"`
+	Title          string  `json:"title" msgpack:"title"`
+	Unit           string  `json:"unit,omitempty" msgpack:"unit,omitempty"`
+	BeforeSeverity string  `json:"before_severity" msgpack:"before_severity"`
+	AfterSeverity  string  `json:"after_severity" msgpack:"after_severity"`
+	BeforeValue    float64 `json:"before_value" msgpack:"before_value"`
+	AfterValue     float64 `json:"after_value" msgpack:"after_value"`
+}
+
+// diffFindings pairs the two sides' findings by ID. A finding that fires more than once on a side (one per
+// device) is paired by its first firing; its title is the after side's where both have it.
+func diffFindings(before, after []analyze.Recommendation) []FindingChange {
+	var out []FindingChange
+	at := map[string]int{}
+	for _, r := range before {
+		if _, ok := at[r.ID]; ok {
+			continue
+		}
+		at[r.ID] = len(out)
+		out = append(out, FindingChange{ID: r.ID, Title: r.Title, Unit: r.Unit, BeforeSeverity: r.Severity, BeforeValue: r.Value})
+	}
+	seen := map[string]bool{}
+	for _, r := range after {
+		if seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		i, ok := at[r.ID]
+		if !ok {
+			i = len(out)
+			out = append(out, FindingChange{ID: r.ID, Unit: r.Unit})
+		}
+		f := &out[i]
+		f.Title, f.AfterSeverity, f.AfterValue = r.Title, r.Severity, r.Value
+	}
+	return out
 }
 
 // Compare diffs every other input against the baseline.
@@ -152,6 +196,8 @@ func diffReports(b, a Input) Diff {
 	tot("segments", int64(tb.Segments), int64(ta.Segments))
 	tot("blocks", int64(tb.Blocks), int64(ta.Blocks))
 	tot(PeakBytesBasis, peakBytes(rb), peakBytes(ra))
+	// The highest reserved memory the trace recorded: beside the peak allocated it shows what the cache cost.
+	tot("max_reserved_bytes", maxReserved(rb), maxReserved(ra))
 
 	// Each side's rows add up to its own measure (see sideOf). Taking one measure for both sides of a
 	// tracer-vs-snapshot diff would leave the tracer's whole category list in a negative residual row.
@@ -179,12 +225,21 @@ func diffReports(b, a Input) Diff {
 	if b.Segments != nil && a.Segments != nil {
 		d.Segments = diffSegments(b.Segments, a.Segments)
 	}
+	d.Findings = diffFindings(rb.Recommendations, ra.Recommendations)
 	ob, oa := len(rb.OOMs()), len(ra.OOMs())
 	d.OOMs = Delta{Name: "ooms", Before: int64(ob), After: int64(oa), Delta: int64(oa - ob)}
 	if rb.Format != ra.Format {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("the inputs have different formats (%s, %s)", rb.Format, ra.Format))
 	}
 	return d
+}
+
+// maxReserved is the highest reserved memory a snapshot's trace recorded (its segment events), 0 without one.
+func maxReserved(r *analyze.Report) int64 {
+	if s, ok := r.Part.(*analyze.SnapshotReport); ok && s.AllocatorReplay != nil {
+		return s.AllocatorReplay.RecordedPeakReservedBytes
+	}
+	return 0
 }
 
 // peakBytes is the trace peak (a snapshot's or a profiler timeline's), else a tracer file's recorded peak; 0 for

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/results"
 )
@@ -168,5 +169,53 @@ func checkOnlyRun(t *testing.T, out string) {
 	}
 	if len(entries) != 2 || entries[1].Name() != results.LatestName || strings.HasPrefix(entries[0].Name(), ".") {
 		t.Errorf("%s holds %v, want one run directory and latest", out, entries)
+	}
+}
+
+// TestCompareFragmentingRun compares the healthy H200 training run with the variable-length one: the
+// fragmentation finding appears on the after side only, and the totals show the maximum reserved memory the
+// traces recorded (PyTorch's max_memory_reserved, runs.json) beside the peaks.
+func TestCompareFragmentingRun(t *testing.T) {
+	var list []struct {
+		Name         string `json:"name"`
+		PeakReserved int64  `json:"peak_reserved"`
+	}
+	dir := realsnap.GPURuns(t, &list)
+	healthy, varlen := "llama1b-bf16-b4-s2048-snap", "llama1b-varlen-b4-snap"
+	measured := map[string]int64{}
+	for _, r := range list {
+		measured[r.Name] = r.PeakReserved
+	}
+	code, stdout, stderr := runCLI(t, "compare", "--out", t.TempDir(), "--no-plots", "--format", "json",
+		filepath.Join(dir, healthy+".pickle.gz"), filepath.Join(dir, varlen+".pickle.gz"))
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var c compare.Comparison
+	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+		t.Fatal(err)
+	}
+	d := c.Diffs[0]
+	rows := 0
+	for _, row := range d.Totals {
+		if row.Name != "max_reserved_bytes" {
+			continue
+		}
+		rows++
+		if (row.Before != measured[healthy] || row.After != measured[varlen] || row.Before == 0) {
+			t.Errorf("max_reserved_bytes %d → %d, PyTorch measured %d → %d", row.Before, row.After, measured[healthy], measured[varlen])
+		}
+	}
+	if rows != 1 {
+		t.Errorf("%d max_reserved_bytes rows in the totals", rows)
+	}
+	var frag *compare.FindingChange
+	for i := range d.Findings {
+		if d.Findings[i].ID == "fragmentation" {
+			frag = &d.Findings[i]
+		}
+	}
+	if frag == nil || frag.BeforeSeverity != "" || frag.AfterSeverity == "" || frag.AfterValue <= 0 {
+		t.Errorf("fragmentation finding %+v, want it on the varlen side only, with its saving", frag)
 	}
 }

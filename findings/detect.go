@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
@@ -124,78 +125,196 @@ func CacheOverhead(d *Device, fragmentation bool) (Finding, bool) {
 	return f, true
 }
 
-// Fragmentation judges the cache at its maximum reserved: what it held beyond the peak allocated, how the segments
-// explain it, and what expandable segments would save (from model when given, else an estimate). Silent when
-// expandable segments are already on, or the excess is within CacheOverheadRatio.
+// Fragmentation judges what the cache reserved beyond the peak allocated: the cudaMalloc that raised reserved to
+// its maximum, the cache at the allocated peak, the large-pool cudaMallocs made while the cache already held
+// enough free bytes in pieces too small, and what expandable segments would save (from model when given, else an
+// estimate), never more than reserved beyond the allocated peak. Silent when expandable segments are already on,
+// or the excess is within CacheOverheadRatio.
 func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model AllocatorModel) (Finding, bool, error) {
 	peakIdx, resIdx, peak, res, ok := excess(d)
 	if !ok || ExpandableOn(s) || len(d.Trace) == 0 {
 		return Finding{}, false, nil
 	}
 	segs := d.segments(s)
-	at := d.cacheAt(segs, resIdx)
-	// The cudaMalloc of the large pool that made the maximum (small-pool segments are 2 MiB and never split
-	// large blocks), the request it served (allocated at the new segment's base), and the cache just before it.
-	trigger, req := -1, int64(0)
-	for j := resIdx; j >= 0; j-- {
-		if e := &d.Trace[j]; (e.Action == snapshot.ActionSegmentAlloc || e.Action == snapshot.ActionSegmentMap) && e.Size > smallSegment {
-			trigger = j
-			break
-		}
+	withExp, basis, why2, err := expandablePeak(ctx, d, segs, peakIdx, peak, model)
+	if err != nil {
+		return Finding{}, false, err
 	}
-	if trigger >= 0 {
-		for j := trigger + 1; j < len(d.Trace); j++ {
-			if e := &d.Trace[j]; e.Action == snapshot.ActionAlloc && e.Addr == d.Trace[trigger].Addr {
-				req = e.Size
-				break
-			}
-		}
-	}
-	var basis string
-	var withExp int64
-	if model != nil {
-		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
-		switch {
-		case ctx.Err() != nil:
-			return Finding{}, false, ctx.Err()
-		case err == nil:
-			withExp, basis = v, "allocator replay"
-		default:
-			// A replay the model could not follow falls back to the estimate, saying why.
-			basis = "estimate (allocator replay: " + err.Error() + ")"
-		}
-	}
-	if basis == "" || strings.HasPrefix(basis, "estimate") {
-		// Without a model: expandable segments map large blocks page by page into one growing range per stream,
-		// so at the peak they reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
-		pk := d.cacheAt(segs, peakIdx)
-		withExp = (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
-		withExp = max(withExp, peak)
-		if basis == "" {
-			basis = "estimate"
-		}
-	}
-	saving := res - withExp
+	// What a user can recover is bounded by what the cache held beyond the allocated peak.
+	saving := min(res-withExp, res-peak)
 	if saving < FragmentationMinSavingBytes {
 		return Finding{}, false, nil
 	}
 	rw, it, ph := where(d.Timeline, resIdx)
 	pw, _, _ := where(d.Timeline, peakIdx)
 	var why strings.Builder
-	fmt.Fprintf(&why, "reserved peaked at %s (event %d, %s) for an allocated peak of %s (event %d, %s). At that point %d segments held %s live and %s free: %s in %d segments at least half free, the largest free range %s",
-		units.Bytes(res), resIdx, rw, units.Bytes(peak), peakIdx, pw, at.segments, units.Bytes(at.live), units.Bytes(at.free),
-		units.Bytes(at.free), at.mostlyFree, units.Bytes(at.largestFree))
-	if req > 0 {
-		before := d.cacheAt(segs, trigger-1)
-		fmt.Fprintf(&why, "; the last cudaMalloc (event %d, %s) served a request of %s while the cache held %s free, none of it in a range that large (the largest was %s)",
-			trigger, units.Bytes(d.Trace[trigger].Size), units.Bytes(req), units.Bytes(before.free), units.Bytes(before.largestFree))
+	fmt.Fprintf(&why, "reserved reached its maximum of %s at event %d (%s)", units.Bytes(res), resIdx, rw)
+	frag := d.fragmentingMallocs(segs, resIdx)
+	if c, ok := d.cudaMallocAt(resIdx); ok {
+		if n := len(frag); n > 0 && frag[n-1].event == resIdx {
+			c = frag[n-1]
+		} else {
+			one := []cudaMalloc{c}
+			d.categorise(one)
+			c = one[0]
+		}
+		fmt.Fprintf(&why, ": %s", c.describe())
 	}
-	fmt.Fprintf(&why, ". With expandable segments the peak would reserve about %s (%s), saving %s", units.Bytes(withExp), basis, units.Bytes(saving))
+	pk := d.cacheAt(segs, peakIdx)
+	fmt.Fprintf(&why, ". The allocated peak was %s (event %d, %s), %s below it; then %s (%s reserved) held %s free, the largest free range %s",
+		units.Bytes(peak), peakIdx, pw, units.Bytes(res-peak), units.Plural(pk.segments, "segment", "segments"), units.Bytes(pk.reserved),
+		units.Bytes(pk.free), units.Bytes(pk.largestFree))
+	if n := len(frag); n > 0 && frag[n-1].event != resIdx {
+		fmt.Fprintf(&why, ". The last large-pool cudaMalloc made while the cache held enough free memory, but in no range large enough, was at event %d: %s",
+			frag[n-1].event, frag[n-1].describe())
+	}
+	fmt.Fprintf(&why, ". With expandable segments reserved would peak at about %s (%s), saving %s of the %s", units.Bytes(withExp), basis, units.Bytes(saving), units.Bytes(res-peak))
+	if why2 != "" {
+		fmt.Fprintf(&why, ". The allocator replay was not used: %s", why2)
+	}
 	return Finding{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache: reserved grows beyond the peak",
 		Value: float64(saving), Threshold: float64(FragmentationMinSavingBytes), Unit: UnitBytes, Basis: basis,
 		Device: d.Device, Event: resIdx, Iteration: it, Phase: ph, Evidence: why.String(),
-		Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments then grow in place, so blocks freed by one shape serve the next; or keep shapes fixed (pad or bucket sequence lengths).",
+		Advice: fragmentationAdvice(frag, saving, basis),
 	}, true, nil
+}
+
+// expandablePeak is the peak reserved under expandable segments and its basis: model's replay when it has one,
+// else an estimate, with why the replay was not used.
+func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, peak int64, model AllocatorModel) (int64, string, string, error) {
+	var notUsed string
+	if model != nil {
+		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
+		switch {
+		case ctx.Err() != nil:
+			return 0, "", "", ctx.Err()
+		case err == nil:
+			return v, "allocator replay", "", nil
+		default:
+			// A replay the model could not follow falls back to the estimate, saying why.
+			notUsed = err.Error()
+		}
+	}
+	// Expandable segments map large blocks page by page into one growing range per stream, so at the peak they
+	// reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
+	pk := d.cacheAt(segs, peakIdx)
+	withExp := (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
+	return max(withExp, peak), "estimate", notUsed, nil
+}
+
+// cudaMalloc is one segment the trace created, the request it was made for and the cache just before it.
+type cudaMalloc struct {
+	event      int
+	size       int64
+	pool       string // "small" (2 MiB segments for requests up to 1 MiB) or "large"
+	allocEvent int    // the alloc at the segment's base, −1 when the trace never shows it
+	request    int64  // its bytes
+	category   string // its category, once categorize has named it
+	freeBefore int64  // reserved minus allocated before the cudaMalloc
+	// largestBefore is the largest free range then; known only for the fragmenting ones.
+	largestBefore int64
+	knownLargest  bool
+	// pinned is what the live blocks in segments holding free memory then were, by category: what kept the free
+	// memory in pieces.
+	pinned []Share
+}
+
+// cudaMallocAt returns the segment_alloc (or segment_map) at event j and the request it served.
+func (d *Device) cudaMallocAt(j int) (cudaMalloc, bool) {
+	if j < 0 || j >= len(d.Trace) {
+		return cudaMalloc{}, false
+	}
+	e := &d.Trace[j]
+	if e.Action != snapshot.ActionSegmentAlloc && e.Action != snapshot.ActionSegmentMap {
+		return cudaMalloc{}, false
+	}
+	c := cudaMalloc{event: j, size: e.Size, pool: "large", allocEvent: -1, freeBefore: d.reservedAt(j-1) - d.allocatedAt(j-1)}
+	if e.Size <= smallSegment {
+		c.pool = "small"
+	}
+	for k := j + 1; k < len(d.Trace); k++ {
+		if a := &d.Trace[k]; a.Action == snapshot.ActionAlloc && a.Addr == e.Addr {
+			c.allocEvent, c.request = k, a.Size
+			break
+		}
+	}
+	return c, true
+}
+
+// categorise names the category of each cudaMalloc's request, in one pass over the blocks.
+func (d *Device) categorise(cs []cudaMalloc) {
+	at := map[int]int{}
+	for i := range cs {
+		if cs[i].allocEvent >= 0 {
+			at[cs[i].allocEvent] = i
+		}
+	}
+	for i := range d.Blocks {
+		if k, ok := at[d.Blocks[i].Event]; ok && d.Blocks[i].Attr != nil {
+			cs[k].category = d.Blocks[i].Attr.Category
+		}
+	}
+}
+
+// describe says what the cudaMalloc was for, e.g. "a cudaMalloc of 1.0 GiB for the large pool, for a 1.0 GiB
+// KV Cache request, while the cache held 1.7 GiB free".
+func (c cudaMalloc) describe() string {
+	s := fmt.Sprintf("a cudaMalloc of %s for the %s pool", units.Bytes(c.size), c.pool)
+	if c.request > 0 {
+		s += fmt.Sprintf(", for a %s", units.Bytes(c.request))
+		if c.category != "" {
+			s += " " + c.category
+		}
+		s += " request"
+	}
+	s += fmt.Sprintf(", made while the cache held %s free", units.Bytes(c.freeBefore))
+	if c.knownLargest {
+		s += fmt.Sprintf(", the largest free range %s", units.Bytes(c.largestBefore))
+	}
+	if len(c.pinned) > 0 {
+		s += "; the segments holding that free memory also held " + shareList(c.pinned, 4)
+	}
+	return s
+}
+
+// fragmentingMallocs are the large-pool cudaMallocs up to event last made while the cache already held at least
+// the request free, but in no range large enough: the segments fragmentation cost.
+func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
+	var out []cudaMalloc
+	for j := 0; j <= last && j < len(d.Trace); j++ {
+		c, ok := d.cudaMallocAt(j)
+		if !ok || c.pool != "large" || c.request <= 0 || c.freeBefore < c.request {
+			continue
+		}
+		if before := d.cacheAt(segs, j-1); before.largestFree < c.request {
+			c.largestBefore, c.knownLargest = before.largestFree, true
+			c.pinned = d.pinnedBy(segs, j-1)
+			out = append(out, c)
+		}
+	}
+	d.categorise(out)
+	return out
+}
+
+// fragmentationAdvice fits the fix to what split the cache: a KV cache that grows by concatenation leaves its
+// blocks among the transients' free memory, and preallocating it (once, for the longest sequence) keeps them out;
+// otherwise the pieces come from shapes that change, which fixed shapes avoid. saving is what expandable segments
+// would save, and basis how that was obtained.
+func fragmentationAdvice(frag []cudaMalloc, saving int64, basis string) string {
+	by := "by estimate"
+	if basis == "allocator replay" {
+		by = "in the allocator replay"
+	}
+	exp := fmt.Sprintf("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which saves %s %s: segments then grow in place, so blocks freed by one shape serve the next",
+		units.Bytes(saving), by)
+	kv := false
+	for _, c := range frag {
+		kv = kv || slices.ContainsFunc(c.pinned, func(s Share) bool { return s.Name == categorize.KVCache })
+	}
+	if kv {
+		return "Preallocate the KV cache for the longest sequence (a static cache, e.g. generate(..., cache_implementation=\"static\") in transformers): a dynamic cache grows by torch.cat at every step, leaving its blocks among the free memory larger requests need. Or set " + exp + "."
+	}
+	return "Set " + exp + "; or keep shapes fixed (pad or bucket sequence lengths)."
 }
 
 // IdleCache finds segments still reserved at the end whose last use was in a one-off phase (the setup, or work

@@ -2,6 +2,7 @@ package findings_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -130,6 +131,36 @@ func TestFragmentationUsesModel(t *testing.T) {
 		t.Error("fired although the model saves one byte")
 	}
 }
+
+// failing is an allocator model whose replay could not be followed.
+type failing struct{}
+
+func (failing) PeakReserved(context.Context, int, string) (int64, error) {
+	return 0, errors.New("the replay under expandable_segments:True is partial: the trace starts late")
+}
+
+// TestFragmentationWithoutReplay: when the model cannot replay the trace, Basis is the plain "estimate" and the
+// reason is its own closing sentence, not nested inside the basis; the advice says the saving is an estimate.
+func TestFragmentationWithoutReplay(t *testing.T) {
+	c := healthy
+	c.Scale = []float64{1, 3, 2, 4}
+	in := prepare(t, c.Build())
+	d := in.Devices[0]
+	f, ok, err := findings.Fragmentation(context.Background(), in.Snapshot, d, failing{})
+	if err != nil || !ok || f.Basis != "estimate" {
+		t.Fatalf("with a failing model: %+v %v %v", f, ok, err)
+	}
+	if !strings.HasSuffix(f.Evidence, "(estimate), saving "+units.Bytes(int64(f.Value))+" of the "+units.Bytes(res(d)-peak(d))+
+		". The allocator replay was not used: the replay under expandable_segments:True is partial: the trace starts late") {
+		t.Errorf("evidence does not end with the saving and why the replay was not used: %s", f.Evidence)
+	}
+	if !strings.Contains(f.Advice, "saves "+units.Bytes(int64(f.Value))+" by estimate") {
+		t.Errorf("advice does not say the saving is an estimate: %s", f.Advice)
+	}
+}
+
+func res(d *findings.Device) int64  { _, r := d.MaxReservedIndex(); return r }
+func peak(d *findings.Device) int64 { _, p := d.PeakIndex(); return p }
 
 // TestIdleCacheFires: a checkpoint-loading buffer freed in the setup, never reused by any iteration, is the
 // memory empty_cache() gives back: exactly its segment.

@@ -30,7 +30,7 @@ func (r Replayer) PeakReserved(ctx context.Context, dev int, settings string) (i
 		return 0, err
 	}
 	if rep.WhatIf.Partial {
-		return 0, fmt.Errorf("replay under %q is partial: %s", conf, rep.WhatIf.PartialReason())
+		return 0, fmt.Errorf("the replay under %s is partial: %s", conf, rep.WhatIf.PartialReason())
 	}
 	return rep.WhatIf.PeakReserved, nil
 }

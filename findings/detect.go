@@ -533,11 +533,10 @@ func OOMs(s *snapshot.Snapshot, d *Device) []Finding {
 		w, it, ph := where(d.Timeline, j)
 		var ev strings.Builder
 		fmt.Fprintf(&ev, "a request of %s failed in %s (event %d) with %s allocated, %s reserved and %s free on the device. Live by phase: %s; by category: %s",
-			units.Bytes(e.Size), w, j, units.Bytes(x.Live.Bytes), units.Bytes(x.ReservedBytes), units.Bytes(e.DeviceFree),
+			PyTorchSize(e.Size), w, j, units.Bytes(x.Live.Bytes), units.Bytes(x.ReservedBytes), PyTorchSize(e.DeviceFree),
 			shareList(x.Live.ByPhase, 4), shareList(x.Live.ByCategory, 4))
-		if x.Layers > 0 {
-			fmt.Fprintf(&ev, ". %d of %d layers had passed this point, adding %s each; the rest of the forward alone would need about %s, %s beyond what the device offered",
-				x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes))
+		if x.Layers > 0 && x.PerLayerBytes > 0 {
+			fmt.Fprintf(&ev, ". %s", x.Projection())
 		}
 		advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length, or sharding (FSDP/ZeRO) for weights and optimizer state."
 		if cached := x.ReservedBytes - x.Live.Bytes; cached >= e.Size {
@@ -582,6 +581,31 @@ type OOMExplained struct {
 	// CapacityBytes what PyTorch could have had (reserved plus the device's free memory).
 	ProjectedBytes int64 `json:"projected_bytes"`
 	CapacityBytes  int64 `json:"capacity_bytes"`
+}
+
+// Projection says where the step was heading: how many layers had passed the failing point, what each added, and
+// the allocated memory the forward would hold at the same point of the last layer (the memory already live
+// included), against what the device offered. Empty when the trace does not show the layers.
+func (x OOMExplained) Projection() string {
+	if x.Layers == 0 || x.PerLayerBytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d layers had passed the failing point, adding %s each: by the last layer the forward alone would hold about %s allocated, %s beyond the %s the device offered",
+		x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes), units.Bytes(x.CapacityBytes))
+}
+
+// PyTorchSize writes n as PyTorch's out-of-memory message does (c10's format_size: bytes up to 1 KiB, then KiB,
+// MiB or GiB with two decimals), so a request reads the same in both.
+func PyTorchSize(n int64) string {
+	switch {
+	case n <= 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n <= 1<<20:
+		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
+	case n <= 1<<30:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }
 
 // stackKey identifies a code path by its frames (two lists with the same frames are the same path).

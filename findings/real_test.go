@@ -180,6 +180,18 @@ func TestRealOOM(t *testing.T) {
 	if x.ProjectedBytes <= x.CapacityBytes || f.Value != float64(x.ProjectedBytes-x.CapacityBytes) {
 		t.Errorf("projection %d within capacity %d", x.ProjectedBytes, x.CapacityBytes)
 	}
+	// The request and the free memory read as PyTorch's message writes them; the projection is the allocated total
+	// the forward would reach, not what the rest of it needs.
+	for _, re := range []string{`Tried to allocate ([0-9.]+ [KMG]iB)`, `of which ([0-9.]+ [KMG]iB) is free`} {
+		m := regexp.MustCompile(re).FindStringSubmatch(r.run.OOM)
+		if m == nil || !strings.Contains(f.Evidence, " "+m[1]+" ") {
+			t.Errorf("evidence does not show PyTorch's %v: %s", m, f.Evidence)
+		}
+	}
+	if want := "by the last layer the forward alone would hold about " + units.Bytes(x.ProjectedBytes) + " allocated, " +
+		units.Bytes(x.ProjectedBytes-x.CapacityBytes) + " beyond the " + units.Bytes(x.CapacityBytes); !strings.Contains(f.Evidence, want) || strings.Contains(f.Evidence, "the rest of") {
+		t.Errorf("evidence lacks %q: %s", want, f.Evidence)
+	}
 	if _, ok := r.got["fragmentation"]; ok {
 		t.Errorf("fragmentation on an OOM whose cache held only %d free", x.ReservedBytes-x.Live.Bytes)
 	}

@@ -284,7 +284,7 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 </table></div>{{end}}
 {{range $in.Replays}}<h3>Allocator replay (device {{.Device}})</h3>
 <p>Recorded settings: {{.Recorded}} · capacity: {{.Capacity}}<br><small>{{.Check}}</small></p>
-<div class="scroll"><table><tr><th>run</th><th>settings</th><th>peak reserved</th><th>exact</th><th>vs recorded</th><th>segments</th><th>free at peak</th></tr>
+<div class="scroll"><table><tr><th>run</th><th>settings</th><th>peak reserved</th><th>exact</th><th>vs recorded</th><th>segments</th><th>free at max reserved</th></tr>
 {{range .Rows}}<tr><td>{{.Name}}</td><td><code>{{.Settings}}</code></td><td class="num">{{human .PeakReserved}}</td><td class="num" data-field="allocator_replay.{{.Field}}" data-device="{{.Device}}" data-value="{{.PeakReserved}}">{{exact .PeakReserved}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Segments}}</td><td class="num">{{.Free}}</td></tr>
 {{end}}</table></div>{{end}}
 {{with $in.Snapshot}}{{if .OOMs}}<h3>Out-of-memory events</h3>

@@ -2,7 +2,6 @@ package findings_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -136,7 +135,7 @@ func TestFragmentationUsesModel(t *testing.T) {
 type failing struct{}
 
 func (failing) PeakReserved(context.Context, int, string) (int64, error) {
-	return 0, errors.New("the replay under expandable_segments:True is partial: the trace starts late")
+	return 0, findings.PartialReplayError("expandable_segments:True", "the trace starts late")
 }
 
 // TestFragmentationWithoutReplay: when the model cannot replay the trace, Basis is the plain "estimate" and the
@@ -151,7 +150,7 @@ func TestFragmentationWithoutReplay(t *testing.T) {
 		t.Fatalf("with a failing model: %+v %v %v", f, ok, err)
 	}
 	if !strings.HasSuffix(f.Evidence, "(estimate), saving "+units.Bytes(int64(f.Value))+" of the "+units.Bytes(res(d)-peak(d))+
-		". The allocator replay was not used: the replay under expandable_segments:True is partial: the trace starts late") {
+		". The allocator replay was not used: it is partial under expandable_segments:True — the trace starts late") {
 		t.Errorf("evidence does not end with the saving and why the replay was not used: %s", f.Evidence)
 	}
 	if !strings.Contains(f.Advice, "saves "+units.Bytes(int64(f.Value))+" by estimate") {

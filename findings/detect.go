@@ -367,8 +367,8 @@ func IdleCache(s *snapshot.Snapshot, d *Device) (Finding, bool) {
 	return Finding{ID: "idle-cache", Severity: SeverityInfo, Title: "Cached segments no later peak reuses",
 		Value: float64(idle), Threshold: float64(IdleCacheMinBytes), Unit: UnitBytes, Device: d.Device, Event: from,
 		Phase: ph,
-		Evidence: fmt.Sprintf("%d segments (%s) last used in the %s (up to event %d) stayed reserved and unused through every training iteration after it",
-			count, units.Bytes(idle), w, from),
+		Evidence: fmt.Sprintf("%s (%s) last used in the %s, up to event %d, stayed reserved and unused through every training iteration after it",
+			units.Plural(count, "segment", "segments"), units.Bytes(idle), w, from),
 		Advice: "Call torch.cuda.empty_cache() once after that one-off phase (checkpoint loading, evaluation), not every step.",
 	}, true
 }
@@ -508,10 +508,15 @@ func Leak(d *Device) (Finding, bool) {
 			warm += b.Size
 		}
 	}
-	ev := fmt.Sprintf("%s (%s) holds %s more at the end of each iteration: %s after iteration 1, %s after iteration %d; iteration 1's warm-up (%s created then and kept, e.g. optimizer state) is not growth",
-		l.Site, l.Category, units.Bytes(l.PerIteration), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Iterations, units.Bytes(warm))
+	// A site without a stack is named "(no stack: category, lifetime)" already; a second parenthesis would nest.
+	name := l.Site + " (" + l.Category + ")"
+	if strings.HasPrefix(l.Site, "(") {
+		name = "memory allocated without a stack " + l.Site
+	}
+	ev := fmt.Sprintf("%s holds %s more at the end of each iteration: %s after iteration 1, %s after iteration %d. Iteration 1's warm-up is not growth: %s created then and kept, such as optimizer state",
+		name, units.Bytes(l.PerIteration), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Iterations, units.Bytes(warm))
 	if len(sites) > 1 {
-		ev += fmt.Sprintf(" (%d growing sites)", len(sites))
+		ev += fmt.Sprintf(". %d sites grow; this one fastest", len(sites))
 	}
 	return Finding{ID: "leak", Severity: SeverityWarning, Title: "Memory grows every iteration after warm-up",
 		Value: float64(l.PerIteration), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes, Device: d.Device,

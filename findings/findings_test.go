@@ -69,13 +69,48 @@ func TestLeakFires(t *testing.T) {
 		t.Errorf("evidence does not name the site and the growth: %s", f.Evidence)
 	}
 	// Warm-up: iteration 1 keeps 2 states per layer (and the first iteration's input until the next one).
-	if want := "warm-up (" + units.Bytes(2*int64(c.Layers)*c.WeightBytes); !strings.Contains(f.Evidence, want) {
+	if want := "warm-up is not growth: " + units.Bytes(2*int64(c.Layers)*c.WeightBytes); !strings.Contains(f.Evidence, want) {
 		t.Errorf("evidence lacks the warm-up of 2·4·64 MiB of optimizer state: %s", f.Evidence)
 	}
 	// Two iterations are not enough to tell growth from warm-up.
 	c.Iterations = findings.LeakMinIterations - 1
 	if _, got := detect(t, c); got["leak"].ID != "" {
 		t.Errorf("leak called after %d iterations", c.Iterations)
+	}
+}
+
+// TestLeakWithoutStack: a leaking site whose allocations carry no stack is named by its category and lifetime once,
+// without a second parenthesis around it, and the evidence nests no parentheses.
+func TestLeakWithoutStack(t *testing.T) {
+	c := healthy
+	c.Keep = true
+	c.LogitsBytes = 512 * mib
+	s := c.Build()
+	for dev := range s.DeviceTraces {
+		for i := range s.DeviceTraces[dev] {
+			if e := &s.DeviceTraces[dev][i]; e.Stack == traingen.TrainLogitsStack {
+				e.Stack = nil
+			}
+		}
+	}
+	in := prepare(t, s)
+	f, ok := findings.Leak(in.Devices[0])
+	if !ok {
+		t.Fatal("no leak finding")
+	}
+	if !strings.HasPrefix(f.Evidence, "memory allocated without a stack (no stack: ") || strings.Contains(f.Evidence, ") (") {
+		t.Errorf("evidence names the stackless site badly: %s", f.Evidence)
+	}
+	depth := 0
+	for _, r := range f.Evidence {
+		switch r {
+		case '(':
+			if depth++; depth > 1 {
+				t.Fatalf("nested parentheses: %s", f.Evidence)
+			}
+		case ')':
+			depth--
+		}
 	}
 }
 

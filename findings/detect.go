@@ -232,7 +232,9 @@ func (d *Device) cudaMallocAt(j int) (cudaMalloc, bool) {
 	if e.Size <= smallSegment {
 		c.pool = "small"
 	}
-	for k := j + 1; k < len(d.Trace); k++ {
+	// PyTorch records the request right after the cudaMalloc made for it; a few events of slack cover other
+	// streams' records in between without reading the rest of a long trace.
+	for k := j + 1; k < len(d.Trace) && k <= j+64; k++ {
 		if a := &d.Trace[k]; a.Action == snapshot.ActionAlloc && a.Addr == e.Addr {
 			c.allocEvent, c.request = k, a.Size
 			break
@@ -277,11 +279,16 @@ func (c cudaMalloc) describe() string {
 	return s
 }
 
-// fragmentingMallocs are the large-pool cudaMallocs up to event last made while the cache already held at least
-// the request free, but in no range large enough: the segments fragmentation cost.
+// fragmentMaxExamined bounds the cudaMallocs whose cache is rebuilt (each rebuild reads every block): the last ones
+// before the maximum are those that set it.
+const fragmentMaxExamined = 16
+
+// fragmentingMallocs are the last large-pool cudaMallocs up to event last (at most fragmentMaxExamined, oldest
+// first) made while the cache already held at least the request free, but in no range large enough: the segments
+// fragmentation cost.
 func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
 	var out []cudaMalloc
-	for j := 0; j <= last && j < len(d.Trace); j++ {
+	for j := min(last, len(d.Trace)-1); j >= 0 && len(out) < fragmentMaxExamined; j-- {
 		c, ok := d.cudaMallocAt(j)
 		if !ok || c.pool != "large" || c.request <= 0 || c.freeBefore < c.request {
 			continue
@@ -292,6 +299,7 @@ func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
 			out = append(out, c)
 		}
 	}
+	slices.Reverse(out)
 	d.categorise(out)
 	return out
 }

@@ -201,11 +201,7 @@ func TestRealOOM(t *testing.T) {
 // run under expandable_segments:True reserved 61.6 GiB (stated to 0.1 GiB).
 func TestRealVarlenExpandableReplay(t *testing.T) {
 	r := loadReal(t, "llama1b-varlen-b4-snap")
-	d := r.in.Devices[0]
-	f, ok, err := findings.Fragmentation(context.Background(), r.in.Snapshot, d, findings.Replayer{Snapshot: r.in.Snapshot})
-	if err != nil || !ok || f.Basis != "allocator replay" {
-		t.Fatalf("fragmentation with the allocator model: %+v %v %v", f, ok, err)
-	}
+	d, f := replayedFragmentation(t, r)
 	_, res := d.MaxReservedIndex()
 	if res != r.run.PeakReserved {
 		t.Errorf("max reserved %d, PyTorch measured %d", res, r.run.PeakReserved)
@@ -213,6 +209,17 @@ func TestRealVarlenExpandableReplay(t *testing.T) {
 	if withExp := float64(res) - f.Value; math.Abs(withExp/(1<<30)-61.6) > 0.05 {
 		t.Errorf("expandable segments would reserve %.2f GiB, the H200 reserved 61.6 GiB", withExp/(1<<30))
 	}
+}
+
+// replayedFragmentation is r's fragmentation finding with package allocator's replay, which it must have used.
+func replayedFragmentation(t *testing.T, r realRun) (*findings.Device, findings.Finding) {
+	t.Helper()
+	d := r.in.Devices[0]
+	f, ok, err := findings.Fragmentation(context.Background(), r.in.Snapshot, d, findings.Replayer{Snapshot: r.in.Snapshot})
+	if err != nil || !ok || f.Basis != "allocator replay" {
+		t.Fatalf("fragmentation with the allocator model: %+v %v %v", f, ok, err)
+	}
+	return d, f
 }
 
 // peakLive is the live set at d's allocated peak.
@@ -227,11 +234,7 @@ func peakLive(d *findings.Device) findings.LiveSet {
 // KV Cache blocks sit among the free memory the large cudaMallocs could not use, advises a static KV cache.
 func TestRealInferFragmentation(t *testing.T) {
 	r := loadReal(t, "llama1b-infer-b32-p2048-g128-snap")
-	d := r.in.Devices[0]
-	f, ok, err := findings.Fragmentation(context.Background(), r.in.Snapshot, d, findings.Replayer{Snapshot: r.in.Snapshot})
-	if err != nil || !ok || f.Basis != "allocator replay" {
-		t.Fatalf("fragmentation with the allocator model: %+v %v %v", f, ok, err)
-	}
+	d, f := replayedFragmentation(t, r)
 	resIdx, res := d.MaxReservedIndex()
 	if res != r.run.PeakReserved || f.Event != resIdx {
 		t.Fatalf("judged at event %d (max reserved %d), want the event of PyTorch's %d", f.Event, res, r.run.PeakReserved)

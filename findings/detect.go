@@ -136,12 +136,14 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 		return Finding{}, false, nil
 	}
 	segs := d.segments(s)
-	withExp, basis, why2, err := expandablePeak(ctx, d, segs, peakIdx, peak, model)
+	withExp, basis, notUsed, err := expandablePeak(ctx, d, segs, peakIdx, peak, model)
 	if err != nil {
 		return Finding{}, false, err
 	}
-	// What a user can recover is bounded by what the cache held beyond the allocated peak.
-	saving := min(res-withExp, res-peak)
+	// What a user can recover is bounded by what the cache held beyond the allocated peak: no setting reserves
+	// less than the peak allocated.
+	withExp = max(withExp, peak)
+	saving := res - withExp
 	if saving < FragmentationMinSavingBytes {
 		return Finding{}, false, nil
 	}
@@ -169,8 +171,8 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 			frag[n-1].event, frag[n-1].describe())
 	}
 	fmt.Fprintf(&why, ". With expandable segments reserved would peak at about %s (%s), saving %s of the %s", units.Bytes(withExp), basis, units.Bytes(saving), units.Bytes(res-peak))
-	if why2 != "" {
-		fmt.Fprintf(&why, ". The allocator replay was not used: %s", why2)
+	if notUsed != "" {
+		fmt.Fprintf(&why, ". The allocator replay was not used: %s", notUsed)
 	}
 	return Finding{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache: reserved grows beyond the peak",
 		Value: float64(saving), Threshold: float64(FragmentationMinSavingBytes), Unit: UnitBytes, Basis: basis,
@@ -199,7 +201,7 @@ func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int,
 	// reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
 	pk := d.cacheAt(segs, peakIdx)
 	withExp := (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
-	return max(withExp, peak), "estimate", notUsed, nil
+	return withExp, "estimate", notUsed, nil
 }
 
 // cudaMalloc is one segment the trace created, the request it was made for and the cache just before it.

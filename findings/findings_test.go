@@ -164,6 +164,11 @@ func TestFragmentationUsesModel(t *testing.T) {
 	if _, ok, _ := findings.Fragmentation(context.Background(), in.Snapshot, d, model(res-1)); ok {
 		t.Error("fired although the model saves one byte")
 	}
+	// A model that reserves less than the peak allocated cannot save more than reserved beyond that peak.
+	_, peak := d.PeakIndex()
+	if f, ok, err := findings.Fragmentation(context.Background(), in.Snapshot, d, model(peak-1<<30)); err != nil || !ok || f.Value != float64(res-peak) {
+		t.Errorf("with a model below the peak: saving %g, want reserved beyond the peak %d (%v %v)", f.Value, res-peak, ok, err)
+	}
 }
 
 // failing is an allocator model whose replay could not be followed.

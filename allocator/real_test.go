@@ -2,7 +2,6 @@ package allocator
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 // gpuRun is the part of runs.json these tests read: PyTorch's own max_memory_reserved over the run and the
@@ -139,7 +139,7 @@ func TestRealSnapshots(t *testing.T) {
 				}
 				base := sr.Baseline
 				if late > 0 {
-					want := fmt.Sprintf("starts after %d bytes of segments were already reserved", late)
+					want := "starts after " + units.Bytes(late) + " of segments were already reserved"
 					if !base.Partial || !strings.Contains(base.PartialReason(), want) || !sr.WhatIf.Partial {
 						t.Errorf("device %d: trace starts %d bytes in; partial %v %q", dev, late, base.Partial, base.PartialReason())
 					}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/units"
 )
 
 // Recording is what one device trace says by itself: the reserved memory its segment events add up to, the
@@ -203,7 +204,7 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		r.InitialReserved = 0
 		return
 	case r.InitialReserved > 0:
-		r.Issues = addIssue(r.Issues, -1, "the trace starts after %d bytes of segments were already reserved (history recording began later, or its ring buffer dropped the oldest events); the state at its start was rebuilt from the final segments", r.InitialReserved)
+		r.Issues = addIssue(r.Issues, -1, "the trace starts after %s of segments were already reserved, because history recording began later or its ring buffer dropped the oldest events; the state at its start was rebuilt from the final segments", units.Bytes(r.InitialReserved))
 	}
 	if opt.Final == nil && segFreedBefore > 0 {
 		r.Issues = addIssue(r.Issues, firstSegFree, "%d segments freed in the trace were never allocated in it (first here)", segFreedBefore)

@@ -191,7 +191,7 @@ func TestReplayPartialStart(t *testing.T) {
 	if !rec.Partial || rec.InitialReserved != 20*MiB {
 		t.Fatalf("partial %v, initial reserved %d; want partial from 20 MiB", rec.Partial, rec.InitialReserved)
 	}
-	if !strings.Contains(base0.PartialReason(), "20971520 bytes of segments were already reserved") ||
+	if !strings.Contains(base0.PartialReason(), "starts after 20.0 MiB of segments were already reserved") ||
 		!strings.Contains(base0.PartialReason(), "event 1: 1 allocations freed in the trace were never allocated in it") {
 		t.Errorf("reason %q", base0.PartialReason())
 	}

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/memscan/memscan/findings"
 )
@@ -44,7 +43,7 @@ func (m replayedModel) PeakReserved(ctx context.Context, dev int, settings strin
 				continue
 			}
 			if r.Partial {
-				return 0, fmt.Errorf("replay under %q is partial: %s", r.ExpandableSettings, r.PartialReason)
+				return 0, findings.PartialReplayError(r.ExpandableSettings, r.PartialReason)
 			}
 			return r.ExpandablePeakReservedBytes, nil
 		}

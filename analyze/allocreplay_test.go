@@ -91,7 +91,7 @@ func TestReplayAllocatorPartial(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := reps[0]
-	if !r.Partial || !strings.Contains(r.PartialReason, "20971520 bytes of segments were already reserved") || r.RecordedSettingsKnown {
+	if !r.Partial || !strings.Contains(r.PartialReason, "starts after 20.0 MiB of segments were already reserved") || r.RecordedSettingsKnown {
 		t.Errorf("partial %v %q, settings known %v", r.Partial, r.PartialReason, r.RecordedSettingsKnown)
 	}
 	if r.RecordedPeakReservedBytes != 20*allocator.MiB || r.BaselinePeakReservedBytes != 20*allocator.MiB || r.WhatIf || r.CapacitySource != "none (unlimited)" {

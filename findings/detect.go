@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
@@ -124,57 +125,24 @@ func CacheOverhead(d *Device, fragmentation bool) (Finding, bool) {
 	return f, true
 }
 
-// Fragmentation judges the cache at its maximum reserved: what it held beyond the peak allocated, how the segments
-// explain it, and what expandable segments would save (from model when given, else an estimate). Silent when
-// expandable segments are already on, or the excess is within CacheOverheadRatio.
+// Fragmentation judges what the cache reserved beyond the peak allocated: the cudaMalloc that raised reserved to
+// its maximum, the cache at the allocated peak, the large-pool cudaMallocs made while the cache already held
+// enough free bytes in pieces too small, and what expandable segments would save (from model when given, else an
+// estimate), never more than reserved beyond the allocated peak. Silent when expandable segments are already on,
+// or the excess is within CacheOverheadRatio.
 func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model AllocatorModel) (Finding, bool, error) {
 	peakIdx, resIdx, peak, res, ok := excess(d)
 	if !ok || ExpandableOn(s) || len(d.Trace) == 0 {
 		return Finding{}, false, nil
 	}
 	segs := d.segments(s)
-	at := d.cacheAt(segs, resIdx)
-	// The cudaMalloc of the large pool that made the maximum (small-pool segments are 2 MiB and never split
-	// large blocks), the request it served (allocated at the new segment's base), and the cache just before it.
-	trigger, req := -1, int64(0)
-	for j := resIdx; j >= 0; j-- {
-		if e := &d.Trace[j]; (e.Action == snapshot.ActionSegmentAlloc || e.Action == snapshot.ActionSegmentMap) && e.Size > smallSegment {
-			trigger = j
-			break
-		}
+	withExp, basis, notUsed, err := expandablePeak(ctx, d, segs, peakIdx, peak, model)
+	if err != nil {
+		return Finding{}, false, err
 	}
-	if trigger >= 0 {
-		for j := trigger + 1; j < len(d.Trace); j++ {
-			if e := &d.Trace[j]; e.Action == snapshot.ActionAlloc && e.Addr == d.Trace[trigger].Addr {
-				req = e.Size
-				break
-			}
-		}
-	}
-	var basis string
-	var withExp int64
-	if model != nil {
-		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
-		switch {
-		case ctx.Err() != nil:
-			return Finding{}, false, ctx.Err()
-		case err == nil:
-			withExp, basis = v, "allocator replay"
-		default:
-			// A replay the model could not follow falls back to the estimate, saying why.
-			basis = "estimate (allocator replay: " + err.Error() + ")"
-		}
-	}
-	if basis == "" || strings.HasPrefix(basis, "estimate") {
-		// Without a model: expandable segments map large blocks page by page into one growing range per stream,
-		// so at the peak they reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
-		pk := d.cacheAt(segs, peakIdx)
-		withExp = (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
-		withExp = max(withExp, peak)
-		if basis == "" {
-			basis = "estimate"
-		}
-	}
+	// What a user can recover is bounded by what the cache held beyond the allocated peak: no setting reserves
+	// less than the peak allocated.
+	withExp = max(withExp, peak)
 	saving := res - withExp
 	if saving < FragmentationMinSavingBytes {
 		return Finding{}, false, nil
@@ -182,20 +150,181 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 	rw, it, ph := where(d.Timeline, resIdx)
 	pw, _, _ := where(d.Timeline, peakIdx)
 	var why strings.Builder
-	fmt.Fprintf(&why, "reserved peaked at %s (event %d, %s) for an allocated peak of %s (event %d, %s). At that point %d segments held %s live and %s free: %s in %d segments at least half free, the largest free range %s",
-		units.Bytes(res), resIdx, rw, units.Bytes(peak), peakIdx, pw, at.segments, units.Bytes(at.live), units.Bytes(at.free),
-		units.Bytes(at.free), at.mostlyFree, units.Bytes(at.largestFree))
-	if req > 0 {
-		before := d.cacheAt(segs, trigger-1)
-		fmt.Fprintf(&why, "; the last cudaMalloc (event %d, %s) served a request of %s while the cache held %s free, none of it in a range that large (the largest was %s)",
-			trigger, units.Bytes(d.Trace[trigger].Size), units.Bytes(req), units.Bytes(before.free), units.Bytes(before.largestFree))
+	fmt.Fprintf(&why, "reserved reached its maximum of %s at event %d (%s)", units.Bytes(res), resIdx, rw)
+	frag := d.fragmentingMallocs(segs, resIdx)
+	if c, ok := d.cudaMallocAt(resIdx); ok {
+		if n := len(frag); n > 0 && frag[n-1].event == resIdx {
+			c = frag[n-1]
+		} else {
+			one := []cudaMalloc{c}
+			d.categorise(one)
+			c = one[0]
+		}
+		fmt.Fprintf(&why, ": %s", c.describe())
 	}
-	fmt.Fprintf(&why, ". With expandable segments the peak would reserve about %s (%s), saving %s", units.Bytes(withExp), basis, units.Bytes(saving))
+	pk := d.cacheAt(segs, peakIdx)
+	fmt.Fprintf(&why, ". The allocated peak was %s (event %d, %s), %s below it; then %s (%s reserved) held %s free, the largest free range %s",
+		units.Bytes(peak), peakIdx, pw, units.Bytes(res-peak), units.Plural(pk.segments, "segment", "segments"), units.Bytes(pk.reserved),
+		units.Bytes(pk.free), units.Bytes(pk.largestFree))
+	if n := len(frag); n > 0 && frag[n-1].event != resIdx {
+		fmt.Fprintf(&why, ". The last large-pool cudaMalloc made while the cache held enough free memory, but in no range large enough, was at event %d: %s",
+			frag[n-1].event, frag[n-1].describe())
+	}
+	fmt.Fprintf(&why, ". With expandable segments reserved would peak at about %s (%s), saving %s of the %s", units.Bytes(withExp), basis, units.Bytes(saving), units.Bytes(res-peak))
+	if notUsed != "" {
+		fmt.Fprintf(&why, ". The allocator replay was not used: %s", notUsed)
+	}
 	return Finding{ID: "fragmentation", Severity: SeverityWarning, Title: "Fragmented cache: reserved grows beyond the peak",
 		Value: float64(saving), Threshold: float64(FragmentationMinSavingBytes), Unit: UnitBytes, Basis: basis,
 		Device: d.Device, Event: resIdx, Iteration: it, Phase: ph, Evidence: why.String(),
-		Advice: "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments then grow in place, so blocks freed by one shape serve the next; or keep shapes fixed (pad or bucket sequence lengths).",
+		Advice: fragmentationAdvice(frag, saving, basis),
 	}, true, nil
+}
+
+// expandablePeak is the peak reserved under expandable segments and its basis: model's replay when it has one,
+// else an estimate, with why the replay was not used.
+func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, peak int64, model AllocatorModel) (int64, string, string, error) {
+	var notUsed string
+	if model != nil {
+		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
+		switch {
+		case ctx.Err() != nil:
+			return 0, "", "", ctx.Err()
+		case err == nil:
+			return v, "allocator replay", "", nil
+		default:
+			// A replay the model could not follow falls back to the estimate, saying why.
+			notUsed = err.Error()
+		}
+	}
+	// Expandable segments map large blocks page by page into one growing range per stream, so at the peak they
+	// reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
+	pk := d.cacheAt(segs, peakIdx)
+	withExp := (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
+	return withExp, "estimate", notUsed, nil
+}
+
+// cudaMalloc is one segment the trace created, the request it was made for and the cache just before it.
+type cudaMalloc struct {
+	event      int
+	size       int64
+	pool       string // "small" (2 MiB segments for requests up to 1 MiB) or "large"
+	allocEvent int    // the alloc at the segment's base, −1 when the trace never shows it
+	request    int64  // its bytes
+	category   string // its category, once categorize has named it
+	freeBefore int64  // reserved minus allocated before the cudaMalloc
+	// largestBefore is the largest free range then; known only for the fragmenting ones.
+	largestBefore int64
+	knownLargest  bool
+	// pinned is what the live blocks in segments holding free memory then were, by category: what kept the free
+	// memory in pieces.
+	pinned []Share
+}
+
+// cudaMallocAt returns the segment_alloc (or segment_map) at event j and the request it served.
+func (d *Device) cudaMallocAt(j int) (cudaMalloc, bool) {
+	if j < 0 || j >= len(d.Trace) {
+		return cudaMalloc{}, false
+	}
+	e := &d.Trace[j]
+	if e.Action != snapshot.ActionSegmentAlloc && e.Action != snapshot.ActionSegmentMap {
+		return cudaMalloc{}, false
+	}
+	c := cudaMalloc{event: j, size: e.Size, pool: "large", allocEvent: -1, freeBefore: d.reservedAt(j-1) - d.allocatedAt(j-1)}
+	if e.Size <= smallSegment {
+		c.pool = "small"
+	}
+	// PyTorch records the request right after the cudaMalloc made for it; a few events of slack cover other
+	// streams' records in between without reading the rest of a long trace.
+	for k := j + 1; k < len(d.Trace) && k <= j+64; k++ {
+		if a := &d.Trace[k]; a.Action == snapshot.ActionAlloc && a.Addr == e.Addr {
+			c.allocEvent, c.request = k, a.Size
+			break
+		}
+	}
+	return c, true
+}
+
+// categorise names the category of each cudaMalloc's request, in one pass over the blocks.
+func (d *Device) categorise(cs []cudaMalloc) {
+	at := map[int]int{}
+	for i := range cs {
+		if cs[i].allocEvent >= 0 {
+			at[cs[i].allocEvent] = i
+		}
+	}
+	for i := range d.Blocks {
+		if k, ok := at[d.Blocks[i].Event]; ok && d.Blocks[i].Attr != nil {
+			cs[k].category = d.Blocks[i].Attr.Category
+		}
+	}
+}
+
+// describe says what the cudaMalloc was for, e.g. "a cudaMalloc of 1.0 GiB for the large pool, for a 1.0 GiB
+// KV Cache request, while the cache held 1.7 GiB free".
+func (c cudaMalloc) describe() string {
+	s := fmt.Sprintf("a cudaMalloc of %s for the %s pool", units.Bytes(c.size), c.pool)
+	if c.request > 0 {
+		s += fmt.Sprintf(", for a %s", units.Bytes(c.request))
+		if c.category != "" {
+			s += " " + c.category
+		}
+		s += " request"
+	}
+	s += fmt.Sprintf(", made while the cache held %s free", units.Bytes(c.freeBefore))
+	if c.knownLargest {
+		s += fmt.Sprintf(", the largest free range %s", units.Bytes(c.largestBefore))
+	}
+	if len(c.pinned) > 0 {
+		s += "; the segments holding that free memory also held " + shareList(c.pinned, 4)
+	}
+	return s
+}
+
+// fragmentMaxExamined bounds the cudaMallocs whose cache is rebuilt (each rebuild reads every block): the last ones
+// before the maximum are those that set it.
+const fragmentMaxExamined = 16
+
+// fragmentingMallocs are the last large-pool cudaMallocs up to event last (at most fragmentMaxExamined, oldest
+// first) made while the cache already held at least the request free, but in no range large enough: the segments
+// fragmentation cost.
+func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
+	var out []cudaMalloc
+	for j := min(last, len(d.Trace)-1); j >= 0 && len(out) < fragmentMaxExamined; j-- {
+		c, ok := d.cudaMallocAt(j)
+		if !ok || c.pool != "large" || c.request <= 0 || c.freeBefore < c.request {
+			continue
+		}
+		if before := d.cacheAt(segs, j-1); before.largestFree < c.request {
+			c.largestBefore, c.knownLargest = before.largestFree, true
+			c.pinned = d.pinnedBy(segs, j-1)
+			out = append(out, c)
+		}
+	}
+	slices.Reverse(out)
+	d.categorise(out)
+	return out
+}
+
+// fragmentationAdvice fits the fix to what split the cache: a KV cache that grows by concatenation leaves its
+// blocks among the transients' free memory, and preallocating it (once, for the longest sequence) keeps them out;
+// otherwise the pieces come from shapes that change, which fixed shapes avoid. saving is what expandable segments
+// would save, and basis how that was obtained.
+func fragmentationAdvice(frag []cudaMalloc, saving int64, basis string) string {
+	by := "by estimate"
+	if basis == "allocator replay" {
+		by = "in the allocator replay"
+	}
+	exp := fmt.Sprintf("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which saves %s %s: segments then grow in place, so blocks freed by one shape serve the next",
+		units.Bytes(saving), by)
+	kv := false
+	for _, c := range frag {
+		kv = kv || slices.ContainsFunc(c.pinned, func(s Share) bool { return s.Name == categorize.KVCache })
+	}
+	if kv {
+		return "Preallocate the KV cache for the longest sequence (a static cache, e.g. generate(..., cache_implementation=\"static\") in transformers): a dynamic cache grows by torch.cat at every step, leaving its blocks among the free memory larger requests need. Or set " + exp + "."
+	}
+	return "Set " + exp + "; or keep shapes fixed (pad or bucket sequence lengths)."
 }
 
 // IdleCache finds segments still reserved at the end whose last use was in a one-off phase (the setup, or work
@@ -248,8 +377,8 @@ func IdleCache(s *snapshot.Snapshot, d *Device) (Finding, bool) {
 	return Finding{ID: "idle-cache", Severity: SeverityInfo, Title: "Cached segments no later peak reuses",
 		Value: float64(idle), Threshold: float64(IdleCacheMinBytes), Unit: UnitBytes, Device: d.Device, Event: from,
 		Phase: ph,
-		Evidence: fmt.Sprintf("%d segments (%s) last used in the %s (up to event %d) stayed reserved and unused through every training iteration after it",
-			count, units.Bytes(idle), w, from),
+		Evidence: fmt.Sprintf("%s (%s) last used in the %s, up to event %d, stayed reserved and unused through every training iteration after it",
+			units.Plural(count, "segment", "segments"), units.Bytes(idle), w, from),
 		Advice: "Call torch.cuda.empty_cache() once after that one-off phase (checkpoint loading, evaluation), not every step.",
 	}, true
 }
@@ -389,10 +518,15 @@ func Leak(d *Device) (Finding, bool) {
 			warm += b.Size
 		}
 	}
-	ev := fmt.Sprintf("%s (%s) holds %s more at the end of each iteration: %s after iteration 1, %s after iteration %d; iteration 1's warm-up (%s created then and kept, e.g. optimizer state) is not growth",
-		l.Site, l.Category, units.Bytes(l.PerIteration), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Iterations, units.Bytes(warm))
+	// A site without a stack is named "(no stack: category, lifetime)" already; a second parenthesis would nest.
+	name := l.Site + " (" + l.Category + ")"
+	if strings.HasPrefix(l.Site, "(") {
+		name = "memory allocated without a stack " + l.Site
+	}
+	ev := fmt.Sprintf("%s holds %s more at the end of each iteration: %s after iteration 1, %s after iteration %d. Iteration 1's warm-up is not growth: %s created then and kept, such as optimizer state",
+		name, units.Bytes(l.PerIteration), units.Bytes(l.FirstBytes), units.Bytes(l.LastBytes), l.Iterations, units.Bytes(warm))
 	if len(sites) > 1 {
-		ev += fmt.Sprintf(" (%d growing sites)", len(sites))
+		ev += fmt.Sprintf(". %d sites grow; this one fastest", len(sites))
 	}
 	return Finding{ID: "leak", Severity: SeverityWarning, Title: "Memory grows every iteration after warm-up",
 		Value: float64(l.PerIteration), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes, Device: d.Device,
@@ -414,11 +548,10 @@ func OOMs(s *snapshot.Snapshot, d *Device) []Finding {
 		w, it, ph := where(d.Timeline, j)
 		var ev strings.Builder
 		fmt.Fprintf(&ev, "a request of %s failed in %s (event %d) with %s allocated, %s reserved and %s free on the device. Live by phase: %s; by category: %s",
-			units.Bytes(e.Size), w, j, units.Bytes(x.Live.Bytes), units.Bytes(x.ReservedBytes), units.Bytes(e.DeviceFree),
+			PyTorchSize(e.Size), w, j, units.Bytes(x.Live.Bytes), units.Bytes(x.ReservedBytes), PyTorchSize(e.DeviceFree),
 			shareList(x.Live.ByPhase, 4), shareList(x.Live.ByCategory, 4))
-		if x.Layers > 0 {
-			fmt.Fprintf(&ev, ". %d of %d layers had passed this point, adding %s each; the rest of the forward alone would need about %s, %s beyond what the device offered",
-				x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes))
+		if x.Layers > 0 && x.PerLayerBytes > 0 {
+			fmt.Fprintf(&ev, ". %s", x.Projection())
 		}
 		advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length, or sharding (FSDP/ZeRO) for weights and optimizer state."
 		if cached := x.ReservedBytes - x.Live.Bytes; cached >= e.Size {
@@ -463,6 +596,31 @@ type OOMExplained struct {
 	// CapacityBytes what PyTorch could have had (reserved plus the device's free memory).
 	ProjectedBytes int64 `json:"projected_bytes"`
 	CapacityBytes  int64 `json:"capacity_bytes"`
+}
+
+// Projection says where the step was heading: how many layers had passed the failing point, what each added, and
+// the allocated memory the forward would hold at the same point of the last layer (the memory already live
+// included), against what the device offered. Empty when the trace does not show the layers.
+func (x OOMExplained) Projection() string {
+	if x.Layers == 0 || x.PerLayerBytes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d layers had passed the failing point, adding %s each: by the last layer the forward alone would hold about %s allocated, %s beyond the %s the device offered",
+		x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes), units.Bytes(x.CapacityBytes))
+}
+
+// PyTorchSize writes n as PyTorch's out-of-memory message does (c10's format_size: bytes up to 1 KiB, then KiB,
+// MiB or GiB with two decimals), so a request reads the same in both.
+func PyTorchSize(n int64) string {
+	switch {
+	case n <= 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n <= 1<<20:
+		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
+	case n <= 1<<30:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }
 
 // stackKey identifies a code path by its frames (two lists with the same frames are the same path).

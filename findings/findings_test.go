@@ -69,13 +69,48 @@ func TestLeakFires(t *testing.T) {
 		t.Errorf("evidence does not name the site and the growth: %s", f.Evidence)
 	}
 	// Warm-up: iteration 1 keeps 2 states per layer (and the first iteration's input until the next one).
-	if want := "warm-up (" + units.Bytes(2*int64(c.Layers)*c.WeightBytes); !strings.Contains(f.Evidence, want) {
+	if want := "warm-up is not growth: " + units.Bytes(2*int64(c.Layers)*c.WeightBytes); !strings.Contains(f.Evidence, want) {
 		t.Errorf("evidence lacks the warm-up of 2·4·64 MiB of optimizer state: %s", f.Evidence)
 	}
 	// Two iterations are not enough to tell growth from warm-up.
 	c.Iterations = findings.LeakMinIterations - 1
 	if _, got := detect(t, c); got["leak"].ID != "" {
 		t.Errorf("leak called after %d iterations", c.Iterations)
+	}
+}
+
+// TestLeakWithoutStack: a leaking site whose allocations carry no stack is named by its category and lifetime once,
+// without a second parenthesis around it, and the evidence nests no parentheses.
+func TestLeakWithoutStack(t *testing.T) {
+	c := healthy
+	c.Keep = true
+	c.LogitsBytes = 512 * mib
+	s := c.Build()
+	for dev := range s.DeviceTraces {
+		for i := range s.DeviceTraces[dev] {
+			if e := &s.DeviceTraces[dev][i]; e.Stack == traingen.TrainLogitsStack {
+				e.Stack = nil
+			}
+		}
+	}
+	in := prepare(t, s)
+	f, ok := findings.Leak(in.Devices[0])
+	if !ok {
+		t.Fatal("no leak finding")
+	}
+	if !strings.HasPrefix(f.Evidence, "memory allocated without a stack (no stack: ") || strings.Contains(f.Evidence, ") (") {
+		t.Errorf("evidence names the stackless site badly: %s", f.Evidence)
+	}
+	depth := 0
+	for _, r := range f.Evidence {
+		switch r {
+		case '(':
+			if depth++; depth > 1 {
+				t.Fatalf("nested parentheses: %s", f.Evidence)
+			}
+		case ')':
+			depth--
+		}
 	}
 }
 
@@ -129,7 +164,42 @@ func TestFragmentationUsesModel(t *testing.T) {
 	if _, ok, _ := findings.Fragmentation(context.Background(), in.Snapshot, d, model(res-1)); ok {
 		t.Error("fired although the model saves one byte")
 	}
+	// A model that reserves less than the peak allocated cannot save more than reserved beyond that peak.
+	_, peak := d.PeakIndex()
+	if f, ok, err := findings.Fragmentation(context.Background(), in.Snapshot, d, model(peak-1<<30)); err != nil || !ok || f.Value != float64(res-peak) {
+		t.Errorf("with a model below the peak: saving %g, want reserved beyond the peak %d (%v %v)", f.Value, res-peak, ok, err)
+	}
 }
+
+// failing is an allocator model whose replay could not be followed.
+type failing struct{}
+
+func (failing) PeakReserved(context.Context, int, string) (int64, error) {
+	return 0, findings.PartialReplayError("expandable_segments:True", "the trace starts late")
+}
+
+// TestFragmentationWithoutReplay: when the model cannot replay the trace, Basis is the plain "estimate" and the
+// reason is its own closing sentence, not nested inside the basis; the advice says the saving is an estimate.
+func TestFragmentationWithoutReplay(t *testing.T) {
+	c := healthy
+	c.Scale = []float64{1, 3, 2, 4}
+	in := prepare(t, c.Build())
+	d := in.Devices[0]
+	f, ok, err := findings.Fragmentation(context.Background(), in.Snapshot, d, failing{})
+	if err != nil || !ok || f.Basis != "estimate" {
+		t.Fatalf("with a failing model: %+v %v %v", f, ok, err)
+	}
+	if !strings.HasSuffix(f.Evidence, "(estimate), saving "+units.Bytes(int64(f.Value))+" of the "+units.Bytes(res(d)-peak(d))+
+		". The allocator replay was not used: it is partial under expandable_segments:True — the trace starts late") {
+		t.Errorf("evidence does not end with the saving and why the replay was not used: %s", f.Evidence)
+	}
+	if !strings.Contains(f.Advice, "saves "+units.Bytes(int64(f.Value))+" by estimate") {
+		t.Errorf("advice does not say the saving is an estimate: %s", f.Advice)
+	}
+}
+
+func res(d *findings.Device) int64  { _, r := d.MaxReservedIndex(); return r }
+func peak(d *findings.Device) int64 { _, p := d.PeakIndex(); return p }
 
 // TestIdleCacheFires: a checkpoint-loading buffer freed in the setup, never reused by any iteration, is the
 // memory empty_cache() gives back: exactly its segment.
@@ -172,6 +242,22 @@ func TestOOMExplained(t *testing.T) {
 	}
 	if f.Value != float64(x.ProjectedBytes-x.CapacityBytes) || f.Phase != "forward" || f.Iteration != 1 {
 		t.Errorf("finding %+v", f)
+	}
+}
+
+// TestPyTorchSize: c10's format_size writes up to 1024 bytes as bytes, then KiB up to 1 MiB, MiB up to 1 GiB and
+// GiB beyond, with two decimals; the expected strings are worked out by hand from that rule.
+func TestPyTorchSize(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{512, "512 bytes"}, {1024, "1024 bytes"}, {1025, "1.00 KiB"}, {1536, "1.50 KiB"}, {1 << 20, "1024.00 KiB"},
+		{3 << 19, "1.50 MiB"}, {1 << 30, "1024.00 MiB"}, {7 << 28, "1.75 GiB"}, {1342177280, "1.25 GiB"},
+	} {
+		if got := findings.PyTorchSize(c.n); got != c.want {
+			t.Errorf("PyTorchSize(%d) = %q, want %q", c.n, got, c.want)
+		}
 	}
 }
 

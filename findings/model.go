@@ -30,7 +30,13 @@ func (r Replayer) PeakReserved(ctx context.Context, dev int, settings string) (i
 		return 0, err
 	}
 	if rep.WhatIf.Partial {
-		return 0, fmt.Errorf("replay under %q is partial: %s", conf, rep.WhatIf.PartialReason())
+		return 0, PartialReplayError(conf, rep.WhatIf.PartialReason())
 	}
 	return rep.WhatIf.PeakReserved, nil
+}
+
+// PartialReplayError is what an AllocatorModel answers for a replay under settings that it could not follow
+// everywhere, worded to complete "the allocator replay was not used: …".
+func PartialReplayError(settings, reason string) error {
+	return fmt.Errorf("it is partial under %s — %s", settings, reason)
 }

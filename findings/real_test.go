@@ -3,16 +3,19 @@ package findings_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/units"
 )
 
 // gpuRun is the part of ../shared/gpu_runs/runs.json these tests read: what PyTorch measured on the H200.
@@ -115,6 +118,9 @@ func TestRealVarlenFragmentation(t *testing.T) {
 	if f.Unit != findings.UnitBytes || f.Value < float64(findings.FragmentationMinSavingBytes) || f.Value > float64(excess) {
 		t.Errorf("saving %g %s, want bytes up to PyTorch's excess %d", f.Value, f.Unit, excess)
 	}
+	if !strings.Contains(f.Advice, "pad or bucket") || strings.Contains(f.Advice, "KV cache") {
+		t.Errorf("a training run whose shapes vary gets other advice: %s", f.Advice)
+	}
 	if _, ok := r.got["leak"]; ok {
 		t.Errorf("leak on a run whose shapes only vary: %v", r.got["leak"])
 	}
@@ -174,6 +180,18 @@ func TestRealOOM(t *testing.T) {
 	if x.ProjectedBytes <= x.CapacityBytes || f.Value != float64(x.ProjectedBytes-x.CapacityBytes) {
 		t.Errorf("projection %d within capacity %d", x.ProjectedBytes, x.CapacityBytes)
 	}
+	// The request and the free memory read as PyTorch's message writes them; the projection is the allocated total
+	// the forward would reach, not what the rest of it needs.
+	for _, re := range []string{`Tried to allocate ([0-9.]+ [KMG]iB)`, `of which ([0-9.]+ [KMG]iB) is free`} {
+		m := regexp.MustCompile(re).FindStringSubmatch(r.run.OOM)
+		if m == nil || !strings.Contains(f.Evidence, " "+m[1]+" ") {
+			t.Errorf("evidence does not show PyTorch's %v: %s", m, f.Evidence)
+		}
+	}
+	if want := "by the last layer the forward alone would hold about " + units.Bytes(x.ProjectedBytes) + " allocated, " +
+		units.Bytes(x.ProjectedBytes-x.CapacityBytes) + " beyond the " + units.Bytes(x.CapacityBytes); !strings.Contains(f.Evidence, want) || strings.Contains(f.Evidence, "the rest of") {
+		t.Errorf("evidence lacks %q: %s", want, f.Evidence)
+	}
 	if _, ok := r.got["fragmentation"]; ok {
 		t.Errorf("fragmentation on an OOM whose cache held only %d free", x.ReservedBytes-x.Live.Bytes)
 	}
@@ -183,11 +201,7 @@ func TestRealOOM(t *testing.T) {
 // run under expandable_segments:True reserved 61.6 GiB (stated to 0.1 GiB).
 func TestRealVarlenExpandableReplay(t *testing.T) {
 	r := loadReal(t, "llama1b-varlen-b4-snap")
-	d := r.in.Devices[0]
-	f, ok, err := findings.Fragmentation(context.Background(), r.in.Snapshot, d, findings.Replayer{Snapshot: r.in.Snapshot})
-	if err != nil || !ok || f.Basis != "allocator replay" {
-		t.Fatalf("fragmentation with the allocator model: %+v %v %v", f, ok, err)
-	}
+	d, f := replayedFragmentation(t, r)
 	_, res := d.MaxReservedIndex()
 	if res != r.run.PeakReserved {
 		t.Errorf("max reserved %d, PyTorch measured %d", res, r.run.PeakReserved)
@@ -197,8 +211,47 @@ func TestRealVarlenExpandableReplay(t *testing.T) {
 	}
 }
 
+// replayedFragmentation is r's fragmentation finding with package allocator's replay, which it must have used.
+func replayedFragmentation(t *testing.T, r realRun) (*findings.Device, findings.Finding) {
+	t.Helper()
+	d := r.in.Devices[0]
+	f, ok, err := findings.Fragmentation(context.Background(), r.in.Snapshot, d, findings.Replayer{Snapshot: r.in.Snapshot})
+	if err != nil || !ok || f.Basis != "allocator replay" {
+		t.Fatalf("fragmentation with the allocator model: %+v %v %v", f, ok, err)
+	}
+	return d, f
+}
+
 // peakLive is the live set at d's allocated peak.
 func peakLive(d *findings.Device) findings.LiveSet {
 	j, _ := d.PeakIndex()
 	return d.LiveAt(j, 10)
+}
+
+// TestRealInferFragmentation: the inference run's reserved memory tops out at a late 2 MiB small-pool cudaMalloc,
+// long after its allocated peak. The finding names that cudaMalloc for what it is, states the cache at the
+// allocated peak (reserved then minus PyTorch's peak allocated), bounds the saving by PyTorch's excess, and, as
+// KV Cache blocks sit among the free memory the large cudaMallocs could not use, advises a static KV cache.
+func TestRealInferFragmentation(t *testing.T) {
+	r := loadReal(t, "llama1b-infer-b32-p2048-g128-snap")
+	d, f := replayedFragmentation(t, r)
+	resIdx, res := d.MaxReservedIndex()
+	if res != r.run.PeakReserved || f.Event != resIdx {
+		t.Fatalf("judged at event %d (max reserved %d), want the event of PyTorch's %d", f.Event, res, r.run.PeakReserved)
+	}
+	if e := d.Trace[resIdx]; e.Size != 2<<20 || !strings.Contains(f.Evidence, fmt.Sprintf("at event %d (", resIdx)+"iteration 1 forward): a cudaMalloc of 2.0 MiB for the small pool") {
+		t.Errorf("the cudaMalloc that set the maximum (%d bytes) is not named as a small-pool one: %s", e.Size, f.Evidence)
+	}
+	peakIdx, _ := d.PeakIndex()
+	freeAtPeak := d.Reserved[peakIdx] - r.run.PeakAllocated
+	if want := "reserved) held " + units.Bytes(freeAtPeak) + " free"; !strings.Contains(f.Evidence, want) {
+		t.Errorf("evidence lacks the free memory at the allocated peak %q: %s", want, f.Evidence)
+	}
+	if excess := r.run.PeakReserved - r.run.PeakAllocated; f.Value > float64(excess) {
+		t.Errorf("saving %g beyond PyTorch's excess %d", f.Value, excess)
+	}
+	if !strings.Contains(f.Advice, `cache_implementation="static"`) || strings.Contains(f.Advice, "pad or bucket") ||
+		!strings.Contains(f.Advice, "saves "+units.Bytes(int64(f.Value))+" in the allocator replay") {
+		t.Errorf("advice is not the static KV cache with the replayed saving: %s", f.Advice)
+	}
 }

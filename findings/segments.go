@@ -158,3 +158,36 @@ func (d *Device) cacheAt(segs []segment, j int) cacheState {
 	}
 	return cs
 }
+
+// pinnedBy sums, by category, the live blocks after event j that sit in segments also holding at least
+// smallSegment free: the allocations that keep the cache's free memory in pieces.
+func (d *Device) pinnedBy(segs []segment, j int) []Share {
+	used := map[int][]*Block{}
+	for _, b := range d.live(j) {
+		if k := segmentOf(segs, b.Addr, j); k >= 0 {
+			used[k] = append(used[k], b)
+		}
+	}
+	out := map[string]*Share{}
+	for k, blocks := range used {
+		var inUse int64
+		for _, b := range blocks {
+			inUse += roundBlock(b.Size)
+		}
+		if segs[k].size-inUse < smallSegment {
+			continue
+		}
+		for _, b := range blocks {
+			if b.Attr != nil {
+				s := out[b.Attr.Category]
+				if s == nil {
+					s = &Share{Name: b.Attr.Category}
+					out[b.Attr.Category] = s
+				}
+				s.Bytes += b.Size
+				s.Count++
+			}
+		}
+	}
+	return sorted(out, 0)
+}

@@ -22,8 +22,8 @@ type replayRow struct {
 	Frag *allocator.Fragmentation
 }
 
-// cells renders the row's difference from the recording, its segment count and its free bytes at the peak,
-// "-" where the row has none.
+// cells renders the row's difference from the recording, its segment count and its free bytes when its reserved
+// memory first reached its maximum (not the allocated peak), "-" where the row has none.
 func (row replayRow) cells() (delta, segs, free string) {
 	delta, segs, free = "-", "-", "-"
 	if row.Field != "recorded_peak_reserved_bytes" {
@@ -107,7 +107,7 @@ func (t *textWriter) allocatorReplay(snap *analyze.SnapshotReport) {
 		t.printf("  capacity:          %s\n", capacityLine(ar))
 		t.printf("  check:             %s\n", replayCheckLine(ar))
 		tb := newTable([]align{alignLeft, alignLeft, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight, alignRight},
-			"run", "settings", "peak reserved", "bytes", "vs recorded", "segments", "free at peak", "empty segments", "free in used")
+			"run", "settings", "peak reserved", "bytes", "vs recorded", "segments", "free at max reserved", "empty segments", "free in used")
 		for _, row := range replayRows(ar) {
 			delta, segs, free := row.cells()
 			empty, used := "-", "-"
@@ -148,7 +148,7 @@ func replayFindings(snap *analyze.SnapshotReport) []string {
 	rec := ar.RecordedPeakReservedBytes
 	switch {
 	case ar.Partial:
-		out = append(out, fmt.Sprintf("The allocator replay of device %d is **partial** (%s); its numbers start from the state the snapshot implies.", ar.Device, mdText(ar.PartialReason)))
+		out = append(out, fmt.Sprintf("The allocator replay of device %d is **partial**; its numbers start from the state the snapshot implies. Why: %s.", ar.Device, mdText(ar.PartialReason)))
 	case ar.BaselineMatchesRecording:
 		out = append(out, fmt.Sprintf("Replaying the trace through the caching-allocator model reproduces the recorded peak reserved of **%s** on device %d to the byte (%s, same sizes, same order).",
 			units.Bytes(rec), ar.Device, units.Plural(ar.RecordedSegments, "segment", "segments")))
@@ -174,7 +174,7 @@ func replayFindings(snap *analyze.SnapshotReport) []string {
 func (m *mdWriter) allocatorReplay(snap *analyze.SnapshotReport) {
 	for _, ar := range replaysOf(snap) {
 		m.printf("\n**Allocator replay, device %d** (recorded settings: %s; capacity: %s)\n\n", ar.Device, mdText(recordedSettingsLine(ar)), mdText(capacityLine(ar)))
-		m.printf("| run | settings | peak reserved | vs recorded | segments | free at peak |\n|---|---|---:|---:|---:|---:|\n")
+		m.printf("| run | settings | peak reserved | vs recorded | segments | free at max reserved |\n|---|---|---:|---:|---:|---:|\n")
 		for _, row := range replayRows(ar) {
 			delta, segs, free := row.cells()
 			m.printf("| %s | `%s` | %s | %s | %s | %s |\n", mdCell(row.Name), mdCell(mdCode(settingsLabel(row.Settings))), units.Bytes(row.PeakReserved), delta, segs, free)

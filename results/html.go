@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	memfind "github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/units"
 )
@@ -165,6 +166,7 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 
 var htmlFuncs = template.FuncMap{
 	"human":          units.Bytes,
+	"pytorchSize":    memfind.PyTorchSize, // OOM sizes as PyTorch's message writes them
 	"exact":          GroupDigits,
 	"pct":            func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 	"time":           FormatTimeUS,
@@ -284,12 +286,12 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 </table></div>{{end}}
 {{range $in.Replays}}<h3>Allocator replay (device {{.Device}})</h3>
 <p>Recorded settings: {{.Recorded}} · capacity: {{.Capacity}}<br><small>{{.Check}}</small></p>
-<div class="scroll"><table><tr><th>run</th><th>settings</th><th>peak reserved</th><th>exact</th><th>vs recorded</th><th>segments</th><th>free at peak</th></tr>
+<div class="scroll"><table><tr><th>run</th><th>settings</th><th>peak reserved</th><th>exact</th><th>vs recorded</th><th>segments</th><th>free at max reserved</th></tr>
 {{range .Rows}}<tr><td>{{.Name}}</td><td><code>{{.Settings}}</code></td><td class="num">{{human .PeakReserved}}</td><td class="num" data-field="allocator_replay.{{.Field}}" data-device="{{.Device}}" data-value="{{.PeakReserved}}">{{exact .PeakReserved}}</td><td class="num">{{.Delta}}</td><td class="num">{{.Segments}}</td><td class="num">{{.Free}}</td></tr>
 {{end}}</table></div>{{end}}
 {{with $in.Snapshot}}{{if .OOMs}}<h3>Out-of-memory events</h3>
 <table><tr><th>device</th><th>event</th><th>requested</th><th>free on device</th><th>site</th></tr>
-{{range .OOMs}}<tr><td class="num">{{.Device}}</td><td class="num">{{.EventIndex}}</td><td class="num" data-field="ooms.requested_bytes" data-value="{{.RequestedBytes}}">{{human .RequestedBytes}}</td><td class="num">{{human .DeviceFreeBytes}}</td><td class="site">{{.Site}}</td></tr>{{end}}
+{{range .OOMs}}<tr><td class="num">{{.Device}}</td><td class="num">{{.EventIndex}}</td><td class="num" data-field="ooms.requested_bytes" data-value="{{.RequestedBytes}}">{{pytorchSize .RequestedBytes}}</td><td class="num">{{pytorchSize .DeviceFreeBytes}}</td><td class="site">{{.Site}}</td></tr>{{end}}
 </table>{{range .OOMs}}{{with .Explained}}<p>Event {{.Event}}: {{human .Live.Bytes}} live{{if gt .Live.Iteration 0}} in iteration {{.Live.Iteration}} {{.Live.Phase}}{{end}}; by phase allocated in:{{range .Live.ByPhase}} {{.Name}} {{human .Bytes}};{{end}} by category:{{range .Live.ByCategory}} {{.Name}} {{human .Bytes}};{{end}}{{if .PerLayerBytes}} {{.LayersDone}} of {{.Layers}} layers had passed the failing point at {{human .PerLayerBytes}} each: the forward would reach about {{human .ProjectedBytes}} against {{human .CapacityBytes}} available.{{end}}</p>{{end}}{{if .Remedies}}<table><tr><th>single change (--static)</th><th>peak allocated</th><th>peak reserved</th><th>fits</th></tr>{{range .Remedies}}<tr><td>{{.Change}}</td><td class="num">{{human .PeakAllocatedBytes}}</td><td class="num">{{human .PeakReservedBytes}}</td><td>{{if .Fits}}yes{{else}}no{{end}}</td></tr>{{end}}</table>{{end}}{{end}}{{end}}{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
 {{end}}

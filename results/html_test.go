@@ -173,6 +173,10 @@ func TestWriteHTMLMatchesSummary(t *testing.T) {
 			t.Errorf("page contains %q: not self-contained or not escaped", bad)
 		}
 	}
+	// The sample OOM asked for 3 GiB with 1 MiB free: written as PyTorch's message writes them (format_size).
+	if !strings.Contains(s, ">3.00 GiB</td><td class=\"num\">1024.00 KiB</td>") {
+		t.Error("the OOM's request and free memory are not written as PyTorch writes them")
+	}
 	if !strings.Contains(s, "&lt;script&gt;") || !strings.Contains(s, "&lt;Unknown &amp; co&gt;") {
 		t.Error("report text is not HTML-escaped")
 	}

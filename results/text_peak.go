@@ -120,7 +120,7 @@ func (t *textWriter) oomExplained(o analyze.OOM) {
 	if x == nil {
 		return
 	}
-	t.printf("\n  OOM at event %d explained: %s requested with %s live", o.EventIndex, units.Bytes(x.RequestedBytes), units.Bytes(x.Live.Bytes))
+	t.printf("\n  OOM at event %d explained: %s requested with %s live", o.EventIndex, memfind.PyTorchSize(x.RequestedBytes), units.Bytes(x.Live.Bytes))
 	if x.Live.Iteration > 0 {
 		t.printf(" in iteration %d %s", x.Live.Iteration, x.Live.Phase)
 	}
@@ -138,9 +138,8 @@ func (t *textWriter) oomExplained(o analyze.OOM) {
 		}
 		t.printf("\n")
 	}
-	if x.Layers > 0 && x.PerLayerBytes > 0 {
-		t.printf("    %d of %d layers had passed the failing point, %s each: the forward alone would reach about %s, %s beyond the %s the device offered\n",
-			x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes), units.Bytes(x.CapacityBytes))
+	if p := x.Projection(); p != "" {
+		t.printf("    %s\n", p)
 	}
 	if len(o.Remedies) > 0 {
 		t.printf("    single changes to the --static configuration, against %s:\n", units.Bytes(x.CapacityBytes))

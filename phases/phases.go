@@ -344,6 +344,17 @@ func (d *detector) run() {
 		}
 	}
 	hasStacks := d.hasStacks
+	if !hasStacks && len(d.steps) == 0 {
+		// Nothing to walk by: every allocation would be "other" and no phase would ever start. Only the OOM.
+		for j := range trace {
+			if trace[j].Action == snapshot.ActionOOM {
+				d.t.OOM = j
+				break
+			}
+		}
+		d.t.Source = "no iteration evidence"
+		return
+	}
 	st := inSetup
 	var cur *Iteration
 	bwdAllocs := 0 // autograd allocations of the current backward
@@ -407,10 +418,11 @@ func (d *detector) run() {
 		if e.Action != snapshot.ActionAlloc {
 			continue
 		}
-		k, ok := byFrames[e.Stack]
-		if !ok {
-			k = stackKind(e.Stack)
-			if e.Stack != nil {
+		k := kindStackless
+		if e.Stack != nil {
+			var ok bool
+			if k, ok = byFrames[e.Stack]; !ok {
+				k = stackKind(e.Stack)
 				byFrames[e.Stack] = k
 			}
 		}

@@ -369,7 +369,8 @@ func (l loop) build() ([]snapshot.TraceEntry, *phases.Timeline) {
 // TestPeriodicLoops: training loops the shared runs do not cover are split where they record their boundaries —
 // gradients never freed (the optimizer's temporaries then form a piece of their own after a floor), the last
 // output kept across the boundary, a lazily created workspace in the first forward, sequence lengths changing by
-// 16×, a leak-free and a dump in the middle of a step — and loops of forwards alone get no iterations.
+// up to 16×, two steps only, and dumps in the middle of a step (the step the trace ends in is incomplete and has
+// the phases it got to) — and loops of forwards alone get no iterations.
 func TestPeriodicLoops(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -478,6 +478,19 @@ type split struct{ start, bwd, opt, end, fb int }
 // iterations turns a run of repeating pieces into iterations with their phases, or returns nil when they are not
 // training steps. complete is false when the trace ends inside the last one.
 func (c *transient) iterations(ps []piece, rep repeat) (sp []split, complete bool) {
+	// The shape of the first few iterations first: a run of many short pieces that are no training steps (one
+	// small block allocated and freed over and over) is dismissed before all its iterations are placed.
+	probe := make([]split, min(rep.count, 3))
+	for k := range probe {
+		p := rep.first + k*rep.g
+		probe[k] = split{start: ps[p].t0, end: ps[p+rep.g-1].t1, fb: ps[p].t1}
+	}
+	c.phases(probe, true)
+	for _, s := range probe {
+		if !c.trainingShape(s) {
+			return nil, false
+		}
+	}
 	for k := range rep.count {
 		p := rep.first + k*rep.g
 		// Forward and backward lie in an iteration's first piece, its highest; the rest of an iteration of
@@ -565,11 +578,12 @@ func (c *transient) phases(sp []split, complete bool) {
 	}
 }
 
-// median returns the middle value of xs (the upper one of an even count).
+// median returns the middle value of xs, the lower one of an even count: a peak out of place lies after the
+// forward (in the first optimizer step), never before it.
 func median(xs []int) int {
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return s[len(s)/2]
+	return s[(len(s)-1)/2]
 }
 
 // optimizerStart returns the token where the optimizer phase of iteration s begins, s.end when it shows none.

@@ -403,4 +403,15 @@ func TestPeriodicLoops(t *testing.T) {
 			checkSilent(t, tr, 0)
 		})
 	}
+	t.Run("one block over and over", func(t *testing.T) {
+		// Every free is a floor and every piece repeats the last: a run of thousands of pieces, no training step.
+		var tr []snapshot.TraceEntry
+		for i := range 10_000 {
+			a := uint64(i%7+1) << 30
+			tr = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: a, Size: 1 << 20},
+				snapshot.TraceEntry{Action: snapshot.ActionFreeRequested, Addr: a, Size: 1 << 20},
+				snapshot.TraceEntry{Action: snapshot.ActionFreeCompleted, Addr: a, Size: 1 << 20})
+		}
+		checkSilent(t, tr, 0)
+	})
 }

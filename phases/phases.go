@@ -13,7 +13,9 @@
 //     forward in a trace that otherwise has stacks is the backward;
 //   - failing all of that, `snapshot` actions or a record_function name repeated at least twice split the trace into
 //     iterations with no phases;
-//   - a trace with no stacks and no markers at all is split by its alloc/free pattern (see periodic).
+//   - a trace with no stacks and no markers at all is split by its alloc/free pattern: the same program's requests
+//     repeating, transient memory falling back to a floor between them, and a forward whose blocks a backward
+//     releases (see periodic.go); a trace without that pattern gets no iterations.
 //
 // Everything before the first forward is the setup (model build, data loading of the first step). The allocator
 // records the process from its first allocation only when history was enabled that early; a trace that starts
@@ -240,82 +242,6 @@ func Detect(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) *T
 	return d.t
 }
 
-// periodic splits a trace that has neither stacks nor markers by its alloc/free pattern: a training iteration
-// raises live memory well above the level it returns to between steps, so every run of events above the midpoint
-// between that level and the highest live memory is one iteration's forward and backward; the forward ends at the
-// run's highest point (the backward begins by adding gradients while activations are still live).
-// The run reaches from where live memory left the lower quarter of its range to where it fell back into it.
-func (d *detector) periodic() {
-	trace, n := d.trace, len(d.trace)
-	live := make([]int64, n)
-	open := map[uint64]int64{}
-	var cur, hi int64
-	for j := range trace {
-		e := &trace[j]
-		switch e.Action {
-		case snapshot.ActionAlloc:
-			open[e.Addr] = e.Size
-			cur += e.Size
-		case snapshot.ActionFreeCompleted:
-			if sz, ok := open[e.Addr]; ok {
-				cur -= sz
-				delete(open, e.Addr)
-			}
-		}
-		live[j] = cur
-		hi = max(hi, cur)
-	}
-	// The level between steps: the lowest live memory once the trace first got halfway to its highest.
-	first := 0
-	for first < n && 2*live[first] < hi {
-		first++
-	}
-	lo := hi
-	for _, v := range live[first:] {
-		lo = min(lo, v)
-	}
-	// Hysteresis: a run starts where live memory last left the lower quarter before crossing the midpoint, and
-	// ends when it falls back into the lower quarter, so transients inside a forward do not split it.
-	mid, low := lo+(hi-lo)/2, lo+(hi-lo)/4
-	type run struct{ start, top, end int }
-	var runs []run
-	lastLow := -1
-	for j := 0; j < n; j++ {
-		if live[j] <= low {
-			lastLow = j
-			continue
-		}
-		if live[j] <= mid {
-			continue
-		}
-		r := run{start: lastLow + 1, top: j}
-		for j < n && live[j] > low {
-			if live[j] > live[r.top] {
-				r.top = j
-			}
-			j++
-		}
-		r.end = j
-		lastLow = j
-		runs = append(runs, r)
-	}
-	if len(runs) < 2 || hi <= lo {
-		return
-	}
-	d.t.Iterations = d.t.Iterations[:0]
-	d.t.Setup = Span{Start: 0, End: runs[0].start}
-	for k, r := range runs {
-		end := n
-		if k+1 < len(runs) {
-			end = runs[k+1].start
-		}
-		d.t.Iterations = append(d.t.Iterations, Iteration{Index: k + 1, Span: Span{Start: r.start, End: end},
-			Forward: Span{Start: r.start, End: r.top}, Backward: Span{Start: r.top, End: r.end}, Optimizer: noSpan,
-			Complete: k+1 < len(runs)})
-	}
-	d.t.Source = "alloc/free pattern"
-}
-
 type detector struct {
 	trace       []snapshot.TraceEntry
 	t           *Timeline
@@ -344,6 +270,17 @@ func (d *detector) run() {
 		}
 	}
 	hasStacks := d.hasStacks
+	if !hasStacks && len(d.steps) == 0 {
+		// Nothing to walk by: every allocation would be "other" and no phase would ever start. Only the OOM.
+		for j := range trace {
+			if trace[j].Action == snapshot.ActionOOM {
+				d.t.OOM = j
+				break
+			}
+		}
+		d.t.Source = "no iteration evidence"
+		return
+	}
 	st := inSetup
 	var cur *Iteration
 	bwdAllocs := 0 // autograd allocations of the current backward
@@ -407,10 +344,11 @@ func (d *detector) run() {
 		if e.Action != snapshot.ActionAlloc {
 			continue
 		}
-		k, ok := byFrames[e.Stack]
-		if !ok {
-			k = stackKind(e.Stack)
-			if e.Stack != nil {
+		k := kindStackless
+		if e.Stack != nil {
+			var ok bool
+			if k, ok = byFrames[e.Stack]; !ok {
+				k = stackKind(e.Stack)
 				byFrames[e.Stack] = k
 			}
 		}

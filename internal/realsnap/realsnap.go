@@ -107,6 +107,14 @@ var BenchGenerated4 = sync.OnceValues(func() ([]byte, error) {
 	return buf.Bytes(), err
 })
 
+// BenchStackless is a generated 2.4M-event single-device snapshot without stacks (no training loop in it), built
+// once per test binary: the size the allocator replay and the periodic phase split are benchmarked at.
+var BenchStackless = sync.OnceValues(func() ([]byte, error) {
+	var buf bytes.Buffer
+	_, err := gen.Write(&buf, gen.Config{Seed: 7, Entries: 2_400_000, Devices: 1, Stacks: gen.StacksNone})
+	return buf.Bytes(), err
+})
+
 // BenchFile returns the snapshot file named by MEMSCAN_BENCH_FILE and sets b's bytes per operation to its size,
 // skipping the benchmark when the variable is unset.
 func BenchFile(b *testing.B) string {

@@ -10,7 +10,7 @@ import (
 	"github.com/memscan/memscan/units"
 )
 
-// peak writes the live set at the trace's peak: where in training it fell, by category, by component (the static
+// peak writes the live set at the trace's peak: when it fell (iteration and phase), by category, by component (the static
 // estimator's terms) and by site.
 func (t *textWriter) peak(p *analyze.Peak) {
 	t.section("Peak (from the allocator trace)")
@@ -20,7 +20,7 @@ func (t *textWriter) peak(p *analyze.Peak) {
 	}
 	t.printf("\n")
 	if w := peakWhere(p); w != "" {
-		t.printf("  in training:    %s\n", w)
+		t.printf("  when:           %s\n", w)
 	}
 	if p.LifetimeDecidedBytes > 0 {
 		t.printf("  categorized by lifetime (no stack, or only autograd/optimizer machinery): %s\n", units.Bytes(p.LifetimeDecidedBytes))

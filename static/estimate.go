@@ -473,6 +473,12 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	for _, p := range layerPs {
 		layerPerGPU += e.perGPU(p)
 	}
+	// What backward reduces per layer: every parameter's gradient, or under LoRA the adapters' only (the frozen
+	// base has none), in the adapters' dtype.
+	gradElems, gradBytes := layerPerGPU, e.gb
+	if e.lora != nil {
+		gradElems, gradBytes = e.adaptersPerLayer(), dtypeBytes[e.lora.AdapterDtype]
+	}
 	switch z := c.Parallel.ZeroStage; {
 	case z == 3:
 		gb := e.pb
@@ -483,8 +489,8 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			}
 		}
 		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * gb
-		reduceTemp = layerPerGPU * e.gb
-		if e.gb > gb && !c.Training.Float8 {
+		reduceTemp = gradElems * gradBytes
+		if e.lora == nil && e.gb > gb && !c.Training.Float8 {
 			reduceTemp += layerPerGPU * gb // the unsharded gradients in param_dtype before their cast to reduce_dtype
 		}
 		if last {
@@ -494,13 +500,16 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 				headUnit += e.perGPU(p) * gb
 			}
 			headUnitBwd = headUnit / gb * (e.gb + gb)
+			if e.lora != nil {
+				headUnitBwd = headUnit // the frozen output layer gets no gradient
+			}
 		}
 		if r := c.Parallel.FSDPReshardAfterForward; r != nil && !*r {
 			// Without resharding after forward every layer's gathered parameters stay until its backward.
 			unsharded = float64(l-1) * layerPerGPU * gb
 		}
 	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
-		reduceTemp = math.Min(5e8, layerPerGPU*float64(l)) * e.gb // DeepSpeed reduce bucket (5e8 elements)
+		reduceTemp = math.Min(5e8, gradElems*float64(l)) * gradBytes // DeepSpeed reduce bucket (5e8 elements)
 	}
 
 	persistentGrads := c.Parallel.GradBuffer == "persistent"

@@ -33,7 +33,9 @@ func TestTrainableParamTraffic(t *testing.T) {
 		{"qlora 1 GPU", nil, adapters, 28, 0, 0},
 		// ZeRO-2 over 2 GPUs: each steps half the adapters; the reduce bucket holds all adapter gradients
 		// (41.9M < DeepSpeed's 5e8-element bucket), fp32; the all-reduce moves 2·(1/2)·adapters·4 B.
-		{"qlora zero2 dp2", func(c *Config) { c.Hardware.NumGPUs, c.Parallel.DP, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = 2, 2, 2, 4 }, adapters / 2, 28, adapters * 4, adapters * 4},
+		{"qlora zero2 dp2", func(c *Config) {
+			c.Hardware.NumGPUs, c.Parallel.DP, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = 2, 2, 2, 4
+		}, adapters / 2, 28, adapters * 4, adapters * 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,14 +11,7 @@ import (
 // per-GPU figures say the same; the root unit's gathered weights are temporaries, so the activations at the peak
 // equal the summary's.
 func TestFSDPPrecisionAgrees(t *testing.T) {
-	c, err := LoadConfig("../testdata/static/llama3-8b-fsdp8.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Estimate(*c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := estimateFile(t, "../testdata/static/llama3-8b-fsdp8.json", nil)
 	const params = 8_030_261_248
 	s, st := r.Summary, r.Stages[r.WorstStage]
 	if r.Params.Total != params {
@@ -44,4 +37,21 @@ func TestFSDPPrecisionAgrees(t *testing.T) {
 	if !strings.Contains(precision, "sharded params fp32 (4 B, the master weights themselves") || strings.Contains(precision, "params bf16 (2 B), grads") {
 		t.Errorf("precision assumption %q", precision)
 	}
+}
+
+// estimateFile estimates a config file, edited by mod when given.
+func estimateFile(t *testing.T, path string, mod func(*Config)) *Report {
+	t.Helper()
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mod != nil {
+		mod(c)
+	}
+	r, err := Estimate(*c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

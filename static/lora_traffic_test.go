@@ -12,16 +12,6 @@ import (
 // states: 4 + 2·4 + 2·2·4 = 28 B each, 12 FLOPs each.
 func TestTrainableParamTraffic(t *testing.T) {
 	const adapters = 41_943_040
-	optOp := func(t *testing.T, r *Report) Operator {
-		t.Helper()
-		for _, op := range r.Operators {
-			if op.Name == "optimizer_step" {
-				return op
-			}
-		}
-		t.Fatal("no optimizer_step operator")
-		return Operator{}
-	}
 	tests := []struct {
 		name       string
 		mut        func(*Config)
@@ -39,21 +29,11 @@ func TestTrainableParamTraffic(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := LoadConfig("../testdata/static/llama3-8b-qlora-rtx4090.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.mut != nil {
-				tc.mut(c)
-			}
-			r, err := Estimate(*c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := estimateFile(t, "../testdata/static/llama3-8b-qlora-rtx4090.json", tc.mut)
 			if r.LoRA == nil || r.LoRA.AdapterParams != adapters {
 				t.Fatalf("lora %+v, want %d adapter params", r.LoRA, adapters)
 			}
-			op := optOp(t, r)
+			op := op(t, r, "optimizer_step")
 			if op.FLOPs != 12*tc.stepped || op.BytesMoved != tc.stepped*tc.bytesEach {
 				t.Errorf("optimizer_step %.0f FLOP %.0f B, want %.0f FLOP %.0f B", op.FLOPs, op.BytesMoved, 12*tc.stepped, tc.stepped*tc.bytesEach)
 			}
@@ -67,10 +47,7 @@ func TestTrainableParamTraffic(t *testing.T) {
 				t.Errorf("grad_reduce_scatter %d B, want %d", reduce, tc.reduceTemp)
 			}
 			if tc.dpGrads > 0 {
-				rc := *c
-				if err := rc.Resolve(); err != nil {
-					t.Fatal(err)
-				}
+				rc := r.Config
 				g := rc.GPU()
 				bw := g.IntraGBps / 2 * 1e9 * rc.Hardware.CommEfficiency
 				want := 2 * 0.5 * tc.dpGrads / bw
@@ -82,18 +59,12 @@ func TestTrainableParamTraffic(t *testing.T) {
 	}
 
 	// Plain data parallelism (ZeRO 0): every rank steps every parameter.
-	c, err := LoadConfig("../testdata/static/llama3-8b-qlora-rtx4090.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Training.LoRA = nil
-	c.Model.Preset = "llama3.2-1b"
-	c.Hardware.GPU, c.Hardware.NumGPUs, c.Parallel.DP, c.Training.GlobalBatchSize = "h100-sxm", 2, 2, 4
-	r, err := Estimate(*c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if op, p := optOp(t, r), float64(r.Stages[r.WorstStage].Params); op.FLOPs != 12*p {
+	r := estimateFile(t, "../testdata/static/llama3-8b-qlora-rtx4090.json", func(c *Config) {
+		c.Training.LoRA = nil
+		c.Model.Preset = "llama3.2-1b"
+		c.Hardware.GPU, c.Hardware.NumGPUs, c.Parallel.DP, c.Training.GlobalBatchSize = "h100-sxm", 2, 2, 4
+	})
+	if op, p := op(t, r, "optimizer_step"), float64(r.Stages[r.WorstStage].Params); op.FLOPs != 12*p {
 		t.Errorf("DDP optimizer_step %.0f FLOP, want 12 × %.0f params", op.FLOPs, p)
 	}
 }
@@ -102,15 +73,7 @@ func TestTrainableParamTraffic(t *testing.T) {
 // so its roofline has no decode.* operators; with tokens to generate it does.
 func TestDecodeRooflineOnlyWithGeneration(t *testing.T) {
 	for _, gen := range []int{0, 16} {
-		c, err := LoadConfig("../testdata/static/llama2-7b-inference.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Inference.GenerateTokens = gen
-		r, err := Estimate(*c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := estimateFile(t, "../testdata/static/llama2-7b-inference.json", func(c *Config) { c.Inference.GenerateTokens = gen })
 		decode := 0
 		for _, p := range r.Roofline.Points {
 			if p.Phase == "decode" {

@@ -19,13 +19,20 @@ func TestTrainableParamTraffic(t *testing.T) {
 		bytesEach  float64
 		reduceTemp int64 // grad_reduce_scatter buffer, 0 = none
 		dpGrads    float64
+		gathers    bool // ZeRO-3: the stored weights are all-gathered too
 	}{
-		{"qlora 1 GPU", nil, adapters, 28, 0, 0},
+		{"qlora 1 GPU", nil, adapters, 28, 0, 0, false},
 		// ZeRO-2 over 2 GPUs: each steps half the adapters; the reduce bucket holds all adapter gradients
 		// (41.9M < DeepSpeed's 5e8-element bucket), fp32; the all-reduce moves 2·(1/2)·adapters·4 B.
 		{"qlora zero2 dp2", func(c *Config) {
 			c.Hardware.NumGPUs, c.Parallel.DP, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = 2, 2, 2, 4
-		}, adapters / 2, 28, adapters * 4, adapters * 4},
+		}, adapters / 2, 28, adapters * 4, adapters * 4, false},
+		// ZeRO-3 reduce-scatters one layer's adapter gradients at a time (adapters/32 · 4 B) and also gathers the
+		// stored bf16 base and the fp32 adapters: 2·(1/2)·(2 × weights per GPU) bytes more.
+		{"qlora zero3 dp2", func(c *Config) {
+			c.Hardware.NumGPUs, c.Parallel.DP, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = 2, 2, 3, 4
+			c.Training.LoRA.BaseDtype, c.Training.LoRA.DoubleQuant = "bf16", nil // bitsandbytes nf4 weights are not sharded
+		}, adapters / 2, 28, adapters / 32 * 4, adapters * 4, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +57,11 @@ func TestTrainableParamTraffic(t *testing.T) {
 				rc := r.Config
 				g := rc.GPU()
 				bw := g.IntraGBps / 2 * 1e9 * rc.Hardware.CommEfficiency
-				want := 2 * 0.5 * tc.dpGrads / bw
+				vol := 2 * 0.5 * tc.dpGrads
+				if tc.gathers {
+					vol += 2 * 0.5 * 2 * float64(r.Stages[r.WorstStage].Weights)
+				}
+				want := vol / bw
 				if math.Abs(r.Time.DPCommSeconds-want) > 1e-12 {
 					t.Errorf("DP communication %.6g s, want %.6g s (adapter gradients only)", r.Time.DPCommSeconds, want)
 				}

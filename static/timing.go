@@ -76,7 +76,12 @@ func estimateTime(r *Report, c *Config) *TimeEstimate {
 		}
 		vol := 2 * (dp - 1) / dp * grads // all-reduce or reduce-scatter + all-gather
 		if p.ZeroStage == 3 {
-			vol += 2 * (dp - 1) / dp * params * e.pb // parameters gathered in forward and backward
+			gathered := params * e.pb
+			if e.lora != nil {
+				// A LoRA model is gathered as stored: the 16-bit base with its fp32 adapters.
+				gathered = float64(r.Stages[r.WorstStage].Weights) * dp
+			}
+			vol += 2 * (dp - 1) / dp * gathered // parameters gathered in forward and backward
 		}
 		te.DPCommSeconds = vol / bwFor(p.DP*p.CP, p.TP*p.PP)
 		te.DPExposedSeconds = math.Max(te.DPCommSeconds*(1-c.Hardware.DPOverlap), te.DPCommSeconds-te.ComputeSeconds)

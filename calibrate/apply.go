@@ -9,6 +9,10 @@ type Applied struct {
 	Version     int    `json:"version"`
 	Corrections string `json:"corrections"` // the file the model came from
 	Explanation string `json:"explanation"`
+	// Applied is false where the model refused to correct the config (framework outside the fit): Corrected
+	// is then Raw. Warnings say why, and what else falls outside the fit.
+	Applied  bool     `json:"applied"`
+	Warnings []string `json:"warnings,omitempty"`
 	// Raw is exactly static.Estimate's prediction; Corrected applies the model. Both are the worst stage.
 	Raw       Prediction    `json:"raw"`
 	Corrected Prediction    `json:"corrected"`
@@ -35,7 +39,8 @@ func (m *Model) Compare(cfg static.Config, source string) (*Applied, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Applied{Version: ModelVersion, Corrections: source, Explanation: m.Explain(cfg),
+	ok, warnings := m.Coverage(cfg)
+	a := &Applied{Version: ModelVersion, Corrections: source, Explanation: m.Explain(cfg), Applied: ok, Warnings: warnings,
 		Raw: PredictionOf(raw, raw.WorstStage), Corrected: PredictionOf(corr, corr.WorstStage), CV: m.HeldOut}
 	for _, c := range Components() {
 		if a.Raw.AtPeak[c] == 0 && a.Corrected.AtPeak[c] == 0 {

@@ -639,3 +639,69 @@ func TestUndefinedRelativeError(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestApplyRespectsExactTermsAndReplay: weights are exact (never scaled); where the raw reserved figure is the
+// allocator replay, the corrected one keeps the replay's fragmentation instead of a fitted ratio; a framework
+// outside the fit is not corrected at all, and says so.
+func TestApplyRespectsExactTermsAndReplay(t *testing.T) {
+	cfg := smallConfig(t, func(c *static.Config) {
+		if err := c.ApplyFramework("hf"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	m := &Model{Version: ModelVersion, Kind: ModelKind, Frameworks: []string{"hf"}, PersistentScale: 1.1, ActivationScale: 1.05,
+		ReservedRatio: 1.3}
+	raw, corr, err := m.Apply(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, c := raw.Stages[raw.WorstStage], corr.Stages[corr.WorstStage]
+	if r.ReservedSource != replaySource {
+		t.Fatalf("raw reserved from %q; the test needs a replayed config", r.ReservedSource)
+	}
+	if c.Weights != r.Weights {
+		t.Errorf("weights %d corrected to %d: exact byte counts must not be scaled", r.Weights, c.Weights)
+	}
+	if want := float64(r.Optimizer) * 1.1; math.Abs(float64(c.Optimizer)-want) > 1 {
+		t.Errorf("optimizer %d, want %d × 1.1 = %.0f", c.Optimizer, r.Optimizer, want)
+	}
+	if c.PeakAllocated <= r.PeakAllocated {
+		t.Fatalf("corrected allocated %d not above raw %d with scales > 1", c.PeakAllocated, r.PeakAllocated)
+	}
+	// Replay fragmentation carried over: corrected reserved = corrected allocated + (raw reserved − raw allocated),
+	// far below the 1.3 × allocated the fitted ratio would give.
+	if want := c.PeakAllocated + r.PeakReserved - r.PeakAllocated; c.PeakReserved != want || corr.Summary.PeakReservedBytes != want {
+		t.Errorf("corrected reserved %d (summary %d), want %d", c.PeakReserved, corr.Summary.PeakReservedBytes, want)
+	}
+	if c.ReservedSource != replaySource || c.DeviceTotal-c.PeakReserved != r.DeviceTotal-r.PeakReserved {
+		t.Errorf("corrected reserved source %q, device total − reserved %d want %d", c.ReservedSource, c.DeviceTotal-c.PeakReserved, r.DeviceTotal-r.PeakReserved)
+	}
+
+	// Fitted on Megatron-style runs only: the hf config is left raw, with a warning in the applied table.
+	m.Frameworks = []string{"megatron", "none"}
+	a, err := m.Compare(cfg, "corrections.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Applied || !reflect.DeepEqual(a.Corrected, a.Raw) || len(a.Warnings) != 1 ||
+		!strings.Contains(a.Warnings[0], "NOT CORRECTED") || !strings.Contains(a.Warnings[0], "megatron, none") {
+		t.Errorf("applied %v, warnings %q; corrected equals raw: %v", a.Applied, a.Warnings, reflect.DeepEqual(a.Corrected, a.Raw))
+	}
+	// An unseen activation group is corrected, with a warning naming the back-off.
+	m.Frameworks = []string{"hf"}
+	if ok, w := m.Coverage(cfg); !ok || len(w) != 1 || !strings.Contains(w[0], "median of all runs") {
+		t.Errorf("coverage %v %q, want corrected with one back-off warning", ok, w)
+	}
+}
+
+func TestFitRecordsFrameworks(t *testing.T) {
+	samples := synthetic(t, 1, 1)
+	samples[1].Config.Framework = "hf"
+	m, err := Fit(context.Background(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"hf", "none"}; !reflect.DeepEqual(m.Frameworks, want) {
+		t.Errorf("frameworks %q, want %q", m.Frameworks, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -21,15 +22,25 @@ const ModelVersion = 1
 const ModelKind = "memscan-corrections"
 
 // Model is a small correction model fitted on measured runs. It has three explainable parts:
-//   - PersistentScale multiplies weights, gradients and optimizer states, fitted so the predicted end-of-step
-//     allocation matches the measured one (median over runs);
+//   - PersistentScale multiplies gradients and optimizer states (their buffers, padding and sharding differ by
+//     framework), fitted so the predicted end-of-step allocation matches the measured one (median over runs).
+//     Weights are never scaled: they are exact byte counts (parameters × dtype);
 //   - an activation scale per (attention kind, recompute mode) multiplies activations and temporaries, fitted so
 //     the predicted peak allocated matches (median over the group's runs; ActivationScale for unseen groups);
-//   - ReservedRatio, when runs measured reserved memory, predicts peak reserved as ratio × peak allocated.
+//   - ReservedRatio, when runs measured reserved memory, predicts peak reserved as ratio × peak allocated where
+//     the raw prediction's reserved figure is the flat allowance; where it comes from the allocator replay, the
+//     replay's fragmentation is carried onto the corrected allocation instead (the replay is far closer than a
+//     ratio fitted on other runs).
+//
+// A model describes the frameworks it was fitted on only: its factors absorb one training stack's buffers and
+// kernels, so Apply refuses to correct a config of another framework (corrected = raw, with a warning).
 type Model struct {
 	Version  int      `json:"version"`
 	Kind     string   `json:"kind"`
 	FittedOn []string `json:"fitted_on"`
+	// Frameworks are the frameworks of the fitted runs, sorted ("none" for a config without framework
+	// defaults); empty in files written before it was recorded.
+	Frameworks []string `json:"frameworks,omitempty"`
 
 	PersistentScale float64 `json:"persistent_scale"`
 	PersistentRuns  int     `json:"persistent_runs"` // runs with a measured end-of-step figure
@@ -233,10 +244,10 @@ func (sv *solver) activation(s Sample, persistent float64) (actSolution, error) 
 	return r, nil
 }
 
-// scaled returns cfg with the model's factors multiplied into its corrections.
+// scaled returns cfg with the model's factors multiplied into its corrections. Weights are left alone: they are
+// parameters × dtype bytes, exact by construction.
 func scaled(cfg static.Config, persistent, activation float64) static.Config {
 	c := cfg
-	c.Corrections.Weights *= persistent
 	c.Corrections.Grads *= persistent
 	c.Corrections.Optimizer *= persistent
 	c.Corrections.Activations *= activation
@@ -282,6 +293,9 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 		att, rec, loss := groupKey(s.Config)
 		per[i] = RunScale{ID: s.ID, Group: GroupName(att, rec, loss), Attention: att, Recompute: rec, Loss: loss}
 		m.FittedOn = append(m.FittedOn, s.ID)
+		if fw := frameworkOf(s.Config); !slices.Contains(m.Frameworks, fw) {
+			m.Frameworks = append(m.Frameworks, fw)
+		}
 		r, err := sv.persistent(s)
 		if err != nil {
 			return nil, err
@@ -291,6 +305,7 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 			ps = append(ps, r.scale)
 		}
 	}
+	slices.Sort(m.Frameworks)
 	if len(ps) > 0 {
 		m.PersistentScale = units.Median(ps)
 		m.PersistentRuns = len(ps)
@@ -357,12 +372,41 @@ func fit(ctx context.Context, samples []Sample, sv *solver) (*Model, error) {
 	return m, nil
 }
 
-// activationScaleFor returns the group's scale, or the overall median for a group the model has not seen.
-func (m *Model) activationScaleFor(c static.Config) (float64, string) {
+// frameworkOf names the framework whose defaults a config uses, as the model records it.
+func frameworkOf(c static.Config) string {
+	if c.Framework == "" {
+		return "none"
+	}
+	return c.Framework
+}
+
+// Coverage says whether the model may correct cfg and what a user must be told: a framework outside the fit is
+// refused (its buffers, kernels and loss differ, so the fitted factors describe another program); an
+// activation group outside the fit is corrected with a backed-off scale, with a warning.
+func (m *Model) Coverage(cfg static.Config) (apply bool, warnings []string) {
+	fw := frameworkOf(cfg)
+	switch {
+	case len(m.Frameworks) == 0:
+		warnings = append(warnings, "the corrections file does not record the frameworks it was fitted on (written by an older memscan); "+
+			"framework "+fw+" may not be in the fit: refit it with memscan calibrate")
+	case !slices.Contains(m.Frameworks, fw):
+		return false, []string{fmt.Sprintf("NOT CORRECTED: the corrections were fitted on framework %s runs only (none = configs without a "+
+			"framework key); this config is framework %s, whose buffers, kernels and loss the fitted factors do not describe "+
+			"(corrected = raw; fit on %s runs to correct it)", strings.Join(m.Frameworks, ", "), fw, fw)}
+	}
+	if _, from, seen := m.activationScaleFor(cfg); !seen {
+		warnings = append(warnings, "activation group not in the fit: activations and temporaries use the "+from)
+	}
+	return true, warnings
+}
+
+// activationScaleFor returns the group's scale, or a backed-off median for a group the model has not seen
+// (seen false).
+func (m *Model) activationScaleFor(c static.Config) (scale float64, from string, seen bool) {
 	a, r, l := groupKey(c)
 	for _, g := range m.Groups {
 		if g.Attention == a && g.Recompute == r && g.Loss == l {
-			return g.Scale, GroupName(a, r, l)
+			return g.Scale, GroupName(a, r, l), true
 		}
 	}
 	// Unseen group: back off to the runs that share the loss kind and attention, then the loss kind alone (the
@@ -381,10 +425,10 @@ func (m *Model) activationScaleFor(c static.Config) (float64, string) {
 			}
 		}
 		if len(v) > 0 {
-			return units.Median(v), fmt.Sprintf("median of %d %s (group %s not seen)", len(v), b.name, GroupName(a, r, l))
+			return units.Median(v), fmt.Sprintf("median of %d %s (group %s not seen)", len(v), b.name, GroupName(a, r, l)), false
 		}
 	}
-	return m.ActivationScale, "median of all runs (group " + GroupName(a, r, l) + " not seen)"
+	return m.ActivationScale, "median of all runs (group " + GroupName(a, r, l) + " not seen)", false
 }
 
 // Apply estimates cfg twice: raw exactly as static.Estimate(cfg) gives it, and corrected with the model's
@@ -397,7 +441,7 @@ func (m *Model) Apply(cfg static.Config) (raw, corrected *static.Report, err err
 	if err != nil {
 		return nil, nil, err
 	}
-	if corrected, err = m.estimate(cfg); err != nil {
+	if corrected, err = m.estimate(cfg, raw); err != nil {
 		return nil, nil, err
 	}
 	return raw, corrected, nil
@@ -408,33 +452,58 @@ func (m *Model) correctedEstimate(cfg static.Config) (*static.Report, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	return m.estimate(cfg)
+	return m.estimate(cfg, nil)
 }
 
-// estimate estimates cfg with the model's factors.
-func (m *Model) estimate(cfg static.Config) (*static.Report, error) {
-	as, _ := m.activationScaleFor(cfg)
+// estimate estimates cfg with the model's factors; raw is static.Estimate(cfg) (nil: computed here). A config
+// the model does not cover (Coverage) gets raw back unchanged.
+func (m *Model) estimate(cfg static.Config, raw *static.Report) (*static.Report, error) {
+	if raw == nil {
+		var err error
+		if raw, err = static.Estimate(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if ok, _ := m.Coverage(cfg); !ok {
+		return raw, nil
+	}
+	as, _, _ := m.activationScaleFor(cfg)
 	corrected, err := static.Estimate(scaled(cfg, m.PersistentScale, as))
 	if err != nil {
 		return nil, err
 	}
-	if m.ReservedRatio > 0 {
-		for i := range corrected.Stages {
-			st := &corrected.Stages[i]
+	for i := range corrected.Stages {
+		st, r := &corrected.Stages[i], raw.Stages[i]
+		switch {
+		case r.ReservedSource == replaySource:
+			// The replay's reserved − allocated is fragmentation of this very allocation sequence; scaling the
+			// tensors by a percent or two leaves it, so it moves with the corrected allocation.
+			reserved := st.PeakAllocated + (r.PeakReserved - r.PeakAllocated)
+			st.DeviceTotal += reserved - st.PeakReserved
+			st.PeakReserved, st.ReservedSource = reserved, r.ReservedSource
+		case m.ReservedRatio > 0:
 			st.PeakReserved = max(st.PeakReserved, int64(float64(st.PeakAllocated)*m.ReservedRatio))
 		}
-		corrected.Summary.PeakReservedBytes = corrected.Stages[corrected.WorstStage].PeakReserved
 	}
+	corrected.Summary.PeakReservedBytes = corrected.Stages[corrected.WorstStage].PeakReserved
+	corrected.Summary.ReservedSource = corrected.Stages[corrected.WorstStage].ReservedSource
 	return corrected, nil
 }
 
+// replaySource is static's ReservedSource for a reserved figure from the caching-allocator replay.
+const replaySource = "allocator replay"
+
 // Explain says which factors Apply uses for cfg.
 func (m *Model) Explain(cfg static.Config) string {
-	as, from := m.activationScaleFor(cfg)
-	s := fmt.Sprintf("weights, gradients, optimizer states × %.4f (end-of-step fit on %s); activations, temporaries × %.4f (%s)",
+	if ok, _ := m.Coverage(cfg); !ok {
+		return "no correction applied (framework " + frameworkOf(cfg) + " not in the fit)"
+	}
+	as, from, _ := m.activationScaleFor(cfg)
+	s := fmt.Sprintf("weights exact (not scaled); gradients, optimizer states × %.4f (end-of-step fit on %s); activations, temporaries × %.4f (%s)",
 		m.PersistentScale, units.Plural(m.PersistentRuns, "run", "runs"), as, from)
 	if m.ReservedRatio > 0 {
-		s += fmt.Sprintf("; peak reserved ≥ %.4f × peak allocated (%s)", m.ReservedRatio, units.Plural(m.ReservedRuns, "run", "runs"))
+		s += fmt.Sprintf("; peak reserved ≥ %.4f × peak allocated (%s) where reserved is the flat allowance; the replay's fragmentation is kept where it is the allocator replay",
+			m.ReservedRatio, units.Plural(m.ReservedRuns, "run", "runs"))
 	}
 	return s
 }

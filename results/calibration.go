@@ -92,7 +92,7 @@ func WriteCalibrationText(w io.Writer, c *calibrate.Calibration) error {
 	}
 	if c.Model != nil {
 		b.WriteString("\nCorrections\n")
-		fmt.Fprintf(&b, "  persistent scale %.4f (weights, gradients, optimizer; %s)\n", c.Model.PersistentScale, units.Plural(c.Model.PersistentRuns, "run", "runs"))
+		fmt.Fprintf(&b, "  persistent scale %.4f (gradients, optimizer; weights exact; %s)\n", c.Model.PersistentScale, units.Plural(c.Model.PersistentRuns, "run", "runs"))
 		b.WriteString(describeGroups(c.Model))
 	}
 	for _, f := range c.Failures {
@@ -209,7 +209,7 @@ func writeCorrectionsMarkdown(b *strings.Builder, m *calibrate.Model) {
 	if m == nil {
 		return
 	}
-	fmt.Fprintf(b, "\nModel (version %d): weights, gradients and optimizer states × %.4f (median over %d end-of-step fits); ",
+	fmt.Fprintf(b, "\nModel (version %d): gradients and optimizer states × %.4f (median over %d end-of-step fits; weights are exact and not scaled); ",
 		m.Version, m.PersistentScale, m.PersistentRuns)
 	fmt.Fprintf(b, "activations and temporaries × %.4f for unseen groups", m.ActivationScale)
 	if m.ReservedRatio > 0 {
@@ -290,7 +290,11 @@ func mdPct(v *float64) string {
 // WriteAppliedText renders the raw and corrected prediction side by side (memscan static --calibration).
 func WriteAppliedText(w io.Writer, a *calibrate.Applied) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nCalibrated prediction (%s)\n  %s\n", a.Corrections, a.Explanation)
+	fmt.Fprintf(&b, "\nCalibrated prediction (%s)\n", a.Corrections)
+	for _, w := range a.Warnings {
+		fmt.Fprintf(&b, "  WARNING: %s\n", w)
+	}
+	fmt.Fprintf(&b, "  %s\n", a.Explanation)
 	if a.CV != nil {
 		fmt.Fprintf(&b, "  leave-one-out held-out error of the model: median %.1f %%, max %.1f %%\n", a.CV.MedianAbsPct, a.CV.MaxAbsPct)
 	}

@@ -27,14 +27,14 @@ func WriteGPUTable(w io.Writer, list []static.GPUSpec) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nTFLOP/s are dense vendor figures; RIDGE = BF16 peak / bandwidth in FLOP/byte; MEM is the CUDA-visible total.")
+	fmt.Fprintln(w, "\nTFLOP/s are dense vendor figures (— = the part lacks the format); RIDGE = BF16 peak (FP16 without BF16) / bandwidth in FLOP/byte; MEM is the CUDA-visible total.")
 	return nil
 }
 
 // WritePresetList renders the model presets of memscan static (memscan gpus --presets), one line each.
 func WritePresetList(w io.Writer) error {
 	for _, n := range static.PresetNames() {
-		m, err := static.Preset(n)
+		m, err := static.ResolvedPreset(n) // the values an estimate uses, family defaults filled
 		if err != nil {
 			return err
 		}

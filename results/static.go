@@ -47,11 +47,24 @@ func WriteStaticText(w io.Writer, r *static.Report) error {
 	return err
 }
 
+// precisionLabel names the precision the report models: the training precision (with the compute dtype where
+// the name does not say it, e.g. "amp-bf16" or "bf16-mixed" is itself explicit), or inference's weight dtype.
+func precisionLabel(r *static.Report) string {
+	c := r.Config
+	if c.Mode == "inference" {
+		return "weights " + c.Inference.WeightDtype
+	}
+	if p := c.Training.Precision; p != r.Metadata.Dtype && !strings.Contains(p, r.Metadata.Dtype) {
+		return p + ", " + r.Metadata.Dtype + " compute"
+	}
+	return c.Training.Precision
+}
+
 // writeStaticHeader writes the model, layout, workload and fit verdict.
 func writeStaticHeader(b *strings.Builder, r *static.Report) {
 	s := r.Summary
 	c := r.Config
-	fmt.Fprintf(b, "memscan static — %s (%s, %s)\n", r.Metadata.Model, c.Mode, r.Metadata.Dtype)
+	fmt.Fprintf(b, "memscan static — %s (%s, %s)\n", r.Metadata.Model, c.Mode, precisionLabel(r))
 	fmt.Fprintf(b, "GPU: %s × %d   layout: %s\n", r.Fit.GPU, c.Hardware.NumGPUs, r.Metadata.Layout)
 	fmt.Fprintf(b, "Parameters: %s total (%s per GPU of stage %d before ZeRO sharding)", commas(r.Params.Total), commas(s.ParamCountPerGPU), r.WorstStage)
 	if r.Params.Active != r.Params.Total {
@@ -207,8 +220,8 @@ func WriteStaticMarkdown(w io.Writer, r *static.Report) error {
 	s := r.Summary
 	c := r.Config
 	fmt.Fprintf(&b, "# memscan static report — %s\n\n", r.Metadata.Model)
-	fmt.Fprintf(&b, "- Mode: %s, dtype %s\n- GPU: %s × %d\n- Layout: `%s`\n- Parameters: %s (per GPU of the worst stage, before ZeRO sharding: %s)\n",
-		c.Mode, r.Metadata.Dtype, r.Fit.GPU, c.Hardware.NumGPUs, r.Metadata.Layout, commas(r.Params.Total), commas(s.ParamCountPerGPU))
+	fmt.Fprintf(&b, "- Mode: %s, precision %s\n- GPU: %s × %d\n- Layout: `%s`\n- Parameters: %s (per GPU of the worst stage, before ZeRO sharding: %s)\n",
+		c.Mode, precisionLabel(r), r.Fit.GPU, c.Hardware.NumGPUs, r.Metadata.Layout, commas(r.Params.Total), commas(s.ParamCountPerGPU))
 	if f := r.Metadata.Framework; f != "" {
 		fmt.Fprintf(&b, "- Framework: %s\n", f)
 	}

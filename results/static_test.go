@@ -264,3 +264,21 @@ func TestStaticViewReservedSegments(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticViewPrecisionLabel: the header names the precision the report models (bf16-mixed, not just its
+// bf16 compute dtype), and inference names its weight dtype.
+func TestStaticViewPrecisionLabel(t *testing.T) {
+	for _, tc := range []struct {
+		path, head, md string
+		edit           func(*static.Config)
+	}{
+		{"../testdata/static/llama3-8b-fsdp8.json", "memscan static — llama3-8b-fsdp8 (train, bf16-mixed)\n", "- Mode: train, precision bf16-mixed\n", nil},
+		{"../testdata/static/llama3-8b-fsdp8.json", "(train, fp16-mixed)\n", "precision fp16-mixed\n", func(c *static.Config) { c.Training.Precision = "fp16-mixed" }},
+		{"../testdata/static/llama2-7b-inference.json", "(inference, weights bf16)\n", "- Mode: inference, precision weights bf16\n", nil},
+	} {
+		_, text, md, _ := renderStatic(t, tc.path, tc.edit)
+		if !strings.Contains(text, tc.head) || !strings.Contains(md, tc.md) {
+			t.Errorf("%s: header %q / markdown lacks %q", tc.path, strings.SplitN(text, "\n", 2)[0], tc.md)
+		}
+	}
+}

@@ -158,7 +158,7 @@ func (e *est) states(ps []paramTensor, mult float64, inLayer bool) modelStates {
 			continue
 		}
 		w := el * e.pb
-		fsdpMaster := zero == 3 && mixed && e.gb == 4
+		fsdpMaster := e.fsdpMaster()
 		if zero == 3 {
 			w = el * e.pb / N
 			if fsdpMaster {
@@ -473,6 +473,12 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	for _, p := range layerPs {
 		layerPerGPU += e.perGPU(p)
 	}
+	// What backward reduces per layer: every parameter's gradient, or under LoRA the adapters' only (the frozen
+	// base has none), in the adapters' dtype.
+	gradElems, gradBytes := layerPerGPU, e.gb
+	if e.lora != nil {
+		gradElems, gradBytes = e.adaptersPerLayer(), dtypeBytes[e.lora.AdapterDtype]
+	}
 	switch z := c.Parallel.ZeroStage; {
 	case z == 3:
 		gb := e.pb
@@ -483,8 +489,8 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			}
 		}
 		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * gb
-		reduceTemp = layerPerGPU * e.gb
-		if e.gb > gb && !c.Training.Float8 {
+		reduceTemp = gradElems * gradBytes
+		if e.lora == nil && e.gb > gb && !c.Training.Float8 {
 			reduceTemp += layerPerGPU * gb // the unsharded gradients in param_dtype before their cast to reduce_dtype
 		}
 		if last {
@@ -494,13 +500,16 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 				headUnit += e.perGPU(p) * gb
 			}
 			headUnitBwd = headUnit / gb * (e.gb + gb)
+			if e.lora != nil {
+				headUnitBwd = headUnit // the frozen output layer gets no gradient
+			}
 		}
 		if r := c.Parallel.FSDPReshardAfterForward; r != nil && !*r {
 			// Without resharding after forward every layer's gathered parameters stay until its backward.
 			unsharded = float64(l-1) * layerPerGPU * gb
 		}
 	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
-		reduceTemp = math.Min(5e8, layerPerGPU*float64(l)) * e.gb // DeepSpeed reduce bucket (5e8 elements)
+		reduceTemp = math.Min(5e8, gradElems*float64(l)) * gradBytes // DeepSpeed reduce bucket (5e8 elements)
 	}
 
 	persistentGrads := c.Parallel.GradBuffer == "persistent"
@@ -532,16 +541,18 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		grads, acts, temp float64
 	}
 	layersUnsharded := unsharded
+	// Gathered (unsharded) parameters kept between forward and backward are FSDP buffers, like the all-gather
+	// in flight: they count as temporaries, never as activations.
 	unsharded += headUnit
-	fwd := moment{"forward_end", gPersist, A + unsharded, fwdTemp * tc}
+	fwd := moment{"forward_end", gPersist, A, fwdTemp*tc + unsharded}
 	// The loss backward runs before any gradient of the on-demand kind exists; the output layer's and the
 	// last layer's backward follow once the loss has released what it saved.
 	// (Megatron's persistent-buffer runs keep the fused loss's buffer as the logits gradient, so there the two
 	// overlap.)
-	bStart := moment{"backward", gPersist, A + unsharded, (math.Max(headBwdTemp, layerBwdTemp) + gatherTemp + reduceTemp) * tc}
+	bStart := moment{"backward", gPersist, A, (math.Max(headBwdTemp, layerBwdTemp)+gatherTemp+reduceTemp)*tc + unsharded}
 	if !persistentGrads {
-		bStart.temp = (headBwdTemp + gatherTemp + reduceTemp) * tc
-		firstLayer := moment{"backward", headGrads, A + unsharded - headSaved*corr.Activations, (math.Max(layerBwdTemp, headUnitBwd) + gatherTemp + reduceTemp) * tc}
+		bStart.temp = (headBwdTemp+gatherTemp+reduceTemp)*tc + unsharded
+		firstLayer := moment{"backward", headGrads, A - headSaved*corr.Activations, (math.Max(layerBwdTemp, headUnitBwd)+gatherTemp+reduceTemp)*tc + unsharded}
 		if firstLayer.grads+firstLayer.acts+firstLayer.temp > bStart.grads+bStart.acts+bStart.temp {
 			bStart = firstLayer
 		}
@@ -697,7 +708,9 @@ func (e *est) wholeModel(r *Report) {
 	one.aL, one.gL, one.fL, one.feL = x.a, x.g, x.f, x.fe
 	one.c = &Config{}
 	*one.c = *c
-	one.c.Parallel.ZeroStage, one.c.Parallel.EP, one.c.Parallel.ETP, one.c.Parallel.TP = 0, 1, 1, 1
+	// The ZeRO stage stays: with every sharding group 1 it divides nothing, and it keeps the precision scheme
+	// the per-GPU figures model (FSDP's fp32 sharded parameter is the master, so no separate copy).
+	one.c.Parallel.EP, one.c.Parallel.ETP, one.c.Parallel.TP = 1, 1, 1
 	ms := one.states(append(embeddingParams(x), headParams(x, 1)...), 1, false)
 	ls := one.states(layerParams(x), float64(x.L), true)
 	w.WeightMemoryBytes = int64(ms.weights + ls.weights)
@@ -719,6 +732,25 @@ func (e *est) wholeModel(r *Report) {
 	w.ActivationMemoryBytes = int64(a)
 }
 
+// fsdpMaster reports FSDP2's mixed precision (MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)): the
+// sharded parameter stays fp32 and is itself the optimizer's master weight; forward and backward all-gather it
+// cast to the 16-bit param_dtype, and gradients are reduced and kept sharded in fp32.
+func (e *est) fsdpMaster() bool {
+	return e.c.Parallel.ZeroStage == 3 && e.c.mixed() && e.gb == 4 && e.lora == nil
+}
+
+// precisionAssumption says what the model keeps per parameter, as states() counts it.
+func (e *est) precisionAssumption() string {
+	c := e.c
+	opt := fmt.Sprintf("optimizer %s (%s)", c.Training.Optimizer, c.Training.OptimizerImpl)
+	if e.fsdpMaster() {
+		return fmt.Sprintf("Precision %s under FSDP: sharded params fp32 (4 B, the master weights themselves; no separate copy), all-gathered and computed in %s (%g B); grads %s (%g B), reduce-scattered and sharded; %s.",
+			c.Training.Precision, c.paramDtype(), e.pb, c.Training.GradPrecision, e.gb, opt)
+	}
+	return fmt.Sprintf("Precision %s: params %s (%g B), grads %s (%g B), master fp32 copy: %t; %s.",
+		c.Training.Precision, c.paramDtype(), e.pb, c.Training.GradPrecision, e.gb, c.mixed() && e.lora == nil, opt)
+}
+
 func (e *est) assumptions(reservedSource string) []string {
 	c := e.c
 	frag := fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100)
@@ -735,8 +767,7 @@ func (e *est) assumptions(reservedSource string) []string {
 		return append(a, "Inference: weights + KV cache for prompt+generated tokens + the largest prefill working set of one layer; logits for the last token only unless inference.logits_all_tokens.")
 	}
 	a = append(a,
-		fmt.Sprintf("Precision %s: params %s (%g B), grads %s (%g B), master fp32 copy: %t; optimizer %s (%s).",
-			c.Training.Precision, c.paramDtype(), e.pb, c.Training.GradPrecision, e.gb, c.mixed() && c.Parallel.ZeroStage < 3, c.Training.Optimizer, c.Training.OptimizerImpl),
+		e.precisionAssumption(),
 		"Activations: per-layer saved tensors (Korthikanti et al. 2022 accounting, adapted for GQA, SwiGLU, RMSNorm, flash attention and MoE); 1F1B keeps min(pp−i, m) micro-batches on stage i, interleaved uses Megatron's warm-up count.",
 		fmt.Sprintf("Gradients are %s: %s.", c.Parallel.GradBuffer, map[string]string{
 			"persistent": "one contiguous buffer for the whole run (Megatron DDP / distributed optimizer)",

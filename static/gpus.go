@@ -15,16 +15,18 @@ import (
 type GPUSpec struct {
 	Key          string  `json:"key"`
 	Name         string  `json:"name"`
-	MemoryGB     float64 `json:"memory_gb"`         // marketing capacity
-	MemoryGiB    float64 `json:"memory_gib"`        // what CUDA reports as total (auto: memory_gb·0.931·0.99)
-	BandwidthTBs float64 `json:"bandwidth_tbs"`     // HBM/GDDR bandwidth, TB/s
-	BF16TFLOPS   float64 `json:"bf16_tflops"`       // dense
-	FP16TFLOPS   float64 `json:"fp16_tflops"`       // dense
-	FP8TFLOPS    float64 `json:"fp8_tflops"`        // dense; 0 = unsupported
-	TF32TFLOPS   float64 `json:"tf32_tflops"`       // dense
-	FP32TFLOPS   float64 `json:"fp32_tflops"`       // non-tensor
-	IntraGBps    float64 `json:"interconnect_gbps"` // GPU-to-GPU inside a node, GB/s (bidirectional, as vendors quote)
-	Interconnect string  `json:"interconnect"`
+	MemoryGB     float64 `json:"memory_gb"`     // marketing capacity
+	MemoryGiB    float64 `json:"memory_gib"`    // what CUDA reports as total (auto: memory_gb·0.931·0.99)
+	BandwidthTBs float64 `json:"bandwidth_tbs"` // HBM/GDDR bandwidth, TB/s
+	BF16TFLOPS   float64 `json:"bf16_tflops"`   // dense; 0 = no bf16 (V100 and older)
+	FP16TFLOPS   float64 `json:"fp16_tflops"`   // dense
+	FP8TFLOPS    float64 `json:"fp8_tflops"`    // dense; 0 = unsupported
+	TF32TFLOPS   float64 `json:"tf32_tflops"`   // dense; 0 = no TF32 (fp32 matmuls then run at the fp32 rate)
+	FP32TFLOPS   float64 `json:"fp32_tflops"`   // non-tensor
+	// FP32MatrixTFLOPS is an fp32 matrix-core rate on parts without TF32 (AMD CDNA2); 0 = none.
+	FP32MatrixTFLOPS float64 `json:"fp32_matrix_tflops,omitempty"`
+	IntraGBps        float64 `json:"interconnect_gbps"` // GPU-to-GPU inside a node, GB/s (bidirectional, as vendors quote)
+	Interconnect     string  `json:"interconnect"`
 	// ComputeCapability is the CUDA SM version (8.0 A100, 9.0 H100); it decides which attention kernels and
 	// fp8 paths PyTorch can use. 0 = not NVIDIA or unknown.
 	ComputeCapability float64 `json:"compute_capability,omitempty"`
@@ -45,11 +47,11 @@ func (g *GPUSpec) validate(key string) error {
 	if g.FP16TFLOPS == 0 {
 		g.FP16TFLOPS = g.BF16TFLOPS
 	}
-	if g.TF32TFLOPS == 0 {
-		g.TF32TFLOPS = g.BF16TFLOPS / 2
+	if g.TF32TFLOPS == 0 && g.BF16TFLOPS > 0 && (g.ComputeCapability == 0 || g.ComputeCapability >= 8) {
+		g.TF32TFLOPS = g.BF16TFLOPS / 2 // TF32 arrived with bf16 (Ampere)
 	}
 	if g.FP32TFLOPS == 0 {
-		g.FP32TFLOPS = g.BF16TFLOPS / 8
+		g.FP32TFLOPS = g.FP16TFLOPS / 8
 	}
 	if g.IntraGBps == 0 {
 		g.IntraGBps = 64 // PCIe 4 x16
@@ -59,19 +61,27 @@ func (g *GPUSpec) validate(key string) error {
 		return fmt.Errorf("%s.memory_gib: %g (must be > 0; set memory_gb or memory_gib)", key, g.MemoryGiB)
 	case !(g.BandwidthTBs > 0):
 		return fmt.Errorf("%s.bandwidth_tbs: %g (must be > 0)", key, g.BandwidthTBs)
-	case !(g.BF16TFLOPS > 0):
-		return fmt.Errorf("%s.bf16_tflops: %g (must be > 0)", key, g.BF16TFLOPS)
+	case !(g.FP16TFLOPS > 0) || g.BF16TFLOPS < 0 || math.IsNaN(g.BF16TFLOPS):
+		return fmt.Errorf("%s.bf16_tflops / fp16_tflops: %g / %g (one must be > 0; bf16 0 = a part without bf16)", key, g.BF16TFLOPS, g.FP16TFLOPS)
 	case g.IntraGBps < 0 || g.FP8TFLOPS < 0 || math.IsNaN(g.IntraGBps):
 		return fmt.Errorf("%s: interconnect_gbps and fp8_tflops must be >= 0", key)
 	}
 	return nil
 }
 
-// PeakTFLOPS is the dense peak for a compute dtype.
+// PeakTFLOPS is the dense peak for a compute dtype. A dtype the part lacks falls back to what would run instead
+// (configs asking for bf16 on a part without it are refused when resolved; this only keeps the rate finite).
 func (g GPUSpec) PeakTFLOPS(dtype string) float64 {
 	switch dtype {
 	case "fp32":
-		return g.TF32TFLOPS // PyTorch matmuls in fp32 use TF32 when allowed; stated in the report
+		// PyTorch matmuls in fp32 use TF32 when allowed (stated in the report); parts without TF32 run fp32.
+		switch {
+		case g.TF32TFLOPS > 0:
+			return g.TF32TFLOPS
+		case g.FP32MatrixTFLOPS > 0:
+			return g.FP32MatrixTFLOPS
+		}
+		return g.FP32TFLOPS
 	case "fp16":
 		return g.FP16TFLOPS
 	case "fp8":
@@ -79,8 +89,14 @@ func (g GPUSpec) PeakTFLOPS(dtype string) float64 {
 			return g.FP8TFLOPS
 		}
 	}
-	return g.BF16TFLOPS
+	if g.BF16TFLOPS > 0 {
+		return g.BF16TFLOPS
+	}
+	return g.FP16TFLOPS
 }
+
+// hasBF16 reports whether the part computes in bf16 (NVIDIA from Ampere, compute capability 8.0).
+func (g GPUSpec) hasBF16() bool { return g.BF16TFLOPS > 0 }
 
 // RidgePoint is FLOPs per byte where the compute and bandwidth roofs meet.
 func (g GPUSpec) RidgePoint(dtype string) float64 {
@@ -110,13 +126,13 @@ var catalogue = []GPUSpec{
 	{Key: "rtx4090", Name: "NVIDIA GeForce RTX 4090", MemoryGB: 24, MemoryGiB: 23.6, BandwidthTBs: 1.008, BF16TFLOPS: 165.2, FP16TFLOPS: 165.2, FP8TFLOPS: 330, TF32TFLOPS: 82.6, FP32TFLOPS: 82.6, IntraGBps: 64, Interconnect: "PCIe4", ComputeCapability: 8.9, Vendor: "NVIDIA", Source: "Ada whitepaper (FP32 accumulate)"},
 	{Key: "rtx3090", Name: "NVIDIA GeForce RTX 3090", MemoryGB: 24, MemoryGiB: 23.6, BandwidthTBs: 0.936, BF16TFLOPS: 71, FP16TFLOPS: 71, TF32TFLOPS: 35.6, FP32TFLOPS: 35.6, IntraGBps: 112.5, Interconnect: "NVLink bridge", ComputeCapability: 8.6, Vendor: "NVIDIA", Source: "GA102 whitepaper (FP32 accumulate)"},
 	{Key: "a10g", Name: "NVIDIA A10G (AWS)", MemoryGB: 24, MemoryGiB: 22.0, BandwidthTBs: 0.600, BF16TFLOPS: 70, FP16TFLOPS: 70, TF32TFLOPS: 35, FP32TFLOPS: 31.2, IntraGBps: 64, Interconnect: "PCIe4", ComputeCapability: 8.6, Vendor: "NVIDIA", Source: "unofficial (llm-analysis config)"},
-	{Key: "v100-32gb", Name: "NVIDIA V100 SXM2 32GB", MemoryGB: 32, MemoryGiB: 31.7, BandwidthTBs: 0.900, BF16TFLOPS: 125, FP16TFLOPS: 125, TF32TFLOPS: 15.7, FP32TFLOPS: 15.7, IntraGBps: 300, Interconnect: "NVLink2", ComputeCapability: 7.0, Vendor: "NVIDIA", Source: "V100 datasheet (no BF16: FP16 figure; fp32 matmul has no TF32)"},
-	{Key: "v100-16gb", Name: "NVIDIA V100 SXM2 16GB", MemoryGB: 16, MemoryGiB: 15.8, BandwidthTBs: 0.900, BF16TFLOPS: 125, FP16TFLOPS: 125, TF32TFLOPS: 15.7, FP32TFLOPS: 15.7, IntraGBps: 300, Interconnect: "NVLink2", ComputeCapability: 7.0, Vendor: "NVIDIA", Source: "V100 datasheet"},
-	{Key: "mi250x", Name: "AMD Instinct MI250X (both GCDs)", MemoryGB: 128, MemoryGiB: 127.98, BandwidthTBs: 3.277, BF16TFLOPS: 383, FP16TFLOPS: 383, TF32TFLOPS: 95.7, FP32TFLOPS: 47.9, IntraGBps: 800, Interconnect: "Infinity Fabric", Vendor: "AMD", Source: "MI250X spec"},
+	{Key: "v100-32gb", Name: "NVIDIA V100 SXM2 32GB", MemoryGB: 32, MemoryGiB: 31.7, BandwidthTBs: 0.900, FP16TFLOPS: 125, FP32TFLOPS: 15.7, IntraGBps: 300, Interconnect: "NVLink2", ComputeCapability: 7.0, Vendor: "NVIDIA", Source: "V100 datasheet (sm 7.0: FP16 tensor cores only, no BF16 or TF32)"},
+	{Key: "v100-16gb", Name: "NVIDIA V100 SXM2 16GB", MemoryGB: 16, MemoryGiB: 15.8, BandwidthTBs: 0.900, FP16TFLOPS: 125, FP32TFLOPS: 15.7, IntraGBps: 300, Interconnect: "NVLink2", ComputeCapability: 7.0, Vendor: "NVIDIA", Source: "V100 datasheet (sm 7.0: FP16 tensor cores only, no BF16 or TF32)"},
+	{Key: "mi250x", Name: "AMD Instinct MI250X (both GCDs)", MemoryGB: 128, MemoryGiB: 127.98, BandwidthTBs: 3.277, BF16TFLOPS: 383, FP16TFLOPS: 383, FP32TFLOPS: 47.9, FP32MatrixTFLOPS: 95.7, IntraGBps: 800, Interconnect: "Infinity Fabric", Vendor: "AMD", Source: "MI250X spec (CDNA2: no TF32; fp32 matrix cores 95.7)"},
 	{Key: "mi300x", Name: "AMD Instinct MI300X", MemoryGB: 192, MemoryGiB: 191.98, BandwidthTBs: 5.3, BF16TFLOPS: 1307, FP16TFLOPS: 1307, FP8TFLOPS: 2615, TF32TFLOPS: 654, FP32TFLOPS: 163.4, IntraGBps: 896, Interconnect: "Infinity Fabric", Vendor: "AMD", Source: "MI300X datasheet"},
 	{Key: "mi325x", Name: "AMD Instinct MI325X", MemoryGB: 256, MemoryGiB: 255.98, BandwidthTBs: 6.0, BF16TFLOPS: 1307, FP16TFLOPS: 1307, FP8TFLOPS: 2615, TF32TFLOPS: 654, FP32TFLOPS: 163.4, IntraGBps: 896, Interconnect: "Infinity Fabric", Vendor: "AMD", Source: "MI325X datasheet"},
-	{Key: "tpu-v5e", Name: "Google TPU v5e (chip)", MemoryGB: 16, MemoryGiB: 15.75, BandwidthTBs: 0.819, BF16TFLOPS: 197, FP16TFLOPS: 197, TF32TFLOPS: 98.5, FP32TFLOPS: 24.6, IntraGBps: 400, Interconnect: "ICI", Vendor: "Google", Source: "cloud.google.com/tpu/docs/v5e (TF32/FP32 assumed)"},
-	{Key: "tpu-v5p", Name: "Google TPU v5p (chip)", MemoryGB: 95, MemoryGiB: 95, BandwidthTBs: 2.765, BF16TFLOPS: 459, FP16TFLOPS: 459, TF32TFLOPS: 229.5, FP32TFLOPS: 57.4, IntraGBps: 1200, Interconnect: "ICI", Vendor: "Google", Source: "cloud.google.com/tpu/docs/v5p (TF32/FP32 assumed)"},
+	{Key: "tpu-v5e", Name: "Google TPU v5e (chip)", MemoryGB: 16, MemoryGiB: 15.75, BandwidthTBs: 0.819, BF16TFLOPS: 197, FP16TFLOPS: 197, FP32TFLOPS: 24.6, IntraGBps: 400, Interconnect: "ICI", Vendor: "Google", Source: "cloud.google.com/tpu/docs/v5e (no TF32; FP32 not published, assumed bf16/8)"},
+	{Key: "tpu-v5p", Name: "Google TPU v5p (chip)", MemoryGB: 95, MemoryGiB: 95, BandwidthTBs: 2.765, BF16TFLOPS: 459, FP16TFLOPS: 459, FP32TFLOPS: 57.4, IntraGBps: 1200, Interconnect: "ICI", Vendor: "Google", Source: "cloud.google.com/tpu/docs/v5p (no TF32; FP32 not published, assumed bf16/8)"},
 }
 
 var gpuAliases = map[string]string{

@@ -149,8 +149,8 @@ func TestSDPASelection(t *testing.T) {
 		{"amp-bf16 runs 16-bit attention", func(c *Config) { c.Training.Precision = "amp-bf16" }, "flash"},
 		{"fp32 GQA: no flash, efficient has no GQA", func(c *Config) { c.Training.Precision = "fp32" }, "math"},
 		{"fp32 MHA", func(c *Config) { c.Training.Precision, c.Model.NumKVHeads = "fp32", ta }, "efficient"},
-		{"bf16 MHA on V100 (sm 7.0)", func(c *Config) { c.Model.NumKVHeads, c.Hardware.GPU = ta, "v100" }, "efficient"},
-		{"bf16 GQA on V100", func(c *Config) { c.Hardware.GPU = "v100" }, "math"},
+		{"fp16 MHA on V100 (sm 7.0)", func(c *Config) { c.Model.NumKVHeads, c.Hardware.GPU, c.Training.Precision = ta, "v100", "fp16" }, "efficient"},
+		{"fp16 GQA on V100", func(c *Config) { c.Hardware.GPU, c.Training.Precision = "v100", "fp16" }, "math"},
 		{"head_dim 320 > 256", func(c *Config) { c.Model.HeadDim, c.Model.NumKVHeads = 320, ta }, "efficient"},
 		{"packed, torchtune: flex", func(c *Config) { c.Framework, c.Training.PackedSequences = "torchtune", true }, "flex"},
 		{"packed, hf: mask → efficient on repeated K/V", func(c *Config) { c.Training.PackedSequences = true }, "efficient"},
@@ -178,7 +178,7 @@ func TestAttentionKernelBytes(t *testing.T) {
 	}{
 		{"flash bf16", nil, 2*tn*ta*td + 2*2*tn*tg*td + 4*bas},
 		{"math fp32 GQA", func(c *Config) { c.Training.Precision = "fp32" }, 4*tn*ta*td*3 + 4*bas*ts},
-		{"math bf16 upcast on V100", func(c *Config) { c.Hardware.GPU = "v100" }, 4*tn*ta*td*3 + 4*bas*ts},
+		{"math fp16 upcast on V100", func(c *Config) { c.Hardware.GPU, c.Training.Precision = "v100", "fp16" }, 4*tn*ta*td*3 + 4*bas*ts},
 		{"efficient with packed mask", func(c *Config) { c.Training.PackedSequences = true }, 2*tn*ta*td*3 + 4*bas + 2*tb*ts*ts},
 		{"hf eager (standard): fp32 and bf16 probabilities", func(c *Config) { c.Training.Attention = "standard" }, 2*tn*ta*td*3 + 6*bas*ts},
 	} {

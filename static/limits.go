@@ -125,11 +125,20 @@ func (c *Config) checkDerived() error {
 	}
 	a, hd, h, v, l := float64(m.NumAttentionHeads), float64(m.HeadDim), float64(m.HiddenSize), float64(m.VocabSize), float64(m.NumLayers)
 	f := float64(max(m.FFNHiddenSize, m.MoEFFNHiddenSize)) * float64(max(1, m.MoETopK))
+	// Only kernels that form the scores (math, unfused) have a b·a·s² tensor; flash, memory-efficient, cuDNN and
+	// flex work in tiles. A packed-sequence mask is b·s² whatever the kernel.
+	var scores, mask float64
+	if k := newEst(c).kernel; k.name == "math" || k.name == "standard" {
+		scores = 8 * b * a * s * s
+	} else if k.maskBytes > 0 {
+		mask = 8 * b * s * s
+	}
 	for _, x := range []struct {
 		what  string
 		bytes float64
 	}{
-		{"attention scores (micro-batch × heads × sequence²)", 8 * b * a * s * s},
+		{"attention scores (micro-batch × heads × sequence²)", scores},
+		{"attention mask (micro-batch × sequence²)", mask},
 		{"logits (micro-batch × sequence × vocab)", 16 * b * s * v},
 		{"MLP intermediates (micro-batch × sequence × ffn × top-k)", 8 * b * s * f},
 		{"attention projections (micro-batch × sequence × heads × head_dim)", 8 * b * s * a * hd},

@@ -13,7 +13,9 @@ func TestLimitsAndShapes(t *testing.T) {
 		{`{"model":{"preset":"llama3-8b","vocab_size":1152921504606846976}}`, "model.vocab_size: 1152921504606846976 exceeds the limit of 16777216"},
 		{`{"model":{"preset":"llama3-8b","num_layers":1000000000}}`, "model.num_layers: 1000000000 exceeds the limit of 4096"},
 		{`{"model":{"preset":"llama3-8b"},"hardware":{"num_gpus":1099511627776}}`, "hardware.num_gpus: 1099511627776 exceeds the limit"},
-		{`{"model":{"preset":"llama3-8b"},"training":{"micro_batch_size":1048576,"seq_length":16777216}}`, "the attention scores (micro-batch × heads × sequence²) would take"},
+		// 8 B · 32 · 32 heads · (2^24)² = 2.3e18 B of scores, only where the kernel forms them (math, unfused).
+		{`{"model":{"preset":"llama3-8b"},"training":{"micro_batch_size":32,"seq_length":16777216,"attention":"math"}}`, "the attention scores (micro-batch × heads × sequence²) would take 2.31e+18 bytes"},
+		{`{"model":{"preset":"llama3-8b"},"training":{"micro_batch_size":1048576,"seq_length":16777216}}`, "the logits (micro-batch × sequence × vocab) would take"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"seq_length":1e300}}`, "training.seq_length: expected int"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"train_tokens":1e300}}`, "training.train_tokens: 1e+300 exceeds the limit"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":100000000}}}`, "training.lora.rank: 100000000 exceeds the limit of 65536"},
@@ -26,6 +28,12 @@ func TestLimitsAndShapes(t *testing.T) {
 		_, err := ParseConfig([]byte(tc.doc), strings.HasPrefix(tc.doc, "-"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%.80s: error %v, want it to contain %q", tc.doc, err, tc.want)
+		}
+	}
+	// Flash works in tiles: the same sizes resolve (logits 16 B · 32 · 2^24 · 128256 = 1.10e18 B, under 2^60).
+	for _, att := range []string{"flash", "sdpa", "efficient"} {
+		if _, err := ParseConfig([]byte(`{"model":{"preset":"llama3-8b"},"training":{"micro_batch_size":32,"seq_length":16777216,"attention":"`+att+`"}}`), false); err != nil {
+			t.Errorf("16M tokens × 32 under %s: %v", att, err)
 		}
 	}
 	if _, err := ParseConfig([]byte(`{"model":{"preset":"gpt2"},"name":"`+strings.Repeat("x", maxConfigBytes)+`"}`), false); err == nil ||

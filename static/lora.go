@@ -149,11 +149,7 @@ func (e *est) loraStates(ps []paramTensor, mult float64, inLayer bool) modelStat
 		return ms
 	}
 	ad := dtypeBytes[e.lora.AdapterDtype]
-	var adapters float64
-	for _, p := range e.loraLayerParams() {
-		adapters += float64(p.numel())
-	}
-	adapters *= mult
+	adapters := e.adaptersPerLayer() * mult
 	ms.adapterParams = adapters
 	ms.weights += adapters * ad / div(3)
 	ms.grads = adapters * ad / div(2)
@@ -169,6 +165,15 @@ func (e *est) loraStates(ps []paramTensor, mult float64, inLayer bool) modelStat
 	}
 	ms.opt /= div(1)
 	return ms
+}
+
+// adaptersPerLayer is the number of trainable adapter parameters in one decoder layer.
+func (e *est) adaptersPerLayer() float64 {
+	var n float64
+	for _, p := range e.loraLayerParams() {
+		n += float64(p.numel())
+	}
+	return n
 }
 
 // dequantTemp is the largest weight dequantized to the compute dtype at once (forward and backward of a

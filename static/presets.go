@@ -103,3 +103,18 @@ func ModelForSize(size float64) (ModelConfig, error) {
 	best.SizeBillions = size
 	return best, nil
 }
+
+// ResolvedPreset is a preset with the architecture defaults its family fills in (GPT-2/NeoX: KV heads = heads,
+// FFN = 4·hidden), as an estimate uses it.
+func ResolvedPreset(name string) (ModelConfig, error) {
+	m, err := Preset(name)
+	if err != nil {
+		return ModelConfig{}, err
+	}
+	c := DefaultConfig()
+	c.Model = ModelConfig{Preset: m.Preset}
+	if err := c.resolveModel(); err != nil {
+		return ModelConfig{}, fmt.Errorf("preset %s: %w", name, err)
+	}
+	return c.Model, nil
+}

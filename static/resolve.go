@@ -273,6 +273,9 @@ func (c *Config) resolveInference() error {
 	in := &c.Inference
 	if in.WeightDtype == "" {
 		in.WeightDtype = "bf16"
+		if g := c.GPU(); g.FP16TFLOPS > 0 && !g.hasBF16() {
+			in.WeightDtype = "fp16" // what a part without bf16 (V100) serves in
+		}
 	}
 	if in.KVCache.Dtype == "" {
 		in.KVCache.Dtype = in.WeightDtype

@@ -33,7 +33,39 @@ func (c *Config) resolveExtensions() error {
 			return err
 		}
 	}
+	if err := c.checkGPUSupport(); err != nil {
+		return err
+	}
 	return c.checkDerived()
+}
+
+// checkGPUSupport refuses dtypes and kernels the GPU does not have: bf16 needs NVIDIA compute capability 8.0
+// (Ampere; the catalogue lists no bf16 rate for older parts), and the flash kernels (FlashAttention-2,
+// PyTorch's SDPA flash, cuDNN attention, Transformer Engine's fused attention) need sm 8.0 too.
+func (c *Config) checkGPUSupport() error {
+	g := c.GPU()
+	if !g.hasBF16() {
+		t, in := &c.Training, &c.Inference
+		why := fmt.Sprintf("%s has no bf16 (compute capability %.1f; bf16 needs 8.0, Ampere)", g.Name, g.ComputeCapability)
+		switch {
+		case c.Mode == "inference" && (in.WeightDtype == "bf16" || in.KVCache.Dtype == "bf16"):
+			return fmt.Errorf("inference.weight_dtype / kv_cache.dtype: bf16: %s; use fp16", why)
+		case c.Mode != "inference" && (c.actDtype() == "bf16" || c.paramDtype() == "bf16"):
+			return fmt.Errorf("training.precision: %s: %s; use fp16-mixed, amp-fp16 or fp32", t.Precision, why)
+		case c.Mode != "inference" && t.LoRA != nil && (t.LoRA.AdapterDtype == "bf16" || t.LoRA.BaseDtype == "bf16"):
+			return fmt.Errorf("training.lora: bf16 adapters or base: %s; use fp16 or fp32", why)
+		}
+	}
+	if cc := g.ComputeCapability; cc > 0 && cc < 8 {
+		switch a := c.Training.Attention; {
+		case a == "flash" || a == "cudnn":
+			return fmt.Errorf("training.attention: %s needs compute capability 8.0 (Ampere); %s is %.1f: use sdpa (PyTorch then picks the memory-efficient kernel) or efficient",
+				a, g.Name, cc)
+		case c.Training.TransformerEngine && c.Mode != "inference":
+			return fmt.Errorf("training.transformer_engine: Transformer Engine needs compute capability 8.0 (Ampere); %s is %.1f", g.Name, cc)
+		}
+	}
+	return nil
 }
 
 // LoRAConfig describes PEFT LoRA / QLoRA fine-tuning: the base model is frozen (no gradients or optimizer

@@ -245,12 +245,31 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 	ops = append(ops, Operator{Name: "layer_backward", Category: "backward", Phase: "backward", Layer: -1, Multiplier: 1,
 		TempBytes: int64(tr.layerBwd), Formula: "2·b·s·h + 2·largest layer output (+ recomputed layer, + low-precision weight gradient)",
 		Notes: "transient activation gradients of the layer being back-propagated", Extra: map[string]any{}})
+	stepped, bytes := e.optimizerTraffic(head, layers)
 	ops = append(ops, Operator{Name: "optimizer_step", Category: "optimizer", Phase: "optimizer_step", Layer: -1, Multiplier: 1,
 		TempBytes: int64(tr.opt), Formula: "foreach: one fp32 intermediate per local parameter; fused: none",
-		Notes: c.Training.Optimizer + " " + c.Training.OptimizerImpl, Extra: map[string]any{},
-		FLOPs:      12 * (head.params + layers.params) / float64(max(1, e.nDense)),
-		BytesMoved: (head.params + layers.params) / float64(max(1, e.nDense)) * (e.gb + 2*4 + 2*8 + 2*e.pb)})
+		Notes: c.Training.Optimizer + " " + c.Training.OptimizerImpl, Extra: map[string]any{"stepped_params": int64(stepped)},
+		FLOPs: 12 * stepped, BytesMoved: bytes})
 	return normalizeOps(ops)
+}
+
+// optimizerTraffic is what one GPU's optimizer step touches: the parameters it steps (the trainable ones only,
+// the adapters under LoRA; its ZeRO shard where ZeRO ≥ 1 shards the states, all of them under plain data
+// parallelism) and the bytes it moves for them.
+func (e *est) optimizerTraffic(head, layers modelStates) (stepped, bytes float64) {
+	shard := 1.0
+	if e.c.Parallel.ZeroStage >= 1 {
+		shard = float64(max(1, e.nDense))
+	}
+	if e.lora != nil {
+		// Adapters train in their own dtype: read the gradient, read and write the parameter, read and write
+		// every state (layers.opt is already this GPU's share of them).
+		ad := dtypeBytes[e.lora.AdapterDtype]
+		stepped = layers.adapterParams / shard
+		return stepped, stepped*3*ad + 2*layers.opt
+	}
+	stepped = (head.params + layers.params) / shard
+	return stepped, stepped * (e.gb + 2*4 + 2*8 + 2*e.pb)
 }
 
 // normalizeOps gives every record non-nil lists and maps so the JSON has [] and {} rather than null.

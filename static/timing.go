@@ -70,9 +70,18 @@ func estimateTime(r *Report, c *Config) *TimeEstimate {
 	}
 	if dp := float64(p.DP * p.CP); dp > 1 {
 		params := float64(r.Stages[r.WorstStage].Params)
-		vol := 2 * (dp - 1) / dp * params * e.gb // all-reduce or reduce-scatter + all-gather
+		grads := params * e.gb
+		if e.lora != nil && r.LoRA != nil {
+			grads = float64(r.LoRA.AdapterParams) * dtypeBytes[e.lora.AdapterDtype] // the frozen base has no gradient
+		}
+		vol := 2 * (dp - 1) / dp * grads // all-reduce or reduce-scatter + all-gather
 		if p.ZeroStage == 3 {
-			vol += 2 * (dp - 1) / dp * params * e.pb // parameters gathered in forward and backward
+			gathered := params * e.pb
+			if e.lora != nil {
+				// A LoRA model is gathered as stored: the 16-bit base with its fp32 adapters.
+				gathered = float64(r.Stages[r.WorstStage].Weights) * dp
+			}
+			vol += 2 * (dp - 1) / dp * gathered // parameters gathered in forward and backward
 		}
 		te.DPCommSeconds = vol / bwFor(p.DP*p.CP, p.TP*p.PP)
 		te.DPExposedSeconds = math.Max(te.DPCommSeconds*(1-c.Hardware.DPOverlap), te.DPCommSeconds-te.ComputeSeconds)
@@ -147,13 +156,13 @@ func buildRoofline(r *Report, c *Config) *Roofline {
 		}
 		add(op.Name, ph, op.FLOPs, op.BytesMoved, calls)
 	}
-	if c.Mode == "inference" {
+	if c.Mode == "inference" && c.Inference.GenerateTokens > 0 {
 		// One decode step: every weight is read once for b tokens; attention reads the whole KV cache.
 		d := *c
 		d.Inference.PromptLength = 1
 		de := newEst(&d)
 		ctx := float64(c.Inference.PromptLength + c.Inference.GenerateTokens)
-		steps := layers * float64(c.Inference.GenerateTokens) // 0 without generation: shown, not weighted
+		steps := layers * float64(c.Inference.GenerateTokens)
 		for _, op := range de.layerOps() {
 			if op.Name == "attention" {
 				kv := 2 * float64(de.b) * ctx * float64(de.gL*de.x.d) * dtypeBytes[c.Inference.KVCache.Dtype]

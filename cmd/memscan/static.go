@@ -119,6 +119,11 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if applied != nil {
+		for _, w := range applied.Warnings {
+			fmt.Fprintf(stderr, "memscan: warning: --calibration: %s\n", w)
+		}
+	}
 
 	switch *format {
 	case "json":

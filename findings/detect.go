@@ -548,7 +548,7 @@ func OOMs(s *snapshot.Snapshot, d *Device) []Finding {
 		w, it, ph := where(d.Timeline, j)
 		var ev strings.Builder
 		fmt.Fprintf(&ev, "a request of %s failed in %s (event %d) with %s allocated, %s reserved and %s free on the device. Live by phase: %s; by category: %s",
-			PyTorchSize(e.Size), w, j, units.Bytes(x.Live.Bytes), units.Bytes(x.ReservedBytes), PyTorchSize(e.DeviceFree),
+			units.PyTorchBytes(e.Size), w, j, units.Bytes(x.Live.Bytes), units.Bytes(x.ReservedBytes), units.PyTorchBytes(e.DeviceFree),
 			shareList(x.Live.ByPhase, 4), shareList(x.Live.ByCategory, 4))
 		if x.Layers > 0 && x.PerLayerBytes > 0 {
 			fmt.Fprintf(&ev, ". %s", x.Projection())
@@ -607,20 +607,6 @@ func (x OOMExplained) Projection() string {
 	}
 	return fmt.Sprintf("%d of %d layers had passed the failing point, adding %s each: by the last layer the forward alone would hold about %s allocated, %s beyond the %s the device offered",
 		x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes), units.Bytes(x.CapacityBytes))
-}
-
-// PyTorchSize writes n as PyTorch's out-of-memory message does (c10's format_size: bytes up to 1 KiB, then KiB,
-// MiB or GiB with two decimals), so a request reads the same in both.
-func PyTorchSize(n int64) string {
-	switch {
-	case n <= 1<<10:
-		return fmt.Sprintf("%d bytes", n)
-	case n <= 1<<20:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
-	case n <= 1<<30:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }
 
 // stackKey identifies a code path by its frames (two lists with the same frames are the same path).

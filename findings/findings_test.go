@@ -245,22 +245,6 @@ func TestOOMExplained(t *testing.T) {
 	}
 }
 
-// TestPyTorchSize: c10's format_size writes up to 1024 bytes as bytes, then KiB up to 1 MiB, MiB up to 1 GiB and
-// GiB beyond, with two decimals; the expected strings are worked out by hand from that rule.
-func TestPyTorchSize(t *testing.T) {
-	for _, c := range []struct {
-		n    int64
-		want string
-	}{
-		{512, "512 bytes"}, {1024, "1024 bytes"}, {1025, "1.00 KiB"}, {1536, "1.50 KiB"}, {1 << 20, "1024.00 KiB"},
-		{3 << 19, "1.50 MiB"}, {1 << 30, "1024.00 MiB"}, {7 << 28, "1.75 GiB"}, {1342177280, "1.25 GiB"},
-	} {
-		if got := findings.PyTorchSize(c.n); got != c.want {
-			t.Errorf("PyTorchSize(%d) = %q, want %q", c.n, got, c.want)
-		}
-	}
-}
-
 // TestIterationPeak: in the fixture every iteration peaks at the start of its backward (all activations, the
 // logits and the first activation gradient live); iteration 1 holds no optimizer state yet, iteration 2 does.
 func TestIterationPeak(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
-	memfind "github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/units"
 )
@@ -166,7 +165,7 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 
 var htmlFuncs = template.FuncMap{
 	"human":          units.Bytes,
-	"pytorchSize":    memfind.PyTorchSize, // OOM sizes as PyTorch's message writes them
+	"pytorchSize":    units.PyTorchBytes, // OOM sizes as PyTorch's message writes them
 	"exact":          GroupDigits,
 	"pct":            func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 	"time":           FormatTimeUS,

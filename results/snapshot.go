@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
-	memfind "github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/units"
 )
@@ -63,7 +62,7 @@ func (t *textWriter) ooms(ooms []analyze.OOM) {
 		if o.TimeUS != 0 {
 			when = FormatTimeUS(o.TimeUS)
 		}
-		tb.add(strconv.Itoa(o.Device), strconv.Itoa(o.EventIndex), when, memfind.PyTorchSize(o.RequestedBytes), memfind.PyTorchSize(o.DeviceFreeBytes),
+		tb.add(strconv.Itoa(o.Device), strconv.Itoa(o.EventIndex), when, units.PyTorchBytes(o.RequestedBytes), units.PyTorchBytes(o.DeviceFreeBytes),
 			units.Bytes(o.AllocatedBytes), units.Bytes(o.ReservedBytes), truncate(orDash(o.Site), maxSiteWidth))
 	}
 	tb.write(t.w, 2)
@@ -201,7 +200,7 @@ func (m *mdWriter) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
 	if len(snap.OOMs) > 0 {
 		m.printf("\n**Out-of-memory events**\n\n| device | event | requested | device free | site |\n|---:|---:|---:|---:|---|\n")
 		for _, o := range snap.OOMs {
-			m.printf("| %d | %d | %s | %s | `%s` |\n", o.Device, o.EventIndex, memfind.PyTorchSize(o.RequestedBytes), memfind.PyTorchSize(o.DeviceFreeBytes), mdCell(mdCode(orDash(o.Site))))
+			m.printf("| %d | %d | %s | %s | `%s` |\n", o.Device, o.EventIndex, units.PyTorchBytes(o.RequestedBytes), units.PyTorchBytes(o.DeviceFreeBytes), mdCell(mdCode(orDash(o.Site))))
 		}
 	}
 }
@@ -287,7 +286,7 @@ func snapshotFindings(r *analyze.Report, snap *analyze.SnapshotReport) []string 
 	if n := len(snap.OOMs); n > 0 {
 		o := snap.OOMs[0]
 		out = append(out, fmt.Sprintf("**%d out-of-memory event(s)**; the first asked for %s with %s free on device %d.",
-			n, memfind.PyTorchSize(o.RequestedBytes), memfind.PyTorchSize(o.DeviceFreeBytes), o.Device))
+			n, units.PyTorchBytes(o.RequestedBytes), units.PyTorchBytes(o.DeviceFreeBytes), o.Device))
 	}
 	if n := len(snap.LeakSuspects); n > 0 {
 		l := snap.LeakSuspects[0]

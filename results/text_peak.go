@@ -120,7 +120,7 @@ func (t *textWriter) oomExplained(o analyze.OOM) {
 	if x == nil {
 		return
 	}
-	t.printf("\n  OOM at event %d explained: %s requested with %s live", o.EventIndex, memfind.PyTorchSize(x.RequestedBytes), units.Bytes(x.Live.Bytes))
+	t.printf("\n  OOM at event %d explained: %s requested with %s live", o.EventIndex, units.PyTorchBytes(x.RequestedBytes), units.Bytes(x.Live.Bytes))
 	if x.Live.Iteration > 0 {
 		t.printf(" in iteration %d %s", x.Live.Iteration, x.Live.Phase)
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // Bytes renders a byte count with 1024-based units and one decimal: "512 B", "1.5 KiB", "761.6 MiB", "-2.0 GiB".
-// It is the only byte formatter of memscan.
+// It is memscan's byte formatter; PyTorchBytes only echoes sizes that PyTorch's own messages print.
 func Bytes(n int64) string {
 	u := uint64(n)
 	sign := ""
@@ -38,4 +38,18 @@ func SignedBytes(n int64) string {
 		return "+" + Bytes(n)
 	}
 	return Bytes(n)
+}
+
+// PyTorchBytes writes n as PyTorch's out-of-memory message does (c10's format_size: bytes up to 1 KiB, then KiB,
+// MiB or GiB with two decimals), so that a failed request reads the same in memscan's report as in the log.
+func PyTorchBytes(n int64) string {
+	switch {
+	case n <= 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n <= 1<<20:
+		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
+	case n <= 1<<30:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 }

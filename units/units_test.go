@@ -124,3 +124,19 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestPyTorchBytes: c10's format_size writes up to 1024 bytes as bytes, then KiB up to 1 MiB, MiB up to 1 GiB and
+// GiB beyond, with two decimals; the expected strings are worked out by hand from that rule.
+func TestPyTorchBytes(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{512, "512 bytes"}, {1024, "1024 bytes"}, {1025, "1.00 KiB"}, {1536, "1.50 KiB"}, {1 << 20, "1024.00 KiB"},
+		{3 << 19, "1.50 MiB"}, {1 << 30, "1024.00 MiB"}, {7 << 28, "1.75 GiB"}, {1342177280, "1.25 GiB"},
+	} {
+		if got := PyTorchBytes(c.n); got != c.want {
+			t.Errorf("PyTorchBytes(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -114,6 +114,26 @@ type analysis struct {
 	judgedAtPeak bool
 	// allocReps are the caching-allocator replays of every device trace (nil when skipped).
 	allocReps []AllocatorReplay
+	// endCategory is the category the trace replay gave each allocation still live at the end, by device and
+	// address, so that the views at the dump agree with those at the peak where a lifetime decided (the
+	// weights a module's __init__ allocated are Parameters/Weights in both, not Unknown at the dump).
+	endCategory map[deviceAddr]string
+}
+
+// deviceAddr identifies a block of the final state.
+type deviceAddr struct {
+	dev  int
+	addr uint64
+}
+
+// blockCategory is the decision for a final-state block: its stack's, with the category the trace replay gave
+// it where it has one.
+func (a *analysis) blockCategory(dev int, b *snapshot.Block) categorize.Decision {
+	d := a.cat.Stack(b.Stack)
+	if c, ok := a.endCategory[deviceAddr{dev, b.Address}]; ok {
+		d.Category = c
+	}
+	return d
 }
 
 // checkCtx polls the context every few thousand iterations so long loops stay cancellable at negligible cost.
@@ -146,7 +166,8 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		},
 		part: part,
 	}
-	steps := []func() error{a.checkSizes, a.totals, a.liveBlocks, a.histograms, a.fragmentation, a.replayAllocatorModel, a.replayAll, a.allocatorReplay}
+	// liveBlocks follows replayAll, whose lifetimes decide the categories of stackless blocks.
+	steps := []func() error{a.checkSizes, a.totals, a.histograms, a.fragmentation, a.replayAllocatorModel, a.replayAll, a.liveBlocks, a.allocatorReplay}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, err
@@ -327,7 +348,7 @@ func (a *analysis) liveBlocks() error {
 			if b.State != snapshot.BlockActiveAllocated {
 				continue
 			}
-			d := a.cat.Stack(b.Stack)
+			d := a.blockCategory(seg.Device, b)
 			c := cats[d.Category]
 			if c == nil {
 				c = &CategoryStat{Name: d.Category}
@@ -356,7 +377,7 @@ func (a *analysis) liveBlocks() error {
 	for _, l := range live[:min(len(live), a.opts.TopN)] {
 		seg := &a.snap.Segments[l.seg]
 		b := &seg.Blocks[l.blk]
-		d := a.cat.Stack(b.Stack) // cached per stack
+		d := a.blockCategory(seg.Device, b)
 		a.rep.Top = append(a.rep.Top, Allocation{
 			Size: b.Size, RequestedSize: b.RequestedSize, Address: b.Address, Device: seg.Device,
 			Stream: seg.Stream, State: b.State.String(), Category: d.Category, Site: siteName(d), Rule: d.Rule,

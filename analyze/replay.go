@@ -172,14 +172,21 @@ func (r *replay) judge() *findings.Device {
 	fr := findings.Replay{Device: r.dev, Trace: r.trace, Lifetimes: r.lifetimes(),
 		InitialAllocated: r.initial, InitialReserved: r.initialReserved, Allocated: r.alloc, Reserved: r.reserved}
 	d := findings.Prepare(r.a.snap, fr, r.a.cat)
+	n := int32(len(r.trace))
 	for i := range r.elems {
 		el := &r.elems[i]
-		if el.origin >= 0 && r.trace[el.origin].Category() != "" {
-			continue
+		if el.origin < 0 || r.trace[el.origin].Category() == "" {
+			if c := d.Blocks[i].Attr.Category; c != r.catNames[el.cat] {
+				el.cat = int32(r.category(c))
+				el.site = int32(r.siteIndex(r.siteName[el.site], int(el.cat)))
+			}
 		}
-		if c := d.Blocks[i].Attr.Category; c != r.catNames[el.cat] {
-			el.cat = int32(r.category(c))
-			el.site = int32(r.siteIndex(r.siteName[el.site], int(el.cat)))
+		if el.end == n {
+			// Live at the end: the dump's views take this category for the block (analysis.blockCategory).
+			if r.a.endCategory == nil {
+				r.a.endCategory = map[deviceAddr]string{}
+			}
+			r.a.endCategory[deviceAddr{r.dev, d.Blocks[i].Addr}] = r.catNames[el.cat]
 		}
 	}
 	return d

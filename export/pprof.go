@@ -50,6 +50,8 @@ type LiveSample struct {
 	Stack    *snapshot.Stack
 	Category string
 	Site     string
+
+	addr uint64
 }
 
 // LiveSet returns the live allocations at the requested moment: the active_allocated blocks of the snapshot, or for
@@ -58,9 +60,9 @@ type LiveSample struct {
 func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifier) ([]LiveSample, error) {
 	classify = memoized(classify)
 	var out []LiveSample
-	add := func(dev int, stream uint64, state string, bytes, size int64, st *snapshot.Stack) *LiveSample {
+	add := func(dev int, addr, stream uint64, state string, bytes, size int64, st *snapshot.Stack) *LiveSample {
 		cat, site := classify(st)
-		out = append(out, LiveSample{Device: dev, Stream: stream, State: state, Bytes: bytes, Size: size, Stack: st, Category: cat, Site: site})
+		out = append(out, LiveSample{Device: dev, Stream: stream, State: state, Bytes: bytes, Size: size, Stack: st, Category: cat, Site: site, addr: addr})
 		return &out[len(out)-1]
 	}
 	addBlocks := func(dev int) {
@@ -72,14 +74,38 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			for j := range seg.Blocks {
 				b := &seg.Blocks[j]
 				if b.State == snapshot.BlockActiveAllocated {
-					add(seg.Device, seg.Stream, b.State.String(), b.RequestedSize, b.Size, b.Stack)
+					add(seg.Device, b.Address, seg.Stream, b.State.String(), b.RequestedSize, b.Size, b.Stack)
 				}
 			}
 		}
 	}
 	switch at {
 	case AtSnapshot, "":
+		n := len(out)
 		addBlocks(-1)
+		// A device with a trace: the blocks still live at its end take the category the analysis gives them
+		// (the lifetime decides where the stack cannot), so the profile's labels match the report's dump views.
+		for dev, tr := range s.DeviceTraces {
+			if len(tr) == 0 {
+				continue
+			}
+			r, err := analyze.ReplayDevice(ctx, s, dev)
+			if err != nil {
+				return nil, err
+			}
+			atEnd := map[uint64]*analyze.Lifetime{}
+			for i := range r.Lifetimes {
+				if l := &r.Lifetimes[i]; l.End == len(tr) {
+					atEnd[l.Addr] = l
+				}
+			}
+			for i := n; i < len(out); i++ {
+				smp := &out[i]
+				if l, ok := atEnd[smp.addr]; ok && smp.Device == dev {
+					smp.Category = replayedCategory(r, l, smp.Category)
+				}
+			}
+		}
 	case AtPeak:
 		for _, dev := range devices(s) {
 			if dev >= len(s.DeviceTraces) || len(s.DeviceTraces[dev]) == 0 {
@@ -98,7 +124,7 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			})
 			for i := range live {
 				a := &live[i]
-				smp := add(dev, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
+				smp := add(dev, a.Addr, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
 				smp.Category = replayedCategory(r, a, smp.Category)
 			}
 		}

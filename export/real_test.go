@@ -389,3 +389,37 @@ func TestPerfettoPeakMatchesAnalysis(t *testing.T) {
 		t.Errorf("Unknown holds %d of %d bytes at the peak", u, rep.Peak.Bytes)
 	}
 }
+
+// TestPprofSnapshotMatchesAnalysisCategories: on the H200 training run the profile of the dump carries the
+// categories of the analysis' dump view, where lifetimes decide for blocks whose stacks cannot (module
+// __init__ weights, a gradient kept after backward).
+func TestPprofSnapshotMatchesAnalysisCategories(t *testing.T) {
+	dir := testutil.SharedDir(t, "gpu_runs")
+	in, err := load.DecodeFile(context.Background(), filepath.Join(dir, "llama1b-bf16-b4-s2048-snap.pickle.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := in.Snapshot
+	rep, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BuildProfile(context.Background(), s, ProfileOptions{At: AtSnapshot, Classify: RulesClassifier(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCat := map[string]int64{}
+	for _, smp := range p.Sample {
+		byCat[smp.Label["category"][0]] += smp.Value[2]
+	}
+	want := map[string]int64{}
+	for _, c := range rep.Categories {
+		want[c.Name] = c.Bytes
+	}
+	if !reflect.DeepEqual(byCat, want) {
+		t.Errorf("profile categories %v, analysis %v", byCat, want)
+	}
+	if want["Unknown"]*100 > want["Parameters/Weights"] {
+		t.Errorf("the dump view leaves %d bytes Unknown beside %d of weights", want["Unknown"], want["Parameters/Weights"])
+	}
+}

@@ -202,7 +202,7 @@ func TestCompareFragmentingRun(t *testing.T) {
 			continue
 		}
 		rows++
-		if (row.Before != measured[healthy] || row.After != measured[varlen] || row.Before == 0) {
+		if row.Before != measured[healthy] || row.After != measured[varlen] || row.Before == 0 {
 			t.Errorf("max_reserved_bytes %d → %d, PyTorch measured %d → %d", row.Before, row.After, measured[healthy], measured[varlen])
 		}
 	}

@@ -345,20 +345,27 @@ func TestPprofPeakMatchesAnalysis(t *testing.T) {
 	}
 }
 
-// TestPerfettoPeakMatchesAnalysis: on the H200 training run, whose backward allocations carry no stack, the
-// category counters at the allocated peak hold what the analysis reports at its peak, category by category
-// (the lifetime decides where the stack cannot, so almost nothing stays Unknown).
-func TestPerfettoPeakMatchesAnalysis(t *testing.T) {
+// analyzedTrainingRun decodes and analyzes the H200 Llama training snapshot, whose backward allocations carry no
+// stack (skipped when the shared runs are absent).
+func analyzedTrainingRun(t *testing.T) (*snapshot.Snapshot, *analyze.Report) {
+	t.Helper()
 	dir := testutil.SharedDir(t, "gpu_runs")
 	in, err := load.DecodeFile(context.Background(), filepath.Join(dir, "llama1b-bf16-b4-s2048-snap.pickle.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := in.Snapshot
-	rep, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{})
+	rep, err := analyze.AnalyzeSnapshot(context.Background(), in.Snapshot, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return in.Snapshot, rep
+}
+
+// TestPerfettoPeakMatchesAnalysis: on the H200 training run, whose backward allocations carry no stack, the
+// category counters at the allocated peak hold what the analysis reports at its peak, category by category
+// (the lifetime decides where the stack cannot, so almost nothing stays Unknown).
+func TestPerfettoPeakMatchesAnalysis(t *testing.T) {
+	s, rep := analyzedTrainingRun(t)
 	var buf bytes.Buffer
 	if err := WritePerfetto(context.Background(), &buf, s, TraceOptions{Classify: RulesClassifier(nil)}); err != nil {
 		t.Fatal(err)
@@ -394,16 +401,7 @@ func TestPerfettoPeakMatchesAnalysis(t *testing.T) {
 // categories of the analysis' dump view, where lifetimes decide for blocks whose stacks cannot (module
 // __init__ weights, a gradient kept after backward).
 func TestPprofSnapshotMatchesAnalysisCategories(t *testing.T) {
-	dir := testutil.SharedDir(t, "gpu_runs")
-	in, err := load.DecodeFile(context.Background(), filepath.Join(dir, "llama1b-bf16-b4-s2048-snap.pickle.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := in.Snapshot
-	rep, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, rep := analyzedTrainingRun(t)
 	p, err := BuildProfile(context.Background(), s, ProfileOptions{At: AtSnapshot, Classify: RulesClassifier(nil)})
 	if err != nil {
 		t.Fatal(err)

@@ -81,7 +81,6 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 	}
 	switch at {
 	case AtSnapshot, "":
-		n := len(out)
 		addBlocks(-1)
 		// A device with a trace: the blocks still live at its end take the category the analysis gives them
 		// (the lifetime decides where the stack cannot), so the profile's labels match the report's dump views.
@@ -99,7 +98,7 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 					atEnd[l.Addr] = l
 				}
 			}
-			for i := n; i < len(out); i++ {
+			for i := range out {
 				smp := &out[i]
 				if l, ok := atEnd[smp.addr]; ok && smp.Device == dev {
 					smp.Category = replayedCategory(r, l, smp.Category)

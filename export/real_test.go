@@ -392,6 +392,12 @@ func TestPerfettoPeakMatchesAnalysis(t *testing.T) {
 			t.Errorf("%s at the peak: %d in the trace, %d in the analysis", name, got, want[name])
 		}
 	}
+	// The other way round: a category of the analysis that the trace has no counter for.
+	for name, b := range want {
+		if _, ok := atPeak[name]; !ok && b != 0 {
+			t.Errorf("%s at the peak: %d in the analysis, no counter in the trace", name, b)
+		}
+	}
 	if u := want["Unknown"]; u*20 > rep.Peak.Bytes {
 		t.Errorf("Unknown holds %d of %d bytes at the peak", u, rep.Peak.Bytes)
 	}

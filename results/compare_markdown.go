@@ -28,9 +28,9 @@ func WriteCompareMarkdown(w io.Writer, c *compare.Comparison, opt CompareMarkdow
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
 	p("# memscan compare\n\n")
-	p("Baseline: `%s`. Δ is after − baseline; every table's rows add up to its total row (a residual row holds what the inputs' own rows do not cover).\n\n", compareCell(c.Baseline))
+	p("Baseline: `%s`. Δ is after − baseline; every table's rows add up to its total row (a residual row holds what the inputs' own rows do not cover).\n\n", mdCell(mdCode(c.Baseline)))
 	for i, d := range c.Diffs {
-		p("## `%s` vs `%s`\n\n", compareCell(d.After), compareCell(d.Before))
+		p("## `%s` vs `%s`\n\n", mdCell(mdCode(d.After)), mdCell(mdCode(d.Before)))
 		for _, w := range d.Warnings {
 			p("- ⚠ %s\n", w)
 		}
@@ -58,7 +58,7 @@ func WriteCompareMarkdown(w io.Writer, c *compare.Comparison, opt CompareMarkdow
 				return sev + ", " + analyze.FormatMeasure(v, unit)
 			}
 			for _, f := range d.Findings {
-				p("| %s | %s | %s |\n", compareCell(f.Title), side(f.BeforeSeverity, f.BeforeValue, f.Unit), side(f.AfterSeverity, f.AfterValue, f.Unit))
+				p("| %s | %s | %s |\n", mdText(f.Title), side(f.BeforeSeverity, f.BeforeValue, f.Unit), side(f.AfterSeverity, f.AfterValue, f.Unit))
 			}
 			p("\n")
 		}
@@ -124,9 +124,9 @@ func writeCompareTable(p func(string, ...any), title, col string, t compare.Tabl
 			break
 		}
 		if withCat {
-			p("| `%s` | %s | %s | %s | %s |\n", compareCell(r.Name), r.Category, units.Bytes(r.Before), units.Bytes(r.After), units.SignedBytes(r.Delta))
+			p("| `%s` | %s | %s | %s | %s |\n", mdCell(mdCode(r.Name)), r.Category, units.Bytes(r.Before), units.Bytes(r.After), units.SignedBytes(r.Delta))
 		} else {
-			p("| %s | %s | %s | %s | %d → %d |\n", compareText(r.Name), units.Bytes(r.Before), units.Bytes(r.After), units.SignedBytes(r.Delta), r.BeforeCount, r.AfterCount)
+			p("| %s | %s | %s | %s | %d → %d |\n", mdText(r.Name), units.Bytes(r.Before), units.Bytes(r.After), units.SignedBytes(r.Delta), r.BeforeCount, r.AfterCount)
 		}
 	}
 	if withCat {
@@ -141,14 +141,4 @@ func deltaPct(d compare.Delta) string {
 		return ""
 	}
 	return fmt.Sprintf("%+.1f%%", d.DeltaPct())
-}
-
-// compareText escapes a plain (non-code) cell: as compareCell, and angle brackets so "<no stack recorded>" is not a tag.
-func compareText(s string) string {
-	return strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(compareCell(s))
-}
-
-// compareCell keeps table cells intact: pipes would split the cell, backticks would end the code span.
-func compareCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "`", "'", "\n", " ").Replace(s)
 }

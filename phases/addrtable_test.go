@@ -42,3 +42,26 @@ func TestAddrTable(t *testing.T) {
 		}
 	}
 }
+
+// TestIsNativeBackward: the substring guard in front of nativeBackward never turns away a frame the regexp
+// matches (each alternative written out), and turns away what it does not.
+func TestIsNativeBackward(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"torch::autograd::generated::MmBackward0::apply(...)", true},
+		{"torch::autograd::generated::SoftmaxBackward::apply", true},
+		{"torch::autograd::Engine::evaluate_function(...)", true},
+		{"torch::autograd::AccumulateGrad::apply(...)", true},
+		{"torch::autograd::CopyBackwards::apply(...)", true},
+		{"at::native::mm(...)", false},
+		{"torch::autograd::VariableType::mm", false},
+		{"MmBackward0", false}, // a Python-side node name, not the native apply
+		{"forward", false},
+	} {
+		if got := isNativeBackward(tc.name); got != tc.want || got != nativeBackward.MatchString(tc.name) {
+			t.Errorf("isNativeBackward(%q) = %v, want %v (regexp alone: %v)", tc.name, got, tc.want, nativeBackward.MatchString(tc.name))
+		}
+	}
+}

@@ -243,16 +243,20 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 	return replayResult{}, false, nil
 }
 
-// paramGroup is the parameters one operator owns, for allocating their gradients in its backward.
+// opParamPrefixes name the parameters each operator owns, by the prefix of their names.
+var opParamPrefixes = map[string][]string{
+	"input_norm": {"input_norm."}, "post_attn_norm": {"post_attn_norm."},
+	"qkv_proj": {"attn.q_proj.", "attn.k_proj.", "attn.v_proj."}, "o_proj": {"attn.o_proj."},
+	"mlp.gate_up_proj": {"mlp.gate_proj.", "mlp.up_proj."}, "mlp.down_proj": {"mlp.down_proj."},
+	"mlp.fc1": {"mlp.fc1."}, "mlp.fc2": {"mlp.fc2."}, "moe.router": {"moe.router."},
+	"moe.experts.gate_up_proj": {"moe.experts."}, "embedding": {"embed_tokens.", "embed_positions."},
+	"final_norm": {"final_norm."}, "lm_head": {"lm_head."},
+}
+
+// opParams is the parameters one operator owns, for allocating their gradients in its backward. The backward
+// replay asks for every operator of every layer, so the table is built once.
 func opParams(opName string, ps []paramTensor) []paramTensor {
-	prefixes := map[string][]string{
-		"input_norm": {"input_norm."}, "post_attn_norm": {"post_attn_norm."},
-		"qkv_proj": {"attn.q_proj.", "attn.k_proj.", "attn.v_proj."}, "o_proj": {"attn.o_proj."},
-		"mlp.gate_up_proj": {"mlp.gate_proj.", "mlp.up_proj."}, "mlp.down_proj": {"mlp.down_proj."},
-		"mlp.fc1": {"mlp.fc1."}, "mlp.fc2": {"mlp.fc2."}, "moe.router": {"moe.router."},
-		"moe.experts.gate_up_proj": {"moe.experts."}, "embedding": {"embed_tokens.", "embed_positions."},
-		"final_norm": {"final_norm."}, "lm_head": {"lm_head."},
-	}[opName]
+	prefixes := opParamPrefixes[opName]
 	var out []paramTensor
 	for _, p := range ps {
 		for _, pre := range prefixes {

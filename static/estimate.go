@@ -678,7 +678,7 @@ func (e *est) reserved(st *Stage, head, layers modelStates, layerOps []Operator,
 	}
 	churn := float64(st.Activations + st.Temporaries + st.KVCache)
 	st.PeakReserved = roundUp(st.PeakAllocated+int64(extra+frag*churn), 2*mib)
-	st.ReservedSource = "flat allowance"
+	st.ReservedSource = ReservedByAllowance
 	ctx := ctxOf(c)
 	nccl := c.Allocator.NCCLMiB
 	if nccl < 0 {
@@ -754,7 +754,7 @@ func (e *est) precisionAssumption() string {
 func (e *est) assumptions(reservedSource string) []string {
 	c := e.c
 	frag := fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100)
-	if reservedSource == "allocator replay" {
+	if reservedSource == ReservedByReplay {
 		frag = "Peak reserved: the predicted allocation sequence (build, two training steps or one generate call) replayed through the caching-allocator model (torch 2.11 rules: rounding, pools, best fit, splitting)."
 	}
 	a := []string{

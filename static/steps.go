@@ -689,7 +689,7 @@ func (e *est) replayReserved(st *Stage, seq *seqBuilder) {
 	}
 	st.PeakReserved = max(res.peakReserved, roundUp(st.PeakAllocated, 2*mib))
 	st.DeviceTotal = st.PeakReserved + overhead
-	st.ReservedSource = "allocator replay"
+	st.ReservedSource = ReservedByReplay
 	st.ReservedSegments = res.peakFrag.Segments
 	st.ReservedFreeAtPeak = res.peakFrag.Free
 }

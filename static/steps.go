@@ -68,7 +68,8 @@ func opTensors(op Operator) []seqTensor {
 	return append(keepSeq(op.MemoryBytes), tempSeq(op.TempBytes)...)
 }
 
-// allocEvent allocates size bytes as id, or frees id when size is 0; site indexes seqBuilder.sites.
+// allocEvent allocates size bytes as id, or frees id (of −size bytes) when size is negative; site indexes
+// seqBuilder.sites.
 type allocEvent struct {
 	id   uint64
 	size int64
@@ -124,7 +125,7 @@ func (s *seqBuilder) free(ids ...uint64) {
 		if n, ok := s.live[id]; ok {
 			delete(s.live, id)
 			s.allocated -= n
-			s.ev = append(s.ev, allocEvent{id: id})
+			s.ev = append(s.ev, allocEvent{id: id, size: -n})
 		}
 	}
 }
@@ -160,7 +161,7 @@ func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult,
 	if err != nil {
 		return replayResult{}, err
 	}
-	r := sequenceReplay{a: a, size: map[uint64]int64{}}
+	r := sequenceReplay{a: a}
 	steady := s.steadyStep()
 	mark := 0 // the allocator's segment events before the steady step's last run
 	for i, ev := range s.ev {
@@ -215,19 +216,17 @@ func (s *seqBuilder) steadyStep() []allocEvent {
 type sequenceReplay struct {
 	a         *allocator.Allocator
 	allocated int64
-	size      map[uint64]int64
 }
 
 // apply replays one event with its id shifted by offset (a repeated step's tensors are new tensors); done
 // reports the end of the replay: an allocation failed (the result says where) or the allocator refused.
 func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res replayResult, done bool, err error) {
 	id := ev.id + offset
-	if ev.size == 0 {
+	if ev.size < 0 {
 		if err := r.a.Free(id); err != nil {
 			return replayResult{}, true, err
 		}
-		r.allocated -= r.size[id]
-		delete(r.size, id)
+		r.allocated += ev.size
 		return replayResult{}, false, nil
 	}
 	if err := r.a.Malloc(id, ev.size, 0); err != nil {
@@ -238,7 +237,6 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 		}
 		return replayResult{}, true, err
 	}
-	r.size[id] = ev.size
 	r.allocated += ev.size
 	return replayResult{}, false, nil
 }

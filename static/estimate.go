@@ -609,7 +609,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		st.EndOfStepAllocated += int64(mainGradCopy)
 	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
-	if e.replayable() {
+	if e.replayable(len(layerOps)) {
 		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps), st.Other)
 		e.replayReserved(&st, seq)
 		e.seqs[i] = seq

@@ -654,8 +654,9 @@ func splitEven(total, each int64) []seqTensor {
 // replayable reports whether the allocation sequence describes the config, as checked against measured runs:
 // one GPU's model without tensor, context or expert splits, pipeline stages or FSDP (whose side streams and
 // buffers the sequence does not follow), PyTorch-managed gradients, saved activations kept on the GPU, no
-// correction factors and no explicit fragmentation allowance. Inference replays with any split.
-func (e *est) replayable() bool {
+// correction factors and no explicit fragmentation allowance. Inference replays with any split. opsPerLayer is
+// the number of a layer's operator records, which bounds the sequence's length.
+func (e *est) replayable(opsPerLayer int) bool {
 	c := e.c
 	k := c.Corrections
 	if c.Allocator.FragmentationFraction >= 0 || k.Weights != 1 || k.Grads != 1 || k.Optimizer != 1 || k.Activations != 1 ||
@@ -666,7 +667,7 @@ func (e *est) replayable() bool {
 		return e.layersPerStage*maxDecodeSteps <= maxReplayEvents/4
 	}
 	p := c.Parallel
-	events := e.layersPerStage * int64(len(e.layerOps())) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
+	events := e.layersPerStage * int64(opsPerLayer) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
 	return p.PP == 1 && p.TP == 1 && p.CP == 1 && p.EP == 1 && p.ZeroStage <= 2 && p.GradBuffer != "persistent" &&
 		!c.Training.TransformerEngine && !c.Training.ActivationOffload && c.Training.RecomputeLayers == 0 &&
 		events <= maxReplayEvents

@@ -267,8 +267,6 @@ func opParams(opName string, ps []paramTensor) []paramTensor {
 	return out
 }
 
-// trainingSequence builds the allocation sequence of the training steps on stage 0 of a single-stage layout
-// without FSDP (replayable says which layouts).
 // stepOps are the operator lists of one training step (they differ when the sequence length varies).
 type stepOps struct{ layer, emb, head []Operator }
 
@@ -315,6 +313,8 @@ func (e *est) stepsFor(layerOps, embOps, headOps []Operator) []stepOps {
 	return out
 }
 
+// trainingSequence builds the allocation sequence of the training steps on stage 0 of a single-stage layout
+// without FSDP (replayable says which layouts).
 func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []stepOps, other int64) *seqBuilder {
 	c := e.c
 	s := newSeq()

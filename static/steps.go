@@ -566,27 +566,27 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 		// Optimizer: states on the first step (torch creates them lazily), then the foreach intermediates.
 		s.at(step, "optimizer_step", -1, c.Training.Optimizer)
 		type trained struct {
-			key   string
+			p     paramTensor
 			elems float64
 		}
 		var ts []trained
 		if frozen {
-			for li := range l {
+			for range l {
 				for _, p := range adapters {
-					ts = append(ts, trained{layerKey(li, p.Name), float64(p.numel())})
+					ts = append(ts, trained{p, float64(p.numel())})
 				}
 			}
 		} else {
 			for _, p := range embPs {
-				ts = append(ts, trained{"emb." + p.Name, e.perGPU(p)})
+				ts = append(ts, trained{p, e.perGPU(p)})
 			}
-			for li := range l {
+			for range l {
 				for _, p := range layerPs {
-					ts = append(ts, trained{layerKey(li, p.Name), e.perGPU(p)})
+					ts = append(ts, trained{p, e.perGPU(p)})
 				}
 			}
 			for _, p := range headPs {
-				ts = append(ts, trained{"head." + p.Name, e.perGPU(p)})
+				ts = append(ts, trained{p, e.perGPU(p)})
 			}
 		}
 		sb := 4.0
@@ -600,14 +600,13 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 		if zero >= 1 {
 			div = float64(e.nDense)
 		}
-		nStates := map[string]int{"adamw": 2, "sgd": 1}[c.Training.Optimizer]
 		if step == 1 && !c.Training.OptimizerInBackward {
 			for _, t := range ts {
 				if c.mixed() && zero < 3 && !frozen {
 					s.alloc(int64(t.elems * 4 / div)) // fp32 master copy
 				}
-				for range nStates {
-					s.alloc(int64(t.elems * sb / div))
+				for _, b := range optimizerStates(c.Training.Optimizer, t.p, t.elems, sb, frozen) {
+					s.alloc(int64(b / div))
 				}
 			}
 		}
@@ -631,6 +630,29 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 		}
 	}
 	return s
+}
+
+// optimizerStates are the state tensors the optimizer creates for elems elements of p in its first step, each
+// of sb bytes an element unless the optimizer fixes its own dtype; they add up to stateBytes (loraStates for a
+// frozen base's adapters).
+func optimizerStates(optimizer string, p paramTensor, elems, sb float64, adapter bool) []float64 {
+	switch optimizer {
+	case "adamw":
+		return []float64{elems * sb, elems * sb}
+	case "sgd":
+		return []float64{elems * sb}
+	case "adamw-8bit":
+		// bitsandbytes: two uint8 states and an fp32 absmax per 2048-element block for each.
+		return []float64{elems, elems, elems / 2048 * 4, elems / 2048 * 4}
+	case "adafactor":
+		if p.matrix() && !adapter {
+			// Factored second moment: one row and one column vector of the (sharded) matrix.
+			frac := elems / float64(p.numel())
+			return []float64{sb * float64(p.Shape[0]) * frac, sb * float64(p.Shape[1]) * frac}
+		}
+		return []float64{elems * sb}
+	}
+	return nil
 }
 
 func layerKey(layer int, name string) string {

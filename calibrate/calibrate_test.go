@@ -656,7 +656,7 @@ func TestApplyRespectsExactTermsAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, c := raw.Stages[raw.WorstStage], corr.Stages[corr.WorstStage]
-	if r.ReservedSource != replaySource {
+	if r.ReservedSource != static.ReservedByReplay {
 		t.Fatalf("raw reserved from %q; the test needs a replayed config", r.ReservedSource)
 	}
 	if c.Weights != r.Weights {
@@ -673,7 +673,7 @@ func TestApplyRespectsExactTermsAndReplay(t *testing.T) {
 	if want := c.PeakAllocated + r.PeakReserved - r.PeakAllocated; c.PeakReserved != want || corr.Summary.PeakReservedBytes != want {
 		t.Errorf("corrected reserved %d (summary %d), want %d", c.PeakReserved, corr.Summary.PeakReservedBytes, want)
 	}
-	if c.ReservedSource != replaySource || c.DeviceTotal-c.PeakReserved != r.DeviceTotal-r.PeakReserved {
+	if c.ReservedSource != static.ReservedByReplay || c.DeviceTotal-c.PeakReserved != r.DeviceTotal-r.PeakReserved {
 		t.Errorf("corrected reserved source %q, device total − reserved %d want %d", c.ReservedSource, c.DeviceTotal-c.PeakReserved, r.DeviceTotal-r.PeakReserved)
 	}
 

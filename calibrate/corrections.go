@@ -475,7 +475,7 @@ func (m *Model) estimate(cfg static.Config, raw *static.Report) (*static.Report,
 	for i := range corrected.Stages {
 		st, r := &corrected.Stages[i], raw.Stages[i]
 		switch {
-		case r.ReservedSource == replaySource:
+		case r.ReservedSource == static.ReservedByReplay:
 			// The replay's reserved − allocated is fragmentation of this very allocation sequence; scaling the
 			// tensors by a percent or two leaves it, so it moves with the corrected allocation.
 			reserved := st.PeakAllocated + (r.PeakReserved - r.PeakAllocated)
@@ -489,9 +489,6 @@ func (m *Model) estimate(cfg static.Config, raw *static.Report) (*static.Report,
 	corrected.Summary.ReservedSource = corrected.Stages[corrected.WorstStage].ReservedSource
 	return corrected, nil
 }
-
-// replaySource is static's ReservedSource for a reserved figure from the caching-allocator replay.
-const replaySource = "allocator replay"
 
 // Explain says which factors Apply uses for cfg.
 func (m *Model) Explain(cfg static.Config) string {

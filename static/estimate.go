@@ -609,7 +609,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		st.EndOfStepAllocated += int64(mainGradCopy)
 	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
-	if e.replayable() {
+	if e.replayable(len(layerOps)) {
 		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps), st.Other)
 		e.replayReserved(&st, seq)
 		e.seqs[i] = seq
@@ -678,7 +678,7 @@ func (e *est) reserved(st *Stage, head, layers modelStates, layerOps []Operator,
 	}
 	churn := float64(st.Activations + st.Temporaries + st.KVCache)
 	st.PeakReserved = roundUp(st.PeakAllocated+int64(extra+frag*churn), 2*mib)
-	st.ReservedSource = "flat allowance"
+	st.ReservedSource = ReservedByAllowance
 	ctx := ctxOf(c)
 	nccl := c.Allocator.NCCLMiB
 	if nccl < 0 {
@@ -754,7 +754,7 @@ func (e *est) precisionAssumption() string {
 func (e *est) assumptions(reservedSource string) []string {
 	c := e.c
 	frag := fmt.Sprintf("Fragmentation/cached-free allowance: %.0f%% of activations+temporaries (allocator.fragmentation_fraction).", fragOf(c)*100)
-	if reservedSource == "allocator replay" {
+	if reservedSource == ReservedByReplay {
 		frag = "Peak reserved: the predicted allocation sequence (build, two training steps or one generate call) replayed through the caching-allocator model (torch 2.11 rules: rounding, pools, best fit, splitting)."
 	}
 	a := []string{

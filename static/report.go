@@ -45,7 +45,7 @@ type Summary struct {
 	KVCacheMemoryBytes int64  `json:"kv_cache_memory_bytes,omitempty"`
 	ParamCountPerGPU   int64  `json:"param_count_per_gpu"`
 	PeakReservedBytes  int64  `json:"peak_reserved_bytes"` // predicted torch.cuda.max_memory_reserved
-	ReservedSource     string `json:"reserved_source"`     // "allocator replay" or "flat allowance"
+	ReservedSource     string `json:"reserved_source"`     // ReservedByReplay or ReservedByAllowance
 	// ReservedSegments is the replayed pool's segment count at its peak, ReservedFreeAtPeakBytes its cached
 	// bytes no live block used then (reserved − allocated); both 0 when no replay ran.
 	ReservedSegments        int        `json:"reserved_segments,omitempty"`
@@ -134,8 +134,7 @@ type Stage struct {
 	PeakAllocated    int64  `json:"peak_allocated_bytes"`
 	PeakStage        string `json:"peak_stage"`
 	PeakReserved     int64  `json:"peak_reserved_bytes"`
-	// ReservedSource says how PeakReserved was predicted: "allocator replay" (the allocation sequence through
-	// the caching-allocator model) or "flat allowance" (allocated + rounding + fragmentation_fraction).
+	// ReservedSource says how PeakReserved was predicted: ReservedByReplay or ReservedByAllowance.
 	ReservedSource string `json:"reserved_source"`
 	// ReservedSegments and ReservedFreeAtPeak describe the replayed pool when it reached PeakReserved: its
 	// segments, and the cached bytes no live block used (reserved − allocated then); 0 without a replay.
@@ -293,3 +292,11 @@ type Recommendation struct {
 	SavesBytes   int64  `json:"saves_bytes,omitempty"`
 	NewPeakBytes int64  `json:"new_device_total_bytes,omitempty"`
 }
+
+// The values of Stage.ReservedSource (and Summary.ReservedSource).
+const (
+	// ReservedByReplay: the allocation sequence replayed through the caching-allocator model.
+	ReservedByReplay = "allocator replay"
+	// ReservedByAllowance: allocated + rounding + allocator.fragmentation_fraction.
+	ReservedByAllowance = "flat allowance"
+)

@@ -79,7 +79,7 @@ func (e *est) inferenceStage(st Stage, i int, layerOps, embOps, headOps []Operat
 	}
 	st.EndOfStepAllocated = st.Weights + st.KVCache + st.Other
 	e.reserved(&st, modelStates{}, modelStates{}, nil, 0)
-	if e.replayable() {
+	if e.replayable(len(layerOps)) {
 		seq := e.inferenceSequence(layerOps, embOps, headOps, residuals, st.Other, i == c.Parallel.PP-1)
 		e.replayReserved(&st, seq)
 		e.seqs[i] = seq

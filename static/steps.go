@@ -68,7 +68,8 @@ func opTensors(op Operator) []seqTensor {
 	return append(keepSeq(op.MemoryBytes), tempSeq(op.TempBytes)...)
 }
 
-// allocEvent allocates size bytes as id, or frees id when size is 0; site indexes seqBuilder.sites.
+// allocEvent allocates size bytes as id, or frees id (of −size bytes) when size is negative; site indexes
+// seqBuilder.sites.
 type allocEvent struct {
 	id   uint64
 	size int64
@@ -124,7 +125,7 @@ func (s *seqBuilder) free(ids ...uint64) {
 		if n, ok := s.live[id]; ok {
 			delete(s.live, id)
 			s.allocated -= n
-			s.ev = append(s.ev, allocEvent{id: id})
+			s.ev = append(s.ev, allocEvent{id: id, size: -n})
 		}
 	}
 }
@@ -160,7 +161,7 @@ func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult,
 	if err != nil {
 		return replayResult{}, err
 	}
-	r := sequenceReplay{a: a, size: map[uint64]int64{}}
+	r := sequenceReplay{a: a}
 	steady := s.steadyStep()
 	mark := 0 // the allocator's segment events before the steady step's last run
 	for i, ev := range s.ev {
@@ -215,19 +216,17 @@ func (s *seqBuilder) steadyStep() []allocEvent {
 type sequenceReplay struct {
 	a         *allocator.Allocator
 	allocated int64
-	size      map[uint64]int64
 }
 
 // apply replays one event with its id shifted by offset (a repeated step's tensors are new tensors); done
 // reports the end of the replay: an allocation failed (the result says where) or the allocator refused.
 func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res replayResult, done bool, err error) {
 	id := ev.id + offset
-	if ev.size == 0 {
+	if ev.size < 0 {
 		if err := r.a.Free(id); err != nil {
 			return replayResult{}, true, err
 		}
-		r.allocated -= r.size[id]
-		delete(r.size, id)
+		r.allocated += ev.size
 		return replayResult{}, false, nil
 	}
 	if err := r.a.Malloc(id, ev.size, 0); err != nil {
@@ -238,21 +237,24 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 		}
 		return replayResult{}, true, err
 	}
-	r.size[id] = ev.size
 	r.allocated += ev.size
 	return replayResult{}, false, nil
 }
 
-// paramGroup is the parameters one operator owns, for allocating their gradients in its backward.
+// opParamPrefixes name the parameters each operator owns, by the prefix of their names.
+var opParamPrefixes = map[string][]string{
+	"input_norm": {"input_norm."}, "post_attn_norm": {"post_attn_norm."},
+	"qkv_proj": {"attn.q_proj.", "attn.k_proj.", "attn.v_proj."}, "o_proj": {"attn.o_proj."},
+	"mlp.gate_up_proj": {"mlp.gate_proj.", "mlp.up_proj."}, "mlp.down_proj": {"mlp.down_proj."},
+	"mlp.fc1": {"mlp.fc1."}, "mlp.fc2": {"mlp.fc2."}, "moe.router": {"moe.router."},
+	"moe.experts.gate_up_proj": {"moe.experts."}, "embedding": {"embed_tokens.", "embed_positions."},
+	"final_norm": {"final_norm."}, "lm_head": {"lm_head."},
+}
+
+// opParams is the parameters one operator owns, for allocating their gradients in its backward. The backward
+// replay asks for every operator of every layer, so the table is built once.
 func opParams(opName string, ps []paramTensor) []paramTensor {
-	prefixes := map[string][]string{
-		"input_norm": {"input_norm."}, "post_attn_norm": {"post_attn_norm."},
-		"qkv_proj": {"attn.q_proj.", "attn.k_proj.", "attn.v_proj."}, "o_proj": {"attn.o_proj."},
-		"mlp.gate_up_proj": {"mlp.gate_proj.", "mlp.up_proj."}, "mlp.down_proj": {"mlp.down_proj."},
-		"mlp.fc1": {"mlp.fc1."}, "mlp.fc2": {"mlp.fc2."}, "moe.router": {"moe.router."},
-		"moe.experts.gate_up_proj": {"moe.experts."}, "embedding": {"embed_tokens.", "embed_positions."},
-		"final_norm": {"final_norm."}, "lm_head": {"lm_head."},
-	}[opName]
+	prefixes := opParamPrefixes[opName]
 	var out []paramTensor
 	for _, p := range ps {
 		for _, pre := range prefixes {
@@ -265,8 +267,6 @@ func opParams(opName string, ps []paramTensor) []paramTensor {
 	return out
 }
 
-// trainingSequence builds the allocation sequence of the training steps on stage 0 of a single-stage layout
-// without FSDP (replayable says which layouts).
 // stepOps are the operator lists of one training step (they differ when the sequence length varies).
 type stepOps struct{ layer, emb, head []Operator }
 
@@ -313,6 +313,8 @@ func (e *est) stepsFor(layerOps, embOps, headOps []Operator) []stepOps {
 	return out
 }
 
+// trainingSequence builds the allocation sequence of the training steps on stage 0 of a single-stage layout
+// without FSDP (replayable says which layouts).
 func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []stepOps, other int64) *seqBuilder {
 	c := e.c
 	s := newSeq()
@@ -564,27 +566,27 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 		// Optimizer: states on the first step (torch creates them lazily), then the foreach intermediates.
 		s.at(step, "optimizer_step", -1, c.Training.Optimizer)
 		type trained struct {
-			key   string
+			p     paramTensor
 			elems float64
 		}
 		var ts []trained
 		if frozen {
-			for li := range l {
+			for range l {
 				for _, p := range adapters {
-					ts = append(ts, trained{layerKey(li, p.Name), float64(p.numel())})
+					ts = append(ts, trained{p, float64(p.numel())})
 				}
 			}
 		} else {
 			for _, p := range embPs {
-				ts = append(ts, trained{"emb." + p.Name, e.perGPU(p)})
+				ts = append(ts, trained{p, e.perGPU(p)})
 			}
-			for li := range l {
+			for range l {
 				for _, p := range layerPs {
-					ts = append(ts, trained{layerKey(li, p.Name), e.perGPU(p)})
+					ts = append(ts, trained{p, e.perGPU(p)})
 				}
 			}
 			for _, p := range headPs {
-				ts = append(ts, trained{"head." + p.Name, e.perGPU(p)})
+				ts = append(ts, trained{p, e.perGPU(p)})
 			}
 		}
 		sb := 4.0
@@ -598,14 +600,13 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 		if zero >= 1 {
 			div = float64(e.nDense)
 		}
-		nStates := map[string]int{"adamw": 2, "sgd": 1}[c.Training.Optimizer]
 		if step == 1 && !c.Training.OptimizerInBackward {
 			for _, t := range ts {
 				if c.mixed() && zero < 3 && !frozen {
 					s.alloc(int64(t.elems * 4 / div)) // fp32 master copy
 				}
-				for range nStates {
-					s.alloc(int64(t.elems * sb / div))
+				for _, b := range optimizerStates(c.Training.Optimizer, t.p, t.elems, sb, frozen) {
+					s.alloc(int64(b / div))
 				}
 			}
 		}
@@ -631,6 +632,29 @@ func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []ste
 	return s
 }
 
+// optimizerStates are the state tensors the optimizer creates for elems elements of p in its first step, each
+// of sb bytes an element unless the optimizer fixes its own dtype; they add up to stateBytes (loraStates for a
+// frozen base's adapters).
+func optimizerStates(optimizer string, p paramTensor, elems, sb float64, adapter bool) []float64 {
+	switch optimizer {
+	case "adamw":
+		return []float64{elems * sb, elems * sb}
+	case "sgd":
+		return []float64{elems * sb}
+	case "adamw-8bit":
+		// bitsandbytes: two uint8 states and an fp32 absmax per 2048-element block for each.
+		return []float64{elems, elems, elems / 2048 * 4, elems / 2048 * 4}
+	case "adafactor":
+		if p.matrix() && !adapter {
+			// Factored second moment: one row and one column vector of the (sharded) matrix.
+			frac := elems / float64(p.numel())
+			return []float64{sb * float64(p.Shape[0]) * frac, sb * float64(p.Shape[1]) * frac}
+		}
+		return []float64{elems * sb}
+	}
+	return nil
+}
+
 func layerKey(layer int, name string) string {
 	return "layer" + strconv.Itoa(layer) + "." + name
 }
@@ -652,8 +676,9 @@ func splitEven(total, each int64) []seqTensor {
 // replayable reports whether the allocation sequence describes the config, as checked against measured runs:
 // one GPU's model without tensor, context or expert splits, pipeline stages or FSDP (whose side streams and
 // buffers the sequence does not follow), PyTorch-managed gradients, saved activations kept on the GPU, no
-// correction factors and no explicit fragmentation allowance. Inference replays with any split.
-func (e *est) replayable() bool {
+// correction factors and no explicit fragmentation allowance. Inference replays with any split. opsPerLayer is
+// the number of a layer's operator records, which bounds the sequence's length.
+func (e *est) replayable(opsPerLayer int) bool {
 	c := e.c
 	k := c.Corrections
 	if c.Allocator.FragmentationFraction >= 0 || k.Weights != 1 || k.Grads != 1 || k.Optimizer != 1 || k.Activations != 1 ||
@@ -664,7 +689,7 @@ func (e *est) replayable() bool {
 		return e.layersPerStage*maxDecodeSteps <= maxReplayEvents/4
 	}
 	p := c.Parallel
-	events := e.layersPerStage * int64(len(e.layerOps())) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
+	events := e.layersPerStage * int64(opsPerLayer) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
 	return p.PP == 1 && p.TP == 1 && p.CP == 1 && p.EP == 1 && p.ZeroStage <= 2 && p.GradBuffer != "persistent" &&
 		!c.Training.TransformerEngine && !c.Training.ActivationOffload && c.Training.RecomputeLayers == 0 &&
 		events <= maxReplayEvents
@@ -685,7 +710,7 @@ func (e *est) replayReserved(st *Stage, seq *seqBuilder) {
 	}
 	st.PeakReserved = max(res.peakReserved, roundUp(st.PeakAllocated, 2*mib))
 	st.DeviceTotal = st.PeakReserved + overhead
-	st.ReservedSource = "allocator replay"
+	st.ReservedSource = ReservedByReplay
 	st.ReservedSegments = res.peakFrag.Segments
 	st.ReservedFreeAtPeak = res.peakFrag.Free
 }

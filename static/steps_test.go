@@ -26,6 +26,9 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 		{"lora", func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4} }},
 		{"chunked-output loss", func(c *Config) { c.Training.Loss = "chunked_output" }},
 		{"mixed + fused adam", func(c *Config) { c.Training.Precision, c.Training.OptimizerImpl = "bf16-mixed", "fused" }},
+		{"8-bit adam", func(c *Config) { c.Training.Optimizer = "adamw-8bit" }},
+		{"adafactor", func(c *Config) { c.Training.Optimizer = "adafactor" }},
+		{"lora 8-bit adam", func(c *Config) { c.Training.Optimizer, c.Training.LoRA = "adamw-8bit", &LoRAConfig{Rank: 4} }},
 		{"ddp over 4", func(c *Config) { c.Hardware.NumGPUs = 4 }},
 		{"deepspeed zero-2 over 4", func(c *Config) { c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage = "deepspeed", 4, 2 }},
 		{"gpt2 dropout", func(c *Config) {
@@ -44,8 +47,11 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 			if r.Summary.ReservedSource != "allocator replay" || r.Summary.PeakReservedBytes < r.Summary.PeakMemoryBytes {
 				t.Errorf("reserved %d from %s, allocated %d", r.Summary.PeakReservedBytes, r.Summary.ReservedSource, r.Summary.PeakMemoryBytes)
 			}
-			if len(seq.live) != 0 && seq.allocated <= 0 {
-				t.Errorf("sequence ends with %d live tensors of %d B", len(seq.live), seq.allocated)
+			// After the last optimizer step and zero_grad only weights, optimizer states and buffers stay: the
+			// sequence must end on the moment model's end-of-step figure, up to the under-a-byte the sequence
+			// truncates from each tensor's size (8-bit states' absmax blocks are fractional).
+			if end := r.Stages[0].EndOfStepAllocated; seq.allocated > end || seq.allocated < end-int64(len(seq.live)) {
+				t.Errorf("sequence ends with %d B allocated in %d tensors, predicted end of step %d B", seq.allocated, len(seq.live), end)
 			}
 		})
 	}

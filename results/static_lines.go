@@ -57,9 +57,9 @@ func staticReservedLine(r *static.Report) string {
 	s := r.Summary
 	how := ""
 	switch s.ReservedSource {
-	case "allocator replay":
+	case static.ReservedByReplay:
 		how = "caching-allocator replay of the predicted allocation sequence"
-	case "flat allowance":
+	case static.ReservedByAllowance:
 		how = "flat allowance: allocator rounding + allocator.fragmentation_fraction"
 	case "":
 	default:

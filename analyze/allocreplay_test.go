@@ -169,29 +169,28 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 	if part.AllocatorReplay == nil || !part.AllocatorReplay.BaselineMatchesRecording || len(part.AllocatorReplay.WhatIfTimeline) == 0 {
 		t.Fatalf("replay %+v", part.AllocatorReplay)
 	}
-	raw, err := msgpack.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Report
-	if err := msgpack.Unmarshal(raw, &back); err != nil {
-		t.Fatal(err)
-	}
-	if got := partOf[*SnapshotReport](t, &back).AllocatorReplay; !reflect.DeepEqual(got, part.AllocatorReplay) {
-		t.Errorf("msgpack round trip:\n got %+v\nwant %+v", got, part.AllocatorReplay)
-	}
-	js, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fromJSON Report
-	if err := json.Unmarshal(js, &fromJSON); err != nil {
-		t.Fatal(err)
-	}
-	want := *part.AllocatorReplay
-	want.WhatIfTimeline = nil // not in summary.json
-	if got := partOf[*SnapshotReport](t, &fromJSON).AllocatorReplay; !reflect.DeepEqual(*got, want) {
-		t.Errorf("JSON round trip:\n got %+v\nwant %+v", *got, want)
+	summary := *part.AllocatorReplay
+	summary.WhatIfTimeline = nil // not in summary.json
+	for _, c := range []struct {
+		name      string
+		marshal   func(any) ([]byte, error)
+		unmarshal func([]byte, any) error
+		want      *AllocatorReplay
+	}{
+		{"msgpack", msgpack.Marshal, msgpack.Unmarshal, part.AllocatorReplay},
+		{"JSON", json.Marshal, json.Unmarshal, &summary},
+	} {
+		raw, err := c.marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Report
+		if err := c.unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		if got := partOf[*SnapshotReport](t, &back).AllocatorReplay; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s round trip:\n got %+v\nwant %+v", c.name, got, c.want)
+		}
 	}
 }
 

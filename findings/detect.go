@@ -295,9 +295,10 @@ func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
 		if !ok || c.pool != "large" || c.request <= 0 || c.freeBefore < c.request {
 			continue
 		}
-		if before := d.cacheAt(segs, j-1); before.largestFree < c.request {
+		used := d.usedAt(segs, j-1)
+		if before := cacheOf(segs, j-1, used); before.largestFree < c.request {
 			c.largestBefore, c.knownLargest = before.largestFree, true
-			c.pinned = d.pinnedBy(segs, j-1)
+			c.pinned = pinnedBy(segs, used)
 			out = append(out, c)
 		}
 	}

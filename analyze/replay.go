@@ -169,13 +169,27 @@ func (r *replay) judge() *findings.Device {
 		InitialAllocated: r.initial, InitialReserved: r.initialReserved, Allocated: r.alloc, Reserved: r.reserved}
 	d := findings.Prepare(r.a.snap, fr, r.a.cat)
 	n := int32(len(r.trace))
+	// Blocks share their attribution and a site fixes its category, so (attribution, site) decides the new
+	// category and site: looked up once per pair, not once per element (a name joined per element otherwise).
+	type pair struct {
+		attr *categorize.Attribution
+		site int32
+	}
+	moved := map[pair][2]int32{}
 	for i := range r.elems {
 		el := &r.elems[i]
 		if el.origin < 0 || r.trace[el.origin].Category() == "" {
-			if c := d.Blocks[i].Attr.Category; c != r.catNames[el.cat] {
-				el.cat = int32(r.category(c))
-				el.site = int32(r.siteIndex(r.siteName[el.site], int(el.cat)))
+			k := pair{d.Blocks[i].Attr, el.site}
+			to, ok := moved[k]
+			if !ok {
+				to = [2]int32{el.cat, el.site}
+				if c := k.attr.Category; c != r.catNames[el.cat] {
+					to[0] = int32(r.category(c))
+					to[1] = int32(r.siteIndex(r.siteName[el.site], int(to[0])))
+				}
+				moved[k] = to
 			}
+			el.cat, el.site = to[0], to[1]
 		}
 		if el.end == n {
 			// Live at the end: the dump's views take this category for the block (analysis.blockCategory).

@@ -436,17 +436,21 @@ func leaks(d *Device) []LeakSite {
 		ends[k] = all[i]
 	}
 	// One sweep over the blocks sorted by start and by end gives every site's live bytes at each iteration end.
-	keys := map[string]int{}
+	// Blocks share a few thousand attributions: each is named (siteKey joins strings) once, not once per block.
+	keys, byAttr := map[string]int{}, map[*categorize.Attribution]int{}
 	var names, cats []string
 	site := make([]int, len(d.Blocks))
 	for i := range d.Blocks {
-		k := siteKey(d.Blocks[i].Attr)
-		j, ok := keys[k]
+		j, ok := byAttr[d.Blocks[i].Attr]
 		if !ok {
-			j = len(names)
-			keys[k] = j
-			names = append(names, k)
-			cats = append(cats, "")
+			k := siteKey(d.Blocks[i].Attr)
+			if j, ok = keys[k]; !ok {
+				j = len(names)
+				keys[k] = j
+				names = append(names, k)
+				cats = append(cats, "")
+			}
+			byAttr[d.Blocks[i].Attr] = j
 		}
 		// The site's category is its latest block's: a leaking site's first block may predate the first
 		// iteration, where its lifetime alone would call it a weight.

@@ -136,7 +136,7 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 		return Finding{}, false, nil
 	}
 	segs := d.segments(s)
-	withExp, basis, notUsed, err := expandablePeak(ctx, d, segs, peakIdx, peak, model)
+	withExp, basis, notUsed, err := expandablePeak(ctx, d, segs, peakIdx, model)
 	if err != nil {
 		return Finding{}, false, err
 	}
@@ -183,7 +183,7 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 
 // expandablePeak is the peak reserved under expandable segments and its basis: model's replay when it has one,
 // else an estimate, with why the replay was not used.
-func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, peak int64, model AllocatorModel) (int64, string, string, error) {
+func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, model AllocatorModel) (int64, string, string, error) {
 	var notUsed string
 	if model != nil {
 		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")

@@ -16,14 +16,20 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// TestReplayAllocatorVarlen replays the H200 variable-length run: PyTorch recorded max_memory_reserved
-// 79079407616 B (runs.json); with expandable segments the same run measured 61.6 GiB (issue 14).
-func TestReplayAllocatorVarlen(t *testing.T) {
-	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-varlen-b4-snap.pickle.gz")
-	in, err := load.DecodeFile(context.Background(), path)
+// decodeGPURun decodes one of the shared H200 runs (skipping when the shared data is absent).
+func decodeGPURun(t *testing.T, name string) *load.Input {
+	t.Helper()
+	in, err := load.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), name))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return in
+}
+
+// TestReplayAllocatorVarlen replays the H200 variable-length run: PyTorch recorded max_memory_reserved
+// 79079407616 B (runs.json); with expandable segments the same run measured 61.6 GiB (issue 14).
+func TestReplayAllocatorVarlen(t *testing.T) {
+	in := decodeGPURun(t, "llama1b-varlen-b4-snap.pickle.gz")
 	split, err := allocator.ParseConf("max_split_size_mb:512")
 	if err != nil {
 		t.Fatal(err)
@@ -102,11 +108,7 @@ func TestReplayAllocatorPartial(t *testing.T) {
 // TestAnalyzeAllocatorReplay: Analyze puts the replay in the report, overlays the what-if on the timeline and
 // writes allocator_replay into the summary.json object.
 func TestAnalyzeAllocatorReplay(t *testing.T) {
-	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama1b-bf16-b4-s2048-snap.pickle.gz")
-	in, err := load.DecodeFile(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := decodeGPURun(t, "llama1b-bf16-b4-s2048-snap.pickle.gz")
 	exp := allocator.Config{ExpandableSegments: true}
 	r, err := Analyze(context.Background(), in, Options{Allocator: AllocatorOptions{WhatIf: &exp}})
 	if err != nil {
@@ -167,29 +169,28 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 	if part.AllocatorReplay == nil || !part.AllocatorReplay.BaselineMatchesRecording || len(part.AllocatorReplay.WhatIfTimeline) == 0 {
 		t.Fatalf("replay %+v", part.AllocatorReplay)
 	}
-	raw, err := msgpack.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back Report
-	if err := msgpack.Unmarshal(raw, &back); err != nil {
-		t.Fatal(err)
-	}
-	if got := partOf[*SnapshotReport](t, &back).AllocatorReplay; !reflect.DeepEqual(got, part.AllocatorReplay) {
-		t.Errorf("msgpack round trip:\n got %+v\nwant %+v", got, part.AllocatorReplay)
-	}
-	js, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fromJSON Report
-	if err := json.Unmarshal(js, &fromJSON); err != nil {
-		t.Fatal(err)
-	}
-	want := *part.AllocatorReplay
-	want.WhatIfTimeline = nil // not in summary.json
-	if got := partOf[*SnapshotReport](t, &fromJSON).AllocatorReplay; !reflect.DeepEqual(*got, want) {
-		t.Errorf("JSON round trip:\n got %+v\nwant %+v", *got, want)
+	summary := *part.AllocatorReplay
+	summary.WhatIfTimeline = nil // not in summary.json
+	for _, c := range []struct {
+		name      string
+		marshal   func(any) ([]byte, error)
+		unmarshal func([]byte, any) error
+		want      *AllocatorReplay
+	}{
+		{"msgpack", msgpack.Marshal, msgpack.Unmarshal, part.AllocatorReplay},
+		{"JSON", json.Marshal, json.Unmarshal, &summary},
+	} {
+		raw, err := c.marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Report
+		if err := c.unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		if got := partOf[*SnapshotReport](t, &back).AllocatorReplay; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s round trip:\n got %+v\nwant %+v", c.name, got, c.want)
+		}
 	}
 }
 

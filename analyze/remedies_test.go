@@ -1,14 +1,10 @@
-package analyze_test
+package analyze
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/internal/realsnap"
-	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/static"
 )
 
@@ -16,12 +12,8 @@ import (
 // configuration; of the single changes, the estimator fits only a smaller micro-batch into what the allocator
 // could have had (its reserved bytes plus the free memory the OOM reported), and the OOM finding names it.
 func TestAddRemediesRealOOM(t *testing.T) {
-	path := filepath.Join(realsnap.SharedDir(t, "gpu_runs"), "llama8b-oom-b8-s8192-snap.pickle.gz")
-	in, err := load.DecodeFile(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := analyze.Analyze(context.Background(), in, analyze.Options{})
+	in := decodeGPURun(t, "llama8b-oom-b8-s8192-snap.pickle.gz")
+	rep, err := Analyze(context.Background(), in, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +23,7 @@ func TestAddRemediesRealOOM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := analyze.AddRemedies(rep, *cfg); err != nil {
+	if err := AddRemedies(rep, *cfg); err != nil {
 		t.Fatal(err)
 	}
 	ooms := rep.OOMs()
@@ -51,7 +43,7 @@ func TestAddRemediesRealOOM(t *testing.T) {
 			t.Error("the configuration that ran out of memory is predicted to fit")
 		}
 	}
-	var rec *analyze.Recommendation
+	var rec *Recommendation
 	for i := range rep.Recommendations {
 		if rep.Recommendations[i].ID == "oom" {
 			rec = &rep.Recommendations[i]

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -117,15 +118,10 @@ func (a *analysis) replayAll() error {
 		d := r.judge()
 		devices = append(devices, d)
 		a.part.Iterations = append(a.part.Iterations, *d.Timeline)
-		peak, peakCats := r.peak()
-		at := d.LiveAt(peak.EventIndex, 1)
-		peak.Iteration, peak.Phase, peak.LifetimeDecidedBytes = at.Iteration, at.Phase, at.DecidedByLifetime
+		peak, peakCats := r.peak(d)
 		if j, ok := d.IterationPeak(0); ok {
 			_, ph := d.Timeline.At(j)
 			peak.FirstIterationPhase = ph.String()
-		}
-		for _, c := range at.ByComponent {
-			peak.Components = append(peak.Components, CategoryStat{Name: c.Name, Bytes: c.Bytes, Count: c.Count})
 		}
 		a.part.DevicePeaks = append(a.part.DevicePeaks, peak)
 		if best == nil || peak.Bytes > best.Bytes {
@@ -173,13 +169,27 @@ func (r *replay) judge() *findings.Device {
 		InitialAllocated: r.initial, InitialReserved: r.initialReserved, Allocated: r.alloc, Reserved: r.reserved}
 	d := findings.Prepare(r.a.snap, fr, r.a.cat)
 	n := int32(len(r.trace))
+	// Blocks share their attribution and a site fixes its category, so (attribution, site) decides the new
+	// category and site: looked up once per pair, not once per element (a name joined per element otherwise).
+	type pair struct {
+		attr *categorize.Attribution
+		site int32
+	}
+	moved := map[pair][2]int32{}
 	for i := range r.elems {
 		el := &r.elems[i]
 		if el.origin < 0 || r.trace[el.origin].Category() == "" {
-			if c := d.Blocks[i].Attr.Category; c != r.catNames[el.cat] {
-				el.cat = int32(r.category(c))
-				el.site = int32(r.siteIndex(r.siteName[el.site], int(el.cat)))
+			k := pair{d.Blocks[i].Attr, el.site}
+			to, ok := moved[k]
+			if !ok {
+				to = [2]int32{el.cat, el.site}
+				if c := k.attr.Category; c != r.catNames[el.cat] {
+					to[0] = int32(r.category(c))
+					to[1] = int32(r.siteIndex(r.siteName[el.site], int(to[0])))
+				}
+				moved[k] = to
 			}
+			el.cat, el.site = to[0], to[1]
 		}
 		if el.end == n {
 			// Live at the end: the dump's views take this category for the block (analysis.blockCategory).
@@ -375,9 +385,10 @@ func (r *replay) peakIndex() (int, int64) {
 	return idx, bytes
 }
 
-// peak finds the highest live allocated memory and the live set at that point; it also returns the live bytes per
-// category index there, which order the timeline's categories.
-func (r *replay) peak() (Peak, []int64) {
+// peak finds the highest live allocated memory and the live set at that point, with its iteration and phase from
+// the judged device d (whose Blocks are the elements, in order); it also returns the live bytes per category index
+// there, which order the timeline's categories.
+func (r *replay) peak(d *findings.Device) (Peak, []int64) {
 	p := Peak{Device: r.dev}
 	p.EventIndex, p.Bytes = r.peakIndex()
 	if t := p.EventIndex; t >= 0 && r.trace[t].HasTime {
@@ -385,16 +396,34 @@ func (r *replay) peak() (Peak, []int64) {
 	} else if t < 0 && r.trace[0].HasTime {
 		p.TimeUS = r.trace[0].TimeUS
 	}
-	// The live set at the peak, in one pass: bytes and counts per category and per site.
+	it, ph := d.Timeline.At(p.EventIndex)
+	p.Iteration, p.Phase = it+1, ph.String()
+	// The live set at the peak, in one pass: bytes and counts per category and per site, and per component with
+	// the bytes the lifetime categorized from each block's attribution.
 	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))
 	counts, siteCounts := make([]int, len(r.catNames)), make([]int, len(r.siteName))
-	for _, el := range r.elems {
+	comps := map[string]*CategoryStat{}
+	for i, el := range r.elems {
 		if int(el.start) <= p.EventIndex && p.EventIndex < int(el.end) {
 			cats[el.cat] += el.size
 			sites[el.site] += el.size
 			counts[el.cat]++
 			siteCounts[el.site]++
+			attr := d.Blocks[i].Attr
+			c := comps[string(attr.Component)]
+			if c == nil {
+				c = &CategoryStat{Name: string(attr.Component)}
+				comps[c.Name] = c
+			}
+			c.Bytes += el.size
+			c.Count++
+			if attr.DecidedBy == categorize.DecidedByLifetime {
+				p.LifetimeDecidedBytes += el.size
+			}
 		}
+	}
+	if len(comps) > 0 {
+		p.Components = sortedCategories(comps)
 	}
 	catStats := map[string]*CategoryStat{}
 	for i, b := range cats {

@@ -136,7 +136,7 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 		return Finding{}, false, nil
 	}
 	segs := d.segments(s)
-	withExp, basis, notUsed, err := expandablePeak(ctx, d, segs, peakIdx, peak, model)
+	withExp, basis, notUsed, err := expandablePeak(ctx, d, segs, peakIdx, model)
 	if err != nil {
 		return Finding{}, false, err
 	}
@@ -183,7 +183,7 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 
 // expandablePeak is the peak reserved under expandable segments and its basis: model's replay when it has one,
 // else an estimate, with why the replay was not used.
-func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, peak int64, model AllocatorModel) (int64, string, string, error) {
+func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, model AllocatorModel) (int64, string, string, error) {
 	var notUsed string
 	if model != nil {
 		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
@@ -295,9 +295,10 @@ func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
 		if !ok || c.pool != "large" || c.request <= 0 || c.freeBefore < c.request {
 			continue
 		}
-		if before := d.cacheAt(segs, j-1); before.largestFree < c.request {
+		used := d.usedAt(segs, j-1)
+		if before := cacheOf(segs, j-1, used); before.largestFree < c.request {
 			c.largestBefore, c.knownLargest = before.largestFree, true
-			c.pinned = d.pinnedBy(segs, j-1)
+			c.pinned = pinnedBy(segs, used)
 			out = append(out, c)
 		}
 	}
@@ -435,17 +436,21 @@ func leaks(d *Device) []LeakSite {
 		ends[k] = all[i]
 	}
 	// One sweep over the blocks sorted by start and by end gives every site's live bytes at each iteration end.
-	keys := map[string]int{}
+	// Blocks share a few thousand attributions: each is named (siteKey joins strings) once, not once per block.
+	keys, byAttr := map[string]int{}, map[*categorize.Attribution]int{}
 	var names, cats []string
 	site := make([]int, len(d.Blocks))
 	for i := range d.Blocks {
-		k := siteKey(d.Blocks[i].Attr)
-		j, ok := keys[k]
+		j, ok := byAttr[d.Blocks[i].Attr]
 		if !ok {
-			j = len(names)
-			keys[k] = j
-			names = append(names, k)
-			cats = append(cats, "")
+			k := siteKey(d.Blocks[i].Attr)
+			if j, ok = keys[k]; !ok {
+				j = len(names)
+				keys[k] = j
+				names = append(names, k)
+				cats = append(cats, "")
+			}
+			byAttr[d.Blocks[i].Attr] = j
 		}
 		// The site's category is its latest block's: a leaking site's first block may predate the first
 		// iteration, where its lifetime alone would call it a weight.

@@ -99,15 +99,25 @@ type cacheState struct {
 	freeInEmpty          int64 // bytes of segments holding nothing
 }
 
-// cacheAt rebuilds the cache's layout after event j from the segments and the live blocks.
-func (d *Device) cacheAt(segs []segment, j int) cacheState {
-	var cs cacheState
+// usedAt groups the blocks live after event j by the segment (index into segs) that holds them.
+func (d *Device) usedAt(segs []segment, j int) map[int][]*Block {
 	used := map[int][]*Block{}
 	for _, b := range d.live(j) {
 		if k := segmentOf(segs, b.Addr, j); k >= 0 {
 			used[k] = append(used[k], b)
 		}
 	}
+	return used
+}
+
+// cacheAt rebuilds the cache's layout after event j from the segments and the live blocks.
+func (d *Device) cacheAt(segs []segment, j int) cacheState {
+	return cacheOf(segs, j, d.usedAt(segs, j))
+}
+
+// cacheOf is cacheAt from the live blocks already grouped by usedAt(segs, j); it sorts each group by address.
+func cacheOf(segs []segment, j int, used map[int][]*Block) cacheState {
+	var cs cacheState
 	for k := range segs {
 		sg := &segs[k]
 		if !(sg.start <= j && j < sg.end) {
@@ -159,15 +169,9 @@ func (d *Device) cacheAt(segs []segment, j int) cacheState {
 	return cs
 }
 
-// pinnedBy sums, by category, the live blocks after event j that sit in segments also holding at least
+// pinnedBy sums, by category, the live blocks (grouped by usedAt) that sit in segments also holding at least
 // smallSegment free: the allocations that keep the cache's free memory in pieces.
-func (d *Device) pinnedBy(segs []segment, j int) []Share {
-	used := map[int][]*Block{}
-	for _, b := range d.live(j) {
-		if k := segmentOf(segs, b.Addr, j); k >= 0 {
-			used[k] = append(used[k], b)
-		}
-	}
+func pinnedBy(segs []segment, used map[int][]*Block) []Share {
 	out := map[string]*Share{}
 	for k, blocks := range used {
 		var inUse int64

@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
-// benchTrace is a generated 2.4 M-event single-device snapshot (decoded once per test binary): the size the
-// replay must handle in under a second.
+// benchTrace is realsnap.BenchStackless, the generated 2.4 M-event single-device snapshot, decoded once per test
+// binary: the size the replay must handle in under a second.
 var benchTrace = sync.OnceValues(func() (*snapshot.Snapshot, error) {
-	var buf bytes.Buffer
-	if _, err := gen.Write(&buf, gen.Config{Seed: 7, Entries: 2_400_000, Devices: 1, Stacks: gen.StacksNone}); err != nil {
+	raw, err := realsnap.BenchStackless()
+	if err != nil {
 		return nil, err
 	}
-	in, err := load.Decode(context.Background(), "bench.pickle", &buf)
+	in, err := load.Decode(context.Background(), "bench.pickle", bytes.NewReader(raw))
 	if err != nil {
 		return nil, err
 	}

@@ -52,3 +52,22 @@ func BenchmarkMergeFiles(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMergeAdd folds 65536 in-memory summaries into one merger and takes the result: the merger's own
+// cost, without the file reads of BenchmarkMergeFiles.
+func BenchmarkMergeAdd(b *testing.B) {
+	sums := syntheticSummaries(1<<16, 8)
+	b.ReportAllocs()
+	for b.Loop() {
+		m := New(Options{})
+		for _, s := range sums {
+			m.Add(s)
+		}
+		if err := m.Err(); err != nil {
+			b.Fatal(err)
+		}
+		if res := m.Result(); res.Ranks != len(sums) {
+			b.Fatalf("%d ranks", res.Ranks)
+		}
+	}
+}

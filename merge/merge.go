@@ -114,7 +114,7 @@ func bigger(a, b RankRow) int {
 
 // Merger joins rank summaries into a cross-rank report. It is streaming and associative: Add and Merge in any
 // order or grouping give the same Result. Besides one table row per rank it holds only fixed-size state: sums,
-// extremes, per-category and per-stage sums, and the TopK largest ranks. Quantiles are computed exactly from the
+// extremes, per-category and per-stage sums. Quantiles and outliers are computed exactly from the
 // rows when the result is taken (a row is a few dozen bytes, so a million ranks sort in well under a second).
 type Merger struct {
 	opts       Options
@@ -129,7 +129,6 @@ type Merger struct {
 	external   int64
 	categories map[string]*analyze.CategoryStat
 	stages     map[int]*StageStat
-	top        []RankRow // the TopK largest by reserved, sorted by bigger
 	// iterations counts summaries per iteration (−1: unknown); a handful of keys, since a dump holds few steps.
 	iterations map[int]int
 	// err is the first sum that would have passed what an int64 holds; once set, nothing more is added.
@@ -403,7 +402,6 @@ func (m *Merger) Add(s *RankSummary) {
 		st.add(StageStat{Stage: row.Stage, Ranks: 1, ReservedBytes: row.ReservedBytes, AllocatedBytes: row.AllocatedBytes,
 			MaxReserved: row.ReservedBytes, MinReserved: row.ReservedBytes, MaxPeak: row.PeakBytes, OOMs: row.OOMs})
 	}
-	m.pushTop(row)
 }
 
 // checkAdd returns the field of s whose addition would overflow a sum over the ranks, or "", before anything is
@@ -476,14 +474,6 @@ func (st *StageStat) add(o StageStat) {
 	st.OOMs += o.OOMs
 }
 
-func (m *Merger) pushTop(rows ...RankRow) {
-	m.top = append(m.top, rows...)
-	slices.SortFunc(m.top, bigger)
-	if len(m.top) > m.opts.TopK {
-		m.top = m.top[:m.opts.TopK]
-	}
-}
-
 // Merge folds another merger (built with the same options) into m. Sums that would overflow stop the merge (see
 // Err), as an overflow in o does.
 func (m *Merger) Merge(o *Merger) {
@@ -516,7 +506,6 @@ func (m *Merger) Merge(o *Merger) {
 	for i, st := range o.stages {
 		m.stage(i).add(*st)
 	}
-	m.pushTop(o.top...)
 }
 
 // checkMerge is checkAdd for a whole merger.
@@ -651,11 +640,17 @@ func (m *Merger) Result() *CrossRank {
 	if m.reserved.Sum > 0 {
 		c.EfficiencyPct = float64(m.requested.Sum) / float64(m.reserved.Sum) * 100
 	}
-	for _, r := range m.top {
-		if c.Reserved.Median > 0 && float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+analyze.OutlierPct/100) {
-			r.Stage = stageOf(r)
-			c.Outliers = append(c.Outliers, r)
+	// The outliers come from the table rows, which are all kept: a top-k kept as rows are added would sort
+	// it once per summary.
+	if c.Reserved.Median > 0 {
+		for _, r := range c.Rows {
+			if float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+analyze.OutlierPct/100) {
+				c.Outliers = append(c.Outliers, r)
+			}
 		}
+		slices.SortFunc(c.Outliers, bigger)
+		// A copy, so the report does not keep the room of every row above the threshold.
+		c.Outliers = slices.Clone(c.Outliers[:min(len(c.Outliers), m.opts.TopK)])
 	}
 	if stages, err := m.stageStats(stageOf); err == nil {
 		c.Stages = stages

@@ -56,11 +56,14 @@ func walkWith(root string, fn Funcs, readDir func(string) ([]fs.DirEntry, error)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := readDir(real); err != nil {
+	// The root's listing is the test that it is a readable directory, and is walked as it is: a root of
+	// thousands of rank files is listed once.
+	entries, err := readDir(root)
+	if err != nil {
 		return nil, err
 	}
-	w := &walker{fn: fn, seen: map[string]bool{}, readDir: readDir}
-	w.dir(root, real)
+	w := &walker{fn: fn, seen: map[string]bool{real: true}, readDir: readDir}
+	w.entries(root, real, entries)
 	return w.problems, nil
 }
 
@@ -82,6 +85,11 @@ func (w *walker) dir(path, real string) {
 		w.problems = append(w.problems, Problem{Path: path, Err: err, Dir: true})
 		return
 	}
+	w.entries(path, real, entries)
+}
+
+// entries walks the listed entries of the directory at path (whose resolved path is real).
+func (w *walker) entries(path, real string, entries []fs.DirEntry) {
 	for _, e := range entries {
 		p := filepath.Join(path, e.Name())
 		info, err := entryInfo(p, e)

@@ -39,7 +39,11 @@ func TestWalk(t *testing.T) {
 	link("self_b", "tree/self_a")               // a link loop of files: neither resolves
 	link("self_a", "tree/self_b")
 	// tree/locked cannot be listed (as chmod 0 would make it for anyone but root, who runs some test machines).
+	listed := map[string]int{} // listings per directory: each is read once, the root included
 	readDir := func(p string) ([]fs.DirEntry, error) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			listed[real]++
+		}
 		if filepath.Base(p) == "locked" {
 			return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrPermission}
 		}
@@ -52,6 +56,11 @@ func TestWalk(t *testing.T) {
 	}}, readDir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for dir, n := range listed {
+		if n != 1 {
+			t.Errorf("%s listed %d times", dir, n)
+		}
 	}
 	want := []string{"latest/a/rank0.pickle", "latest/linked/rank1.pickle"}
 	if !slices.Equal(files, want) {

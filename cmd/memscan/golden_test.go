@@ -128,6 +128,120 @@ func TestCLIGolden(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
 			checkGolden(t, tc.golden, maskVariable(stdout, tmp))
+			checkGolden(t, tc.golden+".stderr", maskVariable(stderr, tmp))
 		})
+	}
+}
+
+// TestCLIFailureGolden pins what every command prints when it refuses or fails: exit status, stdout and stderr,
+// and every --help text, so that restructuring the CLI cannot change a message unnoticed.
+func TestCLIFailureGolden(t *testing.T) {
+	root := filepath.Join("..", "..")
+	in := func(key string) string {
+		fixture(t, goldenFixtures[key])
+		return filepath.Join(root, filepath.FromSlash(goldenFixtures[key]))
+	}
+	tmp := t.TempDir()
+	// A snapshot cut in half: a decode error that names the byte offset.
+	example, err := os.ReadFile(in("example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(tmp, "truncated.pickle")
+	if err := os.WriteFile(truncated, example[:len(example)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badConfig := filepath.Join(tmp, "bad.json")
+	if err := os.WriteFile(badConfig, []byte(`{"model": {"hidden_size": 4096, "no_such_key": 1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(tmp, "empty")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "results")
+	cases := []struct {
+		golden string
+		args   []string
+	}{
+		{"fail_no_command.txt", nil},
+		{"fail_unknown_command.txt", []string{"analyse"}},
+		{"help_top.txt", []string{"--help"}},
+		{"help_help.txt", []string{"help"}},
+		{"version.txt", []string{"version"}},
+		{"help_analyze.txt", []string{"analyze", "--help"}},
+		{"help_static.txt", []string{"static", "--help"}},
+		{"help_gpus.txt", []string{"gpus", "--help"}},
+		{"help_calibrate.txt", []string{"calibrate", "--help"}},
+		{"help_compare.txt", []string{"compare", "--help"}},
+		{"help_export.txt", []string{"export", "--help"}},
+		{"help_merge.txt", []string{"merge", "--help"}},
+		{"fail_analyze_no_input.txt", []string{"analyze", "--out", out}},
+		{"fail_analyze_bad_flag.txt", []string{"analyze", "--no-plot", in("example")}},
+		{"fail_analyze_bad_format.txt", []string{"analyze", "--format", "xml", "--out", out, in("example")}},
+		{"fail_analyze_missing.txt", []string{"analyze", "--progress", "never", "--out", out, filepath.Join(tmp, "missing.pickle")}},
+		{"fail_analyze_truncated.txt", []string{"analyze", "--progress", "never", "--no-plots", "--out", out, truncated}},
+		{"fail_analyze_bad_alloc_conf.txt", []string{"analyze", "--alloc-conf", "expandable_segment:True", "--out", out, in("example")}},
+		{"fail_analyze_bad_gpu.txt", []string{"analyze", "--gpu", "h9000", "--out", out, in("example")}},
+		{"fail_static_no_config.txt", []string{"static", "--no-files"}},
+		{"fail_static_missing_config.txt", []string{"static", "--no-files", "--config", filepath.Join(tmp, "missing.json")}},
+		{"fail_static_bad_key.txt", []string{"static", "--no-files", "--config", badConfig}},
+		{"fail_gpus_bad_format.txt", []string{"gpus", "--format", "xml"}},
+		{"fail_calibrate_no_input.txt", []string{"calibrate", "--no-files"}},
+		{"fail_compare_one_input.txt", []string{"compare", "--no-plots", "--out", out, in("tracer")}},
+		{"fail_export_no_format.txt", []string{"export", in("example")}},
+		{"fail_export_bad_format.txt", []string{"export", "--format", "svg", in("example")}},
+		{"fail_export_tracer.txt", []string{"export", "--format", "pprof", in("tracer")}},
+		{"fail_merge_empty.txt", []string{"merge", "--no-write", empty}},
+		{"fail_merge_bad_stages.txt", []string{"merge", "--no-write", "--stages", "-2", empty}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.golden, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			got := "exit " + strconv.Itoa(code) + "\n--- stdout\n" + stdout + "--- stderr\n" + stderr
+			checkGolden(t, tc.golden, maskVariable(got, tmp))
+		})
+	}
+}
+
+// TestRunDirGolden pins summary.json and report.msgpack of the bundled example byte for byte: both are contracts
+// that scripts and memscan compare read.
+func TestRunDirGolden(t *testing.T) {
+	example := filepath.Join("..", "..", filepath.FromSlash(goldenFixtures["example"]))
+	fixture(t, goldenFixtures["example"])
+	out := filepath.Join(t.TempDir(), "results")
+	code, _, stderr := runCLI(t, "analyze", "--no-plots", "--progress", "never", "--jobs", "1", "--quiet", "--out", out, example)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, name := range []string{"summary.json", "report.msgpack"} {
+		data, err := os.ReadFile(filepath.Join(out, "latest", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGoldenBytes(t, "rundir_example_"+name, data)
+	}
+}
+
+// checkGoldenBytes compares binary output with testdata/golden/name, or rewrites it under -update.
+func checkGoldenBytes(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(want, got) {
+		n := 0
+		for n < min(len(want), len(got)) && want[n] == got[n] {
+			n++
+		}
+		t.Errorf("%s differs from the golden file at byte %d (%d bytes, want %d); go test -run %s -update rewrites it", path, n, len(got), len(want), t.Name())
 	}
 }

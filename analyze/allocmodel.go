@@ -3,7 +3,7 @@ package analyze
 import (
 	"context"
 
-	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/detect"
 )
 
 // expandableSettings is what the fragmentation finding asks the allocator model for.
@@ -26,13 +26,13 @@ func (a *analysis) replayAllocatorModel() error {
 
 // allocModel is the detectors' allocator model: the replays already made, falling back to a fresh replay for a
 // device or settings they do not cover (rank summaries skip the replay section).
-func (a *analysis) allocModel() findings.AllocatorModel {
-	return replayedModel{reps: a.allocReps, fallback: findings.Replayer{Snapshot: a.snap}}
+func (a *analysis) allocModel() detect.AllocatorModel {
+	return replayedModel{reps: a.allocReps, fallback: detect.Replayer{Snapshot: a.snap}}
 }
 
 type replayedModel struct {
 	reps     []AllocatorReplay
-	fallback findings.Replayer
+	fallback detect.Replayer
 }
 
 // PeakReserved serves expandable segments from the replay section's expandable-segments run.
@@ -43,7 +43,7 @@ func (m replayedModel) PeakReserved(ctx context.Context, dev int, settings strin
 				continue
 			}
 			if r.Partial {
-				return 0, findings.PartialReplayError(r.ExpandableSettings, r.PartialReason)
+				return 0, detect.PartialReplayError(r.ExpandableSettings, r.PartialReason)
 			}
 			return r.ExpandablePeakReservedBytes, nil
 		}

@@ -3,13 +3,11 @@ package analyze
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/memscan/memscan/allocator"
-	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
@@ -17,14 +15,7 @@ import (
 )
 
 // decodeGPURun decodes one of the shared H200 runs (skipping when the shared data is absent).
-func decodeGPURun(t *testing.T, name string) *load.Input {
-	t.Helper()
-	in, err := load.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
-}
+func decodeGPURun(t *testing.T, name string) *load.Input { return testutil.DecodeGPURun(t, name) }
 
 // TestReplayAllocatorVarlen replays the H200 variable-length run: PyTorch recorded max_memory_reserved
 // 79079407616 B (runs.json); with expandable segments the same run measured 61.6 GiB (issue 14).

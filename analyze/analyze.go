@@ -19,13 +19,9 @@ import (
 // DefaultMaxTimelinePoints is the default Options.MaxTimelinePoints (DefaultTopN is in defaults.go).
 const DefaultMaxTimelinePoints = 4000
 
-// Size thresholds used by the fragmentation figures and recommendations.
-const (
-	// LargeFreeBlockBytes is the size from which a cached free block counts as a large unused block (100 MiB).
-	LargeFreeBlockBytes int64 = 100 << 20
-	// MostlyFreeShare is the free share from which a segment counts as mostly free.
-	MostlyFreeShare = 0.5
-)
+// MostlyFreeShare is the free share from which a segment counts as mostly free in the fragmentation figures (the
+// large free blocks among them are those of findings.LargeFreeBlockBytes).
+const MostlyFreeShare = 0.5
 
 // ErrUnsupported is returned by Analyze for inputs it has no analysis for.
 var ErrUnsupported = errors.New("no analysis for this kind of input")
@@ -161,7 +157,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		rep: &Report{
 			Header: Header{TorchFormat: s.TorchFormat, Rank: -1, Iteration: -1,
 				Categories: []CategoryStat{}, Top: []Allocation{},
-				Recommendations: []Recommendation{}, Warnings: []string{}},
+				Recommendations: []findings.Finding{}, Warnings: []string{}},
 			Part: part,
 		},
 		part: part,
@@ -494,7 +490,7 @@ func (a *analysis) fragmentation() error {
 		for _, b := range seg.Blocks {
 			if b.State == snapshot.BlockInactive {
 				free += b.Size
-				if b.Size >= LargeFreeBlockBytes {
+				if b.Size >= findings.LargeFreeBlockBytes {
 					f.LargeFreeBlocks++
 					f.LargeFreeBlocksBytes += b.Size
 				}

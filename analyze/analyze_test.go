@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
 	tu "github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
@@ -358,7 +359,7 @@ func TestOOMCachedAdvice(t *testing.T) {
 	}
 }
 
-func hasRec(r *Report, id string) *Recommendation {
+func hasRec(r *Report, id findings.ID) *findings.Finding {
 	for i := range r.Recommendations {
 		if r.Recommendations[i].ID == id {
 			return &r.Recommendations[i]
@@ -451,7 +452,7 @@ func TestRecommendationThresholds(t *testing.T) {
 			b := tu.NewSnap(1)
 			tc.build(b)
 			r := analyzeBuilt(t, b)
-			rec := hasRec(r, tc.id)
+			rec := hasRec(r, findings.ID(tc.id))
 			if (rec != nil) != tc.fire {
 				t.Fatalf("%s fired=%v, want %v; recommendations %+v", tc.id, rec != nil, tc.fire, r.Recommendations)
 			}

@@ -6,11 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/units"
 )
-
-// OutlierPct is how far above the median (of the same iteration) an input's reserved bytes must be to be an outlier.
-const OutlierPct = 10.0
 
 // RecordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
 // tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
@@ -30,7 +28,7 @@ func (r *Report) RecordedPeak() (int64, bool) {
 }
 
 // CrossInputs compares several reports: one row per input (sorted by iteration, rank, file), the max and median of
-// reserved and allocated bytes, the imbalance (max/median − 1 of reserved), inputs more than OutlierPct above the
+// reserved and allocated bytes, the imbalance (max/median − 1 of reserved), inputs more than findings.OutlierPct above the
 // median of their own iteration, and recommendations for rank imbalance and growth across iterations.
 // It returns nil for an empty list.
 func CrossInputs(reports []*Report) *Cross {
@@ -41,7 +39,7 @@ func CrossInputs(reports []*Report) *Cross {
 	slices.SortStableFunc(rows, func(x, y CrossRow) int {
 		return cmp.Or(cmp.Compare(x.Iteration, y.Iteration), cmp.Compare(x.Rank, y.Rank), cmp.Compare(x.File, y.File))
 	})
-	c := &Cross{Rows: rows, Recommendations: []Recommendation{}}
+	c := &Cross{Rows: rows, Recommendations: []findings.Finding{}}
 	// Reserved and allocated statistics, outliers and growth compare allocator measurements only: a tracer file or
 	// a log in the same run has none, and its zeros would drag the median down. Ranks are compared within an
 	// iteration: rank 3 at step 10 against rank 3 at step 20 is growth, not imbalance.
@@ -107,7 +105,7 @@ func (c *Cross) setImbalance(rows []CrossRow, iters []int, byIter map[int][]int)
 
 }
 
-// addOutliers lists the inputs more than OutlierPct above the median of their iteration and recommends
+// addOutliers lists the inputs more than findings.OutlierPct above the median of their iteration and recommends
 // balancing the worst.
 func (c *Cross) addOutliers(rows []CrossRow, iters []int, byIter map[int][]int) {
 	// Ranks of the same step should hold similar memory.
@@ -123,7 +121,7 @@ func (c *Cross) addOutliers(rows []CrossRow, iters []int, byIter map[int][]int) 
 		}
 		med := units.Median(v)
 		for _, i := range idx {
-			if med > 0 && float64(rows[i].ReservedBytes) > float64(med)*(1+OutlierPct/100) {
+			if med > 0 && float64(rows[i].ReservedBytes) > float64(med)*(1+findings.OutlierPct/100) {
 				c.OutlierFiles = append(c.OutlierFiles, rows[i].File)
 				if p := units.Share(rows[i].ReservedBytes-med, med); p > worstPct {
 					worst, worstPct, worstMed = i, p, med
@@ -133,12 +131,8 @@ func (c *Cross) addOutliers(rows []CrossRow, iters []int, byIter map[int][]int) 
 	}
 	if worst >= 0 {
 		w := rows[worst]
-		c.Recommendations = append(c.Recommendations, Recommendation{ID: "rank-imbalance", Severity: SeverityWarning,
-			Title: "Memory imbalance between ranks", Value: worstPct, Threshold: OutlierPct, Unit: UnitPercent,
-			Evidence: fmt.Sprintf("%s%s reserves %s, %.1f%% above the median %s of %s; %d outlier input(s)",
-				w.File, rankIterLabel(w.Rank, w.Iteration), units.Bytes(w.ReservedBytes), worstPct, units.Bytes(worstMed),
-				iterationLabel(w.Iteration), len(c.OutlierFiles)),
-			Advice: "Uneven pipeline stages, MoE expert load or rank-0-only work (logging, checkpointing, evaluation) make one rank the limit: balance it or size the job for that rank."})
+		c.Recommendations = append(c.Recommendations, findings.NewInputsImbalance(w.File, rankIterLabel(w.Rank, w.Iteration),
+			w.ReservedBytes, worstPct, worstMed, iterationLabel(w.Iteration), len(c.OutlierFiles)))
 	}
 
 }
@@ -158,7 +152,7 @@ func (c *Cross) addGrowth(rows []CrossRow) {
 	}
 	for _, rk := range ranks {
 		rs := byRank[rk] // already in iteration order
-		if len(rs) < LeakMinMarkers {
+		if len(rs) < findings.LeakAcrossIterationsMinSnapshots {
 			continue
 		}
 		monotone, grew := true, 0
@@ -171,12 +165,9 @@ func (c *Cross) addGrowth(rows []CrossRow) {
 			}
 		}
 		growth := rs[len(rs)-1].AllocatedBytes - rs[0].AllocatedBytes
-		if monotone && 2*grew >= len(rs)-1 && growth >= LeakMinGrowthBytes {
-			c.Recommendations = append(c.Recommendations, Recommendation{ID: "possible-leak-across-iterations", Severity: SeverityWarning,
-				Title: "Allocated memory grows from iteration to iteration", Value: float64(growth), Threshold: float64(LeakMinGrowthBytes), Unit: UnitBytes,
-				Evidence: fmt.Sprintf("rank %d: allocated grew from %s (iteration %d) to %s (iteration %d) over %d snapshots without dropping",
-					rk, units.Bytes(rs[0].AllocatedBytes), rs[0].Iteration, units.Bytes(rs[len(rs)-1].AllocatedBytes), rs[len(rs)-1].Iteration, len(rs)),
-				Advice: "Compare the sites of the first and last snapshot (memscan compare) to find what accumulates."})
+		if monotone && 2*grew >= len(rs)-1 && growth >= findings.LeakAcrossIterationsMinGrowthBytes {
+			c.Recommendations = append(c.Recommendations, findings.NewLeakAcrossIterations(rk, rs[0].AllocatedBytes, rs[0].Iteration,
+				rs[len(rs)-1].AllocatedBytes, rs[len(rs)-1].Iteration, len(rs)))
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/findings"
 )
 
 func rep(file string, rank, iter int, reserved, allocated int64) *Report {
@@ -64,7 +66,7 @@ func TestCrossInputsGrowthAcrossIterations(t *testing.T) {
 				rs = append(rs, rep("iteration_"+string(rune('1'+i))+"/rank0", 0, i+1, 100*MiB, a))
 			}
 			c := CrossInputs(rs)
-			fired := slices.ContainsFunc(c.Recommendations, func(r Recommendation) bool { return r.ID == "possible-leak-across-iterations" })
+			fired := slices.ContainsFunc(c.Recommendations, func(r findings.Finding) bool { return r.ID == "possible-leak-across-iterations" })
 			if fired != tc.fire {
 				t.Errorf("fired %v, want %v: %+v", fired, tc.fire, c.Recommendations)
 			}

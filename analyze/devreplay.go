@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/memscan/memscan/categorize"
-	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -13,7 +13,7 @@ import (
 // before the first event, End == len(trace) still live at the end; Event is the trace event that introduced it
 // (its alloc, or a free whose alloc predates the trace), −1 for a live block of the final state that the trace
 // never allocated. It is the detectors' type, so a replay feeds them as it is.
-type Lifetime = findings.Lifetime
+type Lifetime = detect.Lifetime
 
 // DeviceReplay is one device trace replayed as Analyze replays it for its timeline, peak and OOM figures.
 type DeviceReplay struct {

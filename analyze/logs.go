@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/trainlog"
 	"github.com/memscan/memscan/units"
@@ -78,7 +78,7 @@ func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Repo
 	}
 	lg := in.Log
 	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: -1, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []Recommendation{},
+		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []findings.Finding{},
 		Warnings: append([]string{}, lg.Warnings...)}}
 	v := &LogView{Dialect: lg.Dialect, Lines: lg.Lines, Records: len(lg.Records), SkippedLines: lg.SkippedLines,
 		Ranks: []LogRankRow{}, PeakAllocatedBytes: -1, PeakReservedBytes: -1, PeakRank: -1, PeakIteration: -1,
@@ -201,30 +201,20 @@ func (v *LogView) setTheory(theoretical []trainlog.Theoretical) {
 	}
 }
 
-func logRecommendations(v *LogView) []Recommendation {
-	out := []Recommendation{}
+func logRecommendations(v *LogView) []findings.Finding {
+	out := []findings.Finding{}
 	if v.CapacityBytes > 0 && v.PeakReservedBytes > 0 {
-		share := units.Share(v.PeakReservedBytes, v.CapacityBytes)
-		if share >= 90 {
-			out = append(out, Recommendation{ID: "log-near-capacity", Severity: "warning", Title: "Reserved memory is close to device capacity",
-				Evidence: fmt.Sprintf("peak reserved %s is %.1f%% of %s", units.Bytes(v.PeakReservedBytes), share, units.Bytes(v.CapacityBytes)),
-				Value:    share, Threshold: 90,
-				Advice: "A small change in batch or sequence length may OOM; consider activation checkpointing or expandable segments."})
+		if share := units.Share(v.PeakReservedBytes, v.CapacityBytes); share >= findings.LogNearCapacityPct {
+			out = append(out, findings.NewLogNearCapacity(v.PeakReservedBytes, share, v.CapacityBytes))
 		}
 	}
 	if v.PeakAllocatedBytes > 0 && v.PeakReservedBytes > 0 {
-		slack := units.Share(v.PeakReservedBytes-v.PeakAllocatedBytes, v.PeakReservedBytes)
-		if slack >= 20 {
-			out = append(out, Recommendation{ID: "log-reserved-slack", Severity: "info", Title: "Reserved memory well above allocated",
-				Evidence: fmt.Sprintf("peak reserved %s vs peak allocated %s (%.1f%% of reserved is cache)", units.Bytes(v.PeakReservedBytes), units.Bytes(v.PeakAllocatedBytes), slack),
-				Value:    slack, Threshold: 20,
-				Advice: "The caching allocator holds memory that is not in use; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True usually reduces it."})
+		if slack := units.Share(v.PeakReservedBytes-v.PeakAllocatedBytes, v.PeakReservedBytes); slack >= findings.LogReservedSlackPct {
+			out = append(out, findings.NewLogReservedSlack(v.PeakReservedBytes, v.PeakAllocatedBytes, slack))
 		}
 	}
-	if v.ReservedImbalancePct >= 10 {
-		out = append(out, Recommendation{ID: "log-rank-imbalance", Severity: "info", Title: "Ranks use different amounts of memory",
-			Evidence: fmt.Sprintf("max reserved is %.1f%% above the median over ranks", v.ReservedImbalancePct), Value: v.ReservedImbalancePct, Threshold: 10,
-			Advice: "Pipeline stages hold different layers and in-flight micro-batches; balance layers across stages or size the GPU for the largest rank."})
+	if v.ReservedImbalancePct >= findings.LogRankImbalancePct {
+		out = append(out, findings.NewLogRankImbalance(v.ReservedImbalancePct))
 	}
 	return out
 }

@@ -89,7 +89,7 @@ func TestLogRecommendations(t *testing.T) {
 	recs := logRecommendations(v)
 	var ids []string
 	for _, r := range recs {
-		ids = append(ids, r.ID)
+		ids = append(ids, string(r.ID))
 	}
 	// 95 % of capacity ≥ 90; (95 − 60)/95 = 36.8 % cache ≥ 20; imbalance 3 % < 10.
 	if !reflect.DeepEqual(ids, []string{"log-near-capacity", "log-reserved-slack"}) {

@@ -8,15 +8,8 @@ import (
 	"sort"
 
 	"github.com/memscan/memscan/categorize"
-	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/snapshot"
-)
-
-// Growth thresholds shared with the cross-snapshot view (crossinput.go): the trace's own leak detector and its
-// reasons are in package findings (thresholds.go), and these are the same numbers.
-const (
-	LeakMinMarkers     = findings.LeakMinIterations
-	LeakMinGrowthBytes = findings.LeakMinGrowthBytes
 )
 
 // element is one allocation in a replayed trace, live during events [start, end): start −1 means live before the
@@ -99,7 +92,7 @@ func (r *replay) siteIndex(name string, cat int) int {
 // phases, attributes every allocation by stack and lifetime, and runs the detectors of package findings.
 func (a *analysis) replayAll() error {
 	var best *Peak
-	var devices []*findings.Device
+	var devices []*detect.Device
 	for dev, trace := range a.snap.DeviceTraces {
 		for _, e := range trace {
 			if a.part.TraceActions == nil {
@@ -128,14 +121,14 @@ func (a *analysis) replayAll() error {
 			best = &a.part.DevicePeaks[len(a.part.DevicePeaks)-1]
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
-		for _, l := range findings.Leaks(d) {
+		for _, l := range detect.Leaks(d) {
 			a.part.LeakSuspects = append(a.part.LeakSuspects, LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
 				Markers: l.Iterations, MarkerKind: d.Timeline.Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
 				GrowthBytes: l.LastBytes - l.FirstBytes, PerIterationBytes: l.PerIteration})
 		}
 		for i := range a.part.OOMs {
 			if o := &a.part.OOMs[i]; o.Device == dev {
-				x := findings.ExplainOOM(d, o.EventIndex)
+				x := detect.ExplainOOM(d, o.EventIndex)
 				o.Explained = &x
 			}
 		}
@@ -149,7 +142,7 @@ func (a *analysis) replayAll() error {
 	for _, d := range devices {
 		history = history || len(d.Trace) >= minHistoryEvents
 	}
-	fs, err := findings.Detect(a.ctx, &findings.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
+	fs, err := detect.Detect(a.ctx, &detect.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
 	if err != nil {
 		return err
 	}
@@ -164,10 +157,10 @@ const minHistoryEvents = 2
 // judge prepares the replayed device for the detectors and gives every element the category its attribution
 // chose: where the stack is missing or names only generic machinery (autograd's engine, optimizer code), the
 // lifetime decides. Categories the trace itself carries (profile_plot snapshots) are kept.
-func (r *replay) judge() *findings.Device {
-	fr := findings.Replay{Device: r.dev, Trace: r.trace, Lifetimes: r.lifetimes(),
+func (r *replay) judge() *detect.Device {
+	fr := detect.Replay{Device: r.dev, Trace: r.trace, Lifetimes: r.lifetimes(),
 		InitialAllocated: r.initial, InitialReserved: r.initialReserved, Allocated: r.alloc, Reserved: r.reserved}
-	d := findings.Prepare(r.a.snap, fr, r.a.cat)
+	d := detect.Prepare(r.a.snap, fr, r.a.cat)
 	n := int32(len(r.trace))
 	// Blocks share their attribution and a site fixes its category, so (attribution, site) decides the new
 	// category and site: looked up once per pair, not once per element (a name joined per element otherwise).
@@ -388,7 +381,7 @@ func (r *replay) peakIndex() (int, int64) {
 // peak finds the highest live allocated memory and the live set at that point, with its iteration and phase from
 // the judged device d (whose Blocks are the elements, in order); it also returns the live bytes per category index
 // there, which order the timeline's categories.
-func (r *replay) peak(d *findings.Device) (Peak, []int64) {
+func (r *replay) peak(d *detect.Device) (Peak, []int64) {
 	p := Peak{Device: r.dev}
 	p.EventIndex, p.Bytes = r.peakIndex()
 	if t := p.EventIndex; t >= 0 && r.trace[t].HasTime {

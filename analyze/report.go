@@ -15,13 +15,9 @@
 package analyze
 
 import (
-	"math"
-	"strconv"
-
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/phases"
-	"github.com/memscan/memscan/units"
 )
 
 // ReportVersion is bumped whenever a field of Report changes meaning or is removed.
@@ -70,8 +66,8 @@ type Header struct {
 	// Peak is the highest of DevicePeaks for a snapshot, the timeline's highest total for a profiler timeline.
 	Peak *Peak `json:"peak,omitempty" msgpack:"peak,omitempty"`
 
-	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
-	Warnings        []string         `json:"warnings" msgpack:"warnings"`
+	Recommendations []findings.Finding `json:"recommendations" msgpack:"recommendations"`
+	Warnings        []string           `json:"warnings" msgpack:"warnings"`
 }
 
 // SnapshotReport is what only an allocator snapshot has: allocator totals and groups, size histograms,
@@ -280,47 +276,6 @@ type LeakSuspect struct {
 	PerIterationBytes int64 `json:"per_iteration_bytes" msgpack:"per_iteration_bytes"`
 }
 
-// Recommendation is advice with the number that triggered it.
-type Recommendation struct {
-	ID        string  `json:"id" msgpack:"id"` // stable identifier, e.g. "cache-overhead"
-	Severity  string  `json:"severity" msgpack:"severity"`
-	Title     string  `json:"title" msgpack:"title"`
-	Evidence  string  `json:"evidence" msgpack:"evidence"`
-	Value     float64 `json:"value" msgpack:"value"`         // the measured number
-	Threshold float64 `json:"threshold" msgpack:"threshold"` // the threshold it crossed
-	// Unit says what Value and Threshold count: UnitBytes, UnitPercent, UnitRatio, or empty for a plain number.
-	Unit string `json:"unit,omitempty" msgpack:"unit,omitempty"`
-	// Where a trace finding was judged: device, event, iteration (1-based) and phase; Basis says how a
-	// predicted Value was obtained ("allocator replay", "estimate", "layer extrapolation").
-	Device    int    `json:"device,omitempty" msgpack:"device,omitempty"`
-	Event     int    `json:"event_index,omitempty" msgpack:"event_index,omitempty"`
-	Iteration int    `json:"iteration,omitempty" msgpack:"iteration,omitempty"`
-	Phase     string `json:"phase,omitempty" msgpack:"phase,omitempty"`
-	Basis     string `json:"basis,omitempty" msgpack:"basis,omitempty"`
-	Advice    string `json:"advice" msgpack:"advice"`
-}
-
-// Units of Recommendation.Value and Threshold.
-const (
-	UnitBytes   = "bytes"
-	UnitPercent = "%"
-	// UnitRatio is a plain ratio such as max reserved / peak allocated, printed with an "x".
-	UnitRatio = findings.UnitRatio
-)
-
-// FormatMeasure renders a recommendation's value or threshold in its unit, e.g. "2.0GiB" or "12.75%".
-func FormatMeasure(v float64, unit string) string {
-	switch unit {
-	case UnitBytes:
-		return units.Bytes(int64(v))
-	case UnitPercent:
-		return strconv.FormatFloat(v, 'f', 2, 64) + "%"
-	case UnitRatio:
-		return strconv.FormatFloat(v, 'f', 2, 64) + "x"
-	}
-	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
-}
-
 // Cross is the cross-input section: one row per input and imbalance statistics.
 type Cross struct {
 	Rows []CrossRow `json:"rows" msgpack:"rows"`
@@ -336,7 +291,7 @@ type Cross struct {
 	ImbalanceIteration int      `json:"imbalance_iteration" msgpack:"imbalance_iteration"`
 	OutlierFiles       []string `json:"outlier_files,omitempty" msgpack:"outlier_files,omitempty"`
 	// Recommendations drawn from comparing the inputs (rank imbalance, growth across iterations).
-	Recommendations []Recommendation `json:"recommendations,omitempty" msgpack:"recommendations,omitempty"`
+	Recommendations []findings.Finding `json:"recommendations,omitempty" msgpack:"recommendations,omitempty"`
 	// Tracer compares tracer inputs across ranks (set when at least two inputs are tracer JSON).
 	Tracer *TracerCross `json:"tracer,omitempty" msgpack:"tracer,omitempty"`
 }

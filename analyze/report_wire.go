@@ -8,6 +8,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/phases"
 )
 
@@ -47,8 +48,8 @@ type reportWire struct {
 	AllocatorReplay        *AllocatorReplay  `json:"allocator_replay,omitempty" msgpack:"allocator_replay,omitempty"`
 	AllocatorReplayDevices []AllocatorReplay `json:"allocator_replay_devices,omitempty" msgpack:"allocator_replay_devices,omitempty"`
 
-	Recommendations []Recommendation `json:"recommendations" msgpack:"recommendations"`
-	Warnings        []string         `json:"warnings" msgpack:"warnings"`
+	Recommendations []findings.Finding `json:"recommendations" msgpack:"recommendations"`
+	Warnings        []string           `json:"warnings" msgpack:"warnings"`
 
 	PeakBytes      int64         `json:"peak_bytes,omitempty" msgpack:"peak_bytes,omitempty"`
 	ListedBytes    int64         `json:"listed_bytes,omitempty" msgpack:"listed_bytes,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/memtimeline"
 )
@@ -57,7 +58,7 @@ func AnalyzeTimeline(ctx context.Context, in *load.Input, opts RuntimeOptions) (
 		return nil, err
 	}
 	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: tl.Rank, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []Recommendation{},
+		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []findings.Finding{},
 		Warnings: append([]string{}, tl.Warnings...)}}
 	if r.Format == "" {
 		r.Format = memtimeline.Format

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
@@ -183,7 +184,7 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 		return nil, fmt.Errorf("analyze %s: %w", in.Path, err)
 	}
 	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []Recommendation{}, Warnings: []string{}}}
+		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []findings.Finding{}, Warnings: []string{}}}
 	if r.Format == "" {
 		r.Format = tracer.Format
 	}
@@ -639,24 +640,17 @@ func gapExplanation(dv *TracerDeviceView) string {
 	return b.String()
 }
 
-func tracerRecommendations(p *TracerDeviceView) []Recommendation {
-	out := []Recommendation{}
+func tracerRecommendations(p *TracerDeviceView) []findings.Finding {
+	out := []findings.Finding{}
 	if p.PeakBytes > 0 {
-		share := units.Share(p.GapBytes, p.PeakBytes)
-		if share >= 10 {
-			out = append(out, Recommendation{ID: "tracer-unlisted-peak", Severity: "info", Title: "A large part of the peak is not listed",
-				Evidence: fmt.Sprintf("%s of %s (%.1f%%) is not in the tensor list", units.Bytes(p.GapBytes), units.Bytes(p.PeakBytes), share),
-				Value:    share, Threshold: 10,
-				Advice: "The allocation that set the peak is excluded by the tracer; save with min_memory_mb=0 to list small tensors too, and look at the largest forward tensors (e.g. logits) as the likely trigger."})
+		if share := units.Share(p.GapBytes, p.PeakBytes); share >= findings.TracerUnlistedPeakPct {
+			out = append(out, findings.NewTracerUnlistedPeak(p.GapBytes, p.PeakBytes, share))
 		}
 	}
 	for _, m := range p.Modules {
 		if m.Pattern == UnknownModule {
-			share := units.Share(m.Bytes, p.ListedBytes)
-			if share >= 50 {
-				out = append(out, Recommendation{ID: "tracer-unknown-module", Severity: "info", Title: "Most memory was created outside any module forward",
-					Evidence: fmt.Sprintf("%s (%.1f%% of listed) has module Unknown", units.Bytes(m.Bytes), share), Value: share, Threshold: 50,
-					Advice: "Parameters, gradients and optimizer state are created outside forward hooks; see the phase and category views for their split."})
+			if share := units.Share(m.Bytes, p.ListedBytes); share >= findings.TracerUnknownModulePct {
+				out = append(out, findings.NewTracerUnknownModule(m.Bytes, share))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -123,20 +124,20 @@ type Diff struct {
 // FindingChange is one finding, by ID, on both sides: its severity and measured value on each side where it
 // fired ("" and 0 where it did not).
 type FindingChange struct {
-	ID             string  `json:"id" msgpack:"id"`
-	Title          string  `json:"title" msgpack:"title"`
-	Unit           string  `json:"unit,omitempty" msgpack:"unit,omitempty"`
-	BeforeSeverity string  `json:"before_severity" msgpack:"before_severity"`
-	AfterSeverity  string  `json:"after_severity" msgpack:"after_severity"`
-	BeforeValue    float64 `json:"before_value" msgpack:"before_value"`
-	AfterValue     float64 `json:"after_value" msgpack:"after_value"`
+	ID             findings.ID       `json:"id" msgpack:"id"`
+	Title          string            `json:"title" msgpack:"title"`
+	Unit           findings.Unit     `json:"unit,omitempty" msgpack:"unit,omitempty"`
+	BeforeSeverity findings.Severity `json:"before_severity" msgpack:"before_severity"`
+	AfterSeverity  findings.Severity `json:"after_severity" msgpack:"after_severity"`
+	BeforeValue    float64           `json:"before_value" msgpack:"before_value"`
+	AfterValue     float64           `json:"after_value" msgpack:"after_value"`
 }
 
 // diffFindings pairs the two sides' findings by ID. A finding that fires more than once on a side (one per
 // device) is paired by its first firing; its title is the after side's where both have it.
-func diffFindings(before, after []analyze.Recommendation) []FindingChange {
+func diffFindings(before, after []findings.Finding) []FindingChange {
 	var out []FindingChange
-	at := map[string]int{}
+	at := map[findings.ID]int{}
 	for _, r := range before {
 		if _, ok := at[r.ID]; ok {
 			continue
@@ -144,7 +145,7 @@ func diffFindings(before, after []analyze.Recommendation) []FindingChange {
 		at[r.ID] = len(out)
 		out = append(out, FindingChange{ID: r.ID, Title: r.Title, Unit: r.Unit, BeforeSeverity: r.Severity, BeforeValue: r.Value})
 	}
-	seen := map[string]bool{}
+	seen := map[findings.ID]bool{}
 	for _, r := range after {
 		if seen[r.ID] {
 			continue

@@ -34,15 +34,64 @@ const (
 	OOMExtrapolateMinLayers = 2
 )
 
-// Severities.
+// Thresholds of the checks made on the state at the dump: only a snapshot without allocation history is judged
+// on the cache there (overhead, large unused blocks, fragmentation); the layout checks run on every snapshot.
 const (
-	SeverityCritical = "critical"
-	SeverityWarning  = "warning"
-	SeverityInfo     = "info"
+	// DumpCacheOverheadPct: reserved memory not holding requested bytes, % of reserved (fires above); a healthy
+	// cache holds rounding and a segment's split remainders, about a tenth.
+	DumpCacheOverheadPct = 10.0
+	// LargeFreeBlockBytes: a cached free block from 100 MiB is a large unused block (about one activation of a
+	// 1B-parameter model); fires with any.
+	LargeFreeBlockBytes int64 = 100 << 20
+	// DumpFragmentationPct: cached free memory outside the largest free block, % of cached free (fires above),
+	// considered only when cached free memory is at least DumpFragmentationMinCachedPct of reserved.
+	DumpFragmentationPct          = 50.0
+	DumpFragmentationMinCachedPct = 10.0
+	// PendingFreePct: bytes in active_pending_free blocks, % of reserved (fires at or above): record_stream holds
+	// them until the other stream's work ends, and a percent is already a large buffer.
+	PendingFreePct = 1.0
+	// SmallPoolSegmentsMax: number of 2 MiB small-pool segments (fires above); 100 is 200 MiB of tensors under 1 MiB.
+	SmallPoolSegmentsMax = 100
+	// RoundingWastePct: size − requested of live blocks, % of reserved (fires above).
+	RoundingWastePct = 5.0
+	// PrivatePoolPct: reserved bytes in non-default pools (CUDA graphs, MemPool), % of reserved (fires above).
+	PrivatePoolPct = 10.0
 )
 
-// Units of Finding.Value and Threshold.
+// Thresholds of the comparisons across inputs and ranks.
 const (
-	UnitBytes = "bytes"
-	UnitRatio = "ratio"
+	// OutlierPct: an input (or rank) reserving more than this % above the median of its iteration is an outlier,
+	// and the largest such gap is a rank imbalance; 10 % is beyond what the same program's ranks differ by.
+	OutlierPct = 10.0
+	// LeakAcrossIterationsMinSnapshots and LeakAcrossIterationsMinGrowthBytes: a rank's allocated memory must rise
+	// without dropping over at least as many snapshots, and by at least as much, as the trace's own leak detector
+	// asks of iterations and of a site.
+	LeakAcrossIterationsMinSnapshots         = LeakMinIterations
+	LeakAcrossIterationsMinGrowthBytes int64 = LeakMinGrowthBytes
+	// MixedIterationsMax: summaries of more than one iteration are not ranks of one step.
+	MixedIterationsMax = 1
+	// PipelineStageSkewRatio: the first stage's mean reserved above 1.25x the last stage's; 1F1B keeps up to
+	// (stages) micro-batches in flight on the first stage and one on the last.
+	PipelineStageSkewRatio = 1.25
+	// RankOOMMin: any rank with an OOM event.
+	RankOOMMin = 0
+)
+
+// Thresholds of the checks on training-log memory lines.
+const (
+	// LogNearCapacityPct: peak reserved at or above 90 % of the device: a few percent more batch or sequence length
+	// is an OOM.
+	LogNearCapacityPct = 90.0
+	// LogReservedSlackPct: cache at or above 20 % of peak reserved.
+	LogReservedSlackPct = 20.0
+	// LogRankImbalancePct: max reserved at or above 10 % over the median of the ranks (as OutlierPct).
+	LogRankImbalancePct = 10.0
+)
+
+// Thresholds of the checks on memory-tracer files.
+const (
+	// TracerUnlistedPeakPct: the peak not in the tensor list, at or above 10 % of the peak.
+	TracerUnlistedPeakPct = 10.0
+	// TracerUnknownModulePct: listed memory created outside any module forward, at or above 50 % of listed.
+	TracerUnknownModulePct = 50.0
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/findings"
 )
 
 // SummaryKind marks a msgpack file as one rank's summary (as opposed to a whole run's report.msgpack).
@@ -557,12 +557,12 @@ type CrossRank struct {
 	InternalFreeBytes int64   `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
 	ExternalFreeBytes int64   `json:"external_free_bytes" msgpack:"external_free_bytes"`
 	// Outliers are ranks reserving more than OutlierPct above the median, largest first (at most TopK).
-	Outliers        []RankRow                `json:"outliers" msgpack:"outliers"`
-	Stages          []StageStat              `json:"stages" msgpack:"stages"`
-	Categories      []analyze.CategoryStat   `json:"categories" msgpack:"categories"`
-	OOMs            int                      `json:"ooms" msgpack:"ooms"`
-	OOMRanks        int                      `json:"oom_ranks" msgpack:"oom_ranks"`
-	Recommendations []analyze.Recommendation `json:"recommendations" msgpack:"recommendations"`
+	Outliers        []RankRow              `json:"outliers" msgpack:"outliers"`
+	Stages          []StageStat            `json:"stages" msgpack:"stages"`
+	Categories      []analyze.CategoryStat `json:"categories" msgpack:"categories"`
+	OOMs            int                    `json:"ooms" msgpack:"ooms"`
+	OOMRanks        int                    `json:"oom_ranks" msgpack:"oom_ranks"`
+	Recommendations []findings.Finding     `json:"recommendations" msgpack:"recommendations"`
 	// Iterations lists the iterations (−1: unknown) when the summaries come from more than one: then a rank
 	// appears once per iteration, Ranks counts summaries, and the statistics mix steps.
 	Iterations []int `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
@@ -622,7 +622,7 @@ func (m *Merger) Result() *CrossRank {
 		Allocated:         m.allocated.stats(column(m.rows, func(r RankRow) int64 { return r.AllocatedBytes })),
 		Peak:              m.peak.stats(column(m.rows, func(r RankRow) int64 { return r.PeakBytes })),
 		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
-		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []analyze.CategoryStat{}, Recommendations: []analyze.Recommendation{}}
+		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []analyze.CategoryStat{}, Recommendations: []findings.Finding{}}
 	for i := range c.Rows {
 		c.Rows[i].Stage = stageOf(c.Rows[i])
 	}
@@ -644,7 +644,7 @@ func (m *Merger) Result() *CrossRank {
 	// it once per summary.
 	if c.Reserved.Median > 0 {
 		for _, r := range c.Rows {
-			if float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+analyze.OutlierPct/100) {
+			if float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+findings.OutlierPct/100) {
 				c.Outliers = append(c.Outliers, r)
 			}
 		}
@@ -674,46 +674,22 @@ func (m *Merger) Result() *CrossRank {
 }
 
 // crossRankAdvice turns the merged numbers into advice.
-func crossRankAdvice(c *CrossRank) []analyze.Recommendation {
-	out := []analyze.Recommendation{}
-	if len(c.Iterations) > 1 {
-		out = append(out, analyze.Recommendation{ID: "mixed-iterations", Severity: "warning",
-			Title:    "Summaries from several iterations are merged as if they were ranks",
-			Evidence: fmt.Sprintf("%d summaries come from %d iterations (%s)", c.Ranks, len(c.Iterations), IterationList(c.Iterations)),
-			Value:    float64(len(c.Iterations)), Threshold: 1,
-			Advice: "Ranks are compared within one training step: merge one iteration at a time " +
-				"(memscan merge --iteration N DIR" + UnknownIterationHint(c.Iterations) + "), and compare iterations with memscan compare."})
+func crossRankAdvice(c *CrossRank) []findings.Finding {
+	out := []findings.Finding{}
+	if len(c.Iterations) > findings.MixedIterationsMax {
+		out = append(out, findings.NewMixedIterations(c.Ranks, len(c.Iterations), IterationList(c.Iterations), UnknownIterationHint(c.Iterations)))
 	}
-	if c.Ranks >= 2 && c.ImbalancePct > analyze.OutlierPct {
-		out = append(out, analyze.Recommendation{ID: "rank-imbalance", Severity: "warning",
-			Title: "Reserved memory is unbalanced across ranks",
-			Evidence: fmt.Sprintf("%s reserves %s, %.0f%% above the median of %s over %d ranks",
-				rankName(c.Reserved.MaxRank), units.Bytes(c.Reserved.Max), c.ImbalancePct, units.Bytes(c.Reserved.Median), c.Ranks),
-			Value: c.ImbalancePct, Threshold: analyze.OutlierPct,
-			Advice: "The largest rank decides whether the job fits. Check the pipeline split (layers per stage), " +
-				"uneven data or sequence lengths, and rank-0-only work such as logging or evaluation."})
+	if c.Ranks >= 2 && c.ImbalancePct > findings.OutlierPct {
+		out = append(out, findings.NewRanksImbalance(rankName(c.Reserved.MaxRank), c.Reserved.Max, c.ImbalancePct, c.Reserved.Median, c.Ranks))
 	}
 	if len(c.Stages) >= 2 {
 		first, last := c.Stages[0], c.Stages[len(c.Stages)-1]
-		if last.MeanReserved > 0 {
-			ratio := float64(first.MeanReserved) / float64(last.MeanReserved)
-			if ratio > 1.25 {
-				out = append(out, analyze.Recommendation{ID: "pipeline-stage-skew", Severity: "info",
-					Title: "Early pipeline stages hold more memory",
-					Evidence: fmt.Sprintf("stage %d averages %s per rank, stage %d %s (%.2f×)",
-						first.Stage, units.Bytes(first.MeanReserved), last.Stage, units.Bytes(last.MeanReserved), ratio),
-					Value: ratio, Threshold: 1.25,
-					Advice: "With 1F1B the first stage keeps the most micro-batches in flight. Give early stages fewer " +
-						"layers, or use activation checkpointing on them."})
-			}
+		if last.MeanReserved > 0 && float64(first.MeanReserved)/float64(last.MeanReserved) > findings.PipelineStageSkewRatio {
+			out = append(out, findings.NewPipelineStageSkew(first.Stage, first.MeanReserved, last.Stage, last.MeanReserved))
 		}
 	}
-	if c.OOMRanks > 0 {
-		out = append(out, analyze.Recommendation{ID: "rank-oom", Severity: "critical",
-			Title:    "Some ranks ran out of memory",
-			Evidence: fmt.Sprintf("%d OOM events on %d of %d ranks", c.OOMs, c.OOMRanks, c.Ranks),
-			Value:    float64(c.OOMRanks), Threshold: 0,
-			Advice: "Analyze the snapshot of an OOM rank in full (memscan analyze FILE) to see what was live."})
+	if c.OOMRanks > findings.RankOOMMin {
+		out = append(out, findings.NewRankOOM(c.OOMs, c.OOMRanks, c.Ranks))
 	}
 	return out
 }

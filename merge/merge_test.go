@@ -14,6 +14,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/load"
 )
@@ -128,7 +129,7 @@ func TestMerge4096Ranks(t *testing.T) {
 	slices.SortFunc(largest, func(a, b *RankSummary) int { return int(b.ReservedBytes - a.ReservedBytes) })
 	var want []int
 	for _, s := range largest[:analyze.DefaultTopK] {
-		if float64(s.ReservedBytes) > float64(got.Reserved.Median)*(1+analyze.OutlierPct/100) {
+		if float64(s.ReservedBytes) > float64(got.Reserved.Median)*(1+findings.OutlierPct/100) {
 			want = append(want, s.Rank)
 		}
 	}
@@ -156,11 +157,11 @@ func TestMerge4096Ranks(t *testing.T) {
 	if got.OOMRanks != 5 || got.OOMs != 5 { // ranks 3, 1003, 2003, 3003, 4003
 		t.Errorf("OOM ranks %d events %d, want 5 and 5", got.OOMRanks, got.OOMs)
 	}
-	ids := map[string]bool{}
+	ids := map[findings.ID]bool{}
 	for _, r := range got.Recommendations {
 		ids[r.ID] = true
 	}
-	for _, id := range []string{"rank-imbalance", "pipeline-stage-skew", "rank-oom"} {
+	for _, id := range []findings.ID{"rank-imbalance", "pipeline-stage-skew", "rank-oom"} {
 		if !ids[id] {
 			t.Errorf("missing recommendation %s (got %v)", id, ids)
 		}

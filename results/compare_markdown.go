@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/units"
 )
 
@@ -51,11 +51,11 @@ func WriteCompareMarkdown(w io.Writer, c *compare.Comparison, opt CompareMarkdow
 		p("| OOM events | %d | %d | %+d | |\n\n", d.OOMs.Before, d.OOMs.After, d.OOMs.Delta)
 		if len(d.Findings) > 0 {
 			p("### Findings\n\n| finding | before | after |\n|---|---|---|\n")
-			side := func(sev string, v float64, unit string) string {
+			side := func(sev findings.Severity, v float64, unit findings.Unit) string {
 				if sev == "" {
 					return "—"
 				}
-				return sev + ", " + analyze.FormatMeasure(v, unit)
+				return string(sev) + ", " + findings.FormatMeasure(v, unit)
 			}
 			for _, f := range d.Findings {
 				p("| %s | %s | %s |\n", mdText(f.Title), side(f.BeforeSeverity, f.BeforeValue, f.Unit), side(f.AfterSeverity, f.AfterValue, f.Unit))

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/merge"
 	"github.com/memscan/memscan/units"
 )
@@ -38,7 +38,7 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 		units.Bytes(c.InternalFreeBytes), units.Bytes(c.ExternalFreeBytes), c.OOMs, c.OOMRanks)
 
 	if len(c.Outliers) > 0 {
-		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", analyze.OutlierPct, units.Bytes(c.Reserved.Median))
+		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", findings.OutlierPct, units.Bytes(c.Reserved.Median))
 		for _, r := range c.Outliers {
 			fmt.Fprintf(&b, "  rank %s  %s  (+%.1f%%)  %s\n", known(r.Rank), units.Bytes(r.ReservedBytes),
 				(float64(r.ReservedBytes)/float64(c.Reserved.Median)-1)*100, r.File)

@@ -10,6 +10,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/units"
 )
 
@@ -46,7 +47,7 @@ func normalized(run *analyze.Run) *analyze.Run {
 			c.Part = &sc
 		}
 		if c.Recommendations == nil {
-			c.Recommendations = []analyze.Recommendation{}
+			c.Recommendations = []findings.Finding{}
 		}
 		if c.Warnings == nil {
 			c.Warnings = []string{}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/plots"
@@ -25,7 +26,7 @@ func htmlSampleRun() *analyze.Run {
 	mk := func(file string, rank int, requested int64) *analyze.Report {
 		internal, external := int64(7_000_123), int64(2<<30+17)
 		return &analyze.Report{
-			Header: analyze.Header{File: file, Format: "pickle-v4", TorchFormat: "2.1+", Rank: rank, Iteration: 3, Devices: []int{0}, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: requested/2 + internal, Count: 7}, {Name: "<Unknown & co>", Bytes: requested - requested/2, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:10:forward", Category: "Activation", Bytes: requested/2 + internal, Count: 7}}, Top: []analyze.Allocation{{Size: 123_456_789, RequestedSize: 123_456_000, Category: "Activation", Site: "model.py:10:forward"}}, Peak: &analyze.Peak{Device: 0, Bytes: requested + 999, EventIndex: 41, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: requested + 999}}}, Recommendations: []analyze.Recommendation{{ID: "cache-overhead", Severity: "warning", Title: "Cached free memory is <large>",
+			Header: analyze.Header{File: file, Format: "pickle-v4", TorchFormat: "2.1+", Rank: rank, Iteration: 3, Devices: []int{0}, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: requested/2 + internal, Count: 7}, {Name: "<Unknown & co>", Bytes: requested - requested/2, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:10:forward", Category: "Activation", Bytes: requested/2 + internal, Count: 7}}, Top: []analyze.Allocation{{Size: 123_456_789, RequestedSize: 123_456_000, Category: "Activation", Site: "model.py:10:forward"}}, Peak: &analyze.Peak{Device: 0, Bytes: requested + 999, EventIndex: 41, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: requested + 999}}}, Recommendations: []findings.Finding{{ID: "cache-overhead", Severity: "warning", Title: "Cached free memory is <large>",
 				Evidence: "2.0 GiB cached", Advice: "call empty_cache"}}, Warnings: []string{"a <script>alert(1)</script> warning"}},
 			Part: &analyze.SnapshotReport{Totals: analyze.Totals{
 				ReservedBytes: requested + internal + external, AllocatedBytes: requested + internal, RequestedBytes: requested,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/units"
 )
 
@@ -150,18 +151,18 @@ func (m *mdWriter) findings(r *analyze.Report, facts []string) {
 }
 
 // inputRecommendations lists an input's recommendations with their evidence, if it has any.
-func (m *mdWriter) inputRecommendations(recs []analyze.Recommendation) {
+func (m *mdWriter) inputRecommendations(recs []findings.Finding) {
 	if len(recs) > 0 {
 		m.printf("\n**Recommendations**\n\n")
 		m.recommendations(recs)
 	}
 }
 
-func (m *mdWriter) recommendations(recs []analyze.Recommendation) {
+func (m *mdWriter) recommendations(recs []findings.Finding) {
 	for _, rec := range recs {
 		m.printf("- **%s** (%s, `%s`): %s. Evidence: %s (measured %s, threshold %s).\n",
-			mdText(rec.Title), mdText(rec.Severity), rec.ID, mdText(strings.TrimSuffix(rec.Advice, ".")), mdText(rec.Evidence),
-			analyze.FormatMeasure(rec.Value, rec.Unit), analyze.FormatMeasure(rec.Threshold, rec.Unit))
+			mdText(rec.Title), mdText(string(rec.Severity)), rec.ID, mdText(strings.TrimSuffix(rec.Advice, ".")), mdText(rec.Evidence),
+			findings.FormatMeasure(rec.Value, rec.Unit), findings.FormatMeasure(rec.Threshold, rec.Unit))
 	}
 }
 

@@ -2,6 +2,7 @@ package results
 
 import (
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/trainlog"
 )
 
@@ -49,7 +50,7 @@ func sampleReport(file string, rank int, scale int64) *analyze.Report {
 			Device: 0, Bytes: 31 * gib, EventIndex: 20, TimeUS: 1_700_000_001_000_000,
 			Categories: []analyze.CategoryStat{{Name: "Expert/MoE", Bytes: 20 * gib, Count: 100}, {Name: "Attention", Bytes: 11 * gib, Count: 44}},
 			Sites:      []analyze.SiteStat{{Site: "torchtitan/models/moe/moe.py:212:forward", Category: "Expert/MoE", Bytes: 20 * gib, Count: 100}},
-		}, Recommendations: []analyze.Recommendation{{
+		}, Recommendations: []findings.Finding{{
 			ID: "cache-overhead", Severity: "warning", Title: "High cache overhead",
 			Evidence: "cached free memory is 8.9 % of reserved", Value: 8.9, Threshold: 10,
 			Advice: "Call torch.cuda.empty_cache() between phases or set expandable_segments:True.",
@@ -111,7 +112,7 @@ func sampleRun() *analyze.Run {
 			MaxReservedBytes: bs.ReservedBytes, MedianReservedBytes: (as.ReservedBytes + bs.ReservedBytes) / 2,
 			MaxAllocatedBytes: bs.AllocatedBytes, MedianAllocatedBytes: (as.AllocatedBytes + bs.AllocatedBytes) / 2,
 			ImbalancePct: 12.5, OutlierFiles: []string{b.File},
-			Recommendations: []analyze.Recommendation{{ID: "rank-imbalance", Severity: "warning", Title: "Rank imbalance",
+			Recommendations: []findings.Finding{{ID: "rank-imbalance", Severity: "warning", Title: "Rank imbalance",
 				Evidence: "rank 1 reserves 12.5 % more than the median", Value: 12.5, Threshold: 10, Advice: "Balance the pipeline stages."}},
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/units"
 )
 
@@ -205,7 +206,7 @@ func (t *textWriter) imbalance(c *analyze.Cross) {
 	}
 }
 
-func (t *textWriter) recommendations(title string, recs []analyze.Recommendation, always bool) {
+func (t *textWriter) recommendations(title string, recs []findings.Finding, always bool) {
 	if len(recs) == 0 && !always {
 		return
 	}
@@ -218,7 +219,7 @@ func (t *textWriter) recommendations(title string, recs []analyze.Recommendation
 			t.printf("\n")
 		}
 		t.printf("  %d. [%s] %s (%s)\n", i+1, rec.Severity, rec.Title, rec.ID)
-		t.printf("     evidence: %s (measured %s, threshold %s)\n", rec.Evidence, analyze.FormatMeasure(rec.Value, rec.Unit), analyze.FormatMeasure(rec.Threshold, rec.Unit))
+		t.printf("     evidence: %s (measured %s, threshold %s)\n", rec.Evidence, findings.FormatMeasure(rec.Value, rec.Unit), findings.FormatMeasure(rec.Threshold, rec.Unit))
 		if rec.Advice != "" {
 			t.printf("     advice:   %s\n", rec.Advice)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
-	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/load"
 )
 
@@ -35,12 +35,12 @@ func TestTrainingLeakFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fr := findings.Replay{Device: 0, Trace: r.Trace, Allocated: r.Allocated, Reserved: r.Reserved,
+		fr := detect.Replay{Device: 0, Trace: r.Trace, Allocated: r.Allocated, Reserved: r.Reserved,
 			InitialAllocated: r.InitialAllocated, InitialReserved: r.InitialReserved}
 		for _, l := range r.Lifetimes {
-			fr.Lifetimes = append(fr.Lifetimes, findings.Lifetime{Addr: l.Addr, Size: l.Size, Stack: l.Stack, Event: l.Event, Start: l.Start, End: l.End})
+			fr.Lifetimes = append(fr.Lifetimes, detect.Lifetime{Addr: l.Addr, Size: l.Size, Stack: l.Stack, Event: l.Event, Start: l.Start, End: l.End})
 		}
-		f, ok := findings.Leak(findings.Prepare(s, fr, categorize.NewCategorizer(nil)))
+		f, ok := detect.Leak(detect.Prepare(s, fr, categorize.NewCategorizer(nil)))
 		if ok != leak {
 			t.Fatalf("leak=%v: finding %v %+v", leak, ok, f)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
@@ -270,7 +271,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if staticCfg != nil {
 		// An OOM explained against the static configuration: which single change fits.
 		for _, r := range run.Inputs {
-			if err := analyze.AddRemedies(r, *staticCfg); err != nil {
+			if err := calibrate.AddRemedies(r, *staticCfg); err != nil {
 				fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 			}
 		}

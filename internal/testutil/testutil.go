@@ -2,9 +2,12 @@
 package testutil
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/load"
 )
 
 // RepoRoot returns the module root (the directory holding go.mod).
@@ -18,4 +21,15 @@ func RepoRoot(t testing.TB) string {
 func SharedDir(t testing.TB, sub ...string) string {
 	t.Helper()
 	return realsnap.SharedDir(t, sub...)
+}
+
+// DecodeGPURun decodes one of the shared H200 runs (../shared/gpu_runs), skipping the test when the shared data is
+// absent.
+func DecodeGPURun(t testing.TB, name string) *load.Input {
+	t.Helper()
+	in, err := load.DecodeFile(context.Background(), filepath.Join(realsnap.SharedDir(t, "gpu_runs"), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }

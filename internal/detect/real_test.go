@@ -1,4 +1,4 @@
-package findings_test
+package detect_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/units"
@@ -51,8 +52,8 @@ func (r *gpuRun) UnmarshalJSON(b []byte) error {
 
 type realRun struct {
 	run *gpuRun
-	in  *findings.Input
-	got map[string]findings.Finding
+	in  *detect.Input
+	got map[findings.ID]findings.Finding
 }
 
 // loadReal decodes one shared H200 snapshot, runs the detectors and returns them with PyTorch's measurements.
@@ -74,11 +75,11 @@ func loadReal(t *testing.T, name string) realRun {
 		t.Fatal(err)
 	}
 	in := prepare(t, dec.Snapshot)
-	fs, err := findings.Detect(context.Background(), in)
+	fs, err := detect.Detect(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]findings.Finding{}
+	got := map[findings.ID]findings.Finding{}
 	for _, f := range fs {
 		got[f.ID] = f
 	}
@@ -115,7 +116,7 @@ func TestRealVarlenFragmentation(t *testing.T) {
 		t.Fatalf("no fragmentation finding: %v", r.got)
 	}
 	excess := r.run.PeakReserved - r.run.PeakAllocated
-	if f.Unit != findings.UnitBytes || f.Value < float64(findings.FragmentationMinSavingBytes) || f.Value > float64(excess) {
+	if f.Unit != findings.Bytes || f.Value < float64(findings.FragmentationMinSavingBytes) || f.Value > float64(excess) {
 		t.Errorf("saving %g %s, want bytes up to PyTorch's excess %d", f.Value, f.Unit, excess)
 	}
 	if !strings.Contains(f.Advice, "pad or bucket") || strings.Contains(f.Advice, "KV cache") {
@@ -170,7 +171,7 @@ func TestRealOOM(t *testing.T) {
 		t.Fatalf("no allocated figure in %q", r.run.OOM)
 	}
 	gib, _ := strconv.ParseFloat(m[1], 64)
-	x := findings.ExplainOOM(r.in.Devices[0], f.Event)
+	x := detect.ExplainOOM(r.in.Devices[0], f.Event)
 	if got := float64(x.Live.Bytes) / (1 << 30); math.Abs(got-gib) > 0.01 {
 		t.Errorf("live at the OOM %.2f GiB, PyTorch says %.2f GiB", got, gib)
 	}
@@ -212,10 +213,10 @@ func TestRealVarlenExpandableReplay(t *testing.T) {
 }
 
 // replayedFragmentation is r's fragmentation finding with package allocator's replay, which it must have used.
-func replayedFragmentation(t *testing.T, r realRun) (*findings.Device, findings.Finding) {
+func replayedFragmentation(t *testing.T, r realRun) (*detect.Device, findings.Finding) {
 	t.Helper()
 	d := r.in.Devices[0]
-	f, ok, err := findings.Fragmentation(context.Background(), r.in.Snapshot, d, findings.Replayer{Snapshot: r.in.Snapshot})
+	f, ok, err := detect.Fragmentation(context.Background(), r.in.Snapshot, d, detect.Replayer{Snapshot: r.in.Snapshot})
 	if err != nil || !ok || f.Basis != "allocator replay" {
 		t.Fatalf("fragmentation with the allocator model: %+v %v %v", f, ok, err)
 	}
@@ -223,7 +224,7 @@ func replayedFragmentation(t *testing.T, r realRun) (*findings.Device, findings.
 }
 
 // peakLive is the live set at d's allocated peak.
-func peakLive(d *findings.Device) findings.LiveSet {
+func peakLive(d *detect.Device) findings.LiveSet {
 	j, _ := d.PeakIndex()
 	return d.LiveAt(j, 10)
 }

@@ -1,10 +1,11 @@
-package findings_test
+package calibrate_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/static"
 )
@@ -23,7 +24,7 @@ func TestRemedies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := findings.Remedies(*cfg, 0)
+	rs, err := calibrate.Remedies(*cfg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestRemedies(t *testing.T) {
 		t.Errorf("micro-batch %d chosen but %d fits too (%v)", b, b+1, err)
 	}
 	// A device of 1 PiB fits every change.
-	all, err := findings.Remedies(*cfg, 1<<50)
+	all, err := calibrate.Remedies(*cfg, 1<<50)
 	if err != nil {
 		t.Fatal(err)
 	}

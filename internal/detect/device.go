@@ -1,11 +1,11 @@
-// Package findings judges one allocator snapshot the way a GPU memory expert would: at the peak (or the OOM), not
+// Package detect judges one allocator snapshot the way a GPU memory expert would: at the peak (or the OOM), not
 // at the moment of the dump, with iterations and phases from package phases and every live block attributed by
 // package categorize (stack rules, and lifetimes where stacks are missing or generic).
 //
 // The detectors are pure functions of a prepared Input: the device traces replayed (any replay that yields
 // lifetimes and the allocated/reserved series will do), their phases and the per-block attribution. Every
-// threshold, and why it has its value, is in thresholds.go.
-package findings
+// threshold, and why it has its value, is in package findings (thresholds.go), which also words every finding.
+package detect
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -56,7 +57,7 @@ type Device struct {
 	Blocks   []Block
 
 	// leakSites memoizes Leaks: the report lists every growing site and the finding names the first.
-	leakSites []LeakSite
+	leakSites []findings.LeakSite
 	leaksDone bool
 }
 
@@ -136,44 +137,19 @@ func (d *Device) live(j int) []*Block {
 	return out
 }
 
-// Share is bytes under one name.
-type Share struct {
-	Name  string `json:"name"`
-	Bytes int64  `json:"bytes"`
-	Count int    `json:"count"`
-}
-
-// LiveSet is what was live after one event, broken down four ways.
-type LiveSet struct {
-	Device    int    `json:"device"`
-	Event     int    `json:"event_index"`
-	TimeUS    int64  `json:"time_us,omitempty"`
-	Bytes     int64  `json:"bytes"`
-	Iteration int    `json:"iteration"` // 1-based; 0 when outside any iteration
-	Phase     string `json:"phase"`
-	// ByCategory, ByComponent and ByPhase (the phase each block was allocated in) sort by bytes, largest first;
-	// BySite holds the largest sites.
-	ByCategory  []Share `json:"by_category"`
-	ByComponent []Share `json:"by_component"`
-	ByPhase     []Share `json:"by_phase"`
-	BySite      []Share `json:"by_site"`
-	// DecidedByLifetime is the bytes whose category the lifetime chose (the stack was missing or generic).
-	DecidedByLifetime int64 `json:"decided_by_lifetime_bytes"`
-}
-
 // LiveAt breaks down the blocks live after event j; top bounds BySite (0: 20).
-func (d *Device) LiveAt(j, top int) LiveSet {
-	ls := LiveSet{Device: d.Device, Event: j}
+func (d *Device) LiveAt(j, top int) findings.LiveSet {
+	ls := findings.LiveSet{Device: d.Device, Event: j}
 	if j >= 0 && j < len(d.Trace) && d.Trace[j].HasTime {
 		ls.TimeUS = d.Trace[j].TimeUS
 	}
 	it, ph := d.Timeline.At(j)
 	ls.Iteration, ls.Phase = it+1, ph.String()
-	cats, comps, phs, sites := map[string]*Share{}, map[string]*Share{}, map[string]*Share{}, map[string]*Share{}
-	add := func(m map[string]*Share, k string, b int64) {
+	cats, comps, phs, sites := map[string]*findings.Share{}, map[string]*findings.Share{}, map[string]*findings.Share{}, map[string]*findings.Share{}
+	add := func(m map[string]*findings.Share, k string, b int64) {
 		s := m[k]
 		if s == nil {
-			s = &Share{Name: k}
+			s = &findings.Share{Name: k}
 			m[k] = s
 		}
 		s.Bytes += b
@@ -208,12 +184,14 @@ func siteKey(a *categorize.Attribution) string {
 	return "(no stack)"
 }
 
-func sorted(m map[string]*Share, top int) []Share {
-	out := make([]Share, 0, len(m))
+func sorted(m map[string]*findings.Share, top int) []findings.Share {
+	out := make([]findings.Share, 0, len(m))
 	for _, s := range m {
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b Share) int { return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name)) })
+	slices.SortFunc(out, func(a, b findings.Share) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
+	})
 	if top > 0 && len(out) > top {
 		out = out[:top]
 	}

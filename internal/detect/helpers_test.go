@@ -1,4 +1,4 @@
-package findings_test
+package detect_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/snapshot"
 )
 
 // prepare replays every device trace of s with analyze's replay and prepares it for the detectors.
-func prepare(t testing.TB, s *snapshot.Snapshot) *findings.Input {
+func prepare(t testing.TB, s *snapshot.Snapshot) *detect.Input {
 	t.Helper()
-	in := &findings.Input{Snapshot: s}
+	in := &detect.Input{Snapshot: s}
 	cz := categorize.NewCategorizer(nil)
 	for dev, tr := range s.DeviceTraces {
 		if len(tr) == 0 {
@@ -23,10 +24,10 @@ func prepare(t testing.TB, s *snapshot.Snapshot) *findings.Input {
 		if err != nil {
 			t.Fatalf("replay device %d: %v", dev, err)
 		}
-		// analyze.Lifetime is findings.Lifetime: the replay's lifetimes feed the detectors as they are.
-		fr := findings.Replay{Device: dev, Trace: r.Trace, InitialAllocated: r.InitialAllocated, InitialReserved: r.InitialReserved,
+		// analyze.Lifetime is detect.Lifetime: the replay's lifetimes feed the detectors as they are.
+		fr := detect.Replay{Device: dev, Trace: r.Trace, InitialAllocated: r.InitialAllocated, InitialReserved: r.InitialReserved,
 			Allocated: r.Allocated, Reserved: r.Reserved, Lifetimes: r.Lifetimes}
-		in.Devices = append(in.Devices, findings.Prepare(s, fr, cz))
+		in.Devices = append(in.Devices, detect.Prepare(s, fr, cz))
 	}
 	return in
 }

@@ -1,10 +1,14 @@
-package analyze
+package calibrate_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/calibrate"
+	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/static"
 )
 
@@ -12,8 +16,8 @@ import (
 // configuration; of the single changes, the estimator fits only a smaller micro-batch into what the allocator
 // could have had (its reserved bytes plus the free memory the OOM reported), and the OOM finding names it.
 func TestAddRemediesRealOOM(t *testing.T) {
-	in := decodeGPURun(t, "llama8b-oom-b8-s8192-snap.pickle.gz")
-	rep, err := Analyze(context.Background(), in, Options{})
+	in := testutil.DecodeGPURun(t, "llama8b-oom-b8-s8192-snap.pickle.gz")
+	rep, err := analyze.Analyze(context.Background(), in, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +27,7 @@ func TestAddRemediesRealOOM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := AddRemedies(rep, *cfg); err != nil {
+	if err := calibrate.AddRemedies(rep, *cfg); err != nil {
 		t.Fatal(err)
 	}
 	ooms := rep.OOMs()
@@ -43,7 +47,7 @@ func TestAddRemediesRealOOM(t *testing.T) {
 			t.Error("the configuration that ran out of memory is predicted to fit")
 		}
 	}
-	var rec *Recommendation
+	var rec *findings.Finding
 	for i := range rep.Recommendations {
 		if rep.Recommendations[i].ID == "oom" {
 			rec = &rep.Recommendations[i]

@@ -1,8 +1,9 @@
-package findings
+package detect
 
 import (
 	"slices"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -171,8 +172,8 @@ func cacheOf(segs []segment, j int, used map[int][]*Block) cacheState {
 
 // pinnedBy sums, by category, the live blocks (grouped by usedAt) that sit in segments also holding at least
 // smallSegment free: the allocations that keep the cache's free memory in pieces.
-func pinnedBy(segs []segment, used map[int][]*Block) []Share {
-	out := map[string]*Share{}
+func pinnedBy(segs []segment, used map[int][]*Block) []findings.Share {
+	out := map[string]*findings.Share{}
 	for k, blocks := range used {
 		var inUse int64
 		for _, b := range blocks {
@@ -185,7 +186,7 @@ func pinnedBy(segs []segment, used map[int][]*Block) []Share {
 			if b.Attr != nil {
 				s := out[b.Attr.Category]
 				if s == nil {
-					s = &Share{Name: b.Attr.Category}
+					s = &findings.Share{Name: b.Attr.Category}
 					out[b.Attr.Category] = s
 				}
 				s.Bytes += b.Size

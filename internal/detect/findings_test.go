@@ -1,4 +1,4 @@
-package findings_test
+package detect_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/units"
 )
@@ -16,14 +17,14 @@ const mib = 1 << 20
 var healthy = traingen.TrainingLoop{Iterations: 4, Layers: 4, WeightBytes: 64 * mib, ActivationBytes: 256 * mib,
 	LogitsBytes: 3072 * mib, Annotations: true}
 
-func detect(t *testing.T, c traingen.TrainingLoop) (*findings.Input, map[string]findings.Finding) {
+func runDetect(t *testing.T, c traingen.TrainingLoop) (*detect.Input, map[findings.ID]findings.Finding) {
 	t.Helper()
 	in := prepare(t, c.Build())
-	fs, err := findings.Detect(context.Background(), in)
+	fs, err := detect.Detect(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]findings.Finding{}
+	byID := map[findings.ID]findings.Finding{}
 	for _, f := range fs {
 		if _, dup := byID[f.ID]; dup {
 			t.Errorf("two %q findings on one device", f.ID)
@@ -38,7 +39,7 @@ func TestHealthyStaysSilent(t *testing.T) {
 	for _, ann := range []bool{true, false} {
 		c := healthy
 		c.Annotations = ann
-		in, got := detect(t, c)
+		in, got := runDetect(t, c)
 		d := in.Devices[0]
 		_, peak := d.PeakIndex()
 		_, res := d.MaxReservedIndex()
@@ -57,12 +58,12 @@ func TestLeakFires(t *testing.T) {
 	c := healthy
 	c.Keep = true
 	c.LogitsBytes = 512 * mib
-	_, got := detect(t, c)
+	_, got := runDetect(t, c)
 	f, ok := got["leak"]
 	if !ok {
 		t.Fatalf("no leak finding: %v", got)
 	}
-	if f.Unit != findings.UnitBytes || f.Value != float64(c.LogitsBytes) {
+	if f.Unit != findings.Bytes || f.Value != float64(c.LogitsBytes) {
 		t.Errorf("growth %g %s per iteration, want %d bytes", f.Value, f.Unit, c.LogitsBytes)
 	}
 	if !strings.Contains(f.Evidence, "/home/user/proj/model.py:85:forward") || !strings.Contains(f.Evidence, units.Bytes(c.LogitsBytes)+" more at the end of each iteration") {
@@ -74,7 +75,7 @@ func TestLeakFires(t *testing.T) {
 	}
 	// Two iterations are not enough to tell growth from warm-up.
 	c.Iterations = findings.LeakMinIterations - 1
-	if _, got := detect(t, c); got["leak"].ID != "" {
+	if _, got := runDetect(t, c); got["leak"].ID != "" {
 		t.Errorf("leak called after %d iterations", c.Iterations)
 	}
 }
@@ -94,7 +95,7 @@ func TestLeakWithoutStack(t *testing.T) {
 		}
 	}
 	in := prepare(t, s)
-	f, ok := findings.Leak(in.Devices[0])
+	f, ok := detect.Leak(in.Devices[0])
 	if !ok {
 		t.Fatal("no leak finding")
 	}
@@ -120,7 +121,7 @@ func TestFragmentationFires(t *testing.T) {
 	c := healthy
 	c.Scale = []float64{1, 3, 2, 4}
 	c.LogitsBytes = 512 * mib
-	in, got := detect(t, c)
+	in, got := runDetect(t, c)
 	d := in.Devices[0]
 	_, peak := d.PeakIndex()
 	_, res := d.MaxReservedIndex()
@@ -128,7 +129,7 @@ func TestFragmentationFires(t *testing.T) {
 	if !ok {
 		t.Fatalf("no fragmentation finding: %v", got)
 	}
-	if f.Unit != findings.UnitBytes || f.Value < float64(findings.FragmentationMinSavingBytes) || f.Value > float64(res-peak) || f.Basis != "estimate" {
+	if f.Unit != findings.Bytes || f.Value < float64(findings.FragmentationMinSavingBytes) || f.Value > float64(res-peak) || f.Basis != "estimate" {
 		t.Errorf("saving %g %s (%s), want bytes in [%d, %d]", f.Value, f.Unit, f.Basis, findings.FragmentationMinSavingBytes, res-peak)
 	}
 	co, ok := got["cache-overhead"]
@@ -140,7 +141,7 @@ func TestFragmentationFires(t *testing.T) {
 	}
 	// Expandable segments already on: never advised again.
 	in.Snapshot.AllocatorSettings.ExpandableSegments = true
-	if _, ok, _ := findings.Fragmentation(context.Background(), in.Snapshot, d, nil); ok {
+	if _, ok, _ := detect.Fragmentation(context.Background(), in.Snapshot, d, nil); ok {
 		t.Error("expandable segments advised although the snapshot has them on")
 	}
 }
@@ -157,16 +158,16 @@ func TestFragmentationUsesModel(t *testing.T) {
 	in := prepare(t, c.Build())
 	d := in.Devices[0]
 	_, res := d.MaxReservedIndex()
-	f, ok, err := findings.Fragmentation(context.Background(), in.Snapshot, d, model(res-1<<30))
+	f, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, model(res-1<<30))
 	if err != nil || !ok || f.Value != 1<<30 || f.Basis != "allocator replay" {
 		t.Errorf("with a model saving 1 GiB: %+v %v %v", f, ok, err)
 	}
-	if _, ok, _ := findings.Fragmentation(context.Background(), in.Snapshot, d, model(res-1)); ok {
+	if _, ok, _ := detect.Fragmentation(context.Background(), in.Snapshot, d, model(res-1)); ok {
 		t.Error("fired although the model saves one byte")
 	}
 	// A model that reserves less than the peak allocated cannot save more than reserved beyond that peak.
 	_, peak := d.PeakIndex()
-	if f, ok, err := findings.Fragmentation(context.Background(), in.Snapshot, d, model(peak-1<<30)); err != nil || !ok || f.Value != float64(res-peak) {
+	if f, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, model(peak-1<<30)); err != nil || !ok || f.Value != float64(res-peak) {
 		t.Errorf("with a model below the peak: saving %g, want reserved beyond the peak %d (%v %v)", f.Value, res-peak, ok, err)
 	}
 }
@@ -175,7 +176,7 @@ func TestFragmentationUsesModel(t *testing.T) {
 type failing struct{}
 
 func (failing) PeakReserved(context.Context, int, string) (int64, error) {
-	return 0, findings.PartialReplayError("expandable_segments:True", "the trace starts late")
+	return 0, detect.PartialReplayError("expandable_segments:True", "the trace starts late")
 }
 
 // TestFragmentationWithoutReplay: when the model cannot replay the trace, Basis is the plain "estimate" and the
@@ -185,7 +186,7 @@ func TestFragmentationWithoutReplay(t *testing.T) {
 	c.Scale = []float64{1, 3, 2, 4}
 	in := prepare(t, c.Build())
 	d := in.Devices[0]
-	f, ok, err := findings.Fragmentation(context.Background(), in.Snapshot, d, failing{})
+	f, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, failing{})
 	if err != nil || !ok || f.Basis != "estimate" {
 		t.Fatalf("with a failing model: %+v %v %v", f, ok, err)
 	}
@@ -198,8 +199,8 @@ func TestFragmentationWithoutReplay(t *testing.T) {
 	}
 }
 
-func res(d *findings.Device) int64  { _, r := d.MaxReservedIndex(); return r }
-func peak(d *findings.Device) int64 { _, p := d.PeakIndex(); return p }
+func res(d *detect.Device) int64  { _, r := d.MaxReservedIndex(); return r }
+func peak(d *detect.Device) int64 { _, p := d.PeakIndex(); return p }
 
 // TestIdleCacheFires: a checkpoint-loading buffer freed in the setup, never reused by any iteration, is the
 // memory empty_cache() gives back: exactly its segment.
@@ -207,7 +208,7 @@ func TestIdleCacheFires(t *testing.T) {
 	c := healthy
 	c.LogitsBytes = 512 * mib
 	c.SetupScratchBytes = 1536 * mib
-	_, got := detect(t, c)
+	_, got := runDetect(t, c)
 	f, ok := got["idle-cache"]
 	if !ok || f.Value != float64(c.SetupScratchBytes) || f.Phase != "setup" {
 		t.Fatalf("idle cache %+v (ok %v), want the 1.5 GiB setup buffer", f, ok)
@@ -219,13 +220,13 @@ func TestIdleCacheFires(t *testing.T) {
 func TestOOMExplained(t *testing.T) {
 	c := healthy
 	c.Layers, c.OOMAtLayer, c.Iterations = 8, 5, 1
-	in, got := detect(t, c)
+	in, got := runDetect(t, c)
 	f, ok := got["oom"]
 	if !ok || len(got) != 1 {
 		t.Fatalf("findings %v, want one oom", got)
 	}
 	d := in.Devices[0]
-	x := findings.ExplainOOM(d, f.Event)
+	x := detect.ExplainOOM(d, f.Event)
 	act, w, input := c.ActivationBytes, c.WeightBytes, int64(2*mib)
 	if x.Layers != 8 || x.LayersDone != 4 || x.PerLayerBytes != act {
 		t.Errorf("layers %d done %d per layer %d, want 8, 4, %d", x.Layers, x.LayersDone, x.PerLayerBytes, act)
@@ -269,7 +270,7 @@ func TestIterationPeak(t *testing.T) {
 func TestLeakLongRun(t *testing.T) {
 	c := healthy
 	c.Keep, c.Iterations, c.LogitsBytes = true, 70, 64*mib
-	_, got := detect(t, c)
+	_, got := runDetect(t, c)
 	if f, ok := got["leak"]; !ok || f.Value != float64(c.LogitsBytes) {
 		t.Errorf("leak %+v, want %d bytes per iteration", f, c.LogitsBytes)
 	}
@@ -291,7 +292,7 @@ func TestPeakIndex(t *testing.T) {
 		{"returns to the start", 30, []int64{20, 30, 10}, 1, 30},
 		{"no events", 7, nil, -1, 7},
 	} {
-		d := &findings.Device{Replay: findings.Replay{InitialAllocated: c.initial, Allocated: c.allocated,
+		d := &detect.Device{Replay: detect.Replay{InitialAllocated: c.initial, Allocated: c.allocated,
 			InitialReserved: c.initial, Reserved: c.allocated}}
 		if j, b := d.PeakIndex(); j != c.idx || b != c.bytes {
 			t.Errorf("%s: PeakIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)

@@ -1,58 +1,48 @@
-package findings
+package calibrate
 
 import (
 	"fmt"
 
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/static"
 )
-
-// Remedy is one single change to a training configuration and what the static estimator predicts with it.
-type Remedy struct {
-	// Change says what changed, e.g. "micro_batch_size 8 -> 2".
-	Change string `json:"change"`
-	// PeakAllocatedBytes and PeakReservedBytes are the predicted peaks, DeviceBytes the predicted device total
-	// (reserved plus the CUDA context).
-	PeakAllocatedBytes int64 `json:"peak_allocated_bytes"`
-	PeakReservedBytes  int64 `json:"peak_reserved_bytes"`
-	DeviceBytes        int64 `json:"device_bytes"`
-	Fits               bool  `json:"fits"`
-}
 
 // Remedies tries, one at a time, the changes that cut a training step's peak without changing the model or the
 // number of devices: the largest smaller micro-batch that fits (1 when none does), full activation checkpointing,
 // and a chunked loss. capacity is what the caching allocator could reserve on the device (an OOM's reserved plus
 // the free memory it reported), compared with the predicted peak reserved; 0 takes the configuration's own GPU,
 // usable fraction and CUDA context instead. The unchanged configuration comes first, as "as configured".
-func Remedies(cfg static.Config, capacity int64) ([]Remedy, error) {
-	try := func(change string, c static.Config) (Remedy, error) {
+func Remedies(cfg static.Config, capacity int64) ([]findings.Remedy, error) {
+	try := func(change string, c static.Config) (findings.Remedy, error) {
 		r, err := static.Estimate(c)
 		if err != nil {
-			return Remedy{}, fmt.Errorf("static estimate (%s): %w", change, err)
+			return findings.Remedy{}, fmt.Errorf("static estimate (%s): %w", change, err)
 		}
-		rm := Remedy{Change: change, PeakAllocatedBytes: r.Summary.PeakMemoryBytes, PeakReservedBytes: r.Summary.PeakReservedBytes,
+		rm := findings.Remedy{Change: change, PeakAllocatedBytes: r.Summary.PeakMemoryBytes, PeakReservedBytes: r.Summary.PeakReservedBytes,
 			DeviceBytes: r.Fit.NeededBytes, Fits: r.Fit.Fits}
 		if capacity > 0 {
 			rm.Fits = rm.PeakReservedBytes <= capacity
 		}
 		return rm, nil
 	}
-	base, err := try("as configured", cfg)
+	base, err := try(findings.RemedyAsConfigured, cfg)
 	if err != nil {
 		return nil, err
 	}
-	out := []Remedy{base}
+	out := []findings.Remedy{base}
 	if cfg.Mode != "" && cfg.Mode != "train" {
 		return out, nil
 	}
 	if mb := cfg.Training.MicroBatchSize; mb > 1 {
 		// Halve until it fits, then look for the largest fitting size between the last two tried.
-		var best Remedy
+		var best findings.Remedy
 		lo, hi := 0, mb // lo fits (0: none found), hi does not
 		for b := mb / 2; b >= 1; b /= 2 {
 			c := cfg
 			c.Training.MicroBatchSize = b
 			c.Training.GlobalBatchSize = 0 // let the estimator derive it from the new micro-batch
-			rm, err := try(fmt.Sprintf("micro_batch_size %d -> %d", mb, b), c)
+			rm, err := try(findings.RemedyMicroBatch(mb, b), c)
 			if err != nil {
 				return nil, err
 			}
@@ -67,7 +57,7 @@ func Remedies(cfg static.Config, capacity int64) ([]Remedy, error) {
 			c := cfg
 			c.Training.MicroBatchSize = b
 			c.Training.GlobalBatchSize = 0
-			rm, err := try(fmt.Sprintf("micro_batch_size %d -> %d", mb, b), c)
+			rm, err := try(findings.RemedyMicroBatch(mb, b), c)
 			if err != nil {
 				return nil, err
 			}
@@ -81,7 +71,7 @@ func Remedies(cfg static.Config, capacity int64) ([]Remedy, error) {
 	if cfg.Training.Recompute != "full" {
 		c := cfg
 		c.Training.Recompute, c.Training.RecomputeLayers = "full", 0
-		rm, err := try("recompute full (activation checkpointing)", c)
+		rm, err := try(findings.RemedyRecompute, c)
 		if err != nil {
 			return nil, err
 		}
@@ -90,11 +80,40 @@ func Remedies(cfg static.Config, capacity int64) ([]Remedy, error) {
 	if cfg.Training.Loss != "chunked" {
 		c := cfg
 		c.Training.Loss = "chunked"
-		rm, err := try("loss chunked", c)
+		rm, err := try(findings.RemedyChunkedLoss, c)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, rm)
 	}
 	return out, nil
+}
+
+// AddRemedies answers, for every explained OOM of r, which single change to the static configuration cfg fits the
+// memory the allocator could have had there (its reserved bytes plus the free memory the OOM reported): the
+// largest smaller micro-batch, activation checkpointing, a chunked loss, each with its predicted peak. The OOM
+// finding's advice then names the changes that fit. Only a snapshot's trace records OOMs: other reports are
+// left as they are.
+func AddRemedies(r *analyze.Report, cfg static.Config) error {
+	s, ok := r.Part.(*analyze.SnapshotReport)
+	if !ok {
+		return nil
+	}
+	for i := range s.OOMs {
+		o := &s.OOMs[i]
+		if o.Explained == nil {
+			continue
+		}
+		rs, err := Remedies(cfg, o.Explained.CapacityBytes)
+		if err != nil {
+			return fmt.Errorf("%s: oom at event %d: %w", r.File, o.EventIndex, err)
+		}
+		o.Remedies = rs
+		for j := range r.Recommendations {
+			if f := &r.Recommendations[j]; f.ID == findings.OOM && f.Event == o.EventIndex && f.Device == o.Device {
+				findings.WithRemedies(f, rs, o.Explained.CapacityBytes)
+			}
+		}
+	}
+	return nil
 }

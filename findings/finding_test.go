@@ -1,0 +1,90 @@
+package findings
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFormatMeasure(t *testing.T) {
+	tests := []struct {
+		v    float64
+		unit Unit
+		want string
+	}{
+		{104857600, Bytes, "100.0 MiB"}, // 100 × 2^20
+		{2097152000, Bytes, "2.0 GiB"},  // 2000 MiB = 1.95 GiB, printed with one decimal
+		{12.754, Percent, "12.75%"},
+		{10, Percent, "10.00%"},
+		{3, "", "3"},
+		{1.256, "", "1.26"},
+	}
+	for _, tc := range tests {
+		if got := FormatMeasure(tc.v, tc.unit); got != tc.want {
+			t.Errorf("FormatMeasure(%v, %q) = %q, want %q", tc.v, tc.unit, got, tc.want)
+		}
+	}
+}
+
+// TestCatalogue: every constructor builds a finding whose ID, severity, unit and title are one entry of the
+// catalogue, every catalogue entry has a constructor, and no two entries share an ID and scope.
+func TestCatalogue(t *testing.T) {
+	at := At{Device: 0, Event: 5, Iteration: 1, Phase: "forward", Text: "iteration 1 forward"}
+	x := OOMExplained{Layers: 4, LayersDone: 2, PerLayerBytes: 1 << 20, ProjectedBytes: 3 << 30, CapacityBytes: 2 << 30}
+	built := map[string]Finding{
+		"trace oom":           NewOOM(at, 1<<30, 1<<20, x, false),
+		"trace leak":          NewLeak(at, LeakSite{Site: "a.py:1:f", Category: "Activation", Iterations: 3, PerIteration: 2 << 20}, 0, 1),
+		"trace fragmentation": NewFragmentation(FragmentationFacts{MaxReserved: at, Reserved: 4 << 30, Peak: at, Allocated: 2 << 30, WithExpandable: 3 << 30, Basis: BasisReplay}),
+		"trace cache":         NewCacheOverhead(at, 4<<30, at, 2<<30, false),
+		"trace idle":          NewIdleCache(at, 2, 2<<30),
+		"dump cache":          NewDumpCacheOverhead(20, 100, 80, 10, 5, 5),
+		"dump large":          NewLargeUnusedBlocks(1, 200<<20, 200<<20),
+		"dump fragmentation":  NewDumpFragmentation(60, 1<<30, 100<<20, 2, 0.5),
+		"dump pending":        NewPendingFree(2, 1<<20),
+		"dump small":          NewSmallPoolSegments(101, 202<<20, 1<<20),
+		"dump rounding":       NewRoundingWaste(6, 1<<20),
+		"dump private":        NewPrivatePools(11, 1<<30),
+		"inputs imbalance":    NewInputsImbalance("r1.pickle", " (rank 1)", 2<<30, 20, 1<<30, "iteration 1", 1),
+		"inputs leak":         NewLeakAcrossIterations(0, 1<<30, 1, 2<<30, 3, 3),
+		"ranks mixed":         NewMixedIterations(8, 2, "1, 2", ""),
+		"ranks imbalance":     NewRanksImbalance("rank 3", 2<<30, 20, 1<<30, 8),
+		"ranks skew":          NewPipelineStageSkew(0, 2<<30, 3, 1<<30),
+		"ranks oom":           NewRankOOM(1, 1, 8),
+		"log capacity":        NewLogNearCapacity(95<<30, 95, 100<<30),
+		"log slack":           NewLogReservedSlack(10<<30, 7<<30, 30),
+		"log imbalance":       NewLogRankImbalance(12),
+		"tracer unlisted":     NewTracerUnlistedPeak(1<<30, 4<<30, 25),
+		"tracer unknown":      NewTracerUnknownModule(3<<30, 60),
+	}
+	type key struct {
+		id    ID
+		scope string
+	}
+	specs := map[key]Spec{}
+	for _, s := range Catalogue() {
+		k := key{s.ID, s.Scope}
+		if _, dup := specs[k]; dup {
+			t.Errorf("%s is declared twice in scope %s", s.ID, s.Scope)
+		}
+		specs[k] = s
+	}
+	used := map[key]bool{}
+	for name, f := range built {
+		scope := strings.Fields(name)[0]
+		s, ok := specs[key{f.ID, scope}]
+		switch {
+		case !ok:
+			t.Errorf("%s: %s is not in the catalogue for scope %s", name, f.ID, scope)
+		case s.Severity != f.Severity || s.Unit != f.Unit || s.Title != f.Title:
+			t.Errorf("%s: built %s/%q/%q, catalogue says %s/%q/%q", name, f.Severity, f.Unit, f.Title, s.Severity, s.Unit, s.Title)
+		}
+		if f.Evidence == "" || f.Advice == "" {
+			t.Errorf("%s: empty evidence or advice: %+v", name, f)
+		}
+		used[key{f.ID, scope}] = true
+	}
+	for k := range specs {
+		if !used[k] {
+			t.Errorf("catalogue entry %s (%s) has no constructor in this test", k.id, k.scope)
+		}
+	}
+}

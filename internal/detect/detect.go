@@ -1,0 +1,489 @@
+package detect
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/phases"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// AllocatorModel replays a device's trace through a model of the caching allocator under other settings
+// (PYTORCH_CUDA_ALLOC_CONF syntax) and returns the peak reserved bytes it predicts.
+type AllocatorModel interface {
+	PeakReserved(ctx context.Context, device int, settings string) (int64, error)
+}
+
+// Detect runs every detector over in, in a fixed order: OOM, leak, fragmentation, cache overhead, idle cache.
+func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
+	out := []findings.Finding{}
+	for _, d := range in.Devices {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, OOMs(in.Snapshot, d)...)
+		if f, ok := Leak(d); ok {
+			out = append(out, f)
+		}
+		frag, ok, err := Fragmentation(ctx, in.Snapshot, d, in.Model)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, frag)
+		}
+		if f, ok := CacheOverhead(d, ok); ok {
+			out = append(out, f)
+		}
+		if f, ok := IdleCache(in.Snapshot, d); ok {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// at says where event j of device d lies: its iteration and phase, worded e.g. "iteration 2 backward".
+func at(d *Device, j int) findings.At {
+	it, ph := d.Timeline.At(j)
+	w := findings.At{Device: d.Device, Event: j, Phase: ph.String()}
+	switch {
+	case it >= 0:
+		w.Text, w.Iteration = fmt.Sprintf("iteration %d %s", it+1, ph), it+1
+	case ph != phases.None:
+		w.Text = ph.String()
+	default:
+		w.Text = "outside any iteration"
+	}
+	return w
+}
+
+// ExpandableOn reports whether the snapshot shows expandable segments already in use (allocator_settings or a
+// segment's is_expandable): then they are never advised.
+func ExpandableOn(s *snapshot.Snapshot) bool {
+	if s.AllocatorSettings != nil && s.AllocatorSettings.ExpandableSegments {
+		return true
+	}
+	for i := range s.Segments {
+		if s.Segments[i].IsExpandable {
+			return true
+		}
+	}
+	return false
+}
+
+// excess compares the maximum reserved with the peak allocated; ok when it is beyond the thresholds.
+func excess(d *Device) (peakIdx, resIdx int, peak, res int64, ok bool) {
+	peakIdx, peak = d.PeakIndex()
+	resIdx, res = d.MaxReservedIndex()
+	ok = peak > 0 && float64(res) > findings.CacheOverheadRatio*float64(peak) && res-peak >= findings.CacheOverheadMinBytes
+	return
+}
+
+// CacheOverhead compares the maximum reserved with the peak allocated. It says nothing at or below
+// CacheOverheadRatio: what the cache holds then is what the peak needs. fragmentation tells whether the
+// fragmentation finding already explains the excess (then this one only points at it).
+func CacheOverhead(d *Device, fragmentation bool) (findings.Finding, bool) {
+	peakIdx, resIdx, peak, res, ok := excess(d)
+	if !ok || len(d.Trace) == 0 {
+		return findings.Finding{}, false
+	}
+	return findings.NewCacheOverhead(at(d, resIdx), res, at(d, peakIdx), peak, fragmentation), true
+}
+
+// Fragmentation judges what the cache reserved beyond the peak allocated: the cudaMalloc that raised reserved to
+// its maximum, the cache at the allocated peak, the large-pool cudaMallocs made while the cache already held
+// enough free bytes in pieces too small, and what expandable segments would save (from model when given, else an
+// estimate), never more than reserved beyond the allocated peak. Silent when expandable segments are already on,
+// or the excess is within CacheOverheadRatio.
+func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model AllocatorModel) (findings.Finding, bool, error) {
+	peakIdx, resIdx, peak, res, ok := excess(d)
+	if !ok || ExpandableOn(s) || len(d.Trace) == 0 {
+		return findings.Finding{}, false, nil
+	}
+	segs := d.segments(s)
+	f := findings.FragmentationFacts{MaxReserved: at(d, resIdx), Reserved: res, Peak: at(d, peakIdx), Allocated: peak}
+	withExp, basis, notUsed, err := expandablePeak(ctx, d, segs, peakIdx, model)
+	if err != nil {
+		return findings.Finding{}, false, err
+	}
+	// What a user can recover is bounded by what the cache held beyond the allocated peak: no setting reserves
+	// less than the peak allocated.
+	f.WithExpandable, f.Basis, f.NotUsed = max(withExp, peak), basis, notUsed
+	if f.Saving() < findings.FragmentationMinSavingBytes {
+		return findings.Finding{}, false, nil
+	}
+	frag := d.fragmentingMallocs(segs, resIdx)
+	if c, ok := d.cudaMallocAt(resIdx); ok {
+		if n := len(frag); n > 0 && frag[n-1].Event == resIdx {
+			c = frag[n-1]
+		} else {
+			one := []cudaMalloc{c}
+			d.categorise(one)
+			c = one[0]
+		}
+		f.RaisedBy = &c.Malloc
+	}
+	pk := d.cacheAt(segs, peakIdx)
+	f.AtPeak = findings.CacheState{Segments: pk.segments, Reserved: pk.reserved, Free: pk.free, LargestFree: pk.largestFree}
+	if n := len(frag); n > 0 && frag[n-1].Event != resIdx {
+		f.LastFragmenting = &frag[n-1].Malloc
+	}
+	for _, c := range frag {
+		f.KVCache = f.KVCache || slices.ContainsFunc(c.Pinned, func(s findings.Share) bool { return s.Name == categorize.KVCache })
+	}
+	return findings.NewFragmentation(f), true, nil
+}
+
+// expandablePeak is the peak reserved under expandable segments and its basis: model's replay when it has one,
+// else an estimate, with why the replay was not used.
+func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, model AllocatorModel) (int64, string, string, error) {
+	var notUsed string
+	if model != nil {
+		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
+		switch {
+		case ctx.Err() != nil:
+			return 0, "", "", ctx.Err()
+		case err == nil:
+			return v, findings.BasisReplay, "", nil
+		default:
+			// A replay the model could not follow falls back to the estimate, saying why.
+			notUsed = err.Error()
+		}
+	}
+	// Expandable segments map large blocks page by page into one growing range per stream, so at the peak they
+	// reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
+	pk := d.cacheAt(segs, peakIdx)
+	withExp := (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
+	return withExp, findings.BasisEstimate, notUsed, nil
+}
+
+// cudaMalloc is one segment the trace created, with the alloc at its base (−1 when the trace never shows it).
+type cudaMalloc struct {
+	findings.Malloc
+	allocEvent int
+}
+
+// cudaMallocAt returns the segment_alloc (or segment_map) at event j and the request it served.
+func (d *Device) cudaMallocAt(j int) (cudaMalloc, bool) {
+	if j < 0 || j >= len(d.Trace) {
+		return cudaMalloc{}, false
+	}
+	e := &d.Trace[j]
+	if e.Action != snapshot.ActionSegmentAlloc && e.Action != snapshot.ActionSegmentMap {
+		return cudaMalloc{}, false
+	}
+	c := cudaMalloc{Malloc: findings.Malloc{Event: j, Size: e.Size, Pool: "large", FreeBefore: d.reservedAt(j-1) - d.allocatedAt(j-1)}, allocEvent: -1}
+	if e.Size <= smallSegment {
+		c.Pool = "small"
+	}
+	// PyTorch records the request right after the cudaMalloc made for it; a few events of slack cover other
+	// streams' records in between without reading the rest of a long trace.
+	for k := j + 1; k < len(d.Trace) && k <= j+64; k++ {
+		if a := &d.Trace[k]; a.Action == snapshot.ActionAlloc && a.Addr == e.Addr {
+			c.allocEvent, c.Request = k, a.Size
+			break
+		}
+	}
+	return c, true
+}
+
+// categorise names the category of each cudaMalloc's request, in one pass over the blocks.
+func (d *Device) categorise(cs []cudaMalloc) {
+	at := map[int]int{}
+	for i := range cs {
+		if cs[i].allocEvent >= 0 {
+			at[cs[i].allocEvent] = i
+		}
+	}
+	for i := range d.Blocks {
+		if k, ok := at[d.Blocks[i].Event]; ok && d.Blocks[i].Attr != nil {
+			cs[k].Category = d.Blocks[i].Attr.Category
+		}
+	}
+}
+
+// fragmentMaxExamined bounds the cudaMallocs whose cache is rebuilt (each rebuild reads every block): the last ones
+// before the maximum are those that set it.
+const fragmentMaxExamined = 16
+
+// fragmentingMallocs are the last large-pool cudaMallocs up to event last (at most fragmentMaxExamined, oldest
+// first) made while the cache already held at least the request free, but in no range large enough: the segments
+// fragmentation cost.
+func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
+	var out []cudaMalloc
+	for j := min(last, len(d.Trace)-1); j >= 0 && len(out) < fragmentMaxExamined; j-- {
+		c, ok := d.cudaMallocAt(j)
+		if !ok || c.Pool != "large" || c.Request <= 0 || c.FreeBefore < c.Request {
+			continue
+		}
+		used := d.usedAt(segs, j-1)
+		if before := cacheOf(segs, j-1, used); before.largestFree < c.Request {
+			c.LargestBefore, c.KnownLargest = before.largestFree, true
+			c.Pinned = pinnedBy(segs, used)
+			out = append(out, c)
+		}
+	}
+	slices.Reverse(out)
+	d.categorise(out)
+	return out
+}
+
+// IdleCache finds segments still reserved at the end whose last use was in a one-off phase (the setup, or work
+// outside the training iterations such as evaluation) and that at least IdleCacheMinIterations whole iterations
+// after it never touched: memory that no later peak reuses, the only case where torch.cuda.empty_cache() helps.
+// Memory last used inside a training iteration is presumed needed by the next iteration of that shape. Silent
+// when reserved never exceeded the peak by CacheOverheadRatio.
+func IdleCache(s *snapshot.Snapshot, d *Device) (findings.Finding, bool) {
+	if _, _, _, _, ok := excess(d); !ok {
+		return findings.Finding{}, false
+	}
+	segs := d.segments(s)
+	lastUse := make([]int, len(segs))
+	for i := range lastUse {
+		lastUse[i] = segs[i].start
+	}
+	n := len(d.Trace)
+	for i := range d.Blocks {
+		b := &d.Blocks[i]
+		if k := segmentOf(segs, b.Addr, max(b.Start, 0)); k >= 0 {
+			lastUse[k] = max(lastUse[k], min(b.End, n))
+		}
+	}
+	var idle int64
+	var count, from int
+	for k := range segs {
+		if segs[k].end < n {
+			continue
+		}
+		it, ph := d.Timeline.At(lastUse[k])
+		if it >= 0 || ph == phases.Setup && lastUse[k] < 0 {
+			continue
+		}
+		after := 0
+		for _, x := range d.Timeline.Iterations {
+			if x.Complete && x.Span.Start > lastUse[k] {
+				after++
+			}
+		}
+		if after >= findings.IdleCacheMinIterations {
+			idle += segs[k].size
+			count++
+			from = max(from, lastUse[k])
+		}
+	}
+	if idle < findings.IdleCacheMinBytes {
+		return findings.Finding{}, false
+	}
+	return findings.NewIdleCache(at(d, from), count, idle), true
+}
+
+// iterationEnds are the last events of the complete iterations.
+func iterationEnds(tl *phases.Timeline) []int {
+	var ends []int
+	for _, it := range tl.Iterations {
+		if it.Complete {
+			ends = append(ends, it.Span.End-1)
+		}
+	}
+	return ends
+}
+
+// Leaks returns the sites whose live bytes at the end of every iteration after the first exceed the previous
+// iteration's by at least LeakMinGrowthBytes, fastest-growing first; nil with fewer than LeakMinIterations
+// complete iterations.
+func Leaks(d *Device) []findings.LeakSite {
+	if !d.leaksDone {
+		d.leakSites, d.leaksDone = leaks(d), true
+	}
+	return d.leakSites
+}
+
+// leakMaxSamples bounds the iteration ends compared per site: a long run is sampled evenly, each interval then
+// spanning several iterations (and needing proportionally more growth).
+const leakMaxSamples = 64
+
+func leaks(d *Device) []findings.LeakSite {
+	all := iterationEnds(d.Timeline)
+	if len(all) < findings.LeakMinIterations {
+		return nil
+	}
+	// idx[k] is the iteration (0-based among the complete ones) whose end is sample k.
+	idx := make([]int, 0, min(len(all), leakMaxSamples))
+	for k := range min(len(all), leakMaxSamples) {
+		idx = append(idx, k*(len(all)-1)/(max(min(len(all), leakMaxSamples)-1, 1)))
+	}
+	ends := make([]int, len(idx))
+	for k, i := range idx {
+		ends[k] = all[i]
+	}
+	// One sweep over the blocks sorted by start and by end gives every site's live bytes at each iteration end.
+	// Blocks share a few thousand attributions: each is named (siteKey joins strings) once, not once per block.
+	keys, byAttr := map[string]int{}, map[*categorize.Attribution]int{}
+	var names, cats []string
+	site := make([]int, len(d.Blocks))
+	for i := range d.Blocks {
+		j, ok := byAttr[d.Blocks[i].Attr]
+		if !ok {
+			k := siteKey(d.Blocks[i].Attr)
+			if j, ok = keys[k]; !ok {
+				j = len(names)
+				keys[k] = j
+				names = append(names, k)
+				cats = append(cats, "")
+			}
+			byAttr[d.Blocks[i].Attr] = j
+		}
+		// The site's category is its latest block's: a leaking site's first block may predate the first
+		// iteration, where its lifetime alone would call it a weight.
+		cats[j] = d.Blocks[i].Attr.Category
+		site[i] = j
+	}
+	byStart, byEnd := make([]int, len(d.Blocks)), make([]int, len(d.Blocks))
+	for i := range byStart {
+		byStart[i], byEnd[i] = i, i
+	}
+	slices.SortFunc(byStart, func(x, y int) int { return d.Blocks[x].Start - d.Blocks[y].Start })
+	slices.SortFunc(byEnd, func(x, y int) int { return d.Blocks[x].End - d.Blocks[y].End })
+	live := make([]int64, len(names))
+	series := make([][]int64, len(names))
+	for i := range series {
+		series[i] = make([]int64, len(ends))
+	}
+	si, ei := 0, 0
+	for k, e := range ends {
+		for ; si < len(byStart) && d.Blocks[byStart[si]].Start <= e; si++ {
+			live[site[byStart[si]]] += d.Blocks[byStart[si]].Size
+		}
+		for ; ei < len(byEnd) && d.Blocks[byEnd[ei]].End <= e; ei++ {
+			live[site[byEnd[ei]]] -= d.Blocks[byEnd[ei]].Size
+		}
+		for j := range live {
+			series[j][k] = live[j]
+		}
+	}
+	var out []findings.LeakSite
+	for j, v := range series {
+		grows := true
+		for k := 1; k < len(v); k++ {
+			if v[k]-v[k-1] < findings.LeakMinGrowthBytes*int64(idx[k]-idx[k-1]) {
+				grows = false
+				break
+			}
+		}
+		if grows {
+			out = append(out, findings.LeakSite{Site: names[j], Category: cats[j], Iterations: len(all), FirstBytes: v[0],
+				LastBytes: v[len(v)-1], PerIteration: (v[len(v)-1] - v[0]) / int64(idx[len(idx)-1]-idx[0])})
+		}
+	}
+	slices.SortFunc(out, func(a, b findings.LeakSite) int {
+		return cmp.Or(cmp.Compare(b.PerIteration, a.PerIteration), strings.Compare(a.Site, b.Site))
+	})
+	return out
+}
+
+// Leak separates warm-up from growth: iteration 1 creates what training keeps (optimizer state, lazy buffers,
+// workspaces); a leak is a site whose live bytes at the end of every later iteration exceed the previous
+// iteration's by at least LeakMinGrowthBytes. The finding names the fastest-growing site.
+func Leak(d *Device) (findings.Finding, bool) {
+	sites := Leaks(d)
+	if len(sites) == 0 {
+		return findings.Finding{}, false
+	}
+	l := sites[0]
+	ends := iterationEnds(d.Timeline)
+	// Warm-up: what iteration 1 created and every later iteration kept, the leaking sites aside.
+	leaking := map[string]bool{}
+	for _, s := range sites {
+		leaking[s.Site] = true
+	}
+	var warm int64
+	first := d.Timeline.Iterations[0].Span
+	for i := range d.Blocks {
+		b := &d.Blocks[i]
+		if first.Contains(b.Start) && b.End > ends[len(ends)-1] && !leaking[siteKey(b.Attr)] {
+			warm += b.Size
+		}
+	}
+	last := ends[len(ends)-1]
+	return findings.NewLeak(findings.At{Device: d.Device, Event: last, Iteration: len(ends), Phase: "-"}, l, warm, len(sites)), true
+}
+
+// OOMs explains each out-of-memory event of the device: what was live at the failing request by phase and
+// category, and how far beyond the device the step would have gone, extrapolated from the layers completed.
+func OOMs(s *snapshot.Snapshot, d *Device) []findings.Finding {
+	var out []findings.Finding
+	for j := range d.Trace {
+		if e := &d.Trace[j]; e.Action == snapshot.ActionOOM {
+			out = append(out, findings.NewOOM(at(d, j), e.Size, e.DeviceFree, ExplainOOM(d, j), ExpandableOn(s)))
+		}
+	}
+	return out
+}
+
+// stackKey identifies a code path by its frames (two lists with the same frames are the same path).
+func stackKey(st *snapshot.Stack) string {
+	if st == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, f := range st.Frames {
+		fmt.Fprintf(&b, "%s:%d:%s;", f.Filename, f.Line, f.Name)
+	}
+	return b.String()
+}
+
+// ExplainOOM breaks down the live memory at the oom event j and extrapolates the step: the model's layer count is
+// the most frequent repetition count among the setup's allocation stacks (every layer allocates its parameters
+// from the same lines); the failing request's stack occurred once per completed layer, and the growth of
+// allocated memory between those occurrences is the per-layer cost.
+func ExplainOOM(d *Device, j int) findings.OOMExplained {
+	e := &d.Trace[j]
+	x := findings.OOMExplained{Event: j, RequestedBytes: e.Size, DeviceFree: e.DeviceFree, ReservedBytes: d.reservedAt(j - 1)}
+	x.Live = d.LiveAt(j-1, 10)
+	x.CapacityBytes = x.ReservedBytes + e.DeviceFree
+	x.ProjectedBytes = x.Live.Bytes + e.Size
+	counts := map[string]int{}
+	for i := 0; i < len(d.Trace) && i < j; i++ {
+		if _, ph := d.Timeline.At(i); ph == phases.Setup && d.Trace[i].Action == snapshot.ActionAlloc {
+			counts[stackKey(d.Trace[i].Stack)]++
+		}
+	}
+	byCount := map[int]int{}
+	for k, c := range counts {
+		if k != "" && c >= 2 {
+			byCount[c]++
+		}
+	}
+	for c, n := range byCount {
+		if n > byCount[x.Layers] || n == byCount[x.Layers] && c > x.Layers {
+			x.Layers = c
+		}
+	}
+	key := stackKey(e.Stack)
+	if x.Layers == 0 || key == "" {
+		return x
+	}
+	it, _ := d.Timeline.At(j)
+	from := 0
+	if it >= 0 {
+		from = d.Timeline.Iterations[it].Span.Start
+	}
+	var seen []int
+	for i := from; i < j; i++ {
+		if d.Trace[i].Action == snapshot.ActionAlloc && stackKey(d.Trace[i].Stack) == key {
+			seen = append(seen, i)
+		}
+	}
+	x.LayersDone = len(seen)
+	if len(seen) < findings.OOMExtrapolateMinLayers || len(seen) >= x.Layers {
+		return x
+	}
+	x.PerLayerBytes = (d.allocatedAt(seen[len(seen)-1]-1) - d.allocatedAt(seen[0]-1)) / int64(len(seen)-1)
+	x.ProjectedBytes += int64(x.Layers-len(seen)-1) * x.PerLayerBytes
+	return x
+}

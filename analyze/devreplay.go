@@ -5,6 +5,7 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/internal/phasedetect"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -41,7 +42,7 @@ type DeviceReplay struct {
 // replay's cost); not safe for concurrent use.
 func (d *DeviceReplay) Timeline() *phases.Timeline {
 	if d.timeline == nil {
-		d.timeline = phases.Detect(d.Trace, d.annotations, d.Device)
+		d.timeline = phasedetect.Detect(d.Trace, d.annotations, d.Device)
 	}
 	return d.timeline
 }

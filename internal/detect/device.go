@@ -15,6 +15,7 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/phasedetect"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -72,7 +73,7 @@ type Input struct {
 // Prepare finds the phases of a replayed device trace and attributes every lifetime (with cz, which must be used by
 // one goroutine at a time).
 func Prepare(s *snapshot.Snapshot, r Replay, cz *categorize.Categorizer) *Device {
-	d := &Device{Replay: r, Timeline: phases.Detect(r.Trace, s.ExternalAnnotations, r.Device)}
+	d := &Device{Replay: r, Timeline: phasedetect.Detect(r.Trace, s.ExternalAnnotations, r.Device)}
 	d.Blocks = make([]Block, len(r.Lifetimes))
 	shared := map[categorize.Attribution]*categorize.Attribution{}
 	for i := range r.Lifetimes {

@@ -1,14 +1,14 @@
-package phases_test
+package phasedetect_test
 
 import (
 	"bytes"
 	"context"
 	"testing"
 
+	"github.com/memscan/memscan/internal/phasedetect"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/phases"
 )
 
 // BenchmarkDetectPeriodicRandom: the generated 2.4M-event stackless trace holds no training loop, so the periodic
@@ -25,7 +25,7 @@ func BenchmarkDetectPeriodicRandom(b *testing.B) {
 	tr := in.Snapshot.DeviceTraces[0]
 	b.ReportMetric(float64(len(tr)), "events")
 	for b.Loop() {
-		if tl := phases.Detect(tr, nil, 0); len(tl.Iterations) != 0 {
+		if tl := phasedetect.Detect(tr, nil, 0); len(tl.Iterations) != 0 {
 			b.Fatalf("%d iterations from %s", len(tl.Iterations), tl.Source)
 		}
 	}
@@ -41,7 +41,7 @@ func BenchmarkDetectPeriodicTraining(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(tr)), "events")
 	for b.Loop() {
-		if tl := phases.Detect(tr, nil, 0); len(tl.Iterations) != 300 {
+		if tl := phasedetect.Detect(tr, nil, 0); len(tl.Iterations) != 300 {
 			b.Fatalf("%d iterations from %s", len(tl.Iterations), tl.Source)
 		}
 	}

@@ -1,4 +1,4 @@
-package phases
+package phasedetect
 
 // addrTable maps the addresses of open blocks to an int32: an open-addressing hash table with linear probing, a
 // few times faster than a Go map for the three operations per block that pairing a multi-million-event trace

@@ -1,10 +1,11 @@
-package phases
+package phasedetect
 
 import (
 	"math"
 	"slices"
 	"sort"
 
+	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -421,7 +422,7 @@ func (d *detector) periodic() {
 	}
 	d.t.Iterations = d.t.Iterations[:0]
 	// The setup runs to the first iteration's first token: persistent blocks allocated before it are the model's.
-	d.t.Setup = Span{Start: 0, End: c.event(sp[0].start)}
+	d.t.Setup = phases.Span{Start: 0, End: c.event(sp[0].start)}
 	for k, s := range sp {
 		start, end := c.after(s.start), c.after(s.end)
 		if k == 0 {
@@ -430,15 +431,15 @@ func (d *detector) periodic() {
 		if s.end == len(c.tok) {
 			end = c.n
 		}
-		it := Iteration{Index: k + 1, Span: Span{Start: start, End: end}, Forward: Span{Start: start, End: end},
-			Backward: noSpan, Optimizer: noSpan, Complete: k+1 < len(sp) || complete}
+		it := phases.Iteration{Index: k + 1, Span: phases.Span{Start: start, End: end}, Forward: phases.Span{Start: start, End: end},
+			Backward: phases.NoSpan, Optimizer: phases.NoSpan, Complete: k+1 < len(sp) || complete}
 		if s.bwd < s.end {
 			bwd := c.event(s.bwd)
-			it.Forward.End, it.Backward = bwd, Span{Start: bwd, End: end}
+			it.Forward.End, it.Backward = bwd, phases.Span{Start: bwd, End: end}
 		}
 		if s.opt < s.end {
 			opt := c.after(s.opt)
-			it.Backward.End, it.Optimizer = opt, Span{Start: opt, End: end}
+			it.Backward.End, it.Optimizer = opt, phases.Span{Start: opt, End: end}
 		}
 		d.t.Iterations = append(d.t.Iterations, it)
 	}

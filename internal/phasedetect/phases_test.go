@@ -1,4 +1,4 @@
-package phases_test
+package phasedetect_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/phasedetect"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/load"
@@ -38,7 +39,7 @@ func TestDetectSynthetic(t *testing.T) {
 		run := traingen.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, Annotations: ann}
 		s := run.Build()
 		tr := s.DeviceTraces[0]
-		tl := phases.Detect(tr, s.ExternalAnnotations, 0)
+		tl := phasedetect.Detect(tr, s.ExternalAnnotations, 0)
 		if len(tl.Iterations) != 3 {
 			t.Fatalf("annotations=%v: %d iterations, want 3 (%+v)", ann, len(tl.Iterations), tl)
 		}
@@ -92,7 +93,7 @@ func sortSearchTime(tr []snapshot.TraceEntry, t int64) int {
 func TestDetectOOMAndMarkers(t *testing.T) {
 	s := traingen.TrainingLoop{Iterations: 1, Layers: 6, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, OOMAtLayer: 4}.Build()
 	tr := s.DeviceTraces[0]
-	tl := phases.Detect(tr, nil, 0)
+	tl := phasedetect.Detect(tr, nil, 0)
 	oom := -1
 	for j := range tr {
 		if tr[j].Action == snapshot.ActionOOM {
@@ -116,11 +117,11 @@ func TestDetectOOMAndMarkers(t *testing.T) {
 		}
 		m = append(m, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(i+1) << 20, Size: 1 << 20})
 	}
-	tl = phases.Detect(m, nil, 0)
+	tl = phasedetect.Detect(m, nil, 0)
 	if tl.Source != "snapshot markers" || len(tl.Iterations) != 3 || tl.Iterations[1].Span != (phases.Span{Start: 3, End: 6}) {
 		t.Errorf("markers: %+v", tl)
 	}
-	if tl := phases.Detect(nil, nil, 0); len(tl.Iterations) != 0 || tl.Training() {
+	if tl := phasedetect.Detect(nil, nil, 0); len(tl.Iterations) != 0 || tl.Training() {
 		t.Errorf("empty trace: %+v", tl)
 	}
 }
@@ -220,7 +221,7 @@ func TestDetectMixedStacks(t *testing.T) {
 		}
 		tr = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(i+1) << 20, Size: 1 << 20, Stack: st})
 	}
-	tl := phases.Detect(tr, nil, 0)
+	tl := phasedetect.Detect(tr, nil, 0)
 	if len(tl.Iterations) != 0 || tl.Source != "stacks too mixed for iterations" {
 		t.Errorf("%d iterations from %s", len(tl.Iterations), tl.Source)
 	}

@@ -1,4 +1,4 @@
-package phases
+package phasedetect
 
 import (
 	"math/rand/v2"

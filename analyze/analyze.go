@@ -352,7 +352,7 @@ func (a *analysis) liveBlocks() error {
 			}
 			c.Bytes += b.Size
 			c.Count++
-			site := siteName(d)
+			site := d.SiteName()
 			k := siteKey{site, d.Category}
 			s := sites[k]
 			if s == nil {
@@ -376,21 +376,11 @@ func (a *analysis) liveBlocks() error {
 		d := a.blockCategory(seg.Device, b)
 		a.rep.Top = append(a.rep.Top, Allocation{
 			Size: b.Size, RequestedSize: b.RequestedSize, Address: b.Address, Device: seg.Device,
-			Stream: seg.Stream, State: b.State.String(), Category: d.Category, Site: siteName(d), Rule: d.Rule,
+			Stream: seg.Stream, State: b.State.String(), Category: d.Category, Site: d.SiteName(), Rule: d.Rule,
 			Frame: decidingFrame(d),
 		})
 	}
 	return nil
-}
-
-// NoStackSite names the site of allocations recorded without a stack.
-const NoStackSite = "<no stack recorded>"
-
-func siteName(d categorize.Decision) string {
-	if d.Site == "" {
-		return NoStackSite
-	}
-	return d.Site
 }
 
 func sortedCategories[K comparable](m map[K]*CategoryStat) []CategoryStat {

@@ -106,7 +106,7 @@ func TestTotalsHandComputed(t *testing.T) {
 	}
 	if len(r.Top) != 3 || r.Top[0].Size != 4*MiB || r.Top[0].Category != categorize.Attention ||
 		r.Top[0].Site != "/home/dev/proj/layers/attention.py:40:forward" || r.Top[0].Rule != "attention-files" ||
-		r.Top[2].Site != NoStackSite {
+		r.Top[2].Site != categorize.NoStackSite {
 		t.Errorf("top %+v", r.Top)
 	}
 	if len(r.Warnings) != 0 {
@@ -156,23 +156,7 @@ func TestHistograms(t *testing.T) {
 
 // replaySnapshot is a hand-made trace on device 0; the expected series is worked out in TestTimelineReplay.
 func replaySnapshot() (*tu.SnapBuilder, uint64) {
-	b := tu.NewSnap(1)
-	// Final state: X0 live since before the trace, X1 allocated in the trace, W freed but pending, the rest free.
-	seg := b.Segment(tu.SegOpts{}, tu.Live(1024, 1000, stAttn), tu.Live(2048, 2000, stOpt), tu.Pending(512, 400, stLoss), tu.Free(4608))
-	x1, w := b.BlockAddr(0, 1), b.BlockAddr(0, 2)
-	z := w + 512
-	b.Event(0,
-		tu.Ev(snapshot.ActionSegmentAlloc, seg, 8192, nil),                                           // 0
-		tu.Ev(snapshot.ActionAlloc, x1, 2000, stOpt),                                                 // 1
-		tu.Ev(snapshot.ActionAlloc, w, 3000, stRelu),                                                 // 2: Y, at W's address before W
-		tu.Ev(snapshot.ActionFreeRequested, w, 3000, stRelu),                                         // 3
-		tu.Ev(snapshot.ActionFreeCompleted, w, 3000, stRelu),                                         // 4
-		tu.Ev(snapshot.ActionFreeCompleted, z, 700, stGrad),                                          // 5: allocated before the trace
-		tu.Ev(snapshot.ActionAlloc, w, 400, stLoss),                                                  // 6
-		tu.Ev(snapshot.ActionFreeRequested, w, 400, stLoss),                                          // 7: never completed (record_stream)
-		snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 100000, DeviceFree: 50, Stack: stRelu}, // 8
-	)
-	return b, seg
+	return tu.ReplayRules(stAttn, stOpt, stRelu, stGrad, stLoss)
 }
 
 func TestTimelineReplay(t *testing.T) {

@@ -2,57 +2,30 @@ package analyze
 
 import (
 	"cmp"
-	"fmt"
-	"math"
 	"slices"
 	"sort"
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/snapshot"
 )
 
-// element is one allocation in a replayed trace, live during events [start, end): start −1 means live before the
-// first recorded event, end == len(trace) means still live at the end.
-type element struct {
-	size int64
-	// Event indices are int32: a trace of 2^31 events would be a file of hundreds of gigabytes (run refuses one),
-	// and half-size indices keep a million-element replay 24 MB smaller.
-	start, end int32
-	freeReq    int32 // index of a free_requested with no free_completed yet; −1 when none
-	cat, site  int32 // indices into the replay's category and site tables
-	// origin is the trace event the element was seen at first (its alloc, or a free whose alloc predates the
-	// trace); −1−k for preBlocks[k], a live block of the final state that the trace never allocated.
-	origin int32
-}
-
-// blockRef is a block of the snapshot's segments.
-type blockRef struct{ seg, blk int }
-
-// replay is the state of replaying one device trace.
-type replay struct {
+// devTrace is one device trace replayed (package replay) and categorized: every element's category and site.
+type devTrace struct {
+	*replay.Trace
 	a        *analysis
-	dev      int
-	trace    []snapshot.TraceEntry
-	elems    []element
+	cat      []int32 // per element: index into catNames
+	site     []int32 // per element: index into siteName
 	catNames []string
 	catIdx   map[string]int
 	siteName []string
 	siteCat  []int
 	siteIdx  map[string]int
 	byStack  map[*snapshot.Stack][2]int // category and site index per shared stack
-	alloc    []int64                    // live requested bytes after each event
-	reserved []int64                    // segment bytes after each event
-	initial  int64                      // live bytes before the first event
-	// initialReserved is the segment bytes before the first event; preBlocks the final-state blocks live all along.
-	initialReserved int64
-	preBlocks       []blockRef
-	// spans are the address ranges of every segment the snapshot or its trace knows on this device, merged and
-	// sorted; built at the first free of an address the trace never allocated (see phantomFree).
-	spans [][2]uint64
 }
 
-func (r *replay) category(name string) int {
+func (r *devTrace) category(name string) int {
 	if i, ok := r.catIdx[name]; ok {
 		return i
 	}
@@ -61,7 +34,7 @@ func (r *replay) category(name string) int {
 	return len(r.catNames) - 1
 }
 
-func (r *replay) classify(s *snapshot.Stack, traceCategory string) (cat, site int) {
+func (r *devTrace) classify(s *snapshot.Stack, traceCategory string) (cat, site int) {
 	if traceCategory == "" {
 		if cs, ok := r.byStack[s]; ok {
 			return cs[0], cs[1]
@@ -73,11 +46,11 @@ func (r *replay) classify(s *snapshot.Stack, traceCategory string) (cat, site in
 		d.Category = traceCategory
 	}
 	cat = r.category(d.Category)
-	return cat, r.siteIndex(siteName(d), cat)
+	return cat, r.siteIndex(d.SiteName(), cat)
 }
 
 // siteIndex returns the index of the site (name, category), adding it when new.
-func (r *replay) siteIndex(name string, cat int) int {
+func (r *devTrace) siteIndex(name string, cat int) int {
 	key := name + "\x00" + r.catNames[cat]
 	if i, ok := r.siteIdx[key]; ok {
 		return i
@@ -103,17 +76,19 @@ func (a *analysis) replayAll() error {
 		if len(trace) == 0 {
 			continue
 		}
-		r := &replay{a: a, dev: dev, trace: trace, catIdx: map[string]int{}, siteIdx: map[string]int{}, byStack: map[*snapshot.Stack][2]int{}}
-		if err := r.run(); err != nil {
+		t, err := replay.Run(a.ctx, a.snap, dev, a.warns.add)
+		if err != nil {
 			return err
 		}
+		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}, byStack: map[*snapshot.Stack][2]int{}}
+		r.ooms()
 		r.classifyAll()
 		d := r.judge()
 		devices = append(devices, d)
-		a.part.Iterations = append(a.part.Iterations, *d.Timeline)
+		a.part.Iterations = append(a.part.Iterations, *d.Timeline())
 		peak, peakCats := r.peak(d)
 		if j, ok := d.IterationPeak(0); ok {
-			_, ph := d.Timeline.At(j)
+			_, ph := d.Timeline().At(j)
 			peak.FirstIterationPhase = ph.String()
 		}
 		a.part.DevicePeaks = append(a.part.DevicePeaks, peak)
@@ -123,7 +98,7 @@ func (a *analysis) replayAll() error {
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
 		for _, l := range detect.Leaks(d) {
 			a.part.LeakSuspects = append(a.part.LeakSuspects, LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
-				Markers: l.Iterations, MarkerKind: d.Timeline.Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
+				Markers: l.Iterations, MarkerKind: d.Timeline().Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
 				GrowthBytes: l.LastBytes - l.FirstBytes, PerIterationBytes: l.PerIteration})
 		}
 		for i := range a.part.OOMs {
@@ -157,11 +132,9 @@ const minHistoryEvents = 2
 // judge prepares the replayed device for the detectors and gives every element the category its attribution
 // chose: where the stack is missing or names only generic machinery (autograd's engine, optimizer code), the
 // lifetime decides. Categories the trace itself carries (profile_plot snapshots) are kept.
-func (r *replay) judge() *detect.Device {
-	fr := detect.Replay{Device: r.dev, Trace: r.trace, Lifetimes: r.lifetimes(),
-		InitialAllocated: r.initial, InitialReserved: r.initialReserved, Allocated: r.alloc, Reserved: r.reserved}
-	d := detect.Prepare(r.a.snap, fr, r.a.cat)
-	n := int32(len(r.trace))
+func (r *devTrace) judge() *detect.Device {
+	d := detect.Prepare(r.Trace.WithLifetimes(), r.a.cat)
+	n := int32(len(r.Events))
 	// Blocks share their attribution and a site fixes its category, so (attribution, site) decides the new
 	// category and site: looked up once per pair, not once per element (a name joined per element otherwise).
 	type pair struct {
@@ -169,249 +142,101 @@ func (r *replay) judge() *detect.Device {
 		site int32
 	}
 	moved := map[pair][2]int32{}
-	for i := range r.elems {
-		el := &r.elems[i]
-		if el.origin < 0 || r.trace[el.origin].Category() == "" {
-			k := pair{d.Blocks[i].Attr, el.site}
+	for i := range r.Elements {
+		el := &r.Elements[i]
+		if el.Origin < 0 || r.Events[el.Origin].Category() == "" {
+			k := pair{d.Blocks[i].Attr, r.site[i]}
 			to, ok := moved[k]
 			if !ok {
-				to = [2]int32{el.cat, el.site}
-				if c := k.attr.Category; c != r.catNames[el.cat] {
+				to = [2]int32{r.cat[i], r.site[i]}
+				if c := k.attr.Category; c != r.catNames[r.cat[i]] {
 					to[0] = int32(r.category(c))
-					to[1] = int32(r.siteIndex(r.siteName[el.site], int(to[0])))
+					to[1] = int32(r.siteIndex(r.siteName[r.site[i]], int(to[0])))
 				}
 				moved[k] = to
 			}
-			el.cat, el.site = to[0], to[1]
+			r.cat[i], r.site[i] = to[0], to[1]
 		}
-		if el.end == n {
+		if el.End == n {
 			// Live at the end: the dump's views take this category for the block (analysis.blockCategory).
 			if r.a.endCategory == nil {
 				r.a.endCategory = map[deviceAddr]string{}
 			}
-			r.a.endCategory[deviceAddr{r.dev, d.Blocks[i].Addr}] = r.catNames[el.cat]
+			r.a.endCategory[deviceAddr{r.Device, d.Blocks[i].Addr}] = r.catNames[r.cat[i]]
 		}
 	}
 	return d
 }
 
-// run builds the elements and the allocated/reserved series with the memory viewer's semantics: an alloc adds its
-// requested size; free_completed removes it (a free_requested removes it only when no free_completed follows);
-// frees whose alloc precedes the trace, and live blocks with no alloc in the trace, count from the start.
-func (r *replay) run() error {
-	a, n := r.a, len(r.trace)
-	if n > math.MaxInt32 {
-		return fmt.Errorf("device %d: the trace has %d events, more than memscan can replay (%d)", r.dev, n, math.MaxInt32)
-	}
-	n32 := int32(n)
-	open := map[uint64]int{} // address → element still allocated
-	r.elems = make([]element, 0, n/2+16)
-	resDelta := make([]int64, n)
-	for jj := range r.trace {
-		if err := a.checkCtx(); err != nil {
-			return err
-		}
-		j, e := int32(jj), &r.trace[jj]
-		switch e.Action {
-		case snapshot.ActionAlloc:
-			if i, ok := open[e.Addr]; ok {
-				if el := &r.elems[i]; el.freeReq >= 0 {
-					// Its free_completed was not recorded: the free_requested ended it.
-					el.end = el.freeReq
-				} else {
-					a.warns.add("alloc-over-live", fmt.Sprintf("device %d trace event %d: alloc at 0x%x, which is still allocated since event %d", r.dev, j, e.Addr, el.start))
-					el.end = j
-				}
-			}
-			open[e.Addr] = len(r.elems)
-			r.elems = append(r.elems, element{size: e.Size, start: j, end: n32, freeReq: -1, origin: j})
-		case snapshot.ActionFreeRequested:
-			if i, ok := open[e.Addr]; ok {
-				if r.elems[i].freeReq < 0 {
-					r.elems[i].freeReq = j
-				}
-				continue
-			}
-			if r.phantomFree(jj, e) {
-				continue
-			}
-			// Allocated before the trace window: live from the start, stack taken from the free.
-			open[e.Addr] = len(r.elems)
-			r.elems = append(r.elems, element{size: e.Size, start: -1, end: n32, freeReq: j, origin: j})
-		case snapshot.ActionFreeCompleted:
-			if i, ok := open[e.Addr]; ok {
-				r.elems[i].end = j
-				r.elems[i].freeReq = -1
-				delete(open, e.Addr)
-				continue
-			}
-			if r.phantomFree(jj, e) {
-				continue
-			}
-			r.elems = append(r.elems, element{size: e.Size, start: -1, end: j, freeReq: -1, origin: j})
-		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-			resDelta[j] += e.Size
-		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-			resDelta[j] -= e.Size
-		case snapshot.ActionOOM:
-			r.oom(jj, e)
-		}
-	}
-	// A free_requested never completed within the trace ends the allocation where it was requested.
-	for addr, i := range open {
-		if r.elems[i].freeReq >= 0 {
-			r.elems[i].end = r.elems[i].freeReq
-			delete(open, addr)
-		}
-	}
-	// Live blocks of the final state whose alloc is not in the trace were live all along.
-	liveAtEnd := make(map[uint64]bool, len(open))
-	for addr := range open {
-		liveAtEnd[addr] = true
-	}
-	var finalRes int64 // the device's segment bytes in the final state
-	for i := range a.snap.Segments {
-		seg := &a.snap.Segments[i]
-		if seg.Device != r.dev {
-			continue
-		}
-		finalRes += seg.TotalSize
-		for j := range seg.Blocks {
-			b := &seg.Blocks[j]
-			if b.State != snapshot.BlockActiveAllocated || liveAtEnd[b.Address] {
-				continue
-			}
-			r.elems = append(r.elems, element{size: b.RequestedSize, start: -1, end: n32, freeReq: -1, origin: int32(-1 - len(r.preBlocks))})
-			r.preBlocks = append(r.preBlocks, blockRef{i, j})
-		}
-	}
-
-	delta := make([]int64, n)
-	for i := range r.elems {
-		el := &r.elems[i]
-		if el.start < 0 {
-			r.initial += el.size
-		} else {
-			delta[el.start] += el.size
-		}
-		if el.end < n32 {
-			delta[el.end] -= el.size
-		}
-	}
-	// The running sums replace the deltas in place: two fewer arrays of one word per event, a tenth of the peak
-	// memory of a single-device snapshot.
-	r.alloc, r.reserved = delta, resDelta
-	var net int64
-	for _, d := range resDelta {
-		net += d
-	}
-	// Reserved memory is rebuilt backwards from the final state, as the viewer's allocator-state view does.
-	res := finalRes - net
-	if res < 0 {
-		a.warns.add("reserved-negative", fmt.Sprintf("device %d: segment events free %d bytes more than the snapshot holds plus the trace allocated; reserved timeline starts at 0", r.dev, -res))
-		res = 0
-	}
-	r.initialReserved = res
-	cur := r.initial
-	for j := range n {
-		cur += delta[j]
-		res += resDelta[j]
-		r.alloc[j], r.reserved[j] = cur, res
-	}
-	// OOM events get the memory state just before them (an oom event itself changes nothing).
-	for i := range a.part.OOMs {
-		o := &a.part.OOMs[i]
-		if o.Device == r.dev && o.EventIndex < n {
-			o.AllocatedBytes, o.ReservedBytes = r.alloc[o.EventIndex], r.reserved[o.EventIndex]
-		}
-	}
-	return nil
-}
-
 // classifyAll sets every element's category and site, in the order the elements were seen.
-func (r *replay) classifyAll() {
-	for i := range r.elems {
-		el := &r.elems[i]
-		if el.origin >= 0 {
-			e := &r.trace[el.origin]
-			cat, site := r.classify(e.Stack, e.Category())
-			el.cat, el.site = int32(cat), int32(site)
+func (r *devTrace) classifyAll() {
+	r.cat, r.site = make([]int32, len(r.Elements)), make([]int32, len(r.Elements))
+	for i, el := range r.Elements {
+		var cat, site int
+		if el.Origin >= 0 {
+			e := &r.Events[el.Origin]
+			cat, site = r.classify(e.Stack, e.Category())
 		} else {
-			b, _ := r.block(int(el.origin))
-			cat, site := r.classify(b.Stack, "")
-			el.cat, el.site = int32(cat), int32(site)
+			b, _ := r.Block(el.Origin)
+			cat, site = r.classify(b.Stack, "")
 		}
+		r.cat[i], r.site[i] = int32(cat), int32(site)
 	}
 }
 
-// block returns the final-state block of an element with a negative origin, and its segment.
-func (r *replay) block(origin int) (*snapshot.Block, *snapshot.Segment) {
-	ref := r.preBlocks[-1-origin]
-	seg := &r.a.snap.Segments[ref.seg]
-	return &seg.Blocks[ref.blk], seg
-}
-
-func (r *replay) oom(j int, e *snapshot.TraceEntry) {
-	d := r.a.cat.Stack(e.Stack)
-	o := OOM{Device: r.dev, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree, Category: d.Category}
-	if d.Site != "" {
-		o.Site = d.Site
-	}
-	if e.HasTime {
-		o.TimeUS = e.TimeUS
-	}
-	r.a.part.OOMs = append(r.a.part.OOMs, o)
-}
-
-// peakIndex returns the first event at the highest live allocated memory and that memory; the index is −1 only
-// when memory before the first event was higher than ever after.
-func (r *replay) peakIndex() (int, int64) {
-	idx, bytes := -1, int64(-1)
-	for j, v := range r.alloc {
-		if v > bytes {
-			idx, bytes = j, v
+// ooms adds the trace's out-of-memory events to the report, each with the memory state just before it (an oom
+// event itself changes nothing) and the category of the failing request.
+func (r *devTrace) ooms() {
+	for _, j := range r.OOMs {
+		e := &r.Events[j]
+		d := r.a.cat.Stack(e.Stack)
+		o := OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree, Category: d.Category,
+			AllocatedBytes: r.Allocated[j], ReservedBytes: r.Reserved[j]}
+		if d.Site != "" {
+			o.Site = d.Site
 		}
+		if e.HasTime {
+			o.TimeUS = e.TimeUS
+		}
+		r.a.part.OOMs = append(r.a.part.OOMs, o)
 	}
-	if r.initial > bytes {
-		return -1, r.initial
-	}
-	return idx, bytes
 }
 
 // peak finds the highest live allocated memory and the live set at that point, with its iteration and phase from
 // the judged device d (whose Blocks are the elements, in order); it also returns the live bytes per category index
 // there, which order the timeline's categories.
-func (r *replay) peak(d *detect.Device) (Peak, []int64) {
-	p := Peak{Device: r.dev}
-	p.EventIndex, p.Bytes = r.peakIndex()
-	if t := p.EventIndex; t >= 0 && r.trace[t].HasTime {
-		p.TimeUS = r.trace[t].TimeUS
-	} else if t < 0 && r.trace[0].HasTime {
-		p.TimeUS = r.trace[0].TimeUS
+func (r *devTrace) peak(d *detect.Device) (Peak, []int64) {
+	p := Peak{Device: r.Device}
+	p.EventIndex, p.Bytes = r.PeakIndex()
+	if t := p.EventIndex; t >= 0 && r.Events[t].HasTime {
+		p.TimeUS = r.Events[t].TimeUS
+	} else if t < 0 && r.Events[0].HasTime {
+		p.TimeUS = r.Events[0].TimeUS
 	}
-	it, ph := d.Timeline.At(p.EventIndex)
+	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()
 	// The live set at the peak, in one pass: bytes and counts per category and per site, and per component with
 	// the bytes the lifetime categorized from each block's attribution.
 	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))
 	counts, siteCounts := make([]int, len(r.catNames)), make([]int, len(r.siteName))
 	comps := map[string]*CategoryStat{}
-	for i, el := range r.elems {
-		if int(el.start) <= p.EventIndex && p.EventIndex < int(el.end) {
-			cats[el.cat] += el.size
-			sites[el.site] += el.size
-			counts[el.cat]++
-			siteCounts[el.site]++
+	for i, el := range r.Elements {
+		if int(el.Start) <= p.EventIndex && p.EventIndex < int(el.End) {
+			cat, site := r.cat[i], r.site[i]
+			cats[cat] += el.Size
+			sites[site] += el.Size
+			counts[cat]++
+			siteCounts[site]++
 			attr := d.Blocks[i].Attr
 			c := comps[string(attr.Component)]
 			if c == nil {
 				c = &CategoryStat{Name: string(attr.Component)}
 				comps[c.Name] = c
 			}
-			c.Bytes += el.size
+			c.Bytes += el.Size
 			c.Count++
 			if attr.DecidedBy == categorize.DecidedByLifetime {
-				p.LifetimeDecidedBytes += el.size
+				p.LifetimeDecidedBytes += el.Size
 			}
 		}
 	}
@@ -463,18 +288,18 @@ func sampleIndices(values []int64, maxPoints int) []int {
 
 // series builds the downsampled timeline with per-category stacks; peakCats are the live bytes per category at
 // the peak.
-func (r *replay) series(peakCats []int64) TimelineSeries {
-	idx := sampleIndices(r.alloc, r.a.opts.MaxTimelinePoints)
-	ts := TimelineSeries{Device: r.dev, Index: idx, Allocated: make([]int64, len(idx)), Reserved: make([]int64, len(idx))}
-	hasTime := r.trace[0].HasTime
+func (r *devTrace) series(peakCats []int64) TimelineSeries {
+	idx := sampleIndices(r.Allocated, r.a.opts.MaxTimelinePoints)
+	ts := TimelineSeries{Device: r.Device, Index: idx, Allocated: make([]int64, len(idx)), Reserved: make([]int64, len(idx))}
+	hasTime := r.Events[0].HasTime
 	if hasTime {
 		ts.TimeUS = make([]int64, len(idx))
 	}
 	for i, j := range idx {
-		ts.Allocated[i] = r.alloc[j]
-		ts.Reserved[i] = r.reserved[j]
+		ts.Allocated[i] = r.Allocated[j]
+		ts.Reserved[i] = r.Reserved[j]
 		if hasTime {
-			ts.TimeUS[i] = r.trace[j].TimeUS
+			ts.TimeUS[i] = r.Events[j].TimeUS
 		}
 	}
 	// Category order: by live bytes at the peak, then by name; categories never live at a sample are still listed.
@@ -495,24 +320,23 @@ func (r *replay) series(peakCats []int64) TimelineSeries {
 		ts.ByCategory[p] = make([]int64, len(idx))
 	}
 	// Sweep the sample indices with the elements sorted by start and by end.
-	byStart := make([]int, len(r.elems))
-	byEnd := make([]int, len(r.elems))
-	for i := range r.elems {
+	els := r.Elements
+	byStart := make([]int, len(els))
+	byEnd := make([]int, len(els))
+	for i := range els {
 		byStart[i], byEnd[i] = i, i
 	}
-	sort.SliceStable(byStart, func(x, y int) bool { return r.elems[byStart[x]].start < r.elems[byStart[y]].start })
-	sort.SliceStable(byEnd, func(x, y int) bool { return r.elems[byEnd[x]].end < r.elems[byEnd[y]].end })
+	sort.SliceStable(byStart, func(x, y int) bool { return els[byStart[x]].Start < els[byStart[y]].Start })
+	sort.SliceStable(byEnd, func(x, y int) bool { return els[byEnd[x]].End < els[byEnd[y]].End })
 	cur := make([]int64, len(order))
 	si, ei := 0, 0
 	for k, j := range idx {
-		for si < len(byStart) && int(r.elems[byStart[si]].start) <= j {
-			el := &r.elems[byStart[si]]
-			cur[pos[el.cat]] += el.size
+		for si < len(byStart) && int(els[byStart[si]].Start) <= j {
+			cur[pos[r.cat[byStart[si]]]] += els[byStart[si]].Size
 			si++
 		}
-		for ei < len(byEnd) && int(r.elems[byEnd[ei]].end) <= j {
-			el := &r.elems[byEnd[ei]]
-			cur[pos[el.cat]] -= el.size
+		for ei < len(byEnd) && int(els[byEnd[ei]].End) <= j {
+			cur[pos[r.cat[byEnd[ei]]]] -= els[byEnd[ei]].Size
 			ei++
 		}
 		for p := range cur {

@@ -33,6 +33,17 @@ type Decision struct {
 	Reason string
 }
 
+// NoStackSite names the site of allocations recorded without a stack.
+const NoStackSite = "<no stack recorded>"
+
+// SiteName is the site as reports show it: Site, or NoStackSite when the allocation had no stack.
+func (d Decision) SiteName() string {
+	if d.Site == "" {
+		return NoStackSite
+	}
+	return d.Site
+}
+
 // frameKind classifies a frame for the walk.
 type frameKind uint8
 

@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -131,7 +131,7 @@ func RulesClassifier(rules *categorize.Rules) Classifier {
 		d := c.Stack(st)
 		site := d.Site
 		if site == "" {
-			site = analyze.NoStackSite
+			site = categorize.NoStackSite
 		}
 		return d.Category, site
 	}
@@ -142,7 +142,7 @@ func RulesClassifier(rules *categorize.Rules) Classifier {
 // which the lifetime overrules where the stack is missing or names only generic machinery (categorize.Attribute).
 // Without it the export would file the stackless backward allocations under Unknown, where the report says
 // Temporary or Gradient.
-func replayedCategory(r *analyze.DeviceReplay, l *analyze.Lifetime, category string) string {
+func replayedCategory(r *replay.DeviceTrace, l *replay.Lifetime, category string) string {
 	if l.Event >= 0 {
 		if c := r.Trace[l.Event].Category(); c != "" {
 			return c

@@ -9,7 +9,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -57,7 +57,7 @@ func BuildTrace(ctx context.Context, s *snapshot.Snapshot, opt TraceOptions) (*T
 	for _, dev := range devices(s) {
 		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: "thread_name", Phase: "M", PID: pid, TID: dev,
 			Args: map[string]any{"name": fmt.Sprintf("GPU %d", dev)}})
-		r, err := analyze.ReplayDevice(ctx, s, dev)
+		r, err := replay.ReplayDevice(ctx, s, dev)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +87,7 @@ type categoryStep struct {
 // categorySteps derives live bytes per category from the replay: a lifetime adds its size at its Start and takes
 // it back at its End. The category set is fixed per device (sorted names) so every counter event carries every
 // series; initial holds what was live before the first event, steps are in event order.
-func categorySteps(r *analyze.DeviceReplay, category func(*snapshot.Stack) string) (names []string, initial []int64, steps []categoryStep) {
+func categorySteps(r *replay.DeviceTrace, category func(*snapshot.Stack) string) (names []string, initial []int64, steps []categoryStep) {
 	lifeCat := make([]string, len(r.Lifetimes))
 	catIdx := make(map[string]int)
 	for k := range r.Lifetimes {
@@ -124,7 +124,7 @@ func categorySteps(r *analyze.DeviceReplay, category func(*snapshot.Stack) strin
 // addDevice appends one device's counter tracks (allocated/reserved, bytes by category) and its instant events
 // (OOMs, snapshots, annotations). Times are the trace's microseconds when every event has one, else event
 // indices from 1 so that the initial state sits at 0.
-func (t *Trace) addDevice(ctx context.Context, r *analyze.DeviceReplay, pid int, category func(*snapshot.Stack) string) error {
+func (t *Trace) addDevice(ctx context.Context, r *replay.DeviceTrace, pid int, category func(*snapshot.Stack) string) error {
 	dev, n := r.Device, len(r.Trace)
 	timed := true
 	for i := range r.Trace {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"github.com/google/pprof/profile"
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -88,11 +88,11 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			if len(tr) == 0 {
 				continue
 			}
-			r, err := analyze.ReplayDevice(ctx, s, dev)
+			r, err := replay.ReplayDevice(ctx, s, dev)
 			if err != nil {
 				return nil, err
 			}
-			atEnd := map[uint64]*analyze.Lifetime{}
+			atEnd := map[uint64]*replay.Lifetime{}
 			for i := range r.Lifetimes {
 				if l := &r.Lifetimes[i]; l.End == len(tr) {
 					atEnd[l.Addr] = l
@@ -111,14 +111,14 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 				addBlocks(dev)
 				continue
 			}
-			r, err := analyze.ReplayDevice(ctx, s, dev)
+			r, err := replay.ReplayDevice(ctx, s, dev)
 			if err != nil {
 				return nil, err
 			}
 			// The live set at the peak of memscan's own replay, so the profile and the report agree; ordered
 			// live-before-the-trace first, then by alloc event.
 			live := r.LiveAfter(r.PeakIndex)
-			slices.SortStableFunc(live, func(a, b analyze.Lifetime) int {
+			slices.SortStableFunc(live, func(a, b replay.Lifetime) int {
 				return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Addr, b.Addr))
 			})
 			for i := range live {

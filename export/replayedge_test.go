@@ -8,7 +8,7 @@ import (
 	"github.com/memscan/memscan/snapshot"
 )
 
-// The pprof and perfetto exports replay traces with analyze.ReplayDevice, so they agree with memscan's report on
+// The pprof and perfetto exports replay traces with replay.ReplayDevice, so they agree with memscan's report on
 // the edge cases where export's former replay did not. Every expected number is derived by hand below.
 
 // counterArgs returns the args of the counter events named name, in order.

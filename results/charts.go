@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/units"
@@ -499,7 +500,7 @@ func peakCharts(r *analyze.Report) []chartJob {
 			for _, st := range sites {
 				label := shortSite(st.Site)
 				if label == "" {
-					label = analyze.NoStackSite
+					label = categorize.NoStackSite
 				}
 				c.Labels = append(c.Labels, label)
 				c.Values = append(c.Values, float64(st.Bytes))

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/load"
 )
 
@@ -31,16 +31,11 @@ func TestTrainingLeakFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := in.Snapshot
-		r, err := analyze.ReplayDevice(context.Background(), s, 0)
+		r, err := replay.ReplayDevice(context.Background(), s, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fr := detect.Replay{Device: 0, Trace: r.Trace, Allocated: r.Allocated, Reserved: r.Reserved,
-			InitialAllocated: r.InitialAllocated, InitialReserved: r.InitialReserved}
-		for _, l := range r.Lifetimes {
-			fr.Lifetimes = append(fr.Lifetimes, detect.Lifetime{Addr: l.Addr, Size: l.Size, Stack: l.Stack, Event: l.Event, Start: l.Start, End: l.End})
-		}
-		f, ok := detect.Leak(detect.Prepare(s, fr, categorize.NewCategorizer(nil)))
+		f, ok := detect.Leak(detect.Prepare(r, categorize.NewCategorizer(nil)))
 		if ok != leak {
 			t.Fatalf("leak=%v: finding %v %+v", leak, ok, f)
 		}

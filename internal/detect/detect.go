@@ -49,7 +49,7 @@ func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
 
 // at says where event j of device d lies: its iteration and phase, worded e.g. "iteration 2 backward".
 func at(d *Device, j int) findings.At {
-	it, ph := d.Timeline.At(j)
+	it, ph := d.Timeline().At(j)
 	w := findings.At{Device: d.Device, Event: j, Phase: ph.String()}
 	switch {
 	case it >= 0:
@@ -260,12 +260,12 @@ func IdleCache(s *snapshot.Snapshot, d *Device) (findings.Finding, bool) {
 		if segs[k].end < n {
 			continue
 		}
-		it, ph := d.Timeline.At(lastUse[k])
+		it, ph := d.Timeline().At(lastUse[k])
 		if it >= 0 || ph == phases.Setup && lastUse[k] < 0 {
 			continue
 		}
 		after := 0
-		for _, x := range d.Timeline.Iterations {
+		for _, x := range d.Timeline().Iterations {
 			if x.Complete && x.Span.Start > lastUse[k] {
 				after++
 			}
@@ -308,7 +308,7 @@ func Leaks(d *Device) []findings.LeakSite {
 const leakMaxSamples = 64
 
 func leaks(d *Device) []findings.LeakSite {
-	all := iterationEnds(d.Timeline)
+	all := iterationEnds(d.Timeline())
 	if len(all) < findings.LeakMinIterations {
 		return nil
 	}
@@ -395,14 +395,14 @@ func Leak(d *Device) (findings.Finding, bool) {
 		return findings.Finding{}, false
 	}
 	l := sites[0]
-	ends := iterationEnds(d.Timeline)
+	ends := iterationEnds(d.Timeline())
 	// Warm-up: what iteration 1 created and every later iteration kept, the leaking sites aside.
 	leaking := map[string]bool{}
 	for _, s := range sites {
 		leaking[s.Site] = true
 	}
 	var warm int64
-	first := d.Timeline.Iterations[0].Span
+	first := d.Timeline().Iterations[0].Span
 	for i := range d.Blocks {
 		b := &d.Blocks[i]
 		if first.Contains(b.Start) && b.End > ends[len(ends)-1] && !leaking[siteKey(b.Attr)] {
@@ -449,7 +449,7 @@ func ExplainOOM(d *Device, j int) findings.OOMExplained {
 	x.ProjectedBytes = x.Live.Bytes + e.Size
 	counts := map[string]int{}
 	for i := 0; i < len(d.Trace) && i < j; i++ {
-		if _, ph := d.Timeline.At(i); ph == phases.Setup && d.Trace[i].Action == snapshot.ActionAlloc {
+		if _, ph := d.Timeline().At(i); ph == phases.Setup && d.Trace[i].Action == snapshot.ActionAlloc {
 			counts[stackKey(d.Trace[i].Stack)]++
 		}
 	}
@@ -468,10 +468,10 @@ func ExplainOOM(d *Device, j int) findings.OOMExplained {
 	if x.Layers == 0 || key == "" {
 		return x
 	}
-	it, _ := d.Timeline.At(j)
+	it, _ := d.Timeline().At(j)
 	from := 0
 	if it >= 0 {
-		from = d.Timeline.Iterations[it].Span.Start
+		from = d.Timeline().Iterations[it].Span.Start
 	}
 	var seen []int
 	for i := from; i < j; i++ {

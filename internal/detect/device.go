@@ -15,47 +15,22 @@ import (
 
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
-	"github.com/memscan/memscan/internal/phasedetect"
-	"github.com/memscan/memscan/phases"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/snapshot"
 )
-
-// Lifetime is one allocation of a replayed trace, live after events Start..End−1 (Start −1: live before the first
-// event; End == len(trace): still live at the end). Size is the requested bytes.
-type Lifetime struct {
-	Addr   uint64
-	Size   int64
-	Stream uint64
-	Stack  *snapshot.Stack
-	// Event is the trace event that introduced the allocation, −1 when the trace never saw it allocated.
-	Event      int
-	Start, End int
-}
-
-// Replay is one device's trace replayed against the snapshot's final state.
-type Replay struct {
-	Device    int
-	Trace     []snapshot.TraceEntry
-	Lifetimes []Lifetime
-	// InitialAllocated and InitialReserved are the live and segment bytes before the first event; Allocated and
-	// Reserved the same after each event.
-	InitialAllocated, InitialReserved int64
-	Allocated, Reserved               []int64
-}
 
 // Block is a lifetime with its attribution. Attr is shared by every block with the same attribution and must not
 // be changed: a long trace has millions of blocks and few distinct attributions, so a copy in each would be the
 // largest thing analysis keeps (136 bytes a block against 16).
 type Block struct {
-	*Lifetime
+	*replay.Lifetime
 	Attr *categorize.Attribution
 }
 
 // Device is one device's trace, prepared for the detectors.
 type Device struct {
-	Replay
-	Timeline *phases.Timeline
-	Blocks   []Block
+	*replay.DeviceTrace
+	Blocks []Block
 
 	// leakSites memoizes Leaks: the report lists every growing site and the finding names the first.
 	leakSites []findings.LeakSite
@@ -72,14 +47,14 @@ type Input struct {
 
 // Prepare finds the phases of a replayed device trace and attributes every lifetime (with cz, which must be used by
 // one goroutine at a time).
-func Prepare(s *snapshot.Snapshot, r Replay, cz *categorize.Categorizer) *Device {
-	d := &Device{Replay: r, Timeline: phasedetect.Detect(r.Trace, s.ExternalAnnotations, r.Device)}
+func Prepare(r *replay.DeviceTrace, cz *categorize.Categorizer) *Device {
+	d := &Device{DeviceTrace: r}
 	d.Blocks = make([]Block, len(r.Lifetimes))
 	shared := map[categorize.Attribution]*categorize.Attribution{}
 	for i := range r.Lifetimes {
 		// A pointer into Lifetimes, not a copy: a long trace has millions of blocks.
 		l := &r.Lifetimes[i]
-		a := categorize.Attribute(cz.Stack(l.Stack), categorize.Life{Start: l.Start, End: l.End}, d.Timeline)
+		a := categorize.Attribute(cz.Stack(l.Stack), categorize.Life{Start: l.Start, End: l.End}, d.Timeline())
 		p, ok := shared[a]
 		if !ok {
 			p = &a
@@ -144,7 +119,7 @@ func (d *Device) LiveAt(j, top int) findings.LiveSet {
 	if j >= 0 && j < len(d.Trace) && d.Trace[j].HasTime {
 		ls.TimeUS = d.Trace[j].TimeUS
 	}
-	it, ph := d.Timeline.At(j)
+	it, ph := d.Timeline().At(j)
 	ls.Iteration, ls.Phase = it+1, ph.String()
 	cats, comps, phs, sites := map[string]*findings.Share{}, map[string]*findings.Share{}, map[string]*findings.Share{}, map[string]*findings.Share{}
 	add := func(m map[string]*findings.Share, k string, b int64) {
@@ -202,10 +177,10 @@ func sorted(m map[string]*findings.Share, top int) []findings.Share {
 // IterationPeak is the first event at the highest allocated memory within iteration k (0-based); ok is false when
 // there is no such iteration. LiveAt breaks it down where the live set is wanted.
 func (d *Device) IterationPeak(k int) (int, bool) {
-	if k < 0 || k >= len(d.Timeline.Iterations) {
+	if k < 0 || k >= len(d.Timeline().Iterations) {
 		return 0, false
 	}
-	sp := d.Timeline.Iterations[k].Span
+	sp := d.Timeline().Iterations[k].Span
 	best := sp.Start
 	for j := sp.Start; j < sp.End && j < len(d.Allocated); j++ {
 		if d.Allocated[j] > d.Allocated[best] {

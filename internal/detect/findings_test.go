@@ -7,6 +7,7 @@ import (
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/units"
 )
@@ -261,7 +262,7 @@ func TestIterationPeak(t *testing.T) {
 	if shareOf(p1.ByComponent, "optimizer") != 0 || shareOf(p2.ByComponent, "optimizer") != states {
 		t.Errorf("optimizer state %d then %d, want 0 then %d", shareOf(p1.ByComponent, "optimizer"), shareOf(p2.ByComponent, "optimizer"), states)
 	}
-	if _, ok := d.IterationPeak(len(d.Timeline.Iterations)); ok {
+	if _, ok := d.IterationPeak(len(d.Timeline().Iterations)); ok {
 		t.Error("a peak for an iteration that does not exist")
 	}
 }
@@ -292,7 +293,7 @@ func TestPeakIndex(t *testing.T) {
 		{"returns to the start", 30, []int64{20, 30, 10}, 1, 30},
 		{"no events", 7, nil, -1, 7},
 	} {
-		d := &detect.Device{Replay: detect.Replay{InitialAllocated: c.initial, Allocated: c.allocated,
+		d := &detect.Device{DeviceTrace: &replay.DeviceTrace{InitialAllocated: c.initial, Allocated: c.allocated,
 			InitialReserved: c.initial, Reserved: c.allocated}}
 		if j, b := d.PeakIndex(); j != c.idx || b != c.bytes {
 			t.Errorf("%s: PeakIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)

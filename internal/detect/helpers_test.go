@@ -4,14 +4,14 @@ import (
 	"context"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/snapshot"
 )
 
-// prepare replays every device trace of s with analyze's replay and prepares it for the detectors.
+// prepare replays every device trace of s (package replay, as analyze does) and prepares it for the detectors.
 func prepare(t testing.TB, s *snapshot.Snapshot) *detect.Input {
 	t.Helper()
 	in := &detect.Input{Snapshot: s}
@@ -20,14 +20,11 @@ func prepare(t testing.TB, s *snapshot.Snapshot) *detect.Input {
 		if len(tr) == 0 {
 			continue
 		}
-		r, err := analyze.ReplayDevice(context.Background(), s, dev)
+		r, err := replay.ReplayDevice(context.Background(), s, dev)
 		if err != nil {
 			t.Fatalf("replay device %d: %v", dev, err)
 		}
-		// analyze.Lifetime is detect.Lifetime: the replay's lifetimes feed the detectors as they are.
-		fr := detect.Replay{Device: dev, Trace: r.Trace, InitialAllocated: r.InitialAllocated, InitialReserved: r.InitialReserved,
-			Allocated: r.Allocated, Reserved: r.Reserved, Lifetimes: r.Lifetimes}
-		in.Devices = append(in.Devices, detect.Prepare(s, fr, cz))
+		in.Devices = append(in.Devices, detect.Prepare(r, cz))
 	}
 	return in
 }

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/phasedetect"
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/phases"
@@ -173,7 +173,7 @@ func TestDetectRealRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The replay finds the phases (phases.Detect of the device's trace and annotations) once for both.
-			rep, err := analyze.ReplayDevice(context.Background(), in.Snapshot, 0)
+			rep, err := replay.ReplayDevice(context.Background(), in.Snapshot, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -115,3 +115,26 @@ func Stack(frames ...string) *snapshot.Stack {
 	}
 	return st
 }
+
+// ReplayRules builds one device whose trace exercises every rule of the trace replay, with the stacks given to
+// its five allocations: X0 (1000 B, live in the final state, never allocated in the trace), X1 (2000 B, allocated
+// at event 1 and live at the end), Y (3000 B at 2, free requested at 3 and completed at 4), Z (700 B, allocated
+// before the trace, freed at 5) and W (400 B at 6, free requested at 7 and never completed), after a segment_alloc
+// of the one 8192-byte segment at 0 and before an oom at 8. It returns the builder and the segment's address.
+func ReplayRules(x0, x1, y, z, w *snapshot.Stack) (*SnapBuilder, uint64) {
+	b := NewSnap(1)
+	seg := b.Segment(SegOpts{}, Live(1024, 1000, x0), Live(2048, 2000, x1), Pending(512, 400, w), Free(4608))
+	ax1, aw := b.BlockAddr(0, 1), b.BlockAddr(0, 2)
+	b.Event(0,
+		Ev(snapshot.ActionSegmentAlloc, seg, 8192, nil),                                         // 0
+		Ev(snapshot.ActionAlloc, ax1, 2000, x1),                                                 // 1
+		Ev(snapshot.ActionAlloc, aw, 3000, y),                                                   // 2: Y, at W's address before W
+		Ev(snapshot.ActionFreeRequested, aw, 3000, y),                                           // 3
+		Ev(snapshot.ActionFreeCompleted, aw, 3000, y),                                           // 4
+		Ev(snapshot.ActionFreeCompleted, aw+512, 700, z),                                        // 5: allocated before the trace
+		Ev(snapshot.ActionAlloc, aw, 400, w),                                                    // 6
+		Ev(snapshot.ActionFreeRequested, aw, 400, w),                                            // 7: never completed (record_stream)
+		snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 100000, DeviceFree: 50, Stack: y}, // 8
+	)
+	return b, seg
+}

@@ -1,13 +1,18 @@
-package analyze
+package replay
 
 import (
 	"context"
 	"slices"
 	"testing"
+
+	"github.com/memscan/memscan/internal/testutil"
 )
 
+// The five allocations of testutil.ReplayRules, each with its own stack.
+var stX0, stX1, stY, stZ, stW = testutil.Stack("a.py:1:x0"), testutil.Stack("a.py:2:x1"), testutil.Stack("a.py:3:y"), testutil.Stack("a.py:4:z"), testutil.Stack("a.py:5:w")
+
 func TestReplayDevice(t *testing.T) {
-	b, _ := replaySnapshot()
+	b, _ := testutil.ReplayRules(stX0, stX1, stY, stZ, stW)
 	d, err := ReplayDevice(context.Background(), b.S, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -26,11 +31,11 @@ func TestReplayDevice(t *testing.T) {
 	}
 	x0 := b.BlockAddr(0, 0)
 	want := []Lifetime{
-		{Addr: b.BlockAddr(0, 1), Size: 2000, Stack: stOpt, Event: 1, Start: 1, End: 9},        // X1, live at the end
-		{Addr: b.BlockAddr(0, 2), Size: 3000, Stack: stRelu, Event: 2, Start: 2, End: 4},       // Y
-		{Addr: b.BlockAddr(0, 2) + 512, Size: 700, Stack: stGrad, Event: 5, Start: -1, End: 5}, // Z
-		{Addr: b.BlockAddr(0, 2), Size: 400, Stack: stLoss, Event: 6, Start: 6, End: 7},        // W
-		{Addr: x0, Size: 1000, Stack: stAttn, Event: -1, Start: -1, End: 9},                    // X0
+		{Addr: b.BlockAddr(0, 1), Size: 2000, Stack: stX1, Event: 1, Start: 1, End: 9},      // X1, live at the end
+		{Addr: b.BlockAddr(0, 2), Size: 3000, Stack: stY, Event: 2, Start: 2, End: 4},       // Y
+		{Addr: b.BlockAddr(0, 2) + 512, Size: 700, Stack: stZ, Event: 5, Start: -1, End: 5}, // Z
+		{Addr: b.BlockAddr(0, 2), Size: 400, Stack: stW, Event: 6, Start: 6, End: 7},        // W
+		{Addr: x0, Size: 1000, Stack: stX0, Event: -1, Start: -1, End: 9},                   // X0
 	}
 	if !slices.Equal(d.Lifetimes, want) {
 		t.Errorf("lifetimes\n%+v\nwant\n%+v", d.Lifetimes, want)

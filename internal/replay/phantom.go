@@ -1,4 +1,4 @@
-package analyze
+package replay
 
 import (
 	"fmt"
@@ -13,16 +13,16 @@ import (
 // from before the trace window, live from the start; that is right for a ring buffer that dropped the alloc,
 // but such a block lay in a segment, which the final state or the trace's segment events still show. A free
 // outside every segment is of memory that never existed, and counting it would add phantom bytes to the peak.
-func (r *replay) phantomFree(j int, e *snapshot.TraceEntry) bool {
-	if r.spans == nil {
-		r.spans = segmentSpans(r.a.snap, r.dev, r.trace)
+func (t *Trace) phantomFree(j int, e *snapshot.TraceEntry) bool {
+	if t.spans == nil {
+		t.spans = segmentSpans(t.snap, t.Device, t.Events)
 	}
-	i := sort.Search(len(r.spans), func(k int) bool { return r.spans[k][0] > e.Addr }) - 1
-	if i >= 0 && e.Addr < r.spans[i][1] {
+	i := sort.Search(len(t.spans), func(k int) bool { return t.spans[k][0] > e.Addr }) - 1
+	if i >= 0 && e.Addr < t.spans[i][1] {
 		return false
 	}
-	r.a.warns.add("free-unknown", fmt.Sprintf("device %d trace event %d: %s of 0x%x (%d bytes), an address the trace never allocated and no segment covers; ignored",
-		r.dev, j, e.ActionName(), e.Addr, e.Size))
+	t.warn("free-unknown", fmt.Sprintf("device %d trace event %d: %s of 0x%x (%d bytes), an address the trace never allocated and no segment covers; ignored",
+		t.Device, j, e.ActionName(), e.Addr, e.Size))
 	return true
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/report"
 )
 
 // expandableSettings is what the fragmentation finding asks the allocator model for.
@@ -31,7 +32,7 @@ func (a *analysis) allocModel() detect.AllocatorModel {
 }
 
 type replayedModel struct {
-	reps     []AllocatorReplay
+	reps     []report.AllocatorReplay
 	fallback detect.Replayer
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
 )
@@ -23,71 +24,10 @@ type AllocatorOptions struct {
 	Skip bool
 }
 
-// AllocatorReplay is one device trace replayed through the allocator model: the recorded peak reserved (from the
-// trace's segment events), the baseline replay under the recorded settings — which checks the model against the
-// recording — and the replay under Settings.
-type AllocatorReplay struct {
-	Device int `json:"device" msgpack:"device"`
-	// Settings is what the what-if ran under (PYTORCH_CUDA_ALLOC_CONF syntax, "" = PyTorch's default); without a
-	// what-if it equals RecordedSettings and PeakReservedBytes the baseline.
-	Settings         string `json:"settings" msgpack:"settings"`
-	WhatIf           bool   `json:"what_if" msgpack:"what_if"`
-	RecordedSettings string `json:"recorded_settings" msgpack:"recorded_settings"`
-	// RecordedSettingsKnown is false when the snapshot predates allocator_settings (torch < 2.3) and the default
-	// was assumed.
-	RecordedSettingsKnown bool   `json:"recorded_settings_known" msgpack:"recorded_settings_known"`
-	CapacityBytes         int64  `json:"capacity_bytes" msgpack:"capacity_bytes"` // 0: unlimited
-	CapacitySource        string `json:"capacity_source" msgpack:"capacity_source"`
-
-	RecordedPeakReservedBytes int64 `json:"recorded_peak_reserved_bytes" msgpack:"recorded_peak_reserved_bytes"`
-	BaselinePeakReservedBytes int64 `json:"baseline_peak_reserved_bytes" msgpack:"baseline_peak_reserved_bytes"`
-	PeakReservedBytes         int64 `json:"peak_reserved_bytes" msgpack:"peak_reserved_bytes"`
-	// ExpandablePeakReservedBytes is the peak reserved under the recorded settings with expandable_segments:True
-	// (equal to the baseline when they are already on): what the fragmentation finding's fix would reserve.
-	ExpandablePeakReservedBytes int64 `json:"expandable_peak_reserved_bytes" msgpack:"expandable_peak_reserved_bytes"`
-	// ExpandableSettings is that configuration (the recorded one with expandable_segments:True).
-	ExpandableSettings string `json:"expandable_settings" msgpack:"expandable_settings"`
-
-	// BaselineMatchesRecording is true when the baseline reaches the recorded peak, follows the recorded reserved
-	// memory at every allocation and creates the recorded segment sizes in order.
-	BaselineMatchesRecording bool `json:"baseline_matches_recording" msgpack:"baseline_matches_recording"`
-	// BaselineFirstDivergence is the first event where the baseline's reserved memory departs from the
-	// recording (−1: never).
-	BaselineFirstDivergence int `json:"baseline_first_divergence" msgpack:"baseline_first_divergence"`
-	RecordedSegments        int `json:"recorded_segments" msgpack:"recorded_segments"`
-	BaselineSegments        int `json:"baseline_segments" msgpack:"baseline_segments"`
-	Segments                int `json:"segments" msgpack:"segments"`
-
-	Partial       bool   `json:"partial" msgpack:"partial"`
-	PartialReason string `json:"partial_reason,omitempty" msgpack:"partial_reason,omitempty"`
-
-	// Fragmentation at the peak of the baseline and of the what-if.
-	BaselineFragmentation allocator.Fragmentation `json:"baseline_fragmentation_at_peak" msgpack:"baseline_fragmentation_at_peak"`
-	Fragmentation         allocator.Fragmentation `json:"fragmentation_at_peak" msgpack:"fragmentation_at_peak"`
-
-	// FailedAllocations counts requests the what-if could not satisfy (it would run out of memory), the first
-	// at FirstFailedEvent (−1: none).
-	FailedAllocations int `json:"failed_allocations" msgpack:"failed_allocations"`
-	FirstFailedEvent  int `json:"first_failed_event" msgpack:"first_failed_event"`
-
-	// WhatIfTimeline is the what-if's reserved memory at each change (for the timeline chart); not in
-	// summary.json.
-	WhatIfTimeline allocator.Timeline `json:"-" msgpack:"what_if_timeline,omitempty"`
-}
-
-// ExpandableSavingBytes is what expandable_segments:True would save at the peak: baseline peak reserved minus the
-// peak under expandable segments, 0 when it saves nothing or is already on.
-func (r *AllocatorReplay) ExpandableSavingBytes() int64 {
-	if r == nil {
-		return 0
-	}
-	return max(r.BaselinePeakReservedBytes-r.ExpandablePeakReservedBytes, 0)
-}
-
 // ReplayAllocator replays every device trace of s through the allocator model: baseline (recorded settings), the
 // expandable-segments variant and, when opt.WhatIf is set, the what-if. Devices without trace events are skipped.
-func ReplayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions) ([]AllocatorReplay, error) {
-	var out []AllocatorReplay
+func ReplayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions) ([]report.AllocatorReplay, error) {
+	var out []report.AllocatorReplay
 	for dev, tr := range s.DeviceTraces {
 		if len(tr) == 0 {
 			continue
@@ -101,7 +41,7 @@ func ReplayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOpt
 	return out, nil
 }
 
-func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions) (AllocatorReplay, error) {
+func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions) (report.AllocatorReplay, error) {
 	ropt := allocator.ReplayOptions{Capacity: opt.Capacity, TotalMemory: opt.TotalMemory}
 	// The fragmentation finding's fix: the recorded settings with expandable segments, replayed alongside unless
 	// they are on already or are the what-if.
@@ -114,14 +54,14 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 	}
 	sr, err := allocator.ReplaySnapshot(ctx, s, dev, opt.WhatIf, ropt, extra...)
 	if err != nil {
-		return AllocatorReplay{}, err
+		return report.AllocatorReplay{}, err
 	}
 	rec, base := sr.Recording, sr.Baseline
 	what := base
 	if sr.WhatIf != nil {
 		what = sr.WhatIf
 	}
-	out := AllocatorReplay{
+	out := report.AllocatorReplay{
 		Device: dev, Settings: what.Settings, WhatIf: sr.WhatIf != nil,
 		RecordedSettings: sr.RecordedSettings.String(), RecordedSettingsKnown: sr.RecordedKnown,
 		CapacityBytes: what.Capacity, CapacitySource: what.CapacitySource,
@@ -129,7 +69,7 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 		PeakReservedBytes: what.PeakReserved, BaselineFirstDivergence: base.FirstDivergence,
 		RecordedSegments: len(rec.Created), BaselineSegments: len(base.Created), Segments: len(what.Created),
 		Partial: base.Partial, PartialReason: base.PartialReason(),
-		BaselineFragmentation: base.PeakFragmentation, Fragmentation: what.PeakFragmentation,
+		BaselineFragmentation: report.AllocatorFragmentation(base.PeakFragmentation), Fragmentation: report.AllocatorFragmentation(what.PeakFragmentation),
 		FailedAllocations: len(what.Failed), FirstFailedEvent: -1,
 	}
 	if opt.Capacity > 0 && what.CapacitySource == "input" && opt.CapacitySource != "" {
@@ -140,7 +80,10 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 	}
 	out.BaselineMatchesRecording = base.PeakReserved == rec.PeakReserved && base.FirstDivergence < 0 && allocator.FirstSizeMismatch(rec.Created, base.Created) < 0
 	if sr.WhatIf != nil {
-		out.WhatIfTimeline = what.Timeline
+		out.WhatIfTimeline = make(report.ReservedTimeline, len(what.Timeline))
+		for i, s := range what.Timeline {
+			out.WhatIfTimeline[i] = report.ReservedSample(s)
+		}
 	}
 	out.ExpandableSettings = exp.String()
 	switch {
@@ -196,7 +139,7 @@ func (a *analysis) allocatorReplay() error {
 // recording itself exceeded, a complete trace whose baseline does not follow the recording, a what-if that runs
 // out of memory. (A partial replay says why in its section; the trace problems behind it are already warned
 // about by the trace replay.)
-func (a *analysis) warnReplay(r *AllocatorReplay) {
+func (a *analysis) warnReplay(r *report.AllocatorReplay) {
 	if a.opts.Allocator.Capacity > 0 && r.RecordedPeakReservedBytes > r.CapacityBytes {
 		// Usually "80GB" read as 80·10^9 bytes for a card that holds 80 GiB: the departures and failures that
 		// follow come from the capacity, not from the settings.

@@ -10,6 +10,7 @@ import (
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -62,12 +63,12 @@ func TestReplayAllocatorVarlen(t *testing.T) {
 func TestExpandableSaving(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		r    *AllocatorReplay
+		r    *report.AllocatorReplay
 		want int64
 	}{
-		{"saves", &AllocatorReplay{BaselinePeakReservedBytes: 10 << 30, ExpandablePeakReservedBytes: 9 << 30}, 1 << 30},
-		{"costs more", &AllocatorReplay{BaselinePeakReservedBytes: 9 << 30, ExpandablePeakReservedBytes: 10 << 30}, 0},
-		{"already on", &AllocatorReplay{BaselinePeakReservedBytes: 9 << 30, ExpandablePeakReservedBytes: 9 << 30}, 0},
+		{"saves", &report.AllocatorReplay{BaselinePeakReservedBytes: 10 << 30, ExpandablePeakReservedBytes: 9 << 30}, 1 << 30},
+		{"costs more", &report.AllocatorReplay{BaselinePeakReservedBytes: 9 << 30, ExpandablePeakReservedBytes: 10 << 30}, 0},
+		{"already on", &report.AllocatorReplay{BaselinePeakReservedBytes: 9 << 30, ExpandablePeakReservedBytes: 9 << 30}, 0},
 		{"no replay", nil, 0},
 	} {
 		if got := tc.r.ExpandableSavingBytes(); got != tc.want {
@@ -105,7 +106,7 @@ func TestAnalyzeAllocatorReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	part := partOf[*SnapshotReport](t, r)
+	part := partOf[*report.SnapshotReport](t, r)
 	ar := part.AllocatorReplay
 	// 40194015232 B is PyTorch's max_memory_reserved for this run (runs.json).
 	if ar == nil || ar.RecordedPeakReservedBytes != 40194015232 || ar.BaselinePeakReservedBytes != 40194015232 || !ar.BaselineMatchesRecording {
@@ -156,7 +157,7 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	part := partOf[*SnapshotReport](t, r)
+	part := partOf[*report.SnapshotReport](t, r)
 	if part.AllocatorReplay == nil || !part.AllocatorReplay.BaselineMatchesRecording || len(part.AllocatorReplay.WhatIfTimeline) == 0 {
 		t.Fatalf("replay %+v", part.AllocatorReplay)
 	}
@@ -166,7 +167,7 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 		name      string
 		marshal   func(any) ([]byte, error)
 		unmarshal func([]byte, any) error
-		want      *AllocatorReplay
+		want      *report.AllocatorReplay
 	}{
 		{"msgpack", msgpack.Marshal, msgpack.Unmarshal, part.AllocatorReplay},
 		{"JSON", json.Marshal, json.Unmarshal, &summary},
@@ -175,11 +176,11 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Report
+		var back report.Report
 		if err := c.unmarshal(raw, &back); err != nil {
 			t.Fatal(err)
 		}
-		if got := partOf[*SnapshotReport](t, &back).AllocatorReplay; !reflect.DeepEqual(got, c.want) {
+		if got := partOf[*report.SnapshotReport](t, &back).AllocatorReplay; !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s round trip:\n got %+v\nwant %+v", c.name, got, c.want)
 		}
 	}
@@ -194,7 +195,7 @@ func TestAllocatorReplaySkip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ar := partOf[*SnapshotReport](t, r).AllocatorReplay; (ar == nil) != skip {
+		if ar := partOf[*report.SnapshotReport](t, r).AllocatorReplay; (ar == nil) != skip {
 			t.Errorf("skip %v: replay %+v", skip, ar)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -47,7 +48,7 @@ func (o Options) withDefaults() Options {
 		o.Rules = categorize.Default()
 	}
 	if o.TopN <= 0 {
-		o.TopN = DefaultTopN
+		o.TopN = report.DefaultTopN
 	}
 	if o.MaxTimelinePoints <= 0 {
 		o.MaxTimelinePoints = DefaultMaxTimelinePoints
@@ -57,7 +58,7 @@ func (o Options) withDefaults() Options {
 
 // Analyze computes the report of one decoded input: allocator snapshots here, tracer JSON, profiler timelines and
 // training logs by their own analyzers. An input of no known kind returns an error wrapping ErrUnsupported.
-func Analyze(ctx context.Context, in *load.Input, opts Options) (*Report, error) {
+func Analyze(ctx context.Context, in *load.Input, opts Options) (*report.Report, error) {
 	if in == nil {
 		return nil, fmt.Errorf("analyze: nil input")
 	}
@@ -86,7 +87,7 @@ func Analyze(ctx context.Context, in *load.Input, opts Options) (*Report, error)
 }
 
 // AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
-func AnalyzeFile(ctx context.Context, path string, opts Options) (*Report, error) {
+func AnalyzeFile(ctx context.Context, path string, opts Options) (*report.Report, error) {
 	in, err := load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: opts.MaxInputSize})
 	if err != nil {
 		return nil, err
@@ -100,8 +101,8 @@ type analysis struct {
 	opts  Options
 	snap  *snapshot.Snapshot
 	cat   *categorize.Categorizer
-	rep   *Report
-	part  *SnapshotReport // rep.Part
+	rep   *report.Report
+	part  *report.SnapshotReport // rep.Part
 	warns *warnings
 	tick  int
 	// findings are the trace detectors' conclusions (package findings), nil without a trace; judgedAtPeak says
@@ -109,7 +110,7 @@ type analysis struct {
 	findings     []findings.Finding
 	judgedAtPeak bool
 	// allocReps are the caching-allocator replays of every device trace (nil when skipped).
-	allocReps []AllocatorReplay
+	allocReps []report.AllocatorReplay
 	// endCategory is the category the trace replay gave each allocation still live at the end, by device and
 	// address, so that the views at the dump agree with those at the peak where a lifetime decided (the
 	// weights a module's __init__ allocated are Parameters/Weights in both, not Unknown at the dump).
@@ -142,21 +143,21 @@ func (a *analysis) checkCtx() error {
 }
 
 // AnalyzeSnapshot analyzes one allocator snapshot. File, Format, Rank and Iteration are left for the caller.
-func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*Report, error) {
+func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*report.Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	part := &SnapshotReport{OOMs: []OOM{}}
+	part := &report.SnapshotReport{OOMs: []report.OOM{}}
 	a := &analysis{
 		ctx:   ctx,
 		opts:  opts,
 		snap:  s,
 		cat:   categorize.NewCategorizer(opts.Rules),
 		warns: newWarnings(),
-		rep: &Report{
-			Header: Header{TorchFormat: s.TorchFormat, Rank: -1, Iteration: -1,
-				Categories: []CategoryStat{}, Top: []Allocation{},
+		rep: &report.Report{
+			Header: report.Header{TorchFormat: s.TorchFormat, Rank: -1, Iteration: -1,
+				Categories: []report.CategoryStat{}, Top: []report.Allocation{},
 				Recommendations: []findings.Finding{}, Warnings: []string{}},
 			Part: part,
 		},
@@ -174,10 +175,10 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 	return a.rep, nil
 }
 
-// addBlock adds one block to t. Totals follow PyTorch's _memory_viz stats exactly: an active_allocated block
+// addBlock adds block b to t. Totals follow PyTorch's _memory_viz stats exactly: an active_allocated block
 // counts requested bytes as allocated and size − requested as internal free; every other block (inactive and
 // active_pending_free) counts its full size as external free.
-func (t *Totals) addBlock(b *snapshot.Block) {
+func addBlock(t *report.Totals, b *snapshot.Block) {
 	t.Blocks++
 	switch b.State {
 	case snapshot.BlockActiveAllocated:
@@ -195,7 +196,7 @@ func (t *Totals) addBlock(b *snapshot.Block) {
 	}
 }
 
-func (t *Totals) finish() {
+func finishTotals(t *report.Totals) {
 	if t.ReservedBytes > 0 {
 		t.EfficiencyPct = float64(t.RequestedBytes) / float64(t.ReservedBytes) * 100
 	}
@@ -204,28 +205,30 @@ func (t *Totals) finish() {
 // groupAcc accumulates GroupTotals by key, remembering a sort key.
 type groupAcc struct {
 	order map[string]int64
-	m     map[string]*Totals
+	m     map[string]*report.Totals
 }
 
-func newGroupAcc() *groupAcc { return &groupAcc{order: map[string]int64{}, m: map[string]*Totals{}} }
+func newGroupAcc() *groupAcc {
+	return &groupAcc{order: map[string]int64{}, m: map[string]*report.Totals{}}
+}
 
-func (g *groupAcc) get(key string, order int64) *Totals {
+func (g *groupAcc) get(key string, order int64) *report.Totals {
 	t, ok := g.m[key]
 	if !ok {
-		t = &Totals{}
+		t = &report.Totals{}
 		g.m[key] = t
 		g.order[key] = order
 	}
 	return t
 }
 
-func (g *groupAcc) list() []GroupTotals {
-	out := make([]GroupTotals, 0, len(g.m))
+func (g *groupAcc) list() []report.GroupTotals {
+	out := make([]report.GroupTotals, 0, len(g.m))
 	for k, t := range g.m {
-		t.finish()
-		out = append(out, GroupTotals{Key: k, Totals: *t})
+		finishTotals(t)
+		out = append(out, report.GroupTotals{Key: k, Totals: *t})
 	}
-	slices.SortFunc(out, func(x, y GroupTotals) int {
+	slices.SortFunc(out, func(x, y report.GroupTotals) int {
 		return cmp.Or(cmp.Compare(g.order[x.Key], g.order[y.Key]), cmp.Compare(x.Key, y.Key))
 	})
 	return out
@@ -249,21 +252,21 @@ func (a *analysis) totals() error {
 		}
 		seg := &a.snap.Segments[i]
 		devSet[seg.Device] = true
-		groups := []*Totals{
+		groups := []*report.Totals{
 			t,
 			devs.get(strconv.Itoa(seg.Device), int64(seg.Device)),
 			streams.get(StreamKey(seg.Stream), int64(seg.Stream>>1)), // >>1 keeps the order non-negative
 			pools.get(PoolKey(seg.Pool), seg.Pool[0]<<32|seg.Pool[1]),
 			types.get(string(seg.Type), map[snapshot.SegmentType]int64{snapshot.SegmentLarge: 0, snapshot.SegmentSmall: 1}[seg.Type]),
 		}
-		var st Totals
+		var st report.Totals
 		st.ReservedBytes = seg.TotalSize
 		st.Segments = 1
 		var sum int64
 		prevInactive := false
 		for j := range seg.Blocks {
 			b := &seg.Blocks[j]
-			st.addBlock(b)
+			addBlock(&st, b)
 			sum += b.Size
 			if b.State == snapshot.BlockActiveAllocated && b.RequestedSize > b.Size {
 				a.warns.add("requested-gt-size", fmt.Sprintf("segment %d (0x%x) block %d: requested %d > size %d", i, seg.Address, j, b.RequestedSize, b.Size))
@@ -287,10 +290,10 @@ func (a *analysis) totals() error {
 			a.warns.add("active-size", fmt.Sprintf("segment %d (0x%x): active_size %d but active blocks sum to %d", i, seg.Address, seg.ActiveSize, st.ActiveBytes))
 		}
 		for _, g := range groups {
-			g.add(&st)
+			addTotals(g, &st)
 		}
 	}
-	t.finish()
+	finishTotals(t)
 	for d := range a.snap.DeviceTraces {
 		if len(a.snap.DeviceTraces[d]) > 0 {
 			devSet[d] = true
@@ -305,8 +308,8 @@ func (a *analysis) totals() error {
 	return nil
 }
 
-// add accumulates o into t (largest free block is a maximum, not a sum).
-func (t *Totals) add(o *Totals) {
+// addTotals accumulates o into t (largest free block is a maximum, not a sum).
+func addTotals(t, o *report.Totals) {
 	t.ReservedBytes += o.ReservedBytes
 	t.AllocatedBytes += o.AllocatedBytes
 	t.RequestedBytes += o.RequestedBytes
@@ -323,9 +326,9 @@ func (t *Totals) add(o *Totals) {
 // Category and site bytes are block sizes (what the allocator holds for the tensor, rounding included), so the
 // categories sum to allocated_bytes.
 func (a *analysis) liveBlocks() error {
-	cats := map[string]*CategoryStat{}
+	cats := map[string]*report.CategoryStat{}
 	type siteKey struct{ site, cat string }
-	sites := map[siteKey]*SiteStat{}
+	sites := map[siteKey]*report.SiteStat{}
 	// Only the top N become Allocations; the rest are kept as compact references for sorting.
 	type liveRef struct {
 		size     int64
@@ -347,7 +350,7 @@ func (a *analysis) liveBlocks() error {
 			d := a.blockCategory(seg.Device, b)
 			c := cats[d.Category]
 			if c == nil {
-				c = &CategoryStat{Name: d.Category}
+				c = &report.CategoryStat{Name: d.Category}
 				cats[d.Category] = c
 			}
 			c.Bytes += b.Size
@@ -356,7 +359,7 @@ func (a *analysis) liveBlocks() error {
 			k := siteKey{site, d.Category}
 			s := sites[k]
 			if s == nil {
-				s = &SiteStat{Site: site, Category: d.Category}
+				s = &report.SiteStat{Site: site, Category: d.Category}
 				sites[k] = s
 			}
 			s.Bytes += b.Size
@@ -369,12 +372,12 @@ func (a *analysis) liveBlocks() error {
 	slices.SortFunc(live, func(x, y liveRef) int {
 		return cmp.Or(cmp.Compare(y.size, x.size), cmp.Compare(x.dev, y.dev), cmp.Compare(x.addr, y.addr))
 	})
-	a.rep.Top = make([]Allocation, 0, min(len(live), a.opts.TopN))
+	a.rep.Top = make([]report.Allocation, 0, min(len(live), a.opts.TopN))
 	for _, l := range live[:min(len(live), a.opts.TopN)] {
 		seg := &a.snap.Segments[l.seg]
 		b := &seg.Blocks[l.blk]
 		d := a.blockCategory(seg.Device, b)
-		a.rep.Top = append(a.rep.Top, Allocation{
+		a.rep.Top = append(a.rep.Top, report.Allocation{
 			Size: b.Size, RequestedSize: b.RequestedSize, Address: b.Address, Device: seg.Device,
 			Stream: seg.Stream, State: b.State.String(), Category: d.Category, Site: d.SiteName(), Rule: d.Rule,
 			Frame: decidingFrame(d),
@@ -383,23 +386,23 @@ func (a *analysis) liveBlocks() error {
 	return nil
 }
 
-func sortedCategories[K comparable](m map[K]*CategoryStat) []CategoryStat {
-	out := make([]CategoryStat, 0, len(m))
+func sortedCategories[K comparable](m map[K]*report.CategoryStat) []report.CategoryStat {
+	out := make([]report.CategoryStat, 0, len(m))
 	for _, c := range m {
 		out = append(out, *c)
 	}
-	slices.SortFunc(out, func(x, y CategoryStat) int {
+	slices.SortFunc(out, func(x, y report.CategoryStat) int {
 		return cmp.Or(cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.Name, y.Name))
 	})
 	return out
 }
 
-func topSites[K comparable](m map[K]*SiteStat, n int) []SiteStat {
-	out := make([]SiteStat, 0, len(m))
+func topSites[K comparable](m map[K]*report.SiteStat, n int) []report.SiteStat {
+	out := make([]report.SiteStat, 0, len(m))
 	for _, s := range m {
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(x, y SiteStat) int {
+	slices.SortFunc(out, func(x, y report.SiteStat) int {
 		return cmp.Or(cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.Site, y.Site), cmp.Compare(x.Category, y.Category))
 	})
 	return out[:min(len(out), n)]
@@ -424,7 +427,7 @@ func bucketBounds(k int) (lo, hi int64) {
 }
 
 // histogram builds contiguous power-of-two buckets from the smallest to the largest non-empty one.
-func histogram(sizes []int64) []SizeBucket {
+func histogram(sizes []int64) []report.SizeBucket {
 	if len(sizes) == 0 {
 		return nil
 	}
@@ -437,10 +440,10 @@ func histogram(sizes []int64) []SizeBucket {
 		bytes[k] += s
 		lo, hi = min(lo, k), max(hi, k)
 	}
-	out := make([]SizeBucket, 0, hi-lo+1)
+	out := make([]report.SizeBucket, 0, hi-lo+1)
 	for k := lo; k <= hi; k++ {
 		l, h := bucketBounds(k)
-		out = append(out, SizeBucket{Lo: l, Hi: h, Count: counts[k], Bytes: bytes[k]})
+		out = append(out, report.SizeBucket{Lo: l, Hi: h, Count: counts[k], Bytes: bytes[k]})
 	}
 	return out
 }

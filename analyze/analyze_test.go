@@ -14,6 +14,7 @@ import (
 	"github.com/memscan/memscan/findings"
 	tu "github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -33,7 +34,7 @@ var (
 	stLoss = tu.Stack(sp+"torch/nn/functional.py:3494:cross_entropy", "/home/dev/proj/train.py:93:main")
 )
 
-func analyzeBuilt(t *testing.T, b *tu.SnapBuilder) *Report {
+func analyzeBuilt(t *testing.T, b *tu.SnapBuilder) *report.Report {
 	t.Helper()
 	r, err := Analyze(context.Background(), b.Input("outputs/memory_snapshot/iteration_3/rank5_memory_snapshot.pickle"), Options{})
 	if err != nil {
@@ -53,7 +54,7 @@ func totalsSnapshot() *tu.SnapBuilder {
 
 func TestTotalsHandComputed(t *testing.T) {
 	r := analyzeBuilt(t, totalsSnapshot())
-	sp := partOf[*SnapshotReport](t, r)
+	sp := partOf[*report.SnapshotReport](t, r)
 	// reserved  = 7 MiB + 2 MiB + 20 MiB                               = 30408704
 	// allocated = 4 MiB + 1 MiB + 512 (active_allocated sizes)          = 5243392
 	// requested = (3 MiB + 100) + 1 MiB + 500                           = 4194904
@@ -61,7 +62,7 @@ func TestTotalsHandComputed(t *testing.T) {
 	// external  = 2 MiB + 1024 (pending) + (2 MiB − 1536) + 20 MiB      = 25165312
 	// active    = allocated + 1024 pending                              = 5244416
 	// inactive  = 2 MiB + (2 MiB − 1536) + 20 MiB                       = 25164288
-	want := Totals{
+	want := report.Totals{
 		ReservedBytes: 30408704, AllocatedBytes: 5243392, RequestedBytes: 4194904, ActiveBytes: 5244416,
 		InactiveBytes: 25164288, InternalFreeBytes: 1048488, ExternalFreeBytes: 25165312,
 		EfficiencyPct: 4194904.0 / 30408704 * 100, LargestFreeBlockBytes: 20 * MiB, Segments: 3, Blocks: 7,
@@ -77,7 +78,7 @@ func TestTotalsHandComputed(t *testing.T) {
 	}
 	groups := []struct {
 		name string
-		got  []GroupTotals
+		got  []report.GroupTotals
 		want map[string]int64 // key → reserved
 	}{
 		{"device", sp.PerDevice, map[string]int64{"0": 9 * MiB, "1": 20 * MiB}},
@@ -87,10 +88,10 @@ func TestTotalsHandComputed(t *testing.T) {
 	}
 	for _, g := range groups {
 		got := map[string]int64{}
-		var sum Totals
+		var sum report.Totals
 		for _, x := range g.got {
 			got[x.Key] = x.ReservedBytes
-			sum.add(&x.Totals)
+			addTotals(&sum, &x.Totals)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(g.want) {
 			t.Errorf("per %s: %v, want %v", g.name, got, g.want)
@@ -100,7 +101,7 @@ func TestTotalsHandComputed(t *testing.T) {
 		}
 	}
 	// Categories are block sizes of active_allocated blocks: they add up to allocated.
-	wantCats := []CategoryStat{{categorize.Attention, 4 * MiB, 1}, {categorize.OptimizerState, 1 * MiB, 1}, {categorize.Unknown, 512, 1}}
+	wantCats := []report.CategoryStat{{Name: categorize.Attention, Bytes: 4 * MiB, Count: 1}, {Name: categorize.OptimizerState, Bytes: 1 * MiB, Count: 1}, {Name: categorize.Unknown, Bytes: 512, Count: 1}}
 	if !slices.Equal(r.Categories, wantCats) {
 		t.Errorf("categories %+v, want %+v", r.Categories, wantCats)
 	}
@@ -123,7 +124,7 @@ func TestTotalsHandComputed(t *testing.T) {
 
 func TestHistograms(t *testing.T) {
 	r := analyzeBuilt(t, totalsSnapshot())
-	sp := partOf[*SnapshotReport](t, r)
+	sp := partOf[*report.SnapshotReport](t, r)
 	// Active sizes 512, 1 MiB, 4 MiB → buckets [2^9,2^10) .. [2^22,2^23), contiguous: 14 buckets.
 	a := sp.ActiveSizes
 	if len(a) != 14 || a[0].Lo != 512 || a[0].Hi != 1024 || a[0].Count != 1 || a[13].Lo != 4*MiB || a[13].Count != 1 || a[11].Lo != 1*MiB || a[11].Count != 1 {
@@ -162,7 +163,7 @@ func replaySnapshot() (*tu.SnapBuilder, uint64) {
 func TestTimelineReplay(t *testing.T) {
 	b, _ := replaySnapshot()
 	r := analyzeBuilt(t, b)
-	sp := partOf[*SnapshotReport](t, r)
+	sp := partOf[*report.SnapshotReport](t, r)
 	if len(sp.Timeline) != 1 {
 		t.Fatalf("%d series", len(sp.Timeline))
 	}
@@ -184,7 +185,7 @@ func TestTimelineReplay(t *testing.T) {
 		t.Fatalf("peak %+v", p)
 	}
 	// Live at event 2: Y relu 3000, X1 adamw 2000, X0 attention 1000, Z backward 700.
-	wantCats := []CategoryStat{{categorize.Activation, 3000, 1}, {categorize.OptimizerState, 2000, 1}, {categorize.Attention, 1000, 1}, {categorize.Gradient, 700, 1}}
+	wantCats := []report.CategoryStat{{Name: categorize.Activation, Bytes: 3000, Count: 1}, {Name: categorize.OptimizerState, Bytes: 2000, Count: 1}, {Name: categorize.Attention, Bytes: 1000, Count: 1}, {Name: categorize.Gradient, Bytes: 700, Count: 1}}
 	if !slices.Equal(p.Categories, wantCats) {
 		t.Errorf("peak categories %+v", p.Categories)
 	}
@@ -208,7 +209,7 @@ func TestTimelineReplay(t *testing.T) {
 		t.Errorf("trace actions %v", sp.TraceActions)
 	}
 	// OOM: requested vs device free, the state at the event, and the site from its frames.
-	want := OOM{Device: 0, EventIndex: 8, TimeUS: 1008, RequestedBytes: 100000, DeviceFreeBytes: 50,
+	want := report.OOM{Device: 0, EventIndex: 8, TimeUS: 1008, RequestedBytes: 100000, DeviceFreeBytes: 50,
 		Site: "/home/dev/proj/model.py:20:block", Category: categorize.Activation, AllocatedBytes: 3000, ReservedBytes: 8192}
 	if len(sp.OOMs) != 1 || sp.OOMs[0].Explained == nil {
 		t.Fatalf("ooms %+v, want one explained", sp.OOMs)
@@ -237,7 +238,7 @@ func TestReservedReplayWithMapUnmap(t *testing.T) {
 		tu.Ev(snapshot.ActionSegmentUnmap, seg+uint64(4*MiB), 2*MiB, nil),
 	)
 	r := analyzeBuilt(t, b)
-	sp := partOf[*SnapshotReport](t, r)
+	sp := partOf[*report.SnapshotReport](t, r)
 	// Final reserved 4 MiB; net +4 MiB over the trace → starts at 0: 2, 6, 6, 4 MiB.
 	if got := sp.Timeline[0].Reserved; !slices.Equal(got, []int64{2 * MiB, 6 * MiB, 6 * MiB, 4 * MiB}) {
 		t.Errorf("reserved %v", got)
@@ -310,7 +311,7 @@ func TestLeakDetection(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := analyzeBuilt(t, leakSnapshot(tc.steps, tc.leak, tc.annotations))
-			sp := partOf[*SnapshotReport](t, r)
+			sp := partOf[*report.SnapshotReport](t, r)
 			rec := hasRec(r, "leak")
 			if (rec != nil) != tc.fire {
 				t.Fatalf("leak fired=%v, want %v (suspects %+v)", rec != nil, tc.fire, sp.LeakSuspects)
@@ -343,7 +344,7 @@ func TestOOMCachedAdvice(t *testing.T) {
 	}
 }
 
-func hasRec(r *Report, id findings.ID) *findings.Finding {
+func hasRec(r *report.Report, id findings.ID) *findings.Finding {
 	for i := range r.Recommendations {
 		if r.Recommendations[i].ID == id {
 			return &r.Recommendations[i]
@@ -482,7 +483,7 @@ func TestAnalyzeErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("empty snapshot: %v", err)
 	}
-	if sp := partOf[*SnapshotReport](t, r); sp.ReservedBytes != 0 || r.Peak != nil || r.Categories == nil || r.Top == nil || r.Recommendations == nil {
+	if sp := partOf[*report.SnapshotReport](t, r); sp.ReservedBytes != 0 || r.Peak != nil || r.Categories == nil || r.Top == nil || r.Recommendations == nil {
 		t.Errorf("empty snapshot: %+v, %v", r, err)
 	}
 }
@@ -560,7 +561,7 @@ func TestReplayMissingFreeCompleted(t *testing.T) {
 		tu.Ev(snapshot.ActionAlloc, 0x1000, 50, stRelu),
 	)
 	r := analyzeBuilt(t, b)
-	sp := partOf[*SnapshotReport](t, r)
+	sp := partOf[*report.SnapshotReport](t, r)
 	// 100 | 0 (ended by its free_requested) | 300 | 50 (the 300 ends where the 50 replaces it)
 	if got := sp.Timeline[0].Allocated; !slices.Equal(got, []int64{100, 0, 300, 50}) {
 		t.Errorf("allocated %v", got)

@@ -7,39 +7,23 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
-
-// RecordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
-// tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
-func (r *Report) RecordedPeak() (int64, bool) {
-	if r.Peak != nil {
-		return r.Peak.Bytes, true
-	}
-	switch p := r.Part.(type) {
-	case *TracerReport:
-		return p.PeakBytes, true
-	case *TimelineReport:
-		return p.MemoryTimeline.PeakBytes, true
-	case *LogReport:
-		return max(p.Log.PeakAllocatedBytes, 0), true // −1 when the log prints no allocated measure
-	}
-	return 0, false
-}
 
 // CrossInputs compares several reports: one row per input (sorted by iteration, rank, file), the max and median of
 // reserved and allocated bytes, the imbalance (max/median − 1 of reserved), inputs more than findings.OutlierPct above the
 // median of their own iteration, and recommendations for rank imbalance and growth across iterations.
 // It returns nil for an empty list.
-func CrossInputs(reports []*Report) *Cross {
+func CrossInputs(reports []*report.Report) *report.Cross {
 	rows := crossRows(reports)
 	if len(rows) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(rows, func(x, y CrossRow) int {
+	slices.SortStableFunc(rows, func(x, y report.CrossRow) int {
 		return cmp.Or(cmp.Compare(x.Iteration, y.Iteration), cmp.Compare(x.Rank, y.Rank), cmp.Compare(x.File, y.File))
 	})
-	c := &Cross{Rows: rows, Recommendations: []findings.Finding{}}
+	c := &report.Cross{Rows: rows, Recommendations: []findings.Finding{}}
 	// Reserved and allocated statistics, outliers and growth compare allocator measurements only: a tracer file or
 	// a log in the same run has none, and its zeros would drag the median down. Ranks are compared within an
 	// iteration: rank 3 at step 10 against rank 3 at step 20 is growth, not imbalance.
@@ -55,25 +39,25 @@ func CrossInputs(reports []*Report) *Cross {
 		byIter[r.Iteration] = append(byIter[r.Iteration], i)
 	}
 	c.Iterations = len(iters)
-	c.setImbalance(rows, iters, byIter)
-	c.addOutliers(rows, iters, byIter)
-	c.addGrowth(rows)
+	setImbalance(c, rows, iters, byIter)
+	addOutliers(c, rows, iters, byIter)
+	addGrowth(c, rows)
 	return c
 }
 
 // crossRows is one row per input, with the allocator measures only where the input has them.
-func crossRows(reports []*Report) []CrossRow {
-	var rows []CrossRow
+func crossRows(reports []*report.Report) []report.CrossRow {
+	var rows []report.CrossRow
 	for _, r := range reports {
 		if r == nil {
 			continue
 		}
-		row := CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration}
+		row := report.CrossRow{File: r.File, Kind: r.Kind(), Rank: r.Rank, Iteration: r.Iteration}
 		if t, ok := r.AllocatorTotals(); ok {
 			row.ReservedBytes, row.AllocatedBytes, row.EfficiencyPct = t.ReservedBytes, t.AllocatedBytes, t.EfficiencyPct
 		}
 		row.PeakBytes, _ = r.RecordedPeak()
-		if t, ok := r.Part.(*TracerReport); ok {
+		if t, ok := r.Part.(*report.TracerReport); ok {
 			row.ListedBytes = t.ListedBytes
 		}
 		rows = append(rows, row)
@@ -83,7 +67,7 @@ func crossRows(reports []*Report) []CrossRow {
 
 // setImbalance sets the reserved and allocated statistics of the iteration whose ranks are most unbalanced.
 // byIter lists, per iteration in iters, the rows with allocator totals.
-func (c *Cross) setImbalance(rows []CrossRow, iters []int, byIter map[int][]int) {
+func setImbalance(c *report.Cross, rows []report.CrossRow, iters []int, byIter map[int][]int) {
 	// The only iteration in the usual single-step run.
 	for k, it := range iters {
 		var res, alloc []int64
@@ -107,7 +91,7 @@ func (c *Cross) setImbalance(rows []CrossRow, iters []int, byIter map[int][]int)
 
 // addOutliers lists the inputs more than findings.OutlierPct above the median of their iteration and recommends
 // balancing the worst.
-func (c *Cross) addOutliers(rows []CrossRow, iters []int, byIter map[int][]int) {
+func addOutliers(c *report.Cross, rows []report.CrossRow, iters []int, byIter map[int][]int) {
 	// Ranks of the same step should hold similar memory.
 	worst, worstPct, worstMed := -1, 0.0, int64(0)
 	for _, it := range iters {
@@ -138,8 +122,8 @@ func (c *Cross) addOutliers(rows []CrossRow, iters []int, byIter map[int][]int) 
 }
 
 // addGrowth recommends a look at ranks whose allocated bytes never drop and rise overall across iterations.
-func (c *Cross) addGrowth(rows []CrossRow) {
-	byRank := map[int][]CrossRow{}
+func addGrowth(c *report.Cross, rows []report.CrossRow) {
+	byRank := map[int][]report.CrossRow{}
 	var ranks []int
 	for _, r := range rows {
 		if r.Iteration < 0 || !r.HasAllocatorTotals() {

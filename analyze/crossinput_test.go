@@ -6,25 +6,26 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/report"
 )
 
-func rep(file string, rank, iter int, reserved, allocated int64) *Report {
-	part := &SnapshotReport{}
+func rep(file string, rank, iter int, reserved, allocated int64) *report.Report {
+	part := &report.SnapshotReport{}
 	part.ReservedBytes, part.AllocatedBytes = reserved, allocated
-	return &Report{Header: Header{File: file, Rank: rank, Iteration: iter}, Part: part}
+	return &report.Report{Header: report.Header{File: file, Rank: rank, Iteration: iter}, Part: part}
 }
 
 func TestCrossInputs(t *testing.T) {
 	if CrossInputs(nil) != nil {
 		t.Fatal("empty input should give nil")
 	}
-	reports := []*Report{
+	reports := []*report.Report{
 		rep("i1/rank3", 3, 1, 120*MiB, 60*MiB),
 		rep("i1/rank1", 1, 1, 100*MiB, 50*MiB),
 		rep("i1/rank0", 0, 1, 100*MiB, 50*MiB),
 		rep("i1/rank2", 2, 1, 110*MiB, 55*MiB), // exactly 10 % above the median: not an outlier
 	}
-	reports[2].Peak = &Peak{Bytes: 70 * MiB}
+	reports[2].Peak = &report.Peak{Bytes: 70 * MiB}
 	c := CrossInputs(reports)
 	files := []string{}
 	for _, r := range c.Rows {
@@ -61,7 +62,7 @@ func TestCrossInputsGrowthAcrossIterations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var rs []*Report
+			var rs []*report.Report
 			for i, a := range tc.alloc {
 				rs = append(rs, rep("iteration_"+string(rune('1'+i))+"/rank0", 0, i+1, 100*MiB, a))
 			}
@@ -77,13 +78,13 @@ func TestCrossInputsGrowthAcrossIterations(t *testing.T) {
 // TestCrossInputsMixedKinds checks that inputs without allocator totals (tracer files, logs, profiler timelines)
 // keep their own peak in the row and stay out of the reserved/allocated statistics, which compare snapshots.
 func TestCrossInputsMixedKinds(t *testing.T) {
-	tracer := &Report{Header: Header{File: "tracer_rank2.json", Rank: 2, Iteration: -1}, Part: &TracerReport{Tracer: &TracerView{}, PeakBytes: 12 * MiB, ListedBytes: 9 * MiB}}
-	log := &Report{Header: Header{File: "train.log", Rank: -1, Iteration: -1}, Part: &LogReport{Log: &LogView{PeakAllocatedBytes: 30 * MiB, PeakReservedBytes: -1}}}
-	noAlloc := &Report{Header: Header{File: "ds.log", Rank: -1, Iteration: -1}, Part: &LogReport{Log: &LogView{PeakAllocatedBytes: -1, PeakReservedBytes: 40 * MiB}}}
-	tl := &Report{Header: Header{File: "prof.json", Rank: -1, Iteration: -1}, Part: &TimelineReport{MemoryTimeline: &TimelineView{PeakBytes: 5 * MiB}}}
-	snaps := []*Report{rep("rank0.pickle", 0, -1, 100*MiB, 50*MiB), rep("rank1.pickle", 1, -1, 200*MiB, 80*MiB)}
+	tracer := &report.Report{Header: report.Header{File: "tracer_rank2.json", Rank: 2, Iteration: -1}, Part: &report.TracerReport{Tracer: &report.TracerView{}, PeakBytes: 12 * MiB, ListedBytes: 9 * MiB}}
+	log := &report.Report{Header: report.Header{File: "train.log", Rank: -1, Iteration: -1}, Part: &report.LogReport{Log: &report.LogView{PeakAllocatedBytes: 30 * MiB, PeakReservedBytes: -1}}}
+	noAlloc := &report.Report{Header: report.Header{File: "ds.log", Rank: -1, Iteration: -1}, Part: &report.LogReport{Log: &report.LogView{PeakAllocatedBytes: -1, PeakReservedBytes: 40 * MiB}}}
+	tl := &report.Report{Header: report.Header{File: "prof.json", Rank: -1, Iteration: -1}, Part: &report.TimelineReport{MemoryTimeline: &report.TimelineView{PeakBytes: 5 * MiB}}}
+	snaps := []*report.Report{rep("rank0.pickle", 0, -1, 100*MiB, 50*MiB), rep("rank1.pickle", 1, -1, 200*MiB, 80*MiB)}
 	c := CrossInputs(append(snaps, tracer, log, noAlloc, tl))
-	byFile := map[string]CrossRow{}
+	byFile := map[string]report.CrossRow{}
 	for _, r := range c.Rows {
 		byFile[r.File] = r
 	}
@@ -94,11 +95,11 @@ func TestCrossInputsMixedKinds(t *testing.T) {
 		peak, listed    int64
 		reserved, alloc int64
 	}{
-		{"rank0.pickle", KindSnapshot, true, 0, 0, 100 * MiB, 50 * MiB},
-		{"tracer_rank2.json", KindTracer, false, 12 * MiB, 9 * MiB, 0, 0},
-		{"train.log", KindLog, false, 30 * MiB, 0, 0, 0},
-		{"ds.log", KindLog, false, 0, 0, 0, 0}, // the dialect printed no allocated measure: no peak, not −1
-		{"prof.json", KindTimeline, false, 5 * MiB, 0, 0, 0},
+		{"rank0.pickle", report.KindSnapshot, true, 0, 0, 100 * MiB, 50 * MiB},
+		{"tracer_rank2.json", report.KindTracer, false, 12 * MiB, 9 * MiB, 0, 0},
+		{"train.log", report.KindLog, false, 30 * MiB, 0, 0, 0},
+		{"ds.log", report.KindLog, false, 0, 0, 0, 0}, // the dialect printed no allocated measure: no peak, not −1
+		{"prof.json", report.KindTimeline, false, 5 * MiB, 0, 0, 0},
 	}
 	for _, tc := range tests {
 		r := byFile[tc.file]
@@ -116,7 +117,7 @@ func TestCrossInputsMixedKinds(t *testing.T) {
 		t.Errorf("outliers %v", c.OutlierFiles)
 	}
 
-	only := CrossInputs([]*Report{tracer, log})
+	only := CrossInputs([]*report.Report{tracer, log})
 	if only.MaxReservedBytes != 0 || only.MedianReservedBytes != 0 || only.ImbalancePct != 0 || len(only.OutlierFiles) != 0 {
 		t.Errorf("no snapshot: %+v", only)
 	}
@@ -127,7 +128,7 @@ func TestCrossInputsMixedKinds(t *testing.T) {
 // 200, imbalance 50 %). Pooled over both steps the median would be 125 MiB and the imbalance 140 %, a number that
 // describes no step; the reported statistics are step 20's, the same step the rank-imbalance finding names.
 func TestCrossInputsImbalancePerIteration(t *testing.T) {
-	c := CrossInputs([]*Report{
+	c := CrossInputs([]*report.Report{
 		rep("step10/rank0", 0, 10, 100*MiB, 10*MiB),
 		rep("step10/rank1", 1, 10, 150*MiB, 10*MiB),
 		rep("step20/rank0", 0, 20, 100*MiB, 10*MiB),
@@ -152,7 +153,7 @@ func TestCrossInputsImbalancePerIteration(t *testing.T) {
 
 // TestCrossInputsUnknownRank: inputs whose paths tell no rank or iteration are named without "rank -1".
 func TestCrossInputsUnknownRank(t *testing.T) {
-	c := CrossInputs([]*Report{rep("a.pickle", -1, -1, 100*MiB, 0), rep("b.pickle", -1, -1, 200*MiB, 0), rep("c.pickle", -1, -1, 100*MiB, 0)})
+	c := CrossInputs([]*report.Report{rep("a.pickle", -1, -1, 100*MiB, 0), rep("b.pickle", -1, -1, 200*MiB, 0), rep("c.pickle", -1, -1, 100*MiB, 0)})
 	if len(c.Recommendations) != 1 {
 		t.Fatalf("recommendations %+v", c.Recommendations)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -20,7 +21,7 @@ func Example() {
 	}
 	fmt.Println("format:", rep.Format, rep.TorchFormat)
 	// The allocator totals are in the part only a snapshot has.
-	if s, ok := rep.Part.(*analyze.SnapshotReport); ok {
+	if s, ok := rep.Part.(*report.SnapshotReport); ok {
 		fmt.Println("reserved:", s.ReservedBytes)
 		fmt.Println("requested + internal + external:", s.RequestedBytes+s.InternalFreeBytes+s.ExternalFreeBytes)
 	}

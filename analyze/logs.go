@@ -8,68 +8,14 @@ import (
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/trainlog"
 	"github.com/memscan/memscan/units"
 )
 
-// LogView is the analysis of the memory lines of one training log: runtime measurements per rank and iteration.
-type LogView struct {
-	Dialect string `json:"dialect" msgpack:"dialect"` // "megatron", "deepspeed", "torchtitan"
-	Lines   int    `json:"lines" msgpack:"lines"`
-	Records int    `json:"records" msgpack:"records"`
-	// SkippedLines are lines longer than the reader's limit.
-	SkippedLines int          `json:"skipped_lines" msgpack:"skipped_lines"`
-	Ranks        []LogRankRow `json:"ranks" msgpack:"ranks"`
-	// Peaks over the whole log (bytes, -1 when the dialect does not print the measure), and where they were.
-	PeakAllocatedBytes int64 `json:"peak_allocated_bytes" msgpack:"peak_allocated_bytes"`
-	PeakReservedBytes  int64 `json:"peak_reserved_bytes" msgpack:"peak_reserved_bytes"`
-	PeakRank           int   `json:"peak_rank" msgpack:"peak_rank"`
-	PeakIteration      int   `json:"peak_iteration" msgpack:"peak_iteration"`
-	// PeakAllocatedRank/Iteration say where allocated memory peaked, which can differ from where reserved did
-	// (PeakRank/PeakIteration follow reserved, or allocated when the log prints no reserved measure).
-	PeakAllocatedRank      int `json:"peak_allocated_rank" msgpack:"peak_allocated_rank"`
-	PeakAllocatedIteration int `json:"peak_allocated_iteration" msgpack:"peak_allocated_iteration"`
-	// ReservedImbalancePct is (max/median − 1) × 100 of the per-rank peak reserved bytes (0 for one rank).
-	ReservedImbalancePct float64 `json:"reserved_imbalance_pct" msgpack:"reserved_imbalance_pct"`
-	// Theoretical is Megatron's last static estimate line; TheoryGapPct compares the measured peak allocated
-	// with its total (or with weight and optimizer when no total is printed): (measured/theory − 1) × 100.
-	Theoretical  *trainlog.Theoretical `json:"theoretical,omitempty" msgpack:"theoretical,omitempty"`
-	TheoryGapPct *float64              `json:"theory_gap_pct,omitempty" msgpack:"theory_gap_pct,omitempty"`
-	// CapacityBytes is the device capacity when the log states it (torchtitan).
-	CapacityBytes int64  `json:"capacity_bytes,omitempty" msgpack:"capacity_bytes,omitempty"`
-	DeviceName    string `json:"device_name,omitempty" msgpack:"device_name,omitempty"`
-	// Series holds every record per rank for plotting; not in summary.json.
-	Series []LogSeries `json:"-" msgpack:"series,omitempty"`
-}
-
-// LogRankRow summarizes one rank's memory lines.
-type LogRankRow struct {
-	Rank           int   `json:"rank" msgpack:"rank"` // -1: lines without a rank
-	Records        int   `json:"records" msgpack:"records"`
-	FirstIteration int   `json:"first_iteration" msgpack:"first_iteration"`
-	LastIteration  int   `json:"last_iteration" msgpack:"last_iteration"`
-	MaxAllocated   int64 `json:"max_allocated_bytes" msgpack:"max_allocated_bytes"`
-	MaxReserved    int64 `json:"max_reserved_bytes" msgpack:"max_reserved_bytes"`
-	// Byte fields are -1 when the dialect does not print the measure (torchtitan prints only peak reserved).
-	LastAllocated int64 `json:"last_allocated_bytes" msgpack:"last_allocated_bytes"`
-	LastReserved  int64 `json:"last_reserved_bytes" msgpack:"last_reserved_bytes"`
-}
-
-// LogSeries is one rank's records in file order; X is the iteration when every record has one, else the record
-// index. Byte slices hold -1 where a record lacks the measure.
-type LogSeries struct {
-	Rank         int     `msgpack:"rank"`
-	X            []int   `msgpack:"x"`
-	XIsIteration bool    `msgpack:"x_is_iteration"`
-	Allocated    []int64 `msgpack:"allocated"`
-	MaxAllocated []int64 `msgpack:"max_allocated"`
-	Reserved     []int64 `msgpack:"reserved"`
-	MaxReserved  []int64 `msgpack:"max_reserved"`
-}
-
 // AnalyzeLog analyzes the memory lines of a training log (in.Log) into a Report with format "megatron-log",
 // "deepspeed-log" or "torchtitan-log".
-func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Report, error) {
+func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*report.Report, error) {
 	if in == nil || in.Log == nil {
 		return nil, errors.New("analyze log: input has no log records")
 	}
@@ -77,17 +23,17 @@ func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Repo
 		return nil, err
 	}
 	lg := in.Log
-	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: -1, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []findings.Finding{},
+	r := &report.Report{Header: report.Header{File: in.Path, Format: in.Format, Rank: -1, Iteration: -1, Devices: []int{},
+		Categories: []report.CategoryStat{}, Top: []report.Allocation{}, Recommendations: []findings.Finding{},
 		Warnings: append([]string{}, lg.Warnings...)}}
-	v := &LogView{Dialect: lg.Dialect, Lines: lg.Lines, Records: len(lg.Records), SkippedLines: lg.SkippedLines,
-		Ranks: []LogRankRow{}, PeakAllocatedBytes: -1, PeakReservedBytes: -1, PeakRank: -1, PeakIteration: -1,
+	v := &report.LogView{Dialect: lg.Dialect, Lines: lg.Lines, Records: len(lg.Records), SkippedLines: lg.SkippedLines,
+		Ranks: []report.LogRankRow{}, PeakAllocatedBytes: -1, PeakReservedBytes: -1, PeakRank: -1, PeakIteration: -1,
 		PeakAllocatedRank: -1, PeakAllocatedIteration: -1, CapacityBytes: lg.CapacityBytes, DeviceName: lg.DeviceName}
 	byRank := map[int]int{}
 	for _, rec := range lg.Records {
-		v.addRecord(rec, byRank)
+		addRecord(v, rec, byRank)
 	}
-	v.orderByRank()
+	orderByRank(v)
 	if len(v.Ranks) > 1 {
 		var res []int64
 		for _, row := range v.Ranks {
@@ -99,23 +45,23 @@ func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Repo
 			v.ReservedImbalancePct = (float64(slices.Max(res))/float64(med) - 1) * 100
 		}
 	}
-	v.setTheory(lg.Theoretical)
+	setTheory(v, lg.Theoretical)
 	if len(v.Ranks) == 1 {
 		r.Rank = v.Ranks[0].Rank
 	}
-	r.Part = &LogReport{Log: v}
+	r.Part = &report.LogReport{Log: v}
 	r.Recommendations = logRecommendations(v)
 	return r, nil
 }
 
 // addRecord adds one memory line to its rank's series and row and to the peaks; byRank maps a rank to its index.
-func (v *LogView) addRecord(rec trainlog.Record, byRank map[int]int) {
+func addRecord(v *report.LogView, rec trainlog.Record, byRank map[int]int) {
 	i, ok := byRank[rec.Rank]
 	if !ok {
 		i = len(v.Series)
 		byRank[rec.Rank] = i
-		v.Series = append(v.Series, LogSeries{Rank: rec.Rank, XIsIteration: true})
-		v.Ranks = append(v.Ranks, LogRankRow{Rank: rec.Rank, FirstIteration: -1, LastIteration: -1, MaxAllocated: -1, MaxReserved: -1, LastAllocated: -1, LastReserved: -1})
+		v.Series = append(v.Series, report.LogSeries{Rank: rec.Rank, XIsIteration: true})
+		v.Ranks = append(v.Ranks, report.LogRankRow{Rank: rec.Rank, FirstIteration: -1, LastIteration: -1, MaxAllocated: -1, MaxReserved: -1, LastAllocated: -1, LastReserved: -1})
 	}
 	s, row := &v.Series[i], &v.Ranks[i]
 	if rec.Iteration < 0 {
@@ -159,7 +105,7 @@ func (v *LogView) addRecord(rec trainlog.Record, byRank map[int]int) {
 
 // orderByRank numbers the points of series whose lines name no iteration, and sorts ranks ascending (lines
 // without a rank last), series in the same order.
-func (v *LogView) orderByRank() {
+func orderByRank(v *report.LogView) {
 	for i := range v.Series {
 		if !v.Series[i].XIsIteration {
 			for j := range v.Series[i].X {
@@ -178,7 +124,7 @@ func (v *LogView) orderByRank() {
 		return r
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(rankKey(v.Ranks[a].Rank), rankKey(v.Ranks[b].Rank)) })
-	ranks, series := make([]LogRankRow, len(order)), make([]LogSeries, len(order))
+	ranks, series := make([]report.LogRankRow, len(order)), make([]report.LogSeries, len(order))
 	for i, j := range order {
 		ranks[i], series[i] = v.Ranks[j], v.Series[j]
 	}
@@ -186,9 +132,9 @@ func (v *LogView) orderByRank() {
 }
 
 // setTheory keeps the last theoretical-memory line and the gap of the allocated peak to it.
-func (v *LogView) setTheory(theoretical []trainlog.Theoretical) {
+func setTheory(v *report.LogView, theoretical []trainlog.Theoretical) {
 	if n := len(theoretical); n > 0 {
-		t := theoretical[n-1]
+		t := report.LogTheoretical(theoretical[n-1])
 		v.Theoretical = &t
 		theory := t.TotalBytes
 		if theory < 0 {
@@ -201,7 +147,7 @@ func (v *LogView) setTheory(theoretical []trainlog.Theoretical) {
 	}
 }
 
-func logRecommendations(v *LogView) []findings.Finding {
+func logRecommendations(v *report.LogView) []findings.Finding {
 	out := []findings.Finding{}
 	if v.CapacityBytes > 0 && v.PeakReservedBytes > 0 {
 		if share := units.Share(v.PeakReservedBytes, v.CapacityBytes); share >= findings.LogNearCapacityPct {

@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 )
 
-func analyzeLogFixture(t *testing.T, name string) *Report {
+func analyzeLogFixture(t *testing.T, name string) *report.Report {
 	t.Helper()
 	in, err := load.DecodeFile(context.Background(), filepath.Join("..", "trainlog", "testdata", name))
 	if err != nil {
@@ -26,12 +27,12 @@ func analyzeLogFixture(t *testing.T, name string) *Report {
 // The byte values below are the fixture's MiB/GiB numbers converted as in snapshot/logs_test.go.
 func TestAnalyzeMegatronLog(t *testing.T) {
 	r := analyzeLogFixture(t, "megatron.log")
-	lp := partOf[*LogReport](t, r)
+	lp := partOf[*report.LogReport](t, r)
 	v := lp.Log
 	if r.Format != "megatron-log" || v.Dialect != "megatron" || v.Records != 4 || r.Rank != -1 {
 		t.Fatalf("format %q dialect %q records %d rank %d", r.Format, v.Dialect, v.Records, r.Rank)
 	}
-	want := []LogRankRow{
+	want := []report.LogRankRow{
 		// rank 0: max allocated 2623.578… MiB, reserved 2648 MiB at iteration 2.
 		{Rank: 0, Records: 2, FirstIteration: 1, LastIteration: 2, MaxAllocated: 2751021568, MaxReserved: 2776629248, LastAllocated: 1617284096, LastReserved: 2776629248},
 		// rank 1: "max cached: 2700.00" → 2831155200.
@@ -58,7 +59,7 @@ func TestAnalyzeMegatronLog(t *testing.T) {
 }
 
 func TestAnalyzeDeepSpeedLog(t *testing.T) {
-	v := partOf[*LogReport](t, analyzeLogFixture(t, "deepspeed.log")).Log
+	v := partOf[*report.LogReport](t, analyzeLogFixture(t, "deepspeed.log")).Log
 	// Ranks ascending with lines that name no rank last; the unranked series has no iteration on every line,
 	// so it is indexed by record.
 	if len(v.Ranks) != 2 || v.Ranks[0].Rank != 3 || v.Ranks[1].Rank != -1 || v.Ranks[1].Records != 2 {
@@ -74,7 +75,7 @@ func TestAnalyzeDeepSpeedLog(t *testing.T) {
 }
 
 func TestAnalyzeTorchtitanLog(t *testing.T) {
-	v := partOf[*LogReport](t, analyzeLogFixture(t, "torchtitan.log")).Log
+	v := partOf[*report.LogReport](t, analyzeLogFixture(t, "torchtitan.log")).Log
 	if len(v.Ranks) != 2 || v.Ranks[0].MaxReserved != 22011707392 || v.Ranks[0].LastIteration != 10 || v.Ranks[0].MaxAllocated != -1 ||
 		v.Ranks[0].LastAllocated != -1 || v.Ranks[0].LastReserved != 22011707392 {
 		t.Errorf("ranks = %+v", v.Ranks)
@@ -85,7 +86,7 @@ func TestAnalyzeTorchtitanLog(t *testing.T) {
 }
 
 func TestLogRecommendations(t *testing.T) {
-	v := &LogView{CapacityBytes: 100 << 30, PeakReservedBytes: 95 << 30, PeakAllocatedBytes: 60 << 30, ReservedImbalancePct: 3}
+	v := &report.LogView{CapacityBytes: 100 << 30, PeakReservedBytes: 95 << 30, PeakAllocatedBytes: 60 << 30, ReservedImbalancePct: 3}
 	recs := logRecommendations(v)
 	var ids []string
 	for _, r := range recs {

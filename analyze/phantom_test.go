@@ -7,6 +7,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -40,11 +41,11 @@ func TestReplayPhantomFrees(t *testing.T) {
 	}
 	// By hand: 2 MiB live before the window until event 0 frees it; then the 4 MiB alloc at event 1.
 	const wantPeak = 4 * mib
-	for _, r := range []*analyze.Report{clean, hostile} {
+	for _, r := range []*report.Report{clean, hostile} {
 		if r.Peak == nil || r.Peak.Bytes != wantPeak || r.Peak.EventIndex != 1 {
 			t.Errorf("%s: peak %+v, want %d bytes at event 1", r.File, r.Peak, wantPeak)
 		}
-		s, ok := r.Part.(*analyze.SnapshotReport)
+		s, ok := r.Part.(*report.SnapshotReport)
 		if !ok {
 			t.Fatalf("%s: part %T", r.File, r.Part)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 )
 
 // decodeOrSkip decodes a real snapshot, skipping when the pickle decoder is not available in this build.
@@ -30,7 +31,7 @@ func TestRealSnapshotTotals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sp := partOf[*SnapshotReport](t, r)
+			sp := partOf[*report.SnapshotReport](t, r)
 			s := m.Segsum
 			if sp.ReservedBytes != s.Reserved || sp.RequestedBytes != s.Allocated || sp.InternalFreeBytes != s.FreeInt ||
 				sp.ExternalFreeBytes != s.FreeExt || sp.Segments != s.Segments {

@@ -3,6 +3,7 @@ package analyze
 import (
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
 )
@@ -10,7 +11,7 @@ import (
 // recommend lists the findings of a finished snapshot report; every one carries the number and the threshold
 // behind it. With an allocation history the trace detectors (internal/detect) judge at the peak or the OOM: their
 // findings replace the dump-time cache checks, which only run on snapshots without history, labelled as such.
-func recommend(r *SnapshotReport, s *snapshot.Snapshot, judged []findings.Finding, atDump bool) []findings.Finding {
+func recommend(r *report.SnapshotReport, s *snapshot.Snapshot, judged []findings.Finding, atDump bool) []findings.Finding {
 	out := append([]findings.Finding{}, judged...)
 	out = append(out, cacheRecommendations(r, detect.ExpandableOn(s), atDump)...)
 	out = append(out, layoutRecommendations(r)...)
@@ -20,7 +21,7 @@ func recommend(r *SnapshotReport, s *snapshot.Snapshot, judged []findings.Findin
 // cacheRecommendations looks at what the cache holds beyond the requested bytes at the dump. Without an
 // allocation history (atDump) that moment is all there is: overhead, large unused blocks and fragmentation are
 // judged there and say so. Blocks pending on other streams are a state of the dump either way.
-func cacheRecommendations(r *SnapshotReport, expandableSegments, atDump bool) []findings.Finding {
+func cacheRecommendations(r *report.SnapshotReport, expandableSegments, atDump bool) []findings.Finding {
 	var out []findings.Finding
 	reserved := r.ReservedBytes
 	pending := r.ExternalFreeBytes - r.InactiveBytes
@@ -41,10 +42,10 @@ func cacheRecommendations(r *SnapshotReport, expandableSegments, atDump bool) []
 }
 
 // layoutRecommendations looks at where the reserved memory sits: small-pool segments, rounding, private pools.
-func layoutRecommendations(r *SnapshotReport) []findings.Finding {
+func layoutRecommendations(r *report.SnapshotReport) []findings.Finding {
 	var out []findings.Finding
 	reserved := r.ReservedBytes
-	var small Totals
+	var small report.Totals
 	for _, g := range r.PerSegmentType {
 		if g.Key == string(snapshot.SegmentSmall) {
 			small = g.Totals

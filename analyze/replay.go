@@ -8,6 +8,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -64,7 +65,7 @@ func (r *devTrace) siteIndex(name string, cat int) int {
 // replayAll replays every non-empty device trace: timeline series, peaks, OOMs; then finds the iterations and
 // phases, attributes every allocation by stack and lifetime, and runs the detectors of package findings.
 func (a *analysis) replayAll() error {
-	var best *Peak
+	var best *report.Peak
 	var devices []*detect.Device
 	for dev, trace := range a.snap.DeviceTraces {
 		for _, e := range trace {
@@ -97,7 +98,7 @@ func (a *analysis) replayAll() error {
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
 		for _, l := range detect.Leaks(d) {
-			a.part.LeakSuspects = append(a.part.LeakSuspects, LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
+			a.part.LeakSuspects = append(a.part.LeakSuspects, report.LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
 				Markers: l.Iterations, MarkerKind: d.Timeline().Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
 				GrowthBytes: l.LastBytes - l.FirstBytes, PerIterationBytes: l.PerIteration})
 		}
@@ -190,7 +191,7 @@ func (r *devTrace) ooms() {
 	for _, j := range r.OOMs {
 		e := &r.Events[j]
 		d := r.a.cat.Stack(e.Stack)
-		o := OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree, Category: d.Category,
+		o := report.OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree, Category: d.Category,
 			AllocatedBytes: r.Allocated[j], ReservedBytes: r.Reserved[j]}
 		if d.Site != "" {
 			o.Site = d.Site
@@ -205,8 +206,8 @@ func (r *devTrace) ooms() {
 // peak finds the highest live allocated memory and the live set at that point, with its iteration and phase from
 // the judged device d (whose Blocks are the elements, in order); it also returns the live bytes per category index
 // there, which order the timeline's categories.
-func (r *devTrace) peak(d *detect.Device) (Peak, []int64) {
-	p := Peak{Device: r.Device}
+func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
+	p := report.Peak{Device: r.Device}
 	p.EventIndex, p.Bytes = r.PeakIndex()
 	if t := p.EventIndex; t >= 0 && r.Events[t].HasTime {
 		p.TimeUS = r.Events[t].TimeUS
@@ -219,7 +220,7 @@ func (r *devTrace) peak(d *detect.Device) (Peak, []int64) {
 	// the bytes the lifetime categorized from each block's attribution.
 	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))
 	counts, siteCounts := make([]int, len(r.catNames)), make([]int, len(r.siteName))
-	comps := map[string]*CategoryStat{}
+	comps := map[string]*report.CategoryStat{}
 	for i, el := range r.Elements {
 		if int(el.Start) <= p.EventIndex && p.EventIndex < int(el.End) {
 			cat, site := r.cat[i], r.site[i]
@@ -230,7 +231,7 @@ func (r *devTrace) peak(d *detect.Device) (Peak, []int64) {
 			attr := d.Blocks[i].Attr
 			c := comps[string(attr.Component)]
 			if c == nil {
-				c = &CategoryStat{Name: string(attr.Component)}
+				c = &report.CategoryStat{Name: string(attr.Component)}
 				comps[c.Name] = c
 			}
 			c.Bytes += el.Size
@@ -243,17 +244,17 @@ func (r *devTrace) peak(d *detect.Device) (Peak, []int64) {
 	if len(comps) > 0 {
 		p.Components = sortedCategories(comps)
 	}
-	catStats := map[string]*CategoryStat{}
+	catStats := map[string]*report.CategoryStat{}
 	for i, b := range cats {
 		if counts[i] > 0 {
-			catStats[r.catNames[i]] = &CategoryStat{Name: r.catNames[i], Bytes: b, Count: counts[i]}
+			catStats[r.catNames[i]] = &report.CategoryStat{Name: r.catNames[i], Bytes: b, Count: counts[i]}
 		}
 	}
 	p.Categories = sortedCategories(catStats)
-	siteStats := map[int]*SiteStat{}
+	siteStats := map[int]*report.SiteStat{}
 	for i, b := range sites {
 		if siteCounts[i] > 0 {
-			siteStats[i] = &SiteStat{Site: r.siteName[i], Category: r.catNames[r.siteCat[i]], Bytes: b, Count: siteCounts[i]}
+			siteStats[i] = &report.SiteStat{Site: r.siteName[i], Category: r.catNames[r.siteCat[i]], Bytes: b, Count: siteCounts[i]}
 		}
 	}
 	p.Sites = topSites(siteStats, r.a.opts.TopN)
@@ -288,9 +289,9 @@ func sampleIndices(values []int64, maxPoints int) []int {
 
 // series builds the downsampled timeline with per-category stacks; peakCats are the live bytes per category at
 // the peak.
-func (r *devTrace) series(peakCats []int64) TimelineSeries {
+func (r *devTrace) series(peakCats []int64) report.TimelineSeries {
 	idx := sampleIndices(r.Allocated, r.a.opts.MaxTimelinePoints)
-	ts := TimelineSeries{Device: r.Device, Index: idx, Allocated: make([]int64, len(idx)), Reserved: make([]int64, len(idx))}
+	ts := report.TimelineSeries{Device: r.Device, Index: idx, Allocated: make([]int64, len(idx)), Reserved: make([]int64, len(idx))}
 	hasTime := r.Events[0].HasTime
 	if hasTime {
 		ts.TimeUS = make([]int64, len(idx))

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memscan/memscan/report"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -21,10 +22,10 @@ func TestReportWireRoundTrip(t *testing.T) {
 		file string
 		kind string
 	}{
-		{"../testdata/example/rank0_memory_snapshot.pickle", KindSnapshot},
-		{"../tracer/testdata/small_rank0.json", KindTracer},
-		{"../memtimeline/testdata/small_memory_timeline.json", KindTimeline},
-		{"../trainlog/testdata/megatron.log", KindLog},
+		{"../testdata/example/rank0_memory_snapshot.pickle", report.KindSnapshot},
+		{"../tracer/testdata/small_rank0.json", report.KindTracer},
+		{"../memtimeline/testdata/small_memory_timeline.json", report.KindTimeline},
+		{"../trainlog/testdata/megatron.log", report.KindLog},
 	}
 	for _, tc := range tests {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
@@ -39,14 +40,14 @@ func TestReportWireRoundTrip(t *testing.T) {
 				t.Fatalf("the %s part of the analyzed report is empty", tc.kind)
 			}
 
-			encode := func(w *bytes.Buffer, r *Report) {
+			encode := func(w *bytes.Buffer, r *report.Report) {
 				if err := msgpack.NewEncoder(w).Encode(r); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var mp bytes.Buffer
 			encode(&mp, rep)
-			var back Report
+			var back report.Report
 			if err := msgpack.NewDecoder(bytes.NewReader(mp.Bytes())).Decode(&back); err != nil {
 				t.Fatalf("decoding msgpack: %v", err)
 			}
@@ -69,7 +70,7 @@ func TestReportWireRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var jback Report
+			var jback report.Report
 			if err := json.Unmarshal(js, &jback); err != nil {
 				t.Fatalf("decoding JSON: %v", err)
 			}
@@ -93,17 +94,17 @@ func TestReportWireRoundTrip(t *testing.T) {
 func TestReportWireFlat(t *testing.T) {
 	tests := []struct {
 		name string
-		rep  *Report
+		rep  *report.Report
 		keys []string
 	}{
-		{"tracer", &Report{Header: Header{File: "t.json", Format: "tracer-json", Rank: 0, Iteration: -1},
-			Part: &TracerReport{PeakBytes: 10, ListedBytes: 8, Tracer: &TracerView{}}},
+		{"tracer", &report.Report{Header: report.Header{File: "t.json", Format: "tracer-json", Rank: 0, Iteration: -1},
+			Part: &report.TracerReport{PeakBytes: 10, ListedBytes: 8, Tracer: &report.TracerView{}}},
 			[]string{"file", "format", "torch_format", "rank", "iteration", "devices", "reserved_bytes", "allocated_bytes",
 				"requested_bytes", "active_bytes", "inactive_bytes", "internal_free_bytes", "external_free_bytes",
 				"efficiency_pct", "largest_free_block_bytes", "segments", "blocks", "categories", "top", "fragmentation",
 				"ooms", "recommendations", "warnings", "peak_bytes", "listed_bytes", "tracer"}},
-		{"snapshot", &Report{Header: Header{File: "s.pickle", Peak: &Peak{Bytes: 5}},
-			Part: &SnapshotReport{Totals: Totals{ReservedBytes: 7}, OOMs: []OOM{{Device: 1}}}},
+		{"snapshot", &report.Report{Header: report.Header{File: "s.pickle", Peak: &report.Peak{Bytes: 5}},
+			Part: &report.SnapshotReport{Totals: report.Totals{ReservedBytes: 7}, OOMs: []report.OOM{{Device: 1}}}},
 			[]string{"file", "format", "torch_format", "rank", "iteration", "devices", "reserved_bytes", "allocated_bytes",
 				"requested_bytes", "active_bytes", "inactive_bytes", "internal_free_bytes", "external_free_bytes",
 				"efficiency_pct", "largest_free_block_bytes", "segments", "blocks", "categories", "top", "fragmentation",
@@ -157,7 +158,7 @@ func TestReportWireEarlierRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var run Run
+	var run report.Run
 	if err := msgpack.Unmarshal(raw, &run); err != nil {
 		t.Fatal(err)
 	}
@@ -166,24 +167,24 @@ func TestReportWireEarlierRun(t *testing.T) {
 		kinds[i] = r.Kind()
 	}
 	// In the order analyze sorts the paths.
-	if want := []string{KindTimeline, KindSnapshot, KindTracer, KindLog}; !slices.Equal(kinds, want) {
+	if want := []string{report.KindTimeline, report.KindSnapshot, report.KindTracer, report.KindLog}; !slices.Equal(kinds, want) {
 		t.Fatalf("kinds %q, want %q", kinds, want)
 	}
 	// v22_oom.pickle: one segment and a trace whose third event is an OOM asking for 80 GiB with 3 MiB free.
-	s := partOf[*SnapshotReport](t, run.Inputs[1])
+	s := partOf[*report.SnapshotReport](t, run.Inputs[1])
 	if s.Segments != 1 || len(s.OOMs) != 1 || s.OOMs[0].RequestedBytes != 80<<30 || s.OOMs[0].DeviceFreeBytes != 3*MiB {
 		t.Errorf("snapshot: %d segments, OOMs %+v", s.Segments, s.OOMs)
 	}
 	// small_rank0.json: cuda:0 peaks at peak_memory_mb 12.5, 12.5 × 2^20 bytes.
-	if tr := partOf[*TracerReport](t, run.Inputs[2]); tr.PeakBytes != 13107200 || tr.Tracer.Device != "cuda:0" {
+	if tr := partOf[*report.TracerReport](t, run.Inputs[2]); tr.PeakBytes != 13107200 || tr.Tracer.Device != "cuda:0" {
 		t.Errorf("tracer: peak %d on %q", tr.PeakBytes, tr.Tracer.Device)
 	}
 	// small_memory_timeline.json: 3400 bytes at point 4 (see TestAnalyzeTimelineFixtures).
-	if tl := partOf[*TimelineReport](t, run.Inputs[0]).MemoryTimeline; tl.PeakBytes != 3400 || tl.PeakIndex != 4 {
+	if tl := partOf[*report.TimelineReport](t, run.Inputs[0]).MemoryTimeline; tl.PeakBytes != 3400 || tl.PeakIndex != 4 {
 		t.Errorf("timeline: peak %d at %d", tl.PeakBytes, tl.PeakIndex)
 	}
 	// megatron.log: the highest "max allocated" is rank 0's 2623.57861328125 MB (× 2^20) after iteration 2.
-	if lg := partOf[*LogReport](t, run.Inputs[3]).Log; lg.PeakAllocatedBytes != 2751021568 || lg.PeakAllocatedRank != 0 {
+	if lg := partOf[*report.LogReport](t, run.Inputs[3]).Log; lg.PeakAllocatedBytes != 2751021568 || lg.PeakAllocatedRank != 0 {
 		t.Errorf("log: peak allocated %d on rank %d", lg.PeakAllocatedBytes, lg.PeakAllocatedRank)
 	}
 	// As results.WriteMsgpack encodes a run.

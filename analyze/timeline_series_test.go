@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -23,7 +24,7 @@ func TestTimelineSeriesReservedContinuous(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sp := partOf[*SnapshotReport](t, r)
+		sp := partOf[*report.SnapshotReport](t, r)
 		if len(sp.Timeline) == 0 || r.Peak == nil {
 			t.Fatal("the example has a trace: want a timeline and a peak")
 		}

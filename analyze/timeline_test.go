@@ -9,6 +9,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/memtimeline"
+	"github.com/memscan/memscan/report"
 )
 
 // The timeline fixtures (see snapshot/timeline_test.go) have totals 1000, 1500, 1500, 1400, 3400, 1400 at
@@ -24,19 +25,19 @@ func TestAnalyzeTimelineFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := partOf[*TimelineReport](t, r).MemoryTimeline
+		v := partOf[*report.TimelineReport](t, r).MemoryTimeline
 		if r.Format != "memory-timeline" || v.Points != 6 || v.StartUS != 100 || v.EndUS != 500 {
 			t.Errorf("%s: format %q points %d span %d..%d", file, r.Format, v.Points, v.StartUS, v.EndUS)
 		}
 		if v.PeakBytes != 3400 || v.PeakIndex != 4 || v.PeakTimeUS != 400 || v.FinalBytes != 1400 {
 			t.Errorf("%s: peak %d at %d (%d µs), final %d", file, v.PeakBytes, v.PeakIndex, v.PeakTimeUS, v.FinalBytes)
 		}
-		wantComp := []CategoryStat{{Name: "Optimizer state", Bytes: 2000}, {Name: "Parameter", Bytes: 1000}, {Name: "Gradient", Bytes: 400}}
+		wantComp := []report.CategoryStat{{Name: "Optimizer state", Bytes: 2000}, {Name: "Parameter", Bytes: 1000}, {Name: "Gradient", Bytes: 400}}
 		if !reflect.DeepEqual(v.PeakComposition, wantComp) {
 			t.Errorf("%s: composition %+v", file, v.PeakComposition)
 		}
 		// The report's categories are the same bytes under memscan's names, so they line up with a snapshot's.
-		wantCanon := []CategoryStat{{Name: categorize.OptimizerState, Bytes: 2000}, {Name: categorize.Parameters, Bytes: 1000}, {Name: categorize.Gradient, Bytes: 400}}
+		wantCanon := []report.CategoryStat{{Name: categorize.OptimizerState, Bytes: 2000}, {Name: categorize.Parameters, Bytes: 1000}, {Name: categorize.Gradient, Bytes: 400}}
 		if !reflect.DeepEqual(r.Categories, wantCanon) || r.Peak == nil || !reflect.DeepEqual(r.Peak.Categories, wantCanon) {
 			t.Errorf("%s: report categories %+v, want %+v", file, r.Categories, wantCanon)
 		}
@@ -79,7 +80,7 @@ func TestTimelineDownsampleKeepsPeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := partOf[*TimelineReport](t, r).MemoryTimeline
+	v := partOf[*report.TimelineReport](t, r).MemoryTimeline
 	s := v.Series
 	if len(s.TimesUS) != maxTimelinePlotPoints || s.PeakIndex < 0 || s.TimesUS[s.PeakIndex] != peak || s.Bytes[1][s.PeakIndex] != 1000 {
 		t.Errorf("%d points, peak index %d", len(s.TimesUS), s.PeakIndex)

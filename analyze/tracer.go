@@ -12,6 +12,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
 	"github.com/memscan/memscan/units"
@@ -32,126 +33,12 @@ func (o RuntimeOptions) top() int {
 	return o.Top
 }
 
-// TracerView is the analysis of one memory-tracer peak snapshot.
-type TracerView struct {
-	Rank int `json:"rank" msgpack:"rank"`
-	// Device is the primary device: the CUDA device with the highest peak (else the first device). Its numbers
-	// are also at the top level of the report (peak_bytes, listed_bytes, phases, modules).
-	Device  string             `json:"device" msgpack:"device"`
-	Devices []TracerDeviceView `json:"devices" msgpack:"devices"`
-}
-
-// Primary returns the view of the primary device, nil when the file had no device.
-func (v *TracerView) Primary() *TracerDeviceView {
-	for i := range v.Devices {
-		if v.Devices[i].Device == v.Device {
-			return &v.Devices[i]
-		}
-	}
-	return nil
-}
-
-// TracerDeviceView is everything memscan derives from one device entry of a tracer file.
-type TracerDeviceView struct {
-	Device string `json:"device" msgpack:"device"`
-	// PeakBytes is peak_memory_mb in bytes; ListedBytes the sum of the listed tensors; GapBytes the difference
-	// (peak − listed), which the file cannot attribute. GapExplanation says why it exists.
-	PeakBytes      int64  `json:"peak_bytes" msgpack:"peak_bytes"`
-	ListedBytes    int64  `json:"listed_bytes" msgpack:"listed_bytes"`
-	GapBytes       int64  `json:"gap_bytes" msgpack:"gap_bytes"`
-	GapExplanation string `json:"gap_explanation" msgpack:"gap_explanation"`
-	Tensors        int    `json:"tensors" msgpack:"tensors"`
-	// SmallestListedBytes is the smallest listed tensor; when it is at least 1 MiB the file was almost
-	// certainly saved with min_memory_mb ≥ 1 (the Megatron integration passes 1), so smaller tensors are missing.
-	SmallestListedBytes int64 `json:"smallest_listed_bytes" msgpack:"smallest_listed_bytes"`
-	// InferredMinMemoryMB is the largest whole MiB filter consistent with the listed sizes (0: no filter seen).
-	InferredMinMemoryMB int `json:"inferred_min_memory_mb" msgpack:"inferred_min_memory_mb"`
-	// ReleasedTensors counts listed tensors that also carry a release stack (freed later in the run).
-	ReleasedTensors int `json:"released_tensors" msgpack:"released_tensors"`
-
-	Phases     []PhaseStat        `json:"phases" msgpack:"phases"`
-	Modules    []ModuleStat       `json:"modules" msgpack:"modules"`
-	ModuleTree []ModuleNode       `json:"module_tree" msgpack:"module_tree"`
-	Categories []CategoryStat     `json:"categories" msgpack:"categories"`
-	Sites      []TracerSite       `json:"sites" msgpack:"sites"`
-	Stacks     []TracerStackGroup `json:"stacks" msgpack:"stacks"`
-	Top        []TracerTensorRow  `json:"top" msgpack:"top"`
-}
-
-// PhaseStat is the bytes and tensor count created in one phase (of those alive at the peak).
-type PhaseStat struct {
-	Name     string  `json:"name" msgpack:"name"`
-	Bytes    int64   `json:"bytes" msgpack:"bytes"`
-	Count    int     `json:"count" msgpack:"count"`
-	SharePct float64 `json:"share_pct" msgpack:"share_pct"` // of listed bytes
-}
-
-// ModuleStat is one merged module pattern: module paths that differ only in numeric components
-// (layers.0.mlp, layers.1.mlp → layers.*.mlp) are one pattern. Count is tensors; MergedModules the number of
-// distinct module paths merged into the pattern. Tensors without a module are the pattern "Unknown".
-type ModuleStat struct {
-	Pattern       string  `json:"pattern" msgpack:"pattern"`
-	Bytes         int64   `json:"bytes" msgpack:"bytes"`
-	Count         int     `json:"count" msgpack:"count"`
-	MergedModules int     `json:"merged_modules" msgpack:"merged_modules"`
-	SharePct      float64 `json:"share_pct" msgpack:"share_pct"` // of listed bytes
-}
-
-// ModuleNode is one node of the merged module hierarchy; Bytes and Count include every descendant, OwnBytes only
-// tensors attributed to exactly this path. Nodes are in depth-first order, children largest first.
-type ModuleNode struct {
-	Pattern       string `json:"pattern" msgpack:"pattern"`
-	Name          string `json:"name" msgpack:"name"` // the last path component
-	Depth         int    `json:"depth" msgpack:"depth"`
-	Bytes         int64  `json:"bytes" msgpack:"bytes"`
-	OwnBytes      int64  `json:"own_bytes" msgpack:"own_bytes"`
-	Count         int    `json:"count" msgpack:"count"`
-	MergedModules int    `json:"merged_modules" msgpack:"merged_modules"`
-}
-
-// TracerSite is memory grouped by creation site: the innermost frame of user or library code that asked for the
-// storage, below the tracer's own frames and torch's op plumbing.
-type TracerSite struct {
-	Site     string   `json:"site" msgpack:"site"` // file:line:function
-	Code     string   `json:"code,omitempty" msgpack:"code,omitempty"`
-	Category string   `json:"category" msgpack:"category"`
-	Bytes    int64    `json:"bytes" msgpack:"bytes"`
-	Count    int      `json:"count" msgpack:"count"`
-	Phases   []string `json:"phases" msgpack:"phases"`
-}
-
-// TracerStackGroup groups tensors whose whole creation stack (tracer frames removed) is identical.
-type TracerStackGroup struct {
-	Frames []string `json:"frames" msgpack:"frames"` // innermost first, file:line:function
-	Bytes  int64    `json:"bytes" msgpack:"bytes"`
-	Count  int      `json:"count" msgpack:"count"`
-}
-
-// TracerTensorRow is one of the largest tensors.
-type TracerTensorRow struct {
-	Bytes     int64   `json:"bytes" msgpack:"bytes"`
-	Shape     string  `json:"shape" msgpack:"shape"` // "[4096, 1, 2048]", or the file's text when unparsable
-	Dims      []int64 `json:"dims,omitempty" msgpack:"dims,omitempty"`
-	ElemBytes int     `json:"elem_bytes,omitempty" msgpack:"elem_bytes,omitempty"` // inferred; 0 unknown
-	Module    string  `json:"module" msgpack:"module"`
-	Pattern   string  `json:"pattern" msgpack:"pattern"`
-	Phase     string  `json:"phase" msgpack:"phase"`
-	Category  string  `json:"category" msgpack:"category"`
-	Rule      string  `json:"rule,omitempty" msgpack:"rule,omitempty"`
-	Site      string  `json:"site" msgpack:"site"`
-	Code      string  `json:"code,omitempty" msgpack:"code,omitempty"`
-	Released  bool    `json:"released" msgpack:"released"`
-}
-
-// UnknownModule is the module group of tensors created outside any module forward.
-const UnknownModule = "Unknown"
-
 // ModulePattern replaces every dot-separated path component made only of digits with "*":
 // "decoder.layers.3.mlp.experts.local_experts.17.linear_fc1" → "decoder.layers.*.mlp.experts.local_experts.*.linear_fc1".
 // An empty path or "Unknown" is UnknownModule.
 func ModulePattern(module string) string {
-	if module == "" || module == UnknownModule {
-		return UnknownModule
+	if module == "" || module == report.UnknownModule {
+		return report.UnknownModule
 	}
 	parts := strings.Split(module, ".")
 	for i, p := range parts {
@@ -175,7 +62,7 @@ func isAllDigits(s string) bool {
 }
 
 // AnalyzeTracer analyzes a decoded tracer peak snapshot (in.Tracer) into a Report with format "tracer-json".
-func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*Report, error) {
+func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*report.Report, error) {
 	if in == nil || in.Tracer == nil {
 		return nil, errors.New("analyze tracer: input has no tracer data")
 	}
@@ -183,12 +70,12 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 	if err := checkTracerSizes(tr); err != nil {
 		return nil, fmt.Errorf("analyze %s: %w", in.Path, err)
 	}
-	r := &Report{Header: Header{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
-		Categories: []CategoryStat{}, Top: []Allocation{}, Recommendations: []findings.Finding{}, Warnings: []string{}}}
+	r := &report.Report{Header: report.Header{File: in.Path, Format: in.Format, Rank: tr.Rank, Iteration: -1, Devices: []int{},
+		Categories: []report.CategoryStat{}, Top: []report.Allocation{}, Recommendations: []findings.Finding{}, Warnings: []string{}}}
 	if r.Format == "" {
 		r.Format = tracer.Format
 	}
-	view := &TracerView{Rank: tr.Rank, Devices: []TracerDeviceView{}}
+	view := &report.TracerView{Rank: tr.Rank, Devices: []report.TracerDeviceView{}}
 	cz := categorize.NewCategorizer(opts.Rules)
 	var primaryPeak int64 = -1
 	for i := range tr.Devices {
@@ -215,18 +102,18 @@ func AnalyzeTracer(ctx context.Context, in *load.Input, opts RuntimeOptions) (*R
 	if view.Device == "" && len(view.Devices) > 0 {
 		view.Device = view.Devices[0].Device
 	}
-	part := &TracerReport{Tracer: view}
+	part := &report.TracerReport{Tracer: view}
 	r.Part = part
 	if p := view.Primary(); p != nil {
 		part.PeakBytes, part.ListedBytes = p.PeakBytes, p.ListedBytes
 		part.Phases, part.Modules = p.Phases, p.Modules
 		r.Categories = p.Categories
-		r.Sites = make([]SiteStat, 0, len(p.Sites))
+		r.Sites = make([]report.SiteStat, 0, len(p.Sites))
 		for _, s := range p.Sites {
-			r.Sites = append(r.Sites, SiteStat{Site: s.Site, Category: s.Category, Bytes: s.Bytes, Count: s.Count})
+			r.Sites = append(r.Sites, report.SiteStat{Site: s.Site, Category: s.Category, Bytes: s.Bytes, Count: s.Count})
 		}
 		for _, t := range p.Top {
-			r.Top = append(r.Top, Allocation{Size: t.Bytes, RequestedSize: t.Bytes, Device: tracerOrdinal(p.Device), State: "live at peak", Category: t.Category, Site: t.Site, Rule: t.Rule})
+			r.Top = append(r.Top, report.Allocation{Size: t.Bytes, RequestedSize: t.Bytes, Device: tracerOrdinal(p.Device), State: "live at peak", Category: t.Category, Site: t.Site, Rule: t.Rule})
 		}
 		r.Recommendations = tracerRecommendations(p)
 	}
@@ -250,10 +137,10 @@ type tensorFacts struct {
 	code     string
 }
 
-func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) TracerDeviceView {
-	dv := TracerDeviceView{Device: d.Name, PeakBytes: d.PeakBytes, Tensors: len(d.Tensors),
-		Phases: []PhaseStat{}, Modules: []ModuleStat{}, ModuleTree: []ModuleNode{}, Categories: []CategoryStat{},
-		Sites: []TracerSite{}, Stacks: []TracerStackGroup{}, Top: []TracerTensorRow{}}
+func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) report.TracerDeviceView {
+	dv := report.TracerDeviceView{Device: d.Name, PeakBytes: d.PeakBytes, Tensors: len(d.Tensors),
+		Phases: []report.PhaseStat{}, Modules: []report.ModuleStat{}, ModuleTree: []report.ModuleNode{}, Categories: []report.CategoryStat{},
+		Sites: []report.TracerSite{}, Stacks: []report.TracerStackGroup{}, Top: []report.TracerTensorRow{}}
 	userStacks := map[*tracer.Stack]*snapshot.Stack{}
 	facts := make([]tensorFacts, len(d.Tensors))
 	for i := range d.Tensors {
@@ -276,18 +163,18 @@ func analyzeTracerDevice(d *tracer.Device, cz *categorize.Categorizer, top int) 
 	}
 	dv.GapExplanation = gapExplanation(&dv)
 
-	dv.addPhases(d)
+	addPhases(&dv, d)
 	// Merged module patterns and the hierarchy.
 	dv.Modules, dv.ModuleTree = moduleViews(d, facts, dv.ListedBytes)
 
-	dv.addCategories(d, facts)
-	dv.addSitesAndStacks(d, facts, top)
-	dv.addTopTensors(d, facts, top)
+	addCategories(&dv, d, facts)
+	addSitesAndStacks(&dv, d, facts, top)
+	addTopTensors(&dv, d, facts, top)
 	return dv
 }
 
 // addPhases adds the bytes per tracer phase, in order of bytes.
-func (v *TracerDeviceView) addPhases(d *tracer.Device) {
+func addPhases(v *report.TracerDeviceView, d *tracer.Device) {
 	phaseIdx := map[string]int{}
 	for i := range d.Tensors {
 		t := &d.Tensors[i]
@@ -295,12 +182,12 @@ func (v *TracerDeviceView) addPhases(d *tracer.Device) {
 		if !ok {
 			j = len(v.Phases)
 			phaseIdx[t.Phase] = j
-			v.Phases = append(v.Phases, PhaseStat{Name: t.Phase})
+			v.Phases = append(v.Phases, report.PhaseStat{Name: t.Phase})
 		}
 		v.Phases[j].Bytes += t.SizeBytes
 		v.Phases[j].Count++
 	}
-	slices.SortStableFunc(v.Phases, func(a, b PhaseStat) int {
+	slices.SortStableFunc(v.Phases, func(a, b report.PhaseStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
 	})
 	for i := range v.Phases {
@@ -309,7 +196,7 @@ func (v *TracerDeviceView) addPhases(d *tracer.Device) {
 }
 
 // addCategories adds the bytes per category, in order of bytes.
-func (v *TracerDeviceView) addCategories(d *tracer.Device, facts []tensorFacts) {
+func addCategories(v *report.TracerDeviceView, d *tracer.Device, facts []tensorFacts) {
 	catIdx := map[string]int{}
 	for i := range d.Tensors {
 		c := facts[i].category
@@ -317,18 +204,18 @@ func (v *TracerDeviceView) addCategories(d *tracer.Device, facts []tensorFacts) 
 		if !ok {
 			j = len(v.Categories)
 			catIdx[c] = j
-			v.Categories = append(v.Categories, CategoryStat{Name: c})
+			v.Categories = append(v.Categories, report.CategoryStat{Name: c})
 		}
 		v.Categories[j].Bytes += d.Tensors[i].SizeBytes
 		v.Categories[j].Count++
 	}
-	slices.SortStableFunc(v.Categories, func(a, b CategoryStat) int {
+	slices.SortStableFunc(v.Categories, func(a, b report.CategoryStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Name, b.Name))
 	})
 }
 
 // addSitesAndStacks adds the top creation sites and whole creation stacks, in order of bytes.
-func (v *TracerDeviceView) addSitesAndStacks(d *tracer.Device, facts []tensorFacts, top int) {
+func addSitesAndStacks(v *report.TracerDeviceView, d *tracer.Device, facts []tensorFacts, top int) {
 	siteIdx := map[string]int{}
 	stackIdx := map[*tracer.Stack]int{}
 	var stackKeys []*tracer.Stack
@@ -338,7 +225,7 @@ func (v *TracerDeviceView) addSitesAndStacks(d *tracer.Device, facts []tensorFac
 		if !ok {
 			j = len(v.Sites)
 			siteIdx[f.site] = j
-			v.Sites = append(v.Sites, TracerSite{Site: f.site, Code: f.code, Category: f.category, Phases: []string{}})
+			v.Sites = append(v.Sites, report.TracerSite{Site: f.site, Code: f.code, Category: f.category, Phases: []string{}})
 		}
 		s := &v.Sites[j]
 		s.Bytes += t.SizeBytes
@@ -351,7 +238,7 @@ func (v *TracerDeviceView) addSitesAndStacks(d *tracer.Device, facts []tensorFac
 			k = len(v.Stacks)
 			stackIdx[t.Create] = k
 			stackKeys = append(stackKeys, t.Create)
-			v.Stacks = append(v.Stacks, TracerStackGroup{Frames: userFrameStrings(t.Create)})
+			v.Stacks = append(v.Stacks, report.TracerStackGroup{Frames: userFrameStrings(t.Create)})
 		}
 		v.Stacks[k].Bytes += t.SizeBytes
 		v.Stacks[k].Count++
@@ -359,10 +246,10 @@ func (v *TracerDeviceView) addSitesAndStacks(d *tracer.Device, facts []tensorFac
 	for i := range v.Sites {
 		slices.Sort(v.Sites[i].Phases)
 	}
-	slices.SortStableFunc(v.Sites, func(a, b TracerSite) int {
+	slices.SortStableFunc(v.Sites, func(a, b report.TracerSite) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Site, b.Site))
 	})
-	slices.SortStableFunc(v.Stacks, func(a, b TracerStackGroup) int {
+	slices.SortStableFunc(v.Stacks, func(a, b report.TracerStackGroup) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(strings.Join(a.Frames, "\n"), strings.Join(b.Frames, "\n")))
 	})
 	v.Sites = v.Sites[:min(len(v.Sites), top)]
@@ -370,7 +257,7 @@ func (v *TracerDeviceView) addSitesAndStacks(d *tracer.Device, facts []tensorFac
 }
 
 // addTopTensors adds the largest tensors: stable by size so equal sizes keep the file's (creation) order.
-func (v *TracerDeviceView) addTopTensors(d *tracer.Device, facts []tensorFacts, top int) {
+func addTopTensors(v *report.TracerDeviceView, d *tracer.Device, facts []tensorFacts, top int) {
 	order := make([]int, len(d.Tensors))
 	for i := range order {
 		order[i] = i
@@ -382,7 +269,7 @@ func (v *TracerDeviceView) addTopTensors(d *tracer.Device, facts []tensorFacts, 
 		if t.Dims != nil {
 			shape = formatShapeDims(t.Dims)
 		}
-		v.Top = append(v.Top, TracerTensorRow{Bytes: t.SizeBytes, Shape: shape, Dims: t.Dims, ElemBytes: t.ElementBytes(),
+		v.Top = append(v.Top, report.TracerTensorRow{Bytes: t.SizeBytes, Shape: shape, Dims: t.Dims, ElemBytes: t.ElementBytes(),
 			Module: moduleOrUnknown(t.Module), Pattern: f.pattern, Phase: t.Phase, Category: f.category, Rule: f.rule,
 			Site: f.site, Code: f.code, Released: t.Release != nil})
 	}
@@ -390,7 +277,7 @@ func (v *TracerDeviceView) addTopTensors(d *tracer.Device, facts []tensorFacts, 
 
 func moduleOrUnknown(m string) string {
 	if m == "" {
-		return UnknownModule
+		return report.UnknownModule
 	}
 	return m
 }
@@ -405,7 +292,7 @@ func formatShapeDims(d []int64) string {
 
 // moduleViews builds the merged-pattern table and the merged hierarchy. Every tensor lands in exactly one
 // pattern (Unknown included), so the table's bytes sum to the listed bytes.
-func moduleViews(d *tracer.Device, facts []tensorFacts, listed int64) ([]ModuleStat, []ModuleNode) {
+func moduleViews(d *tracer.Device, facts []tensorFacts, listed int64) ([]report.ModuleStat, []report.ModuleNode) {
 	type agg struct {
 		bytes, own int64
 		count      int
@@ -432,8 +319,8 @@ func moduleViews(d *tracer.Device, facts []tensorFacts, listed int64) ([]ModuleS
 		// Hierarchy: every prefix of the pattern is a node; the concrete prefixes merged into it are counted.
 		pparts := strings.Split(p, ".")
 		cparts := strings.Split(moduleOrUnknown(t.Module), ".")
-		if p == UnknownModule {
-			cparts = []string{UnknownModule}
+		if p == report.UnknownModule {
+			cparts = []string{report.UnknownModule}
 		}
 		parent := ""
 		for depth := range pparts {
@@ -459,12 +346,12 @@ func moduleViews(d *tracer.Device, facts []tensorFacts, listed int64) ([]ModuleS
 			parent = key
 		}
 	}
-	mods := make([]ModuleStat, 0, len(patternOrder))
+	mods := make([]report.ModuleStat, 0, len(patternOrder))
 	for _, p := range patternOrder {
 		a := patterns[p]
-		mods = append(mods, ModuleStat{Pattern: p, Bytes: a.bytes, Count: a.count, MergedModules: len(a.concrete), SharePct: units.Share(a.bytes, listed)})
+		mods = append(mods, report.ModuleStat{Pattern: p, Bytes: a.bytes, Count: a.count, MergedModules: len(a.concrete), SharePct: units.Share(a.bytes, listed)})
 	}
-	slices.SortStableFunc(mods, func(a, b ModuleStat) int {
+	slices.SortStableFunc(mods, func(a, b report.ModuleStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Pattern, b.Pattern))
 	})
 
@@ -473,12 +360,12 @@ func moduleViews(d *tracer.Device, facts []tensorFacts, listed int64) ([]ModuleS
 			return cmp.Or(cmp.Compare(nodes[b].bytes, nodes[a].bytes), strings.Compare(a, b))
 		})
 	}
-	var tree []ModuleNode
+	var tree []report.ModuleNode
 	var walk func(key string, depth int)
 	walk = func(key string, depth int) {
 		n := nodes[key]
 		name := key[strings.LastIndexByte(key, '.')+1:]
-		tree = append(tree, ModuleNode{Pattern: key, Name: name, Depth: depth, Bytes: n.bytes, OwnBytes: n.own, Count: n.count, MergedModules: len(n.concrete)})
+		tree = append(tree, report.ModuleNode{Pattern: key, Name: name, Depth: depth, Bytes: n.bytes, OwnBytes: n.own, Count: n.count, MergedModules: len(n.concrete)})
 		bySize(n.children)
 		for _, c := range n.children {
 			walk(c, depth+1)
@@ -489,7 +376,7 @@ func moduleViews(d *tracer.Device, facts []tensorFacts, listed int64) ([]ModuleS
 		walk(r, 0)
 	}
 	if tree == nil {
-		tree = []ModuleNode{}
+		tree = []report.ModuleNode{}
 	}
 	return mods, tree
 }
@@ -561,7 +448,7 @@ func userFrameStrings(s *tracer.Stack) []string {
 // evidence than the frames.
 func tracerCategory(t *tracer.Tensor, user *snapshot.Stack, cz *categorize.Categorizer) (string, string) {
 	phase := strings.ToLower(t.Phase)
-	known := t.Module != "" && t.Module != UnknownModule
+	known := t.Module != "" && t.Module != report.UnknownModule
 	switch {
 	case isOptimizerStepPhase(phase):
 		return categorize.OptimizerState, "tracer: optimizer-step phase"
@@ -623,7 +510,7 @@ func isSetupPhase(phase string) bool {
 }
 
 // gapExplanation says why peak_memory_mb exceeds the listed tensors.
-func gapExplanation(dv *TracerDeviceView) string {
+func gapExplanation(dv *report.TracerDeviceView) string {
 	switch {
 	case dv.GapBytes < 0:
 		return "The listed tensors exceed the recorded peak, which the tracer cannot produce; the file was edited or is corrupt."
@@ -640,7 +527,7 @@ func gapExplanation(dv *TracerDeviceView) string {
 	return b.String()
 }
 
-func tracerRecommendations(p *TracerDeviceView) []findings.Finding {
+func tracerRecommendations(p *report.TracerDeviceView) []findings.Finding {
 	out := []findings.Finding{}
 	if p.PeakBytes > 0 {
 		if share := units.Share(p.GapBytes, p.PeakBytes); share >= findings.TracerUnlistedPeakPct {
@@ -648,7 +535,7 @@ func tracerRecommendations(p *TracerDeviceView) []findings.Finding {
 		}
 	}
 	for _, m := range p.Modules {
-		if m.Pattern == UnknownModule {
+		if m.Pattern == report.UnknownModule {
 			if share := units.Share(m.Bytes, p.ListedBytes); share >= findings.TracerUnknownModulePct {
 				out = append(out, findings.NewTracerUnknownModule(m.Bytes, share))
 			}

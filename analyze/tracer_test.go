@@ -11,6 +11,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
 )
@@ -43,8 +44,8 @@ func TestModulePattern(t *testing.T) {
 		{"embedding", "embedding"},
 		{"layer1.conv", "layer1.conv"}, // digits inside a name are not an index
 		{"0", "*"},
-		{"", UnknownModule},
-		{"Unknown", UnknownModule},
+		{"", report.UnknownModule},
+		{"Unknown", report.UnknownModule},
 	}
 	for _, tc := range tests {
 		if got := ModulePattern(tc.in); got != tc.want {
@@ -58,7 +59,7 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := partOf[*TracerReport](t, r)
+	tp := partOf[*report.TracerReport](t, r)
 	if r.Format != "tracer-json" || r.Rank != 0 || !reflect.DeepEqual(r.Devices, []int{0}) {
 		t.Errorf("format %q rank %d devices %v", r.Format, r.Rank, r.Devices)
 	}
@@ -77,7 +78,7 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 	}
 
 	// Phases: forward 2097152×2 + 1048576×2 = 6291456 (4); setup 4194304 (1); optimizer 524288 (1); custom 262144 (1).
-	wantPhases := []PhaseStat{
+	wantPhases := []report.PhaseStat{
 		{Name: "forward_backward_iter_0", Bytes: 6291456, Count: 4},
 		{Name: "setup_model_and_optimizer", Bytes: 4194304, Count: 1},
 		{Name: "optimizer_step_iter_0", Bytes: 524288, Count: 1},
@@ -93,9 +94,9 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 
 	// Merged patterns: layers.0.mlp and layers.1.mlp merge (2 modules, 3 tensors); the empty module and
 	// "Unknown" are one group (4194304 + 524288 + 262144 = 4980736); layers.10.attn stays a single module.
-	wantMods := []ModuleStat{
+	wantMods := []report.ModuleStat{
 		{Pattern: "Net.layers.*.mlp", Bytes: 5242880, Count: 3, MergedModules: 2},
-		{Pattern: UnknownModule, Bytes: 4980736, Count: 3, MergedModules: 1},
+		{Pattern: report.UnknownModule, Bytes: 4980736, Count: 3, MergedModules: 1},
 		{Pattern: "Net.layers.*.attn", Bytes: 1048576, Count: 1, MergedModules: 1},
 	}
 	checkShares(t, "modules", len(tp.Modules), func(i int) (int64, float64) { return tp.Modules[i].Bytes, tp.Modules[i].SharePct }, tp.ListedBytes)
@@ -107,13 +108,13 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 	}
 
 	// Hierarchy: parents include their children; layers.* merges layers.0, layers.1 and layers.10.
-	wantTree := []ModuleNode{
+	wantTree := []report.ModuleNode{
 		{Pattern: "Net", Name: "Net", Depth: 0, Bytes: 6291456, Count: 4, MergedModules: 1},
 		{Pattern: "Net.layers", Name: "layers", Depth: 1, Bytes: 6291456, Count: 4, MergedModules: 1},
 		{Pattern: "Net.layers.*", Name: "*", Depth: 2, Bytes: 6291456, Count: 4, MergedModules: 3},
 		{Pattern: "Net.layers.*.mlp", Name: "mlp", Depth: 3, Bytes: 5242880, OwnBytes: 5242880, Count: 3, MergedModules: 2},
 		{Pattern: "Net.layers.*.attn", Name: "attn", Depth: 3, Bytes: 1048576, OwnBytes: 1048576, Count: 1, MergedModules: 1},
-		{Pattern: UnknownModule, Name: UnknownModule, Depth: 0, Bytes: 4980736, OwnBytes: 4980736, Count: 3, MergedModules: 1},
+		{Pattern: report.UnknownModule, Name: report.UnknownModule, Depth: 0, Bytes: 4980736, OwnBytes: 4980736, Count: 3, MergedModules: 1},
 	}
 	if !reflect.DeepEqual(p.ModuleTree, wantTree) {
 		t.Errorf("tree = %+v\nwant %+v", p.ModuleTree, wantTree)
@@ -121,7 +122,7 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 
 	// Categories: the grad buffer is Gradient, forward tensors with a module are Activation, the optimizer
 	// phase is Optimizer State; every listed byte lands in exactly one category.
-	cats := map[string]CategoryStat{}
+	cats := map[string]report.CategoryStat{}
 	var catSum int64
 	for _, c := range r.Categories {
 		cats[c.Name] = c
@@ -130,7 +131,7 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 	if catSum != tp.ListedBytes {
 		t.Errorf("categories sum to %d, want %d", catSum, tp.ListedBytes)
 	}
-	for name, want := range map[string]CategoryStat{
+	for name, want := range map[string]report.CategoryStat{
 		categorize.Gradient:       {Name: categorize.Gradient, Bytes: 4194304, Count: 1},
 		categorize.Activation:     {Name: categorize.Activation, Bytes: 6291456, Count: 4},
 		categorize.OptimizerState: {Name: categorize.OptimizerState, Bytes: 524288, Count: 1},
@@ -169,7 +170,7 @@ func TestAnalyzeTracerFixture(t *testing.T) {
 	if len(p.Top) != 3 {
 		t.Fatalf("top = %+v", p.Top)
 	}
-	if top := p.Top[0]; top.Bytes != 4194304 || top.Shape != "[1048576]" || top.ElemBytes != 4 || top.Module != UnknownModule || top.Category != categorize.Gradient || top.Released {
+	if top := p.Top[0]; top.Bytes != 4194304 || top.Shape != "[1048576]" || top.ElemBytes != 4 || top.Module != report.UnknownModule || top.Category != categorize.Gradient || top.Released {
 		t.Errorf("top[0] = %+v", top)
 	}
 	if top := p.Top[1]; top.Module != "Net.layers.0.mlp" || top.Pattern != "Net.layers.*.mlp" || !top.Released {
@@ -202,11 +203,11 @@ func TestCrossTracer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if CrossTracer([]*Report{r0}) != nil {
+	if CrossTracer([]*report.Report{r0}) != nil {
 		t.Error("one tracer input must give no cross view")
 	}
 	// Input order must not matter.
-	for _, in := range [][]*Report{{r0, r1}, {r1, r0, {Header: Header{Format: "pickle-v4"}}}} {
+	for _, in := range [][]*report.Report{{r0, r1}, {r1, r0, {Header: report.Header{Format: "pickle-v4"}}}} {
 		c := CrossTracer(in)
 		if c == nil || len(c.Ranks) != 2 || c.Ranks[0].Rank != 0 || c.Ranks[1].Rank != 1 {
 			t.Fatalf("ranks = %+v", c)
@@ -220,8 +221,8 @@ func TestCrossTracer(t *testing.T) {
 		}
 		// Rank 1 has a 8 MiB grad buffer (Unknown: 8388608 + 524288 + 262144 = 9175040 vs 4980736) and no
 		// layers.10.attn, so Unknown differs most, then attn, and mlp not at all.
-		want := []TracerModuleAcross{
-			{Pattern: UnknownModule, Bytes: []int64{4980736, 9175040}, MaxBytes: 9175040, MinBytes: 4980736, SpreadBytes: 4194304},
+		want := []report.TracerModuleAcross{
+			{Pattern: report.UnknownModule, Bytes: []int64{4980736, 9175040}, MaxBytes: 9175040, MinBytes: 4980736, SpreadBytes: 4194304},
 			{Pattern: "Net.layers.*.attn", Bytes: []int64{1048576, 0}, MaxBytes: 1048576, MinBytes: 0, SpreadBytes: 1048576},
 			{Pattern: "Net.layers.*.mlp", Bytes: []int64{5242880, 5242880}, MaxBytes: 5242880, MinBytes: 5242880, SpreadBytes: 0},
 		}
@@ -246,7 +247,7 @@ func TestAnalyzeTracerSharedExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := partOf[*TracerReport](t, r)
+	tp := partOf[*report.TracerReport](t, r)
 	// 4061.955078125 MiB × 2^20 = 4259268608; the file's tensors sum to 3733716992 (checked against
 	// encoding/json in the snapshot tests); 4259268608 − 3733716992 = 525551616 = 501.2 MiB.
 	p := tp.Tracer.Primary()
@@ -257,7 +258,7 @@ func TestAnalyzeTracerSharedExamples(t *testing.T) {
 		t.Errorf("filter %d, explanation %q", p.InferredMinMemoryMB, p.GapExplanation)
 	}
 	// linear_fc1 of layers 0 and 1: 67108864 + 16777216 each → 167772160 bytes, 4 tensors, 2 modules.
-	var fc1 *ModuleStat
+	var fc1 *report.ModuleStat
 	for i := range tp.Modules {
 		if tp.Modules[i].Pattern == "DistributedDataParallel.module.module.decoder.layers.*.mlp.linear_fc1" {
 			fc1 = &tp.Modules[i]
@@ -301,7 +302,7 @@ func TestTracerSetupOptimizer(t *testing.T) {
 		{"no stack", nil, categorize.Parameters},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := tracerCategory(&tracer.Tensor{Phase: "setup_model_and_optimizer", Module: UnknownModule}, tc.user, cz)
+			got, _ := tracerCategory(&tracer.Tensor{Phase: "setup_model_and_optimizer", Module: report.UnknownModule}, tc.user, cz)
 			if got != tc.want {
 				t.Errorf("category %s, want %s", got, tc.want)
 			}

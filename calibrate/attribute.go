@@ -14,8 +14,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/components"
+	"github.com/memscan/memscan/report"
 )
 
 // Components of the static estimator, in report order; their definitions are package components'.
@@ -227,13 +227,13 @@ func (a *accumulator) result(source string) *Attribution {
 // has: profiler categories (assigned by PyTorch), then the snapshot's live set at the trace peak, then the tracer's
 // phases, then the allocated blocks at snapshot time. It returns nil when the report carries no breakdown (a
 // training log has totals only).
-func Attribute(r *analyze.Report) *Attribution {
+func Attribute(r *report.Report) *Attribution {
 	if r == nil {
 		return nil
 	}
 	// A timeline's or a tracer file's own breakdown comes first; without one, the views every kind may have.
 	switch p := r.Part.(type) {
-	case *analyze.TimelineReport:
+	case *report.TimelineReport:
 		if comp := p.MemoryTimeline.PeakComposition; len(comp) > 0 {
 			acc := newAccumulator()
 			for _, c := range comp {
@@ -242,7 +242,7 @@ func Attribute(r *analyze.Report) *Attribution {
 			}
 			return acc.result("timeline")
 		}
-	case *analyze.TracerReport:
+	case *report.TracerReport:
 		if len(p.Phases) > 0 {
 			acc := newAccumulator()
 			for _, ph := range p.Phases {
@@ -290,7 +290,7 @@ func Attribute(r *analyze.Report) *Attribution {
 }
 
 // siteRows attributes each site through its category, largest first.
-func siteRows(sites []analyze.SiteStat) []SiteBytes {
+func siteRows(sites []report.SiteStat) []SiteBytes {
 	out := make([]SiteBytes, 0, len(sites))
 	for _, s := range sites {
 		m, ok := lookupCategory(s.Category)
@@ -308,7 +308,7 @@ func siteRows(sites []analyze.SiteStat) []SiteBytes {
 // whose live set the components were measured at, and what the estimator's steady-state step predicts. Where the
 // peak lies outside any phase (setup, an unsplit trace) it is the stage of iteration 1's own peak, and without
 // phases ObservedPeakStage's inference from the attributed live set.
-func ObservedPeakStageOf(r *analyze.Report, a *Attribution) string {
+func ObservedPeakStageOf(r *report.Report, a *Attribution) string {
 	if r != nil && r.Peak != nil {
 		if st := stageOfPhase(r.Peak.Phase); st != "" {
 			return st
@@ -333,7 +333,7 @@ func stageOfPhase(phase string) string {
 
 // firstStepNote explains a first iteration that peaks in another stage than the measured peak: in step 1 the
 // optimizer states are created (so its optimizer step can peak) and shapes may differ from the later steps.
-func firstStepNote(r *analyze.Report, observed string) string {
+func firstStepNote(r *report.Report, observed string) string {
 	if r == nil || r.Peak == nil {
 		return ""
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/memtimeline"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/tracer"
@@ -95,7 +96,7 @@ func TestAttributeSnapshotPeak(t *testing.T) {
 		t.Errorf("observed peak stage %q, want backward (step 1 peaks when the backward's first allocation lands)", got)
 	}
 
-	m := MeasuredOf([]*analyze.Report{rep})
+	m := MeasuredOf([]*report.Report{rep})
 	if m.PeakAllocatedBytes != 661*mib || m.EndOfStepBytes != 360*mib {
 		t.Errorf("measured peak %d MiB, end %d MiB; want 661 and 360", m.PeakAllocatedBytes/mib, m.EndOfStepBytes/mib)
 	}
@@ -152,7 +153,7 @@ func TestAttributeTracer(t *testing.T) {
 	if at.UnattributedBytes != 50*mib {
 		t.Errorf("unattributed %d MiB, want 50 (phase eval has no rule)", at.UnattributedBytes/mib)
 	}
-	if m := MeasuredOf([]*analyze.Report{rep}); m.PeakAllocatedBytes != 1000*mib {
+	if m := MeasuredOf([]*report.Report{rep}); m.PeakAllocatedBytes != 1000*mib {
 		t.Errorf("measured peak %d MiB, want the tracer's 1000", m.PeakAllocatedBytes/mib)
 	}
 }
@@ -250,7 +251,7 @@ func TestEvaluateSnapshotComponents(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := smallConfig(t, nil)
-	res, err := EvaluateReports("snap", cfg, "worst", []*analyze.Report{rep}, Measured{}, nil)
+	res, err := EvaluateReports("snap", cfg, "worst", []*report.Report{rep}, Measured{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
 )
@@ -67,20 +68,20 @@ type RunResult struct {
 
 // Options control an evaluation.
 type Options struct {
-	Jobs     int                                        // bounded worker pool size; 0 = 4
-	Analyze  analyze.Options                            // for allocator snapshots
-	Model    *Model                                     // optional correction model applied to every run
-	LoadFile func(path string) (*analyze.Report, error) // nil = LoadRuntime with ctx
+	Jobs     int                                       // bounded worker pool size; 0 = 4
+	Analyze  analyze.Options                           // for allocator snapshots
+	Model    *Model                                    // optional correction model applied to every run
+	LoadFile func(path string) (*report.Report, error) // nil = LoadRuntime with ctx
 }
 
 // LoadRuntime decodes and analyzes one runtime file with the analyzer for its kind.
-func LoadRuntime(ctx context.Context, path string, opts analyze.Options) (*analyze.Report, error) {
+func LoadRuntime(ctx context.Context, path string, opts analyze.Options) (*report.Report, error) {
 	return analyze.AnalyzeFile(ctx, path, opts)
 }
 
 // EvaluateReports compares a static config with already analyzed runtime reports (the join behind
 // `memscan analyze --static`).
-func EvaluateReports(id string, cfg static.Config, stage string, reports []*analyze.Report, given Measured, model *Model) (*RunResult, error) {
+func EvaluateReports(id string, cfg static.Config, stage string, reports []*report.Report, given Measured, model *Model) (*RunResult, error) {
 	rep, err := static.Estimate(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: static estimate: %w", id, err)
@@ -110,7 +111,7 @@ func EvaluateReports(id string, cfg static.Config, stage string, reports []*anal
 		}
 	}
 	res.Measured = m
-	var from *analyze.Report
+	var from *report.Report
 	for _, r := range reports { // the first report with a breakdown
 		if res.Attribution = Attribute(r); res.Attribution != nil {
 			from = r
@@ -179,12 +180,12 @@ func Evaluate(ctx context.Context, s RunSpec, opts Options) (*RunResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	var reports []*analyze.Report
+	var reports []*report.Report
 	for _, f := range s.Runtime {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var r *analyze.Report
+		var r *report.Report
 		if opts.LoadFile != nil {
 			r, err = opts.LoadFile(f)
 		} else {

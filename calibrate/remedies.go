@@ -3,8 +3,8 @@ package calibrate
 import (
 	"fmt"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/static"
 )
 
@@ -94,8 +94,8 @@ func Remedies(cfg static.Config, capacity int64) ([]findings.Remedy, error) {
 // largest smaller micro-batch, activation checkpointing, a chunked loss, each with its predicted peak. The OOM
 // finding's advice then names the changes that fit. Only a snapshot's trace records OOMs: other reports are
 // left as they are.
-func AddRemedies(r *analyze.Report, cfg static.Config) error {
-	s, ok := r.Part.(*analyze.SnapshotReport)
+func AddRemedies(r *report.Report, cfg static.Config) error {
+	s, ok := r.Part.(*report.SnapshotReport)
 	if !ok {
 		return nil
 	}

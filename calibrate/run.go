@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
 )
@@ -57,7 +57,7 @@ func Run(ctx context.Context, p Plan) (cal *Calibration, warnings []string, err 
 
 // ForReports is the calibration of one run measured with cfg whose inputs are already analyzed (memscan
 // analyze --static): one run compared at the worst stage, no corrections.
-func ForReports(name, cfgPath string, cfg static.Config, reports []*analyze.Report) (*Calibration, error) {
+func ForReports(name, cfgPath string, cfg static.Config, reports []*report.Report) (*Calibration, error) {
 	res, err := EvaluateReports(cfgPath, cfg, "worst", reports, Measured{}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("calibrating against %s: %w", cfgPath, err)

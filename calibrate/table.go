@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
 )
@@ -122,7 +122,7 @@ func (m *Measured) merge(o Measured) {
 
 // MeasuredOf reads the totals of runtime reports. With several reports of one run (ranks, or a snapshot next to
 // its log) the peaks are the maxima, as the most loaded GPU is what a prediction must cover.
-func MeasuredOf(reports []*analyze.Report) Measured {
+func MeasuredOf(reports []*report.Report) Measured {
 	var m Measured
 	var src []string
 	for _, r := range reports {
@@ -131,7 +131,7 @@ func MeasuredOf(reports []*analyze.Report) Measured {
 		}
 		var pa, pr, end int64
 		switch p := r.Part.(type) {
-		case *analyze.LogReport:
+		case *report.LogReport:
 			lg := p.Log
 			pa, pr = max(lg.PeakAllocatedBytes, 0), max(lg.PeakReservedBytes, 0)
 			for _, rk := range lg.Ranks {
@@ -139,11 +139,11 @@ func MeasuredOf(reports []*analyze.Report) Measured {
 					end = max(end, rk.LastAllocated)
 				}
 			}
-		case *analyze.TimelineReport:
+		case *report.TimelineReport:
 			pa, end = p.MemoryTimeline.PeakBytes, p.MemoryTimeline.FinalBytes
-		case *analyze.TracerReport:
+		case *report.TracerReport:
 			pa = p.PeakBytes
-		case *analyze.SnapshotReport: // allocated at capture is the steady state between steps
+		case *report.SnapshotReport: // allocated at capture is the steady state between steps
 			end, pr = p.AllocatedBytes, p.ReservedBytes
 			if r.Peak != nil {
 				pa = r.Peak.Bytes

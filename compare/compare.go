@@ -6,9 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/findings"
-	"github.com/memscan/memscan/snapshot"
+	"github.com/memscan/memscan/report"
 )
 
 // Version is bumped whenever a field of Comparison changes meaning or is removed.
@@ -27,7 +26,7 @@ const (
 // Input is one side of a comparison: its report and, when it came from a snapshot, its segments (run
 // directories and tracer JSON carry none).
 type Input struct {
-	Report   *analyze.Report
+	Report   *report.Report
 	Segments []SegmentID // nil when unknown
 }
 
@@ -38,16 +37,6 @@ type SegmentID struct {
 	Address uint64 `json:"address" msgpack:"address"`
 	Size    int64  `json:"size" msgpack:"size"`
 	Stream  uint64 `json:"stream" msgpack:"stream"`
-}
-
-// SegmentIDs lists the segments of a snapshot.
-func SegmentIDs(s *snapshot.Snapshot) []SegmentID {
-	out := make([]SegmentID, 0, len(s.Segments))
-	for i := range s.Segments {
-		seg := &s.Segments[i]
-		out = append(out, SegmentID{Device: seg.Device, Address: seg.Address, Size: seg.TotalSize, Stream: seg.Stream})
-	}
-	return out
 }
 
 // Comparison holds one Diff per compared input against the baseline.
@@ -236,8 +225,8 @@ func diffReports(b, a Input) Diff {
 }
 
 // maxReserved is the highest reserved memory a snapshot's trace recorded (its segment events), 0 without one.
-func maxReserved(r *analyze.Report) int64 {
-	if s, ok := r.Part.(*analyze.SnapshotReport); ok && s.AllocatorReplay != nil {
+func maxReserved(r *report.Report) int64 {
+	if s, ok := r.Part.(*report.SnapshotReport); ok && s.AllocatorReplay != nil {
 		return s.AllocatorReplay.RecordedPeakReservedBytes
 	}
 	return 0
@@ -245,11 +234,11 @@ func maxReserved(r *analyze.Report) int64 {
 
 // peakBytes is the trace peak (a snapshot's or a profiler timeline's), else a tracer file's recorded peak; 0 for
 // a log, whose peaks are not a trace.
-func peakBytes(r *analyze.Report) int64 {
+func peakBytes(r *report.Report) int64 {
 	if r.Peak != nil {
 		return r.Peak.Bytes
 	}
-	if t, ok := r.Part.(*analyze.TracerReport); ok {
+	if t, ok := r.Part.(*report.TracerReport); ok {
 		return t.PeakBytes
 	}
 	return 0
@@ -268,28 +257,28 @@ type row struct {
 type side struct {
 	basis                      string
 	total                      int64
-	categories, peakCategories []analyze.CategoryStat
+	categories, peakCategories []report.CategoryStat
 }
 
-func sideOf(r *analyze.Report) side {
+func sideOf(r *report.Report) side {
 	s := side{basis: AllocatedBasis, categories: r.Categories}
 	if r.Peak != nil {
 		s.peakCategories = r.Peak.Categories
 	}
 	switch p := r.Part.(type) {
-	case *analyze.SnapshotReport:
+	case *report.SnapshotReport:
 		s.total = p.AllocatedBytes
-	case *analyze.TracerReport:
+	case *report.TracerReport:
 		s.basis, s.total = ListedBytesBase, p.ListedBytes
-	case *analyze.TimelineReport:
+	case *report.TimelineReport:
 		s.basis, s.total = PeakBytesBasis, p.MemoryTimeline.PeakBytes
-		s.categories = analyze.CanonicalTimelineCategories(s.categories)
-		s.peakCategories = analyze.CanonicalTimelineCategories(s.peakCategories)
+		s.categories = p.MemoryTimeline.CanonicalCategories(s.categories)
+		s.peakCategories = p.MemoryTimeline.CanonicalCategories(s.peakCategories)
 	}
 	return s
 }
 
-func catRows(cs []analyze.CategoryStat) []row {
+func catRows(cs []report.CategoryStat) []row {
 	out := make([]row, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, row{name: c.Name, bytes: c.Bytes, count: c.Count})
@@ -297,7 +286,7 @@ func catRows(cs []analyze.CategoryStat) []row {
 	return out
 }
 
-func siteRows(ss []analyze.SiteStat) []row {
+func siteRows(ss []report.SiteStat) []row {
 	out := make([]row, 0, len(ss))
 	for _, s := range ss {
 		out = append(out, row{name: s.Site, category: s.Category, bytes: s.Bytes, count: s.Count})
@@ -306,8 +295,8 @@ func siteRows(ss []analyze.SiteStat) []row {
 }
 
 // moduleRows uses the tracer's merged modules when the report has them, else groups sites by source file.
-func moduleRows(r *analyze.Report) []row {
-	if t, ok := r.Part.(*analyze.TracerReport); ok && len(t.Modules) > 0 {
+func moduleRows(r *report.Report) []row {
+	if t, ok := r.Part.(*report.TracerReport); ok && len(t.Modules) > 0 {
 		out := make([]row, 0, len(t.Modules))
 		for _, m := range t.Modules {
 			out = append(out, row{name: m.Pattern, bytes: m.Bytes, count: m.Count})

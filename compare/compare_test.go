@@ -12,6 +12,7 @@ import (
 	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -19,19 +20,19 @@ import (
 // compareFixture returns two reports built by hand. Before: 1000 allocated bytes in two categories plus 24 bytes
 // the categories miss; after: 1500 bytes, a new category, one vanished site.
 func compareFixture() (compare.Input, compare.Input) {
-	before := &analyze.Report{
-		Header: analyze.Header{File: "before.pickle", Format: "pickle-v4", Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}, Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 600, Count: 3},
-			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1}}, Peak: &analyze.Peak{Device: 0, Bytes: 2000, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 1600}, {Name: "Parameter", Bytes: 400}},
-			Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1600}, {Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400}}}},
-		Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 4096, AllocatedBytes: 1024, RequestedBytes: 1000, Segments: 2, Blocks: 5}},
+	before := &report.Report{
+		Header: report.Header{File: "before.pickle", Format: "pickle-v4", Categories: []report.CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}, Sites: []report.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 600, Count: 3},
+			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1}}, Peak: &report.Peak{Device: 0, Bytes: 2000, Categories: []report.CategoryStat{{Name: "Activation", Bytes: 1600}, {Name: "Parameter", Bytes: 400}},
+			Sites: []report.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1600}, {Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400}}}},
+		Part: &report.SnapshotReport{Totals: report.Totals{ReservedBytes: 4096, AllocatedBytes: 1024, RequestedBytes: 1000, Segments: 2, Blocks: 5}},
 	}
-	after := &analyze.Report{
-		Header: analyze.Header{File: "after.pickle", Format: "pickle-v4", Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700, Count: 4}, {Name: "Parameter", Bytes: 400, Count: 1},
-			{Name: "Optimizer", Bytes: 400, Count: 2}}, Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 700, Count: 4},
+	after := &report.Report{
+		Header: report.Header{File: "after.pickle", Format: "pickle-v4", Categories: []report.CategoryStat{{Name: "Activation", Bytes: 700, Count: 4}, {Name: "Parameter", Bytes: 400, Count: 1},
+			{Name: "Optimizer", Bytes: 400, Count: 2}}, Sites: []report.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 700, Count: 4},
 			{Site: "/src/init.py:5:build", Category: "Parameter", Bytes: 400, Count: 1},
-			{Site: `C:\src\opt.py:7:step`, Category: "Optimizer", Bytes: 400, Count: 2}}, Peak: &analyze.Peak{Device: 0, Bytes: 2600, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 1800}, {Name: "Parameter", Bytes: 400}, {Name: "Optimizer", Bytes: 400}},
-			Sites: []analyze.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1800}}}},
-		Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 8192, AllocatedBytes: 1500, RequestedBytes: 1400, Segments: 3, Blocks: 6}, OOMs: []analyze.OOM{{Device: 0}}},
+			{Site: `C:\src\opt.py:7:step`, Category: "Optimizer", Bytes: 400, Count: 2}}, Peak: &report.Peak{Device: 0, Bytes: 2600, Categories: []report.CategoryStat{{Name: "Activation", Bytes: 1800}, {Name: "Parameter", Bytes: 400}, {Name: "Optimizer", Bytes: 400}},
+			Sites: []report.SiteStat{{Site: "/src/model.py:10:forward", Category: "Activation", Bytes: 1800}}}},
+		Part: &report.SnapshotReport{Totals: report.Totals{ReservedBytes: 8192, AllocatedBytes: 1500, RequestedBytes: 1400, Segments: 3, Blocks: 6}, OOMs: []report.OOM{{Device: 0}}},
 	}
 	segB := []compare.SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 2048, 0}}
 	segA := []compare.SegmentID{{0, 0x1000, 2048, 0}, {0, 0x2000, 4096, 0}, {1, 0x1000, 2048, 0}}
@@ -142,7 +143,7 @@ func TestCompareRealSnapshots(t *testing.T) {
 			}
 		}
 		allocated = append(allocated, alloc)
-		ins = append(ins, compare.Input{Report: rep, Segments: compare.SegmentIDs(in.Snapshot)})
+		ins = append(ins, compare.Input{Report: rep, Segments: results.SegmentIDs(in.Snapshot)})
 	}
 	c, err := compare.Compare("memscan test", ins[0], ins[1:])
 	if err != nil {
@@ -183,11 +184,11 @@ func TestCompareRealSnapshots(t *testing.T) {
 // so the residual row is 0 → 24, the snapshot's uncategorized bytes, not −700 for the tracer's whole list.
 func TestCompareTracerWithSnapshot(t *testing.T) {
 	_, snap := compareFixture()
-	snap.Report.Categories = []analyze.CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}
-	snap.Report.Part.(*analyze.SnapshotReport).AllocatedBytes = 1024
-	tr := &analyze.Report{
-		Header: analyze.Header{File: "tracer_rank0.json", Format: "tracer-json", Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 500, Count: 2}, {Name: "Gradient", Bytes: 200, Count: 1}}},
-		Part:   &analyze.TracerReport{Tracer: &analyze.TracerView{}, ListedBytes: 700},
+	snap.Report.Categories = []report.CategoryStat{{Name: "Activation", Bytes: 600, Count: 3}, {Name: "Parameter", Bytes: 400, Count: 1}}
+	snap.Report.Part.(*report.SnapshotReport).AllocatedBytes = 1024
+	tr := &report.Report{
+		Header: report.Header{File: "tracer_rank0.json", Format: "tracer-json", Categories: []report.CategoryStat{{Name: "Activation", Bytes: 500, Count: 2}, {Name: "Gradient", Bytes: 200, Count: 1}}},
+		Part:   &report.TracerReport{Tracer: &report.TracerView{}, ListedBytes: 700},
 	}
 	c, err := compare.Compare("memscan test", compare.Input{Report: tr}, []compare.Input{{Report: snap.Report}})
 	if err != nil {
@@ -220,9 +221,9 @@ func TestCompareTimelineWithSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := &analyze.Report{
-		Header: analyze.Header{File: "rank0_memory_snapshot.pickle", Format: "pickle", Categories: []analyze.CategoryStat{{Name: categorize.OptimizerState, Bytes: 2000}, {Name: categorize.Parameters, Bytes: 1000}, {Name: categorize.Gradient, Bytes: 500}}},
-		Part:   &analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 3500}},
+	snap := &report.Report{
+		Header: report.Header{File: "rank0_memory_snapshot.pickle", Format: "pickle", Categories: []report.CategoryStat{{Name: categorize.OptimizerState, Bytes: 2000}, {Name: categorize.Parameters, Bytes: 1000}, {Name: categorize.Gradient, Bytes: 500}}},
+		Part:   &report.SnapshotReport{Totals: report.Totals{AllocatedBytes: 3500}},
 	}
 	c, err := compare.Compare("memscan test", compare.Input{Report: tl}, []compare.Input{{Report: snap}})
 	if err != nil {

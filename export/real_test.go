@@ -16,6 +16,7 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -347,7 +348,7 @@ func TestPprofPeakMatchesAnalysis(t *testing.T) {
 
 // analyzedTrainingRun decodes and analyzes the H200 Llama training snapshot, whose backward allocations carry no
 // stack (skipped when the shared runs are absent).
-func analyzedTrainingRun(t *testing.T) (*snapshot.Snapshot, *analyze.Report) {
+func analyzedTrainingRun(t *testing.T) (*snapshot.Snapshot, *report.Report) {
 	t.Helper()
 	dir := testutil.SharedDir(t, "gpu_runs")
 	in, err := load.DecodeFile(context.Background(), filepath.Join(dir, "llama1b-bf16-b4-s2048-snap.pickle.gz"))

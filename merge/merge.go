@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/report"
 )
 
 // SummaryKind marks a msgpack file as one rank's summary (as opposed to a whole run's report.msgpack).
@@ -38,9 +38,9 @@ type RankSummary struct {
 	LargestFreeBlockBytes int64 `json:"largest_free_block_bytes" msgpack:"largest_free_block_bytes"`
 	// PeakBytes is the trace's peak of live allocated bytes, or AllocatedBytes when there is no trace; for a
 	// tracer file, profiler timeline or log, the peak it recorded.
-	PeakBytes  int64                  `json:"peak_bytes" msgpack:"peak_bytes"`
-	OOMs       int                    `json:"ooms" msgpack:"ooms"`
-	Categories []analyze.CategoryStat `json:"categories" msgpack:"categories"`
+	PeakBytes  int64                 `json:"peak_bytes" msgpack:"peak_bytes"`
+	OOMs       int                   `json:"ooms" msgpack:"ooms"`
+	Categories []report.CategoryStat `json:"categories" msgpack:"categories"`
 }
 
 // summaryCategories is how many categories a summary (and a merged report) keeps, largest first; the rule sets
@@ -48,7 +48,7 @@ type RankSummary struct {
 const summaryCategories = 64
 
 // Summarize reduces a report to its rank summary.
-func Summarize(r *analyze.Report) *RankSummary {
+func Summarize(r *report.Report) *RankSummary {
 	t, _ := r.AllocatorTotals() // zero for the kinds without allocator state
 	s := &RankSummary{
 		Kind: SummaryKind, Version: SummaryVersion, File: r.File, Rank: r.Rank, Iteration: r.Iteration, Stage: -1,
@@ -68,7 +68,7 @@ func Summarize(r *analyze.Report) *RankSummary {
 		s.PeakBytes = p
 	}
 	cats := slices.Clone(r.Categories)
-	slices.SortFunc(cats, func(a, b analyze.CategoryStat) int {
+	slices.SortFunc(cats, func(a, b report.CategoryStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name))
 	})
 	if len(cats) > summaryCategories {
@@ -86,7 +86,7 @@ type Options struct {
 	// highest rank + 1 among the summaries merged, known only once all are in: such rows get their stage, and
 	// count in its statistics, when the result is taken (see Result), so one pass over the summaries suffices.
 	Stages, World int
-	// TopK is how many of the largest ranks are kept as outlier candidates; 0 means analyze.DefaultTopK.
+	// TopK is how many of the largest ranks are kept as outlier candidates; 0 means report.DefaultTopK.
 	TopK int
 }
 
@@ -127,7 +127,7 @@ type Merger struct {
 	peak       stat
 	internal   int64
 	external   int64
-	categories map[string]*analyze.CategoryStat
+	categories map[string]*report.CategoryStat
 	stages     map[int]*StageStat
 	// iterations counts summaries per iteration (−1: unknown); a handful of keys, since a dump holds few steps.
 	iterations map[int]int
@@ -177,9 +177,9 @@ func addTo(dst *int64, v int64) bool {
 // New returns an empty merger.
 func New(opts Options) *Merger {
 	if opts.TopK <= 0 {
-		opts.TopK = analyze.DefaultTopK
+		opts.TopK = report.DefaultTopK
 	}
-	return &Merger{opts: opts, categories: map[string]*analyze.CategoryStat{}, stages: map[int]*StageStat{}, iterations: map[int]int{}}
+	return &Merger{opts: opts, categories: map[string]*report.CategoryStat{}, stages: map[int]*StageStat{}, iterations: map[int]int{}}
 }
 
 // stat accumulates one metric over ranks.
@@ -441,10 +441,10 @@ func (m *Merger) checkAdd(s *RankSummary) string {
 }
 
 // addCategory adds c's bytes and count to the category of its name.
-func (m *Merger) addCategory(c analyze.CategoryStat) {
+func (m *Merger) addCategory(c report.CategoryStat) {
 	cs := m.categories[c.Name]
 	if cs == nil {
-		cs = &analyze.CategoryStat{Name: c.Name}
+		cs = &report.CategoryStat{Name: c.Name}
 		m.categories[c.Name] = cs
 	}
 	cs.Bytes += c.Bytes
@@ -557,12 +557,12 @@ type CrossRank struct {
 	InternalFreeBytes int64   `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
 	ExternalFreeBytes int64   `json:"external_free_bytes" msgpack:"external_free_bytes"`
 	// Outliers are ranks reserving more than OutlierPct above the median, largest first (at most TopK).
-	Outliers        []RankRow              `json:"outliers" msgpack:"outliers"`
-	Stages          []StageStat            `json:"stages" msgpack:"stages"`
-	Categories      []analyze.CategoryStat `json:"categories" msgpack:"categories"`
-	OOMs            int                    `json:"ooms" msgpack:"ooms"`
-	OOMRanks        int                    `json:"oom_ranks" msgpack:"oom_ranks"`
-	Recommendations []findings.Finding     `json:"recommendations" msgpack:"recommendations"`
+	Outliers        []RankRow             `json:"outliers" msgpack:"outliers"`
+	Stages          []StageStat           `json:"stages" msgpack:"stages"`
+	Categories      []report.CategoryStat `json:"categories" msgpack:"categories"`
+	OOMs            int                   `json:"ooms" msgpack:"ooms"`
+	OOMRanks        int                   `json:"oom_ranks" msgpack:"oom_ranks"`
+	Recommendations []findings.Finding    `json:"recommendations" msgpack:"recommendations"`
 	// Iterations lists the iterations (−1: unknown) when the summaries come from more than one: then a rank
 	// appears once per iteration, Ranks counts summaries, and the statistics mix steps.
 	Iterations []int `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
@@ -622,7 +622,7 @@ func (m *Merger) Result() *CrossRank {
 		Allocated:         m.allocated.stats(column(m.rows, func(r RankRow) int64 { return r.AllocatedBytes })),
 		Peak:              m.peak.stats(column(m.rows, func(r RankRow) int64 { return r.PeakBytes })),
 		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
-		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []analyze.CategoryStat{}, Recommendations: []findings.Finding{}}
+		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []report.CategoryStat{}, Recommendations: []findings.Finding{}}
 	for i := range c.Rows {
 		c.Rows[i].Stage = stageOf(c.Rows[i])
 	}
@@ -658,11 +658,11 @@ func (m *Merger) Result() *CrossRank {
 	for _, cs := range m.categories {
 		c.Categories = append(c.Categories, *cs)
 	}
-	slices.SortFunc(c.Categories, func(a, b analyze.CategoryStat) int {
+	slices.SortFunc(c.Categories, func(a, b report.CategoryStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name))
 	})
 	if len(c.Categories) > summaryCategories {
-		rest := analyze.CategoryStat{Name: "(other categories)"}
+		rest := report.CategoryStat{Name: "(other categories)"}
 		for _, cs := range c.Categories[summaryCategories-1:] {
 			rest.Bytes += cs.Bytes
 			rest.Count += cs.Count

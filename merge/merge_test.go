@@ -17,6 +17,7 @@ import (
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 )
 
 // syntheticSummaries returns n rank summaries of a pipeline-parallel job with stages stages: early stages
@@ -41,7 +42,7 @@ func syntheticSummaries(n, stages int) []*RankSummary {
 			Rank: r, Iteration: 1, Stage: -1, Devices: []int{r % 8},
 			ReservedBytes: res, AllocatedBytes: alloc, RequestedBytes: alloc - 1<<20, InternalFreeBytes: 1 << 20,
 			ExternalFreeBytes: res - alloc, PeakBytes: alloc + int64(rng.IntN(1<<30)),
-			Categories: []analyze.CategoryStat{{Name: "activations", Bytes: alloc / 2, Count: 100}, {Name: "parameters", Bytes: alloc / 4, Count: 10}}}
+			Categories: []report.CategoryStat{{Name: "activations", Bytes: alloc / 2, Count: 100}, {Name: "parameters", Bytes: alloc / 4, Count: 10}}}
 		if r%1000 == 3 {
 			s.OOMs = 1
 		}
@@ -128,7 +129,7 @@ func TestMerge4096Ranks(t *testing.T) {
 	largest := slices.Clone(sums)
 	slices.SortFunc(largest, func(a, b *RankSummary) int { return int(b.ReservedBytes - a.ReservedBytes) })
 	var want []int
-	for _, s := range largest[:analyze.DefaultTopK] {
+	for _, s := range largest[:report.DefaultTopK] {
 		if float64(s.ReservedBytes) > float64(got.Reserved.Median)*(1+findings.OutlierPct/100) {
 			want = append(want, s.Rank)
 		}
@@ -369,12 +370,12 @@ func TestSummaryRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %v %+v", err, got)
 	}
 	// A run's report.msgpack: every input is summarized.
-	run := &analyze.Run{Version: analyze.ReportVersion, Inputs: []*analyze.Report{
+	run := &report.Run{Version: report.ReportVersion, Inputs: []*report.Report{
 		{
-			Header: analyze.Header{File: "rank0.pickle", Rank: 0, Iteration: 2, Peak: &analyze.Peak{Bytes: 80}},
-			Part:   &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 100, AllocatedBytes: 60, RequestedBytes: 50}, OOMs: []analyze.OOM{{}}},
+			Header: report.Header{File: "rank0.pickle", Rank: 0, Iteration: 2, Peak: &report.Peak{Bytes: 80}},
+			Part:   &report.SnapshotReport{Totals: report.Totals{ReservedBytes: 100, AllocatedBytes: 60, RequestedBytes: 50}, OOMs: []report.OOM{{}}},
 		},
-		{Header: analyze.Header{File: "rank1.pickle", Rank: 1, Iteration: 2}, Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 200, AllocatedBytes: 90}}},
+		{Header: report.Header{File: "rank1.pickle", Rank: 1, Iteration: 2}, Part: &report.SnapshotReport{Totals: report.Totals{ReservedBytes: 200, AllocatedBytes: 90}}},
 	}}
 	buf.Reset()
 	if err := msgpack.NewEncoder(&buf).Encode(run); err != nil {
@@ -394,7 +395,7 @@ func TestSummaryRoundTrip(t *testing.T) {
 	}{
 		{"garbage", []byte("not msgpack at all"), "not a msgpack"},
 		{"merged", mustMsgpack(t, &CrossRank{Kind: CrossRankKind}), "merged cross-rank report"},
-		{"empty run", mustMsgpack(t, &analyze.Run{Version: 1}), "no analyzed inputs"},
+		{"empty run", mustMsgpack(t, &report.Run{Version: 1}), "no analyzed inputs"},
 		{"negative ooms", mustMsgpack(t, &RankSummary{Kind: SummaryKind, Version: SummaryVersion, OOMs: -1}), "ooms -1: a rank's count"},
 		{"huge ooms", mustMsgpack(t, &RankSummary{Kind: SummaryKind, Version: SummaryVersion, OOMs: 1 << 40}), "ooms 1099511627776: a rank's count"},
 	} {
@@ -457,15 +458,15 @@ func TestMergeGeneratedRankSet(t *testing.T) {
 func TestSummarizePeakByKind(t *testing.T) {
 	tests := []struct {
 		name string
-		r    *analyze.Report
+		r    *report.Report
 		want int64
 	}{
-		{"snapshot with trace", &analyze.Report{Header: analyze.Header{Peak: &analyze.Peak{Bytes: 30 * MiB}}, Part: &analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}}, 30 * MiB},
-		{"snapshot without trace", &analyze.Report{Part: &analyze.SnapshotReport{Totals: analyze.Totals{AllocatedBytes: 10 * MiB}}}, 10 * MiB},
-		{"tracer", &analyze.Report{Part: &analyze.TracerReport{Tracer: &analyze.TracerView{}, PeakBytes: 4 << 30, ListedBytes: 3 << 30}}, 4 << 30},
-		{"timeline", &analyze.Report{Part: &analyze.TimelineReport{MemoryTimeline: &analyze.TimelineView{PeakBytes: 5 * MiB}}}, 5 * MiB},
-		{"log", &analyze.Report{Part: &analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: 7 * MiB}}}, 7 * MiB},
-		{"log without allocated", &analyze.Report{Part: &analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: -1}}}, 0},
+		{"snapshot with trace", &report.Report{Header: report.Header{Peak: &report.Peak{Bytes: 30 * MiB}}, Part: &report.SnapshotReport{Totals: report.Totals{AllocatedBytes: 10 * MiB}}}, 30 * MiB},
+		{"snapshot without trace", &report.Report{Part: &report.SnapshotReport{Totals: report.Totals{AllocatedBytes: 10 * MiB}}}, 10 * MiB},
+		{"tracer", &report.Report{Part: &report.TracerReport{Tracer: &report.TracerView{}, PeakBytes: 4 << 30, ListedBytes: 3 << 30}}, 4 << 30},
+		{"timeline", &report.Report{Part: &report.TimelineReport{MemoryTimeline: &report.TimelineView{PeakBytes: 5 * MiB}}}, 5 * MiB},
+		{"log", &report.Report{Part: &report.LogReport{Log: &report.LogView{PeakAllocatedBytes: 7 * MiB}}}, 7 * MiB},
+		{"log without allocated", &report.Report{Part: &report.LogReport{Log: &report.LogView{PeakAllocatedBytes: -1}}}, 0},
 	}
 	for _, tc := range tests {
 		if got := Summarize(tc.r).PeakBytes; got != tc.want {

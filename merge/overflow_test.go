@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 )
 
 // TestMergeOverflow checks that byte counts whose sum over the ranks would pass 2^63−1 stop the merge with an
@@ -16,7 +16,7 @@ import (
 // summary is added and when partial merges are joined, and that sums that fit are exact. A stage's sums are
 // checked where they are formed: at Add when the world is given, when the result is taken when it is derived.
 func TestMergeOverflow(t *testing.T) {
-	sum := func(rank int, reserved int64, cats ...analyze.CategoryStat) *RankSummary {
+	sum := func(rank int, reserved int64, cats ...report.CategoryStat) *RankSummary {
 		return &RankSummary{Kind: SummaryKind, Version: SummaryVersion, File: fmt.Sprintf("rank%d_memory_snapshot.pickle", rank),
 			Rank: rank, Stage: -1, ReservedBytes: reserved, Categories: cats}
 	}
@@ -42,7 +42,7 @@ func TestMergeOverflow(t *testing.T) {
 			"rank2_memory_snapshot.pickle: reserved_bytes: the sum over ranks passes 9223372036854775807 bytes", 0, nil},
 		{"reserved by Merge", Options{}, []*RankSummary{sum(0, e62), sum(1, e62)}, true,
 			"rank summaries: reserved_bytes: the sum over ranks passes", 0, nil},
-		{"a category", Options{}, []*RankSummary{sum(0, 1, analyze.CategoryStat{Name: "weights", Bytes: e62}), sum(1, 1, analyze.CategoryStat{Name: "weights", Bytes: e62})}, false,
+		{"a category", Options{}, []*RankSummary{sum(0, 1, report.CategoryStat{Name: "weights", Bytes: e62}), sum(1, 1, report.CategoryStat{Name: "weights", Bytes: e62})}, false,
 			"rank1_memory_snapshot.pickle: categories[weights].bytes: the sum over ranks passes", 0, nil},
 		{"sums that fit", Options{}, []*RankSummary{sum(0, e62), sum(1, e62-1)}, true, "", e62 + (e62 - 1), nil},
 		{"a stage by Add, world given", given, stagePasses, false,

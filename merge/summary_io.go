@@ -6,9 +6,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/memscan/memscan/report"
 	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/memscan/memscan/analyze"
 )
 
 // maxSummaryFile bounds what ReadSummaryFile loads: a rank summary is a few KB, a full report.msgpack of one
@@ -75,7 +74,7 @@ func DecodeSummaries(name string, data []byte) ([]*RankSummary, error) {
 	case CrossRankKind:
 		return nil, fmt.Errorf("%s: a merged cross-rank report; merge the rank summaries it came from instead", name)
 	case "":
-		var run analyze.Run
+		var run report.Run
 		if err := msgpack.NewDecoder(bytes.NewReader(data)).Decode(&run); err != nil {
 			return nil, fmt.Errorf("%s: decoding report: %w", name, err)
 		}

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/memscan/memscan/allocator"
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -19,7 +18,7 @@ type replayRow struct {
 	Delta        int64
 	Segments     int
 	// Frag is the breakdown at that peak; nil for the recorded row (the trace does not say).
-	Frag *allocator.Fragmentation
+	Frag *report.AllocatorFragmentation
 }
 
 // cells renders the row's difference from the recording, its segment count and its free bytes when its reserved
@@ -40,7 +39,7 @@ func (row replayRow) cells() (delta, segs, free string) {
 
 // replayRows lists recorded, replayed (recorded settings), the what-if and, when it is a different setting,
 // expandable_segments:True.
-func replayRows(ar *analyze.AllocatorReplay) []replayRow {
+func replayRows(ar *report.AllocatorReplay) []replayRow {
 	rec := ar.RecordedPeakReservedBytes
 	rows := []replayRow{
 		{Name: "recorded (trace segment events)", Settings: ar.RecordedSettings, Field: "recorded_peak_reserved_bytes", PeakReserved: rec, Segments: ar.RecordedSegments},
@@ -67,7 +66,7 @@ func settingsLabel(s string) string {
 }
 
 // recordedSettingsLine says what the snapshot ran under, and whether it said so.
-func recordedSettingsLine(ar *analyze.AllocatorReplay) string {
+func recordedSettingsLine(ar *report.AllocatorReplay) string {
 	if !ar.RecordedSettingsKnown {
 		return "not recorded (torch before 2.3); the default was assumed"
 	}
@@ -75,7 +74,7 @@ func recordedSettingsLine(ar *analyze.AllocatorReplay) string {
 }
 
 // capacityLine says which device capacity the replay assumed and why.
-func capacityLine(ar *analyze.AllocatorReplay) string {
+func capacityLine(ar *report.AllocatorReplay) string {
 	switch {
 	case ar.CapacityBytes <= 0:
 		return "unlimited (no --gpu or --device-memory given and no out-of-memory event in the trace)"
@@ -87,7 +86,7 @@ func capacityLine(ar *analyze.AllocatorReplay) string {
 }
 
 // replayCheckLine says whether the model reproduced the recording, or why it could not be checked.
-func replayCheckLine(ar *analyze.AllocatorReplay) string {
+func replayCheckLine(ar *report.AllocatorReplay) string {
 	switch {
 	case ar.Partial:
 		return "partial — " + ar.PartialReason
@@ -100,7 +99,7 @@ func replayCheckLine(ar *analyze.AllocatorReplay) string {
 }
 
 // allocatorReplay writes the text report's section for one replay.
-func (t *textWriter) allocatorReplay(snap *analyze.SnapshotReport) {
+func (t *textWriter) allocatorReplay(snap *report.SnapshotReport) {
 	for _, ar := range replaysOf(snap) {
 		t.section(fmt.Sprintf("Allocator replay (device %d)", ar.Device))
 		t.printf("  recorded settings: %s\n", recordedSettingsLine(ar))
@@ -124,22 +123,22 @@ func (t *textWriter) allocatorReplay(snap *analyze.SnapshotReport) {
 }
 
 // replaysOf lists the replays to show: every device's when there are several, else the one.
-func replaysOf(snap *analyze.SnapshotReport) []*analyze.AllocatorReplay {
+func replaysOf(snap *report.SnapshotReport) []*report.AllocatorReplay {
 	if len(snap.AllocatorReplayDevices) > 1 {
-		out := make([]*analyze.AllocatorReplay, len(snap.AllocatorReplayDevices))
+		out := make([]*report.AllocatorReplay, len(snap.AllocatorReplayDevices))
 		for i := range snap.AllocatorReplayDevices {
 			out[i] = &snap.AllocatorReplayDevices[i]
 		}
 		return out
 	}
 	if snap.AllocatorReplay != nil {
-		return []*analyze.AllocatorReplay{snap.AllocatorReplay}
+		return []*report.AllocatorReplay{snap.AllocatorReplay}
 	}
 	return nil
 }
 
 // replayFindings are the Markdown findings of the main device's replay: recorded vs replayed vs what-if.
-func replayFindings(snap *analyze.SnapshotReport) []string {
+func replayFindings(snap *report.SnapshotReport) []string {
 	ar := snap.AllocatorReplay
 	if ar == nil {
 		return nil
@@ -171,7 +170,7 @@ func replayFindings(snap *analyze.SnapshotReport) []string {
 }
 
 // allocatorReplay writes the Markdown table of the replays.
-func (m *mdWriter) allocatorReplay(snap *analyze.SnapshotReport) {
+func (m *mdWriter) allocatorReplay(snap *report.SnapshotReport) {
 	for _, ar := range replaysOf(snap) {
 		m.printf("\n**Allocator replay, device %d** (recorded settings: %s; capacity: %s)\n\n", ar.Device, mdText(recordedSettingsLine(ar)), mdText(capacityLine(ar)))
 		m.printf("| run | settings | peak reserved | vs recorded | segments | free at max reserved |\n|---|---|---:|---:|---:|---:|\n")
@@ -183,7 +182,7 @@ func (m *mdWriter) allocatorReplay(snap *analyze.SnapshotReport) {
 }
 
 // whatIfName names the what-if of device dev's replay for a chart legend ("" without one).
-func whatIfName(snap *analyze.SnapshotReport, dev int) string {
+func whatIfName(snap *report.SnapshotReport, dev int) string {
 	for _, ar := range replaysOf(snap) {
 		if ar.Device == dev && ar.WhatIf {
 			return settingsLabel(ar.Settings)
@@ -206,7 +205,7 @@ type htmlReplayRow struct {
 	Delta, Segments, Free string
 }
 
-func htmlReplays(snap *analyze.SnapshotReport) []htmlReplay {
+func htmlReplays(snap *report.SnapshotReport) []htmlReplay {
 	var out []htmlReplay
 	for _, ar := range replaysOf(snap) {
 		h := htmlReplay{Device: ar.Device, Recorded: recordedSettingsLine(ar), Capacity: capacityLine(ar), Check: replayCheckLine(ar)}

@@ -6,22 +6,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/allocator"
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 )
 
 // handReplay is a what-if replay with round numbers: recorded and baseline 10 GiB, what-if 8 GiB, expandable
 // (recorded settings) 9 GiB.
-func handReplay() *analyze.AllocatorReplay {
+func handReplay() *report.AllocatorReplay {
 	const gib = 1 << 30
-	return &analyze.AllocatorReplay{
+	return &report.AllocatorReplay{
 		Device: 0, Settings: "max_split_size_mb:512", WhatIf: true, RecordedSettings: "", RecordedSettingsKnown: true,
 		CapacityBytes: 79 * gib, CapacitySource: "--gpu h100-sxm",
 		RecordedPeakReservedBytes: 10 * gib, BaselinePeakReservedBytes: 10 * gib, PeakReservedBytes: 8 * gib,
 		ExpandablePeakReservedBytes: 9 * gib, ExpandableSettings: "expandable_segments:True",
 		BaselineMatchesRecording: true, BaselineFirstDivergence: -1, RecordedSegments: 12, BaselineSegments: 12, Segments: 30,
-		BaselineFragmentation: allocator.Fragmentation{Reserved: 10 * gib, Allocated: 7 * gib, Free: 3 * gib, CachedSegments: gib, FreeInUsedSegments: 2 * gib},
-		Fragmentation:         allocator.Fragmentation{Reserved: 8 * gib, Allocated: 7 * gib, Free: gib},
+		BaselineFragmentation: report.AllocatorFragmentation{Reserved: 10 * gib, Allocated: 7 * gib, Free: 3 * gib, CachedSegments: gib, FreeInUsedSegments: 2 * gib},
+		Fragmentation:         report.AllocatorFragmentation{Reserved: 8 * gib, Allocated: 7 * gib, Free: gib},
 		FirstFailedEvent:      -1,
 	}
 }
@@ -57,7 +56,7 @@ func TestReplayRows(t *testing.T) {
 }
 
 func TestReplayText(t *testing.T) {
-	snap := &analyze.SnapshotReport{AllocatorReplay: handReplay()}
+	snap := &report.SnapshotReport{AllocatorReplay: handReplay()}
 	var b bytes.Buffer
 	tw := &textWriter{w: &b}
 	tw.allocatorReplay(snap)
@@ -76,7 +75,7 @@ func TestReplayText(t *testing.T) {
 
 // TestTimeChartWhatIf: the what-if reserved series becomes a line of its own, named for its settings.
 func TestTimeChartWhatIf(t *testing.T) {
-	s := analyze.TimelineSeries{Device: 0, Index: []int{0, 1, 2}, Allocated: []int64{1, 2, 1}, Reserved: []int64{4, 4, 4}, WhatIfReserved: []int64{2, 3, 3}}
+	s := report.TimelineSeries{Device: 0, Index: []int{0, 1, 2}, Allocated: []int64{1, 2, 1}, Reserved: []int64{4, 4, 4}, WhatIfReserved: []int64{2, 3, 3}}
 	c := timeChart("t", s, nil, "expandable_segments:True")
 	if len(c.Lines) != 3 || c.Lines[2].Name != "reserved, what-if" || !slices.Equal(c.Lines[2].Values, []float64{2, 3, 3}) || c.Title != "t (what-if: expandable_segments:True)" {
 		t.Errorf("title %q, lines %+v", c.Title, c.Lines)

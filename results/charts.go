@@ -14,10 +14,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -57,7 +57,7 @@ type chartJob struct {
 // WritePlots draws every chart of run into dir, at most jobs at a time. Inputs of a several-input run get a
 // subdirectory named after the input (iter1_rank0/, ...). A chart that fails to draw is reported in the
 // returned error while the others are still written; the ChartSet lists only the charts that exist.
-func WritePlots(ctx context.Context, dir string, run *analyze.Run, jobs int) (ChartSet, error) {
+func WritePlots(ctx context.Context, dir string, run *report.Run, jobs int) (ChartSet, error) {
 	set := ChartSet{Inputs: make([][]PlotFile, len(run.Inputs))}
 	var all []chartJob
 	subdirs := inputSubdirs(run)
@@ -133,7 +133,7 @@ const maxChartedInputs = 16
 
 // chartedInputs picks the inputs that get their own charts: all of them up to maxChartedInputs, else the
 // outliers first and then the inputs reserving the most memory.
-func chartedInputs(run *analyze.Run) map[int]bool {
+func chartedInputs(run *report.Run) map[int]bool {
 	out := map[int]bool{}
 	if len(run.Inputs) <= maxChartedInputs {
 		for i := range run.Inputs {
@@ -168,18 +168,18 @@ func chartedInputs(run *analyze.Run) map[int]bool {
 
 // chartWeight is the memory an input is ranked by in chartedInputs: a snapshot's reserved bytes, a tracer
 // file's recorded peak; profiler timelines and logs rank last.
-func chartWeight(r *analyze.Report) int64 {
+func chartWeight(r *report.Report) int64 {
 	switch p := r.Part.(type) {
-	case *analyze.SnapshotReport:
+	case *report.SnapshotReport:
 		return max(p.ReservedBytes, 0)
-	case *analyze.TracerReport:
+	case *report.TracerReport:
 		return max(p.PeakBytes, 0)
 	}
 	return 0
 }
 
 // inputSubdirs names a subdirectory per input when there are several, unique within the run.
-func inputSubdirs(run *analyze.Run) []string {
+func inputSubdirs(run *report.Run) []string {
 	out := make([]string, len(run.Inputs))
 	if len(run.Inputs) < 2 {
 		return out
@@ -204,7 +204,7 @@ func inputSubdirs(run *analyze.Run) []string {
 const maxTitleFile = 56
 
 // chartTitle names the file and its devices, as every chart title should.
-func chartTitle(what string, r *analyze.Report) string {
+func chartTitle(what string, r *report.Report) string {
 	t := what + ": " + titleFile(r.File)
 	switch len(r.Devices) {
 	case 0:
@@ -227,15 +227,15 @@ func titleFile(path string) string {
 }
 
 // reportCharts maps one report to the charts of its kind; charts with nothing to show are left out.
-func reportCharts(r *analyze.Report) []chartJob {
+func reportCharts(r *report.Report) []chartJob {
 	switch p := r.Part.(type) {
-	case *analyze.SnapshotReport:
+	case *report.SnapshotReport:
 		return snapshotCharts(r, p)
-	case *analyze.TracerReport:
+	case *report.TracerReport:
 		return tracerCharts(r, p)
-	case *analyze.TimelineReport:
+	case *report.TimelineReport:
 		return timelineCharts(r, p.MemoryTimeline)
-	case *analyze.LogReport:
+	case *report.LogReport:
 		return logCharts(r, p.Log)
 	}
 	return nil
@@ -247,7 +247,7 @@ func newChartJob(name, title string, draw func(string) error) chartJob {
 
 // overviewChart sets totals, a pie of what the input measured, beside its categories, titled byCat. The
 // overview and the category chart list the categories in the same order.
-func overviewChart(r *analyze.Report, totals plots.PiePanel, byCat string) chartJob {
+func overviewChart(r *report.Report, totals plots.PiePanel, byCat string) chartJob {
 	title := chartTitle("Memory overview", r)
 	cats := sortedCategories(r.Categories)
 	return newChartJob(ChartOverview, title, func(p string) error {
@@ -261,7 +261,7 @@ func overviewChart(r *analyze.Report, totals plots.PiePanel, byCat string) chart
 
 // topCharts draws the largest allocations as chart name (none without any); dump is " at the dump" when the
 // live set at a trace's peak has charts of its own.
-func topCharts(r *analyze.Report, name, dump string) []chartJob {
+func topCharts(r *report.Report, name, dump string) []chartJob {
 	if len(r.Top) == 0 {
 		return nil
 	}
@@ -304,7 +304,7 @@ func topCharts(r *analyze.Report, name, dump string) []chartJob {
 
 // categoryCharts draws the input's categories as chart name (none without any): xLabel says what their bytes
 // are, unit what their counts count.
-func categoryCharts(r *analyze.Report, name, dump, xLabel, unit string) []chartJob {
+func categoryCharts(r *report.Report, name, dump, xLabel, unit string) []chartJob {
 	if len(r.Categories) == 0 {
 		return nil
 	}
@@ -329,8 +329,8 @@ func categoryCharts(r *analyze.Report, name, dump, xLabel, unit string) []chartJ
 }
 
 // sortedCategories orders categories by bytes, largest first, then by name for a stable order.
-func sortedCategories(in []analyze.CategoryStat) []analyze.CategoryStat {
-	out := append([]analyze.CategoryStat(nil), in...)
+func sortedCategories(in []report.CategoryStat) []report.CategoryStat {
+	out := append([]report.CategoryStat(nil), in...)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Bytes != out[j].Bytes {
 			return out[i].Bytes > out[j].Bytes
@@ -341,7 +341,7 @@ func sortedCategories(in []analyze.CategoryStat) []analyze.CategoryStat {
 }
 
 // bucketBounds is the sorted union of the buckets' lower bounds, so both histograms share one size axis.
-func bucketBounds(sets ...[]analyze.SizeBucket) []int64 {
+func bucketBounds(sets ...[]report.SizeBucket) []int64 {
 	seen := map[int64]bool{}
 	var los []int64
 	for _, bs := range sets {
@@ -357,9 +357,9 @@ func bucketBounds(sets ...[]analyze.SizeBucket) []int64 {
 }
 
 // histogram lays bs out on the shared bounds los; bounds bs lacks get zero.
-func histogram(title string, los []int64, bs []analyze.SizeBucket, c color.Color) plots.Histogram {
+func histogram(title string, los []int64, bs []report.SizeBucket, c color.Color) plots.Histogram {
 	h := plots.Histogram{Title: title, Color: c}
-	at := map[int64]analyze.SizeBucket{}
+	at := map[int64]report.SizeBucket{}
 	for _, b := range bs {
 		x := at[b.Lo]
 		x.Count += b.Count
@@ -387,8 +387,8 @@ func shortSite(site string) string {
 }
 
 // timelineOrder puts the series of the peak's device first so it gets the main chart name.
-func timelineOrder(series []analyze.TimelineSeries, peak *analyze.Peak) []analyze.TimelineSeries {
-	out := append([]analyze.TimelineSeries(nil), series...)
+func timelineOrder(series []report.TimelineSeries, peak *report.Peak) []report.TimelineSeries {
+	out := append([]report.TimelineSeries(nil), series...)
 	if peak != nil {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Device == peak.Device && out[j].Device != peak.Device })
 	}
@@ -397,7 +397,7 @@ func timelineOrder(series []analyze.TimelineSeries, peak *analyze.Peak) []analyz
 
 // timeChart maps a replayed trace to the chart: seconds since the first event when the trace has times (else
 // event indexes), the largest categories stacked, allocated and reserved as lines, and the peak.
-func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak, whatIf string) plots.TimeChart {
+func timeChart(title string, s report.TimelineSeries, peak *report.Peak, whatIf string) plots.TimeChart {
 	n := len(s.Index)
 	c := plots.TimeChart{Title: title, X: make([]float64, n), PeakIndex: -1}
 	if len(s.TimeUS) == n && n > 0 {
@@ -484,7 +484,7 @@ func timeChart(title string, s analyze.TimelineSeries, peak *analyze.Peak, whatI
 }
 
 // peakCharts draws the live set at the trace's peak: its largest sites (top consumers) and its categories.
-func peakCharts(r *analyze.Report) []chartJob {
+func peakCharts(r *report.Report) []chartJob {
 	p := r.Peak
 	var jobs []chartJob
 	where := ""
@@ -535,7 +535,7 @@ const maxPhaseMarks = 150
 
 // phaseMarks places each iteration's forward, backward and optimizer starts of s's device on the chart's x axis
 // (seconds since the series' first point when it has times, else the trace event).
-func phaseMarks(tls []phases.Timeline, s analyze.TimelineSeries) []plots.Mark {
+func phaseMarks(tls []phases.Timeline, s report.TimelineSeries) []plots.Mark {
 	var its []phases.Iteration
 	for _, tl := range tls {
 		if tl.Device == s.Device {
@@ -583,7 +583,7 @@ func toFloats[T int | int64](xs []T) []float64 {
 // allocated), and the listed tensors of tracer files; an input without a measure has no bar for it. The dashed
 // reference is the median reserved when two snapshots are compared, else the median tracer peak. ok is false
 // when no measure has two inputs to compare.
-func ranksChart(c *analyze.Cross) (chartJob, bool) {
+func ranksChart(c *report.Cross) (chartJob, bool) {
 	res := plots.Series{Name: "reserved", Color: plots.ColorReserved}
 	alloc := plots.Series{Name: "allocated", Color: plots.ColorAllocated}
 	peak := plots.Series{Name: "peak", Color: plots.ColorPeak}
@@ -641,7 +641,7 @@ func ranksChart(c *analyze.Cross) (chartJob, bool) {
 // ranksReference is the dashed line of the ranks chart: the median reserved when snapshots are compared (of the
 // iteration the imbalance statistics describe, named when there are several), else the median tracer peak.
 // snapshots counts the rows with allocator totals.
-func ranksReference(c *analyze.Cross, snapshots int) (float64, string) {
+func ranksReference(c *report.Cross, snapshots int) (float64, string) {
 	switch {
 	case snapshots > 1:
 		if c.Iterations > 1 && c.ImbalanceIteration >= 0 {
@@ -663,7 +663,7 @@ func joinAnd(words []string) string {
 }
 
 // crossLabel is the short name of a row: "rank 3", "it 2 r 3", or the input name.
-func crossLabel(r analyze.CrossRow) string {
+func crossLabel(r report.CrossRow) string {
 	switch {
 	case r.Rank >= 0 && r.Iteration >= 0:
 		return fmt.Sprintf("it%d r%d", r.Iteration, r.Rank)

@@ -9,6 +9,7 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/snapshot"
 )
 
 // LoadCompareInput is one side of memscan compare: a run directory's report.msgpack (which must hold exactly one
@@ -44,7 +45,17 @@ func LoadCompareInput(ctx context.Context, path string, opts analyze.Options) (c
 	}
 	out := compare.Input{Report: rep}
 	if in.Snapshot != nil {
-		out.Segments = compare.SegmentIDs(in.Snapshot)
+		out.Segments = SegmentIDs(in.Snapshot)
 	}
 	return out, nil
+}
+
+// SegmentIDs lists the segments of a snapshot as compare matches them.
+func SegmentIDs(s *snapshot.Snapshot) []compare.SegmentID {
+	out := make([]compare.SegmentID, 0, len(s.Segments))
+	for i := range s.Segments {
+		seg := &s.Segments[i]
+		out = append(out, compare.SegmentID{Device: seg.Device, Address: seg.Address, Size: seg.TotalSize, Stream: seg.Stream})
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 )
 
 // TestLoadCompareInput reads each side of a comparison: a run directory rebuilds its one report with its kind,
@@ -15,12 +16,12 @@ import (
 func TestLoadCompareInput(t *testing.T) {
 	ctx := context.Background()
 	tmp := t.TempDir()
-	runDir := func(name string, reps ...*analyze.Report) string {
+	runDir := func(name string, reps ...*report.Report) string {
 		dir := filepath.Join(tmp, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: reps}
+		run := &report.Run{Version: report.ReportVersion, Tool: "memscan test", Inputs: reps}
 		f, err := os.Create(filepath.Join(dir, FileMsgpack))
 		if err != nil {
 			t.Fatal(err)
@@ -31,8 +32,8 @@ func TestLoadCompareInput(t *testing.T) {
 		}
 		return dir
 	}
-	tracer := &analyze.Report{Header: analyze.Header{File: "t.json", Format: "tracer-json"},
-		Part: &analyze.TracerReport{PeakBytes: 3 << 20, Tracer: &analyze.TracerView{Device: "cuda:0"}}}
+	tracer := &report.Report{Header: report.Header{File: "t.json", Format: "tracer-json"},
+		Part: &report.TracerReport{PeakBytes: 3 << 20, Tracer: &report.TracerView{Device: "cuda:0"}}}
 	one := runDir("one", tracer)
 	two := runDir("two", tracer, tracer)
 	empty := filepath.Join(tmp, "empty")
@@ -42,7 +43,7 @@ func TestLoadCompareInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if peak, _ := in.Report.RecordedPeak(); in.Report.Kind() != analyze.KindTracer || peak != 3<<20 || in.Segments != nil {
+	if peak, _ := in.Report.RecordedPeak(); in.Report.Kind() != report.KindTracer || peak != 3<<20 || in.Segments != nil {
 		t.Errorf("run directory: kind %q, peak %d, %d segments; want tracer, %d, none", in.Report.Kind(), peak, len(in.Segments), 3<<20)
 	}
 
@@ -51,7 +52,7 @@ func TestLoadCompareInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tot, _ := in.Report.AllocatorTotals(); in.Report.Kind() != analyze.KindSnapshot || len(in.Segments) != tot.Segments {
+	if tot, _ := in.Report.AllocatorTotals(); in.Report.Kind() != report.KindSnapshot || len(in.Segments) != tot.Segments {
 		t.Errorf("snapshot: kind %q, %d segment ids for %d segments", in.Report.Kind(), len(in.Segments), tot.Segments)
 	}
 

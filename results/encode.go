@@ -9,14 +9,14 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
 // WriteJSON renders run as summary.json: indented, integer bytes, and empty lists as [] rather than null so
 // scripts can iterate without checks.
-func WriteJSON(w io.Writer, run *analyze.Run) error {
+func WriteJSON(w io.Writer, run *report.Run) error {
 	if err := units.WriteJSON(w, normalized(run)); err != nil {
 		return fmt.Errorf("encoding summary JSON: %w", err)
 	}
@@ -24,9 +24,9 @@ func WriteJSON(w io.Writer, run *analyze.Run) error {
 }
 
 // normalized returns a shallow copy of run whose list fields are non-nil, so that JSON shows [] for "none".
-func normalized(run *analyze.Run) *analyze.Run {
+func normalized(run *report.Run) *report.Run {
 	out := *run
-	out.Inputs = make([]*analyze.Report, len(run.Inputs))
+	out.Inputs = make([]*report.Report, len(run.Inputs))
 	for i, r := range run.Inputs {
 		if r == nil {
 			continue
@@ -36,14 +36,14 @@ func normalized(run *analyze.Run) *analyze.Run {
 			c.Devices = []int{}
 		}
 		if c.Categories == nil {
-			c.Categories = []analyze.CategoryStat{}
+			c.Categories = []report.CategoryStat{}
 		}
 		if c.Top == nil {
-			c.Top = []analyze.Allocation{}
+			c.Top = []report.Allocation{}
 		}
-		if s, ok := c.Part.(*analyze.SnapshotReport); ok && s.OOMs == nil {
+		if s, ok := c.Part.(*report.SnapshotReport); ok && s.OOMs == nil {
 			sc := *s // the caller's report stays as it is
-			sc.OOMs = []analyze.OOM{}
+			sc.OOMs = []report.OOM{}
 			c.Part = &sc
 		}
 		if c.Recommendations == nil {
@@ -58,7 +58,7 @@ func normalized(run *analyze.Run) *analyze.Run {
 }
 
 // WriteMsgpack encodes the whole run, timeline included, as report.msgpack.
-func WriteMsgpack(w io.Writer, run *analyze.Run) error {
+func WriteMsgpack(w io.Writer, run *report.Run) error {
 	enc := msgpack.NewEncoder(w)
 	// Sorted map keys (trace_actions) make the file byte-identical for identical input.
 	enc.SetSortMapKeys(true)
@@ -72,7 +72,7 @@ func WriteMsgpack(w io.Writer, run *analyze.Run) error {
 const maxMsgpackSize = 1 << 30
 
 // ReadMsgpack reads a report.msgpack written by WriteMsgpack.
-func ReadMsgpack(path string) (*analyze.Run, error) {
+func ReadMsgpack(path string) (*report.Run, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -93,13 +93,13 @@ func ReadMsgpack(path string) (*analyze.Run, error) {
 }
 
 // DecodeMsgpack decodes a report.msgpack held in memory; name is used in errors.
-func DecodeMsgpack(name string, data []byte) (*analyze.Run, error) {
+func DecodeMsgpack(name string, data []byte) (*report.Run, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%s: empty file", name)
 	}
 	r := bytes.NewReader(data)
 	dec := msgpack.NewDecoder(r)
-	var run analyze.Run
+	var run report.Run
 	if err := dec.Decode(&run); err != nil {
 		off := int64(len(data)) - int64(r.Len())
 		return nil, fmt.Errorf("%s: byte %d: decoding report msgpack: %w", name, off, err)
@@ -107,8 +107,8 @@ func DecodeMsgpack(name string, data []byte) (*analyze.Run, error) {
 	if !strings.HasPrefix(run.Tool, "memscan") {
 		return nil, fmt.Errorf("%s: field tool: %q is not a memscan report", name, run.Tool)
 	}
-	if run.Version <= 0 || run.Version > analyze.ReportVersion {
-		return nil, fmt.Errorf("%s: field version: report version %d is not supported (this memscan reads 1 to %d)", name, run.Version, analyze.ReportVersion)
+	if run.Version <= 0 || run.Version > report.ReportVersion {
+		return nil, fmt.Errorf("%s: field version: report version %d is not supported (this memscan reads 1 to %d)", name, run.Version, report.ReportVersion)
 	}
 	for i, in := range run.Inputs {
 		if in == nil {

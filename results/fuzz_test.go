@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 )
 
 // FuzzDecodeMsgpack feeds arbitrary bytes to the report.msgpack reader: it must return an error or a run, never
 // panic or allocate without bound.
 func FuzzDecodeMsgpack(f *testing.F) {
-	for _, run := range []*analyze.Run{sampleRun(), singleRun(), viewsRun()} {
+	for _, run := range []*report.Run{sampleRun(), singleRun(), viewsRun()} {
 		var b bytes.Buffer
 		if err := WriteMsgpack(&b, run); err != nil {
 			f.Fatal(err)

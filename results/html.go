@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/phases"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -34,7 +34,7 @@ const htmlRows = 30
 // warnings, and the cross-input table. Call it after the charts are drawn so the page embeds them. Every byte
 // count is shown exactly, and tagged with data-field (the summary.json key) and data-value (integer bytes) so tools
 // and tests can read the numbers back.
-func WriteHTML(dir string, run *analyze.Run) error {
+func WriteHTML(dir string, run *report.Run) error {
 	page, err := renderHTML(dir, run)
 	if err != nil {
 		return err
@@ -55,17 +55,17 @@ type htmlImage struct {
 // are set by the one switch in renderHTML, and the template reads them instead of telling the kinds apart.
 type htmlInput struct {
 	Index int
-	R     *analyze.Report
+	R     *report.Report
 	// Snapshot is the part of an allocator snapshot, Tracer the primary device of a tracer file, Timeline a
 	// profiler timeline, Log a training log; the others are nil.
-	Snapshot *analyze.SnapshotReport
-	Tracer   *analyze.TracerDeviceView
-	Timeline *analyze.TimelineView
-	Log      *analyze.LogView
+	Snapshot *report.SnapshotReport
+	Tracer   *report.TracerDeviceView
+	Timeline *report.TimelineView
+	Log      *report.LogView
 	// Totals are a snapshot's allocator totals, Peak the live set at its trace's peak (a timeline's peak is in
 	// its own section), Replays its allocator replays: recorded vs replayed vs what-if.
 	Totals  []htmlField
-	Peak    *analyze.Peak
+	Peak    *report.Peak
 	Replays []htmlReplay
 	// Categories says what R.Categories counts; Dump is " at the dump" when the sites and allocations listed
 	// were live at the dump rather than at the peak.
@@ -80,7 +80,7 @@ type htmlField struct {
 	Value int64
 }
 
-func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
+func renderHTML(dir string, run *report.Run) ([]byte, error) {
 	subdirs := inputSubdirs(run)
 	budget := int64(maxEmbeddedTotal)
 	var inputs []htmlInput
@@ -93,13 +93,13 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		top := groupAllocations(r.Top, len(r.Top))
 		in := htmlInput{Index: i, R: r, Top: top[:min(len(top), htmlRows)]}
 		switch p := r.Part.(type) {
-		case *analyze.SnapshotReport:
+		case *report.SnapshotReport:
 			in.snapshot(r, p)
-		case *analyze.TracerReport:
+		case *report.TracerReport:
 			in.Tracer, in.Categories = p.Tracer.Primary(), "listed tensors alive at the peak"
-		case *analyze.TimelineReport:
+		case *report.TimelineReport:
 			in.Timeline, in.Categories = p.MemoryTimeline, "at the peak"
-		case *analyze.LogReport:
+		case *report.LogReport:
 			in.Log = p.Log
 		}
 		imgs, err := embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget)
@@ -183,13 +183,13 @@ var htmlFuncs = template.FuncMap{
 
 func limitSlice(xs any, n int) any {
 	switch v := xs.(type) {
-	case []analyze.CategoryStat:
+	case []report.CategoryStat:
 		return v[:min(n, len(v))]
-	case []analyze.SiteStat:
+	case []report.SiteStat:
 		return v[:min(n, len(v))]
-	case []analyze.Allocation:
+	case []report.Allocation:
 		return v[:min(n, len(v))]
-	case []analyze.ModuleStat:
+	case []report.ModuleStat:
 		return v[:min(n, len(v))]
 	case []phases.Iteration:
 		return v[:min(n, len(v))]

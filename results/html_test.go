@@ -19,24 +19,25 @@ import (
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/report"
 )
 
 // htmlSampleRun builds a two-input run by hand; the totals obey reserved = requested + internal + external.
-func htmlSampleRun() *analyze.Run {
-	mk := func(file string, rank int, requested int64) *analyze.Report {
+func htmlSampleRun() *report.Run {
+	mk := func(file string, rank int, requested int64) *report.Report {
 		internal, external := int64(7_000_123), int64(2<<30+17)
-		return &analyze.Report{
-			Header: analyze.Header{File: file, Format: "pickle-v4", TorchFormat: "2.1+", Rank: rank, Iteration: 3, Devices: []int{0}, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: requested/2 + internal, Count: 7}, {Name: "<Unknown & co>", Bytes: requested - requested/2, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:10:forward", Category: "Activation", Bytes: requested/2 + internal, Count: 7}}, Top: []analyze.Allocation{{Size: 123_456_789, RequestedSize: 123_456_000, Category: "Activation", Site: "model.py:10:forward"}}, Peak: &analyze.Peak{Device: 0, Bytes: requested + 999, EventIndex: 41, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: requested + 999}}}, Recommendations: []findings.Finding{{ID: "cache-overhead", Severity: "warning", Title: "Cached free memory is <large>",
+		return &report.Report{
+			Header: report.Header{File: file, Format: "pickle-v4", TorchFormat: "2.1+", Rank: rank, Iteration: 3, Devices: []int{0}, Categories: []report.CategoryStat{{Name: "Activation", Bytes: requested/2 + internal, Count: 7}, {Name: "<Unknown & co>", Bytes: requested - requested/2, Count: 2}}, Sites: []report.SiteStat{{Site: "model.py:10:forward", Category: "Activation", Bytes: requested/2 + internal, Count: 7}}, Top: []report.Allocation{{Size: 123_456_789, RequestedSize: 123_456_000, Category: "Activation", Site: "model.py:10:forward"}}, Peak: &report.Peak{Device: 0, Bytes: requested + 999, EventIndex: 41, Categories: []report.CategoryStat{{Name: "Activation", Bytes: requested + 999}}}, Recommendations: []findings.Finding{{ID: "cache-overhead", Severity: "warning", Title: "Cached free memory is <large>",
 				Evidence: "2.0 GiB cached", Advice: "call empty_cache"}}, Warnings: []string{"a <script>alert(1)</script> warning"}},
-			Part: &analyze.SnapshotReport{Totals: analyze.Totals{
+			Part: &report.SnapshotReport{Totals: report.Totals{
 				ReservedBytes: requested + internal + external, AllocatedBytes: requested + internal, RequestedBytes: requested,
 				ActiveBytes: requested + internal, InactiveBytes: external, InternalFreeBytes: internal, ExternalFreeBytes: external,
 				EfficiencyPct: float64(requested) * 100 / float64(requested+internal+external), LargestFreeBlockBytes: 1 << 30,
 				Segments: 12, Blocks: 99,
-			}, OOMs: []analyze.OOM{{Device: 0, EventIndex: 40, RequestedBytes: 3 << 30, DeviceFreeBytes: 1 << 20}}},
+			}, OOMs: []report.OOM{{Device: 0, EventIndex: 40, RequestedBytes: 3 << 30, DeviceFreeBytes: 1 << 20}}},
 		}
 	}
-	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: []*analyze.Report{
+	run := &report.Run{Version: report.ReportVersion, Tool: "memscan test", Inputs: []*report.Report{
 		mk("iteration_3/rank0_memory_snapshot.pickle", 0, 30<<30+5), mk("iteration_3/rank1_memory_snapshot.pickle", 1, 28<<30+11)}}
 	run.Cross = analyze.CrossInputs(run.Inputs)
 	return run
@@ -137,7 +138,7 @@ func checkHTMLAgainstSummary(t *testing.T, page, summary []byte) {
 	}
 }
 
-func writeRunFiles(t *testing.T, dir string, run *analyze.Run) (page, summary []byte) {
+func writeRunFiles(t *testing.T, dir string, run *report.Run) (page, summary []byte) {
 	t.Helper()
 	var js bytes.Buffer
 	if err := WriteJSON(&js, run); err != nil {
@@ -199,7 +200,7 @@ func TestWriteHTMLRealSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: []*analyze.Report{rep}}
+	run := &report.Run{Version: report.ReportVersion, Tool: "memscan test", Inputs: []*report.Report{rep}}
 	dir := t.TempDir()
 	set, err := WritePlots(ctx, dir, run, 2)
 	if err != nil {
@@ -254,16 +255,16 @@ func TestHTMLRendersInChromium(t *testing.T) {
 // report does, and only then caps the rows. 25 distinct allocations followed by 10 identical ones: the group is
 // ×10 (capping at htmlRows = 30 first would show ×5).
 func TestHTMLTopGroupsCountWholeList(t *testing.T) {
-	r := &analyze.Report{Header: analyze.Header{File: "rank0.pickle", Rank: 0, Iteration: -1}, Part: &analyze.SnapshotReport{}}
+	r := &report.Report{Header: report.Header{File: "rank0.pickle", Rank: 0, Iteration: -1}, Part: &report.SnapshotReport{}}
 	for i := range 25 {
 		size := int64(100-i) << 20
-		r.Top = append(r.Top, analyze.Allocation{Size: size, RequestedSize: size, Site: fmt.Sprintf("model.py:%d:forward", i), Category: "Activation", State: "active_allocated"})
+		r.Top = append(r.Top, report.Allocation{Size: size, RequestedSize: size, Site: fmt.Sprintf("model.py:%d:forward", i), Category: "Activation", State: "active_allocated"})
 	}
 	for range 10 {
-		r.Top = append(r.Top, analyze.Allocation{Size: 1 << 20, RequestedSize: 1 << 20, Site: "train.py:7:step", Category: "Gradient", State: "active_allocated"})
+		r.Top = append(r.Top, report.Allocation{Size: 1 << 20, RequestedSize: 1 << 20, Site: "train.py:7:step", Category: "Gradient", State: "active_allocated"})
 	}
 	dir := t.TempDir()
-	if err := WriteHTML(dir, &analyze.Run{Version: 1, Inputs: []*analyze.Report{r}}); err != nil {
+	if err := WriteHTML(dir, &report.Run{Version: 1, Inputs: []*report.Report{r}}); err != nil {
 		t.Fatal(err)
 	}
 	page, err := os.ReadFile(filepath.Join(dir, FileHTML))
@@ -274,7 +275,7 @@ func TestHTMLTopGroupsCountWholeList(t *testing.T) {
 		t.Errorf("page has no row %s", want)
 	}
 	var text bytes.Buffer
-	if err := WriteText(&text, &analyze.Run{Version: 1, Inputs: []*analyze.Report{r}}, TextOptions{Top: 50}); err != nil {
+	if err := WriteText(&text, &report.Run{Version: 1, Inputs: []*report.Report{r}}, TextOptions{Top: 50}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "×10") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 )
 
 // TestKindCharts analyzes the tracer, timeline and log fixtures and draws their charts: each kind gets the
@@ -17,7 +18,7 @@ import (
 func TestKindCharts(t *testing.T) {
 	tests := []struct {
 		file    string
-		analyze func(context.Context, *load.Input, analyze.RuntimeOptions) (*analyze.Report, error)
+		analyze func(context.Context, *load.Input, analyze.RuntimeOptions) (*report.Report, error)
 		want    []string
 	}{
 		{"tracer/small_rank0.json", analyze.AnalyzeTracer, []string{ChartOverview, ChartTopConsumers, ChartCategories, ChartTracerPhases, ChartTracerModules}},
@@ -60,7 +61,7 @@ func TestKindCharts(t *testing.T) {
 		})
 	}
 	// A snapshot with nothing reserved, categorized or traced has nothing to chart.
-	if jobs := reportCharts(&analyze.Report{Header: analyze.Header{Format: "pickle-v4"}, Part: &analyze.SnapshotReport{}}); len(jobs) != 0 {
+	if jobs := reportCharts(&report.Report{Header: report.Header{Format: "pickle-v4"}, Part: &report.SnapshotReport{}}); len(jobs) != 0 {
 		t.Errorf("empty snapshot report got charts %v", jobs)
 	}
 }
@@ -85,7 +86,7 @@ func TestStripModulePrefix(t *testing.T) {
 }
 
 func TestTracerCrossCharts(t *testing.T) {
-	var reps []*analyze.Report
+	var reps []*report.Report
 	for _, f := range []string{"run_r1_small.json", "small_rank0.json"} {
 		in, err := load.DecodeFile(context.Background(), filepath.Join("..", "tracer", "testdata", f))
 		if err != nil {

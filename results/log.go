@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -34,7 +34,7 @@ func peakPlace(rank, iteration int) string {
 }
 
 // trainingLog writes the text report's section of a training log's memory lines.
-func (t *textWriter) trainingLog(v *analyze.LogView) {
+func (t *textWriter) trainingLog(v *report.LogView) {
 	t.section("Training log memory lines")
 	t.printf("  %s log: %d lines, %d memory records", v.Dialect, v.Lines, v.Records)
 	if v.SkippedLines > 0 {
@@ -81,7 +81,7 @@ func (t *textWriter) trainingLog(v *analyze.LogView) {
 }
 
 // trainingLog writes the Markdown findings of a training log's memory lines.
-func (m *mdWriter) trainingLog(r *analyze.Report, v *analyze.LogView) {
+func (m *mdWriter) trainingLog(r *report.Report, v *report.LogView) {
 	s := fmt.Sprintf("The %s log has %d memory records; peak allocated **%s**, peak reserved %s", mdText(v.Dialect), v.Records,
 		bytesOrDash(v.PeakAllocatedBytes), bytesOrDash(v.PeakReservedBytes))
 	if v.PeakRank >= 0 {
@@ -96,7 +96,7 @@ func (m *mdWriter) trainingLog(r *analyze.Report, v *analyze.LogView) {
 }
 
 // logCharts maps a training log to its chart: each rank's memory lines over iterations.
-func logCharts(r *analyze.Report, v *analyze.LogView) []chartJob {
+func logCharts(r *report.Report, v *report.LogView) []chartJob {
 	if len(v.Series) == 0 {
 		return nil
 	}
@@ -109,7 +109,7 @@ func logCharts(r *analyze.Report, v *analyze.LogView) []chartJob {
 	})}
 }
 
-func logXName(v *analyze.LogView) string {
+func logXName(v *report.LogView) string {
 	for _, s := range v.Series {
 		if !s.XIsIteration {
 			return "memory line"
@@ -120,7 +120,7 @@ func logXName(v *analyze.LogView) string {
 
 // logLines turns each rank's series into plot lines: allocated and reserved solid, their peaks dashed; measures
 // a dialect does not print are left out.
-func logLines(v *analyze.LogView) []plots.LogLine {
+func logLines(v *report.LogView) []plots.LogLine {
 	var out []plots.LogLine
 	for _, s := range v.Series {
 		x := toFloats(s.X)

@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -29,7 +29,7 @@ type MarkdownOptions struct {
 
 // WriteMarkdown renders run as README.md findings (and stdout with --format md): the key numbers, the
 // recommendations with their evidence, the main tables, and the charts embedded by relative link.
-func WriteMarkdown(w io.Writer, run *analyze.Run, opts MarkdownOptions) error {
+func WriteMarkdown(w io.Writer, run *report.Run, opts MarkdownOptions) error {
 	bw := bufio.NewWriter(w)
 	m := &mdWriter{w: bw, opts: opts}
 	if m.opts.Top <= 0 {
@@ -46,7 +46,7 @@ type mdWriter struct {
 
 func (m *mdWriter) printf(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
 
-func (m *mdWriter) run(run *analyze.Run) {
+func (m *mdWriter) run(run *report.Run) {
 	m.printf("# memscan findings\n\n")
 	tool := run.Tool
 	if tool == "" {
@@ -90,7 +90,7 @@ func (m *mdWriter) run(run *analyze.Run) {
 
 // report writes one input: its heading and what every kind has, the findings and tables of its kind's part, then
 // its warnings and charts.
-func (m *mdWriter) report(r *analyze.Report, plots []PlotFile, several bool) {
+func (m *mdWriter) report(r *report.Report, plots []PlotFile, several bool) {
 	level := "##"
 	if several {
 		level = "###"
@@ -113,13 +113,13 @@ func (m *mdWriter) report(r *analyze.Report, plots []PlotFile, several bool) {
 	m.printf(".\n\n")
 
 	switch p := r.Part.(type) {
-	case *analyze.SnapshotReport:
+	case *report.SnapshotReport:
 		m.snapshot(r, p)
-	case *analyze.TracerReport:
+	case *report.TracerReport:
 		m.tracer(r, p)
-	case *analyze.TimelineReport:
+	case *report.TimelineReport:
 		m.memoryTimeline(r, p.MemoryTimeline)
-	case *analyze.LogReport:
+	case *report.LogReport:
 		m.trainingLog(r, p.Log)
 	}
 
@@ -140,7 +140,7 @@ func (m *mdWriter) report(r *analyze.Report, plots []PlotFile, several bool) {
 
 // findings writes the few sentences a reader needs first, each with its number, and how many recommendations
 // follow them.
-func (m *mdWriter) findings(r *analyze.Report, facts []string) {
+func (m *mdWriter) findings(r *report.Report, facts []string) {
 	m.printf("**Findings**\n\n")
 	for _, f := range facts {
 		m.printf("- %s\n", f)
@@ -167,7 +167,7 @@ func (m *mdWriter) recommendations(recs []findings.Finding) {
 }
 
 // categories is the table of an input's categories under title, with each one's share of their sum.
-func (m *mdWriter) categories(title string, cs []analyze.CategoryStat) {
+func (m *mdWriter) categories(title string, cs []report.CategoryStat) {
 	if len(cs) == 0 {
 		return
 	}
@@ -180,7 +180,7 @@ func (m *mdWriter) categories(title string, cs []analyze.CategoryStat) {
 
 // topAllocations is the table of the largest allocations, identical ones on one row; dump is " at the dump" when
 // the live set at a trace's peak was listed before it.
-func (m *mdWriter) topAllocations(top []analyze.Allocation, dump string) {
+func (m *mdWriter) topAllocations(top []report.Allocation, dump string) {
 	if len(top) == 0 {
 		return
 	}
@@ -199,7 +199,7 @@ func (m *mdWriter) topAllocations(top []analyze.Allocation, dump string) {
 	}
 }
 
-func (m *mdWriter) cross(run *analyze.Run) {
+func (m *mdWriter) cross(run *report.Run) {
 	c := run.Cross
 	v := newCrossView(c)
 	m.printf("\n## Across inputs\n")

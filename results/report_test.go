@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -43,22 +43,22 @@ func golden(t *testing.T, name string, got []byte) {
 func TestGoldenReports(t *testing.T) {
 	tests := []struct {
 		name   string
-		run    *analyze.Run
-		render func(*bytes.Buffer, *analyze.Run) error
+		run    *report.Run
+		render func(*bytes.Buffer, *report.Run) error
 	}{
-		{"single.txt", singleRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
-		{"several.txt", sampleRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{Top: 2}) }},
-		{"single.md", singleRun(), func(b *bytes.Buffer, r *analyze.Run) error {
+		{"single.txt", singleRun(), func(b *bytes.Buffer, r *report.Run) error { return WriteText(b, r, TextOptions{}) }},
+		{"several.txt", sampleRun(), func(b *bytes.Buffer, r *report.Run) error { return WriteText(b, r, TextOptions{Top: 2}) }},
+		{"single.md", singleRun(), func(b *bytes.Buffer, r *report.Run) error {
 			return WriteMarkdown(b, r, MarkdownOptions{InputPlots: [][]PlotFile{{{Path: ChartOverview, Title: "Memory overview"}}}})
 		}},
-		{"several.md", sampleRun(), func(b *bytes.Buffer, r *analyze.Run) error {
+		{"several.md", sampleRun(), func(b *bytes.Buffer, r *report.Run) error {
 			return WriteMarkdown(b, r, MarkdownOptions{CrossPlots: []PlotFile{{Path: ChartRanks, Title: "Ranks"}}})
 		}},
-		{"views.txt", viewsRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
-		{"views.md", viewsRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
-		{"repeated.txt", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{Top: 10}) }},
-		{"repeated.md", repeatedRun(), func(b *bytes.Buffer, r *analyze.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
-		{"empty.txt", &analyze.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*analyze.Report{{Header: analyze.Header{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}, Part: &analyze.SnapshotReport{}}}}, func(b *bytes.Buffer, r *analyze.Run) error { return WriteText(b, r, TextOptions{}) }},
+		{"views.txt", viewsRun(), func(b *bytes.Buffer, r *report.Run) error { return WriteText(b, r, TextOptions{}) }},
+		{"views.md", viewsRun(), func(b *bytes.Buffer, r *report.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
+		{"repeated.txt", repeatedRun(), func(b *bytes.Buffer, r *report.Run) error { return WriteText(b, r, TextOptions{Top: 10}) }},
+		{"repeated.md", repeatedRun(), func(b *bytes.Buffer, r *report.Run) error { return WriteMarkdown(b, r, MarkdownOptions{}) }},
+		{"empty.txt", &report.Run{Version: 1, Tool: "memscan 0.1.0", Inputs: []*report.Report{{Header: report.Header{File: "empty.pickle", Format: "pickle-v4", TorchFormat: "2.1+", Rank: -1, Iteration: -1}, Part: &report.SnapshotReport{}}}}, func(b *bytes.Buffer, r *report.Run) error { return WriteText(b, r, TextOptions{}) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +156,7 @@ func TestSummaryJSON(t *testing.T) {
 func strconvI(v int64) string { return strconv.FormatInt(v, 10) }
 
 func TestMsgpackRoundTrip(t *testing.T) {
-	for _, run := range []*analyze.Run{sampleRun(), singleRun()} {
+	for _, run := range []*report.Run{sampleRun(), singleRun()} {
 		path := filepath.Join(t.TempDir(), FileMsgpack)
 		if err := WriteFile(path, func(w io.Writer) error { return WriteMsgpack(w, run) }); err != nil {
 			t.Fatal(err)
@@ -189,11 +189,11 @@ func TestReadMsgpackErrors(t *testing.T) {
 	if err := WriteMsgpack(&good, singleRun()); err != nil {
 		t.Fatal(err)
 	}
-	foreign := &analyze.Run{Version: 1, Tool: "something else"}
+	foreign := &report.Run{Version: 1, Tool: "something else"}
 	var fb bytes.Buffer
 	WriteMsgpack(&fb, foreign)
 	future := singleRun()
-	future.Version = analyze.ReportVersion + 1
+	future.Version = report.ReportVersion + 1
 	var vb bytes.Buffer
 	WriteMsgpack(&vb, future)
 
@@ -220,7 +220,7 @@ func TestReadMsgpackErrors(t *testing.T) {
 func TestWriteRunDirectory(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		run   *analyze.Run
+		run   *report.Run
 		files []string
 	}{
 		{"single", singleRun(), []string{ChartOverview, ChartTopConsumers, ChartCategories, ChartSizes, ChartEfficiency, ChartTimeline}},
@@ -278,7 +278,7 @@ func TestGroupDigits(t *testing.T) {
 }
 
 func TestChartedInputsBounded(t *testing.T) {
-	run := &analyze.Run{Version: 1, Tool: "memscan test", Cross: &analyze.Cross{}}
+	run := &report.Run{Version: 1, Tool: "memscan test", Cross: &report.Cross{}}
 	for i := range 40 {
 		r := sampleReport(fmt.Sprintf("iteration_1/rank%d_memory_snapshot.pickle", i), i, 1)
 		snapshotPart(r).ReservedBytes = int64(i) << 30

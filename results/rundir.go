@@ -1,10 +1,10 @@
 // Package results is memscan's presentation layer for everything but drawing: every text, Markdown, HTML, JSON
 // and msgpack renderer, and every file and directory memscan writes. It renders each report model as computed by
-// its package: analyze.Run (analysis_report.txt, README.md, report.html, summary.json, report.msgpack and the
+// its package: report.Run (analysis_report.txt, README.md, report.html, summary.json, report.msgpack and the
 // mapping of reports to charts), static.Report (console view, static_report.{md,json} and its charts),
 // calibrate.Calibration and calibrate.Applied (console table, calibration.md/json, corrections.json), the GPU
 // catalogue; run directories (written, and read back as one side of memscan compare), `latest`, and plain and
-// atomic file writers. Every renderer of an analyze.Report switches once on its Part; each kind's sections and
+// atomic file writers. Every renderer of an report.Report switches once on its Part; each kind's sections and
 // charts are in a file of its own (snapshot.go, tracer.go, timeline.go, log.go).
 //
 // It may import the packages whose models it renders (analyze, static, calibrate and the cross-run packages),

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -19,7 +19,7 @@ import (
 // snapshot writes the text report's sections of an allocator snapshot. With a trace, the peak comes first: what
 // the user must fit is what was live then. The tables of the blocks allocated when the snapshot was dumped
 // follow, labelled as such.
-func (t *textWriter) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
+func (t *textWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	t.printf("  segments:   %d   blocks: %d\n", snap.Segments, snap.Blocks)
 	t.traceActions(snap)
 	t.section("Totals")
@@ -51,7 +51,7 @@ func (t *textWriter) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
 	t.leakSuspects(snap)
 }
 
-func (t *textWriter) ooms(ooms []analyze.OOM) {
+func (t *textWriter) ooms(ooms []report.OOM) {
 	if len(ooms) == 0 {
 		return
 	}
@@ -72,7 +72,7 @@ func (t *textWriter) ooms(ooms []analyze.OOM) {
 	}
 }
 
-func (t *textWriter) fragmentation(f analyze.Fragmentation, dump string) {
+func (t *textWriter) fragmentation(f report.Fragmentation, dump string) {
 	t.section("Fragmentation" + dump)
 	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
 	kv.add("internal waste (rounding inside allocated blocks)", units.Bytes(f.InternalWasteBytes), GroupDigits(f.InternalWasteBytes))
@@ -83,7 +83,7 @@ func (t *textWriter) fragmentation(f analyze.Fragmentation, dump string) {
 	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
 }
 
-func (t *textWriter) totals(x analyze.Totals) {
+func (t *textWriter) totals(x report.Totals) {
 	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "measure", "size", "bytes", "of reserved")
 	row := func(name string, v int64) {
 		tb.add(name, units.Bytes(v), GroupDigits(v), units.Percent(v, x.ReservedBytes))
@@ -105,7 +105,7 @@ func (t *textWriter) totals(x analyze.Totals) {
 	t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
 }
 
-func (t *textWriter) groups(title, keyName string, gs []analyze.GroupTotals) {
+func (t *textWriter) groups(title, keyName string, gs []report.GroupTotals) {
 	if len(gs) == 0 {
 		return
 	}
@@ -119,7 +119,7 @@ func (t *textWriter) groups(title, keyName string, gs []analyze.GroupTotals) {
 	tb.write(t.w, 2)
 }
 
-func (t *textWriter) histogram(title string, bs []analyze.SizeBucket) {
+func (t *textWriter) histogram(title string, bs []report.SizeBucket) {
 	if len(bs) == 0 {
 		return
 	}
@@ -139,7 +139,7 @@ func (t *textWriter) histogram(title string, bs []analyze.SizeBucket) {
 	tb.write(t.w, 2)
 }
 
-func (t *textWriter) devicePeaks(snap *analyze.SnapshotReport) {
+func (t *textWriter) devicePeaks(snap *report.SnapshotReport) {
 	if len(snap.DevicePeaks) < 2 {
 		return
 	}
@@ -155,7 +155,7 @@ func (t *textWriter) devicePeaks(snap *analyze.SnapshotReport) {
 	tb.write(t.w, 2)
 }
 
-func (t *textWriter) leakSuspects(snap *analyze.SnapshotReport) {
+func (t *textWriter) leakSuspects(snap *report.SnapshotReport) {
 	if len(snap.LeakSuspects) == 0 {
 		return
 	}
@@ -168,7 +168,7 @@ func (t *textWriter) leakSuspects(snap *analyze.SnapshotReport) {
 	tb.write(t.w, 2)
 }
 
-func (t *textWriter) traceActions(snap *analyze.SnapshotReport) {
+func (t *textWriter) traceActions(snap *report.SnapshotReport) {
 	if len(snap.TraceActions) == 0 {
 		return
 	}
@@ -186,7 +186,7 @@ func (t *textWriter) traceActions(snap *analyze.SnapshotReport) {
 
 // snapshot writes the Markdown findings and tables of an allocator snapshot. With a trace the live set at the
 // peak comes first; the dump's tables follow, labelled.
-func (m *mdWriter) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
+func (m *mdWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	m.findings(r, append(snapshotFindings(r, snap), replayFindings(snap)...))
 	m.totals(snap.Totals)
 	m.inputRecommendations(r.Recommendations)
@@ -206,7 +206,7 @@ func (m *mdWriter) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
 	}
 }
 
-func (m *mdWriter) totals(x analyze.Totals) {
+func (m *mdWriter) totals(x report.Totals) {
 	m.printf("\n| measure | size | bytes |\n|---|---:|---:|\n")
 	for _, row := range []struct {
 		name string
@@ -224,7 +224,7 @@ func (m *mdWriter) totals(x analyze.Totals) {
 }
 
 // peak is the table of the live set at the trace's peak, by category and by site.
-func (m *mdWriter) peak(p *analyze.Peak) {
+func (m *mdWriter) peak(p *report.Peak) {
 	where := ""
 	if w := peakWhere(p); w != "" {
 		where = ", " + w
@@ -244,7 +244,7 @@ func (m *mdWriter) peak(p *analyze.Peak) {
 }
 
 // snapshotFindings are the headline numbers of an allocator snapshot.
-func snapshotFindings(r *analyze.Report, snap *analyze.SnapshotReport) []string {
+func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 	var out []string
 	out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
 		units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
@@ -299,7 +299,7 @@ func snapshotFindings(r *analyze.Report, snap *analyze.SnapshotReport) []string 
 
 // snapshot fills the page's sections of an allocator snapshot: totals, the live set at the trace's peak, the
 // iterations, the allocator replays and the OOMs; with a peak, the sites and allocations listed are the dump's.
-func (in *htmlInput) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
+func (in *htmlInput) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	in.Snapshot, in.Peak, in.Replays = snap, r.Peak, htmlReplays(snap)
 	in.Totals = []htmlField{
 		{"reserved_bytes", "reserved", snap.ReservedBytes},
@@ -320,7 +320,7 @@ func (in *htmlInput) snapshot(r *analyze.Report, snap *analyze.SnapshotReport) {
 // snapshotCharts maps an allocator snapshot to its charts: the overview of reserved memory and categories, the
 // live set at the trace's peak, the largest allocations and categories, block sizes, efficiency and memory over
 // time per device.
-func snapshotCharts(r *analyze.Report, snap *analyze.SnapshotReport) []chartJob {
+func snapshotCharts(r *report.Report, snap *report.SnapshotReport) []chartJob {
 	var jobs []chartJob
 	if snap.ReservedBytes > 0 || len(r.Categories) > 0 {
 		reserved := plots.PiePanel{

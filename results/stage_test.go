@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 )
 
 // TestStagedRunDir checks that a run is visible in the results root only under its final name once committed:
@@ -66,7 +66,7 @@ func TestStagedRunDir(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Write(ctx, c.Dir, &analyze.Run{}, WriteOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := Write(ctx, c.Dir, &report.Run{}, WriteOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Write with a cancelled context: %v", err)
 	}
 	c.Discard()

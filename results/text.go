@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -23,7 +23,7 @@ type TextOptions struct {
 const maxSiteWidth = 90
 
 // WriteText renders run as the plain-text report (analysis_report.txt, and stdout with --format text).
-func WriteText(w io.Writer, run *analyze.Run, opts TextOptions) error {
+func WriteText(w io.Writer, run *report.Run, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
 	tw := &textWriter{w: bw, opts: opts}
 	tw.run(run)
@@ -47,7 +47,7 @@ func (t *textWriter) banner(title string) {
 	t.printf("%s\n%s\n", title, strings.Repeat("=", len([]rune(title))))
 }
 
-func (t *textWriter) run(run *analyze.Run) {
+func (t *textWriter) run(run *report.Run) {
 	title := "memscan memory analysis"
 	if run.Tool != "" {
 		title += " (" + run.Tool + ")"
@@ -79,7 +79,7 @@ func (t *textWriter) run(run *analyze.Run) {
 
 // report writes one input: what every kind has (format, devices, rank, iteration), the sections of its kind's
 // part, then its recommendations and warnings.
-func (t *textWriter) report(r *analyze.Report) {
+func (t *textWriter) report(r *report.Report) {
 	format := r.Format
 	if r.TorchFormat != "" {
 		format += " (torch " + r.TorchFormat + ")"
@@ -93,13 +93,13 @@ func (t *textWriter) report(r *analyze.Report) {
 		t.printf("  iteration:  %d\n", r.Iteration)
 	}
 	switch p := r.Part.(type) {
-	case *analyze.SnapshotReport:
+	case *report.SnapshotReport:
 		t.snapshot(r, p)
-	case *analyze.TracerReport:
+	case *report.TracerReport:
 		t.tracer(r, p)
-	case *analyze.TimelineReport:
+	case *report.TimelineReport:
 		t.memoryTimeline(p.MemoryTimeline)
-	case *analyze.LogReport:
+	case *report.LogReport:
 		t.trainingLog(p.Log)
 	}
 	t.recommendations("Recommendations", r.Recommendations, true)
@@ -113,7 +113,7 @@ func (t *textWriter) report(r *analyze.Report) {
 }
 
 // categories lists an input's categories under title, with each one's share of their sum.
-func (t *textWriter) categories(title string, cs []analyze.CategoryStat) {
+func (t *textWriter) categories(title string, cs []report.CategoryStat) {
 	if len(cs) == 0 {
 		return
 	}
@@ -127,7 +127,7 @@ func (t *textWriter) categories(title string, cs []analyze.CategoryStat) {
 }
 
 // sites lists the largest allocation sites; dump is " at the dump" when a trace peak was listed before them.
-func (t *textWriter) sites(sites []analyze.SiteStat, dump string) {
+func (t *textWriter) sites(sites []report.SiteStat, dump string) {
 	if len(sites) == 0 {
 		return
 	}
@@ -138,7 +138,7 @@ func (t *textWriter) sites(sites []analyze.SiteStat, dump string) {
 
 // topAllocations lists the largest allocations, identical ones (same site, size, category and state) on one row
 // with their count; # is the position of the group's first allocation in the size order.
-func (t *textWriter) topAllocations(top []analyze.Allocation, dump string) {
+func (t *textWriter) topAllocations(top []report.Allocation, dump string) {
 	if len(top) == 0 {
 		return
 	}
@@ -165,7 +165,7 @@ func (t *textWriter) topAllocations(top []analyze.Allocation, dump string) {
 }
 
 // siteTable lists allocation sites, of the whole snapshot or of the live set at the peak, indented by indent.
-func (t *textWriter) siteTable(sites []analyze.SiteStat, indent int) {
+func (t *textWriter) siteTable(sites []report.SiteStat, indent int) {
 	tb := newTable([]align{alignRight, alignRight, alignLeft, alignLeft}, "size", "count", "category", "site")
 	for _, s := range sites {
 		tb.add(units.Bytes(s.Bytes), strconv.Itoa(s.Count), s.Category, truncate(orDash(s.Site), maxSiteWidth))
@@ -173,7 +173,7 @@ func (t *textWriter) siteTable(sites []analyze.SiteStat, indent int) {
 	tb.write(t.w, indent)
 }
 
-func (t *textWriter) cross(c *analyze.Cross) {
+func (t *textWriter) cross(c *report.Cross) {
 	t.section("Per input")
 	v := newCrossView(c)
 	tb := newTable(v.Aligns, v.Header...)
@@ -189,7 +189,7 @@ func (t *textWriter) cross(c *analyze.Cross) {
 }
 
 // imbalance compares the allocator totals of the snapshots in a run.
-func (t *textWriter) imbalance(c *analyze.Cross) {
+func (t *textWriter) imbalance(c *report.Cross) {
 	t.section("Imbalance" + ImbalanceScope(c))
 	kv := newTable([]align{alignLeft, alignRight, alignRight}, "measure", "size", "bytes")
 	kv.add("max reserved", units.Bytes(c.MaxReservedBytes), GroupDigits(c.MaxReservedBytes))
@@ -227,7 +227,7 @@ func (t *textWriter) recommendations(title string, recs []findings.Finding, alwa
 }
 
 // BucketLabel renders a histogram bucket as "1.0 MiB - 2.0 MiB".
-func BucketLabel(b analyze.SizeBucket) string {
+func BucketLabel(b report.SizeBucket) string {
 	if b.Hi <= 0 {
 		return units.Bytes(b.Lo) + " and up"
 	}
@@ -277,7 +277,7 @@ func formatFloat(v float64) string {
 
 // ImbalanceScope says which iteration the imbalance statistics describe when the snapshots span several (ranks
 // are compared within one step), and "" otherwise.
-func ImbalanceScope(c *analyze.Cross) string {
+func ImbalanceScope(c *report.Cross) string {
 	if c == nil || c.Iterations < 2 {
 		return ""
 	}

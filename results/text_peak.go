@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/memscan/memscan/analyze"
 	memfind "github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/phases"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
 // peak writes the live set at the trace's peak: when it fell (iteration and phase), by category, by component (the static
 // estimator's terms) and by site.
-func (t *textWriter) peak(p *analyze.Peak) {
+func (t *textWriter) peak(p *report.Peak) {
 	t.section("Peak (from the allocator trace)")
 	t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", units.Bytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
 	if p.TimeUS != 0 {
@@ -49,7 +49,7 @@ func (t *textWriter) peak(p *analyze.Peak) {
 }
 
 // peakWhere names the iteration and phase of the peak, "" when the trace showed none.
-func peakWhere(p *analyze.Peak) string {
+func peakWhere(p *report.Peak) string {
 	switch {
 	case p.Iteration > 0:
 		return fmt.Sprintf("iteration %d, %s", p.Iteration, p.Phase)
@@ -115,7 +115,7 @@ func spanText(s phases.Span, t0 int64) string {
 }
 
 // oomExplained writes what was live at a failing request by phase and category, and the extrapolated step.
-func (t *textWriter) oomExplained(o analyze.OOM) {
+func (t *textWriter) oomExplained(o report.OOM) {
 	x := o.Explained
 	if x == nil {
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 )
 
 // TestTrainingLogPeakPlaces checks that the allocated and reserved peaks each name where they happened, with
@@ -25,11 +26,11 @@ func TestTrainingLogPeakPlaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lg := r.Part.(*analyze.LogReport).Log; lg.PeakAllocatedBytes != 2_751_021_568 || lg.PeakReservedBytes != 2_831_155_200 {
+	if lg := r.Part.(*report.LogReport).Log; lg.PeakAllocatedBytes != 2_751_021_568 || lg.PeakReservedBytes != 2_831_155_200 {
 		t.Errorf("peaks %d allocated, %d reserved; want 2751021568 and 2831155200", lg.PeakAllocatedBytes, lg.PeakReservedBytes)
 	}
 	var buf bytes.Buffer
-	if err := WriteText(&buf, &analyze.Run{Inputs: []*analyze.Report{r}}, TextOptions{}); err != nil {
+	if err := WriteText(&buf, &report.Run{Inputs: []*report.Report{r}}, TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const want = "peak allocated 2.6 GiB (rank 0, iteration 2), peak reserved 2.6 GiB (rank 1, iteration 2)\n"

@@ -3,8 +3,8 @@ package results
 import (
 	"fmt"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -12,7 +12,7 @@ import (
 
 // memoryTimeline writes the text report's section of a torch.profiler memory timeline: its categories and peak
 // are this section's "at the peak" table, so the generic category list is not written.
-func (t *textWriter) memoryTimeline(v *analyze.TimelineView) {
+func (t *textWriter) memoryTimeline(v *report.TimelineView) {
 	t.section("torch.profiler memory timeline")
 	t.printf("  %s form, %d points", v.Form, v.Points)
 	if v.Events > 0 {
@@ -31,7 +31,7 @@ func (t *textWriter) memoryTimeline(v *analyze.TimelineView) {
 		// The profiler's own category names, with memscan's name for each (what compare and merge line up).
 		tb := newTable([]align{alignLeft, alignLeft, alignRight, alignRight, alignRight}, "category", "memscan category", "size", "bytes", "share")
 		for _, c := range v.PeakComposition {
-			tb.add(c.Name, analyze.TimelineCategory(c.Name), units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, v.PeakBytes))
+			tb.add(c.Name, v.MemscanName(c.Name), units.Bytes(c.Bytes), GroupDigits(c.Bytes), units.Percent(c.Bytes, v.PeakBytes))
 		}
 		tb.write(t.w, 4)
 	}
@@ -47,7 +47,7 @@ func (t *textWriter) memoryTimeline(v *analyze.TimelineView) {
 
 // memoryTimeline writes the Markdown findings and tables of a torch.profiler memory timeline; its categories
 // are what each held at the peak.
-func (m *mdWriter) memoryTimeline(r *analyze.Report, v *analyze.TimelineView) {
+func (m *mdWriter) memoryTimeline(r *report.Report, v *report.TimelineView) {
 	s := fmt.Sprintf("The profiler timeline peaks at **%s**", units.Bytes(v.PeakBytes))
 	if v.PeakTimeUS != 0 {
 		s += fmt.Sprintf(", %.3f s after the start", float64(v.PeakTimeUS-v.StartUS)/1e6)
@@ -63,7 +63,7 @@ func (m *mdWriter) memoryTimeline(r *analyze.Report, v *analyze.TimelineView) {
 
 // timelineCharts maps a profiler timeline to its charts: its categories at the peak and memory_timeline.png
 // stacked by profiler category.
-func timelineCharts(r *analyze.Report, v *analyze.TimelineView) []chartJob {
+func timelineCharts(r *report.Report, v *report.TimelineView) []chartJob {
 	jobs := categoryCharts(r, ChartCategories, "", "alive at the peak", "block")
 	if v.Series != nil && len(v.Series.TimesUS) > 0 {
 		// The profiler's export names no device; the rank, when the path gives it, tells files apart.

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -25,7 +25,7 @@ const (
 // tracer writes the text report's sections of a memory-tracer file. Its own section lists the primary device's
 // tensors and sites with shape, phase and module; the generic lists before it would repeat them with less, so
 // they are written only when the device has none.
-func (t *textWriter) tracer(r *analyze.Report, tr *analyze.TracerReport) {
+func (t *textWriter) tracer(r *report.Report, tr *report.TracerReport) {
 	v := tr.Tracer
 	p := v.Primary()
 	t.categories("Categories (listed tensors alive at the peak)", r.Categories)
@@ -104,7 +104,7 @@ func (t *textWriter) tracer(r *analyze.Report, tr *analyze.TracerReport) {
 	}
 }
 
-func (t *textWriter) tracerCross(c *analyze.TracerCross) {
+func (t *textWriter) tracerCross(c *report.TracerCross) {
 	if c == nil {
 		return
 	}
@@ -119,11 +119,11 @@ func (t *textWriter) tracerCross(c *analyze.TracerCross) {
 	t.printf("  peak: max %s (rank %d), median %s, min %s; imbalance %.2f %%\n", units.Bytes(c.MaxPeakBytes), c.MaxPeakRank,
 		units.Bytes(c.MedianPeakBytes), units.Bytes(c.MinPeakBytes), c.ImbalancePct)
 	if len(c.Modules) > 0 {
-		mods := append([]analyze.TracerModuleAcross(nil), c.Modules...)
+		mods := append([]report.TracerModuleAcross(nil), c.Modules...)
 		sort.SliceStable(mods, func(i, j int) bool { return mods[i].SpreadBytes > mods[j].SpreadBytes })
-		n := limit(len(mods), min(t.opts.Top, analyze.DefaultTracerModuleRows))
+		n := limit(len(mods), min(t.opts.Top, report.DefaultTracerModuleRows))
 		if t.opts.Top == 0 {
-			n = min(len(mods), analyze.DefaultTracerModuleRows)
+			n = min(len(mods), report.DefaultTracerModuleRows)
 		}
 		t.printf("\n  modules that differ most across ranks (top %d):\n", n)
 		mt := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "module", "min", "max", "spread")
@@ -135,7 +135,7 @@ func (t *textWriter) tracerCross(c *analyze.TracerCross) {
 }
 
 // tracer writes the Markdown findings and tables of a memory-tracer file.
-func (m *mdWriter) tracer(r *analyze.Report, tr *analyze.TracerReport) {
+func (m *mdWriter) tracer(r *report.Report, tr *report.TracerReport) {
 	var facts []string
 	if p := tr.Tracer.Primary(); p != nil {
 		facts = append(facts, fmt.Sprintf("The tracer recorded a peak of **%s** on %s; the listed tensors account for %s (%s), %s is not attributable.",
@@ -155,9 +155,9 @@ func (m *mdWriter) tracer(r *analyze.Report, tr *analyze.TracerReport) {
 }
 
 // moduleFinding names the module group holding the most; only a pattern that merged repeated layers says how many.
-func moduleFinding(m analyze.ModuleStat) string {
+func moduleFinding(m report.ModuleStat) string {
 	switch {
-	case m.Pattern == analyze.UnknownModule:
+	case m.Pattern == report.UnknownModule:
 		return fmt.Sprintf("%s of listed memory (%.1f %%) was created outside any module's forward (module `%s`).", units.Bytes(m.Bytes), m.SharePct, mdCode(m.Pattern))
 	case m.MergedModules > 1:
 		return fmt.Sprintf("Module `%s` holds %s (%.1f %% of listed, %d modules merged).", mdCode(m.Pattern), units.Bytes(m.Bytes), m.SharePct, m.MergedModules)
@@ -173,7 +173,7 @@ const maxModuleBars = 30
 
 // tracerCharts maps a tracer file to its charts: the peak of its primary device against the tensors it lists,
 // the largest tensors, the categories, and the phase and module breakdowns.
-func tracerCharts(r *analyze.Report, tr *analyze.TracerReport) []chartJob {
+func tracerCharts(r *report.Report, tr *report.TracerReport) []chartJob {
 	var jobs []chartJob
 	p := tr.Tracer.Primary()
 	if p != nil {
@@ -217,7 +217,7 @@ func tracerCharts(r *analyze.Report, tr *analyze.TracerReport) []chartJob {
 			for _, m := range mods {
 				bytes, merged = append(bytes, m.Bytes), append(merged, m.MergedModules)
 			}
-			return plots.TracerModules(path, mtitle, labels, bytes, merged, analyze.UnknownModule, p.ListedBytes)
+			return plots.TracerModules(path, mtitle, labels, bytes, merged, report.UnknownModule, p.ListedBytes)
 		}))
 	}
 	return jobs
@@ -225,7 +225,7 @@ func tracerCharts(r *analyze.Report, tr *analyze.TracerReport) []chartJob {
 
 // tracerCrossCharts compares tracer ranks module by module: the patterns that differ most between ranks (the
 // cross view orders them by spread) with one bar per rank.
-func tracerCrossCharts(c *analyze.TracerCross) []chartJob {
+func tracerCrossCharts(c *report.TracerCross) []chartJob {
 	if c == nil || len(c.Ranks) < 2 || len(c.Modules) == 0 {
 		return nil
 	}
@@ -242,7 +242,7 @@ func tracerCrossCharts(c *analyze.TracerCross) []chartJob {
 	return []chartJob{{input: -1, file: PlotFile{Path: ChartTracerModulesByRank, Title: title}, draw: func(path string) error {
 		var ranks []string
 		for _, r := range c.Ranks {
-			ranks = append(ranks, crossLabel(analyze.CrossRow{File: r.File, Rank: r.Rank, Iteration: -1}))
+			ranks = append(ranks, crossLabel(report.CrossRow{File: r.File, Rank: r.Rank, Iteration: -1}))
 		}
 		rows := make([][]int64, len(mods))
 		for i, m := range mods {
@@ -258,7 +258,7 @@ func tracerCrossCharts(c *analyze.TracerCross) []chartJob {
 func stripModulePrefix(patterns []string) ([]string, string) {
 	var parts [][]string
 	for _, p := range patterns {
-		if p != analyze.UnknownModule {
+		if p != report.UnknownModule {
 			parts = append(parts, strings.Split(p, "."))
 		}
 	}

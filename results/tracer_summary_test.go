@@ -11,6 +11,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
 )
 
 // runtimeFixture maps a fixture name such as "tracer/small_rank0.json" (the name the golden files carry) to the
@@ -26,12 +27,12 @@ func runtimeFixture(name string) string {
 }
 
 // runtimeRun analyzes one fixture of each runtime source into a Run.
-func runtimeRun(t *testing.T) *analyze.Run {
+func runtimeRun(t *testing.T) *report.Run {
 	t.Helper()
-	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test"}
+	run := &report.Run{Version: report.ReportVersion, Tool: "memscan test"}
 	for _, tc := range []struct {
 		file string
-		fn   func(context.Context, *load.Input, analyze.RuntimeOptions) (*analyze.Report, error)
+		fn   func(context.Context, *load.Input, analyze.RuntimeOptions) (*report.Report, error)
 	}{
 		{"tracer/small_rank0.json", analyze.AnalyzeTracer},
 		{"tracer/run_r1_small.json", analyze.AnalyzeTracer},
@@ -50,7 +51,7 @@ func runtimeRun(t *testing.T) *analyze.Run {
 		}
 		run.Inputs = append(run.Inputs, r)
 	}
-	run.Cross = &analyze.Cross{Tracer: analyze.CrossTracer(run.Inputs)}
+	run.Cross = &report.Cross{Tracer: analyze.CrossTracer(run.Inputs)}
 	return run
 }
 

@@ -3,7 +3,7 @@ package results
 import (
 	"fmt"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/units"
 )
 
@@ -29,7 +29,7 @@ type crossViewRow struct {
 	Cells []string // the columns after the file, as Header[1:]
 }
 
-func newCrossView(c *analyze.Cross) crossView {
+func newCrossView(c *report.Cross) crossView {
 	var totals, peak, listed, ranks, iters bool
 	snapshots := 0
 	for _, r := range c.Rows {
@@ -81,7 +81,7 @@ func newCrossView(c *analyze.Cross) crossView {
 	return v
 }
 
-func totalsCell(r analyze.CrossRow, s string) string {
+func totalsCell(r report.CrossRow, s string) string {
 	if !r.HasAllocatorTotals() {
 		return "-"
 	}
@@ -100,7 +100,7 @@ func positiveBytes(n int64) string {
 // state: real snapshots hold dozens of identical blocks (one per layer, one per optimizer slot), which read better
 // as one row with a count. summary.json keeps one entry per allocation.
 type allocGroup struct {
-	analyze.Allocation
+	report.Allocation
 	Count int
 	// Rank is the 1-based position of the group's first allocation in the list.
 	Rank int
@@ -108,7 +108,7 @@ type allocGroup struct {
 
 // groupAllocations groups identical allocations among the first n of top (which is ordered by size), keeping the
 // order of first appearance. Addresses may differ within a group, and devices: a group on several has Device −1.
-func groupAllocations(top []analyze.Allocation, n int) []allocGroup {
+func groupAllocations(top []report.Allocation, n int) []allocGroup {
 	type key struct {
 		size, requested       int64
 		site, category, state string
@@ -147,15 +147,15 @@ func countOrDash(n int) string {
 }
 
 // moduleCount renders how many modules a tracer pattern merged; the Unknown group is not a pattern.
-func moduleCount(m analyze.ModuleStat) string {
-	if m.Pattern == analyze.UnknownModule {
+func moduleCount(m report.ModuleStat) string {
+	if m.Pattern == report.UnknownModule {
 		return "-"
 	}
 	return fmt.Sprint(m.MergedModules)
 }
 
 // categorySum is the total the category shares are taken of.
-func categorySum(cs []analyze.CategoryStat) int64 {
+func categorySum(cs []report.CategoryStat) int64 {
 	var sum int64
 	for _, c := range cs {
 		sum += c.Bytes

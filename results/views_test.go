@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 )
 
 func TestGroupAllocations(t *testing.T) {
-	a := analyze.Allocation{Size: 4 << 20, RequestedSize: 4 << 20, Category: "Optimizer State", State: "active_allocated", Site: "train.py:66:main"}
+	a := report.Allocation{Size: 4 << 20, RequestedSize: 4 << 20, Category: "Optimizer State", State: "active_allocated", Site: "train.py:66:main"}
 	b := a
 	b.Site = "model.py:45:__init__"
 	c := a
@@ -22,15 +23,15 @@ func TestGroupAllocations(t *testing.T) {
 	d.Device, d.Address = 1, 0x1000 // another device or address: still the same row
 	tests := []struct {
 		name  string
-		top   []analyze.Allocation
+		top   []report.Allocation
 		n     int
 		ranks []int
 		count []int
 	}{
-		{"all distinct", []analyze.Allocation{a, b, c}, 3, []int{1, 2, 3}, []int{1, 1, 1}},
-		{"runs and stragglers", []analyze.Allocation{a, a, b, a, d, c}, 6, []int{1, 3, 6}, []int{4, 1, 1}},
-		{"limit applies before grouping", []analyze.Allocation{a, a, a, b}, 2, []int{1}, []int{2}},
-		{"limit above length", []analyze.Allocation{a}, 50, []int{1}, []int{1}},
+		{"all distinct", []report.Allocation{a, b, c}, 3, []int{1, 2, 3}, []int{1, 1, 1}},
+		{"runs and stragglers", []report.Allocation{a, a, b, a, d, c}, 6, []int{1, 3, 6}, []int{4, 1, 1}},
+		{"limit applies before grouping", []report.Allocation{a, a, a, b}, 2, []int{1}, []int{2}},
+		{"limit above length", []report.Allocation{a}, 50, []int{1}, []int{1}},
 		{"empty", nil, 50, nil, nil},
 	}
 	for _, tc := range tests {
@@ -69,7 +70,7 @@ func TestRepeatedTopKeepsEveryAllocationInJSON(t *testing.T) {
 	}
 	var sum struct {
 		Inputs []struct {
-			Top []analyze.Allocation `json:"top"`
+			Top []report.Allocation `json:"top"`
 		} `json:"inputs"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &sum); err != nil {
@@ -91,18 +92,18 @@ func TestRepeatedTopKeepsEveryAllocationInJSON(t *testing.T) {
 }
 
 // tracerOnlyRun is two tracer inputs, which have a peak and listed bytes but no allocator totals.
-func tracerOnlyRun() *analyze.Run {
+func tracerOnlyRun() *report.Run {
 	const mib = int64(1) << 20
-	mk := func(file string, rank int, peak, listed int64) *analyze.Report {
-		return &analyze.Report{
-			Header: analyze.Header{File: file, Format: "tracer-json", Rank: rank, Iteration: -1, Devices: []int{0}},
-			Part: &analyze.TracerReport{PeakBytes: peak, ListedBytes: listed, Tracer: &analyze.TracerView{Rank: rank, Device: "cuda:0", Devices: []analyze.TracerDeviceView{{Device: "cuda:0", PeakBytes: peak, ListedBytes: listed,
+	mk := func(file string, rank int, peak, listed int64) *report.Report {
+		return &report.Report{
+			Header: report.Header{File: file, Format: "tracer-json", Rank: rank, Iteration: -1, Devices: []int{0}},
+			Part: &report.TracerReport{PeakBytes: peak, ListedBytes: listed, Tracer: &report.TracerView{Rank: rank, Device: "cuda:0", Devices: []report.TracerDeviceView{{Device: "cuda:0", PeakBytes: peak, ListedBytes: listed,
 				GapBytes: peak - listed, Tensors: 3,
-				Modules: []analyze.ModuleStat{{Pattern: analyze.UnknownModule, Bytes: listed / 2, Count: 2, MergedModules: 1, SharePct: 50}}}}}},
+				Modules: []report.ModuleStat{{Pattern: report.UnknownModule, Bytes: listed / 2, Count: 2, MergedModules: 1, SharePct: 50}}}}}},
 		}
 	}
-	inputs := []*analyze.Report{mk("tracer_rank0.json", 0, 12*mib+5, 10*mib), mk("tracer_rank1.json", 1, 16*mib+7, 13*mib)}
-	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: inputs, Cross: analyze.CrossInputs(inputs)}
+	inputs := []*report.Report{mk("tracer_rank0.json", 0, 12*mib+5, 10*mib), mk("tracer_rank1.json", 1, 16*mib+7, 13*mib)}
+	run := &report.Run{Version: report.ReportVersion, Tool: "memscan test", Inputs: inputs, Cross: analyze.CrossInputs(inputs)}
 	run.Cross.Tracer = analyze.CrossTracer(inputs)
 	return run
 }
@@ -167,22 +168,22 @@ func TestTheoreticalNotPrinted(t *testing.T) {
 // when there is nothing to compare.
 func TestRanksChartMeasures(t *testing.T) {
 	const mib = int64(1) << 20
-	snap := func(file string, rank int) *analyze.Report {
-		return &analyze.Report{Header: analyze.Header{File: file, Rank: rank, Iteration: -1},
-			Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 100 * mib, AllocatedBytes: 60 * mib}}}
+	snap := func(file string, rank int) *report.Report {
+		return &report.Report{Header: report.Header{File: file, Rank: rank, Iteration: -1},
+			Part: &report.SnapshotReport{Totals: report.Totals{ReservedBytes: 100 * mib, AllocatedBytes: 60 * mib}}}
 	}
-	logWith := func(file string, peak int64) *analyze.Report {
-		return &analyze.Report{Header: analyze.Header{File: file, Rank: -1, Iteration: -1}, Part: &analyze.LogReport{Log: &analyze.LogView{PeakAllocatedBytes: peak, PeakReservedBytes: -1}}}
+	logWith := func(file string, peak int64) *report.Report {
+		return &report.Report{Header: report.Header{File: file, Rank: -1, Iteration: -1}, Part: &report.LogReport{Log: &report.LogView{PeakAllocatedBytes: peak, PeakReservedBytes: -1}}}
 	}
 	tests := []struct {
 		name   string
-		inputs []*analyze.Report
+		inputs []*report.Report
 		title  string // "" for no chart
 	}{
-		{"snapshots", []*analyze.Report{snap("rank0.pickle", 0), snap("rank1.pickle", 1)}, "Across 2 inputs: reserved and allocated memory"},
+		{"snapshots", []*report.Report{snap("rank0.pickle", 0), snap("rank1.pickle", 1)}, "Across 2 inputs: reserved and allocated memory"},
 		{"tracer files", tracerOnlyRun().Inputs, "Across 2 inputs: peak and listed tensor memory"},
-		{"one log prints allocated", []*analyze.Report{logWith("ds.log", 20<<30), logWith("titan.log", -1)}, ""},
-		{"two logs print allocated", []*analyze.Report{logWith("ds.log", 20<<30), logWith("titan.log", 10<<30)}, "Across 2 inputs: peak memory"},
+		{"one log prints allocated", []*report.Report{logWith("ds.log", 20<<30), logWith("titan.log", -1)}, ""},
+		{"two logs print allocated", []*report.Report{logWith("ds.log", 20<<30), logWith("titan.log", 10<<30)}, "Across 2 inputs: peak memory"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,10 +225,10 @@ func TestTitleFile(t *testing.T) {
 func TestChartsByKind(t *testing.T) {
 	views := viewsRun().Inputs
 	timeline := views[1]
-	timeline.Categories = timeline.Part.(*analyze.TimelineReport).MemoryTimeline.PeakComposition
+	timeline.Categories = timeline.Part.(*report.TimelineReport).MemoryTimeline.PeakComposition
 	tests := []struct {
 		name string
-		r    *analyze.Report
+		r    *report.Report
 		want map[string]bool
 	}{
 		{"snapshot", singleRun().Inputs[0], map[string]bool{ChartOverview: true, ChartCategories: true, ChartEfficiency: true}},
@@ -248,7 +249,7 @@ func TestChartsByKind(t *testing.T) {
 }
 
 // htmlPage renders run's index.html (without charts) and returns it.
-func htmlPage(t *testing.T, run *analyze.Run) []byte {
+func htmlPage(t *testing.T, run *report.Run) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	if err := WriteHTML(dir, run); err != nil {
@@ -266,15 +267,15 @@ func htmlPage(t *testing.T, run *analyze.Run) []byte {
 // for one iteration it stays "median reserved". Iteration 1: {100, 150} MiB (20 %); iteration 2: {100, 300} MiB
 // (median 200 MiB, 50 %). Every input is a snapshot: four in the first run, two in the second.
 func TestRanksReferenceNamesIteration(t *testing.T) {
-	rep := func(rank, iter int, reserved int64) *analyze.Report {
-		return &analyze.Report{Header: analyze.Header{File: fmt.Sprintf("iteration_%d/rank%d.pickle", iter, rank), Rank: rank, Iteration: iter},
-			Part: &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: reserved}}}
+	rep := func(rank, iter int, reserved int64) *report.Report {
+		return &report.Report{Header: report.Header{File: fmt.Sprintf("iteration_%d/rank%d.pickle", iter, rank), Rank: rank, Iteration: iter},
+			Part: &report.SnapshotReport{Totals: report.Totals{ReservedBytes: reserved}}}
 	}
-	two := analyze.CrossInputs([]*analyze.Report{rep(0, 1, 100<<20), rep(1, 1, 150<<20), rep(0, 2, 100<<20), rep(1, 2, 300<<20)})
+	two := analyze.CrossInputs([]*report.Report{rep(0, 1, 100<<20), rep(1, 1, 150<<20), rep(0, 2, 100<<20), rep(1, 2, 300<<20)})
 	if ref, label := ranksReference(two, 4); ref != 200<<20 || label != "median reserved, iteration 2" {
 		t.Errorf("two iterations: %v %q", ref, label)
 	}
-	one := analyze.CrossInputs([]*analyze.Report{rep(0, 1, 100<<20), rep(1, 1, 150<<20)})
+	one := analyze.CrossInputs([]*report.Report{rep(0, 1, 100<<20), rep(1, 1, 150<<20)})
 	if ref, label := ranksReference(one, 2); ref != 125<<20 || label != "median reserved" {
 		t.Errorf("one iteration: %v %q", ref, label)
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/report"
 )
 
 // Files written into every run directory.
@@ -36,7 +36,7 @@ type Written struct {
 
 // Write renders run into dir (normally a fresh directory from NewRunDir): the charts first, so README.md can
 // embed exactly the ones that exist, then analysis_report.txt, README.md, summary.json and report.msgpack.
-func Write(ctx context.Context, dir string, run *analyze.Run, opts WriteOptions) (*Written, error) {
+func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) (*Written, error) {
 	out := &Written{}
 	if opts.Plots {
 		set, err := WritePlots(ctx, dir, run, opts.Jobs)

@@ -27,6 +27,7 @@ import (
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/merge"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
@@ -108,7 +109,7 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string
 	fs.StringVar(&f.name, "name", "", "run name (default: derived from the inputs, e.g. iter1_rank0 or iter1_8ranks)")
 	fs.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "inputs decoded and analyzed (and charts drawn) at once, by default one per CPU")
 	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
-	fs.IntVar(&f.top, "top", analyze.DefaultTopN, "largest allocations and sites to report per input")
+	fs.IntVar(&f.top, "top", report.DefaultTopN, "largest allocations and sites to report per input")
 	fs.StringVar(&f.format, "format", "text", "report on stdout: text, json (summary.json) or md (README.md findings)")
 	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
 	fs.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
@@ -237,8 +238,10 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 
-	files, failures := load.Discover(inputs, load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir})
-	for _, f := range failures {
+	files, missed := load.Discover(inputs, load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir})
+	var failures []report.Failure
+	for _, f := range missed {
+		failures = append(failures, report.Failure(f))
 		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.File, f.Error)
 	}
 	if flags.rankSet && len(files) != 1 {
@@ -253,7 +256,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	failures = append(failures, decodeFailures...)
 
-	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan " + version, Failures: failures}
+	run := &report.Run{Version: report.ReportVersion, Tool: "memscan " + version, Failures: failures}
 	for _, r := range reports {
 		if r != nil {
 			if flags.rankSet {
@@ -308,7 +311,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // writeAnalyzeRun writes the run directory (named by --name or from the inputs) and points latest at it; chart
 // and latest failures are warnings on stderr.
-func writeAnalyzeRun(ctx context.Context, run *analyze.Run, files []string, flags *analyzeFlags, stderr io.Writer) (string, error) {
+func writeAnalyzeRun(ctx context.Context, run *report.Run, files []string, flags *analyzeFlags, stderr io.Writer) (string, error) {
 	name := flags.name
 	if name == "" {
 		name = results.RunName(files)
@@ -330,7 +333,7 @@ func writeAnalyzeRun(ctx context.Context, run *analyze.Run, files []string, flag
 }
 
 // printAnalyzeReport prints the report on stdout in the --format asked for.
-func printAnalyzeReport(stdout io.Writer, run *analyze.Run, flags *analyzeFlags) error {
+func printAnalyzeReport(stdout io.Writer, run *report.Run, flags *analyzeFlags) error {
 	var err error
 	switch flags.format {
 	case "json":
@@ -349,8 +352,8 @@ func printAnalyzeReport(stdout io.Writer, run *analyze.Run, flags *analyzeFlags)
 // analyzeFiles decodes and analyzes files in a bounded pool. Results land in slots indexed like files, so the
 // output order is the (sorted) input order whatever the scheduling; failures are reported on stderr as they
 // happen and returned in input order.
-func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, flags *analyzeFlags, stderr io.Writer) ([]*analyze.Report, []analyze.Failure) {
-	reports := make([]*analyze.Report, len(files))
+func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, flags *analyzeFlags, stderr io.Writer) ([]*report.Report, []report.Failure) {
+	reports := make([]*report.Report, len(files))
 	errs := make([]error, len(files))
 	bar := newProgress(len(files), flags, stderr)
 	var mu sync.Mutex // serializes stderr between the bar and failure lines
@@ -381,10 +384,10 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, fla
 	if bar != nil {
 		bar.Finish()
 	}
-	var failures []analyze.Failure
+	var failures []report.Failure
 	for i, err := range errs {
 		if err != nil {
-			failures = append(failures, analyze.Failure{File: files[i], Error: err.Error()})
+			failures = append(failures, report.Failure{File: files[i], Error: err.Error()})
 		}
 	}
 	return reports, failures
@@ -429,7 +432,7 @@ const summarySuffix = results.SummarySuffix
 
 // writeRankSummaries is the --summary-only path: one compact merge.RankSummary per input, written beside the
 // input (or into --out), so that each rank can be summarized where its snapshot lives and merged anywhere.
-func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int, flags *analyzeFlags, stdout, stderr io.Writer) error {
+func writeRankSummaries(run *report.Run, failures []report.Failure, total int, flags *analyzeFlags, stdout, stderr io.Writer) error {
 	if flags.summaryDir != "" {
 		if err := os.MkdirAll(flags.summaryDir, 0o755); err != nil {
 			return fmt.Errorf("analyze: --out: %w", err)
@@ -463,7 +466,7 @@ func writeRankSummaries(run *analyze.Run, failures []analyze.Failure, total int,
 
 // summaryMeasures renders the --summary-only line's measures with what the input kind recorded: a tracer file,
 // profiler timeline or log has no allocator totals, so those print "-" rather than a made-up 0 B.
-func summaryMeasures(r *analyze.Report, s *merge.RankSummary) string {
+func summaryMeasures(r *report.Report, s *merge.RankSummary) string {
 	dash := func(n int64) string {
 		if n < 0 {
 			return "-"
@@ -472,11 +475,11 @@ func summaryMeasures(r *analyze.Report, s *merge.RankSummary) string {
 	}
 	reserved, allocated, peak, more := "-", "-", dash(s.PeakBytes), ""
 	switch p := r.Part.(type) {
-	case *analyze.SnapshotReport:
+	case *report.SnapshotReport:
 		reserved, allocated = dash(p.ReservedBytes), dash(p.AllocatedBytes)
-	case *analyze.TracerReport:
+	case *report.TracerReport:
 		more = ", listed " + units.Bytes(p.ListedBytes)
-	case *analyze.LogReport:
+	case *report.LogReport:
 		if p.Log.PeakAllocatedBytes < 0 {
 			peak = "-" // the log prints no allocated measure
 		}

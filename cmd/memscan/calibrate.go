@@ -12,6 +12,7 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
@@ -209,7 +210,7 @@ func writeStaticCalibration(dir string, a *calibrate.Applied) error {
 
 // analyzeStaticJoin is `memscan analyze --static CFG`: the analyzed inputs are one run measured with CFG; the
 // calibration table goes into the run directory (and to stdout after the text report unless quiet).
-func analyzeStaticJoin(cfgPath string, cfg static.Config, reports []*analyze.Report, dir string, noPlots, quiet bool, stdout, stderr io.Writer) error {
+func analyzeStaticJoin(cfgPath string, cfg static.Config, reports []*report.Report, dir string, noPlots, quiet bool, stdout, stderr io.Writer) error {
 	cal, err := calibrate.ForReports(results.RunName([]string{cfgPath}), cfgPath, cfg, reports)
 	if err != nil {
 		return fmt.Errorf("analyze: --static: %w", err)

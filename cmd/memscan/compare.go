@@ -13,6 +13,7 @@ import (
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/plots"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/units"
 )
@@ -58,7 +59,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
 	fs.StringVar(&f.baseline, "baseline", "", "compare every INPUT with this one")
 	fs.StringVar(&f.format, "format", "md", "report on stdout: md (compare.md) or json (compare.json)")
-	fs.IntVar(&f.rows, "top", analyze.DefaultCompareRows, "rows per table in compare.md (compare.json has all)")
+	fs.IntVar(&f.rows, "top", report.DefaultCompareRows, "rows per table in compare.md (compare.json has all)")
 	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {

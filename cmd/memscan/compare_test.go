@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 )
 
 // writeRunDir writes a minimal run directory holding report.msgpack for rep.
-func writeRunDir(t *testing.T, dir string, rep *analyze.Report) {
+func writeRunDir(t *testing.T, dir string, rep *report.Report) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func writeRunDir(t *testing.T, dir string, rep *analyze.Report) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: []*analyze.Report{rep}}
+	run := &report.Run{Version: report.ReportVersion, Tool: "memscan test", Inputs: []*report.Report{rep}}
 	if err := results.WriteMsgpack(f, run); err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +63,13 @@ func checkTables(t *testing.T, d compare.Diff) {
 // returns their paths (before, after).
 func compareRunDirs(t *testing.T, dir string) (string, string) {
 	t.Helper()
-	before := &analyze.Report{
-		Header: analyze.Header{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}}},
-		Part:   &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20}},
+	before := &report.Report{
+		Header: report.Header{File: "a.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []report.CategoryStat{{Name: "Activation", Bytes: 400 << 20, Count: 4}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []report.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 400 << 20, Count: 4}}},
+		Part:   &report.SnapshotReport{Totals: report.Totals{ReservedBytes: 1 << 30, AllocatedBytes: 600 << 20}},
 	}
-	after := &analyze.Report{
-		Header: analyze.Header{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []analyze.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []analyze.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}}},
-		Part:   &analyze.SnapshotReport{Totals: analyze.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20}},
+	after := &report.Report{
+		Header: report.Header{File: "b.pickle", Format: "pickle-v4", Rank: -1, Iteration: -1, Categories: []report.CategoryStat{{Name: "Activation", Bytes: 700 << 20, Count: 7}, {Name: "Parameter", Bytes: 200 << 20, Count: 2}}, Sites: []report.SiteStat{{Site: "model.py:3:forward", Category: "Activation", Bytes: 700 << 20, Count: 7}}},
+		Part:   &report.SnapshotReport{Totals: report.Totals{ReservedBytes: 2 << 30, AllocatedBytes: 900 << 20}},
 	}
 	b, a := filepath.Join(dir, "before"), filepath.Join(dir, "after")
 	writeRunDir(t, b, before)

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/merge"
+	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/units"
 )
@@ -37,7 +37,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	stages := fs.Int("stages", 0, "pipeline stages: derive each rank's stage from its rank (ranks split into contiguous groups)")
 	world := fs.Int("world", 0, "world size for --stages (default: the highest rank found + 1)")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "summaries read in parallel")
-	rows := fs.Int("rows", analyze.DefaultMergeRows, "per-rank rows printed on stdout (0 = all; the files always hold all)")
+	rows := fs.Int("rows", report.DefaultMergeRows, "per-rank rows printed on stdout (0 = all; the files always hold all)")
 	format := fs.String("format", "text", "stdout format: text or json")
 	noWrite := fs.Bool("no-write", false, "print only; do not create a run directory")
 	iterationArg := fs.String("iteration", "all", "merge only the summaries of this iteration: N ≥ 0, none (summaries whose iteration is unknown) or all (ranks are compared within one step)")

@@ -1,22 +1,15 @@
-// Package analyze turns decoded inputs into reports: allocator totals, fragmentation, categories, top consumers,
-// size distributions, the timeline and the live set at its peak, OOM events, recommendations, and the views
-// across the inputs of one run (ranks, iterations). Each report is computed once; every renderer (text,
-// Markdown, JSON, msgpack, PNG) reads the same model. Work across runs lives elsewhere: merge (rank summaries)
-// and compare (a baseline against other inputs).
+// Package report is the model of memscan's runtime report: a Run of per-input Reports (a Header every kind of
+// input shares plus exactly one part of its kind: SnapshotReport, TracerReport, TimelineReport or LogReport), the
+// cross-input view, and the findings as data (package findings). wire.go keeps its JSON and msgpack form, the
+// contract of summary.json and report.msgpack, and reads old files back.
 //
-// A Report is a Header shared by every kind of input plus exactly one per-kind part in Report.Part
-// (*SnapshotReport, *TracerReport, *TimelineReport or *LogReport), whose concrete type the renderers switch on;
-// the few measures every kind may have go through methods (RecordedPeak, AllocatorTotals). report_wire.go writes
-// and reads the flat JSON and msgpack object that summary.json and report.msgpack hold.
-//
-// It imports load and the format packages (snapshot, tracer, memtimeline, trainlog), categorize, allocator and
-// units; it imports neither results nor plots, and writes no files. It imports the msgpack library only to keep
-// a Report's wire form in one place.
-package analyze
+// analyze computes a report, internal/merge and internal/compare combine reports, and internal/results renders
+// them; none of them needs the decoders or the estimator to read one, so this package imports only findings and
+// phases (the models it embeds) and the msgpack codec.
+package report
 
 import (
 	"github.com/memscan/memscan/findings"
-	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/phases"
 )
 
@@ -34,9 +27,11 @@ type Run struct {
 	Cross *Cross `json:"cross,omitempty" msgpack:"cross,omitempty"`
 }
 
-// Failure is an input that could not be decoded or analyzed. It is load's type, so that discovery and
-// analysis failures share one list.
-type Failure = load.Failure
+// Failure is an input that could not be found, decoded or analyzed.
+type Failure struct {
+	File  string `json:"file" msgpack:"file"`
+	Error string `json:"error" msgpack:"error"`
+}
 
 // Report is the analysis of one input: the Header every kind shares and the part only its kind has, built by
 // the analyzer of that kind (AnalyzeSnapshot, AnalyzeTracer, AnalyzeTimeline, AnalyzeLog). A renderer switches
@@ -373,4 +368,21 @@ func (r *Report) AllocatorTotals() (Totals, bool) {
 		return s.Totals, true
 	}
 	return Totals{}, false
+}
+
+// RecordedPeak is the peak an input recorded: the trace peak of a snapshot, the peak of a profiler timeline or
+// tracer file, the highest allocated value a log printed; false for a snapshot without a trace.
+func (r *Report) RecordedPeak() (int64, bool) {
+	if r.Peak != nil {
+		return r.Peak.Bytes, true
+	}
+	switch p := r.Part.(type) {
+	case *TracerReport:
+		return p.PeakBytes, true
+	case *TimelineReport:
+		return p.MemoryTimeline.PeakBytes, true
+	case *LogReport:
+		return max(p.Log.PeakAllocatedBytes, 0), true // −1 when the log prints no allocated measure
+	}
+	return 0, false
 }

@@ -1,4 +1,4 @@
-package analyze
+package report
 
 // The row limits every report and command starts from, in one place. Each keeps the value its command has
 // always used; the flags named beside them override them per run.

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/compare"
-	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/units"
 )
@@ -130,74 +127,14 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// compareChartRows bounds the rows drawn per chart (largest changes first).
-const compareChartRows = 15
-
-// writeCompareRun writes compare.md, compare.json and the charts into a new run directory (see writeRun).
-// Charts that cannot be drawn are warnings.
+// writeCompareRun writes the comparison's files into a new run directory (see writeRun). Charts that cannot be
+// drawn are warnings.
 func writeCompareRun(f *compareFlags, name string, cmp *compare.Comparison, stderr io.Writer) (string, error) {
 	return writeRun(f.out, name, stderr, func(dir string) error {
-		images := map[int][]string{}
-		if !f.noPlots {
-			for i := range cmp.Diffs {
-				files, err := writeCompareCharts(dir, i, &cmp.Diffs[i])
-				if err != nil {
-					fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-				}
-				images[i] = files
-			}
+		chartErrs, err := results.WriteCompareFiles(dir, cmp, results.CompareFilesOptions{Rows: f.rows, Plots: !f.noPlots})
+		for _, e := range chartErrs {
+			fmt.Fprintf(stderr, "memscan: warning: %v\n", e)
 		}
-		mdOpt := results.CompareMarkdownOptions{Rows: f.rows, Images: images}
-		if err := results.WriteFile(filepath.Join(dir, results.FileCompareMarkdown), func(w io.Writer) error { return results.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
-			return err
-		}
-		return results.WriteFile(filepath.Join(dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) })
+		return err
 	})
-}
-
-// writeCompareCharts draws compare_categories.png and compare_sites.png for diff i (suffixed _<i+1> after the
-// first) and returns the names of the files drawn.
-func writeCompareCharts(dir string, i int, d *compare.Diff) ([]string, error) {
-	suffix := ""
-	if i > 0 {
-		suffix = fmt.Sprintf("_%d", i+1)
-	}
-	var files []string
-	var errs []error
-	for _, c := range []struct {
-		file, title string
-		t           compare.Table
-		site        bool
-	}{
-		{"compare_categories" + suffix + ".png", "Live memory by category", d.Categories, false},
-		{"compare_sites" + suffix + ".png", "Live memory by creation site (largest changes)", d.Sites, true},
-	} {
-		var ch plots.CompareChart
-		ch.Title = c.title
-		ch.BeforeName, ch.AfterName = results.Stem(d.Before), results.Stem(d.After)
-		for j, r := range c.t.Rows {
-			if j == compareChartRows {
-				break
-			}
-			if r.Before == 0 && r.After == 0 {
-				continue
-			}
-			label := r.Name
-			if c.site && r.Category != "" {
-				label = r.Name + " [" + r.Category + "]"
-			}
-			ch.Labels = append(ch.Labels, label)
-			ch.Before = append(ch.Before, float64(r.Before))
-			ch.After = append(ch.After, float64(r.After))
-		}
-		if len(ch.Labels) == 0 {
-			continue
-		}
-		if err := plots.CompareBars(filepath.Join(dir, c.file), ch); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.file, err))
-			continue
-		}
-		files = append(files, c.file)
-	}
-	return files, errors.Join(errs...)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
 )
 
@@ -80,7 +79,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageErrorf("export: %v", err)
 	}
-	var sliceOpt export.SliceOptions
+	opt := export.Options{At: at, TopN: f.top}
 	switch {
 	case fs.NArg() != 1:
 		return usageErrorf("export: want exactly one INPUT, got %d", fs.NArg())
@@ -100,11 +99,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return usageErrorf("export: %v", err)
 		}
-		sliceOpt.Window = &w
+		opt.Window = &w
 	}
-	sliceOpt.TopN = f.top
-	binary := format == export.FormatPprof || format == export.FormatSlice
-	if f.out == "-" && binary {
+	if f.out == "-" && format.Binary() {
 		if fd, ok := stdout.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
 			return usageErrorf("export: --format %s is binary; give -o FILE or redirect stdout", format)
 		}
@@ -123,40 +120,19 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if in.Snapshot == nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("export: %s is %s, not an allocator snapshot; only snapshots can be exported", path, in.Format)}
 	}
-	if !hasTrace(in.Snapshot) {
-		// The output is still valid, but not what the flag asked for: say so rather than label it "peak".
-		switch {
-		case format == export.FormatPprof && at == export.AtPeak:
-			fmt.Fprintf(stderr, "memscan: warning: %s has no allocator trace, so there is no peak; the profile holds the snapshot's live blocks\n", path)
-		case format == export.FormatSlice && f.window != "":
-			fmt.Fprintf(stderr, "memscan: warning: %s has no allocator trace; --window has nothing to cut\n", path)
+	opt.Classify, opt.Source, opt.Rank = export.RulesClassifier(rules), path, f.rank
+	if opt.Rank < 0 {
+		if opt.Rank = input.ParsePath(path).Rank; opt.Rank < 0 {
+			opt.Rank = 0
 		}
 	}
-	classify := export.RulesClassifier(rules)
-	sliceOpt.Classify = classify
-	rank := f.rank
-	if rank < 0 {
-		if rank = input.ParsePath(path).Rank; rank < 0 {
-			rank = 0
-		}
+	if caveat := export.Caveat(in.Snapshot, format, opt); caveat != "" {
+		fmt.Fprintf(stderr, "memscan: warning: %s %s\n", path, caveat)
 	}
 	var kept []export.SiteBytes
-	write := func(w io.Writer) error {
-		s := in.Snapshot
-		switch format {
-		case export.FormatPprof:
-			return export.WritePprof(ctx, w, s, export.ProfileOptions{At: at, Classify: classify, Source: path})
-		case export.FormatPerfetto:
-			return export.WritePerfetto(ctx, w, s, export.TraceOptions{Rank: rank, Classify: classify, Source: path})
-		case export.FormatCollapsed:
-			return export.WriteCollapsed(ctx, w, s)
-		case export.FormatJSON:
-			return export.WriteJSON(ctx, w, s)
-		default:
-			var err error
-			kept, err = export.WriteSlice(ctx, w, s, sliceOpt)
-			return err
-		}
+	write := func(w io.Writer) (err error) {
+		kept, err = export.Write(ctx, w, in.Snapshot, format, opt)
+		return err
 	}
 	if f.out == "-" {
 		bw := bufio.NewWriterSize(stdout, 1<<16)
@@ -176,14 +152,4 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "wrote %s\n", f.out)
 	}
 	return nil
-}
-
-// hasTrace says whether any device of the snapshot recorded allocator trace events.
-func hasTrace(s *snapshot.Snapshot) bool {
-	for _, t := range s.DeviceTraces {
-		if len(t) > 0 {
-			return true
-		}
-	}
-	return false
 }

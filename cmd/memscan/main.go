@@ -138,7 +138,24 @@ func printUsage(w io.Writer) {
 	io.WriteString(w, b.String())
 }
 
+var versionHelp = helpDoc{
+	usage:       []string{"memscan version"},
+	description: "Print the version of memscan.",
+	examples:    []string{"memscan version"},
+	exits: []exitDoc{
+		{exitOK, "the version was printed"},
+		{exitUsage, "usage error (a flag or an argument was given)"},
+	},
+}
+
 func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("version", versionHelp, stderr)
+	if helped, err := c.parse(args, stdout); helped || err != nil {
+		return err
+	}
+	if c.NArg() > 0 {
+		return usageErrorf("version: unexpected argument %q", c.Arg(0))
+	}
 	fmt.Fprintf(stdout, "memscan %s\n", version)
 	return nil
 }

@@ -37,11 +37,16 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
+	return "", fmt.Errorf("unknown export format %q (want one of %s)", s, strings.Join(FormatNames(), ", "))
+}
+
+// FormatNames lists the names of Formats, in order.
+func FormatNames() []string {
 	names := make([]string, len(Formats))
 	for i, f := range Formats {
 		names[i] = string(f)
 	}
-	return "", fmt.Errorf("unknown export format %q (want one of %s)", s, strings.Join(names, ", "))
+	return names
 }
 
 // Classifier maps an allocation stack to its category and creation site ("file:line:function"). The CLI passes

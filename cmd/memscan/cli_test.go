@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,5 +42,27 @@ func TestOrList(t *testing.T) {
 		if got := orList(values); got != want {
 			t.Errorf("orList(%q) = %q, want %q", values, got, want)
 		}
+	}
+}
+
+// TestMergeNoWriteRetired checks that merge --no-write, the old spelling of --no-files, still works, with a note
+// on stderr, and that the help lists only the new spelling.
+func TestMergeNoWriteRetired(t *testing.T) {
+	dir := t.TempDir()
+	writeSummaries(t, dir, 4)
+	out := filepath.Join(dir, "results")
+	code, oldOut, stderr := runCLI(t, "merge", "--no-write", "--out", out, "--format", "json", filepath.Join(dir, "ranks"))
+	if code != exitOK || stderr != "memscan: warning: Flag --no-write has been deprecated, use --no-files instead\n" {
+		t.Fatalf("merge --no-write: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("merge --no-write wrote %s (%v)", out, err)
+	}
+	_, newOut, _ := runCLI(t, "merge", "--no-files", "--format", "json", filepath.Join(dir, "ranks"))
+	if oldOut != newOut || !json.Valid([]byte(oldOut)) {
+		t.Errorf("--no-write printed %d bytes, --no-files %d", len(oldOut), len(newOut))
+	}
+	if _, help, _ := runCLI(t, "merge", "--help"); strings.Contains(help, "no-write") {
+		t.Error("merge --help still lists --no-write")
 	}
 }

@@ -66,3 +66,19 @@ func TestMergeNoWriteRetired(t *testing.T) {
 		t.Error("merge --help still lists --no-write")
 	}
 }
+
+// TestAnalyzeDashORetired checks that analyze -o, the old shorthand of --out (export's -o is its output file),
+// still works, with a note on stderr, and that the help no longer lists it.
+func TestAnalyzeDashORetired(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "results")
+	code, _, stderr := runCLI(t, "analyze", "-o", out, "--quiet", "--no-plots", "--progress", "never", fixture(t, goldenFixtures["example"]))
+	if code != exitOK || stderr != "memscan: warning: Flag shorthand -o has been deprecated, use --out instead\n" {
+		t.Fatalf("analyze -o: exit %d, stderr %q", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "latest", "summary.json")); err != nil {
+		t.Errorf("analyze -o did not write into %s: %v", out, err)
+	}
+	if _, help, _ := runCLI(t, "analyze", "--help"); strings.Contains(help, "-o,") {
+		t.Error("analyze --help still lists -o")
+	}
+}

@@ -2,7 +2,7 @@
 // JSON, folded stacks, the snapshot as JSON, and smaller snapshot pickles that the PyTorch web viewer can open.
 //
 // It imports snapshot, categorize and analyze (for the trace replay), and writes to the io.Writer it is
-// given; the CLI chooses the file. It does not import results or plots.
+// given (Write picks the writer for a Format); the CLI chooses the file. It does not import results or plots.
 package export
 
 import (
@@ -37,7 +37,16 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("unknown export format %q (want one of pprof, perfetto, collapsed, json, slice)", s)
+	return "", fmt.Errorf("unknown export format %q (want one of %s)", s, strings.Join(FormatNames(), ", "))
+}
+
+// FormatNames lists the names of Formats, in order.
+func FormatNames() []string {
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return names
 }
 
 // Classifier maps an allocation stack to its category and creation site ("file:line:function"). The CLI passes

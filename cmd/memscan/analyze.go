@@ -10,20 +10,17 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/calibrate"
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/merge"
@@ -33,8 +30,9 @@ import (
 	"github.com/memscan/memscan/units"
 )
 
-const analyzeHelp = `Usage: memscan analyze [flags] INPUT...
-
+var analyzeHelp = helpDoc{
+	usage: []string{"memscan analyze [flags] INPUT..."},
+	description: `
 Analyze PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles, any torch version), memory
 tracer JSON, torch.profiler memory timelines and training logs: where the GPU memory went, what held it at the
 peak, and what to change.
@@ -46,31 +44,30 @@ directories are skipped. The content decides the format, never the extension.
 
 Each run writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with analysis_report.txt, README.md (findings with the charts),
 summary.json (integer bytes), report.msgpack (the whole report) and PNG charts, and points <out>/latest at it.
-The report goes to stdout; progress, warnings and "wrote DIR" go to stderr.
-
-Flags:
-%s
-Exit status:
-  0  every input was analyzed
-  1  usage error (bad flag, unreadable rule file, --out not a directory, ...)
-  2  no input could be analyzed
-  3  some inputs failed; the others were analyzed and written
-
-Examples:
-  memscan analyze outputs/memory_snapshot/iteration_1/rank0_memory_snapshot.pickle
-  memscan analyze --out results --name lbs6_baseline rank0_memory_snapshot.pickle
-  memscan analyze --jobs 8 --no-plots outputs/memory_snapshot/          # every rank and iteration
-  memscan analyze 'outputs/memory_snapshot/iteration_*/rank0_*.pickle'  # one rank across iterations
-  memscan analyze --format json --quiet snapshot.pickle > summary.json
-  memscan analyze --summary-only --out /dump/summaries rank7_memory_snapshot.pickle   # then: memscan merge /dump/summaries
-  memscan analyze --alloc-conf expandable_segments:True --gpu h100-sxm snapshot.pickle  # what would it reserve?
+The report goes to stdout (--format json prints summary.json, md the findings of README.md); progress, warnings
+and "wrote DIR" go to stderr.
 
 Allocator replay: every snapshot with a trace is replayed through a model of PyTorch's caching allocator under
 its recorded settings; the report compares the replayed peak reserved memory with the recorded one. With
 --alloc-conf it is replayed under those settings too (recorded vs replayed vs what-if). The device's capacity
 decides when the allocator frees its cache and retries: it comes from --gpu or --device-memory, else from an
-out-of-memory event in the trace, else none is assumed (the report says which).
-`
+out-of-memory event in the trace, else none is assumed (the report says which).`,
+	examples: []string{
+		"memscan analyze outputs/memory_snapshot/iteration_1/rank0_memory_snapshot.pickle",
+		"memscan analyze --out results --name lbs6_baseline rank0_memory_snapshot.pickle",
+		"memscan analyze --jobs 8 --no-plots outputs/memory_snapshot/          # every rank and iteration",
+		"memscan analyze 'outputs/memory_snapshot/iteration_*/rank0_*.pickle'  # one rank across iterations",
+		"memscan analyze --format json --quiet snapshot.pickle > summary.json",
+		"memscan analyze --summary-only --out /dump/summaries rank7_memory_snapshot.pickle   # then: memscan merge /dump/summaries",
+		"memscan analyze --alloc-conf expandable_segments:True --gpu h100-sxm snapshot.pickle  # what would it reserve?",
+	},
+	exits: []exitDoc{
+		{exitOK, "every input was analyzed"},
+		{exitUsage, "usage error (bad flag, unreadable rule file, --out not a directory, ...)"},
+		{exitFailed, "no input could be analyzed"},
+		{exitPartial, "some inputs failed; the others were analyzed and written"},
+	},
+}
 
 // analyzeFlags are the parsed flags of memscan analyze.
 type analyzeFlags struct {
@@ -99,68 +96,76 @@ type analyzeFlags struct {
 	deviceMemory string
 	// maxInputSize bounds the decompressed bytes read from one input.
 	maxInputSize sizeFlag
+
+	// opts and staticCfg are what the flags ask of the analysis, built once they have parsed.
+	opts      analyze.Options
+	staticCfg *static.Config
 }
 
-func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string, error) {
-	f := &analyzeFlags{}
-	fs := pflag.NewFlagSet("analyze", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned and printed once by the caller
-	fs.StringVarP(&f.out, "out", "o", "results", "results root; each run gets a timestamped directory inside it")
-	fs.StringVar(&f.name, "name", "", "run name (default: derived from the inputs, e.g. iter1_rank0 or iter1_8ranks)")
-	fs.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "inputs decoded and analyzed (and charts drawn) at once, by default one per CPU")
-	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
-	fs.IntVar(&f.top, "top", report.DefaultTopN, "largest allocations and sites to report per input")
-	fs.StringVar(&f.format, "format", "text", "report on stdout: text, json (summary.json) or md (README.md findings)")
-	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
-	fs.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
-	fs.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
-	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
-	fs.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
-	fs.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
-	fs.StringVar(&f.allocConf, "alloc-conf", "", "replay each trace through the caching-allocator model under these PYTORCH_CUDA_ALLOC_CONF settings too, e.g. expandable_segments:True or max_split_size_mb:512,garbage_collection_threshold:0.6")
-	fs.StringVar(&f.gpu, "gpu", "", "device of the allocator replay, a key of memscan gpus (its memory less 1 GiB for the CUDA context is the capacity)")
-	fs.StringVar(&f.deviceMemory, "device-memory", "", "device memory of the allocator replay, e.g. 79.2GiB (GB means 10^9 bytes: an \"80GB\" card holds about 79.2 GiB, 85 GB; --gpu knows catalogued cards); less 1 GiB for the CUDA context is the capacity")
+// register declares the flags of memscan analyze on c, bound to f.
+func (f *analyzeFlags) register(c *cmdLine) {
+	// -o was analyze's spelling of --out; it keeps working, with a note, while export's -o is an output file.
+	c.outFlagP(&f.out, "o")
+	c.nameFlag(&f.name, "derived from the inputs, e.g. iter1_rank0 or iter1_8ranks")
+	c.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "inputs decoded and analyzed (and charts drawn) at once")
+	c.describeDefault("jobs", "one per CPU")
+	c.rulesFlag(&f.rules)
+	c.IntVar(&f.top, "top", report.DefaultTopN, "largest allocations and sites to report per input")
+	c.formatFlag(&f.format, "text", "text", "json", "md")
+	c.noPlotsFlag(&f.noPlots)
+	c.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
+	c.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
+	c.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
+	c.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
+	c.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
+	c.StringVar(&f.allocConf, "alloc-conf", "", "replay each trace through the caching-allocator model under these PYTORCH_CUDA_ALLOC_CONF settings too, e.g. expandable_segments:True or max_split_size_mb:512,garbage_collection_threshold:0.6")
+	c.StringVar(&f.gpu, "gpu", "", "device of the allocator replay, a key of memscan gpus (its memory less 1 GiB for the CUDA context is the capacity)")
+	c.StringVar(&f.deviceMemory, "device-memory", "", "device memory of the allocator replay, e.g. 79.2GiB (GB means 10^9 bytes: an \"80GB\" card holds about 79.2 GiB, 85 GB; --gpu knows catalogued cards); less 1 GiB for the CUDA context is the capacity")
 	f.maxInputSize = sizeFlag(load.DefaultMaxInputSize())
-	fs.Var(&f.maxInputSize, "max-input-size", "largest input, after decompression, that is decoded (e.g. 512MiB, 20GiB); larger ones fail at once instead of exhausting memory; the default is half of this machine's memory")
-	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, usageErrorf("analyze: %v (see memscan analyze --help)", err)
+	c.Var(&f.maxInputSize, "max-input-size", "largest input, after decompression, that is decoded (e.g. 512MiB, 20GiB); larger ones fail at once instead of exhausting memory")
+	c.describeDefault("max-input-size", "half of this machine's memory")
+}
+
+func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, []string, bool, error) {
+	f := &analyzeFlags{}
+	c := newCmdLine("analyze", analyzeHelp, stderr)
+	f.register(c)
+	if helped, err := c.parse(args, stdout); helped || err != nil {
+		return nil, nil, helped, err
 	}
-	if *help {
-		// pflag marks boolean flags "[=true|false]"; blank it out (same width, so the columns stay aligned).
-		usages := strings.ReplaceAll(fs.FlagUsages(), "[=true|false]", strings.Repeat(" ", len("[=true|false]")))
-		fmt.Fprintf(stdout, analyzeHelp, usages)
-		return nil, nil, errHelp
-	}
-	f.rankSet = fs.Changed("rank")
-	f.formatSet = fs.Changed("format")
-	if f.summaryOnly && fs.Changed("out") {
+	f.rankSet = c.Changed("rank")
+	f.formatSet = c.Changed("format")
+	if f.summaryOnly && c.Changed("out") {
 		f.summaryDir = f.out
 	}
 	switch {
 	case f.jobs < 1:
-		return nil, nil, usageErrorf("analyze: --jobs must be at least 1, got %d", f.jobs)
+		return nil, nil, false, usageErrorf("analyze: --jobs must be at least 1, got %d", f.jobs)
 	case f.top < 1:
-		return nil, nil, usageErrorf("analyze: --top must be at least 1, got %d", f.top)
-	case f.format != "text" && f.format != "json" && f.format != "md":
-		return nil, nil, usageErrorf("analyze: --format must be text, json or md, got %q", f.format)
+		return nil, nil, false, usageErrorf("analyze: --top must be at least 1, got %d", f.top)
+	case !c.formatOK(f.format):
+		return nil, nil, false, usageErrorf("analyze: --format must be text, json or md, got %q", f.format)
 	case f.progress != "auto" && f.progress != "always" && f.progress != "never":
-		return nil, nil, usageErrorf("analyze: --progress must be auto, always or never, got %q", f.progress)
+		return nil, nil, false, usageErrorf("analyze: --progress must be auto, always or never, got %q", f.progress)
 	case f.rankSet && f.rank < 0:
-		return nil, nil, usageErrorf("analyze: --rank must be 0 or more, got %d", f.rank)
+		return nil, nil, false, usageErrorf("analyze: --rank must be 0 or more, got %d", f.rank)
 	case f.out == "":
-		return nil, nil, usageErrorf("analyze: --out must not be empty")
+		return nil, nil, false, usageErrorf("analyze: --out must not be empty")
 	}
-	if fs.NArg() == 0 {
-		return nil, nil, usageErrorf("analyze: no INPUT given (see memscan analyze --help)")
+	if c.NArg() == 0 {
+		return nil, nil, false, usageErrorf("analyze: no INPUT given (see memscan analyze --help)")
 	}
 	// --summary-only without --out writes beside each input, so only a given --out is checked then.
 	if !f.summaryOnly || f.summaryDir != "" {
 		if err := checkOutDir(f.out); err != nil {
-			return nil, nil, usageErrorf("analyze: --out %s: %v", f.out, err)
+			return nil, nil, false, usageErrorf("analyze: --out %s: %v", f.out, err)
 		}
 	}
-	return f, fs.Args(), nil
+	var err error
+	if f.opts, f.staticCfg, err = analyzeOptions(c, f); err != nil {
+		return nil, nil, false, err
+	}
+	return f, c.Args(), false, nil
 }
 
 // checkOutDir reports, before any input is read, an --out that cannot hold the results: an existing
@@ -205,76 +210,22 @@ func checkWritable(dir string, self bool) error {
 	return os.Remove(f.Name())
 }
 
-// errHelp ends a run after --help with exit status 0.
-var errHelp = errors.New("help shown")
-
 func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	flags, inputs, err := parseAnalyzeFlags(args, stdout)
-	if errors.Is(err, errHelp) {
-		return nil
+	flags, inputs, helped, err := parseAnalyzeFlags(args, stdout, stderr)
+	if helped || err != nil {
+		return err
 	}
+	run, files, total, err := analyzeInputs(ctx, inputs, flags, stderr)
 	if err != nil {
 		return err
 	}
-	opts := analyze.Options{TopN: flags.top, MaxInputSize: int64(flags.maxInputSize)}
-	if opts.Allocator, err = allocatorOptions(flags); err != nil {
-		return err
-	}
-	// Rank summaries carry no allocator replay; thousands of ranks need not pay for it.
-	opts.Allocator.Skip = flags.summaryOnly
-	if flags.rules != "" {
-		rules, err := categorize.LoadFile(flags.rules, categorize.Default())
-		if err != nil {
-			return usageErrorf("analyze: --rules: %v", err)
-		}
-		opts.Rules = rules
-	}
-	// A bad --static config is a usage error, found before any input is decoded.
-	var staticCfg *static.Config
-	if flags.static != "" {
-		staticCfg, err = static.LoadConfig(flags.static)
-		if err != nil {
-			return usageErrorf("analyze: --static: %v", err)
-		}
-	}
-
-	files, missed := load.Discover(inputs, load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir})
-	var failures []report.Failure
-	for _, f := range missed {
-		failures = append(failures, report.Failure(f))
-		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.File, f.Error)
-	}
-	if flags.rankSet && len(files) != 1 {
-		return usageErrorf("analyze: --rank applies to a single input, but %d were found", len(files))
-	}
-
-	total := len(files) + len(failures) // discovered files plus arguments that yielded none
-	applyMemoryLimit(files, flags.jobs)
-	reports, decodeFailures := analyzeFiles(ctx, files, opts, flags, stderr)
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("analyze: interrupted: %w", err)
-	}
-	failures = append(failures, decodeFailures...)
-
-	run := &report.Run{Version: report.ReportVersion, Tool: "memscan " + version, Failures: failures}
-	for _, r := range reports {
-		if r != nil {
-			if flags.rankSet {
-				r.Rank = flags.rank
-			}
-			run.Inputs = append(run.Inputs, r)
-		}
-	}
-	if len(run.Inputs) == 0 {
-		return &exitError{code: exitFailed, err: fmt.Errorf("analyze: none of the %d input(s) could be analyzed", total)}
-	}
 	if flags.summaryOnly {
-		return writeRankSummaries(run, failures, total, flags, stdout, stderr)
+		return writeRankSummaries(run, run.Failures, total, flags, stdout, stderr)
 	}
-	if staticCfg != nil {
+	if flags.staticCfg != nil {
 		// An OOM explained against the static configuration: which single change fits.
 		for _, r := range run.Inputs {
-			if err := calibrate.AddRemedies(r, *staticCfg); err != nil {
+			if err := calibrate.AddRemedies(r, *flags.staticCfg); err != nil {
 				fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 			}
 		}
@@ -298,15 +249,71 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !flags.quiet {
 		fmt.Fprintf(stderr, "wrote %s\n", dir)
 	}
-	if staticCfg != nil {
-		if err := analyzeStaticJoin(flags.static, *staticCfg, run.Inputs, dir, flags.noPlots, flags.quiet || flags.format != "text", stdout, stderr); err != nil {
+	if flags.staticCfg != nil {
+		if err := analyzeStaticJoin(flags.static, *flags.staticCfg, run.Inputs, dir, flags.noPlots, flags.quiet || flags.format != "text", stdout, stderr); err != nil {
 			return err
 		}
 	}
-	if len(failures) > 0 {
-		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed; the rest are in %s", len(failures), total, dir)}
+	if len(run.Failures) > 0 {
+		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed; the rest are in %s", len(run.Failures), total, dir)}
 	}
 	return nil
+}
+
+// analyzeOptions builds the analysis options from the flags, and reads the --static config; a bad rule file,
+// allocator setting or config is a usage error, found before any input is decoded.
+func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.Config, error) {
+	opts := analyze.Options{TopN: flags.top, MaxInputSize: int64(flags.maxInputSize)}
+	var err error
+	if opts.Allocator, err = allocatorOptions(flags); err != nil {
+		return opts, nil, err
+	}
+	// Rank summaries carry no allocator replay; thousands of ranks need not pay for it.
+	opts.Allocator.Skip = flags.summaryOnly
+	if opts.Rules, err = c.loadRules(flags.rules); err != nil {
+		return opts, nil, err
+	}
+	if flags.static == "" {
+		return opts, nil, nil
+	}
+	staticCfg, err := static.LoadConfig(flags.static)
+	if err != nil {
+		return opts, nil, usageErrorf("analyze: --static: %v", err)
+	}
+	return opts, staticCfg, nil
+}
+
+// analyzeInputs finds the inputs, analyzes them and gathers the run: the reports of the inputs that could be
+// analyzed and the failures of the others. total counts the inputs, with the arguments that yielded none.
+func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
+	files, missed := load.Discover(inputs, load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir})
+	var failures []report.Failure
+	for _, f := range missed {
+		failures = append(failures, report.Failure(f))
+		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.File, f.Error)
+	}
+	if flags.rankSet && len(files) != 1 {
+		return nil, nil, 0, usageErrorf("analyze: --rank applies to a single input, but %d were found", len(files))
+	}
+	total = len(files) + len(failures)
+	applyMemoryLimit(files, flags.jobs)
+	reports, decodeFailures := analyzeFiles(ctx, files, flags.opts, flags, stderr)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, fmt.Errorf("analyze: interrupted: %w", err)
+	}
+	run = &report.Run{Version: report.ReportVersion, Tool: "memscan " + version, Failures: append(failures, decodeFailures...)}
+	for _, r := range reports {
+		if r != nil {
+			if flags.rankSet {
+				r.Rank = flags.rank
+			}
+			run.Inputs = append(run.Inputs, r)
+		}
+	}
+	if len(run.Inputs) == 0 {
+		return nil, nil, 0, &exitError{code: exitFailed, err: fmt.Errorf("analyze: none of the %d input(s) could be analyzed", total)}
+	}
+	return run, files, total, nil
 }
 
 // writeAnalyzeRun writes the run directory (named by --name or from the inputs) and points latest at it; chart

@@ -7,20 +7,17 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/spf13/pflag"
-
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/calibrate"
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
 )
 
-const calibrateUsage = `Usage: memscan calibrate --config CFG [flags] RUNTIME...
-       memscan calibrate --manifest FILE [flags]
-
+var calibrateHelp = helpDoc{
+	usage: []string{"memscan calibrate --config CFG [flags] RUNTIME...", "memscan calibrate --manifest FILE [flags]"},
+	description: `
 Compare static predictions with runtime measurements. RUNTIME files (allocator snapshots, tracer JSON,
 torch.profiler memory timelines, training logs) are analyzed and attributed to the estimator's components
 (weights, gradients, optimizer, activations, temporaries, other); the table gives predicted, measured, absolute
@@ -33,97 +30,42 @@ A manifest (JSON or YAML) lists many runs: {"version": 1, "name": ..., "runs": [
 (persistent scale, activation scale per attention kind and recompute mode, reserved/allocated ratio) and
 checked by leave-one-out cross-validation; memscan static --calibration FILE applies it.
 
-Writes calibration.md, calibration.json, corrections.json (when fitted) and the PNGs to a run directory.
+Writes calibration.md, calibration.json, corrections.json (when fitted) and the PNGs to a run directory.`,
+	examples: []string{
+		"memscan calibrate --manifest testdata/calibration/megatron.json   # the measured Megatron-LM runs",
+		"memscan calibrate --config cfg.json rank0_memory_snapshot.pickle train.log",
+		"memscan calibrate --config cfg.json --measured-peak-allocated 61203283968 --no-files",
+		"memscan calibrate --manifest runs.yaml --save-corrections corrections.json   # then: memscan static --calibration corrections.json",
+	},
+	exits: []exitDoc{
+		{exitOK, "every run was evaluated"},
+		{exitUsage, "usage error (bad flag, unreadable config, manifest, corrections or rule file, --out not a directory, ...)"},
+		{exitFailed, "no run could be evaluated, or the results could not be written"},
+		{exitPartial, "some runs failed; the others are in the table and the run directory"},
+	},
+}
 
-Flags:
-`
+// calibrateFlags are the parsed flags of memscan calibrate; runtime holds the RUNTIME arguments.
+type calibrateFlags struct {
+	config, manifest, stage, gpu, corrections, saveCorrections string
+	out, name, format, rules                                   string
+	peakAlloc, peakRes, endAlloc                               int64
+	noFit, noPlots, noFiles                                    bool
+	jobs                                                       int
+	runtime                                                    []string
+	analyzeOpts                                                analyze.Options // with the --rules
+}
 
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("calibrate", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	config := fs.String("config", "", "static config (JSON or YAML) the RUNTIME files were measured with")
-	manifest := fs.String("manifest", "", "manifest of many runs (JSON or YAML)")
-	stage := fs.String("stage", "worst", "pipeline stage the measurement is from: worst, first, last or an index")
-	gpu := fs.String("gpu", "", "override the config's GPU")
-	peakAlloc := fs.Int64("measured-peak-allocated", 0, "measured peak allocated bytes (e.g. from a log line)")
-	peakRes := fs.Int64("measured-peak-reserved", 0, "measured peak reserved bytes")
-	endAlloc := fs.Int64("measured-end-allocated", 0, "measured allocated bytes between steps")
-	noFit := fs.Bool("no-fit", false, "do not fit corrections on a manifest")
-	corrFile := fs.String("corrections", "", "apply this corrections file instead of fitting one")
-	saveCorr := fs.String("save-corrections", "", "also write the fitted corrections to this file")
-	out := fs.String("out", "results", "results root; the run directory is created inside it")
-	name := fs.String("name", "", "run directory name (default: from the manifest or config)")
-	jobs := fs.Int("jobs", 4, "runs evaluated in parallel")
-	format := fs.String("format", "text", "stdout format: text, json or md")
-	noPlots := fs.Bool("no-plots", false, "do not draw PNG charts")
-	noFiles := fs.Bool("no-files", false, "print only; write no run directory")
-	rules := fs.String("rules", "", "extra categorization rules (YAML) for snapshots")
-	help := fs.BoolP("help", "h", false, "show this help")
-	if helped, err := parseFlags(fs, args, help, calibrateUsage, stdout); helped || err != nil {
+	f, helped, err := parseCalibrateFlags(args, stdout, stderr)
+	if helped || err != nil {
 		return err
 	}
-	switch {
-	case (*config == "") == (*manifest == ""):
-		return usageErrorf("calibrate: give exactly one of --config CFG RUNTIME... or --manifest FILE")
-	case *manifest != "" && fs.NArg() > 0:
-		return usageErrorf("calibrate: runtime files go in the manifest, not after --manifest (got %q)", fs.Arg(0))
-	case *jobs < 1:
-		return usageErrorf("calibrate: --jobs must be at least 1, got %d", *jobs)
-	case *format != "text" && *format != "json" && *format != "md":
-		return usageErrorf("calibrate: --format must be text, json or md, got %q", *format)
-	case *peakAlloc < 0 || *peakRes < 0 || *endAlloc < 0:
-		return usageErrorf("calibrate: measured bytes must not be negative")
+	plan, err := calibratePlan(f)
+	if err != nil {
+		return err
 	}
-	if !*noFiles {
-		if err := checkOutDir(*out); err != nil {
-			return usageErrorf("calibrate: --out %s: %v", *out, err)
-		}
-	}
-
-	opts := calibrate.Options{Jobs: *jobs}
-	if *rules != "" {
-		r, err := categorize.LoadFile(*rules, categorize.Default())
-		if err != nil {
-			return usageErrorf("calibrate: --rules: %v", err)
-		}
-		opts.Analyze = analyze.Options{Rules: r}
-	}
-	var model *calibrate.Model
-	if *corrFile != "" {
-		m, err := calibrate.LoadModel(*corrFile)
-		if err != nil {
-			return usageErrorf("calibrate: %v", err)
-		}
-		model = m
-	}
-
-	var specs []calibrate.RunSpec
-	runName := *name
-	if *manifest != "" {
-		m, err := calibrate.LoadManifest(*manifest)
-		if err != nil {
-			return usageErrorf("calibrate: %v", err)
-		}
-		specs = m.Runs
-		if runName == "" {
-			runName = "calibrate_" + m.Name
-		}
-	} else {
-		measured := calibrate.Measured{PeakAllocatedBytes: *peakAlloc, PeakReservedBytes: *peakRes, EndOfStepBytes: *endAlloc}
-		if measured != (calibrate.Measured{}) {
-			measured.Source = "command line"
-		}
-		if fs.NArg() == 0 && measured == (calibrate.Measured{}) {
-			return usageErrorf("calibrate: no RUNTIME files and no --measured-* figures given")
-		}
-		specs = []calibrate.RunSpec{{ID: results.Stem(*config), Config: *config, Runtime: fs.Args(), Stage: *stage, GPU: *gpu, Measured: measured}}
-		if runName == "" {
-			runName = "calibrate_" + results.RunName([]string{*config})
-		}
-	}
-
-	cal, warnings, err := calibrate.Run(ctx, calibrate.Plan{Name: runName, Specs: specs, Options: opts, Corrections: model,
-		Fit: *manifest != "" && !*noFit})
+	cal, warnings, err := calibrate.Run(ctx, plan)
 	if err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
@@ -132,18 +74,114 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.ID, f.Error)
 	}
 	if len(cal.Runs) == 0 {
-		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: none of the %s could be evaluated", units.Plural(len(specs), "run", "runs"))}
+		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: none of the %s could be evaluated", units.Plural(len(plan.Specs), "run", "runs"))}
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "memscan: warning: %s\n", w)
 	}
-	if *saveCorr != "" && cal.Model != nil {
-		if err := results.WriteCorrections(*saveCorr, cal.Model); err != nil {
+	if f.saveCorrections != "" && cal.Model != nil {
+		if err := results.WriteCorrections(f.saveCorrections, cal.Model); err != nil {
 			return fmt.Errorf("calibrate: %w", err)
 		}
 	}
+	if err := writeCalibration(cal, plan.Name, f, stdout, stderr); err != nil {
+		return err
+	}
+	if len(cal.Failures) > 0 {
+		return &exitError{code: exitPartial, err: errors.New("calibrate: some runs failed; the rest are in the table")}
+	}
+	return nil
+}
 
-	switch *format {
+func parseCalibrateFlags(args []string, stdout, stderr io.Writer) (*calibrateFlags, bool, error) {
+	f := &calibrateFlags{}
+	c := newCmdLine("calibrate", calibrateHelp, stderr)
+	c.StringVar(&f.config, "config", "", "static config (JSON or YAML) the RUNTIME files were measured with")
+	c.StringVar(&f.manifest, "manifest", "", "manifest of many runs (JSON or YAML)")
+	c.StringVar(&f.stage, "stage", "worst", "pipeline stage the measurement is from: worst, first, last or an index")
+	c.StringVar(&f.gpu, "gpu", "", "override the config's GPU")
+	c.Int64Var(&f.peakAlloc, "measured-peak-allocated", 0, "measured peak allocated bytes (e.g. from a log line)")
+	c.Int64Var(&f.peakRes, "measured-peak-reserved", 0, "measured peak reserved bytes")
+	c.Int64Var(&f.endAlloc, "measured-end-allocated", 0, "measured allocated bytes between steps")
+	c.BoolVar(&f.noFit, "no-fit", false, "do not fit corrections on a manifest")
+	c.StringVar(&f.corrections, "corrections", "", "apply this corrections file instead of fitting one")
+	c.StringVar(&f.saveCorrections, "save-corrections", "", "also write the fitted corrections to this file")
+	c.outFlag(&f.out)
+	c.nameFlag(&f.name, "calibrate_<manifest name>, or calibrate_ and the config's name")
+	c.IntVar(&f.jobs, "jobs", 4, "runs evaluated in parallel")
+	c.formatFlag(&f.format, "text", "text", "json", "md")
+	c.noPlotsFlag(&f.noPlots)
+	c.noFilesFlag(&f.noFiles)
+	c.rulesFlag(&f.rules)
+	if helped, err := c.parse(args, stdout); helped || err != nil {
+		return nil, helped, err
+	}
+	f.runtime = c.Args()
+	switch {
+	case (f.config == "") == (f.manifest == ""):
+		return nil, false, usageErrorf("calibrate: give exactly one of --config CFG RUNTIME... or --manifest FILE")
+	case f.manifest != "" && c.NArg() > 0:
+		return nil, false, usageErrorf("calibrate: runtime files go in the manifest, not after --manifest (got %q)", c.Arg(0))
+	case f.jobs < 1:
+		return nil, false, usageErrorf("calibrate: --jobs must be at least 1, got %d", f.jobs)
+	case !c.formatOK(f.format):
+		return nil, false, usageErrorf("calibrate: --format must be text, json or md, got %q", f.format)
+	case f.peakAlloc < 0 || f.peakRes < 0 || f.endAlloc < 0:
+		return nil, false, usageErrorf("calibrate: measured bytes must not be negative")
+	}
+	if !f.noFiles {
+		if err := checkOutDir(f.out); err != nil {
+			return nil, false, usageErrorf("calibrate: --out %s: %v", f.out, err)
+		}
+	}
+	rules, err := c.loadRules(f.rules)
+	if err != nil {
+		return nil, false, err
+	}
+	f.analyzeOpts = analyze.Options{Rules: rules}
+	return f, false, nil
+}
+
+// calibratePlan turns the flags into the runs to evaluate: the manifest's, or the one run that --config and the
+// RUNTIME files or --measured-* figures describe.
+func calibratePlan(f *calibrateFlags) (calibrate.Plan, error) {
+	plan := calibrate.Plan{Name: f.name, Options: calibrate.Options{Jobs: f.jobs, Analyze: f.analyzeOpts}, Fit: f.manifest != "" && !f.noFit}
+	if f.corrections != "" {
+		m, err := calibrate.LoadModel(f.corrections)
+		if err != nil {
+			return plan, usageErrorf("calibrate: %v", err)
+		}
+		plan.Corrections = m
+	}
+	if f.manifest != "" {
+		m, err := calibrate.LoadManifest(f.manifest)
+		if err != nil {
+			return plan, usageErrorf("calibrate: %v", err)
+		}
+		plan.Specs = m.Runs
+		if plan.Name == "" {
+			plan.Name = "calibrate_" + m.Name
+		}
+		return plan, nil
+	}
+	measured := calibrate.Measured{PeakAllocatedBytes: f.peakAlloc, PeakReservedBytes: f.peakRes, EndOfStepBytes: f.endAlloc}
+	if measured != (calibrate.Measured{}) {
+		measured.Source = "command line"
+	}
+	if len(f.runtime) == 0 && measured == (calibrate.Measured{}) {
+		return plan, usageErrorf("calibrate: no RUNTIME files and no --measured-* figures given")
+	}
+	plan.Specs = []calibrate.RunSpec{{ID: results.Stem(f.config), Config: f.config, Runtime: f.runtime, Stage: f.stage, GPU: f.gpu, Measured: measured}}
+	if plan.Name == "" {
+		plan.Name = "calibrate_" + results.RunName([]string{f.config})
+	}
+	return plan, nil
+}
+
+// writeCalibration prints the table in --format and, unless --no-files, writes the run directory.
+func writeCalibration(cal *calibrate.Calibration, name string, f *calibrateFlags, stdout, stderr io.Writer) error {
+	var err error
+	switch f.format {
 	case "json":
 		err = units.WriteJSON(stdout, cal)
 	case "md":
@@ -154,16 +192,14 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("calibrate: writing the table: %w", err)
 	}
-	if !*noFiles {
-		dir, err := writeCalibrationRun(*out, runName, cal, *noPlots, stderr)
-		if err != nil {
-			return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: %w", err)}
-		}
-		fmt.Fprintf(stderr, "wrote %s\n", dir)
+	if f.noFiles {
+		return nil
 	}
-	if len(cal.Failures) > 0 {
-		return &exitError{code: exitPartial, err: errors.New("calibrate: some runs failed; the rest are in the table")}
+	dir, err := writeCalibrationRun(f.out, name, cal, f.noPlots, stderr)
+	if err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: %w", err)}
 	}
+	fmt.Fprintf(stderr, "wrote %s\n", dir)
 	return nil
 }
 

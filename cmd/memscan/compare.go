@@ -2,25 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
-
-	"github.com/spf13/pflag"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/compare"
-	"github.com/memscan/memscan/plots"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/units"
 )
 
-const compareHelp = `Usage: memscan compare [flags] BEFORE AFTER
-       memscan compare [flags] --baseline BASE OTHER...
-
+var compareHelp = helpDoc{
+	usage: []string{"memscan compare [flags] BEFORE AFTER", "memscan compare [flags] --baseline BASE OTHER..."},
+	description: `
 Diff runs: allocator snapshots, tracer JSON, or memscan run directories (their report.msgpack). Totals,
 categories, creation sites (file:line:function) and modules side by side with deltas; the change of the trace
 peak attributed to source lines and categories; segments present in only one snapshot (keyed by device, address
@@ -29,17 +23,19 @@ cover (e.g. sites beyond a run directory's top list) go to one residual row.
 
 Writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with compare.md, compare.json, compare_categories.png and
 compare_sites.png (with --baseline and several inputs, the charts of the 2nd, 3rd, ... diff get _2, _3, ...),
-and points <out>/latest at it. The Markdown report goes to stdout, "wrote DIR" to stderr.
-
-Flags:
-%s
-Exit status: 0 ok; 1 usage error; 2 an input could not be read or analyzed.
-
-Examples:
-  memscan compare full_recompute.pickle selective_recompute.pickle
-  memscan compare results/20260101_120000_bs6 results/20260101_121500_bs8
-  memscan compare --baseline bs4.pickle bs6.pickle bs8.pickle --format json
-`
+and points <out>/latest at it. The report goes to stdout (compare.md, or compare.json with --format json),
+"wrote DIR" to stderr.`,
+	examples: []string{
+		"memscan compare full_recompute.pickle selective_recompute.pickle",
+		"memscan compare results/20260101_120000_bs6 results/20260101_121500_bs8",
+		"memscan compare --baseline bs4.pickle bs6.pickle bs8.pickle --format json",
+	},
+	exits: []exitDoc{
+		{exitOK, "the comparison was printed and written"},
+		{exitUsage, "usage error (bad flag, wrong number of inputs, unreadable rule file, --out not a directory, ...)"},
+		{exitFailed, "an input could not be read or analyzed, or the run directory could not be written"},
+	},
+}
 
 // compareSiteLimit keeps every site of a snapshot in the comparison, so site deltas are exact.
 const compareSiteLimit = 1 << 30
@@ -48,57 +44,17 @@ type compareFlags struct {
 	out, name, rules, baseline, format string
 	rows                               int
 	noPlots                            bool
+	opts                               analyze.Options // the analysis of snapshot and tracer inputs, with the --rules
 }
 
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := &compareFlags{}
-	fs := pflag.NewFlagSet("compare", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.out, "out", "results", "results root; the comparison gets a timestamped directory inside it")
-	fs.StringVar(&f.name, "name", "", "run name (default: compare_<before>_vs_<after>)")
-	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
-	fs.StringVar(&f.baseline, "baseline", "", "compare every INPUT with this one")
-	fs.StringVar(&f.format, "format", "md", "report on stdout: md (compare.md) or json (compare.json)")
-	fs.IntVar(&f.rows, "top", report.DefaultCompareRows, "rows per table in compare.md (compare.json has all)")
-	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
-	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return usageErrorf("compare: %v (see memscan compare --help)", err)
-	}
-	if *help {
-		fmt.Fprintf(stdout, compareHelp, fs.FlagUsages())
-		return nil
-	}
-	paths := fs.Args()
-	if f.baseline != "" {
-		paths = append([]string{f.baseline}, paths...)
-	}
-	switch {
-	case f.baseline == "" && len(paths) != 2:
-		return usageErrorf("compare: want BEFORE AFTER (or --baseline BASE OTHER...), got %d input(s)", len(paths))
-	case len(paths) < 2:
-		return usageErrorf("compare: --baseline needs at least one other input")
-	case f.format != "md" && f.format != "json":
-		return usageErrorf("compare: --format must be md or json, got %q", f.format)
-	case f.rows < 1:
-		return usageErrorf("compare: --top must be at least 1, got %d", f.rows)
-	case f.out == "":
-		return usageErrorf("compare: --out must not be empty")
-	}
-	if err := checkOutDir(f.out); err != nil {
-		return usageErrorf("compare: --out %s: %v", f.out, err)
-	}
-	opts := analyze.Options{TopN: compareSiteLimit}
-	if f.rules != "" {
-		rules, err := categorize.LoadFile(f.rules, categorize.Default())
-		if err != nil {
-			return usageErrorf("compare: --rules: %v", err)
-		}
-		opts.Rules = rules
+	f, paths, helped, err := parseCompareFlags(args, stdout, stderr)
+	if helped || err != nil {
+		return err
 	}
 	inputs := make([]compare.Input, len(paths))
 	for i, p := range paths {
-		in, err := results.LoadCompareInput(ctx, p, opts)
+		in, err := results.LoadCompareInput(ctx, p, f.opts)
 		if err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", withCommandHint(err))}
 		}
@@ -131,74 +87,55 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// compareChartRows bounds the rows drawn per chart (largest changes first).
-const compareChartRows = 15
-
-// writeCompareRun writes compare.md, compare.json and the charts into a new run directory (see writeRun).
-// Charts that cannot be drawn are warnings.
-func writeCompareRun(f *compareFlags, name string, cmp *compare.Comparison, stderr io.Writer) (string, error) {
-	return writeRun(f.out, name, stderr, func(dir string) error {
-		images := map[int][]string{}
-		if !f.noPlots {
-			for i := range cmp.Diffs {
-				files, err := writeCompareCharts(dir, i, &cmp.Diffs[i])
-				if err != nil {
-					fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-				}
-				images[i] = files
-			}
-		}
-		mdOpt := results.CompareMarkdownOptions{Rows: f.rows, Images: images}
-		if err := results.WriteFile(filepath.Join(dir, results.FileCompareMarkdown), func(w io.Writer) error { return results.WriteCompareMarkdown(w, cmp, mdOpt) }); err != nil {
-			return err
-		}
-		return results.WriteFile(filepath.Join(dir, results.FileCompareJSON), func(w io.Writer) error { return units.WriteJSON(w, cmp) })
-	})
+// parseCompareFlags returns the flags and the inputs in order, the baseline first.
+func parseCompareFlags(args []string, stdout, stderr io.Writer) (*compareFlags, []string, bool, error) {
+	f := &compareFlags{}
+	c := newCmdLine("compare", compareHelp, stderr)
+	c.outFlag(&f.out)
+	c.nameFlag(&f.name, "compare_<before>_vs_<after>")
+	c.rulesFlag(&f.rules)
+	c.StringVar(&f.baseline, "baseline", "", "compare every INPUT with this one")
+	c.formatFlag(&f.format, "md", "md", "json")
+	c.IntVar(&f.rows, "top", report.DefaultCompareRows, "rows per table in compare.md (compare.json has all)")
+	c.noPlotsFlag(&f.noPlots)
+	if helped, err := c.parse(args, stdout); helped || err != nil {
+		return nil, nil, helped, err
+	}
+	paths := c.Args()
+	if f.baseline != "" {
+		paths = append([]string{f.baseline}, paths...)
+	}
+	switch {
+	case f.baseline == "" && len(paths) != 2:
+		return nil, nil, false, usageErrorf("compare: want BEFORE AFTER (or --baseline BASE OTHER...), got %d input(s)", len(paths))
+	case len(paths) < 2:
+		return nil, nil, false, usageErrorf("compare: --baseline needs at least one other input")
+	case !c.formatOK(f.format):
+		return nil, nil, false, usageErrorf("compare: --format must be md or json, got %q", f.format)
+	case f.rows < 1:
+		return nil, nil, false, usageErrorf("compare: --top must be at least 1, got %d", f.rows)
+	case f.out == "":
+		return nil, nil, false, usageErrorf("compare: --out must not be empty")
+	}
+	if err := checkOutDir(f.out); err != nil {
+		return nil, nil, false, usageErrorf("compare: --out %s: %v", f.out, err)
+	}
+	rules, err := c.loadRules(f.rules)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	f.opts = analyze.Options{TopN: compareSiteLimit, Rules: rules}
+	return f, paths, false, nil
 }
 
-// writeCompareCharts draws compare_categories.png and compare_sites.png for diff i (suffixed _<i+1> after the
-// first) and returns the names of the files drawn.
-func writeCompareCharts(dir string, i int, d *compare.Diff) ([]string, error) {
-	suffix := ""
-	if i > 0 {
-		suffix = fmt.Sprintf("_%d", i+1)
-	}
-	var files []string
-	var errs []error
-	for _, c := range []struct {
-		file, title string
-		t           compare.Table
-		site        bool
-	}{
-		{"compare_categories" + suffix + ".png", "Live memory by category", d.Categories, false},
-		{"compare_sites" + suffix + ".png", "Live memory by creation site (largest changes)", d.Sites, true},
-	} {
-		var ch plots.CompareChart
-		ch.Title = c.title
-		ch.BeforeName, ch.AfterName = results.Stem(d.Before), results.Stem(d.After)
-		for j, r := range c.t.Rows {
-			if j == compareChartRows {
-				break
-			}
-			if r.Before == 0 && r.After == 0 {
-				continue
-			}
-			label := r.Name
-			if c.site && r.Category != "" {
-				label = r.Name + " [" + r.Category + "]"
-			}
-			ch.Labels = append(ch.Labels, label)
-			ch.Before = append(ch.Before, float64(r.Before))
-			ch.After = append(ch.After, float64(r.After))
+// writeCompareRun writes the comparison's files into a new run directory (see writeRun). Charts that cannot be
+// drawn are warnings.
+func writeCompareRun(f *compareFlags, name string, cmp *compare.Comparison, stderr io.Writer) (string, error) {
+	return writeRun(f.out, name, stderr, func(dir string) error {
+		chartErrs, err := results.WriteCompareFiles(dir, cmp, results.CompareFilesOptions{Rows: f.rows, Plots: !f.noPlots})
+		for _, e := range chartErrs {
+			fmt.Fprintf(stderr, "memscan: warning: %v\n", e)
 		}
-		if len(ch.Labels) == 0 {
-			continue
-		}
-		if err := plots.CompareBars(filepath.Join(dir, c.file), ch); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.file, err))
-			continue
-		}
-		files = append(files, c.file)
-	}
-	return files, errors.Join(errs...)
+		return err
+	})
 }

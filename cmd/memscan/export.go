@@ -6,20 +6,18 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/units"
 )
 
-const exportHelp = `Usage: memscan export --format FORMAT [flags] -o FILE INPUT
-
+var exportHelp = helpDoc{
+	usage: []string{"memscan export --format FORMAT [flags] -o FILE INPUT"},
+	description: `
 Write an allocator snapshot (pickle, or its JSON rendition) in a format other tools read:
 
   pprof      gzipped profile.proto of live memory by allocation stack (--at snapshot or peak); sample types
@@ -32,131 +30,48 @@ Write an allocator snapshot (pickle, or its JSON rendition) in a format other to
   collapsed  folded stacks as torch.cuda._memory_viz memory writes them (flamegraph.pl, speedscope, inferno)
   json       the snapshot dict as JSON with PyTorch's key names (the PyTorch memory viewer opens it)
   slice      a smaller snapshot pickle (protocol 4) for the PyTorch memory viewer: the trace cut to --window
-             and/or to the allocations of the --top N creation sites; the allocator state is kept whole
+             and/or to the allocations of the --top N creation sites; the allocator state is kept whole`,
+	examples: []string{
+		"memscan export --format pprof --at peak -o peak.pb.gz rank0_memory_snapshot.pickle",
+		"memscan export --format perfetto -o memory_trace.json rank0_memory_snapshot.pickle",
+		"memscan export --format slice --window 200000:260000 -o step3.pickle huge_snapshot.pickle",
+		"memscan export --format collapsed snapshot.pickle | flamegraph.pl > memory.svg",
+	},
+	exits: []exitDoc{
+		{exitOK, "the export was written"},
+		{exitUsage, "usage error (bad flag, a flag the format does not take, unreadable rule file, a binary format to a terminal, ...)"},
+		{exitFailed, "the input could not be read or exported"},
+	},
+}
 
-Flags:
-%s
-Exit status: 0 ok; 1 usage error; 2 the input could not be read or exported.
-
-Examples:
-  memscan export --format pprof --at peak -o peak.pb.gz rank0_memory_snapshot.pickle
-  memscan export --format perfetto -o memory_trace.json rank0_memory_snapshot.pickle
-  memscan export --format slice --window 200000:260000 -o step3.pickle huge_snapshot.pickle
-  memscan export --format collapsed snapshot.pickle | flamegraph.pl > memory.svg
-`
-
+// exportFlags are the flags of memscan export; format, opt and input are what they ask for once parsed.
 type exportFlags struct {
-	format, at, window, out, rules string
-	top, rank                      int
+	formatName, at, window, out, rules string
+	top, rank                          int
+	format                             export.Format
+	opt                                export.Options
+	input                              string
 }
 
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f := &exportFlags{}
-	fs := pflag.NewFlagSet("export", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.format, "format", "", "pprof, perfetto, collapsed, json or slice (required)")
-	fs.StringVar(&f.at, "at", "snapshot", "pprof: live memory at the snapshot or at each device's trace peak (snapshot|peak)")
-	fs.StringVar(&f.window, "window", "", "slice: keep trace events START:END (event indices, half-open; either side may be empty)")
-	fs.IntVar(&f.top, "top", 0, "slice: keep only the trace events of the N creation sites with the most bytes")
-	fs.StringVarP(&f.out, "output", "o", "-", "output file ('-' for stdout; binary formats refuse a terminal)")
-	fs.IntVar(&f.rank, "rank", -1, "perfetto: rank used as the trace process id (default: from the path, else 0)")
-	fs.StringVar(&f.rules, "rules", "", "category rule file (YAML or JSON) that extends or overrides the built-in rules")
-	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return usageErrorf("export: %v (see memscan export --help)", err)
+	f, helped, err := parseExportFlags(args, stdout, stderr)
+	if helped || err != nil {
+		return err
 	}
-	if *help {
-		fmt.Fprintf(stdout, exportHelp, fs.FlagUsages())
-		return nil
-	}
-	if f.format == "" {
-		return usageErrorf("export: --format is required (pprof, perfetto, collapsed, json or slice)")
-	}
-	format, err := export.ParseFormat(f.format)
-	if err != nil {
-		return usageErrorf("export: %v", err)
-	}
-	at, err := export.ParseAt(f.at)
-	if err != nil {
-		return usageErrorf("export: %v", err)
-	}
-	var sliceOpt export.SliceOptions
-	switch {
-	case fs.NArg() != 1:
-		return usageErrorf("export: want exactly one INPUT, got %d", fs.NArg())
-	case fs.Changed("at") && format != export.FormatPprof:
-		return usageErrorf("export: --at applies to --format pprof only")
-	case (f.window != "" || fs.Changed("top")) && format != export.FormatSlice:
-		return usageErrorf("export: --window and --top apply to --format slice only")
-	case fs.Changed("top") && f.top < 1:
-		return usageErrorf("export: --top must be at least 1, got %d", f.top)
-	case format == export.FormatSlice && f.window == "" && f.top == 0:
-		return usageErrorf("export: --format slice needs --window START:END and/or --top N")
-	case fs.Changed("rank") && f.rank < 0:
-		return usageErrorf("export: --rank must be 0 or more, got %d", f.rank)
-	}
-	if f.window != "" {
-		w, err := export.ParseWindow(f.window)
-		if err != nil {
-			return usageErrorf("export: %v", err)
-		}
-		sliceOpt.Window = &w
-	}
-	sliceOpt.TopN = f.top
-	binary := format == export.FormatPprof || format == export.FormatSlice
-	if f.out == "-" && binary {
-		if fd, ok := stdout.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
-			return usageErrorf("export: --format %s is binary; give -o FILE or redirect stdout", format)
-		}
-	}
-	rules := categorize.Default()
-	if f.rules != "" {
-		if rules, err = categorize.LoadFile(f.rules, rules); err != nil {
-			return usageErrorf("export: --rules: %v", err)
-		}
-	}
-	path := fs.Arg(0)
-	in, err := load.DecodeFile(ctx, path)
+	in, err := load.DecodeFile(ctx, f.input)
 	if err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("export: %w", withCommandHint(err))}
 	}
 	if in.Snapshot == nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("export: %s is %s, not an allocator snapshot; only snapshots can be exported", path, in.Format)}
+		return &exitError{code: exitFailed, err: fmt.Errorf("export: %s is %s, not an allocator snapshot; only snapshots can be exported", f.input, in.Format)}
 	}
-	if !hasTrace(in.Snapshot) {
-		// The output is still valid, but not what the flag asked for: say so rather than label it "peak".
-		switch {
-		case format == export.FormatPprof && at == export.AtPeak:
-			fmt.Fprintf(stderr, "memscan: warning: %s has no allocator trace, so there is no peak; the profile holds the snapshot's live blocks\n", path)
-		case format == export.FormatSlice && f.window != "":
-			fmt.Fprintf(stderr, "memscan: warning: %s has no allocator trace; --window has nothing to cut\n", path)
-		}
-	}
-	classify := export.RulesClassifier(rules)
-	sliceOpt.Classify = classify
-	rank := f.rank
-	if rank < 0 {
-		if rank = input.ParsePath(path).Rank; rank < 0 {
-			rank = 0
-		}
+	if caveat := export.Caveat(in.Snapshot, f.format, f.opt); caveat != "" {
+		fmt.Fprintf(stderr, "memscan: warning: %s %s\n", f.input, caveat)
 	}
 	var kept []export.SiteBytes
-	write := func(w io.Writer) error {
-		s := in.Snapshot
-		switch format {
-		case export.FormatPprof:
-			return export.WritePprof(ctx, w, s, export.ProfileOptions{At: at, Classify: classify, Source: path})
-		case export.FormatPerfetto:
-			return export.WritePerfetto(ctx, w, s, export.TraceOptions{Rank: rank, Classify: classify, Source: path})
-		case export.FormatCollapsed:
-			return export.WriteCollapsed(ctx, w, s)
-		case export.FormatJSON:
-			return export.WriteJSON(ctx, w, s)
-		default:
-			var err error
-			kept, err = export.WriteSlice(ctx, w, s, sliceOpt)
-			return err
-		}
+	write := func(w io.Writer) (err error) {
+		kept, err = export.Write(ctx, w, in.Snapshot, f.format, f.opt)
+		return err
 	}
 	if f.out == "-" {
 		bw := bufio.NewWriterSize(stdout, 1<<16)
@@ -178,12 +93,75 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// hasTrace says whether any device of the snapshot recorded allocator trace events.
-func hasTrace(s *snapshot.Snapshot) bool {
-	for _, t := range s.DeviceTraces {
-		if len(t) > 0 {
-			return true
+func parseExportFlags(args []string, stdout, stderr io.Writer) (*exportFlags, bool, error) {
+	f := &exportFlags{}
+	c := newCmdLine("export", exportHelp, stderr)
+	c.formatFlag(&f.formatName, "", export.FormatNames()...)
+	c.StringVar(&f.at, "at", "snapshot", "pprof: live memory at the snapshot or at each device's trace peak (snapshot|peak)")
+	c.StringVar(&f.window, "window", "", "slice: keep trace events START:END (event indices, half-open; either side may be empty)")
+	c.IntVar(&f.top, "top", 0, "slice: keep only the trace events of the N creation sites with the most bytes")
+	c.StringVarP(&f.out, "output", "o", "-", "output file ('-' for stdout; binary formats refuse a terminal)")
+	c.IntVar(&f.rank, "rank", -1, "perfetto: rank used as the trace process id (default: from the path, else 0)")
+	c.rulesFlag(&f.rules)
+	if helped, err := c.parse(args, stdout); helped || err != nil {
+		return nil, helped, err
+	}
+	if f.formatName == "" {
+		return nil, false, usageErrorf("export: --format is required (%s)", orList(export.FormatNames()))
+	}
+	format, err := export.ParseFormat(f.formatName)
+	if err != nil {
+		return nil, false, usageErrorf("export: %v", err)
+	}
+	at, err := export.ParseAt(f.at)
+	if err != nil {
+		return nil, false, usageErrorf("export: %v", err)
+	}
+	if err := checkExportFlags(c, f, format); err != nil {
+		return nil, false, err
+	}
+	f.format, f.input = format, c.Arg(0)
+	f.opt = export.Options{At: at, TopN: f.top, Rank: f.rank, Source: f.input}
+	if f.window != "" {
+		w, err := export.ParseWindow(f.window)
+		if err != nil {
+			return nil, false, usageErrorf("export: %v", err)
+		}
+		f.opt.Window = &w
+	}
+	if f.out == "-" && format.Binary() {
+		if fd, ok := stdout.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
+			return nil, false, usageErrorf("export: --format %s is binary; give -o FILE or redirect stdout", format)
 		}
 	}
-	return false
+	rules, err := c.loadRules(f.rules)
+	if err != nil {
+		return nil, false, err
+	}
+	f.opt.Classify = export.RulesClassifier(rules)
+	if f.opt.Rank < 0 {
+		if f.opt.Rank = input.ParsePath(f.input).Rank; f.opt.Rank < 0 {
+			f.opt.Rank = 0
+		}
+	}
+	return f, false, nil
+}
+
+// checkExportFlags refuses a command line whose flags do not fit the format.
+func checkExportFlags(c *cmdLine, f *exportFlags, format export.Format) error {
+	switch {
+	case c.NArg() != 1:
+		return usageErrorf("export: want exactly one INPUT, got %d", c.NArg())
+	case c.Changed("at") && format != export.FormatPprof:
+		return usageErrorf("export: --at applies to --format pprof only")
+	case (f.window != "" || c.Changed("top")) && format != export.FormatSlice:
+		return usageErrorf("export: --window and --top apply to --format slice only")
+	case c.Changed("top") && f.top < 1:
+		return usageErrorf("export: --top must be at least 1, got %d", f.top)
+	case format == export.FormatSlice && f.window == "" && f.top == 0:
+		return usageErrorf("export: --format slice needs --window START:END and/or --top N")
+	case c.Changed("rank") && f.rank < 0:
+		return usageErrorf("export: --rank must be 0 or more, got %d", f.rank)
+	}
+	return nil
 }

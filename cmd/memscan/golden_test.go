@@ -119,7 +119,7 @@ func TestCLIGolden(t *testing.T) {
 		{"compare_tracers.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), in("tracer"), in("tracer-r1")}},
 		{"gpus.txt", []string{"gpus"}},
 		{"gpus_presets.txt", []string{"gpus", "--presets"}},
-		{"merge_8ranks.txt", []string{"merge", "--no-write", "--stages", "2", "--jobs", "1", filepath.Join(tmp, "ranks")}},
+		{"merge_8ranks.txt", []string{"merge", "--no-files", "--stages", "2", "--jobs", "1", filepath.Join(tmp, "ranks")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -192,8 +192,8 @@ func TestCLIFailureGolden(t *testing.T) {
 		{"fail_export_no_format.txt", []string{"export", in("example")}},
 		{"fail_export_bad_format.txt", []string{"export", "--format", "svg", in("example")}},
 		{"fail_export_tracer.txt", []string{"export", "--format", "pprof", in("tracer")}},
-		{"fail_merge_empty.txt", []string{"merge", "--no-write", empty}},
-		{"fail_merge_bad_stages.txt", []string{"merge", "--no-write", "--stages", "-2", empty}},
+		{"fail_merge_empty.txt", []string{"merge", "--no-files", empty}},
+		{"fail_merge_bad_stages.txt", []string{"merge", "--no-files", "--stages", "-2", empty}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {

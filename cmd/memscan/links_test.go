@@ -50,7 +50,7 @@ func TestInputsThroughLinks(t *testing.T) {
 	}
 
 	// merge reads the whole report of the latest run through the link.
-	code, _, stderr = runCLI(t, "merge", "--no-write", filepath.Join(out, "latest"))
+	code, _, stderr = runCLI(t, "merge", "--no-files", filepath.Join(out, "latest"))
 	if code != exitOK {
 		t.Errorf("merge of results/latest: exit %d, stderr %s", code, stderr)
 	}
@@ -58,7 +58,7 @@ func TestInputsThroughLinks(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "lost.msgpack"), brokenSummary); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr = runCLI(t, "merge", "--no-write", filepath.Join(out, "latest"))
+	code, _, stderr = runCLI(t, "merge", "--no-files", filepath.Join(out, "latest"))
 	if code != exitPartial || !strings.Contains(stderr, "memscan: merge: "+brokenSummary+": stat: no such file or directory") {
 		t.Errorf("merge with a broken summary link: exit %d, want %d naming it; stderr:\n%s", code, exitPartial, stderr)
 	}

@@ -22,8 +22,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-
-	"github.com/spf13/pflag"
 )
 
 // Exit codes shared by every subcommand.
@@ -45,21 +43,6 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func usageErrorf(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
-}
-
-// parseFlags parses the arguments of the command fs is named after. With --help (help set) it prints usage and
-// the flag defaults to stdout and reports helped: the command then returns err, which is nil.
-func parseFlags(fs *pflag.FlagSet, args []string, help *bool, usage string, stdout io.Writer) (helped bool, err error) {
-	if err := fs.Parse(args); err != nil {
-		return false, usageErrorf("%s: %v (see memscan %s --help)", fs.Name(), err, fs.Name())
-	}
-	if !*help {
-		return false, nil
-	}
-	fmt.Fprint(stdout, usage)
-	fs.SetOutput(stdout)
-	fs.PrintDefaults()
-	return true, nil
 }
 
 // command is one subcommand; run gets the arguments after the subcommand name.
@@ -138,7 +121,24 @@ func printUsage(w io.Writer) {
 	io.WriteString(w, b.String())
 }
 
+var versionHelp = helpDoc{
+	usage:       []string{"memscan version"},
+	description: "Print the version of memscan.",
+	examples:    []string{"memscan version"},
+	exits: []exitDoc{
+		{exitOK, "the version was printed"},
+		{exitUsage, "usage error (a flag or an argument was given)"},
+	},
+}
+
 func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCmdLine("version", versionHelp, stderr)
+	if helped, err := c.parse(args, stdout); helped || err != nil {
+		return err
+	}
+	if c.NArg() > 0 {
+		return usageErrorf("version: unexpected argument %q", c.Arg(0))
+	}
 	fmt.Fprintf(stdout, "memscan %s\n", version)
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/memscan/memscan/merge"
@@ -18,57 +17,40 @@ import (
 	"github.com/memscan/memscan/units"
 )
 
+var mergeHelp = helpDoc{
+	usage: []string{"memscan merge [flags] SUMMARIES...|DIR"},
+	description: `
+Join per-rank summaries (memscan analyze --summary-only output, or report.msgpack files) into one
+cross-rank report: per-rank table, imbalance, outlier ranks, per-stage view.`,
+	examples: []string{
+		"memscan merge /dump/summaries                       # every *.msgpack below it",
+		"memscan merge --stages 8 --iteration 10 /dump/summaries",
+		"memscan merge --no-files --format json /dump/summaries > ranks.json",
+	},
+	exits: []exitDoc{
+		{exitOK, "every summary was merged"},
+		{exitUsage, "usage error (bad flag, no input, --out not a directory, ...)"},
+		{exitFailed, "no summary could be read, or the run directory could not be written"},
+		{exitPartial, "some files or folders could not be read; the others were merged"},
+	},
+}
+
+// mergeFlags are the parsed flags of memscan merge.
+type mergeFlags struct {
+	out, name, format         string
+	stages, world, jobs, rows int
+	noFiles                   bool
+	iteration                 merge.IterationFilter
+}
+
 // runMerge joins per-rank summaries (rank summary msgpack files, or report.msgpack files of earlier runs) into
 // one cross-rank report with merge.MergeFiles.
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("merge", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	usage := func(w io.Writer) {
-		fs.SetOutput(w)
-		fmt.Fprintln(w, "Usage: memscan merge [flags] SUMMARIES...|DIR\n\n"+
-			"Join per-rank summaries (memscan analyze --summary-only output, or report.msgpack files) into one\n"+
-			"cross-rank report: per-rank table, imbalance, outlier ranks, per-stage view.\n\nFlags:")
-		fs.PrintDefaults()
-		fs.SetOutput(stderr)
+	f, paths, helped, err := parseMergeFlags(args, stdout, stderr)
+	if helped || err != nil {
+		return err
 	}
-	fs.Usage = func() { usage(stderr) }
-	out := fs.String("out", "results", "results root; the report goes to <out>/<timestamp>_<name>/")
-	name := fs.String("name", "", "run name (default derived from the inputs)")
-	stages := fs.Int("stages", 0, "pipeline stages: derive each rank's stage from its rank (ranks split into contiguous groups)")
-	world := fs.Int("world", 0, "world size for --stages (default: the highest rank found + 1)")
-	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "summaries read in parallel")
-	rows := fs.Int("rows", report.DefaultMergeRows, "per-rank rows printed on stdout (0 = all; the files always hold all)")
-	format := fs.String("format", "text", "stdout format: text or json")
-	noWrite := fs.Bool("no-write", false, "print only; do not create a run directory")
-	iterationArg := fs.String("iteration", "all", "merge only the summaries of this iteration: N ≥ 0, none (summaries whose iteration is unknown) or all (ranks are compared within one step)")
-	help := fs.BoolP("help", "h", false, "show this help")
-	if err := fs.Parse(args); err != nil {
-		return usageErrorf("merge: %v", err)
-	}
-	if *help {
-		usage(stdout) // help asked for is output, like every other command's
-		return nil
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return usageErrorf("merge: give summary files or a directory")
-	}
-	iteration, err := merge.ParseIterationFilter(*iterationArg)
-	if err != nil {
-		return usageErrorf("merge: --iteration: %v", err)
-	}
-	if *format != "text" && *format != "json" {
-		return usageErrorf("merge: --format must be text or json, not %q", *format)
-	}
-	if *stages < 0 || *world < 0 || *jobs < 1 {
-		return usageErrorf("merge: --stages, --world must be ≥ 0 and --jobs ≥ 1")
-	}
-	if !*noWrite {
-		if err := checkOutDir(*out); err != nil {
-			return usageErrorf("merge: --out %s: %v", *out, err)
-		}
-	}
-	files, unreadable, err := merge.SummaryFiles(fs.Args())
+	files, unreadable, err := merge.SummaryFiles(paths)
 	if err != nil {
 		return usageErrorf("merge: %v", err)
 	}
@@ -76,45 +58,86 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, u := range unreadable {
 			fmt.Fprintf(stderr, "memscan: merge: %v\n", u)
 		}
-		return &exitError{code: exitFailed, err: fmt.Errorf("merge: no .msgpack files under %s", strings.Join(fs.Args(), ", "))}
+		return &exitError{code: exitFailed, err: fmt.Errorf("merge: no .msgpack files under %s", strings.Join(paths, ", "))}
 	}
 	res, failures, err := merge.MergeFiles(ctx, files, merge.FilesOptions{
-		Options: merge.Options{Stages: *stages, World: *world}, Jobs: *jobs, Iterations: iteration})
+		Options: merge.Options{Stages: f.stages, World: f.world}, Jobs: f.jobs, Iterations: f.iteration})
 	if err != nil {
 		return err
 	}
 	// What could not even be listed failed too: the rank set is incomplete.
 	failures = append(unreadable, failures...)
-	for _, f := range failures {
-		fmt.Fprintf(stderr, "memscan: merge: %v\n", f)
+	for _, fail := range failures {
+		fmt.Fprintf(stderr, "memscan: merge: %v\n", fail)
 	}
 	if res.Ranks == 0 {
-		if !iteration.All() && len(failures)-len(unreadable) < len(files) {
-			return &exitError{code: exitFailed, err: fmt.Errorf("merge: no summary of iteration %s", iteration)}
+		if !f.iteration.All() && len(failures)-len(unreadable) < len(files) {
+			return &exitError{code: exitFailed, err: fmt.Errorf("merge: no summary of iteration %s", f.iteration)}
 		}
 		return &exitError{code: exitFailed, err: errors.New("merge: no summary could be read")}
 	}
-	if !*noWrite {
-		dir, err := writeMergeRun(*out, *name, fs.Arg(0), res, stderr)
-		if err != nil {
-			return &exitError{code: exitFailed, err: fmt.Errorf("merge: %w", err)}
-		}
-		fmt.Fprintf(stderr, "wrote %s\n", dir)
-	}
-	switch *format {
-	case "json":
-		if err := units.WriteJSON(stdout, res); err != nil {
-			return err
-		}
-	default:
-		if err := results.WriteCrossRankText(stdout, res, *rows); err != nil {
-			return err
-		}
+	if err := writeMerge(res, f, paths[0], stdout, stderr); err != nil {
+		return err
 	}
 	if len(failures) > 0 {
 		return &exitError{code: exitPartial, err: fmt.Errorf("merge: %d of %d files or folders could not be read", len(failures), len(files)+len(unreadable))}
 	}
 	return nil
+}
+
+func parseMergeFlags(args []string, stdout, stderr io.Writer) (*mergeFlags, []string, bool, error) {
+	f := &mergeFlags{}
+	var iteration string
+	c := newCmdLine("merge", mergeHelp, stderr)
+	c.outFlag(&f.out)
+	c.nameFlag(&f.name, "the first argument's name and the rank count, e.g. summaries_merge_8ranks")
+	c.IntVar(&f.stages, "stages", 0, "pipeline stages: derive each rank's stage from its rank (ranks split into contiguous groups)")
+	c.IntVar(&f.world, "world", 0, "world size for --stages (default: the highest rank found + 1)")
+	c.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "summaries read in parallel")
+	c.describeDefault("jobs", "one per CPU")
+	c.IntVar(&f.rows, "rows", report.DefaultMergeRows, "per-rank rows printed on stdout (0 = all; the files always hold all)")
+	c.formatFlag(&f.format, "text", "text", "json")
+	c.noFilesFlag(&f.noFiles)
+	c.retire("no-write", "no-files")
+	c.StringVar(&iteration, "iteration", "all", "merge only the summaries of this iteration: N ≥ 0, none (summaries whose iteration is unknown) or all (ranks are compared within one step)")
+	if helped, err := c.parse(args, stdout); helped || err != nil {
+		return nil, nil, helped, err
+	}
+	if c.NArg() == 0 {
+		c.printHelp(stderr)
+		return nil, nil, false, usageErrorf("merge: give summary files or a directory")
+	}
+	var err error
+	if f.iteration, err = merge.ParseIterationFilter(iteration); err != nil {
+		return nil, nil, false, usageErrorf("merge: --iteration: %v", err)
+	}
+	if !c.formatOK(f.format) {
+		return nil, nil, false, usageErrorf("merge: --format must be text or json, not %q", f.format)
+	}
+	if f.stages < 0 || f.world < 0 || f.jobs < 1 {
+		return nil, nil, false, usageErrorf("merge: --stages, --world must be ≥ 0 and --jobs ≥ 1")
+	}
+	if !f.noFiles {
+		if err := checkOutDir(f.out); err != nil {
+			return nil, nil, false, usageErrorf("merge: --out %s: %v", f.out, err)
+		}
+	}
+	return f, c.Args(), false, nil
+}
+
+// writeMerge writes the run directory (unless --no-files) and prints the report in --format.
+func writeMerge(res *merge.CrossRank, f *mergeFlags, firstArg string, stdout, stderr io.Writer) error {
+	if !f.noFiles {
+		dir, err := writeMergeRun(f.out, f.name, firstArg, res, stderr)
+		if err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("merge: %w", err)}
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", dir)
+	}
+	if f.format == "json" {
+		return units.WriteJSON(stdout, res)
+	}
+	return results.WriteCrossRankText(stdout, res, f.rows)
 }
 
 // writeMergeRun writes the report into a new run directory (see writeRun). The default name is the first

@@ -25,6 +25,6 @@ func TestMergeOverflowCLI(t *testing.T) {
 		}
 		f.Close()
 	}
-	checkCLIErrors(t, []cliErrorCase{{"reserved past 2^63", []string{"merge", "--no-write", "--jobs", "1", dir}, exitFailed,
+	checkCLIErrors(t, []cliErrorCase{{"reserved past 2^63", []string{"merge", "--no-files", "--jobs", "1", dir}, exitFailed,
 		filepath.Join(dir, "rank1.summary.msgpack") + ": rank1_memory_snapshot.pickle: reserved_bytes: the sum over ranks passes 9223372036854775807 bytes"}})
 }

@@ -51,7 +51,7 @@ func TestMergeCLI(t *testing.T) {
 	}{
 		{name: "dir text", args: []string{"merge", "--out", out, "--stages", "4", "--jobs", "3", filepath.Join(dir, "ranks")}, code: exitOK,
 			stdout: []string{"Cross-rank memory report: 16 ranks", "Per pipeline stage:", "Outlier ranks"}, stderr: "wrote "},
-		{name: "json no write", args: []string{"merge", "--no-write", "--format", "json", filepath.Join(dir, "ranks")}, code: exitOK,
+		{name: "json no write", args: []string{"merge", "--no-files", "--format", "json", filepath.Join(dir, "ranks")}, code: exitOK,
 			jsonRank: n},
 		{name: "bad format", args: []string{"merge", "--format", "xml", dir}, code: exitUsage, stderr: "--format must be text or json"},
 		{name: "no args", args: []string{"merge"}, code: exitUsage, stderr: "give summary files"},
@@ -97,7 +97,7 @@ func TestMergeCLIPartial(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ranks", "broken.msgpack"), []byte("\xc1garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runCLI(t, "merge", "--no-write", filepath.Join(dir, "ranks"))
+	code, stdout, stderr := runCLI(t, "merge", "--no-files", filepath.Join(dir, "ranks"))
 	if code != exitPartial {
 		t.Fatalf("exit %d, want %d; stderr %s", code, exitPartial, stderr)
 	}
@@ -126,12 +126,12 @@ func TestMergeCLIIterations(t *testing.T) {
 			f.Close()
 		}
 	}
-	code, stdout, stderr := runCLI(t, "merge", "--no-write", dir)
+	code, stdout, stderr := runCLI(t, "merge", "--no-files", dir)
 	if code != exitOK || !strings.Contains(stdout, "16 summaries from 2 iterations (1, 2)") || !strings.Contains(stdout, "merge --iteration N") {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
 	}
 
-	code, stdout, stderr = runCLI(t, "merge", "--no-write", "--format", "json", "--iteration", "2", "--stages", "2", dir)
+	code, stdout, stderr = runCLI(t, "merge", "--no-files", "--format", "json", "--iteration", "2", "--stages", "2", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -151,7 +151,7 @@ func TestMergeCLIIterations(t *testing.T) {
 		}
 	}
 
-	if code, _, stderr = runCLI(t, "merge", "--no-write", "--iteration", "5", dir); code != exitFailed || !strings.Contains(stderr, "no summary of iteration 5") {
+	if code, _, stderr = runCLI(t, "merge", "--no-files", "--iteration", "5", dir); code != exitFailed || !strings.Contains(stderr, "no summary of iteration 5") {
 		t.Errorf("--iteration 5: exit %d, stderr %q", code, stderr)
 	}
 }
@@ -191,7 +191,7 @@ func TestMergeCLIUnknownIteration(t *testing.T) {
 		{"all", 5, 15 << 30},
 		{"-1", 5, 15 << 30},
 	} {
-		code, stdout, stderr := runCLI(t, "merge", "--no-write", "--format", "json", "--iteration", tc.arg, dir)
+		code, stdout, stderr := runCLI(t, "merge", "--no-files", "--format", "json", "--iteration", tc.arg, dir)
 		if code != exitOK {
 			t.Fatalf("--iteration %s: exit %d: %s", tc.arg, code, stderr)
 		}
@@ -203,11 +203,11 @@ func TestMergeCLIUnknownIteration(t *testing.T) {
 			t.Errorf("--iteration %s: %d ranks, reserved %d; want %d and %d", tc.arg, c.Ranks, c.Reserved.Sum, tc.ranks, tc.reserved)
 		}
 	}
-	code, stdout, _ := runCLI(t, "merge", "--no-write", dir)
+	code, stdout, _ := runCLI(t, "merge", "--no-files", dir)
 	if code != exitOK || !strings.Contains(stdout, "none: iteration unknown") {
 		t.Errorf("mixed report does not point at --iteration none (exit %d):\n%s", code, stdout)
 	}
-	if code, _, stderr := runCLI(t, "merge", "--no-write", "--iteration", "x", dir); code != exitUsage || !strings.Contains(stderr, "--iteration") {
+	if code, _, stderr := runCLI(t, "merge", "--no-files", "--iteration", "x", dir); code != exitUsage || !strings.Contains(stderr, "--iteration") {
 		t.Errorf("--iteration x: exit %d, stderr %q", code, stderr)
 	}
 	if code, stdout, _ := runCLI(t, "merge", "--help"); code != exitOK || !strings.Contains(stdout, "none") {

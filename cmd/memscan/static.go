@@ -9,113 +9,57 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 )
 
-const staticUsage = `Usage: memscan static [--config FILE.json|.yaml] [flags]
-
+var staticHelp = helpDoc{
+	usage: []string{"memscan static [--config FILE.json|.yaml] [flags]"},
+	description: `
 Predict per-GPU memory (weights, gradients, optimizer states, activations, temporaries, allocator and runtime
 overheads) for a training or inference configuration, for every pipeline stage, with the fit verdict, training
 time, roofline and recommendations. Writes static_report.json, static_report.md and PNG charts to --out and
 prints the console view (or --format json|md) to stdout.
 
-Flags given on the command line override the config file; without --config the flags alone describe the run,
-e.g.  memscan static --model llama3-8b --gpu h100 --num-gpus 8 --zero 3 --micro-batch-size 2 --seq-length 8192
+Flags given on the command line override the config file; without --config the flags alone describe the run.`,
+	examples: []string{
+		"memscan static --config testdata/static/llama3-8b-fsdp8.json",
+		"memscan static --model llama3-8b --gpu h100 --num-gpus 8 --zero 3 --micro-batch-size 2 --seq-length 8192",
+		"memscan static --config testdata/static/llama2-70b-tp8-pp2.yaml --max-batch-size --compare-strategies",
+		"memscan static --model llama3.2-1b --framework hf --gpu h200 --micro-batch-size 4 --no-files",
+		"memscan static --config cfg.json --calibration corrections.json   # raw and corrected prediction",
+		"memscan static --config cfg.json --format json --no-files > prediction.json",
+	},
+	exits: []exitDoc{
+		{exitOK, "the prediction was printed (and written)"},
+		{exitUsage, "usage error (bad flag, unreadable or invalid config, unknown model or GPU, --out not a directory, ...)"},
+		{exitFailed, "a search, the corrections or the files could not be completed"},
+	},
+}
 
-Flags:
-`
+// staticFlags are the parsed flags of memscan static; o holds the flags that override the config's values.
+type staticFlags struct {
+	config, out, format, gpusFile, framework, calibration string
+	noPlots, noFiles, maxBatch, maxSeq, compare           bool
+	o                                                     static.Overrides
+}
 
 // runStatic implements `memscan static`.
 func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("static", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	configPath := fs.String("config", "", "config file (JSON, or YAML by extension/content); see testdata/static/")
-	out := fs.String("out", "outputs", "directory for static_report.json, static_report.md and the PNGs")
-	format := fs.String("format", "text", "stdout format: text, json or md")
-	noPlots := fs.Bool("no-plots", false, "do not draw PNG charts")
-	noFiles := fs.Bool("no-files", false, "print only; write nothing to --out")
-	gpusFile := fs.String("gpus-file", "", "JSON/YAML list of custom GPU specs (see memscan gpus --help) usable by --gpu")
-
-	framework := fs.String("framework", "", "training stack whose defaults fill what the config leaves out: "+strings.Join(static.FrameworkNames(), ", "))
-	o := static.Overrides{Set: map[string]bool{}}
-	overrideFlags(fs, &o)
-	maxBatch := fs.Bool("max-batch-size", false, "search the largest micro-batch (batch in inference) that fits")
-	maxSeq := fs.Bool("max-seq-length", false, "search the longest sequence (prompt in inference) that fits")
-	compare := fs.Bool("compare-strategies", false, "compare DP, ZeRO-1/2/3, TP, PP and hybrids on the same GPUs")
-	calibration := fs.String("calibration", "", "corrections file from memscan calibrate: also report the corrected prediction (the raw one is unchanged)")
-	help := fs.BoolP("help", "h", false, "show this help")
-
-	if helped, err := parseFlags(fs, args, help, staticUsage, stdout); helped || err != nil {
+	f, c, helped, err := parseStaticFlags(args, stdout, stderr)
+	if helped || err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageErrorf("static: unexpected argument %q (the config goes after --config)", fs.Arg(0))
-	}
-	if *format != "text" && *format != "json" && *format != "md" {
-		return usageErrorf("static: --format %q (must be text, json or md)", *format)
-	}
-	if !*noFiles {
-		if err := checkOutDir(*out); err != nil {
-			return usageErrorf("static: --out %s: %v", *out, err)
-		}
-	}
-
-	var cfg static.Config
-	if fs.Changed("model-size") && !(o.SizeBillions > 0) {
-		// Checked before the "give --config or --model" hint, which would wrongly say the flag is missing.
-		return usageErrorf("static: --model-size must be a positive number of billions of parameters, got %v", o.SizeBillions)
-	}
-	if *configPath != "" {
-		c, err := static.LoadConfigFramework(*configPath, *framework)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		cfg = *c
-	} else {
-		if o.Preset == "" && o.SizeBillions == 0 {
-			return usageErrorf("static: give --config FILE, --model PRESET or --model-size N (see memscan static --help)")
-		}
-		c, err := static.DefaultConfigFor(*framework)
-		if err != nil {
-			return usageErrorf("static: --%v", err)
-		}
-		cfg = c
-	}
-	fs.Visit(func(f *pflag.Flag) { o.Set[f.Name] = true })
-	if *gpusFile != "" {
-		specs, err := static.LoadGPUFile(*gpusFile)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		o.CustomGPUs = specs
-	}
-	cfg.Apply(o)
-	if err := cfg.Resolve(); err != nil {
-		return usageErrorf("static: %v", err)
-	}
-
-	rep, err := static.Estimate(cfg)
+	cfg, err := staticConfig(f, c)
 	if err != nil {
-		return usageErrorf("static: %v", err)
+		return err
 	}
-	if *maxBatch {
-		if rep.MaxBatch, err = static.MaxBatchSize(ctx, cfg); err != nil {
-			return fmt.Errorf("static: max batch search: %w", err)
-		}
+	rep, err := staticReport(ctx, cfg, f)
+	if err != nil {
+		return err
 	}
-	if *maxSeq {
-		if rep.MaxSeq, err = static.MaxSeqLength(ctx, cfg); err != nil {
-			return fmt.Errorf("static: max sequence search: %w", err)
-		}
-	}
-	if *compare {
-		if rep.Strategies, err = static.CompareStrategies(ctx, cfg); err != nil {
-			return fmt.Errorf("static: strategy comparison: %w", err)
-		}
-	}
-
-	applied, err := staticCalibration(*calibration, cfg)
+	applied, err := staticCalibration(f.calibration, cfg)
 	if err != nil {
 		return err
 	}
@@ -124,8 +68,110 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stderr, "memscan: warning: --calibration: %s\n", w)
 		}
 	}
+	return writeStatic(rep, applied, f, stdout, stderr)
+}
 
-	switch *format {
+func parseStaticFlags(args []string, stdout, stderr io.Writer) (*staticFlags, *cmdLine, bool, error) {
+	f := &staticFlags{o: static.Overrides{Set: map[string]bool{}}}
+	c := newCmdLine("static", staticHelp, stderr)
+	c.StringVar(&f.config, "config", "", "config file (JSON, or YAML by extension/content); see testdata/static/")
+	c.outDirFlag(&f.out, "outputs")
+	c.formatFlag(&f.format, "text", "text", "json", "md")
+	c.noPlotsFlag(&f.noPlots)
+	c.noFilesFlag(&f.noFiles)
+	c.StringVar(&f.gpusFile, "gpus-file", "", "JSON/YAML list of custom GPU specs (see memscan gpus --help) usable by --gpu")
+	c.StringVar(&f.framework, "framework", "", "training stack whose defaults fill what the config leaves out: "+strings.Join(static.FrameworkNames(), ", "))
+	overrideFlags(c.FlagSet, &f.o)
+	c.BoolVar(&f.maxBatch, "max-batch-size", false, "search the largest micro-batch (batch in inference) that fits")
+	c.BoolVar(&f.maxSeq, "max-seq-length", false, "search the longest sequence (prompt in inference) that fits")
+	c.BoolVar(&f.compare, "compare-strategies", false, "compare DP, ZeRO-1/2/3, TP, PP and hybrids on the same GPUs")
+	c.StringVar(&f.calibration, "calibration", "", "corrections file from memscan calibrate: also report the corrected prediction (the raw one is unchanged)")
+	if helped, err := c.parse(args, stdout); helped || err != nil {
+		return nil, nil, helped, err
+	}
+	switch {
+	case c.NArg() > 0:
+		return nil, nil, false, usageErrorf("static: unexpected argument %q (the config goes after --config)", c.Arg(0))
+	case !c.formatOK(f.format):
+		return nil, nil, false, usageErrorf("static: --format %q (must be text, json or md)", f.format)
+	}
+	if !f.noFiles {
+		if err := checkOutDir(f.out); err != nil {
+			return nil, nil, false, usageErrorf("static: --out %s: %v", f.out, err)
+		}
+	}
+	return f, c, false, nil
+}
+
+// staticConfig builds the configuration: the --config file (or the --framework defaults) with the flags given on
+// the command line applied over it.
+func staticConfig(f *staticFlags, c *cmdLine) (static.Config, error) {
+	var cfg static.Config
+	o := &f.o
+	if c.Changed("model-size") && !(o.SizeBillions > 0) {
+		// Checked before the "give --config or --model" hint, which would wrongly say the flag is missing.
+		return cfg, usageErrorf("static: --model-size must be a positive number of billions of parameters, got %v", o.SizeBillions)
+	}
+	if f.config != "" {
+		loaded, err := static.LoadConfigFramework(f.config, f.framework)
+		if err != nil {
+			return cfg, usageErrorf("%v", err)
+		}
+		cfg = *loaded
+	} else {
+		if o.Preset == "" && o.SizeBillions == 0 {
+			return cfg, usageErrorf("static: give --config FILE, --model PRESET or --model-size N (see memscan static --help)")
+		}
+		defaults, err := static.DefaultConfigFor(f.framework)
+		if err != nil {
+			return cfg, usageErrorf("static: --%v", err)
+		}
+		cfg = defaults
+	}
+	c.Visit(func(fl *pflag.Flag) { o.Set[fl.Name] = true })
+	if f.gpusFile != "" {
+		specs, err := static.LoadGPUFile(f.gpusFile)
+		if err != nil {
+			return cfg, usageErrorf("%v", err)
+		}
+		o.CustomGPUs = specs
+	}
+	cfg.Apply(*o)
+	if err := cfg.Resolve(); err != nil {
+		return cfg, usageErrorf("static: %v", err)
+	}
+	return cfg, nil
+}
+
+// staticReport runs the estimate and the searches the flags ask for.
+func staticReport(ctx context.Context, cfg static.Config, f *staticFlags) (*static.Report, error) {
+	rep, err := static.Estimate(cfg)
+	if err != nil {
+		return nil, usageErrorf("static: %v", err)
+	}
+	if f.maxBatch {
+		if rep.MaxBatch, err = static.MaxBatchSize(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("static: max batch search: %w", err)
+		}
+	}
+	if f.maxSeq {
+		if rep.MaxSeq, err = static.MaxSeqLength(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("static: max sequence search: %w", err)
+		}
+	}
+	if f.compare {
+		if rep.Strategies, err = static.CompareStrategies(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("static: strategy comparison: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+// writeStatic prints the prediction in --format (with the corrected one after a text or Markdown view) and,
+// unless --no-files, writes its files to --out.
+func writeStatic(rep *static.Report, applied *calibrate.Applied, f *staticFlags, stdout, stderr io.Writer) error {
+	var err error
+	switch f.format {
 	case "json":
 		err = results.WriteStaticJSON(stdout, rep)
 	case "md":
@@ -136,23 +182,23 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if applied != nil && *format != "json" {
+	if applied != nil && f.format != "json" {
 		if err := results.WriteAppliedText(stdout, applied); err != nil {
 			return err
 		}
 	}
-	if *noFiles {
+	if f.noFiles {
 		return nil
 	}
-	if err := results.WriteStaticFiles(*out, rep, !*noPlots); err != nil {
+	if err := results.WriteStaticFiles(f.out, rep, !f.noPlots); err != nil {
 		var charts *results.ChartError
 		if !errors.As(err, &charts) {
 			return fmt.Errorf("static: %w", err)
 		}
 		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 	}
-	fmt.Fprintf(stderr, "wrote %s\n", *out)
-	return writeStaticCalibration(*out, applied)
+	fmt.Fprintf(stderr, "wrote %s\n", f.out)
+	return writeStaticCalibration(f.out, applied)
 }
 
 // overrideFlags declares the flags that override a config's values, bound to o; runStatic records which were

@@ -68,7 +68,7 @@ func TestSummaryOnlyThenMerge(t *testing.T) {
 		}
 	}
 
-	code, stdout, stderr = runCLI(t, "merge", "--no-write", "--format", "json", sums)
+	code, stdout, stderr = runCLI(t, "merge", "--no-files", "--format", "json", sums)
 	if code != exitOK {
 		t.Fatalf("merge exit %d: %s", code, stderr)
 	}

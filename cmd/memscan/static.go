@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscan/memscan/calibrate"
+	"github.com/memscan/memscan/gpu"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 )
@@ -130,7 +131,7 @@ func staticConfig(f *staticFlags, c *cmdLine) (static.Config, error) {
 	}
 	c.Visit(func(fl *pflag.Flag) { o.Set[fl.Name] = true })
 	if f.gpusFile != "" {
-		specs, err := static.LoadGPUFile(f.gpusFile)
+		specs, err := gpu.LoadFile(f.gpusFile)
 		if err != nil {
 			return cfg, usageErrorf("%v", err)
 		}

@@ -425,7 +425,7 @@ func loadMegatron(t *testing.T) *Calibration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := EvaluateAll(context.Background(), m.Name, m.Runs, Options{Jobs: 2})
+	cal, err := EvaluateAll(context.Background(), m.Name, m.Runs, Options{Jobs: 2, LoadFile: analyzeFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +555,7 @@ func TestManifestYAMLWithRuntimeFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := EvaluateAll(context.Background(), m.Name, m.Runs, Options{Jobs: 2})
+	cal, err := EvaluateAll(context.Background(), m.Name, m.Runs, Options{Jobs: 2, LoadFile: analyzeFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,4 +705,9 @@ func TestFitRecordsFrameworks(t *testing.T) {
 	if want := []string{"hf", "none"}; !reflect.DeepEqual(m.Frameworks, want) {
 		t.Errorf("frameworks %q, want %q", m.Frameworks, want)
 	}
+}
+
+// analyzeFile reads a runtime file of a manifest the way memscan calibrate does (package pipeline).
+func analyzeFile(path string) (*report.Report, error) {
+	return analyze.AnalyzeFile(context.Background(), path, analyze.Options{})
 }

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/gpu"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/static"
@@ -69,15 +68,10 @@ type RunResult struct {
 
 // Options control an evaluation.
 type Options struct {
-	Jobs     int                                       // bounded worker pool size; 0 = 4
-	Analyze  analyze.Options                           // for allocator snapshots
-	Model    *Model                                    // optional correction model applied to every run
-	LoadFile func(path string) (*report.Report, error) // nil = LoadRuntime with ctx
-}
-
-// LoadRuntime decodes and analyzes one runtime file with the analyzer for its kind.
-func LoadRuntime(ctx context.Context, path string, opts analyze.Options) (*report.Report, error) {
-	return analyze.AnalyzeFile(ctx, path, opts)
+	Jobs  int    // bounded worker pool size; 0 = 4
+	Model *Model // optional correction model applied to every run
+	// LoadFile decodes and analyzes one runtime file; runs that name files need it.
+	LoadFile func(path string) (*report.Report, error)
 }
 
 // EvaluateReports compares a static config with already analyzed runtime reports (the join behind
@@ -186,12 +180,10 @@ func Evaluate(ctx context.Context, s RunSpec, opts Options) (*RunResult, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var r *report.Report
-		if opts.LoadFile != nil {
-			r, err = opts.LoadFile(f)
-		} else {
-			r, err = LoadRuntime(ctx, f, opts.Analyze)
+		if opts.LoadFile == nil {
+			return nil, fmt.Errorf("%s: runtime file %s given, but nothing to read it with (Options.LoadFile)", s.ID, f)
 		}
+		r, err := opts.LoadFile(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID, err)
 		}

@@ -25,7 +25,7 @@ func h200Manifest(t *testing.T) *Manifest {
 // point, which the estimator places in the first forward as it happened.
 func TestH200Manifest(t *testing.T) {
 	m := h200Manifest(t)
-	c, err := EvaluateAll(context.Background(), m.Name, m.Runs, Options{Jobs: 2})
+	c, err := EvaluateAll(context.Background(), m.Name, m.Runs, Options{Jobs: 2, LoadFile: analyzeFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestH200Components(t *testing.T) {
 			specs = append(specs, s)
 		}
 	}
-	c, err := EvaluateAll(context.Background(), m.Name, specs, Options{Jobs: 2})
+	c, err := EvaluateAll(context.Background(), m.Name, specs, Options{Jobs: 2, LoadFile: analyzeFile})
 	if err != nil {
 		t.Fatal(err)
 	}

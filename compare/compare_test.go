@@ -10,6 +10,7 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/internal/pipeline"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"
@@ -143,7 +144,7 @@ func TestCompareRealSnapshots(t *testing.T) {
 			}
 		}
 		allocated = append(allocated, alloc)
-		ins = append(ins, compare.Input{Report: rep, Segments: results.SegmentIDs(in.Snapshot)})
+		ins = append(ins, compare.Input{Report: rep, Segments: pipeline.SegmentIDs(in.Snapshot)})
 	}
 	c, err := compare.Compare("memscan test", ins[0], ins[1:])
 	if err != nil {

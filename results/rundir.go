@@ -319,3 +319,22 @@ func commonPrefix(a, b string) string {
 	}
 	return a[:n]
 }
+
+// WriteRun writes one run directory: fill writes the files into a staging directory, which is renamed into
+// place only when fill succeeds (a failure, such as a full disk, leaves no half-written run for latest or a reader
+// to find) and then made latest. A latest that cannot be updated does not fail the run, which is complete: it is
+// returned as latestErr, for a warning.
+func WriteRun(root, name string, now time.Time, fill func(dir string) error) (dir string, latestErr, err error) {
+	stage, err := NewStagedRunDir(root, name, now)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := fill(stage.Dir); err != nil {
+		stage.Discard()
+		return "", nil, err
+	}
+	if dir, err = stage.Commit(); err != nil {
+		return "", nil, err
+	}
+	return dir, UpdateLatest(root, dir), nil
+}

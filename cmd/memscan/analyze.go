@@ -10,19 +10,16 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/term"
 
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/gpu"
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/pipeline"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/merge"
 	"github.com/memscan/memscan/report"
@@ -223,21 +220,6 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if flags.summaryOnly {
 		return writeRankSummaries(run, run.Failures, total, flags, stdout, stderr)
 	}
-	if flags.staticCfg != nil {
-		// An OOM explained against the static configuration: which single change fits.
-		for _, r := range run.Inputs {
-			if err := calibrate.AddRemedies(r, *flags.staticCfg); err != nil {
-				fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
-			}
-		}
-	}
-	if len(run.Inputs) > 1 {
-		run.Cross = analyze.CrossInputs(run.Inputs)
-		if run.Cross != nil && run.Cross.Tracer == nil {
-			run.Cross.Tracer = analyze.CrossTracer(run.Inputs)
-		}
-	}
-
 	dir, err := writeAnalyzeRun(ctx, run, files, flags, stderr)
 	if err != nil {
 		return err
@@ -284,37 +266,53 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 	return opts, staticCfg, nil
 }
 
-// analyzeInputs finds the inputs, analyzes them and gathers the run: the reports of the inputs that could be
-// analyzed and the failures of the others. total counts the inputs, with the arguments that yielded none.
+// analyzeInputs finds the inputs, analyzes them and gathers the run (package pipeline): the reports of the
+// inputs that could be analyzed and the failures of the others, with progress and failures on stderr. total counts
+// the inputs, with the arguments that yielded none.
 func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
-	files, missed := load.Discover(inputs, load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir})
-	var failures []report.Failure
-	for _, f := range missed {
-		failures = append(failures, report.Failure(f))
-		fmt.Fprintf(stderr, "memscan: %s: %s\n", f.File, f.Error)
-	}
-	if flags.rankSet && len(files) != 1 {
-		return nil, nil, 0, usageErrorf("analyze: --rank applies to a single input, but %d were found", len(files))
-	}
-	total = len(files) + len(failures)
-	applyMemoryLimit(files, flags.jobs)
-	reports, decodeFailures := analyzeFiles(ctx, files, flags.opts, flags, stderr)
-	if err := ctx.Err(); err != nil {
-		return nil, nil, 0, fmt.Errorf("analyze: interrupted: %w", err)
-	}
-	run = &report.Run{Version: report.ReportVersion, Tool: "memscan " + version, Failures: append(failures, decodeFailures...)}
-	for _, r := range reports {
-		if r != nil {
-			if flags.rankSet {
-				r.Rank = flags.rank
-			}
-			run.Inputs = append(run.Inputs, r)
+	var bar *progressbar.ProgressBar
+	defer func() {
+		if bar != nil {
+			bar.Finish()
 		}
+	}()
+	rank := -1
+	if flags.rankSet {
+		rank = flags.rank
 	}
-	if len(run.Inputs) == 0 {
-		return nil, nil, 0, &exitError{code: exitFailed, err: fmt.Errorf("analyze: none of the %d input(s) could be analyzed", total)}
+	res, err := pipeline.Analyze(ctx, pipeline.Request{Inputs: inputs, Discover: load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir},
+		Options: flags.opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Bare: flags.summaryOnly, Tool: "memscan " + version,
+		Events: pipeline.Events{
+			Start: func(files []string) {
+				applyMemoryLimit(files, flags.jobs)
+				bar = newProgress(len(files), flags, stderr)
+			},
+			Failure: func(err error) {
+				if bar != nil {
+					bar.Clear()
+				}
+				fmt.Fprintf(stderr, "memscan: %v\n", err)
+			},
+			Done: func() {
+				if bar != nil {
+					bar.Add(1)
+				}
+			},
+			Warning: func(err error) { fmt.Fprintf(stderr, "memscan: warning: %v\n", err) },
+		}})
+	var rankErr *pipeline.RankError
+	var noneErr *pipeline.NothingAnalyzedError
+	switch {
+	case errors.As(err, &rankErr):
+		return nil, nil, 0, usageErrorf("analyze: --rank applies to a single input, but %d were found", rankErr.Found)
+	case errors.As(err, &noneErr):
+		return nil, nil, 0, &exitError{code: exitFailed, err: fmt.Errorf("analyze: %w", noneErr)}
+	case err != nil && ctx.Err() != nil:
+		return nil, nil, 0, fmt.Errorf("analyze: interrupted: %w", ctx.Err())
+	case err != nil:
+		return nil, nil, 0, fmt.Errorf("analyze: %w", err)
 	}
-	return run, files, total, nil
+	return res.Run, res.Files, res.Total, nil
 }
 
 // writeAnalyzeRun writes the run directory (named by --name or from the inputs) and points latest at it; chart
@@ -355,59 +353,6 @@ func printAnalyzeReport(stdout io.Writer, run *report.Run, flags *analyzeFlags) 
 		return fmt.Errorf("analyze: writing the report: %w", err)
 	}
 	return nil
-}
-
-// analyzeFiles decodes and analyzes files in a bounded pool. Results land in slots indexed like files, so the
-// output order is the (sorted) input order whatever the scheduling; failures are reported on stderr as they
-// happen and returned in input order.
-func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, flags *analyzeFlags, stderr io.Writer) ([]*report.Report, []report.Failure) {
-	reports := make([]*report.Report, len(files))
-	errs := make([]error, len(files))
-	bar := newProgress(len(files), flags, stderr)
-	var mu sync.Mutex // serializes stderr between the bar and failure lines
-	var g errgroup.Group
-	g.SetLimit(flags.jobs)
-	for i, path := range files {
-		g.Go(func() error {
-			if ctx.Err() != nil {
-				return nil
-			}
-			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, opts)
-			errs[i] = withCommandHint(errs[i])
-			mu.Lock()
-			defer mu.Unlock()
-			if errs[i] != nil && ctx.Err() == nil {
-				if bar != nil {
-					bar.Clear()
-				}
-				fmt.Fprintf(stderr, "memscan: %v\n", errs[i])
-			}
-			if bar != nil {
-				bar.Add(1)
-			}
-			return nil
-		})
-	}
-	g.Wait()
-	if bar != nil {
-		bar.Finish()
-	}
-	var failures []report.Failure
-	for i, err := range errs {
-		if err != nil {
-			failures = append(failures, report.Failure{File: files[i], Error: err.Error()})
-		}
-	}
-	return reports, failures
-}
-
-// withCommandHint adds, to the error about a file memscan itself wrote, which command reads such files (the
-// decoders know no commands).
-func withCommandHint(err error) error {
-	if errors.Is(err, input.ErrMemscanOutput) {
-		return fmt.Errorf("%w; compare run directories with memscan compare, merge rank summaries with memscan merge", err)
-	}
-	return err
 }
 
 // newProgress returns a progress bar on stderr, or nil when it should not be shown.

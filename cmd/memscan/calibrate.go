@@ -9,6 +9,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/calibrate"
+	"github.com/memscan/memscan/internal/pipeline"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
@@ -61,7 +62,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if helped || err != nil {
 		return err
 	}
-	plan, err := calibratePlan(f)
+	plan, err := calibratePlan(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -144,8 +145,8 @@ func parseCalibrateFlags(args []string, stdout, stderr io.Writer) (*calibrateFla
 
 // calibratePlan turns the flags into the runs to evaluate: the manifest's, or the one run that --config and the
 // RUNTIME files or --measured-* figures describe.
-func calibratePlan(f *calibrateFlags) (calibrate.Plan, error) {
-	plan := calibrate.Plan{Name: f.name, Options: calibrate.Options{Jobs: f.jobs, Analyze: f.analyzeOpts}, Fit: f.manifest != "" && !f.noFit}
+func calibratePlan(ctx context.Context, f *calibrateFlags) (calibrate.Plan, error) {
+	plan := calibrate.Plan{Name: f.name, Options: calibrate.Options{Jobs: f.jobs, LoadFile: pipeline.RuntimeLoader(ctx, f.analyzeOpts)}, Fit: f.manifest != "" && !f.noFit}
 	if f.corrections != "" {
 		m, err := calibrate.LoadModel(f.corrections)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/internal/pipeline"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/units"
@@ -54,9 +55,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	inputs := make([]compare.Input, len(paths))
 	for i, p := range paths {
-		in, err := results.LoadCompareInput(ctx, p, f.opts)
+		in, err := pipeline.CompareInput(ctx, p, f.opts)
 		if err != nil {
-			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", withCommandHint(err))}
+			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", err)}
 		}
 		inputs[i] = in
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/memscan/memscan/export"
 	"github.com/memscan/memscan/input"
-	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/internal/pipeline"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/units"
 )
@@ -58,19 +58,16 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if helped || err != nil {
 		return err
 	}
-	in, err := load.DecodeFile(ctx, f.input)
+	snap, err := pipeline.Snapshot(ctx, f.input)
 	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("export: %w", withCommandHint(err))}
+		return &exitError{code: exitFailed, err: fmt.Errorf("export: %w", err)}
 	}
-	if in.Snapshot == nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("export: %s is %s, not an allocator snapshot; only snapshots can be exported", f.input, in.Format)}
-	}
-	if caveat := export.Caveat(in.Snapshot, f.format, f.opt); caveat != "" {
+	if caveat := export.Caveat(snap, f.format, f.opt); caveat != "" {
 		fmt.Fprintf(stderr, "memscan: warning: %s %s\n", f.input, caveat)
 	}
 	var kept []export.SiteBytes
 	write := func(w io.Writer) (err error) {
-		kept, err = export.Write(ctx, w, in.Snapshot, f.format, f.opt)
+		kept, err = export.Write(ctx, w, snap, f.format, f.opt)
 		return err
 	}
 	if f.out == "-" {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,8 +30,9 @@ var goldenFixtures = map[string]string{
 	"manifest":    "testdata/calibration/megatron.json",
 }
 
-// runStamp matches the timestamp part of a run directory name, which changes on every run.
-var runStamp = regexp.MustCompile(`\d{8}_\d{6}(_\d+)?`)
+// runStamp matches the timestamp part of a run directory name, which changes on every run. Each case writes into
+// its own results root, so no run takes a collision suffix (_2) that would depend on the clock.
+var runStamp = regexp.MustCompile(`\d{8}_\d{6}`)
 
 // maskVariable replaces what differs between runs and machines (the temporary directory, run-directory
 // timestamps) with fixed words, so that the rest of the output is compared byte for byte.
@@ -94,8 +96,10 @@ func TestCLIGolden(t *testing.T) {
 	writeSummaries(t, tmp, 8)
 	before, after := compareRunDirs(t, tmp)
 
+	// outRoot stands for the case's own results root in the arguments below.
+	const outRoot = "$OUT"
 	analyzeArgs := func(format string, inputs ...string) []string {
-		return append([]string{"analyze", "--no-plots", "--progress", "never", "--jobs", "1", "--out", filepath.Join(tmp, "results"), "--format", format}, inputs...)
+		return append([]string{"analyze", "--no-plots", "--progress", "never", "--jobs", "1", "--out", outRoot, "--format", format}, inputs...)
 	}
 	cases := []struct {
 		golden string
@@ -115,15 +119,21 @@ func TestCLIGolden(t *testing.T) {
 		{"static_llama3_strategies.txt", []string{"static", "--no-files", "--no-plots", "--config", in("llama3"), "--compare-strategies"}},
 		{"calibrate_manifest.txt", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--manifest", in("manifest")}},
 		{"calibrate_manifest.md", []string{"calibrate", "--no-files", "--no-plots", "--jobs", "1", "--format", "md", "--manifest", in("manifest")}},
-		{"compare_rundirs.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), before, after}},
-		{"compare_tracers.md", []string{"compare", "--no-plots", "--out", filepath.Join(tmp, "results"), in("tracer"), in("tracer-r1")}},
+		{"compare_rundirs.md", []string{"compare", "--no-plots", "--out", outRoot, before, after}},
+		{"compare_tracers.md", []string{"compare", "--no-plots", "--out", outRoot, in("tracer"), in("tracer-r1")}},
 		{"gpus.txt", []string{"gpus"}},
 		{"gpus_presets.txt", []string{"gpus", "--presets"}},
 		{"merge_8ranks.txt", []string{"merge", "--no-files", "--stages", "2", "--jobs", "1", filepath.Join(tmp, "ranks")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.golden, func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, tc.args...)
+			args := slices.Clone(tc.args)
+			for i, a := range args {
+				if a == outRoot {
+					args[i] = filepath.Join(tmp, "results", tc.golden)
+				}
+			}
+			code, stdout, stderr := runCLI(t, args...)
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}

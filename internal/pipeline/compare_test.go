@@ -1,4 +1,4 @@
-package results
+package pipeline
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/report"
+	"github.com/memscan/memscan/results"
 )
 
-// TestLoadCompareInput reads each side of a comparison: a run directory rebuilds its one report with its kind,
+// TestCompareInput reads each side of a comparison: a run directory rebuilds its one report with its kind,
 // a snapshot file comes with its segments, and a run of several inputs or a directory without a report is refused.
-func TestLoadCompareInput(t *testing.T) {
+func TestCompareInput(t *testing.T) {
 	ctx := context.Background()
 	tmp := t.TempDir()
 	runDir := func(name string, reps ...*report.Report) string {
@@ -22,12 +23,12 @@ func TestLoadCompareInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		run := &report.Run{Version: report.ReportVersion, Tool: "memscan test", Inputs: reps}
-		f, err := os.Create(filepath.Join(dir, FileMsgpack))
+		f, err := os.Create(filepath.Join(dir, results.FileMsgpack))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		if err := WriteMsgpack(f, run); err != nil {
+		if err := results.WriteMsgpack(f, run); err != nil {
 			t.Fatal(err)
 		}
 		return dir
@@ -39,7 +40,7 @@ func TestLoadCompareInput(t *testing.T) {
 	empty := filepath.Join(tmp, "empty")
 	os.MkdirAll(empty, 0o755)
 
-	in, err := LoadCompareInput(ctx, one, analyze.Options{})
+	in, err := CompareInput(ctx, one, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestLoadCompareInput(t *testing.T) {
 	}
 
 	snap := filepath.Join("..", "testdata", "example", "rank0_memory_snapshot.pickle")
-	in, err = LoadCompareInput(ctx, snap, analyze.Options{})
+	in, err = CompareInput(ctx, snap, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestLoadCompareInput(t *testing.T) {
 		{empty, "not a memscan run directory"},
 		{filepath.Join(tmp, "missing"), "missing"},
 	} {
-		if _, err := LoadCompareInput(ctx, tc.path, analyze.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := CompareInput(ctx, tc.path, analyze.Options{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.path, err, tc.want)
 		}
 	}

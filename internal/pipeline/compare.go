@@ -1,4 +1,4 @@
-package results
+package pipeline
 
 import (
 	"context"
@@ -9,20 +9,21 @@ import (
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/compare"
 	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
+	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
 
-// LoadCompareInput is one side of memscan compare: a run directory's report.msgpack (which must hold exactly one
-// input), or an input file decoded and analyzed with opts. It lives here because reading a run directory is
-// this package's job and compare may not import it; the segments of a snapshot file come with its report.
-func LoadCompareInput(ctx context.Context, path string, opts analyze.Options) (compare.Input, error) {
+// CompareInput is one side of memscan compare: a run directory's report.msgpack (which must hold exactly one
+// input), or an input file decoded and analyzed with opts; the segments of a snapshot file come with its report.
+func CompareInput(ctx context.Context, path string, opts analyze.Options) (compare.Input, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return compare.Input{}, err
 	}
 	if fi.IsDir() {
-		mp := filepath.Join(path, FileMsgpack)
-		run, err := ReadMsgpack(mp)
+		mp := filepath.Join(path, results.FileMsgpack)
+		run, err := results.ReadMsgpack(mp)
 		if err != nil {
 			return compare.Input{}, fmt.Errorf("%s: not a memscan run directory: %w", path, err)
 		}
@@ -37,7 +38,7 @@ func LoadCompareInput(ctx context.Context, path string, opts analyze.Options) (c
 	}
 	in, err := load.DecodeFile(ctx, path)
 	if err != nil {
-		return compare.Input{}, err
+		return compare.Input{}, WithCommandHint(err)
 	}
 	rep, err := analyze.Analyze(ctx, in, opts)
 	if err != nil {
@@ -58,4 +59,22 @@ func SegmentIDs(s *snapshot.Snapshot) []compare.SegmentID {
 		out = append(out, compare.SegmentID{Device: seg.Device, Address: seg.Address, Size: seg.TotalSize, Stream: seg.Stream})
 	}
 	return out
+}
+
+// Snapshot decodes the allocator snapshot at path (for memscan export); another kind of input is an error that
+// says what it is.
+func Snapshot(ctx context.Context, path string) (*snapshot.Snapshot, error) {
+	in, err := load.DecodeFile(ctx, path)
+	if err != nil {
+		return nil, WithCommandHint(err)
+	}
+	if in.Snapshot == nil {
+		return nil, fmt.Errorf("%s is %s, not an allocator snapshot; only snapshots can be exported", path, in.Format)
+	}
+	return in.Snapshot, nil
+}
+
+// RuntimeLoader decodes and analyzes one runtime file with opts: what calibration reads its measurements with.
+func RuntimeLoader(ctx context.Context, opts analyze.Options) func(path string) (*report.Report, error) {
+	return func(path string) (*report.Report, error) { return analyze.AnalyzeFile(ctx, path, opts) }
 }

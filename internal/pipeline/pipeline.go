@@ -1,0 +1,207 @@
+// Package pipeline is what a memscan command runs between parsing its flags and rendering: inputs found,
+// decoded and analyzed in a bounded pool, the estimator joined where a static configuration is given, and the
+// views across inputs. The CLI parses and dispatches to it; analyze, the decoders and the estimator know nothing
+// of each other, and this package is where they meet.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/calibrate"
+	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/load"
+	"github.com/memscan/memscan/report"
+	"github.com/memscan/memscan/static"
+)
+
+// RankError is a rank given for other than one input.
+type RankError struct{ Found int }
+
+func (e *RankError) Error() string {
+	return fmt.Sprintf("the rank applies to a single input, but %d were found", e.Found)
+}
+
+// NothingAnalyzedError says that none of Total inputs could be analyzed.
+type NothingAnalyzedError struct{ Total int }
+
+func (e *NothingAnalyzedError) Error() string {
+	return fmt.Sprintf("none of the %d input(s) could be analyzed", e.Total)
+}
+
+// Events tell the caller what happens while inputs are analyzed; each may be nil. They are called one at a time.
+type Events struct {
+	// Failure is an input that could not be found or analyzed, as it happens; the error names the file.
+	Failure func(error)
+	// Start names the files found, before any is analyzed; Done says that one more has been.
+	Start func(files []string)
+	Done  func()
+	// Warning is something the caller should know that fails nothing (a remedy the estimator could not compute).
+	Warning func(error)
+}
+
+// Request is one analysis: the INPUT arguments of memscan analyze and what to do with them.
+type Request struct {
+	Inputs   []string
+	Discover load.DiscoverOptions
+	Options  analyze.Options
+	// Jobs bounds how many inputs are decoded and analyzed at once (at least 1).
+	Jobs int
+	// Rank, when ≥ 0, is the rank of the single input (its path does not say).
+	Rank int
+	// Static, when set, is joined with the reports: remedies for every explained OOM.
+	Static *static.Config
+	// Bare skips the static join and the cross-input view: rank summaries need neither.
+	Bare bool
+	// Tool names the program in the run ("memscan 0.1.0").
+	Tool   string
+	Events Events
+}
+
+// Result is an analysis: the run (inputs analyzed, failures, cross-input view), the files found in input order,
+// and how many inputs there were (files plus the arguments that yielded none).
+type Result struct {
+	Run   *report.Run
+	Files []string
+	Total int
+}
+
+// Analyze finds the inputs of req, decodes and analyzes them in a bounded pool, joins the static configuration
+// and adds the cross-input view. It fails with a *RankError or *NothingAnalyzedError, or with the context's error
+// when interrupted.
+func Analyze(ctx context.Context, req Request) (*Result, error) {
+	ev := req.Events.serialized()
+	files, missed := load.Discover(req.Inputs, req.Discover)
+	var failures []report.Failure
+	for _, f := range missed {
+		failures = append(failures, report.Failure(f))
+		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
+	}
+	if req.Rank >= 0 && len(files) != 1 {
+		return nil, &RankError{Found: len(files)}
+	}
+	res := &Result{Files: files, Total: len(files) + len(failures)}
+	reports, more := analyzeFiles(ctx, files, req.Options, req.Jobs, ev)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	run := &report.Run{Version: report.ReportVersion, Tool: req.Tool, Failures: append(failures, more...)}
+	for _, r := range reports {
+		if r != nil {
+			if req.Rank >= 0 {
+				r.Rank = req.Rank
+			}
+			run.Inputs = append(run.Inputs, r)
+		}
+	}
+	if len(run.Inputs) == 0 {
+		return nil, &NothingAnalyzedError{Total: res.Total}
+	}
+	if req.Bare {
+		res.Run = run
+		return res, nil
+	}
+	if req.Static != nil {
+		// An OOM explained against the static configuration: which single change fits.
+		for _, r := range run.Inputs {
+			if err := calibrate.AddRemedies(r, *req.Static); err != nil {
+				ev.warning(err)
+			}
+		}
+	}
+	if len(run.Inputs) > 1 {
+		run.Cross = analyze.CrossInputs(run.Inputs)
+		if run.Cross != nil && run.Cross.Tracer == nil {
+			run.Cross.Tracer = analyze.CrossTracer(run.Inputs)
+		}
+	}
+	res.Run = run
+	return res, nil
+}
+
+// analyzeFiles decodes and analyzes files in a pool of jobs. Results land in slots indexed like files, so the
+// output order is the input order whatever the scheduling; failures are reported as they happen and returned in
+// input order.
+func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, jobs int, ev *events) ([]*report.Report, []report.Failure) {
+	reports := make([]*report.Report, len(files))
+	errs := make([]error, len(files))
+	ev.start(files)
+	var g errgroup.Group
+	g.SetLimit(max(jobs, 1))
+	for i, path := range files {
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, opts)
+			errs[i] = WithCommandHint(errs[i])
+			if errs[i] != nil && ctx.Err() == nil {
+				ev.failure(errs[i])
+			}
+			ev.done()
+			return nil
+		})
+	}
+	g.Wait()
+	var failures []report.Failure
+	for i, err := range errs {
+		if err != nil {
+			failures = append(failures, report.Failure{File: files[i], Error: err.Error()})
+		}
+	}
+	return reports, failures
+}
+
+// WithCommandHint adds, to the error about a file memscan itself wrote, which command reads such files (the
+// decoders know no commands).
+func WithCommandHint(err error) error {
+	if errors.Is(err, input.ErrMemscanOutput) {
+		return fmt.Errorf("%w; compare run directories with memscan compare, merge rank summaries with memscan merge", err)
+	}
+	return err
+}
+
+// events calls Events one at a time: the pool's goroutines report concurrently.
+type events struct {
+	mu sync.Mutex
+	e  Events
+}
+
+func (e Events) serialized() *events { return &events{e: e} }
+
+func (ev *events) failure(err error) {
+	if ev.e.Failure != nil {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		ev.e.Failure(err)
+	}
+}
+
+func (ev *events) start(files []string) {
+	if ev.e.Start != nil {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		ev.e.Start(files)
+	}
+}
+
+func (ev *events) done() {
+	if ev.e.Done != nil {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		ev.e.Done()
+	}
+}
+
+func (ev *events) warning(err error) {
+	if ev.e.Warning != nil {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		ev.e.Warning(err)
+	}
+}

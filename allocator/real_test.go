@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
-	"github.com/memscan/memscan/units"
 )
 
 // gpuRun is the part of runs.json these tests read: PyTorch's own max_memory_reserved over the run and the

@@ -6,8 +6,8 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/snapshot"
-	"github.com/memscan/memscan/units"
 )
 
 // Recording is what one device trace says by itself: the reserved memory its segment events add up to, the

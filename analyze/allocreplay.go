@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
-	"github.com/memscan/memscan/units"
 )
 
 // AllocatorOptions ask for a caching-allocator replay of each device trace under other settings.

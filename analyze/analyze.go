@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/categorize"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/categorize"
 	tu "github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"

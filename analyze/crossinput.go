@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/units"
 )
 
 // CrossInputs compares several reports: one row per input (sorted by iteration, rank, file), the max and median of

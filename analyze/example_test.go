@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/units"
 )
 
 // Example decodes the bundled example snapshot and prints its allocator totals and the top of its peak. The

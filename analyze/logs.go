@@ -7,10 +7,10 @@ import (
 	"slices"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/trainlog"
-	"github.com/memscan/memscan/units"
 )
 
 // AnalyzeLog analyzes the memory lines of a training log (in.Log) into a Report with format "megatron-log",

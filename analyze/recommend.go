@@ -3,9 +3,9 @@ package analyze
 import (
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
-	"github.com/memscan/memscan/units"
 )
 
 // recommend lists the findings of a finished snapshot report; every one carries the number and the threshold

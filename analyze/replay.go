@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/report"

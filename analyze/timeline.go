@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/report"

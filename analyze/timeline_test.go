@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/report"

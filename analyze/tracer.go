@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/categorize"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
-	"github.com/memscan/memscan/units"
 )
 
 // RuntimeOptions configure the analysis of tracer JSON, memory timelines and training logs.

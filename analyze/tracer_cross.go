@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/units"
 )
 
 // tracerPrimary is the primary device of a tracer report; nil for the other kinds.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"

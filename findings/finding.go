@@ -12,7 +12,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // ID names a finding; stable across versions (scripts and memscan compare key on it).

@@ -3,7 +3,7 @@ package findings
 import (
 	"fmt"
 
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // Titles of the findings judged across inputs and ranks, on logs and on tracer files.

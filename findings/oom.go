@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // Share is bytes under one name.

@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // LoadFile reads custom GPU specs (a JSON or YAML list of Spec objects), filling and checking each (Validate).

@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/internal/results"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/results"
 )
 
 func TestDiscoverInputs(t *testing.T) {

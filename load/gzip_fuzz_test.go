@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 )
 
 // TestDecodeMemscanOutput: memscan's own files fed back as inputs get one error that says so (the CLI adds the command to use),

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 )
 
 // Timeline is a torch.profiler memory timeline (profiler.export_memory_timeline): bytes per category over

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/memtimeline"
 )

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/nlpodyssey/gopickle/types"
 )
 

@@ -9,7 +9,7 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 )
 
 // The fast decoder is a pickle VM specialised for allocator snapshots. It streams the file through a small

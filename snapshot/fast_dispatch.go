@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 )
 
 // PickleSource says how DecodePickleFrom may read a pickle besides the reader it is given.

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/trainlog"

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 )
 
 // OldPickleError refuses a pickle of protocol 0 or 1 (input.KindOldPickle) from its first bytes, head, without

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/nlpodyssey/gopickle/pickle"
 )
 

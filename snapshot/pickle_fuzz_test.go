@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 )
 
 // FuzzDecode feeds arbitrary bytes to DecodePickle. Whatever the input, it must return promptly with either a model

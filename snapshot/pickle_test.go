@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 )
 
 const mib = 1 << 20

@@ -1,6 +1,6 @@
 package static
 
-import "github.com/memscan/memscan/components"
+import "github.com/memscan/memscan/internal/components"
 
 // Component is one named per-GPU memory component, for tables and charts.
 type Component struct {

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memscan/memscan/components"
+	"github.com/memscan/memscan/internal/components"
 )
 
 // TestComponentsAtPeakAddUp: the parts a stage holds at its peak, in package components' terms, add up to its

@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/memscan/memscan/gpu"
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // Config is a complete estimator input. Zero values of the fields documented as "auto" are filled by Resolve.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/gpu"
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // h200Run is the part of one runs.json record the test compares with: PyTorch's own

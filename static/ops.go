@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 func tensor(name, dtype string, shape ...int64) Tensor {

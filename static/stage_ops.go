@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // inferenceStage fills a stage for inference: weights + KV cache + the larger of the prefill working set and

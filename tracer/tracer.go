@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/snapshot"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/input"
 )
 
 // Log holds the memory lines of one training log.

@@ -29,10 +29,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/memscan/memscan/export"
+	"github.com/memscan/memscan/internal/export"
 	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/internal/traingen"
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/load"

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/internal/results"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
-	"github.com/memscan/memscan/units"
 )
 
 func TestAnalyzeAllocConfUsageErrors(t *testing.T) {

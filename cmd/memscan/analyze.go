@@ -19,13 +19,13 @@ import (
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/gpu"
+	"github.com/memscan/memscan/internal/merge"
 	"github.com/memscan/memscan/internal/pipeline"
+	"github.com/memscan/memscan/internal/results"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/merge"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
-	"github.com/memscan/memscan/units"
 )
 
 var analyzeHelp = helpDoc{

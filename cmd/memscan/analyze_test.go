@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/results"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
 

@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/calibrate"
+	"github.com/memscan/memscan/internal/calibrate"
 	"github.com/memscan/memscan/internal/pipeline"
+	"github.com/memscan/memscan/internal/results"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
-	"github.com/memscan/memscan/units"
 )
 
 var calibrateHelp = helpDoc{

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/internal/categorize"
 )
 
 // cmdLine is the command line of one subcommand: its flags, with the flags several commands share worded once

@@ -6,11 +6,11 @@ import (
 	"io"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/internal/compare"
 	"github.com/memscan/memscan/internal/pipeline"
+	"github.com/memscan/memscan/internal/results"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/units"
 )
 
 var compareHelp = helpDoc{

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/internal/compare"
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/results"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/results"
 )
 
 // writeRunDir writes a minimal run directory holding report.msgpack for rep.

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/memscan/memscan/categorize"
-	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/internal/categorize"
+	"github.com/memscan/memscan/internal/compare"
 )
 
 // TestCompareTimelineAgainstSnapshot runs memscan compare on a torch.profiler timeline and a snapshot: the

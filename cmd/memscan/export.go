@@ -8,11 +8,11 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/memscan/memscan/export"
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/export"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/pipeline"
-	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/results"
+	"github.com/memscan/memscan/internal/units"
 )
 
 var exportHelp = helpDoc{

@@ -11,10 +11,10 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"github.com/memscan/memscan/export"
+	"github.com/memscan/memscan/internal/export"
+	"github.com/memscan/memscan/internal/results"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
 

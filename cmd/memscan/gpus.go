@@ -5,8 +5,8 @@ import (
 	"io"
 
 	"github.com/memscan/memscan/gpu"
-	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/results"
+	"github.com/memscan/memscan/internal/units"
 )
 
 var gpusHelp = helpDoc{

@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/memscan/memscan/export"
+	"github.com/memscan/memscan/internal/export"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/snapshot"
-	"github.com/memscan/memscan/units"
 )
 
 // childEnv makes the test binary run memscan itself (see TestMain), so that a test can measure the peak

@@ -11,10 +11,10 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/memscan/memscan/merge"
+	"github.com/memscan/memscan/internal/merge"
+	"github.com/memscan/memscan/internal/results"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/units"
 )
 
 var mergeHelp = helpDoc{

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/memscan/memscan/merge"
+	"github.com/memscan/memscan/internal/merge"
 )
 
 // TestMergeOverflowCLI: summaries whose reserved bytes add up past 2^63−1 fail the merge (exit 2) with the file

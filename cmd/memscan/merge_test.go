@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/merge"
-	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/internal/merge"
+	"github.com/memscan/memscan/internal/results"
 )
 
 // writeSummaries writes n rank summaries under dir/ranks/ with reserved = (rank+1) GiB, so the expected sum,

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/internal/results"
 )
 
 // writeRun writes one run directory of a command (results.WriteRun); a latest that cannot be updated is a

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/memscan/memscan/units"
+import "github.com/memscan/memscan/internal/units"
 
 // sizeFlag is a byte-count flag that reads units ("512MiB", "20GiB", "2GB").
 type sizeFlag int64

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/memscan/memscan/calibrate"
 	"github.com/memscan/memscan/gpu"
-	"github.com/memscan/memscan/results"
+	"github.com/memscan/memscan/internal/calibrate"
+	"github.com/memscan/memscan/internal/results"
 	"github.com/memscan/memscan/static"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // TestSummaryOnlyTracerLine checks that --summary-only prints what a tracer file measured (its peak and the sum

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/internal/merge"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/merge"
 )
 
 // TestSummaryOnlyThenMerge runs the distributed path end to end: each rank is summarized where it lives

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )

@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/snapshot"
 )

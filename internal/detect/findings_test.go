@@ -9,7 +9,7 @@ import (
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/internal/traingen"
-	"github.com/memscan/memscan/units"
+	"github.com/memscan/memscan/internal/units"
 )
 
 const mib = 1 << 20

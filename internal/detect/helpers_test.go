@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/snapshot"

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/categorize"
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/load"
-	"github.com/memscan/memscan/units"
 )
 
 // gpuRun is the part of ../shared/gpu_runs/runs.json these tests read: what PyTorch measured on the H200.

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/compare"
+	"github.com/memscan/memscan/internal/compare"
+	"github.com/memscan/memscan/internal/results"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/snapshot"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/results"
 	"github.com/memscan/memscan/report"
-	"github.com/memscan/memscan/results"
 )
 
 // TestCompareInput reads each side of a comparison: a run directory rebuilds its one report with its kind,
@@ -48,7 +48,7 @@ func TestCompareInput(t *testing.T) {
 		t.Errorf("run directory: kind %q, peak %d, %d segments; want tracer, %d, none", in.Report.Kind(), peak, len(in.Segments), 3<<20)
 	}
 
-	snap := filepath.Join("..", "testdata", "example", "rank0_memory_snapshot.pickle")
+	snap := filepath.Join("..", "..", "testdata", "example", "rank0_memory_snapshot.pickle")
 	in, err = CompareInput(ctx, snap, analyze.Options{})
 	if err != nil {
 		t.Fatal(err)

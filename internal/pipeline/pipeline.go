@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/analyze"
-	"github.com/memscan/memscan/calibrate"
-	"github.com/memscan/memscan/input"
+	"github.com/memscan/memscan/internal/calibrate"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/static"

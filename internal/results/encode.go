@@ -1,0 +1,119 @@
+package results
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/units"
+	"github.com/memscan/memscan/report"
+)
+
+// WriteJSON renders run as summary.json: indented, integer bytes, and empty lists as [] rather than null so
+// scripts can iterate without checks.
+func WriteJSON(w io.Writer, run *report.Run) error {
+	if err := units.WriteJSON(w, normalized(run)); err != nil {
+		return fmt.Errorf("encoding summary JSON: %w", err)
+	}
+	return nil
+}
+
+// normalized returns a shallow copy of run whose list fields are non-nil, so that JSON shows [] for "none".
+func normalized(run *report.Run) *report.Run {
+	out := *run
+	out.Inputs = make([]*report.Report, len(run.Inputs))
+	for i, r := range run.Inputs {
+		if r == nil {
+			continue
+		}
+		c := *r
+		if c.Devices == nil {
+			c.Devices = []int{}
+		}
+		if c.Categories == nil {
+			c.Categories = []report.CategoryStat{}
+		}
+		if c.Top == nil {
+			c.Top = []report.Allocation{}
+		}
+		if s, ok := c.Part.(*report.SnapshotReport); ok && s.OOMs == nil {
+			sc := *s // the caller's report stays as it is
+			sc.OOMs = []report.OOM{}
+			c.Part = &sc
+		}
+		if c.Recommendations == nil {
+			c.Recommendations = []findings.Finding{}
+		}
+		if c.Warnings == nil {
+			c.Warnings = []string{}
+		}
+		out.Inputs[i] = &c
+	}
+	return &out
+}
+
+// WriteMsgpack encodes the whole run, timeline included, as report.msgpack.
+func WriteMsgpack(w io.Writer, run *report.Run) error {
+	enc := msgpack.NewEncoder(w)
+	// Sorted map keys (trace_actions) make the file byte-identical for identical input.
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(run); err != nil {
+		return fmt.Errorf("encoding report msgpack: %w", err)
+	}
+	return nil
+}
+
+// maxMsgpackSize bounds what ReadMsgpack loads; real reports are a few MB even for thousands of ranks.
+const maxMsgpackSize = 1 << 30
+
+// ReadMsgpack reads a report.msgpack written by WriteMsgpack.
+func ReadMsgpack(path string) (*report.Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if fi.Size() > maxMsgpackSize {
+		return nil, fmt.Errorf("%s: %d bytes is larger than the %d-byte limit for a report", path, fi.Size(), maxMsgpackSize)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading: %w", path, err)
+	}
+	return DecodeMsgpack(path, data)
+}
+
+// DecodeMsgpack decodes a report.msgpack held in memory; name is used in errors.
+func DecodeMsgpack(name string, data []byte) (*report.Run, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%s: empty file", name)
+	}
+	r := bytes.NewReader(data)
+	dec := msgpack.NewDecoder(r)
+	var run report.Run
+	if err := dec.Decode(&run); err != nil {
+		off := int64(len(data)) - int64(r.Len())
+		return nil, fmt.Errorf("%s: byte %d: decoding report msgpack: %w", name, off, err)
+	}
+	if !strings.HasPrefix(run.Tool, "memscan") {
+		return nil, fmt.Errorf("%s: field tool: %q is not a memscan report", name, run.Tool)
+	}
+	if run.Version <= 0 || run.Version > report.ReportVersion {
+		return nil, fmt.Errorf("%s: field version: report version %d is not supported (this memscan reads 1 to %d)", name, run.Version, report.ReportVersion)
+	}
+	for i, in := range run.Inputs {
+		if in == nil {
+			return nil, fmt.Errorf("%s: field inputs[%d]: missing report", name, i)
+		}
+	}
+	return &run, nil
+}

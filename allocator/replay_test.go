@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -179,8 +179,8 @@ func TestReplayTraces(t *testing.T) {
 // TestReplayPartialStart rebuilds the state before a trace that begins after an allocation was made: the final
 // segment holds a 5 MiB block the trace frees and a 4 MiB block it allocates there again.
 func TestReplayPartialStart(t *testing.T) {
-	b := testutil.NewSnap(1)
-	base := b.Segment(testutil.SegOpts{}, testutil.Live(4*MiB, 4*MiB, nil), testutil.Free(16*MiB))
+	b := snapbuild.NewSnap(1)
+	base := b.Segment(snapbuild.SegOpts{}, snapbuild.Live(4*MiB, 4*MiB, nil), snapbuild.Free(16*MiB))
 	b.Event(0, tFree(base, 5*MiB)...)
 	b.Event(0, tAlloc(base, 4*MiB))
 	sr, err := ReplaySnapshot(context.Background(), b.S, 0, &Config{ExpandableSegments: true}, ReplayOptions{})

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"
@@ -80,10 +81,10 @@ func TestExpandableSaving(t *testing.T) {
 // TestReplayAllocatorPartial: a snapshot whose trace begins after its only segment was made replays from the
 // final state and says so.
 func TestReplayAllocatorPartial(t *testing.T) {
-	b := testutil.NewSnap(1)
-	base := b.Segment(testutil.SegOpts{}, testutil.Live(4*allocator.MiB, 4*allocator.MiB, nil), testutil.Free(16*allocator.MiB))
-	b.Event(0, testutil.Ev(snapshot.ActionFreeRequested, base, 5*allocator.MiB, nil), testutil.Ev(snapshot.ActionFreeCompleted, base, 5*allocator.MiB, nil),
-		testutil.Ev(snapshot.ActionAlloc, base, 4*allocator.MiB, nil))
+	b := snapbuild.NewSnap(1)
+	base := b.Segment(snapbuild.SegOpts{}, snapbuild.Live(4*allocator.MiB, 4*allocator.MiB, nil), snapbuild.Free(16*allocator.MiB))
+	b.Event(0, snapbuild.Ev(snapshot.ActionFreeRequested, base, 5*allocator.MiB, nil), snapbuild.Ev(snapshot.ActionFreeCompleted, base, 5*allocator.MiB, nil),
+		snapbuild.Ev(snapshot.ActionAlloc, base, 4*allocator.MiB, nil))
 	reps, err := ReplayAllocator(context.Background(), b.S, AllocatorOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -148,10 +149,10 @@ func TestAnalyzeAllocatorReplay(t *testing.T) {
 // TestAllocatorReplayWireRoundTrip: the replay survives report.msgpack and summary.json, what-if timeline included
 // (msgpack only).
 func TestAllocatorReplayWireRoundTrip(t *testing.T) {
-	b := testutil.NewSnap(1)
-	seg := b.Segment(testutil.SegOpts{}, testutil.Free(20*allocator.MiB))
-	b.Event(0, testutil.Ev(snapshot.ActionSegmentAlloc, seg, 20*allocator.MiB, nil), testutil.Ev(snapshot.ActionAlloc, seg, 5*allocator.MiB, nil),
-		testutil.Ev(snapshot.ActionFreeRequested, seg, 5*allocator.MiB, nil), testutil.Ev(snapshot.ActionFreeCompleted, seg, 5*allocator.MiB, nil))
+	b := snapbuild.NewSnap(1)
+	seg := b.Segment(snapbuild.SegOpts{}, snapbuild.Free(20*allocator.MiB))
+	b.Event(0, snapbuild.Ev(snapshot.ActionSegmentAlloc, seg, 20*allocator.MiB, nil), snapbuild.Ev(snapshot.ActionAlloc, seg, 5*allocator.MiB, nil),
+		snapbuild.Ev(snapshot.ActionFreeRequested, seg, 5*allocator.MiB, nil), snapbuild.Ev(snapshot.ActionFreeCompleted, seg, 5*allocator.MiB, nil))
 	exp := allocator.Config{ExpandableSegments: true}
 	r, err := AnalyzeSnapshot(context.Background(), b.S, Options{Allocator: AllocatorOptions{WhatIf: &exp, Capacity: 1 << 30, TotalMemory: 2 << 30, CapacitySource: "test"}})
 	if err != nil {
@@ -187,9 +188,9 @@ func TestAllocatorReplayWireRoundTrip(t *testing.T) {
 }
 
 func TestAllocatorReplaySkip(t *testing.T) {
-	b := testutil.NewSnap(1)
-	seg := b.Segment(testutil.SegOpts{}, testutil.Free(20*allocator.MiB))
-	b.Event(0, testutil.Ev(snapshot.ActionSegmentAlloc, seg, 20*allocator.MiB, nil))
+	b := snapbuild.NewSnap(1)
+	seg := b.Segment(snapbuild.SegOpts{}, snapbuild.Free(20*allocator.MiB))
+	b.Event(0, snapbuild.Ev(snapshot.ActionSegmentAlloc, seg, 20*allocator.MiB, nil))
 	for _, skip := range []bool{false, true} {
 		r, err := AnalyzeSnapshot(context.Background(), b.S, Options{Allocator: AllocatorOptions{Skip: skip}})
 		if err != nil {

@@ -12,7 +12,8 @@ import (
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
-	tu "github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/snapbuild"
+	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
@@ -26,17 +27,17 @@ const (
 
 // Realistic stacks, innermost first, with torch's call plumbing between user frames.
 var (
-	stAttn = tu.Stack(sp+"torch/nn/functional.py:5500:scaled_dot_product_attention", "/home/dev/proj/layers/attention.py:40:forward",
+	stAttn = snapbuild.Stack(sp+"torch/nn/functional.py:5500:scaled_dot_product_attention", "/home/dev/proj/layers/attention.py:40:forward",
 		sp+"torch/nn/modules/module.py:1747:_call_impl", "/home/dev/proj/train.py:90:main")
-	stOpt  = tu.Stack(sp+"torch/optim/adamw.py:95:_init_group", sp+"torch/optim/adamw.py:210:step", "/home/dev/proj/train.py:99:main")
-	stRelu = tu.Stack(sp+"torch/nn/functional.py:1704:relu", "/home/dev/proj/model.py:20:block", "/home/dev/proj/train.py:90:main")
-	stGrad = tu.Stack(sp+"torch/autograd/__init__.py:347:backward", sp+"torch/_tensor.py:581:backward", "/home/dev/proj/train.py:95:main")
-	stLoss = tu.Stack(sp+"torch/nn/functional.py:3494:cross_entropy", "/home/dev/proj/train.py:93:main")
+	stOpt  = snapbuild.Stack(sp+"torch/optim/adamw.py:95:_init_group", sp+"torch/optim/adamw.py:210:step", "/home/dev/proj/train.py:99:main")
+	stRelu = snapbuild.Stack(sp+"torch/nn/functional.py:1704:relu", "/home/dev/proj/model.py:20:block", "/home/dev/proj/train.py:90:main")
+	stGrad = snapbuild.Stack(sp+"torch/autograd/__init__.py:347:backward", sp+"torch/_tensor.py:581:backward", "/home/dev/proj/train.py:95:main")
+	stLoss = snapbuild.Stack(sp+"torch/nn/functional.py:3494:cross_entropy", "/home/dev/proj/train.py:93:main")
 )
 
-func analyzeBuilt(t *testing.T, b *tu.SnapBuilder) *report.Report {
+func analyzeBuilt(t *testing.T, b *snapbuild.SnapBuilder) *report.Report {
 	t.Helper()
-	r, err := Analyze(context.Background(), b.Input("outputs/memory_snapshot/iteration_3/rank5_memory_snapshot.pickle"), Options{})
+	r, err := Analyze(context.Background(), testutil.Input(b, "outputs/memory_snapshot/iteration_3/rank5_memory_snapshot.pickle"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +45,11 @@ func analyzeBuilt(t *testing.T, b *tu.SnapBuilder) *report.Report {
 }
 
 // totalsSnapshot is three segments whose totals are worked out by hand in TestTotalsHandComputed.
-func totalsSnapshot() *tu.SnapBuilder {
-	b := tu.NewSnap(2)
-	b.Segment(tu.SegOpts{Device: 0}, tu.Live(4*MiB, 3*MiB+100, stAttn), tu.Free(2*MiB), tu.Live(1*MiB, 1*MiB, stOpt))
-	b.Segment(tu.SegOpts{Device: 0, Stream: 0x10, Type: snapshot.SegmentSmall}, tu.Live(512, 500, nil), tu.Pending(1024, 1000, nil), tu.Free(2*MiB-1536))
-	b.Segment(tu.SegOpts{Device: 1, Pool: snapshot.PoolID{0, 1}}, tu.Free(20*MiB))
+func totalsSnapshot() *snapbuild.SnapBuilder {
+	b := snapbuild.NewSnap(2)
+	b.Segment(snapbuild.SegOpts{Device: 0}, snapbuild.Live(4*MiB, 3*MiB+100, stAttn), snapbuild.Free(2*MiB), snapbuild.Live(1*MiB, 1*MiB, stOpt))
+	b.Segment(snapbuild.SegOpts{Device: 0, Stream: 0x10, Type: snapshot.SegmentSmall}, snapbuild.Live(512, 500, nil), snapbuild.Pending(1024, 1000, nil), snapbuild.Free(2*MiB-1536))
+	b.Segment(snapbuild.SegOpts{Device: 1, Pool: snapshot.PoolID{0, 1}}, snapbuild.Free(20*MiB))
 	return b
 }
 
@@ -156,8 +157,8 @@ func TestHistograms(t *testing.T) {
 }
 
 // replaySnapshot is a hand-made trace on device 0; the expected series is worked out in TestTimelineReplay.
-func replaySnapshot() (*tu.SnapBuilder, uint64) {
-	return tu.ReplayRules(stAttn, stOpt, stRelu, stGrad, stLoss)
+func replaySnapshot() (*snapbuild.SnapBuilder, uint64) {
+	return snapbuild.ReplayRules(stAttn, stOpt, stRelu, stGrad, stLoss)
 }
 
 func TestTimelineReplay(t *testing.T) {
@@ -229,13 +230,13 @@ func TestTimelineReplay(t *testing.T) {
 }
 
 func TestReservedReplayWithMapUnmap(t *testing.T) {
-	b := tu.NewSnap(1)
-	seg := b.Segment(tu.SegOpts{Expandable: true}, tu.Live(4*MiB, 4*MiB, stRelu))
+	b := snapbuild.NewSnap(1)
+	seg := b.Segment(snapbuild.SegOpts{Expandable: true}, snapbuild.Live(4*MiB, 4*MiB, stRelu))
 	b.Event(0,
-		tu.Ev(snapshot.ActionSegmentMap, seg, 2*MiB, nil),
-		tu.Ev(snapshot.ActionSegmentMap, seg+uint64(2*MiB), 4*MiB, nil),
-		tu.Ev(snapshot.ActionAlloc, seg, 4*MiB, stRelu),
-		tu.Ev(snapshot.ActionSegmentUnmap, seg+uint64(4*MiB), 2*MiB, nil),
+		snapbuild.Ev(snapshot.ActionSegmentMap, seg, 2*MiB, nil),
+		snapbuild.Ev(snapshot.ActionSegmentMap, seg+uint64(2*MiB), 4*MiB, nil),
+		snapbuild.Ev(snapshot.ActionAlloc, seg, 4*MiB, stRelu),
+		snapbuild.Ev(snapshot.ActionSegmentUnmap, seg+uint64(4*MiB), 2*MiB, nil),
 	)
 	r := analyzeBuilt(t, b)
 	sp := partOf[*report.SnapshotReport](t, r)
@@ -267,9 +268,9 @@ func TestSampleIndicesKeepsBucketMax(t *testing.T) {
 
 // leakSnapshot allocates per step `leak` bytes from one site that are never freed and 4 MiB from another that are,
 // with a marker after each step: snapshot actions, or ProfilerStep annotations when useAnnotations is set.
-func leakSnapshot(steps int, leak int64, useAnnotations bool) *tu.SnapBuilder {
-	b := tu.NewSnap(1)
-	stLeak := tu.Stack("/home/dev/proj/metrics.py:12:record", "/home/dev/proj/train.py:90:main")
+func leakSnapshot(steps int, leak int64, useAnnotations bool) *snapbuild.SnapBuilder {
+	b := snapbuild.NewSnap(1)
+	stLeak := snapbuild.Stack("/home/dev/proj/metrics.py:12:record", "/home/dev/proj/train.py:90:main")
 	addr := uint64(0x7e0000000000)
 	for range steps {
 		if useAnnotations {
@@ -278,13 +279,13 @@ func leakSnapshot(steps int, leak int64, useAnnotations bool) *tu.SnapBuilder {
 		}
 		tmp := addr + 1<<30
 		b.Event(0,
-			tu.Ev(snapshot.ActionAlloc, tmp, 4*MiB, stRelu),
-			tu.Ev(snapshot.ActionAlloc, addr, leak, stLeak),
-			tu.Ev(snapshot.ActionFreeRequested, tmp, 4*MiB, stRelu),
-			tu.Ev(snapshot.ActionFreeCompleted, tmp, 4*MiB, stRelu),
+			snapbuild.Ev(snapshot.ActionAlloc, tmp, 4*MiB, stRelu),
+			snapbuild.Ev(snapshot.ActionAlloc, addr, leak, stLeak),
+			snapbuild.Ev(snapshot.ActionFreeRequested, tmp, 4*MiB, stRelu),
+			snapbuild.Ev(snapshot.ActionFreeCompleted, tmp, 4*MiB, stRelu),
 		)
 		if !useAnnotations {
-			b.Event(0, tu.Ev(snapshot.ActionSnapshot, 0, 0, nil))
+			b.Event(0, snapbuild.Ev(snapshot.ActionSnapshot, 0, 0, nil))
 		}
 		addr += uint64(leak)
 	}
@@ -334,8 +335,8 @@ func TestOOMCachedAdvice(t *testing.T) {
 		request int64
 		advise  bool
 	}{{1 * MiB, true}, {1*MiB + 1, false}} {
-		b := tu.NewSnap(1)
-		b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu), tu.Free(1*MiB))
+		b := snapbuild.NewSnap(1)
+		b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu), snapbuild.Free(1*MiB))
 		b.Event(0, snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: tc.request, DeviceFree: 0})
 		rec := hasRec(analyzeBuilt(t, b), "oom")
 		if rec == nil || strings.Contains(rec.Advice, "expandable_segments:True") != tc.advise {
@@ -354,87 +355,87 @@ func hasRec(r *report.Report, id findings.ID) *findings.Finding {
 }
 
 func TestRecommendationThresholds(t *testing.T) {
-	small := func(n int) func(b *tu.SnapBuilder) {
-		return func(b *tu.SnapBuilder) {
+	small := func(n int) func(b *snapbuild.SnapBuilder) {
+		return func(b *snapbuild.SnapBuilder) {
 			for range n {
-				b.Segment(tu.SegOpts{Type: snapshot.SegmentSmall}, tu.Live(2*MiB, 2*MiB, stRelu))
+				b.Segment(snapbuild.SegOpts{Type: snapshot.SegmentSmall}, snapbuild.Live(2*MiB, 2*MiB, stRelu))
 			}
 		}
 	}
 	tests := []struct {
 		name  string
 		id    string
-		build func(b *tu.SnapBuilder)
+		build func(b *snapbuild.SnapBuilder)
 		fire  bool
 		value float64
 	}{
 		// overhead = (reserved − requested) / reserved: 10 MiB / 100 MiB = 10 % exactly does not exceed 10.
-		{"cache overhead at 10%", "cache-overhead", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(90*MiB, 90*MiB, stRelu), tu.Free(10*MiB))
+		{"cache overhead at 10%", "cache-overhead", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(90*MiB, 90*MiB, stRelu), snapbuild.Free(10*MiB))
 		}, false, 0},
-		{"cache overhead above 10%", "cache-overhead", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(90*MiB, 90*MiB-512, stRelu), tu.Free(10*MiB))
+		{"cache overhead above 10%", "cache-overhead", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(90*MiB, 90*MiB-512, stRelu), snapbuild.Free(10*MiB))
 		}, true, float64(10*MiB+512) / float64(100*MiB) * 100},
-		{"unused block of 100 MiB", "large-unused-blocks", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(900*MiB, 900*MiB, stRelu), tu.Free(100*MiB))
+		{"unused block of 100 MiB", "large-unused-blocks", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(900*MiB, 900*MiB, stRelu), snapbuild.Free(100*MiB))
 		}, true, float64(100 * MiB)},
-		{"unused block just under 100 MiB", "large-unused-blocks", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(900*MiB+512, 900*MiB+512, stRelu), tu.Free(100*MiB-512))
+		{"unused block just under 100 MiB", "large-unused-blocks", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(900*MiB+512, 900*MiB+512, stRelu), snapbuild.Free(100*MiB-512))
 		}, false, 0},
 		// cached 20 MiB in two 10 MiB blocks: 50 % outside the largest → not above 50.
-		{"fragmentation at 50%", "fragmentation", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
-			b.Segment(tu.SegOpts{}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
+		{"fragmentation at 50%", "fragmentation", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(40*MiB, 40*MiB, stRelu), snapbuild.Free(10*MiB))
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(40*MiB, 40*MiB, stRelu), snapbuild.Free(10*MiB))
 		}, false, 0},
 		// cached 21 MiB, largest 10 MiB → 11/21 = 52.4 %.
-		{"fragmentation above 50%", "fragmentation", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
-			b.Segment(tu.SegOpts{}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
-			b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu), tu.Free(1*MiB))
+		{"fragmentation above 50%", "fragmentation", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(40*MiB, 40*MiB, stRelu), snapbuild.Free(10*MiB))
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(40*MiB, 40*MiB, stRelu), snapbuild.Free(10*MiB))
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu), snapbuild.Free(1*MiB))
 		}, true, 11.0 / 21 * 100},
-		{"fragmentation with expandable segments already on", "fragmentation", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{Expandable: true}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
-			b.Segment(tu.SegOpts{Expandable: true}, tu.Live(40*MiB, 40*MiB, stRelu), tu.Free(10*MiB))
-			b.Segment(tu.SegOpts{Expandable: true}, tu.Live(1*MiB, 1*MiB, stRelu), tu.Free(1*MiB))
+		{"fragmentation with expandable segments already on", "fragmentation", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{Expandable: true}, snapbuild.Live(40*MiB, 40*MiB, stRelu), snapbuild.Free(10*MiB))
+			b.Segment(snapbuild.SegOpts{Expandable: true}, snapbuild.Live(40*MiB, 40*MiB, stRelu), snapbuild.Free(10*MiB))
+			b.Segment(snapbuild.SegOpts{Expandable: true}, snapbuild.Live(1*MiB, 1*MiB, stRelu), snapbuild.Free(1*MiB))
 		}, false, 0},
 		// 1 MiB pending of 100 MiB reserved = 1 % → fires at the threshold.
-		{"pending free at 1%", "pending-free", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(99*MiB, 99*MiB, stRelu), tu.Pending(1*MiB, 1*MiB, stRelu))
+		{"pending free at 1%", "pending-free", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(99*MiB, 99*MiB, stRelu), snapbuild.Pending(1*MiB, 1*MiB, stRelu))
 		}, true, 1},
-		{"pending free under 1%", "pending-free", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(99*MiB+512, 99*MiB+512, stRelu), tu.Pending(1*MiB-512, 1*MiB-512, stRelu))
+		{"pending free under 1%", "pending-free", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(99*MiB+512, 99*MiB+512, stRelu), snapbuild.Pending(1*MiB-512, 1*MiB-512, stRelu))
 		}, false, 0},
 		{"100 small segments", "small-pool-segments", small(100), false, 0},
 		{"101 small segments", "small-pool-segments", small(101), true, 101},
 		// rounding 5 MiB of 100 MiB = 5 % → not above 5.
-		{"rounding at 5%", "rounding-waste", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(100*MiB, 95*MiB, stRelu))
+		{"rounding at 5%", "rounding-waste", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(100*MiB, 95*MiB, stRelu))
 		}, false, 0},
-		{"rounding above 5%", "rounding-waste", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(100*MiB, 95*MiB-512, stRelu))
+		{"rounding above 5%", "rounding-waste", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(100*MiB, 95*MiB-512, stRelu))
 		}, true, float64(5*MiB+512) / float64(100*MiB) * 100},
-		{"private pool at 10%", "private-pools", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(90*MiB, 90*MiB, stRelu))
-			b.Segment(tu.SegOpts{Pool: snapshot.PoolID{0, 1}}, tu.Live(10*MiB, 10*MiB, stRelu))
+		{"private pool at 10%", "private-pools", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(90*MiB, 90*MiB, stRelu))
+			b.Segment(snapbuild.SegOpts{Pool: snapshot.PoolID{0, 1}}, snapbuild.Live(10*MiB, 10*MiB, stRelu))
 		}, false, 0},
-		{"private pool above 10%", "private-pools", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(89*MiB, 89*MiB, stRelu))
-			b.Segment(tu.SegOpts{Pool: snapshot.PoolID{0, 1}}, tu.Live(11*MiB, 11*MiB, stRelu))
+		{"private pool above 10%", "private-pools", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(89*MiB, 89*MiB, stRelu))
+			b.Segment(snapbuild.SegOpts{Pool: snapshot.PoolID{0, 1}}, snapbuild.Live(11*MiB, 11*MiB, stRelu))
 		}, true, 11},
-		{"no oom", "oom", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu))
-			b.Event(0, tu.Ev(snapshot.ActionAlloc, 1, 100, stRelu))
+		{"no oom", "oom", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu))
+			b.Event(0, snapbuild.Ev(snapshot.ActionAlloc, 1, 100, stRelu))
 		}, false, 0},
 		// At the oom 1 MiB (live before the trace) is allocated and 8 MiB requested; the device offered the 1 MiB
 		// segment plus 1 MiB free, so the step needed 9 − 2 = 7 MiB more than it had.
-		{"oom", "oom", func(b *tu.SnapBuilder) {
-			b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 1*MiB, stRelu))
+		{"oom", "oom", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu))
 			b.Event(0, snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 8 * MiB, DeviceFree: 1 * MiB})
 		}, true, float64(7 * MiB)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := tu.NewSnap(1)
+			b := snapbuild.NewSnap(1)
 			tc.build(b)
 			r := analyzeBuilt(t, b)
 			rec := hasRec(r, findings.ID(tc.id))
@@ -455,11 +456,11 @@ func TestRecommendationThresholds(t *testing.T) {
 }
 
 func TestInconsistentSnapshotWarns(t *testing.T) {
-	b := tu.NewSnap(1)
-	b.Segment(tu.SegOpts{}, tu.Live(4*MiB, 4*MiB, stRelu), tu.Free(1*MiB), tu.Free(1*MiB))
+	b := snapbuild.NewSnap(1)
+	b.Segment(snapbuild.SegOpts{}, snapbuild.Live(4*MiB, 4*MiB, stRelu), snapbuild.Free(1*MiB), snapbuild.Free(1*MiB))
 	b.S.Segments[0].TotalSize = 8 * MiB // blocks sum to 6 MiB
 	b.S.Segments[0].AllocatedSize = 1
-	b.Segment(tu.SegOpts{}, tu.Live(1*MiB, 2*MiB, stRelu))
+	b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 2*MiB, stRelu))
 	r := analyzeBuilt(t, b)
 	for _, want := range []string{"blocks sum to 6291456 but total_size is 8388608", "allocated_size 1", "both inactive", "requested 2097152 > size 1048576"} {
 		if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
@@ -475,11 +476,11 @@ func TestAnalyzeErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	b, _ := replaySnapshot()
-	if _, err := Analyze(ctx, b.Input("a.pickle"), Options{}); !errors.Is(err, context.Canceled) {
+	if _, err := Analyze(ctx, testutil.Input(b, "a.pickle"), Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
 	// An empty snapshot is valid: zero totals, no peak, empty (not nil) lists for JSON.
-	r, err := Analyze(context.Background(), tu.NewSnap(1).Input("empty.pickle"), Options{})
+	r, err := Analyze(context.Background(), testutil.Input(snapbuild.NewSnap(1), "empty.pickle"), Options{})
 	if err != nil {
 		t.Fatalf("empty snapshot: %v", err)
 	}
@@ -489,11 +490,11 @@ func TestAnalyzeErrors(t *testing.T) {
 }
 
 func TestTopNOption(t *testing.T) {
-	b := tu.NewSnap(1)
+	b := snapbuild.NewSnap(1)
 	for i := range 10 {
-		b.Segment(tu.SegOpts{}, tu.Live(int64(i+1)*MiB, int64(i+1)*MiB, stRelu))
+		b.Segment(snapbuild.SegOpts{}, snapbuild.Live(int64(i+1)*MiB, int64(i+1)*MiB, stRelu))
 	}
-	r, err := Analyze(context.Background(), b.Input("a.pickle"), Options{TopN: 3})
+	r, err := Analyze(context.Background(), testutil.Input(b, "a.pickle"), Options{TopN: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +508,7 @@ func TestUserRulesReachReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Analyze(context.Background(), totalsSnapshot().Input("a.pickle"), Options{Rules: rules})
+	r, err := Analyze(context.Background(), testutil.Input(totalsSnapshot(), "a.pickle"), Options{Rules: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,30 +519,30 @@ func TestUserRulesReachReport(t *testing.T) {
 
 // BenchmarkAnalyzeLarge analyzes a built snapshot of 200k blocks and a 400k-event trace from 500 distinct stacks.
 func BenchmarkAnalyzeLarge(b *testing.B) {
-	sb := tu.NewSnap(1)
+	sb := snapbuild.NewSnap(1)
 	stacks := make([]*snapshot.Stack, 500)
 	for i := range stacks {
-		stacks[i] = tu.Stack(sp+"torch/nn/functional.py:1704:relu", fmt.Sprintf("/home/dev/proj/model%d.py:%d:forward", i%40, i),
+		stacks[i] = snapbuild.Stack(sp+"torch/nn/functional.py:1704:relu", fmt.Sprintf("/home/dev/proj/model%d.py:%d:forward", i%40, i),
 			sp+"torch/nn/modules/module.py:1747:_call_impl", "/home/dev/proj/train.py:90:main")
 	}
 	for s := range 20000 {
-		var blocks []tu.BlockSpec
+		var blocks []snapbuild.BlockSpec
 		for k := range 10 {
 			if k%2 == 1 {
-				blocks = append(blocks, tu.Free(512*KiB))
+				blocks = append(blocks, snapbuild.Free(512*KiB))
 			} else {
-				blocks = append(blocks, tu.Live(2*MiB, 2*MiB-100, stacks[(s*10+k)%len(stacks)]))
+				blocks = append(blocks, snapbuild.Live(2*MiB, 2*MiB-100, stacks[(s*10+k)%len(stacks)]))
 			}
 		}
-		sb.Segment(tu.SegOpts{}, blocks...)
+		sb.Segment(snapbuild.SegOpts{}, blocks...)
 	}
 	for e := range 100000 {
 		addr := uint64(0x100000000 + e*4096)
 		st := stacks[e%len(stacks)]
-		sb.Event(0, tu.Ev(snapshot.ActionAlloc, addr, 1*MiB, st), tu.Ev(snapshot.ActionAlloc, addr+1, 1*MiB, st),
-			tu.Ev(snapshot.ActionFreeRequested, addr, 1*MiB, st), tu.Ev(snapshot.ActionFreeCompleted, addr, 1*MiB, st))
+		sb.Event(0, snapbuild.Ev(snapshot.ActionAlloc, addr, 1*MiB, st), snapbuild.Ev(snapshot.ActionAlloc, addr+1, 1*MiB, st),
+			snapbuild.Ev(snapshot.ActionFreeRequested, addr, 1*MiB, st), snapbuild.Ev(snapshot.ActionFreeCompleted, addr, 1*MiB, st))
 	}
-	in := sb.Input("big.pickle")
+	in := testutil.Input(sb, "big.pickle")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Analyze(context.Background(), in, Options{}); err != nil {
@@ -553,12 +554,12 @@ func BenchmarkAnalyzeLarge(b *testing.B) {
 func TestReplayMissingFreeCompleted(t *testing.T) {
 	// Traces recorded with skip_actions=["free_completed"]: each free_requested ends its allocation, also when the
 	// address is reused; an alloc over a block that was never freed is reported.
-	b := tu.NewSnap(1)
+	b := snapbuild.NewSnap(1)
 	b.Event(0,
-		tu.Ev(snapshot.ActionAlloc, 0x1000, 100, stRelu),
-		tu.Ev(snapshot.ActionFreeRequested, 0x1000, 100, stRelu),
-		tu.Ev(snapshot.ActionAlloc, 0x1000, 300, stRelu),
-		tu.Ev(snapshot.ActionAlloc, 0x1000, 50, stRelu),
+		snapbuild.Ev(snapshot.ActionAlloc, 0x1000, 100, stRelu),
+		snapbuild.Ev(snapshot.ActionFreeRequested, 0x1000, 100, stRelu),
+		snapbuild.Ev(snapshot.ActionAlloc, 0x1000, 300, stRelu),
+		snapbuild.Ev(snapshot.ActionAlloc, 0x1000, 50, stRelu),
 	)
 	r := analyzeBuilt(t, b)
 	sp := partOf[*report.SnapshotReport](t, r)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
@@ -16,7 +17,7 @@ import (
 
 // hugeSegment appends a segment of one inactive block of size bytes, with its sizes set directly (the builder's
 // own sums would wrap, which is what is under test).
-func hugeSegment(b *testutil.SnapBuilder, size int64) {
+func hugeSegment(b *snapbuild.SnapBuilder, size int64) {
 	addr := uint64(0x7f0000000000) + uint64(len(b.S.Segments))<<62
 	b.S.Segments = append(b.S.Segments, snapshot.Segment{Address: addr, TotalSize: size, Type: snapshot.SegmentLarge,
 		Blocks: []snapshot.Block{{Address: addr, Size: size, State: snapshot.BlockInactive}}})
@@ -29,41 +30,41 @@ func TestAnalyzeSizeOverflow(t *testing.T) {
 	const e60 = int64(1) << 60
 	tests := []struct {
 		name  string
-		build func(b *testutil.SnapBuilder)
+		build func(b *snapbuild.SnapBuilder)
 		field string // "" when the analysis must succeed
 		value int64
 	}{
 		{
 			// Segment totals 3·2^60 each: the third makes 9·2^60 > 2^63−1. (Block sizes, summed apart, fit.)
 			name:  "segment totals",
-			build: func(b *testutil.SnapBuilder) { hugeSegment(b, 3*e60); hugeSegment(b, 3*e60); hugeSegment(b, 3*e60) },
+			build: func(b *snapbuild.SnapBuilder) { hugeSegment(b, 3*e60); hugeSegment(b, 3*e60); hugeSegment(b, 3*e60) },
 			field: "segments[2].total_size", value: 3 * e60,
 		},
 		{
 			name:  "a block of the most negative size",
-			build: func(b *testutil.SnapBuilder) { hugeSegment(b, 1<<20); b.S.Segments[0].Blocks[0].Size = math.MinInt64 },
+			build: func(b *snapbuild.SnapBuilder) { hugeSegment(b, 1<<20); b.S.Segments[0].Blocks[0].Size = math.MinInt64 },
 			field: "segments[0].blocks[0].size", value: math.MinInt64,
 		},
 		{
 			// The state is small; the trace's sizes alone pass the limit at its second event.
 			name: "trace sizes",
-			build: func(b *testutil.SnapBuilder) {
-				b.Segment(testutil.SegOpts{}, testutil.Free(2<<20))
-				b.Event(0, testutil.Ev(snapshot.ActionAlloc, 0x1000, 4*e60, nil), testutil.Ev(snapshot.ActionAlloc, 0x2000, 4*e60, nil))
+			build: func(b *snapbuild.SnapBuilder) {
+				b.Segment(snapbuild.SegOpts{}, snapbuild.Free(2<<20))
+				b.Event(0, snapbuild.Ev(snapshot.ActionAlloc, 0x1000, 4*e60, nil), snapbuild.Ev(snapshot.ActionAlloc, 0x2000, 4*e60, nil))
 			},
 			field: "device_traces[0][1].size", value: 4 * e60,
 		},
 		{
 			// 2 × 3 EiB of segments and blocks: 6 EiB reserved, large, but every sum fits.
 			name:  "large sizes that fit",
-			build: func(b *testutil.SnapBuilder) { hugeSegment(b, 3*e60); hugeSegment(b, 3*e60) },
+			build: func(b *snapbuild.SnapBuilder) { hugeSegment(b, 3*e60); hugeSegment(b, 3*e60) },
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := testutil.NewSnap(1)
+			b := snapbuild.NewSnap(1)
 			tc.build(b)
-			rep, err := analyze.Analyze(context.Background(), b.Input("huge.pickle"), analyze.Options{})
+			rep, err := analyze.Analyze(context.Background(), testutil.Input(b, "huge.pickle"), analyze.Options{})
 			if tc.field == "" {
 				if err != nil {
 					t.Fatal(err)

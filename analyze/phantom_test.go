@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
@@ -17,25 +18,25 @@ import (
 // phantom blocks to the peak).
 func TestReplayPhantomFrees(t *testing.T) {
 	const mib = 1 << 20
-	st := testutil.Stack("train.py:10:step")
-	build := func(phantoms int) *testutil.SnapBuilder {
-		b := testutil.NewSnap(1)
-		seg := b.Segment(testutil.SegOpts{}, testutil.Free(8*mib), testutil.Free(8*mib))
+	st := snapbuild.Stack("train.py:10:step")
+	build := func(phantoms int) *snapbuild.SnapBuilder {
+		b := snapbuild.NewSnap(1)
+		seg := b.Segment(snapbuild.SegOpts{}, snapbuild.Free(8*mib), snapbuild.Free(8*mib))
 		b.Event(0,
-			testutil.Ev(snapshot.ActionFreeCompleted, seg+8*mib, 2*mib, st), // allocated before the window
-			testutil.Ev(snapshot.ActionAlloc, seg, 4*mib, st),
+			snapbuild.Ev(snapshot.ActionFreeCompleted, seg+8*mib, 2*mib, st), // allocated before the window
+			snapbuild.Ev(snapshot.ActionAlloc, seg, 4*mib, st),
 		)
 		for k := range phantoms {
-			b.Event(0, testutil.Ev(snapshot.ActionFreeCompleted, 0x10000000+uint64(k)<<20, mib, st))
+			b.Event(0, snapbuild.Ev(snapshot.ActionFreeCompleted, 0x10000000+uint64(k)<<20, mib, st))
 		}
-		b.Event(0, testutil.Ev(snapshot.ActionFreeCompleted, seg, 4*mib, st))
+		b.Event(0, snapbuild.Ev(snapshot.ActionFreeCompleted, seg, 4*mib, st))
 		return b
 	}
-	clean, err := analyze.Analyze(context.Background(), build(0).Input("clean.pickle"), analyze.Options{})
+	clean, err := analyze.Analyze(context.Background(), testutil.Input(build(0), "clean.pickle"), analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostile, err := analyze.Analyze(context.Background(), build(2000).Input("hostile.pickle"), analyze.Options{})
+	hostile, err := analyze.Analyze(context.Background(), testutil.Input(build(2000), "hostile.pickle"), analyze.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/load"
@@ -27,11 +28,11 @@ const mib = 1 << 20
 
 // Stacks that the default categorization rules decide unambiguously.
 var (
-	stWeights   = testutil.Stack("site-packages/torch/nn/modules/module.py:1160:_apply", "train.py:20:main")
-	stOptimizer = testutil.Stack("site-packages/torch/optim/adamw.py:120:_init_group", "train.py:40:main")
-	stGrad      = testutil.Stack("train.py:33:accumulate_grad", "train.py:40:main")
-	stAct       = testutil.Stack("site-packages/torch/nn/functional.py:2140:softmax", "model.py:12:forward")
-	stUnknown   = testutil.Stack("mystery.py:1:helper")
+	stWeights   = snapbuild.Stack("site-packages/torch/nn/modules/module.py:1160:_apply", "train.py:20:main")
+	stOptimizer = snapbuild.Stack("site-packages/torch/optim/adamw.py:120:_init_group", "train.py:40:main")
+	stGrad      = snapbuild.Stack("train.py:33:accumulate_grad", "train.py:40:main")
+	stAct       = snapbuild.Stack("site-packages/torch/nn/functional.py:2140:softmax", "model.py:12:forward")
+	stUnknown   = snapbuild.Stack("mystery.py:1:helper")
 )
 
 // builtSnapshot records weights 100 MiB, optimizer states 200 MiB and gradients 50 MiB before the first forward,
@@ -39,28 +40,28 @@ var (
 // stays; the backward (autograd's thread, no stack) adds a 1 MiB temporary: live at the peak 661 MiB, allocated at
 // the end 360 MiB.
 func builtSnapshot() *load.Input {
-	b := testutil.NewSnap(1)
-	b.Segment(testutil.SegOpts{},
-		testutil.Live(100*mib, 100*mib, stWeights),
-		testutil.Live(200*mib, 200*mib, stOptimizer),
-		testutil.Live(50*mib, 50*mib, stGrad),
-		testutil.Free(300*mib),
-		testutil.Live(10*mib, 10*mib, stUnknown),
-		testutil.Free(1*mib))
+	b := snapbuild.NewSnap(1)
+	b.Segment(snapbuild.SegOpts{},
+		snapbuild.Live(100*mib, 100*mib, stWeights),
+		snapbuild.Live(200*mib, 200*mib, stOptimizer),
+		snapbuild.Live(50*mib, 50*mib, stGrad),
+		snapbuild.Free(300*mib),
+		snapbuild.Live(10*mib, 10*mib, stUnknown),
+		snapbuild.Free(1*mib))
 	addr := func(j int) uint64 { return b.BlockAddr(0, j) }
 	b.Event(0,
-		testutil.Ev(snapshot.ActionSegmentAlloc, addr(0), 661*mib, stWeights),
-		testutil.Ev(snapshot.ActionAlloc, addr(0), 100*mib, stWeights),
-		testutil.Ev(snapshot.ActionAlloc, addr(1), 200*mib, stOptimizer),
-		testutil.Ev(snapshot.ActionAlloc, addr(2), 50*mib, stGrad),
-		testutil.Ev(snapshot.ActionAlloc, addr(3), 300*mib, stAct),
-		testutil.Ev(snapshot.ActionAlloc, addr(4), 10*mib, stUnknown),
-		testutil.Ev(snapshot.ActionAlloc, addr(5), 1*mib, nil),
-		testutil.Ev(snapshot.ActionFreeRequested, addr(3), 300*mib, stAct),
-		testutil.Ev(snapshot.ActionFreeCompleted, addr(3), 300*mib, stAct),
-		testutil.Ev(snapshot.ActionFreeRequested, addr(5), 1*mib, nil),
-		testutil.Ev(snapshot.ActionFreeCompleted, addr(5), 1*mib, nil))
-	return b.Input("rank0_memory_snapshot.pickle")
+		snapbuild.Ev(snapshot.ActionSegmentAlloc, addr(0), 661*mib, stWeights),
+		snapbuild.Ev(snapshot.ActionAlloc, addr(0), 100*mib, stWeights),
+		snapbuild.Ev(snapshot.ActionAlloc, addr(1), 200*mib, stOptimizer),
+		snapbuild.Ev(snapshot.ActionAlloc, addr(2), 50*mib, stGrad),
+		snapbuild.Ev(snapshot.ActionAlloc, addr(3), 300*mib, stAct),
+		snapbuild.Ev(snapshot.ActionAlloc, addr(4), 10*mib, stUnknown),
+		snapbuild.Ev(snapshot.ActionAlloc, addr(5), 1*mib, nil),
+		snapbuild.Ev(snapshot.ActionFreeRequested, addr(3), 300*mib, stAct),
+		snapbuild.Ev(snapshot.ActionFreeCompleted, addr(3), 300*mib, stAct),
+		snapbuild.Ev(snapshot.ActionFreeRequested, addr(5), 1*mib, nil),
+		snapbuild.Ev(snapshot.ActionFreeCompleted, addr(5), 1*mib, nil))
+	return testutil.Input(b, "rank0_memory_snapshot.pickle")
 }
 
 // TestAttributeSnapshotPeak: the components at the peak come from the analysis' stack-and-lifetime attribution:

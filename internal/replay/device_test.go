@@ -5,14 +5,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/snapbuild"
 )
 
-// The five allocations of testutil.ReplayRules, each with its own stack.
-var stX0, stX1, stY, stZ, stW = testutil.Stack("a.py:1:x0"), testutil.Stack("a.py:2:x1"), testutil.Stack("a.py:3:y"), testutil.Stack("a.py:4:z"), testutil.Stack("a.py:5:w")
+// The five allocations of snapbuild.ReplayRules, each with its own stack.
+var stX0, stX1, stY, stZ, stW = snapbuild.Stack("a.py:1:x0"), snapbuild.Stack("a.py:2:x1"), snapbuild.Stack("a.py:3:y"), snapbuild.Stack("a.py:4:z"), snapbuild.Stack("a.py:5:w")
 
 func TestReplayDevice(t *testing.T) {
-	b, _ := testutil.ReplayRules(stX0, stX1, stY, stZ, stW)
+	b, _ := snapbuild.ReplayRules(stX0, stX1, stY, stZ, stW)
 	d, err := ReplayDevice(context.Background(), b.S, 0)
 	if err != nil {
 		t.Fatal(err)

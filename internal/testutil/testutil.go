@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/load"
 )
 
@@ -32,4 +33,9 @@ func DecodeGPURun(t testing.TB, name string) *load.Input {
 		t.Fatal(err)
 	}
 	return in
+}
+
+// Input wraps a built snapshot as a decoded input named path.
+func Input(b *snapbuild.SnapBuilder, path string) *load.Input {
+	return &load.Input{Path: path, Format: "pickle-v4", Snapshot: b.S}
 }

@@ -6,7 +6,7 @@ package traingen
 import (
 	"math"
 
-	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -37,27 +37,27 @@ type TrainingLoop struct {
 
 // Stacks of the synthetic run, innermost first, as PyTorch records them with stacks="python".
 var (
-	TrainWeightStack = testutil.Stack("/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py:106:__init__",
+	TrainWeightStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py:106:__init__",
 		"/home/user/proj/model.py:20:__init__", "/home/user/proj/train.py:30:build", "/home/user/proj/train.py:90:main")
-	TrainScratchStack = testutil.Stack("/venv/lib/python3.12/site-packages/torch/serialization.py:1400:load",
+	TrainScratchStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/serialization.py:1400:load",
 		"/home/user/proj/train.py:40:load_checkpoint", "/home/user/proj/train.py:91:main")
-	TrainInputStack = testutil.Stack("/home/user/proj/train.py:60:get_batch", "/home/user/proj/train.py:100:main")
-	TrainActStack   = testutil.Stack("/home/user/proj/model.py:50:forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl",
+	TrainInputStack = snapbuild.Stack("/home/user/proj/train.py:60:get_batch", "/home/user/proj/train.py:100:main")
+	TrainActStack   = snapbuild.Stack("/home/user/proj/model.py:50:forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl",
 		"/home/user/proj/model.py:80:forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl", "/home/user/proj/train.py:101:main")
-	TrainTmpStack = testutil.Stack("/home/user/proj/model.py:52:forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl",
+	TrainTmpStack = snapbuild.Stack("/home/user/proj/model.py:52:forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl",
 		"/home/user/proj/model.py:80:forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl", "/home/user/proj/train.py:101:main")
-	TrainLogitsStack = testutil.Stack("/home/user/proj/model.py:85:forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl",
+	TrainLogitsStack = snapbuild.Stack("/home/user/proj/model.py:85:forward", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl",
 		"/home/user/proj/train.py:101:main")
-	TrainStateStack = testutil.Stack("/venv/lib/python3.12/site-packages/torch/optim/adamw.py:170:_init_group",
+	TrainStateStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/optim/adamw.py:170:_init_group",
 		"/venv/lib/python3.12/site-packages/torch/optim/adamw.py:210:step", "/home/user/proj/train.py:104:main")
-	TrainOptTmpStack = testutil.Stack("/venv/lib/python3.12/site-packages/torch/optim/adamw.py:500:_multi_tensor_adamw",
+	TrainOptTmpStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/optim/adamw.py:500:_multi_tensor_adamw",
 		"/venv/lib/python3.12/site-packages/torch/optim/adamw.py:230:step", "/home/user/proj/train.py:104:main")
 )
 
 // trainAlloc is the fixture's allocator: one segment per block, a freed segment reused only by a request of
 // exactly its size (so changing shapes leave cached segments behind, as fragmentation does).
 type trainAlloc struct {
-	b      *testutil.SnapBuilder
+	b      *snapbuild.SnapBuilder
 	next   uint64
 	free   map[int64][]uint64
 	sizeOf map[uint64]int64
@@ -78,11 +78,11 @@ func (a *trainAlloc) alloc(size int64, st *snapshot.Stack) uint64 {
 		a.next += uint64(size) + 2<<20
 		a.sizeOf[addr] = size
 		a.order = append(a.order, addr)
-		a.event(testutil.Ev(snapshot.ActionSegmentAlloc, addr, size, st))
+		a.event(snapbuild.Ev(snapshot.ActionSegmentAlloc, addr, size, st))
 	}
 	a.stack[addr] = st
 	a.live[addr] = true
-	a.event(testutil.Ev(snapshot.ActionAlloc, addr, size, st))
+	a.event(snapbuild.Ev(snapshot.ActionAlloc, addr, size, st))
 	return addr
 }
 
@@ -94,8 +94,8 @@ func (a *trainAlloc) event(e snapshot.TraceEntry) {
 
 func (a *trainAlloc) release(addr uint64) {
 	size := a.sizeOf[addr]
-	a.event(testutil.Ev(snapshot.ActionFreeRequested, addr, size, a.stack[addr]))
-	a.event(testutil.Ev(snapshot.ActionFreeCompleted, addr, size, a.stack[addr]))
+	a.event(snapbuild.Ev(snapshot.ActionFreeRequested, addr, size, a.stack[addr]))
+	a.event(snapbuild.Ev(snapshot.ActionFreeCompleted, addr, size, a.stack[addr]))
 	a.free[size] = append(a.free[size], addr)
 	delete(a.live, addr)
 }
@@ -119,7 +119,7 @@ func mib2(n float64) int64 {
 
 // Build records the run.
 func (c TrainingLoop) Build() *snapshot.Snapshot {
-	b := testutil.NewSnap(1)
+	b := snapbuild.NewSnap(1)
 	b.S.TorchFormat = "2.10+"
 	b.S.AllocatorSettings = &snapshot.AllocatorSettings{MaxSplitSize: -1}
 	a := &trainAlloc{b: b, next: 0x7f0000000000, free: map[int64][]uint64{}, sizeOf: map[uint64]int64{}, stack: map[uint64]*snapshot.Stack{}, live: map[uint64]bool{}}

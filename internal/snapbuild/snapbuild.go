@@ -1,11 +1,12 @@
-package testutil
+// Package snapbuild builds allocator snapshots in memory, segment by segment and event by event: the fixtures of
+// memscan's tests and the training loops memscan-gen writes.
+package snapbuild
 
 import (
 	"fmt"
 	"regexp"
 	"strconv"
 
-	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -94,11 +95,6 @@ func Ev(a snapshot.Action, addr uint64, size int64, st *snapshot.Stack) snapshot
 	return snapshot.TraceEntry{Action: a, Addr: addr, Size: size, Stack: st}
 }
 
-// Input wraps the snapshot as a decoded input named path.
-func (b *SnapBuilder) Input(path string) *load.Input {
-	return &load.Input{Path: path, Format: "pickle-v4", Snapshot: b.S}
-}
-
 var frameSpec = regexp.MustCompile(`^(.*?):(\d+):(.*)$`)
 
 // Stack builds a stack from "file:line:function" strings, innermost first. The first ":<digits>:" separates the
@@ -108,7 +104,7 @@ func Stack(frames ...string) *snapshot.Stack {
 	for _, f := range frames {
 		m := frameSpec.FindStringSubmatch(f)
 		if m == nil {
-			panic(fmt.Sprintf("testutil.Stack: %q is not file:line:function", f))
+			panic(fmt.Sprintf("snapbuild.Stack: %q is not file:line:function", f))
 		}
 		line, _ := strconv.Atoi(m[2])
 		st.Frames = append(st.Frames, snapshot.Frame{Filename: m[1], Line: line, Name: m[3]})

@@ -22,6 +22,9 @@ type Result struct {
 	PeakReserved int64
 	PeakIndex    int
 	PeakTimeUS   int64
+	// PeakAllocated is the highest block bytes allocated (each request rounded and, where the remainder was too
+	// small to split, its whole block): torch.cuda.max_memory_allocated's unit, over the replayed window.
+	PeakAllocated int64
 	// PeakFragmentation is what reserved memory consisted of right after the request that reached the peak.
 	PeakFragmentation Fragmentation
 	FinalReserved     int64
@@ -142,7 +145,7 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	}
 	startFrag := a.Fragmentation()
 	res.Timeline = append(res.Timeline, Sample{Index: -1, Reserved: a.reserved})
-	res.PeakReserved = a.reserved
+	res.PeakReserved, res.PeakAllocated = a.reserved, a.allocated
 	failed := map[uint64]bool{}
 	nextEmpty := 0
 	const oomID = ^uint64(0) // the id of an oom event's request; no trace address is all ones
@@ -218,6 +221,7 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 		if a.reserved > res.PeakReserved {
 			res.PeakReserved, res.PeakIndex, res.PeakTimeUS = a.reserved, i, e.TimeUS
 		}
+		res.PeakAllocated = max(res.PeakAllocated, a.allocated)
 	}
 	// Segment events the model never matched at an alloc or free (say a segment made and freed in between)
 	// still show in the peak or the final state.

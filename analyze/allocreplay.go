@@ -65,7 +65,7 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 		Device: dev, Settings: what.Settings, WhatIf: sr.WhatIf != nil,
 		RecordedSettings: sr.RecordedSettings.String(), RecordedSettingsKnown: sr.RecordedKnown,
 		CapacityBytes: what.Capacity, CapacitySource: what.CapacitySource,
-		RecordedPeakReservedBytes: rec.PeakReserved, BaselinePeakReservedBytes: base.PeakReserved,
+		RecordedPeakReservedBytes: rec.PeakReserved, BaselinePeakReservedBytes: base.PeakReserved, BaselinePeakAllocatedBytes: base.PeakAllocated,
 		PeakReservedBytes: what.PeakReserved, BaselineFirstDivergence: base.FirstDivergence,
 		RecordedSegments: len(rec.Created), BaselineSegments: len(base.Created), Segments: len(what.Created),
 		Partial: base.Partial, PartialReason: base.PartialReason(),
@@ -120,6 +120,18 @@ func (a *analysis) allocatorReplay() error {
 	a.part.AllocatorReplay = &reps[main]
 	if len(reps) > 1 {
 		a.part.AllocatorReplayDevices = reps
+	}
+	// The peak in torch's unit: the replay rounds and splits every request as the caching allocator does.
+	for i := range a.part.DevicePeaks {
+		p := &a.part.DevicePeaks[i]
+		for _, r := range reps {
+			if r.Device == p.Device {
+				p.AllocatedBytes = r.BaselinePeakAllocatedBytes
+			}
+		}
+		if a.rep.Peak != nil && a.rep.Peak.Device == p.Device {
+			a.rep.Peak.AllocatedBytes = p.AllocatedBytes
+		}
 	}
 	for i := range a.part.Timeline {
 		ts := &a.part.Timeline[i]

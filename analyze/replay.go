@@ -216,6 +216,13 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	}
 	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()
+	p.RequestedBytes, p.ReservedBytes = p.Bytes, r.InitialReserved
+	if p.EventIndex >= 0 {
+		p.ReservedBytes = r.Reserved[p.EventIndex]
+	}
+	if p.ReservedBytes > 0 {
+		p.EfficiencyPct = float64(p.Bytes) / float64(p.ReservedBytes) * 100
+	}
 	// The live set at the peak, in one pass: bytes and counts per category and per site, and per component with
 	// the bytes the lifetime categorized from each block's attribution.
 	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))

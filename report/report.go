@@ -235,6 +235,19 @@ type Peak struct {
 	// FirstIterationPhase is the phase of iteration 1's own peak ("" without iterations): the step a static
 	// estimate describes.
 	FirstIterationPhase string `json:"first_iteration_phase,omitempty" msgpack:"first_iteration_phase,omitempty"`
+	// ReservedBytes is the segment bytes at the same moment (what the allocator held for the peak); 0 in reports
+	// written before it existed.
+	ReservedBytes int64 `json:"reserved_bytes,omitempty" msgpack:"reserved_bytes,omitempty"`
+	// AllocatedBytes is the highest block bytes allocated over the trace, as the caching-allocator replay rounds and
+	// splits each request: the unit of torch.cuda.max_memory_allocated, which it equals on a trace recorded from
+	// the process's first allocation. RequestedBytes is Bytes again (what the tensors asked for), so that a reader
+	// of summary.json sees both units side by side. 0 where they were not measured (no allocator replay, or a
+	// report written before they existed).
+	AllocatedBytes int64 `json:"allocated_bytes,omitempty" msgpack:"allocated_bytes,omitempty"`
+	RequestedBytes int64 `json:"requested_bytes,omitempty" msgpack:"requested_bytes,omitempty"`
+	// EfficiencyPct is Bytes over ReservedBytes at the peak: how much of what the cache held then the tensors
+	// used. A snapshot's totals judge the moment of the dump; this one the moment that decides whether a run fits.
+	EfficiencyPct float64 `json:"efficiency_pct,omitempty" msgpack:"efficiency_pct,omitempty"`
 }
 
 // OOM is one out-of-memory event from a device trace.

@@ -14,11 +14,23 @@ import (
 // estimator's terms) and by site.
 func (t *textWriter) peak(p *report.Peak) {
 	t.section("Peak (from the allocator trace)")
-	t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", units.Bytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
+	// Two units: the bytes the tensors requested, and the allocator's blocks (torch.cuda.max_memory_allocated's).
+	shown, unit := p.Bytes, "requested by the tensors"
+	if p.AllocatedBytes > 0 {
+		shown, unit = p.AllocatedBytes, "in allocator blocks, as torch.cuda.max_memory_allocated counts"
+	}
+	t.printf("  peak allocated: %s (%s bytes %s) on device %d at event %d", units.Bytes(shown), GroupDigits(shown), unit, p.Device, p.EventIndex)
 	if p.TimeUS != 0 {
 		t.printf(", %s", FormatTimeUS(p.TimeUS))
 	}
 	t.printf("\n")
+	if p.AllocatedBytes > 0 {
+		t.printf("  requested:      %s (%s bytes the tensors asked for; the live set below counts these)\n", units.Bytes(p.Bytes), GroupDigits(p.Bytes))
+	}
+	if p.ReservedBytes > 0 {
+		t.printf("  reserved then:  %s (%s bytes); efficiency at the peak %.2f %% (requested / reserved)\n", units.Bytes(p.ReservedBytes),
+			GroupDigits(p.ReservedBytes), p.EfficiencyPct)
+	}
 	if w := peakWhere(p); w != "" {
 		t.printf("  when:           %s\n", w)
 	}

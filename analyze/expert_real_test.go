@@ -1,0 +1,76 @@
+package analyze
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/report"
+)
+
+// h200Run is the part of ../shared/gpu_runs/runs.json these tests read: what PyTorch measured on the H200.
+type h200Run struct {
+	Name          string `json:"name"`
+	Snapshot      string `json:"snapshot"`
+	PeakAllocated int64  `json:"peak_allocated"`
+	PeakReserved  int64  `json:"peak_reserved"`
+	Model         struct {
+		V int `json:"V"`
+		H int `json:"h"`
+		L int `json:"L"`
+	} `json:"model"`
+	Settings struct {
+		B int `json:"b"`
+		S int `json:"s"`
+	} `json:"settings"`
+}
+
+// analyzeH200 analyzes one shared H200 snapshot run and returns its report with PyTorch's measurements.
+func analyzeH200(t *testing.T, name string) (*report.Report, h200Run) {
+	t.Helper()
+	var runs []h200Run
+	dir := realsnap.GPURuns(t, &runs)
+	for _, run := range runs {
+		if run.Name == name {
+			r, err := AnalyzeFile(context.Background(), filepath.Join(dir, name+".pickle.gz"), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, run
+		}
+	}
+	t.Fatalf("%s is not in runs.json", name)
+	return nil, h200Run{}
+}
+
+// completeH200Snapshots are the H200 snapshot runs recorded from before the process's first CUDA allocation.
+var completeH200Snapshots = []string{"llama1b-bf16-b4-s2048-snap", "llama1b-varlen-b4-snap", "llama1b-infer-b32-p2048-g128-snap",
+	"llama8b-oom-b8-s8192-snap"}
+
+// TestPeakInTorchUnits checks the peak's block bytes against torch.cuda.max_memory_allocated as PyTorch measured it
+// on the H200 (the maximum over every phase of the run), and that the requested bytes and the reserved bytes at
+// the same moment are reported beside it.
+func TestPeakInTorchUnits(t *testing.T) {
+	for _, name := range completeH200Snapshots {
+		t.Run(name, func(t *testing.T) {
+			r, run := analyzeH200(t, name)
+			p := r.Peak
+			if p == nil {
+				t.Fatal("no peak")
+			}
+			if p.AllocatedBytes != run.PeakAllocated {
+				t.Errorf("peak allocated_bytes %d, torch.cuda.max_memory_allocated %d (requested %d)", p.AllocatedBytes, run.PeakAllocated, p.Bytes)
+			}
+			if p.RequestedBytes != p.Bytes || p.RequestedBytes > p.AllocatedBytes {
+				t.Errorf("requested_bytes %d, bytes %d, allocated_bytes %d", p.RequestedBytes, p.Bytes, p.AllocatedBytes)
+			}
+			if p.ReservedBytes < p.AllocatedBytes || p.ReservedBytes > run.PeakReserved {
+				t.Errorf("reserved at the peak %d: below the block bytes %d or above torch's max_memory_reserved %d", p.ReservedBytes, p.AllocatedBytes, run.PeakReserved)
+			}
+			if want := float64(p.Bytes) / float64(p.ReservedBytes) * 100; p.EfficiencyPct != want {
+				t.Errorf("efficiency at the peak %.4f, want %.4f", p.EfficiencyPct, want)
+			}
+		})
+	}
+}

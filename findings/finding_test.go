@@ -32,7 +32,7 @@ func TestCatalogue(t *testing.T) {
 	x := OOMExplained{Layers: 4, LayersDone: 2, PerLayerBytes: 1 << 20, ProjectedBytes: 3 << 30, CapacityBytes: 2 << 30}
 	built := map[string]Finding{
 		"trace oom":           NewOOM(at, 1<<30, 1<<20, x, false),
-		"trace leak":          NewLeak(at, LeakSite{Site: "a.py:1:f", Category: "Activation", Iterations: 3, PerIteration: 2 << 20}, 0, 1),
+		"trace leak":          NewLeak(at, LeakSite{Site: "a.py:1:f", Category: "Activation", Iterations: 3, PerIteration: 2 << 20}, 0, 1, 4<<20),
 		"trace fragmentation": NewFragmentation(FragmentationFacts{MaxReserved: at, Reserved: 4 << 30, Peak: at, Allocated: 2 << 30, WithExpandable: 3 << 30, Basis: BasisReplay}),
 		"trace cache":         NewCacheOverhead(at, 4<<30, at, 2<<30, false),
 		"trace idle":          NewIdleCache(at, 2, 2<<30),
@@ -86,5 +86,26 @@ func TestCatalogue(t *testing.T) {
 		if !used[k] {
 			t.Errorf("catalogue entry %s (%s) has no constructor in this test", k.id, k.scope)
 		}
+	}
+}
+
+// TestRank: critical findings first, then by the bytes saved at the peak, largest first; ties and findings that
+// save nothing keep their order.
+func TestRank(t *testing.T) {
+	fs := []Finding{
+		{ID: "a", Severity: Info},
+		{ID: "b", Severity: Warning, SavedBytes: 1 << 30},
+		{ID: "c", Severity: Info, SavedBytes: 3 << 30},
+		{ID: "d", Severity: Critical},
+		{ID: "e", Severity: Warning},
+		{ID: "f", Severity: Info, SavedBytes: 1 << 30},
+	}
+	Rank(fs)
+	var got []string
+	for _, f := range fs {
+		got = append(got, string(f.ID))
+	}
+	if strings.Join(got, "") != "dcbfae" {
+		t.Errorf("ranked %v, want d c b f a e", got)
 	}
 }

@@ -109,16 +109,24 @@ type FragmentationFacts struct {
 	RaisedBy, LastFragmenting *Malloc
 	// AtPeak is the cache at the allocated peak.
 	AtPeak CacheState
-	// WithExpandable is the peak reserved under expandable segments, obtained by Basis; NotUsed says why the
-	// allocator replay was not used, when it was not.
-	WithExpandable int64
-	Basis, NotUsed string
+	// WithExpandable is the peak reserved under expandable segments, obtained by Basis. With the allocator replay,
+	// Replayed is the same replay's peak under the recorded settings (the saving is their difference, as the
+	// report's replay section states it) and Partial why the replay could not follow the whole trace ("" when it
+	// did); NotUsed says why the replay was not used, when it was not.
+	WithExpandable, Replayed int64
+	Basis, Partial, NotUsed  string
 	// KVCache says a KV cache was among what held the free memory in pieces.
 	KVCache bool
 }
 
-// Saving is what expandable segments would save: reserved beyond the peak under them.
-func (f FragmentationFacts) Saving() int64 { return f.Reserved - f.WithExpandable }
+// Saving is what expandable segments would save at the maximum reserved: the allocator replay's two peaks when
+// it ran, else the recorded maximum less the estimate.
+func (f FragmentationFacts) Saving() int64 {
+	if f.Basis == BasisReplay {
+		return f.Replayed - f.WithExpandable
+	}
+	return f.Reserved - f.WithExpandable
+}
 
 // NewFragmentation words the fragmentation finding.
 func NewFragmentation(f FragmentationFacts) Finding {
@@ -138,6 +146,9 @@ func NewFragmentation(f FragmentationFacts) Finding {
 	}
 	fmt.Fprintf(&why, ". With expandable segments reserved would peak at about %s (%s), saving %s of the %s", units.Bytes(f.WithExpandable), f.Basis,
 		units.Bytes(saving), units.Bytes(f.Reserved-f.Allocated))
+	if f.Partial != "" {
+		fmt.Fprintf(&why, ". The replay is partial, so the saving covers the recorded part of the run: %s", f.Partial)
+	}
 	if f.NotUsed != "" {
 		fmt.Fprintf(&why, ". The allocator replay was not used: %s", f.NotUsed)
 	}
@@ -145,7 +156,7 @@ func NewFragmentation(f FragmentationFacts) Finding {
 	return Finding{ID: Fragmentation, Severity: Warning, Title: titleFragmentation,
 		Value: float64(saving), Threshold: float64(FragmentationMinSavingBytes), Unit: Bytes, Basis: f.Basis,
 		Device: at.Device, Event: at.Event, Iteration: at.Iteration, Phase: at.Phase, Evidence: why.String(),
-		Advice: fragmentationAdvice(f.KVCache, saving, f.Basis),
+		Advice: fragmentationAdvice(f.KVCache, saving, f.Basis), SavedBytes: saving,
 	}
 }
 
@@ -174,7 +185,9 @@ func NewIdleCache(lastUse At, segments int, idle int64) Finding {
 		Phase: lastUse.Phase,
 		Evidence: fmt.Sprintf("%s (%s) last used in the %s, up to event %d, stayed reserved and unused through every training iteration after it",
 			units.Plural(segments, "segment", "segments"), units.Bytes(idle), lastUse.Text, lastUse.Event),
-		Advice: "Call torch.cuda.empty_cache() once after that one-off phase (checkpoint loading, evaluation), not every step.",
+		Advice: fmt.Sprintf("Call torch.cuda.empty_cache() once after that one-off phase (checkpoint loading, evaluation), not every step: it returns %s that every later peak held reserved.",
+			units.Bytes(idle)),
+		SavedBytes: idle,
 	}
 }
 
@@ -191,8 +204,9 @@ type LeakSite struct {
 }
 
 // NewLeak words the fastest-growing site l, judged at the end of the last complete iteration (at); warm is what
-// iteration 1 created and every later iteration kept (not growth), sites how many sites grow.
-func NewLeak(at At, l LeakSite, warm int64, sites int) Finding {
+// iteration 1 created and every later iteration kept (not growth), sites how many sites grow, atPeak what the
+// growing sites had gained since iteration 1 at the allocated peak (what a fix frees there).
+func NewLeak(at At, l LeakSite, warm int64, sites int, atPeak int64) Finding {
 	// A site without a stack is named "(no stack: category, lifetime)" already; a second parenthesis would nest.
 	name := l.Site + " (" + l.Category + ")"
 	if strings.HasPrefix(l.Site, "(") {
@@ -206,7 +220,9 @@ func NewLeak(at At, l LeakSite, warm int64, sites int) Finding {
 	return Finding{ID: Leak, Severity: Warning, Title: titleLeak,
 		Value: float64(l.PerIteration), Threshold: float64(LeakMinGrowthBytes), Unit: Bytes, Device: at.Device,
 		Event: at.Event, Iteration: at.Iteration, Phase: at.Phase, Evidence: ev,
-		Advice: "Something keeps a reference to tensors from this site across steps: a list they are appended to, an attribute, a metric accumulated without .item()/.detach(), or outputs kept with their graph.",
+		Advice: "Something keeps a reference to tensors from this site across steps: a list they are appended to, an attribute, a metric accumulated without .item()/.detach(), or outputs kept with their graph." +
+			fmt.Sprintf(" Fixing it frees %s at the peak, what the growing sites had gained since iteration 1, and more the longer the run.", units.Bytes(atPeak)),
+		SavedBytes: atPeak,
 	}
 }
 

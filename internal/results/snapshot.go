@@ -22,8 +22,12 @@ import (
 func (t *textWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	t.printf("  segments:   %d   blocks: %d\n", snap.Segments, snap.Blocks)
 	t.traceActions(snap)
-	t.section("Totals")
-	t.totals(snap.Totals)
+	if r.Peak != nil {
+		t.section("Totals at the dump (when the snapshot was taken; the peak follows)")
+	} else {
+		t.section("Totals")
+	}
+	t.totals(snap.Totals, r.Peak)
 
 	t.groups("Per device", "device", snap.PerDevice)
 	t.groups("Per stream", "stream", snap.PerStream)
@@ -83,7 +87,9 @@ func (t *textWriter) fragmentation(f report.Fragmentation, dump string) {
 	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
 }
 
-func (t *textWriter) totals(x report.Totals) {
+// totals writes the allocator totals at the dump. With a trace the efficiency there is labelled as the dump's,
+// beside the peak's: a cache that kept what the peak needed is not inefficient at the dump.
+func (t *textWriter) totals(x report.Totals, p *report.Peak) {
 	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "measure", "size", "bytes", "of reserved")
 	row := func(name string, v int64) {
 		tb.add(name, units.Bytes(v), GroupDigits(v), units.Percent(v, x.ReservedBytes))
@@ -102,7 +108,12 @@ func (t *textWriter) totals(x report.Totals) {
 		t.printf("  efficiency: - (nothing reserved)\n")
 		return
 	}
-	t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
+	if p == nil || p.ReservedBytes <= 0 {
+		t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
+		return
+	}
+	t.printf("  efficiency at the peak: %.2f %% (requested / reserved at event %d); at the dump: %.2f %%, the rest cached free memory\n",
+		p.EfficiencyPct, p.EventIndex, x.EfficiencyPct)
 }
 
 func (t *textWriter) groups(title, keyName string, gs []report.GroupTotals) {
@@ -246,11 +257,21 @@ func (m *mdWriter) peak(p *report.Peak) {
 // snapshotFindings are the headline numbers of an allocator snapshot.
 func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 	var out []string
-	out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
-		units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
+	// Efficiency is judged at the peak when a trace shows it: at the dump a cache that kept what the peak needed
+	// holds mostly free memory, which is the allocator doing its job.
+	at := " at the dump (no allocation history to judge the peak)"
+	if p := r.Peak; p != nil && p.ReservedBytes > 0 {
+		out = append(out, fmt.Sprintf("At the peak PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
+			units.Bytes(p.ReservedBytes), units.Bytes(p.Bytes), p.EfficiencyPct))
+		at = " when the snapshot was taken"
+	}
 	if free := snap.ExternalFreeBytes + snap.InternalFreeBytes; free > 0 && snap.ReservedBytes > 0 {
-		out = append(out, fmt.Sprintf("%s (%s of reserved) is cached but not in use: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
-			units.Bytes(free), units.Percent(free, snap.ReservedBytes), units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes)))
+		out = append(out, fmt.Sprintf("Of the %s reserved%s, tensors asked for %s (%.1f %%); %s is cached free memory, not in use then: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
+			units.Bytes(snap.ReservedBytes), at, units.Bytes(snap.RequestedBytes), snap.EfficiencyPct, units.Bytes(free), units.Bytes(snap.ExternalFreeBytes),
+			units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes)))
+	} else {
+		out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**%s: %.1f %% efficiency.",
+			units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), at, snap.EfficiencyPct))
 	}
 	dump := ""
 	if p := r.Peak; p != nil {

@@ -143,3 +143,38 @@ func TestFragmentationOneSource(t *testing.T) {
 		}
 	})
 }
+
+// TestRankedSavingsVarlen: on the variable-length H200 run the findings come ranked by what they save at the peak:
+// the chunked loss (the longest step's logits and loss tensors, 14·b·s·V bytes with s its 4096 tokens, kept to
+// 1024 tokens at a time) before expandable segments (the allocator replay's saving), then the cache overhead,
+// which proposes no change of its own.
+func TestRankedSavingsVarlen(t *testing.T) {
+	r, run := analyzeH200(t, "llama1b-varlen-b4-snap")
+	var ids []string
+	for _, f := range r.Recommendations {
+		ids = append(ids, string(f.ID))
+	}
+	if strings.Join(ids, " ") != "loss-logits fragmentation cache-overhead" {
+		t.Fatalf("findings %v", ids)
+	}
+	tokens := int64(run.Settings.B * run.Settings.S)
+	n := tokens * int64(run.Model.V)
+	if want := 14 * n * (tokens - 1024) / tokens; abs(r.Recommendations[0].SavedBytes-want) > 1<<20 {
+		t.Errorf("chunked loss saves %d, want 14N·(1 − 1024/%d) = %d", r.Recommendations[0].SavedBytes, tokens, want)
+	}
+	sp := r.Part.(*report.SnapshotReport)
+	if got := r.Recommendations[1].SavedBytes; got != sp.AllocatorReplay.ExpandableSavingBytes() || got >= r.Recommendations[0].SavedBytes {
+		t.Errorf("fragmentation saves %d, the replay section %d", got, sp.AllocatorReplay.ExpandableSavingBytes())
+	}
+	var held int64
+	for _, c := range r.Peak.Categories {
+		if c.Name == "Loss/Logits" {
+			held = c.Bytes
+		}
+	}
+	if held < 14*n || held >= 14*n+1<<20 {
+		t.Errorf("Loss/Logits at the peak %d, want 14·%d", held, n)
+	}
+}
+
+func abs(x int64) int64 { return max(x, -x) }

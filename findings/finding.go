@@ -114,6 +114,7 @@ func Catalogue() []Spec {
 		{Fragmentation, Warning, Bytes, titleFragmentation, "trace"},
 		{CacheOverhead, Info, Ratio, titleCacheOverhead, "trace"},
 		{IdleCache, Info, Bytes, titleIdleCache, "trace"},
+		{LossLogits, Warning, Bytes, titleLossLogits, "trace"},
 		{CacheOverhead, Warning, Percent, titleDumpCacheOverhead, "dump"},
 		{LargeUnusedBlocks, Info, Bytes, titleLargeUnusedBlocks, "dump"},
 		{Fragmentation, Warning, Percent, titleDumpFragmentation, "dump"},
@@ -143,6 +144,7 @@ const (
 	Fragmentation ID = "fragmentation" // also judged at the dump when there is no history
 	CacheOverhead ID = "cache-overhead"
 	IdleCache     ID = "idle-cache"
+	LossLogits    ID = "loss-logits"
 	// Judged on the state at the dump (analyze).
 	LargeUnusedBlocks ID = "large-unused-blocks"
 	PendingFree       ID = "pending-free"

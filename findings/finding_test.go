@@ -36,6 +36,7 @@ func TestCatalogue(t *testing.T) {
 		"trace fragmentation": NewFragmentation(FragmentationFacts{MaxReserved: at, Reserved: 4 << 30, Peak: at, Allocated: 2 << 30, WithExpandable: 3 << 30, Basis: BasisReplay}),
 		"trace cache":         NewCacheOverhead(at, 4<<30, at, 2<<30, false),
 		"trace idle":          NewIdleCache(at, 2, 2<<30),
+		"trace loss":          NewLossLogits(LossFacts{Peak: at, PeakBytes: 4 << 30, HeldBytes: 2 << 30, LogitsBytes: 1 << 30, GradientBytes: 1 << 30, NewPeakBytes: 3 << 30}),
 		"dump cache":          NewDumpCacheOverhead(20, 100, 80, 10, 5, 5),
 		"dump large":          NewLargeUnusedBlocks(1, 200<<20, 200<<20),
 		"dump fragmentation":  NewDumpFragmentation(60, 1<<30, 100<<20, 2, 0.5),

@@ -14,6 +14,7 @@ const (
 	titleFragmentation = "Fragmented cache: reserved grows beyond the peak"
 	titleCacheOverhead = "Reserved memory exceeds the peak allocated"
 	titleIdleCache     = "Cached segments no later peak reuses"
+	titleLossLogits    = "The logits and the loss's tensors hold much of the peak"
 )
 
 // Bases of a predicted value.
@@ -21,6 +22,8 @@ const (
 	BasisReplay   = "allocator replay"
 	BasisEstimate = "estimate"
 	BasisLayers   = "layer extrapolation"
+	// BasisTrace is a saving computed from the trace's own tensors (what they would hold under the change).
+	BasisTrace = "trace"
 )
 
 // At is where in a device trace something was judged: the event, its iteration (1-based, 0: none) and phase, and
@@ -262,4 +265,62 @@ func ShareList(ss []Share, n int) string {
 		return "nothing"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// LossFacts is what the loss-logits detector measured at the allocated peak.
+type LossFacts struct {
+	Peak      At
+	PeakBytes int64
+	// HeldBytes is what the Loss/Logits blocks held at the peak: the logits (LogitsBytes, made at LogitsSite), the
+	// loss's own forward tensors (ForwardBytes: upcast, log-probabilities) and its gradients (GradientBytes).
+	HeldBytes, LogitsBytes, ForwardBytes, GradientBytes int64
+	LogitsSite                                          string
+	// Tokens is how many tokens the loss ran over in the peak's iteration (0: the trace does not show it).
+	Tokens int
+	// NewPeakBytes is the highest allocated memory with those blocks held one chunk at a time.
+	NewPeakBytes int64
+}
+
+// Saving is what the chunked loss saves at the peak.
+func (f LossFacts) Saving() int64 { return f.PeakBytes - f.NewPeakBytes }
+
+// NewLossLogits words the loss-logits finding: what the logits and the cross-entropy's tensors held at the peak,
+// and what computing the loss a chunk at a time would save there.
+func NewLossLogits(f LossFacts) Finding {
+	var ev strings.Builder
+	fmt.Fprintf(&ev, "at the peak (event %d, %s) the logits and the cross-entropy's tensors held %s of the %s allocated (%s)",
+		f.Peak.Event, f.Peak.Text, units.Bytes(f.HeldBytes), units.Bytes(f.PeakBytes), units.Percent(f.HeldBytes, f.PeakBytes))
+	var parts []string
+	if f.LogitsBytes > 0 {
+		parts = append(parts, fmt.Sprintf("the logits %s (%s)", units.Bytes(f.LogitsBytes), f.LogitsSite))
+	}
+	if f.ForwardBytes > 0 {
+		parts = append(parts, fmt.Sprintf("the loss's upcast and log-probabilities %s", units.Bytes(f.ForwardBytes)))
+	}
+	if f.GradientBytes > 0 {
+		parts = append(parts, fmt.Sprintf("the loss's gradients %s", units.Bytes(f.GradientBytes)))
+	}
+	if len(parts) > 0 {
+		ev.WriteString(": " + strings.Join(parts, ", "))
+	}
+	chunk := fmt.Sprintf("one of %d chunks", LossChunksUnknownTokens)
+	if f.Tokens > 0 {
+		chunk = fmt.Sprintf("%d of the %d tokens", min(f.Tokens, LossChunkTokens), f.Tokens)
+	}
+	fmt.Fprintf(&ev, ". A cross-entropy computed over %s at a time holds only that share of these tensors at once: the peak would be %s, %s lower",
+		chunk, units.Bytes(f.NewPeakBytes), units.Bytes(f.Saving()))
+	return Finding{ID: LossLogits, Severity: Warning, Title: titleLossLogits,
+		Value: float64(f.Saving()), Threshold: float64(LossLogitsMinSavingBytes), Unit: Bytes, Basis: BasisTrace,
+		Device: f.Peak.Device, Event: f.Peak.Event, Iteration: f.Peak.Iteration, Phase: f.Peak.Phase, Evidence: ev.String(),
+		Advice: fmt.Sprintf("Compute the loss without materializing the full logits: a fused linear cross-entropy (Liger Kernel's LigerFusedLinearCrossEntropyLoss; for transformers models liger_kernel.transformers.apply_liger_kernel_to_llama and its kin, or TrainingArguments(use_liger_kernel=True)) or a chunked one (torchtune's CEWithChunkedOutputLoss). It saves about %s at the peak.",
+			units.Bytes(f.Saving())),
+		SavedBytes: f.Saving(),
+	}
+}
+
+// WithLossEstimate adds to a loss-logits finding what the static estimator predicts the same change saves on the
+// configuration given with --static: the peak allocated as configured less with training.loss chunked.
+func WithLossEstimate(f *Finding, asConfigured, chunked int64) {
+	f.Evidence += fmt.Sprintf(". With the static configuration the estimator predicts a peak of %s as configured and %s with training.loss: chunked, %s lower",
+		units.Bytes(asConfigured), units.Bytes(chunked), units.Bytes(asConfigured-chunked))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/calibrate"
 	"github.com/memscan/memscan/internal/testutil"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/static"
 )
 
@@ -55,5 +56,52 @@ func TestAddRemediesRealOOM(t *testing.T) {
 	}
 	if rec == nil || !strings.Contains(rec.Advice, "micro_batch_size 8 -> ") {
 		t.Errorf("oom advice does not name the fitting micro-batch: %+v", rec)
+	}
+}
+
+// TestAddLossEstimate: the healthy H200 Llama 3.2 1B run (batch 4 × 2048, pure bf16) as a static configuration;
+// its loss-logits finding, judged from the trace, gains the estimator's two peaks (as configured and with
+// training.loss chunked, each estimated here) without losing its own saving; a configuration already chunked
+// adds nothing.
+func TestAddLossEstimate(t *testing.T) {
+	in := testutil.DecodeGPURun(t, "llama1b-bf16-b4-s2048-snap.pickle.gz")
+	rep, err := analyze.Analyze(context.Background(), in, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := static.ParseConfig([]byte(`{"model":{"preset":"llama3.2-1b"},
+		"training":{"micro_batch_size":4,"seq_length":2048,"precision":"bf16","optimizer":"adamw","optimizer_impl":"foreach",
+		"attention":"sdpa","loss":"standard","recompute":"none"},"hardware":{"gpu":"h200-sxm","num_gpus":1}}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss := func() *findings.Finding {
+		for i := range rep.Recommendations {
+			if rep.Recommendations[i].ID == findings.LossLogits {
+				return &rep.Recommendations[i]
+			}
+		}
+		t.Fatal("no loss-logits finding")
+		return nil
+	}
+	before := *loss()
+	chunked := *cfg
+	chunked.Training.Loss = "chunked"
+	if err := calibrate.AddRemedies(rep, chunked); err != nil || loss().Evidence != before.Evidence {
+		t.Errorf("a chunked configuration changed the finding (%v): %s", err, loss().Evidence)
+	}
+	if err := calibrate.AddRemedies(rep, *cfg); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := static.Estimate(*cfg)
+	ch, _ := static.Estimate(chunked)
+	f := loss()
+	want := units.Bytes(base.Summary.PeakMemoryBytes) + " as configured and " + units.Bytes(ch.Summary.PeakMemoryBytes) + " with training.loss: chunked, " +
+		units.Bytes(base.Summary.PeakMemoryBytes-ch.Summary.PeakMemoryBytes) + " lower"
+	if !strings.HasPrefix(f.Evidence, before.Evidence) || !strings.Contains(f.Evidence, want) || f.SavedBytes != before.SavedBytes {
+		t.Errorf("evidence %q lacks %q, or the trace's saving changed (%d → %d)", f.Evidence, want, before.SavedBytes, f.SavedBytes)
+	}
+	if base.Summary.PeakMemoryBytes <= ch.Summary.PeakMemoryBytes {
+		t.Errorf("the estimator saves nothing with a chunked loss: %d → %d", base.Summary.PeakMemoryBytes, ch.Summary.PeakMemoryBytes)
 	}
 }

@@ -92,8 +92,9 @@ func Remedies(cfg static.Config, capacity int64) ([]findings.Remedy, error) {
 // AddRemedies answers, for every explained OOM of r, which single change to the static configuration cfg fits the
 // memory the allocator could have had there (its reserved bytes plus the free memory the OOM reported): the
 // largest smaller micro-batch, activation checkpointing, a chunked loss, each with its predicted peak. The OOM
-// finding's advice then names the changes that fit. Only a snapshot's trace records OOMs: other reports are
-// left as they are.
+// finding's advice then names the changes that fit. A loss-logits finding gets the estimator's saving for a
+// chunked loss beside the trace's. Only a snapshot's trace records OOMs and losses: other reports are left as
+// they are.
 func AddRemedies(r *report.Report, cfg static.Config) error {
 	s, ok := r.Part.(*report.SnapshotReport)
 	if !ok {
@@ -114,6 +115,33 @@ func AddRemedies(r *report.Report, cfg static.Config) error {
 				findings.WithRemedies(f, rs, o.Explained.CapacityBytes)
 			}
 		}
+	}
+	return addLossEstimate(r, cfg)
+}
+
+// addLossEstimate gives a loss-logits finding the estimator's figure for the same change: the configuration's
+// predicted peak allocated as configured and with training.loss chunked. A configuration already chunked, or not
+// a training one, says nothing about it.
+func addLossEstimate(r *report.Report, cfg static.Config) error {
+	if cfg.Mode != "" && cfg.Mode != "train" || cfg.Training.Loss == "chunked" {
+		return nil
+	}
+	for j := range r.Recommendations {
+		f := &r.Recommendations[j]
+		if f.ID != findings.LossLogits {
+			continue
+		}
+		base, err := static.Estimate(cfg)
+		if err != nil {
+			return fmt.Errorf("%s: static estimate (as configured): %w", r.File, err)
+		}
+		c := cfg
+		c.Training.Loss = "chunked"
+		chunked, err := static.Estimate(c)
+		if err != nil {
+			return fmt.Errorf("%s: static estimate (%s): %w", r.File, findings.RemedyChunkedLoss, err)
+		}
+		findings.WithLossEstimate(f, base.Summary.PeakMemoryBytes, chunked.Summary.PeakMemoryBytes)
 	}
 	return nil
 }

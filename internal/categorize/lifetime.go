@@ -9,6 +9,9 @@ import (
 const (
 	DecidedByStack    = "stack"
 	DecidedByLifetime = "lifetime"
+	// DecidedByLoss is the loss's own pattern in a trace: the logits by their size beside the cross-entropy's
+	// tensors, its gradients by their size and place at the start of the backward (internal/detect).
+	DecidedByLoss = "loss pattern"
 )
 
 // Lifetime rule names, recorded on every attribution the lifetime informed.
@@ -55,6 +58,10 @@ type Attribution struct {
 var lifecycleCategories = map[string]bool{
 	Gradient: true, OptimizerState: true, Parameters: true, Autograd: true, Temporary: true, Unknown: true,
 }
+
+// Lifecycle reports whether category names a role in the training step (see lifecycleCategories) rather than
+// an operator: such a decision says which machinery allocated, and other evidence may say what the memory is.
+func Lifecycle(category string) bool { return lifecycleCategories[category] }
 
 // lifetimeVerdict applies the lifetime rules: the category and component the lifetime implies, and the rule name
 // (LifeInconclusive when it implies nothing).

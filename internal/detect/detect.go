@@ -27,7 +27,8 @@ type Replayed struct {
 	Partial        string
 }
 
-// Detect runs every detector over in, in a fixed order: OOM, leak, fragmentation, cache overhead, idle cache.
+// Detect runs every detector over in, in a fixed order: OOM, leak, fragmentation, cache overhead, idle cache, loss
+// and logits.
 func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
 	out := []findings.Finding{}
 	for _, d := range in.Devices {
@@ -49,6 +50,9 @@ func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
 			out = append(out, f)
 		}
 		if f, ok := IdleCache(in.Snapshot, d); ok {
+			out = append(out, f)
+		}
+		if f, ok := LossLogits(d); ok {
 			out = append(out, f)
 		}
 	}

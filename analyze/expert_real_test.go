@@ -178,3 +178,27 @@ func TestRankedSavingsVarlen(t *testing.T) {
 }
 
 func abs(x int64) int64 { return max(x, -x) }
+
+// TestLayersFromStructureNesta: the discrete-diffusion model was built on the CPU and moved with .to(device): its
+// 120 parameter tensors share one stack (module.py's _apply ← convert), and the old count took them for 120 layers
+// (a 270 GiB projection). Its 12 transformer blocks of 10 tensors each repeat their sizes 12 times; 9 had passed
+// the failing point, so the forward would hold the live memory, the request and 2 more layers' growth: under the
+// 30 GiB a 12-block forward of this size can reach.
+func TestLayersFromStructureNesta(t *testing.T) {
+	dir, _ := realsnap.Load(t)
+	r, err := AnalyzeFile(context.Background(), filepath.Join(dir, "Nesta-gitU__discrete_diffusion__memory_snapshot_json.pickle"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ooms := r.OOMs()
+	if len(ooms) != 1 || ooms[0].Explained == nil {
+		t.Fatalf("ooms %+v", ooms)
+	}
+	x := ooms[0].Explained
+	if x.Layers != 12 || x.LayersDone != 9 || !strings.Contains(x.LayersEvidence, "pattern of 10 tensors") {
+		t.Errorf("layers %d done %d (%s), want 12 blocks of 10 tensors, 9 done", x.Layers, x.LayersDone, x.LayersEvidence)
+	}
+	if want := x.Live.Bytes + x.RequestedBytes + 2*x.PerLayerBytes; x.ProjectedBytes != want || x.ProjectedBytes >= 30<<30 {
+		t.Errorf("projected %d, want live + request + 2 layers = %d, under 30 GiB", x.ProjectedBytes, want)
+	}
+}

@@ -40,14 +40,27 @@ type OOMExplained struct {
 	ReservedBytes  int64   `json:"reserved_bytes"`
 	DeviceFree     int64   `json:"device_free_bytes"`
 	Live           LiveSet `json:"live"`
-	// Layers is the model's repeated-layer count (from the setup's repeated allocation stacks), LayersDone how
-	// many had passed the failing allocation's code point; 0 when the trace does not show it.
+	// Layers is the model's repeated-layer count, LayersDone how many had passed the failing allocation's code
+	// point; 0 when the trace does not show it. LayersEvidence says what the count was read from.
 	Layers, LayersDone int
-	PerLayerBytes      int64 `json:"per_layer_bytes"`
+	LayersEvidence     string `json:"layers_evidence,omitempty"`
+	PerLayerBytes      int64  `json:"per_layer_bytes"`
 	// ProjectedBytes is the allocated memory the forward would have reached at the same point of the last layer;
 	// CapacityBytes what PyTorch could have had (reserved plus the device's free memory).
 	ProjectedBytes int64 `json:"projected_bytes"`
 	CapacityBytes  int64 `json:"capacity_bytes"`
+}
+
+// What a layer count was read from (LayersEvidence).
+const (
+	LayersFromSetup      = "the setup's allocations"
+	LayersFromLiveBlocks = "the blocks live before the trace began"
+)
+
+// LayersEvidence words how a layer count was read: from allocations that repeat a pattern of period tensors,
+// bytes in all, reps times.
+func LayersEvidence(from string, period, reps int, bytes int64) string {
+	return fmt.Sprintf("%s repeat a pattern of %s, %s each, %d times", from, units.Plural(period, "tensor", "tensors"), units.Bytes(bytes), reps)
 }
 
 // Projection says where the step was heading: how many layers had passed the failing point, what each added, and
@@ -57,8 +70,12 @@ func (x OOMExplained) Projection() string {
 	if x.Layers == 0 || x.PerLayerBytes == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d layers had passed the failing point, adding %s each: by the last layer the forward alone would hold about %s allocated, %s beyond the %s the device offered",
+	p := fmt.Sprintf("%d of %d layers had passed the failing point, adding %s each: by the last layer the forward alone would hold about %s allocated, %s beyond the %s the device offered",
 		x.LayersDone, x.Layers, units.Bytes(x.PerLayerBytes), units.Bytes(x.ProjectedBytes), units.Bytes(x.ProjectedBytes-x.CapacityBytes), units.Bytes(x.CapacityBytes))
+	if x.LayersEvidence != "" {
+		p += fmt.Sprintf(" (%d layers: %s)", x.Layers, x.LayersEvidence)
+	}
+	return p
 }
 
 // Remedy is one single change to a training configuration and what the static estimator predicts with it.

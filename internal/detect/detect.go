@@ -456,33 +456,16 @@ func stackKey(st *snapshot.Stack) string {
 	return b.String()
 }
 
-// ExplainOOM breaks down the live memory at the oom event j and extrapolates the step: the model's layer count is
-// the most frequent repetition count among the setup's allocation stacks (every layer allocates its parameters
-// from the same lines); the failing request's stack occurred once per completed layer, and the growth of
-// allocated memory between those occurrences is the per-layer cost.
+// ExplainOOM breaks down the live memory at the oom event j and extrapolates the step: the model's layer count
+// comes from its structure (ModelLayers); the failing request's stack occurred once per completed layer, and the
+// growth of allocated memory between those occurrences is the per-layer cost.
 func ExplainOOM(d *Device, j int) findings.OOMExplained {
 	e := &d.Trace[j]
 	x := findings.OOMExplained{Event: j, RequestedBytes: e.Size, DeviceFree: e.DeviceFree, ReservedBytes: d.reservedAt(j - 1)}
 	x.Live = d.LiveAt(j-1, 10)
 	x.CapacityBytes = x.ReservedBytes + e.DeviceFree
 	x.ProjectedBytes = x.Live.Bytes + e.Size
-	counts := map[string]int{}
-	for i := 0; i < len(d.Trace) && i < j; i++ {
-		if _, ph := d.Timeline().At(i); ph == phases.Setup && d.Trace[i].Action == snapshot.ActionAlloc {
-			counts[stackKey(d.Trace[i].Stack)]++
-		}
-	}
-	byCount := map[int]int{}
-	for k, c := range counts {
-		if k != "" && c >= 2 {
-			byCount[c]++
-		}
-	}
-	for c, n := range byCount {
-		if n > byCount[x.Layers] || n == byCount[x.Layers] && c > x.Layers {
-			x.Layers = c
-		}
-	}
+	x.Layers, x.LayersEvidence = ModelLayers(d, j)
 	key := stackKey(e.Stack)
 	if x.Layers == 0 || key == "" {
 		return x

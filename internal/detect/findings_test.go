@@ -326,3 +326,33 @@ func TestPeakIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestOOMLayersFromStructure: a model built on the CPU and moved with .to(device) allocates its 8 layers' 3
+// tensors each from one stack (module.py's _apply); a stack's repetitions count 24 tensors, the parameter sizes
+// repeat a 3-tensor pattern 8 times: 8 layers, and the projection is the layers' own weights, the input and 8
+// activations. A setup of one tensor shows no repeated layer and projects nothing.
+func TestOOMLayersFromStructure(t *testing.T) {
+	c := healthy
+	c.Layers, c.OOMAtLayer, c.Iterations, c.LayerTensors, c.MovedToDevice = 8, 5, 1, 3, true
+	in, got := runDetect(t, c)
+	f, ok := got["oom"]
+	if !ok {
+		t.Fatalf("findings %v, want an oom", got)
+	}
+	x := detect.ExplainOOM(in.Devices[0], f.Event)
+	layer := c.WeightBytes + c.WeightBytes/2 + c.WeightBytes/4
+	if x.Layers != 8 || x.LayersDone != 4 || x.PerLayerBytes != c.ActivationBytes {
+		t.Errorf("layers %d done %d per layer %d, want 8, 4, %d", x.Layers, x.LayersDone, x.PerLayerBytes, c.ActivationBytes)
+	}
+	if want := 8*layer + 2*mib + 8*c.ActivationBytes; x.ProjectedBytes != want {
+		t.Errorf("projected %d, want %d", x.ProjectedBytes, want)
+	}
+	if want := "8 layers: the setup's allocations repeat a pattern of 3 tensors, " + units.Bytes(layer) + " each, 8 times"; !strings.Contains(f.Evidence, want) {
+		t.Errorf("evidence does not say what the layer count was read from (%q): %s", want, f.Evidence)
+	}
+	c.Layers, c.OOMAtLayer, c.LayerTensors = 1, 1, 1
+	in, got = runDetect(t, c)
+	if x := detect.ExplainOOM(in.Devices[0], got["oom"].Event); x.Layers != 0 || x.PerLayerBytes != 0 || strings.Contains(got["oom"].Evidence, "layers had passed") {
+		t.Errorf("a one-tensor model extrapolated: %+v", x)
+	}
+}

@@ -33,6 +33,11 @@ type TrainingLoop struct {
 	OOMAtLayer int
 	// Annotations records the optimizer's record_function marks; without them the optimizer is told by its frames.
 	Annotations bool
+	// LayerTensors is the parameter tensors of one layer (0 or 1: one of WeightBytes); the k-th of the others holds
+	// WeightBytes/2^k. MovedToDevice allocates every parameter from one stack, module.py's _apply, as a model built
+	// on the CPU and moved with .to(device) does.
+	LayerTensors  int
+	MovedToDevice bool
 	// LossVocab > 0 ends each forward with a Hugging Face causal-LM cross-entropy over the logits, read as bf16
 	// b·s·V with V = LossVocab: the int64 labels (8 bytes a token), the fp32 upcast and log-probabilities (twice
 	// the logits each, the upcast freed once the log-probabilities exist); the backward then starts with
@@ -57,6 +62,9 @@ var (
 		"/venv/lib/python3.12/site-packages/torch/optim/adamw.py:210:step", "/home/user/proj/train.py:104:main")
 	TrainOptTmpStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/optim/adamw.py:500:_multi_tensor_adamw",
 		"/venv/lib/python3.12/site-packages/torch/optim/adamw.py:230:step", "/home/user/proj/train.py:104:main")
+	TrainMovedStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1340:convert",
+		"/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:915:_apply", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1355:to",
+		"/home/user/proj/train.py:31:build", "/home/user/proj/train.py:90:main")
 	TrainLabelsStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/transformers/loss/loss_utils.py:64:ForCausalLMLoss",
 		"/home/user/proj/model.py:88:forward", "/home/user/proj/train.py:101:main")
 	TrainUpcastStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/transformers/loss/loss_utils.py:59:ForCausalLMLoss",
@@ -137,8 +145,15 @@ func (c TrainingLoop) Build() *snapshot.Snapshot {
 	b.S.AllocatorSettings = &snapshot.AllocatorSettings{MaxSplitSize: -1}
 	a := &trainAlloc{b: b, next: 0x7f0000000000, free: map[int64][]uint64{}, sizeOf: map[uint64]int64{}, stack: map[uint64]*snapshot.Stack{}, live: map[uint64]bool{}}
 	weights := make([]uint64, c.Layers)
+	wst := TrainWeightStack
+	if c.MovedToDevice {
+		wst = TrainMovedStack
+	}
 	for l := range weights {
-		weights[l] = a.alloc(c.WeightBytes, TrainWeightStack)
+		weights[l] = a.alloc(c.WeightBytes, wst)
+		for k := 1; k < c.LayerTensors; k++ {
+			a.alloc(c.WeightBytes>>k, wst)
+		}
 	}
 	if c.SetupScratchBytes > 0 {
 		a.release(a.alloc(c.SetupScratchBytes, TrainScratchStack))

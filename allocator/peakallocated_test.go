@@ -40,3 +40,26 @@ func TestPeakAllocatedBlockBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestAllocatedSeries: with AllocatedSeries the replay keeps the block bytes after every event, whose maximum is
+// PeakAllocated: 5 MiB, 5 MiB (free requested), 0 after the free, then a 3 MiB block split from the cached 20 MiB.
+func TestAllocatedSeries(t *testing.T) {
+	sa := snapshot.ActionSegmentAlloc
+	rec := Record(trace(tSeg(sa, segA, 20*MiB), tAlloc(segA, 5*MiB), tFree(segA, 5*MiB), tAlloc(segA, 3*MiB)), RecordOptions{})
+	res, err := Replay(context.Background(), rec, Config{}, ReplayOptions{AllocatedSeries: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{0, 5 * MiB, 5 * MiB, 0, 3 * MiB}
+	if len(res.Allocated) != len(want) {
+		t.Fatalf("series %v, want %v", res.Allocated, want)
+	}
+	for i := range want {
+		if res.Allocated[i] != want[i] {
+			t.Errorf("after event %d: %d, want %d", i, res.Allocated[i], want[i])
+		}
+	}
+	if res2, _ := Replay(context.Background(), rec, Config{}, ReplayOptions{}); res2.Allocated != nil || res2.PeakAllocated != 5*MiB {
+		t.Errorf("without the option: series %v, peak %d", res2.Allocated, res2.PeakAllocated)
+	}
+}

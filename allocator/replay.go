@@ -25,6 +25,9 @@ type Result struct {
 	// PeakAllocated is the highest block bytes allocated (each request rounded and, where the remainder was too
 	// small to split, its whole block): torch.cuda.max_memory_allocated's unit, over the replayed window.
 	PeakAllocated int64
+	// Allocated is the block bytes allocated after each event, when ReplayOptions.AllocatedSeries asked for it
+	// (torch.cuda.memory_allocated at every moment): per-iteration peaks and phase boundaries in torch's unit.
+	Allocated []int64
 	// PeakFragmentation is what reserved memory consisted of right after the request that reached the peak.
 	PeakFragmentation Fragmentation
 	FinalReserved     int64
@@ -98,6 +101,9 @@ type ReplayOptions struct {
 	Capacity int64
 	// TotalMemory is the device's total memory (for memory fractions and expandable ranges); 0: the capacity.
 	TotalMemory int64
+	// AllocatedSeries keeps the block bytes allocated after every event (Result.Allocated): 8 bytes an event.
+	// ReplaySnapshot keeps it for the baseline only.
+	AllocatedSeries bool
 }
 
 // Replay drives a fresh model under cfg with the recorded trace: allocs (re-rounded) and frees as the trace's
@@ -151,7 +157,15 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	const oomID = ^uint64(0) // the id of an oom event's request; no trace address is all ones
 	trace := rec.Trace
 	recorded := rec.InitialReserved
+	if opt.AllocatedSeries {
+		res.Allocated = make([]int64, len(trace))
+	}
 	for i := range trace {
+		// The previous event's allocated bytes, written here so that every path through the loop (continue
+		// included) records it.
+		if res.Allocated != nil && i > 0 {
+			res.Allocated[i-1] = a.allocated
+		}
 		if i&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
@@ -222,6 +236,9 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 			res.PeakReserved, res.PeakIndex, res.PeakTimeUS = a.reserved, i, e.TimeUS
 		}
 		res.PeakAllocated = max(res.PeakAllocated, a.allocated)
+	}
+	if n := len(res.Allocated); n > 0 {
+		res.Allocated[n-1] = a.allocated
 	}
 	// Segment events the model never matched at an alloc or free (say a segment made and freed in between)
 	// still show in the peak or the final state.

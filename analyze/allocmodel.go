@@ -17,11 +17,11 @@ func (a *analysis) replayAllocatorModel() error {
 	if a.opts.Allocator.Skip {
 		return nil
 	}
-	reps, err := ReplayAllocator(a.ctx, a.snap, a.opts.Allocator)
+	reps, blocks, err := replayAllocator(a.ctx, a.snap, a.opts.Allocator, true)
 	if err != nil {
 		return err
 	}
-	a.allocReps = reps
+	a.allocReps, a.blockSeries = reps, blocks
 	return nil
 }
 

@@ -27,22 +27,36 @@ type AllocatorOptions struct {
 // ReplayAllocator replays every device trace of s through the allocator model: baseline (recorded settings), the
 // expandable-segments variant and, when opt.WhatIf is set, the what-if. Devices without trace events are skipped.
 func ReplayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions) ([]report.AllocatorReplay, error) {
+	out, _, err := replayAllocator(ctx, s, opt, false)
+	return out, err
+}
+
+// replayAllocator is ReplayAllocator, also returning, when series is set, each device's block bytes allocated after
+// every event of the baseline (by device).
+func replayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions, series bool) ([]report.AllocatorReplay, map[int][]int64, error) {
 	var out []report.AllocatorReplay
+	var blocks map[int][]int64
 	for dev, tr := range s.DeviceTraces {
 		if len(tr) == 0 {
 			continue
 		}
-		r, err := replayDevice(ctx, s, dev, opt)
+		r, b, err := replayDevice(ctx, s, dev, opt, series)
 		if err != nil {
-			return nil, fmt.Errorf("allocator replay of device %d: %w", dev, err)
+			return nil, nil, fmt.Errorf("allocator replay of device %d: %w", dev, err)
 		}
 		out = append(out, r)
+		if b != nil {
+			if blocks == nil {
+				blocks = map[int][]int64{}
+			}
+			blocks[dev] = b
+		}
 	}
-	return out, nil
+	return out, blocks, nil
 }
 
-func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions) (report.AllocatorReplay, error) {
-	ropt := allocator.ReplayOptions{Capacity: opt.Capacity, TotalMemory: opt.TotalMemory}
+func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions, series bool) (report.AllocatorReplay, []int64, error) {
+	ropt := allocator.ReplayOptions{Capacity: opt.Capacity, TotalMemory: opt.TotalMemory, AllocatedSeries: series}
 	// The fragmentation finding's fix: the recorded settings with expandable segments, replayed alongside unless
 	// they are on already or are the what-if.
 	recorded, _, _ := allocator.ConfigFromSettings(s.AllocatorSettings)
@@ -54,7 +68,7 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 	}
 	sr, err := allocator.ReplaySnapshot(ctx, s, dev, opt.WhatIf, ropt, extra...)
 	if err != nil {
-		return report.AllocatorReplay{}, err
+		return report.AllocatorReplay{}, nil, err
 	}
 	rec, base := sr.Recording, sr.Baseline
 	what := base
@@ -97,7 +111,7 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 	if sr.SettingsNote != "" {
 		out.RecordedSettings += " (" + sr.SettingsNote + ")"
 	}
-	return out, nil
+	return out, base.Allocated, nil
 }
 
 // allocatorReplay is the analysis step that replays each device trace through the allocator model, picks the

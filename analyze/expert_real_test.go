@@ -2,7 +2,11 @@ package analyze
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -200,5 +204,99 @@ func TestLayersFromStructureNesta(t *testing.T) {
 	}
 	if want := x.Live.Bytes + x.RequestedBytes + 2*x.PerLayerBytes; x.ProjectedBytes != want || x.ProjectedBytes >= 30<<30 {
 		t.Errorf("projected %d, want live + request + 2 layers = %d, under 30 GiB", x.ProjectedBytes, want)
+	}
+}
+
+// h200Phase is one phase of runs.json: torch.cuda.memory_allocated, max_memory_allocated and
+// max_memory_reserved read at its end (the peaks reset after each training step, and after generate).
+type h200Phase struct {
+	Phase        string `json:"phase"`
+	Alloc        int64  `json:"alloc"`
+	Peak         int64  `json:"peak"`
+	PeakReserved int64  `json:"peak_reserved"`
+}
+
+// TestIterationTableH200: every iteration's peak, its reserved maximum and the memory allocated at the end of its
+// forward, backward and optimizer are what PyTorch measured on the H200 (stepN_after_forward, _after_backward and
+// stepN of runs.json) — the variable-length run's steps from 11.6 to 61.2 GiB — and the generate call of the
+// inference run is a prefill and a decode, whose peak is generate's, followed by the prefill-only forward.
+func TestIterationTableH200(t *testing.T) {
+	var runs []struct {
+		Name   string      `json:"name"`
+		Phases []h200Phase `json:"phases"`
+	}
+	dir := realsnap.GPURuns(t, &runs)
+	for _, name := range []string{"llama1b-bf16-b4-s2048-snap", "llama1b-varlen-b4-snap", "llama1b-infer-b32-p2048-g128-snap"} {
+		t.Run(name, func(t *testing.T) {
+			measured := map[string]h200Phase{}
+			for _, r := range runs {
+				if r.Name == name {
+					for _, p := range r.Phases {
+						measured[p.Phase] = p
+					}
+				}
+			}
+			r, err := AnalyzeFile(context.Background(), filepath.Join(dir, name+".pickle.gz"), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := r.Part.(*report.SnapshotReport).IterationTable
+			if strings.Contains(name, "infer") {
+				checkInference(t, r, rows, measured)
+				return
+			}
+			if len(rows) != len(measured)/3 {
+				t.Fatalf("%d iterations, runs.json has %d steps", len(rows), len(measured)/3)
+			}
+			for _, row := range rows {
+				step := measured[fmt.Sprintf("step%d", row.Iteration)]
+				if row.PeakAllocatedBytes != step.Peak || row.PeakReservedBytes != step.PeakReserved {
+					t.Errorf("iteration %d: peak %d allocated, %d reserved; torch %d, %d", row.Iteration, row.PeakAllocatedBytes, row.PeakReservedBytes, step.Peak, step.PeakReserved)
+				}
+				ends := map[string]string{"forward": "_after_forward", "backward": "_after_backward", "optimizer": ""}
+				if len(row.Phases) != 3 {
+					t.Fatalf("iteration %d phases %+v", row.Iteration, row.Phases)
+				}
+				for _, p := range row.Phases {
+					if want := measured[fmt.Sprintf("step%d%s", row.Iteration, ends[p.Phase])].Alloc; p.AllocatedBytes != want {
+						t.Errorf("iteration %d: %d allocated at the end of its %s, torch %d", row.Iteration, p.AllocatedBytes, p.Phase, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// checkInference checks the inference run's table: a generate call (prefill, decode) and the forward after it.
+func checkInference(t *testing.T, r *report.Report, rows []report.IterationRow, measured map[string]h200Phase) {
+	t.Helper()
+	if len(rows) != 2 || len(rows[0].Phases) != 2 || rows[0].Phases[0].Phase != "prefill" || rows[0].Phases[1].Phase != "decode" ||
+		len(rows[1].Phases) != 1 || rows[1].Phases[0].Phase != "forward" {
+		t.Fatalf("rows %+v, want a generate call (prefill, decode) and a forward", rows)
+	}
+	if g, p := measured["generate"], measured["prefill_only"]; rows[0].PeakAllocatedBytes != g.Peak || rows[1].PeakAllocatedBytes != p.Peak ||
+		rows[0].PeakReservedBytes != g.PeakReserved {
+		t.Errorf("peaks %d, %d; torch generate %d, prefill-only forward %d", rows[0].PeakAllocatedBytes, rows[1].PeakAllocatedBytes, g.Peak, p.Peak)
+	}
+	// The prompt's forward holds the most: the peak is in the prefill, as the report's peak says.
+	if rows[0].PeakPhase != "prefill" || r.Peak.Phase != "prefill" || r.Peak.Iteration != 1 {
+		t.Errorf("generate's peak in %q, the report's in iteration %d %q; want the prefill", rows[0].PeakPhase, r.Peak.Iteration, r.Peak.Phase)
+	}
+	// summary.json shows the generate call's prefill and decode in place of forward, backward and optimizer.
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Iterations []struct {
+			Iterations []map[string]json.RawMessage `json:"iterations"`
+		} `json:"iterations"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	first := got.Iterations[0].Iterations[0]
+	if _, ok := first["prefill"]; !ok || first["decode"] == nil || first["forward"] != nil || first["backward"] != nil {
+		t.Errorf("the generate call's iteration in summary.json has keys %v", slices.Sorted(maps.Keys(first)))
 	}
 }

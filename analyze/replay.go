@@ -87,6 +87,7 @@ func (a *analysis) replayAll() error {
 		d := r.judge()
 		devices = append(devices, d)
 		a.part.Iterations = append(a.part.Iterations, *d.Timeline())
+		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries[dev])...)
 		peak, peakCats := r.peak(d)
 		if j, ok := d.IterationPeak(0); ok {
 			_, ph := d.Timeline().At(j)

@@ -43,7 +43,7 @@ type OOMExplained struct {
 	// Layers is the model's repeated-layer count, LayersDone how many had passed the failing allocation's code
 	// point; 0 when the trace does not show it. LayersEvidence says what the count was read from.
 	Layers, LayersDone int
-	LayersEvidence     string `json:"layers_evidence,omitempty"`
+	LayersEvidence     string `json:"layers_evidence,omitempty" msgpack:"LayersEvidence,omitempty"`
 	PerLayerBytes      int64  `json:"per_layer_bytes"`
 	// ProjectedBytes is the allocated memory the forward would have reached at the same point of the last layer;
 	// CapacityBytes what PyTorch could have had (reserved plus the device's free memory).

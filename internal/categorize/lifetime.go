@@ -76,6 +76,13 @@ func lifetimeVerdict(a *Attribution, life Life, tl *phases.Timeline) (string, co
 		fi, fp = tl.At(life.End)
 	}
 	a.AllocPhase = ap
+	// An inference iteration's prefill and decode are forwards to the lifetime rules.
+	if ap.IsForward() {
+		ap = phases.Forward
+	}
+	if fp.IsForward() {
+		fp = phases.Forward
+	}
 	sameIter := fi == ai && !aliveAtEnd
 	switch ap {
 	case phases.Setup:

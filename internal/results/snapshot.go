@@ -38,6 +38,7 @@ func (t *textWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	if r.Peak != nil {
 		t.peak(r.Peak)
 		t.iterations(snap.Iterations)
+		t.iterationMemory(snap.IterationTable)
 		dump, categories = " at the dump", "Categories at the dump (active allocated memory when the snapshot was taken)"
 	}
 	t.categories(categories, r.Categories)

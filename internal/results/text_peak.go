@@ -2,7 +2,9 @@ package results
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	memfind "github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/units"
@@ -91,7 +93,13 @@ func (t *textWriter) iterations(tls []phases.Timeline) {
 		if tl.Setup.Empty() {
 			t0 = tl.Iterations[0].Span.StartUS
 		}
-		tb := newTable([]align{alignRight, alignLeft, alignLeft, alignLeft, alignLeft}, "iter", "span", "forward", "backward", "optimizer")
+		// A generate call's phases are prefill and decode; a trace of them names its columns so.
+		cols := [3]string{"forward", "backward", "optimizer"}
+		inference := slices.ContainsFunc(tl.Iterations, func(it phases.Iteration) bool { return it.Prefill != nil })
+		if inference {
+			cols = [3]string{"prefill", "decode", "forward"}
+		}
+		tb := newTable([]align{alignRight, alignLeft, alignLeft, alignLeft, alignLeft}, "iter", "span", cols[0], cols[1], cols[2])
 		for k, it := range tl.Iterations {
 			// A long run lists its first and last iterations; summary.json holds them all.
 			if n := len(tl.Iterations); n > maxIterationRows && k >= maxIterationRows/2 && k < n-maxIterationRows/2 {
@@ -104,11 +112,59 @@ func (t *textWriter) iterations(tls []phases.Timeline) {
 			if !it.Complete {
 				name += "*"
 			}
-			tb.add(name, spanText(it.Span, t0), spanText(it.Forward, t0), spanText(it.Backward, t0), spanText(it.Optimizer, t0))
+			switch {
+			case it.Prefill != nil:
+				tb.add(name, spanText(it.Span, t0), spanText(*it.Prefill, t0), spanText(*it.Decode, t0), "-")
+			case inference:
+				tb.add(name, spanText(it.Span, t0), "-", "-", spanText(it.Forward, t0))
+			default:
+				tb.add(name, spanText(it.Span, t0), spanText(it.Forward, t0), spanText(it.Backward, t0), spanText(it.Optimizer, t0))
+			}
 		}
 		tb.write(t.w, 4)
 	}
 	t.printf("  (events [start, end) and seconds from the first event; * the trace ended or failed inside it)\n")
+}
+
+// iterationMemory writes each iteration's peak and the memory allocated when each of its phases ended, in block
+// bytes (torch.cuda.memory_allocated's unit) where the allocator replay measured them, else requested bytes.
+func (t *textWriter) iterationMemory(rows []report.IterationRow) {
+	if len(rows) == 0 {
+		return
+	}
+	t.section("Memory per iteration")
+	unit := "allocator blocks, as torch.cuda.memory_allocated and max_memory_allocated count them"
+	if rows[0].PeakAllocatedBytes == 0 {
+		unit = "bytes requested by the tensors"
+	}
+	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft, alignLeft}, "device", "iter", "peak allocated", "peak reserved", "peak at", "allocated at the end of")
+	for k, r := range rows {
+		if n := len(rows); n > maxIterationRows && k >= maxIterationRows/2 && k < n-maxIterationRows/2 {
+			if k == maxIterationRows/2 {
+				tb.add("", "...", fmt.Sprintf("%d more in summary.json", n-maxIterationRows), "", "", "")
+			}
+			continue
+		}
+		peak := r.PeakAllocatedBytes
+		if peak == 0 {
+			peak = r.PeakRequestedBytes
+		}
+		var ends []string
+		for _, p := range r.Phases {
+			v := p.AllocatedBytes
+			if v == 0 {
+				v = p.RequestedBytes
+			}
+			ends = append(ends, p.Phase+" "+units.Bytes(v))
+		}
+		name := strconv.Itoa(r.Iteration)
+		if !r.Complete {
+			name += "*"
+		}
+		tb.add(strconv.Itoa(r.Device), name, units.Bytes(peak), units.Bytes(r.PeakReservedBytes), fmt.Sprintf("event %d, %s", r.PeakEvent, r.PeakPhase), strings.Join(ends, ", "))
+	}
+	tb.write(t.w, 2)
+	t.printf("  (%s; peak reserved is the highest reserved memory in the iteration)\n", unit)
 }
 
 // maxIterationRows bounds the iterations listed per device in the text report.

@@ -150,11 +150,14 @@ type segment struct {
 // Allocator is one device's caching allocator: the native allocator of torch 2.x under one Config.
 // It is not safe for concurrent use.
 type Allocator struct {
-	cfg         Config
-	capacity    int64
-	total       int64
-	allowed     int64 // the memory-fraction limit; 0 when none
-	gcActive    bool
+	cfg      Config
+	capacity int64
+	total    int64
+	allowed  int64 // the memory-fraction limit; 0 when none
+	gcActive bool
+	// retries counts the requests that released every cached segment and tried again (PyTorch's
+	// num_alloc_retries): what a device at its capacity costs in synchronizations and cudaFrees.
+	retries     int
 	addressHint func(EventKind, int64) (uint64, bool)
 
 	small, large pool
@@ -221,6 +224,9 @@ func (a *Allocator) Requested() int64 { return a.requested }
 func (a *Allocator) PeakReserved() int64 { return a.peak }
 
 // PeakFragmentation is what reserved memory consisted of right after the request that first reached the peak.
+// Retries is how many requests released every cached segment and tried again (num_alloc_retries).
+func (a *Allocator) Retries() int { return a.retries }
+
 func (a *Allocator) PeakFragmentation() Fragmentation { return a.peakFrag }
 
 // Segments is the number of segments (expandable ranges count once).
@@ -336,6 +342,7 @@ func (a *Allocator) MallocIn(id uint64, size int64, stream uint64, poolID PoolID
 		}
 		if b == nil {
 			a.releaseCached()
+			a.retries++
 			b = a.allocBlock(p, s, alloc, stream)
 		}
 		if b == nil {

@@ -37,8 +37,9 @@ type Result struct {
 	Timeline Timeline
 	// Created are the segments (segment_alloc) and mappings (segment_map) the model made, in order.
 	Created []SegmentEvent
-	// EmptyCacheCalls is how many empty_cache calls of the trace were replayed.
-	EmptyCacheCalls int
+	// EmptyCacheCalls is how many empty_cache calls of the trace were replayed; Retries how many requests found
+	// the device full and released every cached segment to try again (PyTorch's num_alloc_retries).
+	EmptyCacheCalls, Retries int
 	// Failed are the allocations the model could not satisfy (a what-if that runs out of memory); they are
 	// skipped and their frees ignored.
 	Failed []Failure
@@ -256,7 +257,7 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 	if res.PeakIndex < 0 {
 		res.PeakFragmentation = startFrag
 	}
-	res.FinalReserved, res.FinalAllocated = a.reserved, a.allocated
+	res.FinalReserved, res.FinalAllocated, res.Retries = a.reserved, a.allocated, a.retries
 	for _, ev := range a.events {
 		if ev.Kind.Creates() {
 			res.Created = append(res.Created, ev)

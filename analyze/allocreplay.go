@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
@@ -84,7 +85,7 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 		RecordedSegments: len(rec.Created), BaselineSegments: len(base.Created), Segments: len(what.Created),
 		Partial: base.Partial, PartialReason: base.PartialReason(),
 		BaselineFragmentation: report.AllocatorFragmentation(base.PeakFragmentation), Fragmentation: report.AllocatorFragmentation(what.PeakFragmentation),
-		FailedAllocations: len(what.Failed), FirstFailedEvent: -1,
+		FailedAllocations: len(what.Failed), FirstFailedEvent: -1, Retries: what.Retries,
 	}
 	if opt.Capacity > 0 && what.CapacitySource == "input" && opt.CapacitySource != "" {
 		out.CapacitySource = opt.CapacitySource
@@ -119,6 +120,10 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 // recording part.
 func (a *analysis) allocatorReplay() error {
 	reps := a.allocReps
+	if w := a.opts.Allocator.WhatIf; w != nil && len(reps) == 0 && !a.opts.Allocator.Skip {
+		a.warns.add("alloc-conf-no-trace", fmt.Sprintf("the what-if under %s was not replayed: the snapshot has no allocation trace (record one with torch.cuda.memory._record_memory_history before the run allocates)",
+			settingsName(w.String())))
+	}
 	if len(reps) == 0 {
 		return nil
 	}
@@ -181,6 +186,24 @@ func (a *analysis) warnReplay(r *report.AllocatorReplay) {
 	if r.WhatIf && r.FailedAllocations > 0 {
 		a.warns.add("allocator-replay-oom", fmt.Sprintf("under %s device %d runs out of memory at event %d (%d requests fail with a capacity of %s)",
 			settingsName(r.Settings), r.Device, r.FirstFailedEvent, r.FailedAllocations, units.Bytes(r.CapacityBytes)))
+	}
+	if !r.WhatIf {
+		return
+	}
+	switch {
+	case r.Retries > 0:
+		// The what-if fits only by flushing: each retry synchronizes the device and cudaFrees the whole cache.
+		a.warns.add("allocator-replay-retries", fmt.Sprintf("under %s device %d reaches its capacity of %s: the allocator released every cached segment and retried %d times (torch.cuda.memory_stats' num_alloc_retries), each a device synchronization and a cudaFree per segment, then cudaMallocs again",
+			settingsName(r.Settings), r.Device, units.Bytes(r.CapacityBytes), r.Retries))
+	case r.CapacityBytes == 0 && r.PeakReservedBytes-r.RecordedPeakReservedBytes >= findings.CacheOverheadMinBytes:
+		// A few segments more than the recording are within what any device of that run held.
+		a.warns.add("allocator-replay-unbounded", fmt.Sprintf("under %s device %d would reserve %s, %s more than the recorded run, and no device capacity is known (--gpu or --device-memory): the replay never flushes its cache or runs out of memory, which a device of that size does first",
+			settingsName(r.Settings), r.Device, units.Bytes(r.PeakReservedBytes), units.Bytes(r.PeakReservedBytes-r.RecordedPeakReservedBytes)))
+	}
+	if w := a.opts.Allocator.WhatIf; w != nil && w.GarbageCollectionThreshold > 0 && !(w.PerProcessMemoryFraction > 0 && w.PerProcessMemoryFraction < 1) {
+		// CUDACachingAllocator collects garbage only when a memory fraction is set (set_fraction).
+		a.warns.add("allocator-replay-gc-inactive", fmt.Sprintf("garbage_collection_threshold acts only under a per-process memory fraction (torch.cuda.set_per_process_memory_fraction, or per_process_memory_fraction in PYTORCH_CUDA_ALLOC_CONF): under %s it reclaims nothing on device %d, and none of the what-if's difference comes from it",
+			settingsName(r.Settings), r.Device))
 	}
 }
 

@@ -300,3 +300,26 @@ func checkInference(t *testing.T, r *report.Report, rows []report.IterationRow, 
 		t.Errorf("the generate call's iteration in summary.json has keys %v", slices.Sorted(maps.Keys(first)))
 	}
 }
+
+// TestFindingsOnce: on every real snapshot each finding is stated once per device (an OOM once per failing
+// request), whether the trace's detectors or the dump's checks judged it; Yiyi-philosophy's one-event trace gets
+// the dump's checks only.
+func TestFindingsOnce(t *testing.T) {
+	realReports(t, func(t *testing.T, name string, r *report.Report) {
+		type key struct {
+			id          findings.ID
+			device, oom int
+		}
+		seen := map[key]bool{}
+		for _, f := range r.Recommendations {
+			k := key{f.ID, f.Device, -1}
+			if f.ID == findings.OOM {
+				k.oom = f.Event
+			}
+			if seen[k] {
+				t.Errorf("%s stated twice on device %d", f.ID, f.Device)
+			}
+			seen[k] = true
+		}
+	})
+}

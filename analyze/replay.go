@@ -123,6 +123,11 @@ func (a *analysis) replayAll() error {
 	if err != nil {
 		return err
 	}
+	// Without history the trace's detectors would judge a moment the dump judges too: only the dump's findings
+	// stand then, so that no finding is stated twice.
+	if !history {
+		fs = nil
+	}
 	a.findings, a.judgedAtPeak = fs, history
 	return nil
 }

@@ -2,6 +2,7 @@ package findings
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/memscan/memscan/internal/units"
@@ -26,6 +27,15 @@ const (
 	BasisTrace = "trace"
 )
 
+// EventName names trace event j as reports print it: "event 12", or for −1 (the state the trace starts from,
+// when nothing after it was higher) "the state before the first recorded event".
+func EventName(j int) string {
+	if j < 0 {
+		return "the state before the first recorded event"
+	}
+	return "event " + strconv.Itoa(j)
+}
+
 // At is where in a device trace something was judged: the event, its iteration (1-based, 0: none) and phase, and
 // how the report words that moment ("iteration 2 backward").
 type At struct {
@@ -39,9 +49,9 @@ func NewCacheOverhead(maxReserved At, reserved int64, peak At, allocated int64, 
 	f := Finding{ID: CacheOverhead, Severity: Info, Title: titleCacheOverhead,
 		Value: float64(reserved) / float64(allocated), Threshold: CacheOverheadRatio, Unit: Ratio,
 		Device: maxReserved.Device, Event: maxReserved.Event, Iteration: maxReserved.Iteration, Phase: maxReserved.Phase,
-		Evidence: fmt.Sprintf("maximum reserved %s (event %d, %s) is %.2fx the peak allocated %s (event %d, %s): %s reserved beyond what the peak needed",
-			units.Bytes(reserved), maxReserved.Event, maxReserved.Text, float64(reserved)/float64(allocated), units.Bytes(allocated),
-			peak.Event, peak.Text, units.Bytes(reserved-allocated)),
+		Evidence: fmt.Sprintf("maximum reserved %s (%s, %s) is %.2fx the peak allocated %s (%s, %s): %s reserved beyond what the peak needed",
+			units.Bytes(reserved), EventName(maxReserved.Event), maxReserved.Text, float64(reserved)/float64(allocated), units.Bytes(allocated),
+			EventName(peak.Event), peak.Text, units.Bytes(reserved-allocated)),
 	}
 	if fragmentation {
 		f.Advice = "See the fragmentation finding: the excess is cached memory split into pieces the later requests could not use."
@@ -135,13 +145,13 @@ func (f FragmentationFacts) Saving() int64 {
 func NewFragmentation(f FragmentationFacts) Finding {
 	saving := f.Saving()
 	var why strings.Builder
-	fmt.Fprintf(&why, "reserved reached its maximum of %s at event %d (%s)", units.Bytes(f.Reserved), f.MaxReserved.Event, f.MaxReserved.Text)
+	fmt.Fprintf(&why, "reserved reached its maximum of %s at %s (%s)", units.Bytes(f.Reserved), EventName(f.MaxReserved.Event), f.MaxReserved.Text)
 	if f.RaisedBy != nil {
 		fmt.Fprintf(&why, ": %s", f.RaisedBy.Describe())
 	}
 	pk := f.AtPeak
-	fmt.Fprintf(&why, ". The allocated peak was %s (event %d, %s), %s below it; then %s (%s reserved) held %s free, the largest free range %s",
-		units.Bytes(f.Allocated), f.Peak.Event, f.Peak.Text, units.Bytes(f.Reserved-f.Allocated), units.Plural(pk.Segments, "segment", "segments"),
+	fmt.Fprintf(&why, ". The allocated peak was %s (%s, %s), %s below it; then %s (%s reserved) held %s free, the largest free range %s",
+		units.Bytes(f.Allocated), EventName(f.Peak.Event), f.Peak.Text, units.Bytes(f.Reserved-f.Allocated), units.Plural(pk.Segments, "segment", "segments"),
 		units.Bytes(pk.Reserved), units.Bytes(pk.Free), units.Bytes(pk.LargestFree))
 	if f.LastFragmenting != nil {
 		fmt.Fprintf(&why, ". The last large-pool cudaMalloc made while the cache held enough free memory, but in no range large enough, was at event %d: %s",
@@ -288,8 +298,8 @@ func (f LossFacts) Saving() int64 { return f.PeakBytes - f.NewPeakBytes }
 // and what computing the loss a chunk at a time would save there.
 func NewLossLogits(f LossFacts) Finding {
 	var ev strings.Builder
-	fmt.Fprintf(&ev, "at the peak (event %d, %s) the logits and the cross-entropy's tensors held %s of the %s allocated (%s)",
-		f.Peak.Event, f.Peak.Text, units.Bytes(f.HeldBytes), units.Bytes(f.PeakBytes), units.Percent(f.HeldBytes, f.PeakBytes))
+	fmt.Fprintf(&ev, "at the peak (%s, %s) the logits and the cross-entropy's tensors held %s of the %s allocated (%s)",
+		EventName(f.Peak.Event), f.Peak.Text, units.Bytes(f.HeldBytes), units.Bytes(f.PeakBytes), units.Percent(f.HeldBytes, f.PeakBytes))
 	var parts []string
 	if f.LogitsBytes > 0 {
 		parts = append(parts, fmt.Sprintf("the logits %s (%s)", units.Bytes(f.LogitsBytes), f.LogitsSite))

@@ -50,6 +50,9 @@ type AllocatorReplay struct {
 	// at FirstFailedEvent (−1: none).
 	FailedAllocations int `json:"failed_allocations" msgpack:"failed_allocations"`
 	FirstFailedEvent  int `json:"first_failed_event" msgpack:"first_failed_event"`
+	// Retries counts the what-if's requests that found the device full and released every cached segment to try
+	// again (PyTorch's num_alloc_retries); only a capacity makes any.
+	Retries int `json:"alloc_retries,omitempty" msgpack:"alloc_retries,omitempty"`
 
 	// WhatIfTimeline is the what-if's reserved memory at each change (for the timeline chart); not in
 	// summary.json.

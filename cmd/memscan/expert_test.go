@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memscan/memscan/internal/export"
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/snapbuild"
+	"github.com/memscan/memscan/snapshot"
 )
 
 // h200Runs reads ../shared/gpu_runs/runs.json (what PyTorch measured on the H200), skipping without it.
@@ -55,5 +59,43 @@ func TestHealthyRunHeadlineAtPeak(t *testing.T) {
 		if !strings.Contains(text, "18.6") || !regexp.MustCompile(`(at the dump|when the snapshot was taken)[^\n]*18\.6`).MatchString(text) {
 			t.Errorf("%s does not label the dump's 18.6 %% as the dump's", what)
 		}
+	}
+}
+
+// TestOneEventTrace: a snapshot whose trace holds one event — a free of 2 GiB allocated before recording began —
+// peaks before that event. The report says so in words, not "event -1", and the cache beside it is judged once,
+// at the dump, not also by the trace detectors, which need history. A trace with history is judged at the peak
+// only (TestFindingsOnce in analyze checks every real snapshot).
+func TestOneEventTrace(t *testing.T) {
+	b := snapbuild.NewSnap(1)
+	seg := b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1<<30, 1<<30, nil), snapbuild.Free(3<<30))
+	b.Event(0, snapbuild.Ev(snapshot.ActionFreeCompleted, seg+1<<30, 2<<30, nil))
+	path := filepath.Join(t.TempDir(), "one_event.pickle")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := export.WritePickle(context.Background(), f, b.S); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	code, stdout, stderr := runCLI(t, "analyze", "--out", t.TempDir(), "--no-plots", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "event -1") || !strings.Contains(stdout, "peak allocated: 3.0 GiB") ||
+		!strings.Contains(stdout, "at the state before the first recorded event") {
+		t.Errorf("the peak before the only event is not worded as such:\n%s", stdout)
+	}
+	ids := regexp.MustCompile(`\(([a-z-]+)\)\n`).FindAllStringSubmatch(stdout[strings.Index(stdout, "Recommendations"):], -1)
+	seen := map[string]bool{}
+	for _, m := range ids {
+		if seen[m[1]] {
+			t.Errorf("finding %s stated twice:\n%s", m[1], stdout)
+		}
+		seen[m[1]] = true
+	}
+	if !seen["cache-overhead"] {
+		t.Errorf("the dump's cache overhead (75 %% of reserved cached free) is not judged: %v", seen)
 	}
 }

@@ -253,7 +253,7 @@ func TestRealInferFragmentation(t *testing.T) {
 	if res != r.run.PeakReserved || f.Event != resIdx {
 		t.Fatalf("judged at event %d (max reserved %d), want the event of PyTorch's %d", f.Event, res, r.run.PeakReserved)
 	}
-	if e := d.Trace[resIdx]; e.Size != 2<<20 || !strings.Contains(f.Evidence, fmt.Sprintf("at event %d (", resIdx)+"iteration 1 forward): a cudaMalloc of 2.0 MiB for the small pool") {
+	if e := d.Trace[resIdx]; e.Size != 2<<20 || !strings.Contains(f.Evidence, fmt.Sprintf("at event %d (", resIdx)+"iteration 1 decode): a cudaMalloc of 2.0 MiB for the small pool") {
 		t.Errorf("the cudaMalloc that set the maximum (%d bytes) is not named as a small-pool one: %s", e.Size, f.Evidence)
 	}
 	peakIdx, _ := d.PeakIndex()

@@ -113,8 +113,8 @@ func (t *textWriter) totals(x report.Totals, p *report.Peak) {
 		t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
 		return
 	}
-	t.printf("  efficiency at the peak: %.2f %% (requested / reserved at event %d); at the dump: %.2f %%, the rest cached free memory\n",
-		p.EfficiencyPct, p.EventIndex, x.EfficiencyPct)
+	t.printf("  efficiency at the peak: %.2f %% (requested / reserved at %s); at the dump: %.2f %%, the rest cached free memory\n",
+		p.EfficiencyPct, findings.EventName(p.EventIndex), x.EfficiencyPct)
 }
 
 func (t *textWriter) groups(title, keyName string, gs []report.GroupTotals) {
@@ -241,8 +241,8 @@ func (m *mdWriter) peak(p *report.Peak) {
 	if w := peakWhere(p); w != "" {
 		where = ", " + w
 	}
-	m.printf("\n**Live at the peak** (%s on device %d, event %d%s)\n\n| category | size | share |\n|---|---:|---:|\n",
-		units.Bytes(p.Bytes), p.Device, p.EventIndex, where)
+	m.printf("\n**Live at the peak** (%s on device %d, %s%s)\n\n| category | size | share |\n|---|---:|---:|\n",
+		units.Bytes(p.Bytes), p.Device, findings.EventName(p.EventIndex), where)
 	for _, c := range p.Categories {
 		m.printf("| %s | %s | %s |\n", mdCell(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
 	}
@@ -276,7 +276,7 @@ func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 	}
 	dump := ""
 	if p := r.Peak; p != nil {
-		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", units.Bytes(p.Bytes), p.Device, p.EventIndex)
+		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (%s", units.Bytes(p.Bytes), p.Device, findings.EventName(p.EventIndex))
 		if p.TimeUS != 0 {
 			s += ", " + FormatTimeUS(p.TimeUS)
 		}

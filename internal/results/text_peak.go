@@ -21,7 +21,7 @@ func (t *textWriter) peak(p *report.Peak) {
 	if p.AllocatedBytes > 0 {
 		shown, unit = p.AllocatedBytes, "in allocator blocks, as torch.cuda.max_memory_allocated counts"
 	}
-	t.printf("  peak allocated: %s (%s bytes %s) on device %d at event %d", units.Bytes(shown), GroupDigits(shown), unit, p.Device, p.EventIndex)
+	t.printf("  peak allocated: %s (%s bytes %s) on device %d at %s", units.Bytes(shown), GroupDigits(shown), unit, p.Device, memfind.EventName(p.EventIndex))
 	if p.TimeUS != 0 {
 		t.printf(", %s", FormatTimeUS(p.TimeUS))
 	}
@@ -161,7 +161,7 @@ func (t *textWriter) iterationMemory(rows []report.IterationRow) {
 		if !r.Complete {
 			name += "*"
 		}
-		tb.add(strconv.Itoa(r.Device), name, units.Bytes(peak), units.Bytes(r.PeakReservedBytes), fmt.Sprintf("event %d, %s", r.PeakEvent, r.PeakPhase), strings.Join(ends, ", "))
+		tb.add(strconv.Itoa(r.Device), name, units.Bytes(peak), units.Bytes(r.PeakReservedBytes), memfind.EventName(r.PeakEvent)+", "+r.PeakPhase, strings.Join(ends, ", "))
 	}
 	tb.write(t.w, 2)
 	t.printf("  (%s; peak reserved is the highest reserved memory in the iteration)\n", unit)

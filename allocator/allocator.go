@@ -150,15 +150,16 @@ type segment struct {
 // Allocator is one device's caching allocator: the native allocator of torch 2.x under one Config.
 // It is not safe for concurrent use.
 type Allocator struct {
-	cfg      Config
-	capacity int64
-	total    int64
-	allowed  int64 // the memory-fraction limit; 0 when none
-	gcActive bool
+	cfg         Config
+	capacity    int64
+	total       int64
+	allowed     int64 // the memory-fraction limit; 0 when none
+	gcActive    bool
+	addressHint func(EventKind, int64) (uint64, bool)
+
 	// retries counts the requests that released every cached segment and tried again (PyTorch's
 	// num_alloc_retries): what a device at its capacity costs in synchronizations and cudaFrees.
-	retries     int
-	addressHint func(EventKind, int64) (uint64, bool)
+	retries int
 
 	small, large pool
 	private      map[PoolID]*privatePool
@@ -224,10 +225,10 @@ func (a *Allocator) Requested() int64 { return a.requested }
 func (a *Allocator) PeakReserved() int64 { return a.peak }
 
 // PeakFragmentation is what reserved memory consisted of right after the request that first reached the peak.
+func (a *Allocator) PeakFragmentation() Fragmentation { return a.peakFrag }
+
 // Retries is how many requests released every cached segment and tried again (num_alloc_retries).
 func (a *Allocator) Retries() int { return a.retries }
-
-func (a *Allocator) PeakFragmentation() Fragmentation { return a.peakFrag }
 
 // Segments is the number of segments (expandable ranges count once).
 func (a *Allocator) Segments() int { return a.segments }

@@ -15,15 +15,7 @@ import (
 // sites are keyed by function; the peak's change is attributed.
 func TestCompareSameProgramTwoProcesses(t *testing.T) {
 	dir, _ := h200Runs(t)
-	code, stdout, stderr := runCLI(t, "compare", "--out", t.TempDir(), "--no-plots", "--format", "json",
-		filepath.Join(dir, "llama1b-bf16-b4-s2048-snap.pickle.gz"), filepath.Join(dir, "llama1b-bf16-b4-s2048-stacksall-snap.pickle.gz"))
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var c compare.Comparison
-	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
-		t.Fatal(err)
-	}
+	c := compareJSON(t, filepath.Join(dir, "llama1b-bf16-b4-s2048-snap.pickle.gz"), filepath.Join(dir, "llama1b-bf16-b4-s2048-stacksall-snap.pickle.gz"))
 	d := c.Diffs[0]
 	if s := d.Segments; s == nil || s.Common != 246 || len(s.New) != 0 || len(s.Vanished) != 0 {
 		t.Errorf("segments %+v, want the 246 in both", s)
@@ -39,4 +31,18 @@ func TestCompareSameProgramTwoProcesses(t *testing.T) {
 	if code, _, _ := runCLI(t, "compare", "--granularity", "files", "--out", t.TempDir(), "a", "b"); code != exitUsage {
 		t.Errorf("--granularity files: exit %d, want a usage error", code)
 	}
+}
+
+// compareJSON runs memscan compare --format json on the inputs and decodes what it printed.
+func compareJSON(t *testing.T, inputs ...string) compare.Comparison {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, append([]string{"compare", "--out", t.TempDir(), "--no-plots", "--format", "json"}, inputs...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var c compare.Comparison
+	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
@@ -123,10 +124,10 @@ func (a *analysis) replayAll() error {
 	if err != nil {
 		return err
 	}
-	// Without history the trace's detectors would judge a moment the dump judges too: only the dump's findings
-	// stand then, so that no finding is stated twice.
+	// Without history the trace's cache detectors would judge a moment the dump's cache checks judge too: the
+	// dump's stand then, so that no finding is stated twice. An OOM is a fact of the trace either way.
 	if !history {
-		fs = nil
+		fs = slices.DeleteFunc(fs, func(f findings.Finding) bool { return f.ID == findings.CacheOverhead || f.ID == findings.Fragmentation })
 	}
 	a.findings, a.judgedAtPeak = fs, history
 	return nil

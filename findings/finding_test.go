@@ -110,3 +110,19 @@ func TestRank(t *testing.T) {
 		t.Errorf("ranked %v, want d c b f a e", got)
 	}
 }
+
+// TestOOMShardingAdvice: sharding is advised only when the model's state (weights, gradients, optimizer) is at
+// least ShardingMinSharePct of what was live at the OOM: the 8B OOM's 15 of 137 GiB is not; 40 of 100 GiB is.
+func TestOOMShardingAdvice(t *testing.T) {
+	at := At{Event: 9, Iteration: 1, Phase: "forward", Text: "iteration 1 forward"}
+	oom := func(state, live int64) Finding {
+		x := OOMExplained{Live: LiveSet{Bytes: live, ByComponent: []Share{{Name: "activations", Bytes: live - state}, {Name: "weights", Bytes: state}}}}
+		return NewOOM(at, 1<<30, 1<<20, x, false)
+	}
+	if f := oom(15<<30, 137<<30); strings.Contains(f.Advice, "shard") {
+		t.Errorf("sharding advised for 11 %% of the live memory: %s", f.Advice)
+	}
+	if f := oom(40<<30, 100<<30); !strings.Contains(f.Advice, "shard the weights, gradients and optimizer state") || !strings.Contains(f.Advice, "40.00 %") {
+		t.Errorf("sharding not advised for 40 %% of the live memory: %s", f.Advice)
+	}
+}

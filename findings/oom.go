@@ -78,9 +78,11 @@ func (x OOMExplained) Projection() string {
 	return p
 }
 
-// Remedy is one single change to a training configuration and what the static estimator predicts with it.
+// Remedy is one change to a training configuration, or a combination of them, and what the static estimator
+// predicts with it.
 type Remedy struct {
-	// Change says what changed, e.g. "micro_batch_size 8 -> 2".
+	// Change says what changed, e.g. "micro_batch_size 8 -> 2 (4 accumulation steps)", the changes of a
+	// combination joined by " + ".
 	Change string `json:"change"`
 	// PeakAllocatedBytes and PeakReservedBytes are the predicted peaks, DeviceBytes the predicted device total
 	// (reserved plus the CUDA context).
@@ -88,6 +90,10 @@ type Remedy struct {
 	PeakReservedBytes  int64 `json:"peak_reserved_bytes"`
 	DeviceBytes        int64 `json:"device_bytes"`
 	Fits               bool  `json:"fits"`
+	// AccumulatedGradientBytes is what a smaller micro-batch's gradient accumulation adds to the estimator's
+	// peak: the gradients kept across micro-batches, live in the later ones' forward and backward (included in
+	// the peaks above).
+	AccumulatedGradientBytes int64 `json:"accumulated_gradient_bytes,omitempty"`
 }
 
 // Remedy changes, as the estimator tries them.
@@ -95,25 +101,38 @@ const (
 	RemedyAsConfigured = "as configured"
 	RemedyRecompute    = "recompute full (activation checkpointing)"
 	RemedyChunkedLoss  = "loss chunked"
+	RemedyExpandable   = "expandable_segments:True"
 )
 
-// RemedyMicroBatch names the change of the micro-batch from to.
-func RemedyMicroBatch(from, to int) string { return fmt.Sprintf("micro_batch_size %d -> %d", from, to) }
+// RemedyMicroBatch names the change of the micro-batch from to, the global batch kept by steps accumulation
+// steps.
+func RemedyMicroBatch(from, to, steps int) string {
+	return fmt.Sprintf("micro_batch_size %d -> %d (%d accumulation steps, the same global batch)", from, to, steps)
+}
+
+// ShardingMinSharePct: sharding (FSDP, ZeRO) divides the weights, gradients and optimizer state by the number of
+// devices; when they are under a quarter of what was live at an OOM, sharding them away entirely saves less than
+// the activations of a few layers, so it is not advised.
+const ShardingMinSharePct = 25.0
 
 // WithRemedies prefixes an OOM finding's advice with what the remedies tried against capacity say: the changes
-// that fit, or that none does. remedies[0] is the unchanged configuration.
+// and combinations that fit, smallest change first (Remedies' order), or that none does; remedies[0] is the
+// unchanged configuration. The finding then saves what the smallest fitting change saves at the step that failed.
 func WithRemedies(f *Finding, remedies []Remedy, capacity int64) {
 	var fit []string
 	for _, rm := range remedies[1:] {
 		if rm.Fits {
+			if len(fit) == 0 {
+				f.SavedBytes = max(remedies[0].PeakAllocatedBytes-rm.PeakAllocatedBytes, 0)
+			}
 			fit = append(fit, fmt.Sprintf("%s (predicted peak %s allocated, %s reserved)", rm.Change,
 				units.Bytes(rm.PeakAllocatedBytes), units.Bytes(rm.PeakReservedBytes)))
 		}
 	}
 	if len(fit) > 0 {
-		f.Advice = "With the static configuration, one change fits " + units.Bytes(capacity) + ": " + strings.Join(fit, "; or ") + ". " + f.Advice
+		f.Advice = "With the static configuration these fit " + units.Bytes(capacity) + ", smallest change first: " + strings.Join(fit, "; or ") + ". " + f.Advice
 		return
 	}
-	f.Advice = "With the static configuration no single change (micro-batch, checkpointing, chunked loss) fits " +
-		units.Bytes(capacity) + "; combine them or shard. " + f.Advice
+	f.Advice = "With the static configuration no change tried (expandable segments, a chunked loss, checkpointing, a smaller micro-batch with accumulation), alone or combined, fits " +
+		units.Bytes(capacity) + ": shard across more devices or use one with more memory. " + f.Advice
 }

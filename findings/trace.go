@@ -250,7 +250,18 @@ func NewOOM(at At, request, deviceFree int64, x OOMExplained, expandableOn bool)
 	if x.Layers > 0 && x.PerLayerBytes > 0 {
 		fmt.Fprintf(&ev, ". %s", x.Projection())
 	}
-	advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length, or sharding (FSDP/ZeRO) for weights and optimizer state."
+	advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length."
+	// Sharding divides only the model's state; where that is a small part of the failing step it cannot help.
+	var state int64
+	for _, c := range x.Live.ByComponent {
+		if c.Name == "weights" || c.Name == "gradients" || c.Name == "optimizer" {
+			state += c.Bytes
+		}
+	}
+	if x.Live.Bytes > 0 && float64(state) >= ShardingMinSharePct/100*float64(x.Live.Bytes) {
+		advice = "Cut what grows with the layers (activation checkpointing, a smaller micro-batch or sequence length), or shard the weights, gradients and optimizer state (FSDP/ZeRO): they hold " +
+			units.Percent(state, x.Live.Bytes) + " of what was live."
+	}
 	if cached := x.ReservedBytes - x.Live.Bytes; cached >= request {
 		fmt.Fprintf(&ev, ". The cache held %s free, more than the request, but in pieces too small", units.Bytes(cached))
 		if !expandableOn {

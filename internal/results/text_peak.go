@@ -210,7 +210,7 @@ func (t *textWriter) oomExplained(o report.OOM) {
 		t.printf("    %s\n", p)
 	}
 	if len(o.Remedies) > 0 {
-		t.printf("    single changes to the --static configuration, against %s:\n", units.Bytes(x.CapacityBytes))
+		t.printf("    changes to the --static configuration, each alone and the smallest combinations that fit, against %s:\n", units.Bytes(x.CapacityBytes))
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignLeft}, "change", "peak allocated", "peak reserved", "fits")
 		for _, rm := range o.Remedies {
 			fits := "no"

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/gpu"
 	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
 )
@@ -218,7 +219,7 @@ func (s RunSpec) loadConfig() (static.Config, error) {
 		cfg = *c
 	}
 	if s.GPU != "" {
-		if _, err := static.LookupGPU(s.GPU); err != nil {
+		if _, err := gpu.Lookup(s.GPU); err != nil {
 			return cfg, fmt.Errorf("%s: gpu: %w", s.ID, err)
 		}
 		cfg.Hardware.GPU = s.GPU

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/memscan/memscan/gpu"
 	"github.com/memscan/memscan/static"
 )
 
 // WriteGPUTable renders the GPU catalogue (memscan gpus): memory, bandwidth, dense peaks and interconnect.
-func WriteGPUTable(w io.Writer, list []static.GPUSpec) error {
+func WriteGPUTable(w io.Writer, list []gpu.Spec) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tNAME\tMEM GiB\tBW TB/s\tBF16\tFP16\tFP8\tTF32\tFP32\tRIDGE\tINTERCONNECT")
 	dash := func(v float64) string {

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/memscan/memscan/gpu"
+	"github.com/memscan/memscan/units"
 )
 
 // Config is a complete estimator input. Zero values of the fields documented as "auto" are filled by Resolve.
@@ -153,16 +155,16 @@ type ParallelConfig struct {
 
 // HardwareConfig picks the GPU and the cluster.
 type HardwareConfig struct {
-	GPU             string   `json:"gpu"`
-	NumGPUs         int      `json:"num_gpus"`
-	GPUsPerNode     int      `json:"gpus_per_node"`
-	UsableFraction  float64  `json:"usable_fraction"`
-	MFU             float64  `json:"mfu"`
-	InterNodeGBps   float64  `json:"inter_node_gbps"` // per GPU, GB/s
-	CommEfficiency  float64  `json:"comm_efficiency"`
-	DPOverlap       float64  `json:"dp_overlap"` // fraction of DP communication hidden under compute
-	PricePerGPUHour float64  `json:"price_per_gpu_hour"`
-	Custom          *GPUSpec `json:"custom,omitempty"`
+	GPU             string    `json:"gpu"`
+	NumGPUs         int       `json:"num_gpus"`
+	GPUsPerNode     int       `json:"gpus_per_node"`
+	UsableFraction  float64   `json:"usable_fraction"`
+	MFU             float64   `json:"mfu"`
+	InterNodeGBps   float64   `json:"inter_node_gbps"` // per GPU, GB/s
+	CommEfficiency  float64   `json:"comm_efficiency"`
+	DPOverlap       float64   `json:"dp_overlap"` // fraction of DP communication hidden under compute
+	PricePerGPUHour float64   `json:"price_per_gpu_hour"`
+	Custom          *gpu.Spec `json:"custom,omitempty"`
 }
 
 // AllocatorConfig states the runtime assumptions behind the reserved and device-total predictions.
@@ -221,22 +223,11 @@ func LoadConfigFramework(path, framework string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("static config: %w", err)
 	}
-	cfg, err := ParseConfigFramework(data, isYAML(path, data), framework)
+	cfg, err := ParseConfigFramework(data, units.IsYAML(path, data), framework)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
-}
-
-func isYAML(path string, data []byte) bool {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".yaml", ".yml":
-		return true
-	case ".json":
-		return false
-	}
-	t := bytes.TrimSpace(data)
-	return len(t) == 0 || t[0] != '{'
 }
 
 // ParseConfig decodes a config from JSON or YAML bytes, applies its framework and preset and resolves it.
@@ -258,7 +249,7 @@ func ParseConfigFramework(data []byte, yamlInput bool, framework string) (*Confi
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
 		if err := dec.Decode(&doc); err != nil {
-			return nil, jsonError(err)
+			return nil, units.JSONError(err)
 		}
 		if dec.More() {
 			return nil, fmt.Errorf("invalid JSON at byte offset %d: trailing data after the config object", dec.InputOffset())
@@ -306,7 +297,7 @@ func ParseConfigFramework(data []byte, yamlInput bool, framework string) (*Confi
 		}
 	}
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, jsonError(err)
+		return nil, units.JSONError(err)
 	}
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
@@ -358,19 +349,6 @@ func jsonKind(v any) string {
 		return "null"
 	}
 	return "a number"
-}
-
-func jsonError(err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		// SyntaxError.Offset counts the bytes read, including the offending one.
-		return fmt.Errorf("invalid JSON at byte offset %d: %v", max(se.Offset-1, 0), se)
-	case errors.As(err, &te):
-		return fmt.Errorf("%s: expected %s, got JSON %s (byte offset %d)", te.Field, te.Type, te.Value, te.Offset)
-	}
-	return fmt.Errorf("invalid config: %w", err)
 }
 
 // checkKeys walks the decoded document against the struct's json tags so an unknown key is reported with its

@@ -37,7 +37,7 @@
 //	parallel             dp, tp, pp, cp, ep, etp, sequence_parallel, zero_stage 0-3 (3 = FSDP full shard),
 //	                     distributed_optimizer, pp_schedule 1f1b|interleaved, virtual_stages, num_microbatches,
 //	                     grad_buffer auto|persistent|on_demand, fsdp_prefetch_layers, fsdp_reshard_after_forward
-//	hardware             gpu (catalogue key), custom {GPUSpec}, num_gpus, gpus_per_node, usable_fraction, mfu,
+//	hardware             gpu (catalogue key), custom {gpu.Spec}, num_gpus, gpus_per_node, usable_fraction, mfu,
 //	                     inter_node_gbps, comm_efficiency, dp_overlap, price_per_gpu_hour
 //	allocator            expandable_segments, cuda_context_mib, nccl_mib, workspace_mib (auto 64: PyTorch's cuBLAS
 //	                     and cuBLASLt workspaces), fragmentation_fraction
@@ -55,6 +55,7 @@
 // temporaries; the KV cache is its own part).
 // Config.Apply lays command-line Overrides over a config; Resolve fills defaults and validates it.
 //
-// It imports only units, components, allocator and its config decoders (YAML); it renders nothing and writes no
-// files: results holds the console, Markdown and JSON views and the chart data, plots draws them.
+// It imports only units, components, allocator, gpu (the accelerator catalogue) and its config decoders (YAML);
+// it renders nothing and writes no files: results holds the console, Markdown and JSON views and the chart data,
+// plots draws them.
 package static

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/memscan/memscan/gpu"
 	"github.com/memscan/memscan/units"
 )
 
@@ -30,7 +31,7 @@ func Estimate(cfg Config) (*Report, error) {
 type est struct {
 	c   *Config
 	x   dims
-	gpu GPUSpec
+	gpu gpu.Spec
 	// per-GPU workload
 	b, s, sl, n     int64 // micro-batch, sequence, local sequence (s/cp), tokens per micro-batch on this GPU
 	t, spDiv        int64
@@ -319,9 +320,9 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 			KVBytesPerToken: e.kvBytesPerToken()}
 	}
 
-	gpu := e.gpu
-	r.Fit = fitVerdict(gpu, c.Hardware.UsableFraction, worst.DeviceTotal)
-	if limit := gpu.MemoryBytes() - (worst.DeviceTotal - worst.PeakReserved); withOOM && worst.PeakReserved > limit {
+	g := e.gpu
+	r.Fit = fitVerdict(g, c.Hardware.UsableFraction, worst.DeviceTotal)
+	if limit := g.MemoryBytes() - (worst.DeviceTotal - worst.PeakReserved); withOOM && worst.PeakReserved > limit {
 		r.OOM = e.replayOOM(r.WorstStage, limit)
 		if r.OOM == nil && worst.PeakAllocated > limit {
 			r.OOM = e.oomPoint(worst, r.WorstStage, layerOps, embOps, headOps, limit)
@@ -336,7 +337,7 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 		r.LoRA = lm
 	}
 	r.Metadata = Metadata{
-		Mode: c.Mode, Framework: c.Framework, ModelType: c.Model.Type, Model: modelName(c), Dtype: c.actDtype(), GPU: gpu.Name,
+		Mode: c.Mode, Framework: c.Framework, ModelType: c.Model.Type, Model: modelName(c), Dtype: c.actDtype(), GPU: g.Name,
 		Layout: layoutString(c), Tool: "memscan static",
 		OperatorsFor: fmt.Sprintf("one GPU of pipeline stage %d (the worst)", r.WorstStage),
 		Unrolled:     c.Output.Unroll,
@@ -368,7 +369,7 @@ func layoutString(c *Config) string {
 		p.PPSchedule, p.VirtualStages, p.NumMicrobatches)
 }
 
-func fitVerdict(g GPUSpec, frac float64, need int64) Fit {
+func fitVerdict(g gpu.Spec, frac float64, need int64) Fit {
 	f := Fit{GPU: g.Name, CapacityBytes: g.MemoryBytes(), UsableFraction: frac, NeededBytes: need}
 	f.UsableBytes = int64(float64(f.CapacityBytes) * frac)
 	f.HeadroomBytes = f.UsableBytes - need
@@ -801,7 +802,7 @@ func ctxOf(c *Config) float64 {
 	if c.Allocator.CUDAContextMiB >= 0 {
 		return c.Allocator.CUDAContextMiB
 	}
-	if hopperOrNewer(c.GPU()) {
+	if c.GPU().HopperOrNewer() {
 		return 680
 	}
 	return 500

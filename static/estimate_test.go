@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/gpu"
 )
 
 // estimate resolves DefaultConfig with mod applied and fails the test on error.
@@ -521,7 +523,7 @@ func TestTimeEstimate(t *testing.T) {
 }
 
 func TestRoofline(t *testing.T) {
-	g, _ := LookupGPU("h100")
+	g, _ := gpu.Lookup("h100")
 	if want := 989e12 / 3.35e12; !near(g.RidgePoint("bf16"), want, 1e-12) {
 		t.Errorf("ridge %.2f, want %.2f", g.RidgePoint("bf16"), want)
 	}

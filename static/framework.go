@@ -119,7 +119,7 @@ func (c *Config) resolveFramework() error {
 	}
 	if t.Float8 {
 		g := c.GPU()
-		if !fp8Capable(g) {
+		if !g.FP8Capable() {
 			return fmt.Errorf("training.float8: %s has no fp8 tensor cores (float8 training needs compute capability 8.9 or later: L4, L40S, H100, H200, B200)", g.Name)
 		}
 		if c.paramDtype() == "fp32" && !c.amp() {
@@ -142,12 +142,4 @@ func (c *Config) resolveFramework() error {
 		return fmt.Errorf("parallel.fsdp_reshard_after_forward: applies to FSDP (parallel.zero_stage 3), not zero_stage %d", c.Parallel.ZeroStage)
 	}
 	return nil
-}
-
-// fp8Capable reports whether g has fp8 tensor cores (NVIDIA Ada/Hopper/Blackwell, AMD MI300).
-func fp8Capable(g GPUSpec) bool {
-	if g.ComputeCapability > 0 && strings.EqualFold(g.Vendor, "NVIDIA") {
-		return g.ComputeCapability >= 8.9
-	}
-	return g.FP8TFLOPS > 0
 }

@@ -5,44 +5,6 @@ import (
 	"testing"
 )
 
-// TestCatalogueFormats: each part lists only the formats its tensor cores have (vendor datasheets): V100 (sm 7.0)
-// has FP16 tensor cores (125 TFLOP/s) and no BF16 or TF32, so fp32 matmuls run at its 15.7 TFLOP/s fp32 rate;
-// MI250X (CDNA2) has no TF32 but fp32 matrix cores (95.7); TPUs have no TF32.
-func TestCatalogueFormats(t *testing.T) {
-	tests := []struct {
-		key                    string
-		bf16, fp16, tf32, fp32 float64 // catalogue fields
-		peakFP32, peakBF16     float64 // what the roofline uses for fp32 and bf16 compute
-	}{
-		{"v100-32gb", 0, 125, 0, 15.7, 15.7, 125},
-		{"v100-16gb", 0, 125, 0, 15.7, 15.7, 125},
-		{"mi250x", 383, 383, 0, 47.9, 95.7, 383},
-		{"tpu-v5e", 197, 197, 0, 24.6, 24.6, 197},
-		{"a100-80gb-sxm", 312, 312, 156, 19.5, 156, 312},
-	}
-	for _, tc := range tests {
-		g, err := LookupGPU(tc.key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g.BF16TFLOPS != tc.bf16 || g.FP16TFLOPS != tc.fp16 || g.TF32TFLOPS != tc.tf32 || g.FP32TFLOPS != tc.fp32 {
-			t.Errorf("%s: bf16 %g fp16 %g tf32 %g fp32 %g, want %g %g %g %g", tc.key, g.BF16TFLOPS, g.FP16TFLOPS, g.TF32TFLOPS, g.FP32TFLOPS,
-				tc.bf16, tc.fp16, tc.tf32, tc.fp32)
-		}
-		if p := g.PeakTFLOPS("fp32"); p != tc.peakFP32 {
-			t.Errorf("%s: fp32 matmul peak %g, want %g", tc.key, p, tc.peakFP32)
-		}
-		if p := g.PeakTFLOPS("bf16"); p != tc.peakBF16 {
-			t.Errorf("%s: bf16 peak %g, want %g", tc.key, p, tc.peakBF16)
-		}
-	}
-	for _, g := range GPUs() {
-		if g.ComputeCapability > 0 && g.ComputeCapability < 8 && (g.BF16TFLOPS > 0 || g.TF32TFLOPS > 0) {
-			t.Errorf("%s (sm %.1f) lists bf16 %g / tf32 %g: both arrived with sm 8.0", g.Key, g.ComputeCapability, g.BF16TFLOPS, g.TF32TFLOPS)
-		}
-	}
-}
-
 // TestPreAmpereRefusals: a config a pre-Ampere GPU cannot run is an error naming the reason; what it can run
 // (fp16, SDPA's memory-efficient kernel) estimates.
 func TestPreAmpereRefusals(t *testing.T) {

@@ -3,6 +3,8 @@ package static
 import (
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/gpu"
 )
 
 // tiny is a small Llama-style model every knob test derives by hand: 2 layers, h 64, 4 query and 2 KV heads of
@@ -511,7 +513,7 @@ func TestOOMPoint(t *testing.T) {
 	limit := base + 7*s/2
 	r := tiny(t, func(c *Config) {
 		mod(c)
-		c.Hardware.Custom = &GPUSpec{Name: "small", MemoryGiB: float64(limit) / gib, BandwidthTBs: 1, BF16TFLOPS: 10}
+		c.Hardware.Custom = &gpu.Spec{Name: "small", MemoryGiB: float64(limit) / gib, BandwidthTBs: 1, BF16TFLOPS: 10}
 	})
 	p := r.OOM
 	if p == nil || r.Fit.Fits {

@@ -1,6 +1,10 @@
 package static
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/memscan/memscan/gpu"
+)
 
 // Overrides are values given on memscan static's command line that replace a config's. Only the fields whose
 // flag name is in Set apply, so a flag given as 0 or false still overrides. Apply keeps what each change implies
@@ -19,7 +23,7 @@ type Overrides struct {
 
 	Precision, Optimizer, Attention, Recompute, Loss, Kernels string
 	GPU                                                       string // gpu: a catalogue key or name, or a CustomGPUs key
-	CustomGPUs                                                []GPUSpec
+	CustomGPUs                                                []gpu.Spec
 
 	TP, PP, DP, CP, EP, Zero, VirtualStages, NumGPUs int // tp, pp, dp, cp, ep, zero, virtual-stages, num-gpus
 

@@ -1,11 +1,15 @@
 package static
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/memscan/memscan/gpu"
+)
 
 // TestApplyOverrides lays command-line values over testdata/static/llama3-8b-fsdp8.json (8 GPUs, ZeRO 3,
 // micro-batch 1, global batch 32, so dp 8 and 4 micro-batches) and checks the resolved result by hand.
 func TestApplyOverrides(t *testing.T) {
-	custom := []GPUSpec{{Key: "my-card", Name: "My Card 48GB", MemoryGiB: 47.5, BandwidthTBs: 1.2, BF16TFLOPS: 300}}
+	custom := []gpu.Spec{{Key: "my-card", Name: "My Card 48GB", MemoryGiB: 47.5, BandwidthTBs: 1.2, BF16TFLOPS: 300}}
 	tests := []struct {
 		name  string
 		o     Overrides

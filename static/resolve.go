@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/memscan/memscan/gpu"
 )
 
 // Resolve fills auto values (derived dims, dp, microbatches, dtypes, allocator assumptions) and validates the
@@ -273,7 +275,7 @@ func (c *Config) resolveInference() error {
 	in := &c.Inference
 	if in.WeightDtype == "" {
 		in.WeightDtype = "bf16"
-		if g := c.GPU(); g.FP16TFLOPS > 0 && !g.hasBF16() {
+		if g := c.GPU(); g.FP16TFLOPS > 0 && !g.HasBF16() {
 			in.WeightDtype = "fp16" // what a part without bf16 (V100) serves in
 		}
 	}
@@ -482,10 +484,10 @@ func (c *Config) resolveGradBuffer() error {
 func (c *Config) validateHardware() error {
 	h := &c.Hardware
 	if h.Custom != nil {
-		if err := h.Custom.validate("hardware.custom"); err != nil {
+		if err := h.Custom.Validate("hardware.custom"); err != nil {
 			return err
 		}
-	} else if _, err := LookupGPU(h.GPU); err != nil {
+	} else if _, err := gpu.Lookup(h.GPU); err != nil {
 		return fmt.Errorf("hardware.gpu: %w", err)
 	}
 	for _, f := range []struct {
@@ -582,10 +584,10 @@ func (c *Config) lowPrecisionStates() bool {
 }
 
 // GPU returns the resolved accelerator.
-func (c *Config) GPU() GPUSpec {
+func (c *Config) GPU() gpu.Spec {
 	if c.Hardware.Custom != nil {
 		return *c.Hardware.Custom
 	}
-	g, _ := LookupGPU(c.Hardware.GPU)
+	g, _ := gpu.Lookup(c.Hardware.GPU)
 	return g
 }

@@ -44,7 +44,7 @@ func (c *Config) resolveExtensions() error {
 // PyTorch's SDPA flash, cuDNN attention, Transformer Engine's fused attention) need sm 8.0 too.
 func (c *Config) checkGPUSupport() error {
 	g := c.GPU()
-	if !g.hasBF16() {
+	if !g.HasBF16() {
 		t, in := &c.Training, &c.Inference
 		why := fmt.Sprintf("%s has no bf16 (compute capability %.1f; bf16 needs 8.0, Ampere)", g.Name, g.ComputeCapability)
 		switch {

@@ -23,6 +23,7 @@ import (
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/categorize"
+	"github.com/memscan/memscan/gpu"
 	"github.com/memscan/memscan/input"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/merge"
@@ -502,7 +503,7 @@ func allocatorOptions(f *analyzeFlags) (analyze.AllocatorOptions, error) {
 	case f.gpu != "" && f.deviceMemory != "":
 		return o, usageErrorf("analyze: give --gpu or --device-memory, not both")
 	case f.gpu != "":
-		g, err := static.LookupGPU(f.gpu)
+		g, err := gpu.Lookup(f.gpu)
 		if err != nil {
 			return o, usageErrorf("analyze: --gpu: %v", err)
 		}

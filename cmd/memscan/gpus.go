@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscan/memscan/gpu"
 	"github.com/memscan/memscan/results"
-	"github.com/memscan/memscan/static"
 	"github.com/memscan/memscan/units"
 )
 
@@ -45,9 +45,9 @@ func runGPUs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *presets {
 		return results.WritePresetList(stdout)
 	}
-	list := static.GPUs()
+	list := gpu.List()
 	if *file != "" {
-		custom, err := static.LoadGPUFile(*file)
+		custom, err := gpu.LoadFile(*file)
 		if err != nil {
 			return usageErrorf("gpus: %v", err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/memscan/memscan/gpu"
 	"github.com/memscan/memscan/results"
 	"github.com/memscan/memscan/static"
 )
@@ -84,7 +85,7 @@ func runStatic(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fs.Visit(func(f *pflag.Flag) { o.Set[f.Name] = true })
 	if *gpusFile != "" {
-		specs, err := static.LoadGPUFile(*gpusFile)
+		specs, err := gpu.LoadFile(*gpusFile)
 		if err != nil {
 			return usageErrorf("%v", err)
 		}

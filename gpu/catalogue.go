@@ -1,114 +1,14 @@
-package static
+package gpu
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
-	"os"
 	"sort"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
-// GPUSpec is one accelerator: capacity, bandwidth and dense peak throughput (no 2:4 sparsity).
-type GPUSpec struct {
-	Key          string  `json:"key"`
-	Name         string  `json:"name"`
-	MemoryGB     float64 `json:"memory_gb"`     // marketing capacity
-	MemoryGiB    float64 `json:"memory_gib"`    // what CUDA reports as total (auto: memory_gb·0.931·0.99)
-	BandwidthTBs float64 `json:"bandwidth_tbs"` // HBM/GDDR bandwidth, TB/s
-	BF16TFLOPS   float64 `json:"bf16_tflops"`   // dense; 0 = no bf16 (V100 and older)
-	FP16TFLOPS   float64 `json:"fp16_tflops"`   // dense
-	FP8TFLOPS    float64 `json:"fp8_tflops"`    // dense; 0 = unsupported
-	TF32TFLOPS   float64 `json:"tf32_tflops"`   // dense; 0 = no TF32 (fp32 matmuls then run at the fp32 rate)
-	FP32TFLOPS   float64 `json:"fp32_tflops"`   // non-tensor
-	// FP32MatrixTFLOPS is an fp32 matrix-core rate on parts without TF32 (AMD CDNA2); 0 = none.
-	FP32MatrixTFLOPS float64 `json:"fp32_matrix_tflops,omitempty"`
-	IntraGBps        float64 `json:"interconnect_gbps"` // GPU-to-GPU inside a node, GB/s (bidirectional, as vendors quote)
-	Interconnect     string  `json:"interconnect"`
-	// ComputeCapability is the CUDA SM version (8.0 A100, 9.0 H100); it decides which attention kernels and
-	// fp8 paths PyTorch can use. 0 = not NVIDIA or unknown.
-	ComputeCapability float64 `json:"compute_capability,omitempty"`
-	Vendor            string  `json:"vendor"`
-	Source            string  `json:"source"`
-}
-
-func (g *GPUSpec) validate(key string) error {
-	if g.MemoryGiB == 0 && g.MemoryGB > 0 {
-		g.MemoryGiB = g.MemoryGB * 1e9 / (1 << 30) * 0.99
-	}
-	if g.Name == "" {
-		g.Name = "custom GPU"
-	}
-	if g.Key == "" {
-		g.Key = "custom"
-	}
-	if g.FP16TFLOPS == 0 {
-		g.FP16TFLOPS = g.BF16TFLOPS
-	}
-	if g.TF32TFLOPS == 0 && g.BF16TFLOPS > 0 && (g.ComputeCapability == 0 || g.ComputeCapability >= 8) {
-		g.TF32TFLOPS = g.BF16TFLOPS / 2 // TF32 arrived with bf16 (Ampere)
-	}
-	if g.FP32TFLOPS == 0 {
-		g.FP32TFLOPS = g.FP16TFLOPS / 8
-	}
-	if g.IntraGBps == 0 {
-		g.IntraGBps = 64 // PCIe 4 x16
-	}
-	switch {
-	case !(g.MemoryGiB > 0):
-		return fmt.Errorf("%s.memory_gib: %g (must be > 0; set memory_gb or memory_gib)", key, g.MemoryGiB)
-	case !(g.BandwidthTBs > 0):
-		return fmt.Errorf("%s.bandwidth_tbs: %g (must be > 0)", key, g.BandwidthTBs)
-	case !(g.FP16TFLOPS > 0) || g.BF16TFLOPS < 0 || math.IsNaN(g.BF16TFLOPS):
-		return fmt.Errorf("%s.bf16_tflops / fp16_tflops: %g / %g (one must be > 0; bf16 0 = a part without bf16)", key, g.BF16TFLOPS, g.FP16TFLOPS)
-	case g.IntraGBps < 0 || g.FP8TFLOPS < 0 || math.IsNaN(g.IntraGBps):
-		return fmt.Errorf("%s: interconnect_gbps and fp8_tflops must be >= 0", key)
-	}
-	return nil
-}
-
-// PeakTFLOPS is the dense peak for a compute dtype. A dtype the part lacks falls back to what would run instead
-// (configs asking for bf16 on a part without it are refused when resolved; this only keeps the rate finite).
-func (g GPUSpec) PeakTFLOPS(dtype string) float64 {
-	switch dtype {
-	case "fp32":
-		// PyTorch matmuls in fp32 use TF32 when allowed (stated in the report); parts without TF32 run fp32.
-		switch {
-		case g.TF32TFLOPS > 0:
-			return g.TF32TFLOPS
-		case g.FP32MatrixTFLOPS > 0:
-			return g.FP32MatrixTFLOPS
-		}
-		return g.FP32TFLOPS
-	case "fp16":
-		return g.FP16TFLOPS
-	case "fp8":
-		if g.FP8TFLOPS > 0 {
-			return g.FP8TFLOPS
-		}
-	}
-	if g.BF16TFLOPS > 0 {
-		return g.BF16TFLOPS
-	}
-	return g.FP16TFLOPS
-}
-
-// hasBF16 reports whether the part computes in bf16 (NVIDIA from Ampere, compute capability 8.0).
-func (g GPUSpec) hasBF16() bool { return g.BF16TFLOPS > 0 }
-
-// RidgePoint is FLOPs per byte where the compute and bandwidth roofs meet.
-func (g GPUSpec) RidgePoint(dtype string) float64 {
-	return g.PeakTFLOPS(dtype) * 1e12 / (g.BandwidthTBs * 1e12)
-}
-
-// MemoryBytes is the CUDA-visible capacity in bytes.
-func (g GPUSpec) MemoryBytes() int64 { return int64(g.MemoryGiB * (1 << 30)) }
-
-// catalogue: dense vendor figures (../shared/docs/static_formulas.md §4). memory_gib is the total CUDA reports
+// catalogue: dense vendor figures (static_formulas.md §4 of the design notes). memory_gib is the total CUDA reports
 // (torch.cuda.get_device_properties().total_memory), which is below the marketing number.
-var catalogue = []GPUSpec{
+var catalogue = []Spec{
 	{Key: "a100-40gb-sxm", Name: "NVIDIA A100 40GB SXM4", MemoryGB: 40, MemoryGiB: 39.39, BandwidthTBs: 1.555, BF16TFLOPS: 312, FP16TFLOPS: 312, TF32TFLOPS: 156, FP32TFLOPS: 19.5, IntraGBps: 600, Interconnect: "NVLink3", ComputeCapability: 8.0, Vendor: "NVIDIA", Source: "A100 datasheet"},
 	{Key: "a100-80gb-sxm", Name: "NVIDIA A100 80GB SXM4", MemoryGB: 80, MemoryGiB: 79.15, BandwidthTBs: 2.039, BF16TFLOPS: 312, FP16TFLOPS: 312, TF32TFLOPS: 156, FP32TFLOPS: 19.5, IntraGBps: 600, Interconnect: "NVLink3", ComputeCapability: 8.0, Vendor: "NVIDIA", Source: "A100 datasheet"},
 	{Key: "a100-40gb-pcie", Name: "NVIDIA A100 40GB PCIe", MemoryGB: 40, MemoryGiB: 39.39, BandwidthTBs: 1.555, BF16TFLOPS: 312, FP16TFLOPS: 312, TF32TFLOPS: 156, FP32TFLOPS: 19.5, IntraGBps: 64, Interconnect: "PCIe4 (NVLink bridge 600 per pair)", ComputeCapability: 8.0, Vendor: "NVIDIA", Source: "A100 datasheet"},
@@ -135,7 +35,7 @@ var catalogue = []GPUSpec{
 	{Key: "tpu-v5p", Name: "Google TPU v5p (chip)", MemoryGB: 95, MemoryGiB: 95, BandwidthTBs: 2.765, BF16TFLOPS: 459, FP16TFLOPS: 459, FP32TFLOPS: 57.4, IntraGBps: 1200, Interconnect: "ICI", Vendor: "Google", Source: "cloud.google.com/tpu/docs/v5p (no TF32; FP32 not published, assumed bf16/8)"},
 }
 
-var gpuAliases = map[string]string{
+var aliases = map[string]string{
 	"h100": "h100-sxm", "nvidia h100": "h100-sxm", "h100-80gb": "h100-sxm", "h100-sxm5": "h100-sxm",
 	"a100": "a100-80gb-sxm", "nvidia a100": "a100-80gb-sxm", "a100-80gb": "a100-80gb-sxm", "a100-40gb": "a100-40gb-sxm",
 	"h200": "h200-sxm", "nvidia h200": "h200-sxm", "nvidia b200": "b200", "mi300": "mi300x", "amd mi300x": "mi300x",
@@ -143,17 +43,17 @@ var gpuAliases = map[string]string{
 	"a100_80gb_sxm": "a100-80gb-sxm", "a100_40gb_sxm": "a100-40gb-sxm",
 }
 
-// GPUs returns the catalogue (a copy), sorted by key.
-func GPUs() []GPUSpec {
-	out := append([]GPUSpec(nil), catalogue...)
+// List returns the catalogue (a copy), sorted by key.
+func List() []Spec {
+	out := append([]Spec(nil), catalogue...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
-// LookupGPU finds a catalogue entry by key, alias or full name (case-insensitive).
-func LookupGPU(name string) (GPUSpec, error) {
+// Lookup finds a catalogue entry by key, alias or full name (case-insensitive).
+func Lookup(name string) (Spec, error) {
 	k := strings.ToLower(strings.TrimSpace(name))
-	if a, ok := gpuAliases[k]; ok {
+	if a, ok := aliases[k]; ok {
 		k = a
 	}
 	for _, g := range catalogue {
@@ -166,65 +66,5 @@ func LookupGPU(name string) (GPUSpec, error) {
 		keys = append(keys, g.Key)
 	}
 	sort.Strings(keys)
-	return GPUSpec{}, fmt.Errorf("unknown GPU %q (known: %s; or define hardware.custom)", name, strings.Join(keys, ", "))
-}
-
-// LoadGPUFile reads custom GPU specs (a JSON or YAML list of GPUSpec objects).
-func LoadGPUFile(path string) ([]GPUSpec, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("gpu file: %w", err)
-	}
-	var specs []GPUSpec
-	if isYAML(path, data) && !strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
-		var raw []map[string]any
-		if err := yaml.Unmarshal(data, &raw); err != nil {
-			return nil, fmt.Errorf("%s: invalid YAML: %w", path, err)
-		}
-		js, err := json.Marshal(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		data = js
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&specs); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, jsonError(err))
-	}
-	for i := range specs {
-		if err := specs[i].validate(fmt.Sprintf("%s: [%d]", path, i)); err != nil {
-			return nil, err
-		}
-	}
-	return specs, nil
-}
-
-// hopperOrNewer reports whether g is an NVIDIA GPU of compute capability 9.0 or later (Hopper, Blackwell),
-// judged from the catalogue key or, for custom specs, the name. Unknown parts count as older.
-func hopperOrNewer(g GPUSpec) bool {
-	if g.Vendor != "" && !strings.EqualFold(g.Vendor, "NVIDIA") {
-		return false
-	}
-	for _, p := range []string{"h100", "h200", "gh200", "b200", "gb200", "b300", "gb300"} {
-		if strings.HasPrefix(strings.ToLower(g.Key), p) {
-			return true
-		}
-	}
-	n := strings.ToLower(g.Name)
-	for _, w := range []string{"h100", "h200", "b200", "b300", "hopper", "blackwell"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// teWorkspaceBytes is the cuBLASLt workspace Transformer Engine allocates with torch.empty on first use
-// (transformer_engine.pytorch get_cublas_workspace_size_bytes): 32 MiB on compute capability >= 9, 4 MiB before.
-func teWorkspaceBytes(g GPUSpec) int64 {
-	if hopperOrNewer(g) {
-		return 32 * mib
-	}
-	return 4 * mib
+	return Spec{}, fmt.Errorf("unknown GPU %q (known: %s; or define hardware.custom)", name, strings.Join(keys, ", "))
 }

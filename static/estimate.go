@@ -38,7 +38,8 @@ type est struct {
 	aL, gL, fL, feL int64
 	ab, pb, gb      float64 // activation, parameter, gradient bytes
 	nDense, nExpert int64   // ZeRO sharding group sizes
-	layersPerStage  int64
+	layersPerStage  int64 // layers on the rank being estimated (setRank)
+	split           []int // layers of each pipeline stage (ppSplit)
 	inference       bool
 	lora            *LoRAConfig         // training with adapters on a frozen base; nil otherwise
 	kernel          attnKernel          // the attention kernel that runs
@@ -80,7 +81,8 @@ func newEst(c *Config) *est {
 	e.feL = e.x.fe / int64(p.ETP)
 	e.nDense = int64(p.DP * p.CP)
 	e.nExpert = max(1, int64(p.DP*p.CP*p.TP)/int64(p.EP*p.ETP))
-	e.layersPerStage = e.x.L / int64(p.PP)
+	e.split = c.ppSplit()
+	e.layersPerStage = e.rankLayers(0)
 	if !e.inference {
 		e.lora = c.Training.LoRA
 	}
@@ -213,40 +215,32 @@ func segmentBytes(v int64) int64 {
 	}
 }
 
-// inflight returns layer-microbatches whose activations stage i holds at the start of its first backward and the
-// micro-batch equivalents of the embedding-side tensors.
+// inflight returns the layer-micro-batches whose activations rank i holds at the worst moment of its schedule
+// and the micro-batch equivalents of the embedding-side tensors (pipeline.go).
 func (e *est) inflight(i int) (layerMBs int64, mbs float64) {
-	p := e.c.Parallel
-	pp, m, v := int64(p.PP), int64(p.NumMicrobatches), int64(p.VirtualStages)
-	l := e.layersPerStage
-	if pp == 1 {
-		return l, 1
+	if e.c.Parallel.PP == 1 {
+		return e.layersPerStage, 1
 	}
-	if p.PPSchedule != "interleaved" || v == 1 {
-		k := min(pp-int64(i), m)
-		return k * l, float64(k)
-	}
-	chunk := l / v
-	warm := (pp-int64(i)-1)*2 + (v-1)*pp
-	k := min(warm+1, m*v)
-	return k * chunk, float64(k) / float64(v)
+	in := e.inflightOf(i)
+	return in.layerMBs, float64(in.firstMBs)
 }
 
+// setRank makes rank i the one the per-GPU builders describe (its layer count).
+func (e *est) setRank(i int) { e.layersPerStage = e.rankLayers(i) }
+
+// stageLayers lists the model's layer indices rank i holds, chunk by chunk.
 func (e *est) stageLayers(i int) []int {
 	p := e.c.Parallel
 	var out []int
-	if p.PPSchedule == "interleaved" && p.VirtualStages > 1 {
-		chunk := int(e.layersPerStage) / p.VirtualStages
-		for v := 0; v < p.VirtualStages; v++ {
-			start := (v*p.PP + i) * chunk
-			for j := 0; j < chunk; j++ {
-				out = append(out, start+j)
-			}
+	for k := 0; k < p.VirtualStages; k++ {
+		stage := k*p.PP + i
+		start := e.firstLayer(stage)
+		for j := 0; j < e.split[stage]; j++ {
+			out = append(out, start+j)
 		}
-		return out
 	}
-	for j := 0; j < int(e.layersPerStage); j++ {
-		out = append(out, i*int(e.layersPerStage)+j)
+	if len(out) == 0 {
+		out = append(out, e.firstLayer(i)) // a stage of only the embedding or the head
 	}
 	return out
 }
@@ -271,11 +265,14 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 	layerOps := e.layerOps()
 	embOps, headOps := e.embeddingOps(), e.headOps()
 
-	// Every stage holds the same number of layers, so their states are computed once.
-	layers := e.states(layerPs, float64(e.layersPerStage), true)
 	var worst Stage
 	var worstOps []Operator
+	var layers modelStates // the worst rank's layer states, for the LoRA summary
+	mostLayers := int64(0)
 	for i := 0; i < pp; i++ {
+		e.setRank(i)
+		mostLayers = max(mostLayers, e.layersPerStage)
+		rankStates := e.states(layerPs, float64(e.layersPerStage), true)
 		ps := []paramTensor{}
 		if i == 0 {
 			ps = append(ps, embPs...)
@@ -284,13 +281,15 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 			ps = append(ps, headPs...)
 		}
 		head := e.states(ps, 1, false)
-		st, ops := e.stage(i, head, layers, layerPs, layerOps, embOps, headOps)
+		st, ops := e.stage(i, head, rankStates, layerPs, layerOps, embOps, headOps)
 		r.Stages = append(r.Stages, st)
 		r.Summary.WholeModel.SumPeakAcrossGPUs += st.PeakAllocated * int64(c.Hardware.NumGPUs/pp)
 		if i == 0 || st.DeviceTotal > worst.DeviceTotal {
-			worst, worstOps, r.WorstStage = st, ops, i
+			worst, worstOps, r.WorstStage, layers = st, ops, i, rankStates
 		}
 	}
+	// Timing and the roofline take the slowest stage: the one with the most layers.
+	e.layersPerStage = mostLayers
 	r.Operators = worstOps
 
 	s := &r.Summary

@@ -152,10 +152,10 @@ type ParallelConfig struct {
 	VirtualStages        int    `json:"virtual_stages"`
 	// PPLayers are the layers of each pipeline stage (pp·virtual_stages entries, in stage order); auto: the
 	// framework's split (splitRule: torchtitan's uneven rule, an even split for Megatron-LM).
-	PPLayers []int `json:"pp_layers,omitempty"`
-	NumMicrobatches      int    `json:"num_microbatches"` // auto: global / (micro·dp)
-	GradBuffer           string `json:"grad_buffer"`      // auto | persistent | on_demand
-	FSDPPrefetchLayers   int    `json:"fsdp_prefetch_layers"`
+	PPLayers           []int  `json:"pp_layers,omitempty"`
+	NumMicrobatches    int    `json:"num_microbatches"` // auto: global / (micro·dp)
+	GradBuffer         string `json:"grad_buffer"`      // auto | persistent | on_demand
+	FSDPPrefetchLayers int    `json:"fsdp_prefetch_layers"`
 	// FSDPReshardAfterForward frees each layer's gathered parameters after its forward (FSDP2 default true;
 	// false keeps every layer's unsharded parameters from forward to backward, ZeRO-2-like).
 	FSDPReshardAfterForward *bool `json:"fsdp_reshard_after_forward,omitempty"`

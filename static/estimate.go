@@ -38,8 +38,8 @@ type est struct {
 	aL, gL, fL, feL int64
 	ab, pb, gb      float64 // activation, parameter, gradient bytes
 	nDense, nExpert int64   // ZeRO sharding group sizes
-	layersPerStage  int64 // layers on the rank being estimated (setRank)
-	split           []int // layers of each pipeline stage (ppSplit)
+	layersPerStage  int64   // layers on the rank being estimated (setRank)
+	split           []int   // layers of each pipeline stage (ppSplit)
 	inference       bool
 	lora            *LoRAConfig         // training with adapters on a frozen base; nil otherwise
 	kernel          attnKernel          // the attention kernel that runs

@@ -58,7 +58,7 @@ func TestFrameworkDefaults(t *testing.T) {
 	}{
 		{"megatron", "bf16-mixed", "fused", "fused", "flash", "fused", "persistent", 0},
 		{"hf", "bf16", "eager", "standard", "sdpa", "foreach", "on_demand", 0},
-		{"torchtitan", "bf16-mixed", "fused", "standard", "sdpa", "fused", "on_demand", 3},
+		{"torchtitan", "bf16-mixed", "eager", "standard", "sdpa", "fused", "on_demand", 3}, // eager RMSNorm and SwiGLU until compiled
 		{"torchtune", "bf16", "eager", "chunked_output", "sdpa", "fused", "on_demand", 0},
 		{"deepspeed", "bf16-mixed", "eager", "standard", "sdpa", "fused", "on_demand", 2},
 	} {
@@ -601,5 +601,55 @@ func TestLoRADropoutAndInt8(t *testing.T) {
 	other := i8.Params.Total - tl*matmul
 	if got, want := i8.LoRA.FrozenBaseBytes, tl*(matmul+4*rows)+2*other; got != want {
 		t.Errorf("int8 base %d B, want %d", got, want)
+	}
+}
+
+// TestCompiledLoss: under torch.compile, F.cross_entropy(logits.float(), labels) becomes Inductor reductions
+// that read the 16-bit logits in place; the partitioner saves the logits (E = b·s·V = 2·32·256 = 16,384
+// elements, 2 B each) and the fp32 log-sum-exp per row (4·64 B), and the backward writes the 16-bit gradient
+// (2·E) in one kernel. torchtitan's build_cross_entropy_loss compiles its loss with training.compile since April
+// 2025; HF's compiled forward contains its loss; torchtune's decoder returns self.output(h).float() eagerly, so
+// its compiled loss keeps fp32 logits (4·E), after a 2·E forward temporary, and returns an fp32 gradient (4·E)
+// cast back to 16 bits; its chunked loss compiles compute_cross_entropy per chunk (8 chunks of 2·E/8).
+func TestCompiledLoss(t *testing.T) {
+	const E = tn * tv
+	for _, tc := range []struct {
+		name             string
+		mod              func(*Config)
+		saved, temp, bwd int64
+		firstLife        tensorLife
+	}{
+		{"hf", func(c *Config) { c.Training.Compile = true }, 2*E + 4*tn, 0, 2 * E, lifeOutput},
+		{"torchtitan", func(c *Config) { c.Framework, c.Training.Compile = "torchtitan", true }, 2*E + 4*tn, 0, 2 * E, lifeSaved},
+		{"torchtune standard", func(c *Config) { c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "standard" }, 4*E + 4*tn, 2 * E, 4 * E, lifeOp},
+		{"torchtune chunked", func(c *Config) {
+			c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "chunked_output"
+		}, 2*E + 4*tn, 0, 2 * E / 8, lifeSaved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tiny(t, tc.mod)
+			l := op(t, r, "cross_entropy")
+			if l.MemoryBytes != tc.saved || l.TempBytes != tc.temp || l.Extra["backward_temp_bytes"] != tc.bwd {
+				t.Errorf("loss keeps %d, temp %d, backward %v; want %d, %d, %d", l.MemoryBytes, l.TempBytes, l.Extra["backward_temp_bytes"], tc.saved, tc.temp, tc.bwd)
+			}
+			if got := r.Config.Training.CompiledLoss; got == nil || !*got {
+				t.Errorf("compiled_loss %v, want true with compile", got)
+			}
+			c := r.Config
+			e := newEst(&c)
+			ops := e.headOps()
+			if seq := ops[len(ops)-1].seq; len(seq) == 0 || seq[0].life != tc.firstLife {
+				t.Errorf("loss tensors %v, want the first one of life %d", seq, tc.firstLife)
+			}
+		})
+	}
+	// The Dec 2024 benchmark ran torchtitan with compiled blocks and an eager loss.
+	off := false
+	r := tiny(t, func(c *Config) { c.Framework, c.Training.Compile, c.Training.CompiledLoss = "torchtitan", true, &off })
+	if l := op(t, r, "cross_entropy"); l.MemoryBytes != 4*E {
+		t.Errorf("eager torchtitan loss keeps %d, want the fp32 log-probs 4·E = %d", l.MemoryBytes, 4*E)
+	}
+	if _, err := ParseConfig([]byte(`{"model":{"preset":"llama3.2-1b"},"training":{"compiled_loss":true}}`), false); err == nil {
+		t.Error("compiled_loss without compile accepted")
 	}
 }

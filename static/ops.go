@@ -650,6 +650,9 @@ func (e *est) headOps() []Operator {
 	default:
 		loss.bwd = []bwdStep{{bytes: bwd}}
 	}
+	if e.compiledLoss() {
+		bwd = e.compileLoss(&loss, E)
+	}
 	if e.inference {
 		loss = Operator{Name: "logits", Category: "loss", Phase: "prefill", Inputs: []Tensor{logits}, Layer: -1,
 			TempBytes: 4 * E, Formula: "fp32 logits for sampling", Notes: "no loss in inference", Extra: map[string]any{}}
@@ -659,4 +662,63 @@ func (e *est) headOps() []Operator {
 	loss.FLOPs = 5 * float64(E)
 	loss.BytesMoved = float64(3 * logits.Bytes)
 	return []Operator{norm, lm, loss}
+}
+
+// compiledLoss reports a cross entropy that runs under torch.compile (training.compiled_loss).
+func (e *est) compiledLoss() bool {
+	t := e.c.Training
+	return !e.inference && t.CompiledLoss != nil && *t.CompiledLoss && (t.Loss == "standard" || t.Loss == "chunked_output")
+}
+
+// compileLoss rewrites the cross entropy's record for Inductor's fused kernels and returns its backward
+// temporary. F.cross_entropy(logits.float(), labels) compiles to reductions that read the 16-bit logits
+// directly (the fp32 copy and the log-softmax are never materialized); the partitioner saves the logits
+// themselves (a graph input, kept alive by the graph even where the loop deletes its own reference) and the
+// per-row log-sum-exp, and the backward writes softmax − one-hot in one kernel, straight into a 16-bit gradient
+// of the logits. torchtune's chunked loss compiles compute_cross_entropy per chunk: the same per chunk.
+func (e *est) compileLoss(loss *Operator, E int64) int64 {
+	rows := E / (e.x.V / e.t)
+	lse := 4 * rows
+	if e.c.Training.Loss == "chunked_output" {
+		k := int64(e.c.Training.LossChunks)
+		loss.MemoryBytes, loss.TempBytes = 2*E+lse, 0
+		loss.seq = nil
+		for range k {
+			loss.seq = append(loss.seq, keepSeq(2*E/k)...)
+		}
+		loss.seq = append(loss.seq, keepSeq(lse)...)
+		loss.bwd = nil
+		n := len(loss.seq)
+		for i := range k {
+			st := bwdStep{bytes: 2 * E / k}
+			if i > 0 {
+				st.free = []int{n + int(i) - 1} // the previous chunk's gradient is consumed by its output projection
+			}
+			loss.bwd = append(loss.bwd, st)
+		}
+		loss.Formula = fmt.Sprintf("2·b·s·V/t (the %d 16-bit logit chunks the compiled loss keeps) + fp32 log-sum-exp; backward temp 2·b·s·V/t/%d", k, k)
+		loss.Notes = "compiled chunked-output cross entropy: each chunk's upcast and softmax fused, no fp32 logits"
+		return 2 * E / k
+	}
+	if e.c.Framework == "torchtune" {
+		// torchtune's decoder returns self.output(h).float() outside the compiled layers: the compiled loss gets,
+		// and keeps, fp32 logits (the 16-bit ones die at the cast) and returns an fp32 gradient, which the cast's
+		// backward turns into the 16-bit one.
+		loss.MemoryBytes, loss.TempBytes = 4*E+lse, 2*E
+		loss.seq = append(append(tempSeq(2*E), keepSeq(4*E)...), keepSeq(lse)...)
+		loss.bwd = []bwdStep{{bytes: 4 * E}, {bytes: 2 * E, free: []int{len(loss.seq)}, carry: true}}
+		loss.Formula = "4·b·s·V/t (the fp32 logits torchtune's decoder returns, kept by the compiled loss) + fp32 log-sum-exp; forward temp 2·b·s·V/t; backward temp 4·b·s·V/t then 2·b·s·V/t"
+		loss.Notes = "compiled cross entropy on the decoder's fp32 logits"
+		return 4 * E
+	}
+	loss.MemoryBytes, loss.TempBytes = 2*E+lse, 0
+	life := lifeOutput // the model returns the logits (Hugging Face), the loop holds them until backward
+	if e.c.Framework == "torchtitan" {
+		life = lifeSaved // torchtitan deletes pred; the compiled loss's saved reference keeps it
+	}
+	loss.seq = append(tensorsOf(life, []int64{2 * E}), keepSeq(lse)...)
+	loss.bwd = []bwdStep{{bytes: 2 * E, carry: true}}
+	loss.Formula = "2·b·s·V/t (the 16-bit logits the compiled loss keeps) + fp32 log-sum-exp; backward temp 2·b·s·V/t (16-bit gradient)"
+	loss.Notes = "compiled cross entropy: upcast, log-softmax and its gradient fused, no fp32 logits"
+	return 2 * E
 }

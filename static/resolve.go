@@ -203,6 +203,13 @@ func (c *Config) resolveTraining() error {
 			t.GradPrecision = t.Precision
 		}
 	}
+	if t.CompiledLoss == nil {
+		v := t.Compile // torchtitan (since April 2025), torchtune's compile_loss and HF's compiled forward
+		t.CompiledLoss = &v
+	}
+	if *t.CompiledLoss && !t.Compile {
+		return fmt.Errorf("training.compiled_loss: needs training.compile")
+	}
 	if t.LossChunkTokens == 0 {
 		t.LossChunkTokens = 1024
 	}

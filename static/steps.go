@@ -67,13 +67,21 @@ func opTensors(op Operator) []seqTensor {
 	return append(keepSeq(op.MemoryBytes), tempSeq(op.TempBytes)...)
 }
 
-// allocEvent allocates size bytes as id, or frees id (of −size bytes) when size is negative; site indexes
-// seqBuilder.sites.
+// allocEvent allocates size bytes as id on stream, or frees id (of −size bytes) when size is negative; site
+// indexes seqBuilder.sites.
 type allocEvent struct {
-	id   uint64
-	size int64
-	site int32
+	id     uint64
+	size   int64
+	site   int32
+	stream uint8
 }
+
+// CUDA streams the sequence allocates on: the caching allocator keeps each stream's freed blocks for that
+// stream, so tensors of communication streams never reuse the compute stream's blocks.
+const (
+	streamDefault   uint8 = iota
+	streamAllGather       // FSDP2's all-gather copy-in stream: the gathered flat buffers
+)
 
 // seqSite is where in the run an allocation happens.
 type seqSite struct {
@@ -107,12 +115,15 @@ func (s *seqBuilder) at(step int, phase string, layer int, op string) {
 	}
 }
 
-func (s *seqBuilder) alloc(n int64) uint64 {
+func (s *seqBuilder) alloc(n int64) uint64 { return s.allocOn(streamDefault, n) }
+
+// allocOn allocates n bytes on a stream.
+func (s *seqBuilder) allocOn(stream uint8, n int64) uint64 {
 	if n <= 0 {
 		return 0
 	}
 	s.next++
-	s.ev = append(s.ev, allocEvent{s.next, n, int32(len(s.sites) - 1)})
+	s.ev = append(s.ev, allocEvent{s.next, n, int32(len(s.sites) - 1), stream})
 	s.live[s.next] = n
 	s.allocated += n
 	s.peak = max(s.peak, s.allocated)
@@ -228,7 +239,7 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 		r.allocated += ev.size
 		return replayResult{}, false, nil
 	}
-	if err := r.a.Malloc(id, ev.size, 0); err != nil {
+	if err := r.a.Malloc(id, ev.size, uint64(ev.stream)); err != nil {
 		var oom *allocator.OOMError
 		if errors.As(err, &oom) {
 			return replayResult{peakReserved: r.a.PeakReserved(), failed: true, allocated: r.allocated, request: ev.size,
@@ -273,10 +284,17 @@ type stepOps struct{ layer, emb, head []Operator }
 // stored size); a tied output layer is created and then replaced by the embedding.
 func (e *est) buildWeights(s *seqBuilder, embPs, layerPs, headPs []paramTensor) {
 	wBytes := func(p paramTensor, inLayer bool) int64 {
-		if e.lora != nil {
-			return int64(e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p))
+		b := e.perGPU(p) * e.pb
+		switch {
+		case e.lora != nil:
+			b = e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p)
+		case e.fsdpMaster():
+			b = e.perGPU(p) * 4 // FSDP2's sharded fp32 parameter, the master itself
 		}
-		return int64(e.perGPU(p) * e.pb)
+		if e.c.Parallel.ZeroStage == 3 {
+			b /= e.shardGroup(p) // FSDP and ZeRO-3 keep only this rank's shard
+		}
+		return int64(b)
 	}
 	for _, p := range embPs {
 		s.alloc(wBytes(p, false))
@@ -370,7 +388,7 @@ func (e *est) replayable(opsPerLayer int) bool {
 	}
 	p := c.Parallel
 	events := e.layersPerStage * int64(opsPerLayer) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
-	return p.PP == 1 && p.TP == 1 && p.CP == 1 && p.EP == 1 && p.ZeroStage <= 2 && p.GradBuffer != "persistent" &&
+	return p.PP == 1 && p.TP == 1 && p.CP == 1 && p.EP == 1 && p.GradBuffer != "persistent" &&
 		!c.Training.TransformerEngine && !c.Training.ActivationOffload && c.Training.RecomputeLayers == 0 &&
 		events <= maxReplayEvents
 }

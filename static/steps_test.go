@@ -31,6 +31,14 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 		{"lora 8-bit adam", func(c *Config) { c.Training.Optimizer, c.Training.LoRA = "adamw-8bit", &LoRAConfig{Rank: 4} }},
 		{"ddp over 4", func(c *Config) { c.Hardware.NumGPUs = 4 }},
 		{"deepspeed zero-2 over 4", func(c *Config) { c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage = "deepspeed", 4, 2 }},
+		{"fsdp2 over 2", func(c *Config) {
+			c.Hardware.NumGPUs, c.Parallel.ZeroStage, c.Training.Precision, c.Training.GradPrecision = 2, 3, "bf16-mixed", "fp32"
+		}},
+		{"torchtitan fsdp2 op-selective compiled", func(c *Config) {
+			c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage = "torchtitan", 2, 3
+			c.Training.Precision, c.Training.GradPrecision, c.Training.Recompute, c.Training.Compile = "bf16-mixed", "fp32", "op_selective", true
+			c.Training.OptimizerImpl, c.Training.Kernels = "fused", "eager"
+		}},
 		{"gpt2 dropout", func(c *Config) {
 			c.Model = ModelConfig{Family: "gpt2", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, VocabSize: tv, MaxPositionEmbeddings: ts, TieWordEmbeddings: true}
 			c.Training.HiddenDropout, c.Training.AttentionDropout = 0.1, 0.1

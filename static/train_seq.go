@@ -19,10 +19,14 @@ type trainSeq struct {
 	bucket                 int64 // DeepSpeed ZeRO-1/2 reduce bucket, alive through each backward
 	grads                  map[string]uint64
 	step, layer            int
+	phase                  string   // forward or backward, for the sites of the FSDP collectives' buffers
 	outputs                []uint64 // the model's outputs the loop holds, freed when the micro-batch's backward returns
 	forwardLive            []uint64 // freed when the model's forward returns
 	carried                []uint64 // what the operator after the one in backward handed on (bwdStep.carry)
 	tiedPart               uint64
+	unit                   int // the FSDP unit whose operators run (a layer index or fsdpRoot)
+	fsdp                   fsdpSeq
+	seen                   map[string]bool // FSDP: parameters given a gradient in the unit's backward
 }
 
 // mbState is what one micro-batch's forward through a model chunk keeps for its backward.
@@ -43,6 +47,8 @@ func (e *est) newTrainSeq(layerPs, embPs, headPs []paramTensor) *trainSeq {
 	if t.frozen {
 		t.adapters = e.loraLayerParams()
 	}
+	t.initFSDP()
+	t.seen = map[string]bool{}
 	// DeepSpeed ZeRO-1/2 reduces gradients through a bucket of up to 5e8 elements during backward.
 	if c.Parallel.ZeroStage >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1 {
 		var layer float64
@@ -74,7 +80,7 @@ func (t *trainSeq) build(steps []stepOps, other int64) {
 		}
 	}
 	s.buffers(other)
-	if t.persistent && !t.frozen {
+	if t.persistent && !t.frozen && !t.fsdp.on {
 		t.allGrads()
 	}
 	for si, so := range steps {
@@ -172,6 +178,7 @@ func (t *trainSeq) runOps(ops []Operator, keep *[][]uint64) {
 // forwardLayer runs layer li's operators; a recomputed layer then keeps only its checkpoint.
 func (t *trainSeq) forwardLayer(li int, ops []Operator, st *mbState) {
 	t.layer = li
+	t.gather(li)
 	var resid []uint64
 	for _, op := range ops {
 		own, r := t.runOp(op)
@@ -185,13 +192,15 @@ func (t *trainSeq) forwardLayer(li int, ops []Operator, st *mbState) {
 		}
 		st.ckptIDs[li] = t.s.alloc(t.ckpt)
 	}
+	t.afterForward(li)
 }
 
 // forward runs one micro-batch through the embedding, the layers and the head.
 func (t *trainSeq) forward(so stepOps) *mbState {
 	l := int(t.e.layersPerStage)
 	st := &mbState{layerKeep: make([][][]uint64, l), ckptIDs: make([]uint64, l)}
-	t.layer = -1
+	t.layer, t.phase = -1, "forward"
+	t.gather(fsdpRoot)
 	t.runOps(so.emb, &st.embKeep)
 	for li := range l {
 		t.forwardLayer(li, so.layer, st)
@@ -208,12 +217,15 @@ func (t *trainSeq) forward(so stepOps) *mbState {
 func (t *trainSeq) backward(so stepOps, st *mbState) {
 	e, s := t.e, t.s
 	l := int(e.layersPerStage)
+	t.unit, t.phase = fsdpRoot, "backward"
 	t.backOps(so.head, st.headKeep, t.headPs, func(n string) string { return "head." + n })
 	bid := s.alloc(t.bucket)
 	hr := int64(float64(int64(opTokens(so.emb))*e.x.h) * e.ab / float64(e.spDiv))
 	dx := s.alloc(hr)
 	for li := l - 1; li >= 0; li-- {
-		t.layer = li
+		t.layer, t.unit = li, li
+		t.gather(li)
+		t.prefetch(li - 1)
 		if t.recompute {
 			st.layerKeep[li] = nil
 			t.runOps(so.layer, &st.layerKeep[li])
@@ -221,12 +233,15 @@ func (t *trainSeq) backward(so stepOps, st *mbState) {
 		}
 		li := li
 		t.backOps(so.layer, st.layerKeep[li], t.layerPs, func(n string) string { return layerKey(li, n) })
+		t.postBackward(li)
 		ndx := s.alloc(hr)
 		s.free(dx)
 		dx = ndx
 	}
-	t.layer = -1
+	t.layer, t.unit = -1, fsdpRoot
 	t.backOps(so.emb, st.embKeep, t.embPs, func(n string) string { return "emb." + n })
+	t.postBackward(fsdpRoot)
+	t.endBackward()
 	s.free(dx, bid)
 	s.free(t.outputs...)
 	t.outputs = t.outputs[:0]
@@ -284,6 +299,10 @@ func (t *trainSeq) backOps(ops []Operator, keep [][]uint64, ps []paramTensor, ke
 		if !t.frozen {
 			for _, p := range opParams(op.Name, ps) {
 				k := key(p.Name)
+				if t.fsdp.on {
+					t.grad(k, p)
+					continue
+				}
 				if k == tiedKey && t.tiedPart != 0 {
 					// The embedding's own gradient joins the output layer's out of place. The sum becomes .grad,
 					// or, where a micro-batch before left one, is added into it and dies.
@@ -301,7 +320,7 @@ func (t *trainSeq) backOps(ops []Operator, keep [][]uint64, ps []paramTensor, ke
 				}
 				t.gradOf(k, t.gBytes(p))
 			}
-			if op.Name == "lm_head" && e.x.tied {
+			if op.Name == "lm_head" && e.x.tied && !t.fsdp.on {
 				// A tied output layer's weight gradient waits in the autograd engine's input buffer of the shared
 				// parameter until the embedding's backward adds its own.
 				t.tiedPart = s.alloc(int64(e.perGPU(t.embPs[0]) * e.pb))
@@ -314,8 +333,20 @@ func (t *trainSeq) backOps(ops []Operator, keep [][]uint64, ps []paramTensor, ke
 	}
 	if !t.frozen {
 		for _, p := range ps {
-			t.gradOf(key(p.Name), t.gBytes(p))
+			t.grad(key(p.Name), p)
 		}
+	}
+}
+
+// grad gives parameter p (key k) its gradient: the unsharded one of its FSDP unit, or its .grad.
+func (t *trainSeq) grad(k string, p paramTensor) {
+	if !t.fsdp.on {
+		t.gradOf(k, t.gBytes(p))
+		return
+	}
+	if !t.seen[k] {
+		t.seen[k] = true
+		t.unitGrad(t.unit, p)
 	}
 }
 

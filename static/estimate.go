@@ -395,7 +395,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	G := (head.grads + layers.grads) * corr.Grads
 	O := (head.opt + layers.opt) * corr.Optimizer
 
-	other := e.otherBytes(head, layers)
+	other := e.otherBytes(head, layers) + e.pipeRecvBytes(i)
 	st.Other = int64(other * corr.Other)
 	st.Weights, st.Grads, st.Optimizer = int64(W), int64(G), int64(O)
 
@@ -429,6 +429,11 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		aLayer = (float64(recomputed)*ckpt + float64(l-recomputed)*aLayerFull) / float64(l)
 	}
 	layerBwdTemp := 2*float64(e.n*e.x.h)*e.ab + 2*maxOut
+	for _, op := range layerOps {
+		if rb, ok := op.Extra["ring_backward_temp_bytes"].(int64); ok {
+			layerBwdTemp += float64(rb) // context parallelism's ring buffers in the attention's backward
+		}
+	}
 	if e.gb != e.pb && e.lora == nil {
 		layerBwdTemp += layers.largestWeightPerGPU // low-precision weight gradient before accumulation
 	}
@@ -479,34 +484,46 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	if e.lora != nil {
 		gradElems, gradBytes = e.adaptersPerLayer(), dtypeBytes[e.lora.AdapterDtype]
 	}
+	var accGrads float64 // a pipeline stage's unsharded gradients accumulated over its micro-batches (FSDP)
 	switch z := c.Parallel.ZeroStage; {
 	case z == 3:
-		gb := e.pb
-		if c.mixed() && e.gb == 4 || c.Training.Float8 {
-			gb = dtypeBytes[c.actDtype()] // FSDP2 gathers in param_dtype (bf16), float8 all-gather in 1 B
-			if c.Training.Float8 {
-				gb = 1
-			}
+		// What FSDP gathers (gatherBytes: param_dtype, float8 linears in 1 B, a frozen base as stored) and the
+		// unsharded gradients autograd leaves in the compute dtype.
+		var layerGather, rootGather, rootParams float64
+		for _, p := range layerPs {
+			layerGather += float64(e.gatherBytes(p, true))
 		}
-		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * gb
+		for _, p := range e.rootParams(i) {
+			rootGather += float64(e.gatherBytes(p, false))
+			rootParams += e.perGPU(p)
+		}
+		cb := e.computeParamBytes()
+		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerGather
 		reduceTemp = gradElems * gradBytes
-		if e.lora == nil && e.gb > gb && !c.Training.Float8 {
-			reduceTemp += layerPerGPU * gb // the unsharded gradients in param_dtype before their cast to reduce_dtype
+		if e.lora == nil && e.gb > cb {
+			reduceTemp += layerPerGPU * cb // the unsharded gradients in param_dtype before their cast to reduce_dtype
 		}
-		if last {
-			// The root unit (final norm and output layer) is not resharded after forward: its gathered weights stay
-			// through the loss backward, and its own backward adds its unsharded gradients.
-			for _, p := range headParams(e.x, c.Parallel.PP) {
-				headUnit += e.perGPU(p) * gb
-			}
-			headUnitBwd = headUnit / gb * (e.gb + gb)
-			if e.lora != nil {
-				headUnitBwd = headUnit // the frozen output layer gets no gradient
-			}
+		// The root unit (embedding, final norm, output layer) is not resharded after forward: its gathered
+		// weights stay through the backward, and its backward adds its unsharded gradients.
+		headUnit = rootGather
+		headUnitBwd = rootGather + rootParams*cb
+		if e.lora != nil {
+			headUnitBwd = headUnit // the frozen root gets no gradient
 		}
 		if r := c.Parallel.FSDPReshardAfterForward; r != nil && !*r {
 			// Without resharding after forward every layer's gathered parameters stay until its backward.
-			unsharded = float64(l-1) * layerPerGPU * gb
+			unsharded = float64(l-1) * layerGather
+		}
+		if c.Parallel.PP > 1 {
+			// Inside a pipeline stage (torchtitan: reshard_after_forward=False with PP; PipelineStage's
+			// backward_maybe_with_nosync: no resharding or gradient sync until the last micro-batch) every layer
+			// stays gathered for the whole step and the unsharded gradients accumulate in reduce_dtype.
+			unsharded, gatherTemp = float64(l)*layerGather, 0
+			accGrads = (gradElems*float64(l) + rootParams) * gradBytes
+			reduceTemp = layerPerGPU * cb // one layer's unsharded gradients before they are added in
+			if e.lora != nil {
+				accGrads = gradElems * float64(l) * gradBytes
+			}
 		}
 	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
 		reduceTemp = math.Min(5e8, gradElems*float64(l)) * gradBytes // DeepSpeed reduce bucket (5e8 elements)
@@ -558,6 +575,18 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 	}
 	bEnd := moment{"backward", gPersist + gOnDemand, aEnd, (layerBwdTemp + gatherTemp + reduceTemp) * tc}
+	if accGrads > 0 {
+		// Steady pipeline state: every gradient accumulated unsharded, the in-flight micro-batches still held;
+		// the sharded gradients appear only in the last micro-batch's reduce-scatter.
+		bStart.grads += accGrads
+		bEnd = moment{"backward", accGrads, aEnd, (layerBwdTemp + reduceTemp) * tc}
+	}
+	if outs := e.outputChunks(i); outs > 0 {
+		// The last stage keeps every micro-batch's output (the logits) in PipelineStage.output_chunks until the
+		// next step: the ones before the micro-batch in flight during backward.
+		bStart.acts += outs * float64(max(1, c.Parallel.NumMicrobatches)-1) / float64(max(1, c.Parallel.NumMicrobatches))
+		bEnd.acts += outs * float64(max(1, c.Parallel.NumMicrobatches)-1) / float64(max(1, c.Parallel.NumMicrobatches))
+	}
 	optTemp := 0.0
 	if e.lora != nil && c.Training.OptimizerImpl == "foreach" {
 		optTemp = layers.adapterParams * dtypeBytes[e.lora.AdapterDtype]
@@ -585,6 +614,12 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 	}
 	opt := moment{"optimizer_step", G, 0, optTemp*tc + mainGradCopy}
+	if outs := e.outputChunks(i); outs > 0 {
+		// The schedule's step() returns the outputs merged (torch.cat of output_chunks) before the optimizer
+		// runs; the chunks themselves stay until the next step clears them.
+		opt.acts = outs
+		opt.temp = math.Max(opt.temp, outs)
+	}
 	if inBwd {
 		opt = moment{"optimizer_step", 0, 0, mainGradCopy} // the step already ran inside backward
 	}
@@ -610,7 +645,14 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
 	if e.replayable(len(layerOps)) {
-		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps), st.Other)
+		var embPs, headPs []paramTensor
+		if first {
+			embPs = embeddingParams(e.x)
+		}
+		if last {
+			headPs = headParams(e.x, c.Parallel.PP)
+		}
+		seq := e.trainingSequenceOf(i, layerPs, embPs, headPs, e.stepsFor(layerOps, embOps, headOps), st.Other)
 		e.replayReserved(&st, seq)
 		e.seqs[i] = seq
 	}
@@ -690,7 +732,7 @@ func (e *est) reserved(st *Stage, head, layers modelStates, layerOps []Operator,
 			}
 		}
 	}
-	st.DeviceTotal = st.PeakReserved + int64((ctx+nccl)*mib)
+	st.DeviceTotal = st.PeakReserved + int64((ctx+nccl)*mib) + e.symmetricMemoryBytes()
 }
 
 func (e *est) wholeModel(r *Report) {

@@ -190,7 +190,13 @@ func (e *est) layerOps() []Operator {
 
 	// QKV projection: with sequence parallelism the input is all-gathered; only the local shard is saved.
 	qkvIn := tensor("qkv.in", act, b, sl, h)
-	hrSaved := keep(e.linearSaved(qkvIn.Bytes/sp, frozen) * e.ampCasts(3))
+	// Megatron's sequence parallelism keeps the local shard and all-gathers it again in backward; PyTorch's
+	// DTensor plans (torchtitan) hand the column-parallel linears the all-gathered input, which they keep.
+	spSaved := sp
+	if e.dtensorTP() {
+		spSaved = 1
+	}
+	hrSaved := keep(e.linearSaved(qkvIn.Bytes/spSaved, frozen) * e.ampCasts(3))
 	qkv := e.linear("qkv_proj", "attention", qkvIn, (e.aL+2*e.gL)*d, h, n, hrSaved,
 		"2·b·s·h/sp (input saved)", fmt.Sprintf("Q %s, K/V %s per GPU (GQA g=%d)", units.Plural(e.aL, "head", "heads"), units.Plural(e.gL, "head", "heads"), x.g))
 	q := tensor("q", act, b, sl, e.aL, d)
@@ -198,7 +204,7 @@ func (e *est) layerOps() []Operator {
 	v := tensor("v", act, b, sl, e.gL, d)
 	qkv.Outputs = []Tensor{q, k, v}
 	if sp > 1 {
-		qkv.TempBytes = qkvIn.Bytes // gathered input
+		qkv.TempBytes = max(0, qkvIn.Bytes-hrSaved) // the gathered input, where the linears do not keep it
 	}
 	ops = append(ops, qkv)
 	if train && frozen {
@@ -227,7 +233,7 @@ func (e *est) layerOps() []Operator {
 	oproj := e.linear("o_proj", "attention", o, h, e.aL*d, n, oSaved, "2·b·s·h/t (attention output saved)", "row-parallel; all-reduce (or reduce-scatter with SP) after")
 	oproj.Outputs[0] = tensor("o_proj.out", act, b, sl/sp, h)
 	if sp > 1 {
-		oproj.TempBytes = n * h * int64(e.ab)
+		oproj.TempBytes = e.reduceScatterInput(n * h * int64(e.ab))
 	}
 	ops = append(ops, oproj)
 	if train && frozen {
@@ -246,7 +252,7 @@ func (e *est) layerOps() []Operator {
 	if x.E > 0 {
 		ops = append(ops, e.moeOps(mlpIn, keep)...)
 	} else {
-		ops = append(ops, e.mlpOps("mlp", mlpIn, e.fL, n, keep(e.linearSaved(mlpIn.Bytes/sp, frozen)*e.ampCasts(2)), keep)...)
+		ops = append(ops, e.mlpOps("mlp", mlpIn, e.fL, n, keep(e.linearSaved(mlpIn.Bytes/spSaved, frozen)*e.ampCasts(2)), keep)...)
 	}
 	if dropout {
 		ops = append(ops, e.dropoutMask("mlp_residual_dropout"))
@@ -270,7 +276,7 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		Extra: map[string]any{"kind": kn.name, "why": kn.why}}
 	kvSaved := k.Bytes + v.Bytes
 	if kn.repeatKV && x.g < x.a {
-		kvSaved = 2 * b * e.s * e.aL * d * int64(e.ab) // K and V expanded to every query head
+		kvSaved = 2 * b * sl * e.aL * d * int64(e.ab) // K and V expanded to every query head
 	}
 	switch kn.name {
 	case "flash", "efficient", "cudnn", "flex":
@@ -278,6 +284,9 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		attn.MemoryBytes = keep(q.Bytes + kvSaved + lse.Bytes + kn.maskBytes)
 		if attn.MemoryBytes > 0 {
 			attn.seq = keepSeq(kn.maskBytes, q.Bytes, kvSaved/2, kvSaved/2, lse.Bytes)
+			if e.c.Parallel.CP > 1 {
+				e.ringAttention(&attn, kvSaved)
+			}
 		}
 		attn.Outputs = append(attn.Outputs, lse)
 		attn.Formula = "2·b·s·h·(1 + 2g/a)/t + 4·b·a·s/t (Q, K, V and fp32 log-sum-exp; output counted at o_proj)"
@@ -430,6 +439,9 @@ func (e *est) mlpOps(prefix string, in Tensor, f, rows, inSaved int64, keep func
 		}
 		ops = append(ops, actOp)
 		down := e.linear(prefix+".down_proj", "mlp", mid, h, f, rows, keep(e.linearSaved(mid.Bytes, frozen)), "2·b·s·f/t (input saved)", "row-parallel")
+		if e.dtensorTP() && e.spDiv > 1 && prefix == "mlp" {
+			down.TempBytes = e.reduceScatterInput(rows * h * int64(e.ab))
+		}
 		ops = append(ops, down)
 		if frozen {
 			ops = append(ops, e.loraOp(prefix+".down", rows, f, act, false, []int64{h}, []string{"down_proj"})...)
@@ -561,6 +573,9 @@ func (e *est) headOps() []Operator {
 	}
 	in := tensor("lm_head.in", e.actName(), e.b, e.sl, x.h)
 	lmSaved := in.Bytes / sp // (float8 recipes leave the output layer in 16 bits)
+	if e.dtensorTP() {
+		lmSaved = in.Bytes // ColwiseParallel(input_layouts=Shard(1)) keeps the all-gathered final-norm output
+	}
 	if e.lora != nil {
 		lmSaved = 0 // a frozen output layer keeps nothing
 	}
@@ -652,6 +667,8 @@ func (e *est) headOps() []Operator {
 	}
 	if e.compiledLoss() {
 		bwd = e.compileLoss(&loss, E)
+	} else if e.lossParallel() {
+		bwd = e.lossParallelOp(&loss, E)
 	}
 	if e.inference {
 		loss = Operator{Name: "logits", Category: "loss", Phase: "prefill", Inputs: []Tensor{logits}, Layer: -1,
@@ -721,4 +738,79 @@ func (e *est) compileLoss(loss *Operator, E int64) int64 {
 	loss.Formula = "2·b·s·V/t (the 16-bit logits the compiled loss keeps) + fp32 log-sum-exp; backward temp 2·b·s·V/t (16-bit gradient)"
 	loss.Notes = "compiled cross entropy: upcast, log-softmax and its gradient fused, no fp32 logits"
 	return 2 * E
+}
+
+// lossParallel reports torchtitan's loss parallelism: with tensor parallelism the output layer's logits stay
+// sharded over the vocabulary (ColwiseParallel with Shard(-1) outputs) and F.cross_entropy runs inside
+// torch.distributed.tensor.parallel.loss_parallel(), DTensor's own log-softmax and NLL implementations.
+func (e *est) lossParallel() bool {
+	return !e.inference && e.c.Framework == "torchtitan" && e.t > 1 && e.c.Training.Loss == "standard"
+}
+
+// lossParallelOp rewrites the cross entropy for loss parallelism (torch/distributed/tensor/parallel/loss.py) on
+// E local logits: _log_softmax upcasts the 16-bit pred (x, 4·E), subtracts the all-reduced max (shifted, 4·E),
+// takes exp(shifted) (4·E, dropped after its sum) and returns shifted − logsumexp (4·E, saved); pred (2·E) dies
+// after the loss (the train step deletes it). Backward, _nll_loss_and_log_softmax_backward builds
+// grad_input = zeros_like(x) with −1 at the targets (4·E), then (grad_input + exp(x)) · grad_output: exp(x),
+// the sum and the product are 4·E each, two of them alive at a time besides grad_input and the saved output;
+// the fp32 product is cast back to the 16-bit gradient of pred (2·E).
+func (e *est) lossParallelOp(loss *Operator, E int64) int64 {
+	loss.MemoryBytes, loss.TempBytes = 4*E, 10*E
+	rows := E / (e.x.V / e.t)
+	// exp(shifted) dies in the sum it feeds (the per-row sum is its next allocation).
+	loss.seq = append(tempSeq(2*E, 4*E, 4*E), briefSeq(4*E)...)
+	loss.seq = append(loss.seq, tempSeq(4*rows)...)
+	loss.seq = append(loss.seq, keepSeq(4*E)...)
+	// Forward tensors 0..5 (pred, x, shifted, exp, sum, output); backward 6: grad_input, 7: exp(x), 8: the
+	// sum, 9: the product, 10: the 16-bit gradient of pred.
+	loss.bwd = []bwdStep{{bytes: 4 * E}, {bytes: 4 * E}, {bytes: 4 * E, free: []int{7}}, {bytes: 4 * E, free: []int{8, 6}},
+		{bytes: 2 * E, free: []int{9, 5}, carry: true}}
+	loss.Formula = "4·b·s·V/t (fp32 log-softmax output); forward temp 10·b·s·V/t (16-bit pred, fp32 copy, shifted, exp); backward temp 12·b·s·V/t"
+	loss.Notes = "loss parallel: DTensor log-softmax and NLL on the vocabulary-sharded logits"
+	return 12 * E
+}
+
+// dtensorTP reports tensor parallelism through PyTorch's DTensor plans (torchtitan's parallelize_module with
+// ColwiseParallel / RowwiseParallel / SequenceParallel) rather than Megatron-LM's own layers.
+func (e *est) dtensorTP() bool { return e.t > 1 && e.c.Framework == "torchtitan" }
+
+// reduceScatterInput is a row-parallel linear's partial output before sequence parallelism reduce-scatters it:
+// a full [tokens, h] tensor in the caching allocator, or none with async TP, whose fused
+// matmul-reduce-scatter writes the partial sums chunk by chunk into the symmetric-memory workspace
+// (torch.distributed._symmetric_memory, enabled by torchtitan's enable_symm_mem_for_group).
+func (e *est) reduceScatterInput(bytes int64) int64 {
+	if e.c.Parallel.AsyncTP {
+		return 0
+	}
+	return bytes
+}
+
+// symmetricMemoryBytes is async TP's symmetric-memory workspace: allocated outside the caching allocator and
+// kept for the run, it holds one layer input gathered over the TP group (the largest buffer the fused
+// all-gather-matmul and matmul-reduce-scatter stage through it).
+func (e *est) symmetricMemoryBytes() int64 {
+	if !e.c.Parallel.AsyncTP || e.inference {
+		return 0
+	}
+	return e.n * e.x.h * int64(e.ab)
+}
+
+// ringAttention adds context parallelism's ring-attention buffers (torch.distributed.tensor.experimental
+// context_parallel, _templated_ring_attention with the all-gather rotater, as torchtitan runs it): forward
+// all-gathers the K and V the kernel sees (kvLocal bytes per rank, so cp·kvLocal) and merges the per-chunk
+// results in fp32 (an fp32 output accumulator, b·s/cp·a/t·d·4); backward gathers K and V again, accumulates the
+// query gradient in fp32 and rotates fp32 key and value gradients around the ring before casting each gradient
+// back to the activation dtype.
+func (e *est) ringAttention(attn *Operator, kvLocal int64) {
+	cp := int64(e.c.Parallel.CP)
+	gathered := cp * kvLocal
+	q32 := e.b * e.sl * e.aL * e.x.d * 4
+	attn.TempBytes = gathered + q32
+	attn.seq = append(attn.seq, tempSeq(gathered, q32)...)
+	n := len(attn.seq)
+	// Backward allocations: n: gathered K and V, n+1: fp32 dq, n+2: fp32 dK and dV, n+3: dq, n+4: dK and dV.
+	attn.bwd = []bwdStep{{bytes: gathered}, {bytes: q32}, {bytes: 2 * kvLocal * 2}, {bytes: q32 / 2, free: []int{n + 1}},
+		{bytes: kvLocal, free: []int{n + 2, n}}}
+	attn.Extra["ring_backward_temp_bytes"] = gathered + q32 + 4*kvLocal
+	attn.Formula += " + ring attention: K, V all-gathered over cp, fp32 output and gradient accumulators"
 }

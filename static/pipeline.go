@@ -272,3 +272,114 @@ func (e *est) inflightOf(r int) pipeInflight {
 	best.scheduleLength = len(ops)
 	return best
 }
+
+// rootParams are the parameters of rank i's root FSDP unit: the embedding on the first stage, the final norm
+// and output layer on the last (each model chunk is its own fully_shard root in torchtitan).
+func (e *est) rootParams(i int) []paramTensor {
+	var ps []paramTensor
+	if i == 0 {
+		ps = append(ps, embeddingParams(e.x)...)
+	}
+	if i == e.c.Parallel.PP-1 {
+		ps = append(ps, headParams(e.x, e.c.Parallel.PP)...)
+	}
+	return ps
+}
+
+// outputChunks is what the last pipeline stage keeps of its outputs over a step: PipelineStage.forward_one_chunk
+// appends every micro-batch's output (the 16-bit logits, the output layer's local vocabulary share) to
+// output_chunks, which the schedule merges after the last backward and clears at the next step.
+func (e *est) outputChunks(i int) float64 {
+	p := e.c.Parallel
+	if p.PP == 1 || i != p.PP-1 || e.inference || !e.torchPipelining() {
+		return 0
+	}
+	return float64(max(1, p.NumMicrobatches)) * float64(e.n*(e.x.V/e.t)) * e.ab
+}
+
+// pipeRecvBytes are rank i's pipeline receive buffers, allocated once for every micro-batch
+// (PipelineStage._prepare_forward_infra and _prepare_backward_infra): each chunk that is not the model's first
+// stage receives its input, each that is not the last receives the gradient of its output, both the hidden
+// state as it crosses stages ([b, s/cp/sp, h] in the activation dtype).
+func (e *est) pipeRecvBytes(i int) float64 {
+	p := e.c.Parallel
+	if p.PP == 1 || e.inference || !e.torchPipelining() {
+		return 0
+	}
+	hidden := float64(e.n*e.x.h/e.spDiv) * e.ab
+	stages := p.PP * p.VirtualStages
+	var n float64
+	for k := 0; k < p.VirtualStages; k++ {
+		st := k*p.PP + i
+		if st > 0 {
+			n++
+		}
+		if st < stages-1 {
+			n++
+		}
+	}
+	return n * float64(max(1, p.NumMicrobatches)) * hidden
+}
+
+// torchPipelining reports pipeline parallelism through torch.distributed.pipelining (torchtitan), whose
+// PipelineStage keeps per-micro-batch receive buffers and the last stage's outputs; Megatron-LM's schedules
+// receive into fresh tensors and hand outputs to the loss at once.
+func (e *est) torchPipelining() bool { return e.c.Framework == "torchtitan" }
+
+// runSchedule runs one step of rank r's pipeline schedule in the allocation sequence: each forward runs a
+// chunk's layers for a micro-batch (the model's first stage from its embedding, the last to its loss) and keeps
+// what the chunk's backward needs, each backward runs them in reverse; FSDP units inside the stage stay gathered
+// and accumulate their gradients until the chunk's last micro-batch (fsdp.go). A chunk that is not the model's
+// last keeps its output tensor for its backward (PipelineStage.fwd_cache); the last stage's outputs (the
+// logits) stay in output_chunks and are merged into one tensor after the last backward.
+func (t *trainSeq) runSchedule(so stepOps) {
+	e, s := t.e, t.s
+	p := e.c.Parallel
+	r := t.rank
+	chunks := e.rankChunks(r)
+	offsets := make([]int, len(chunks))
+	for k := 1; k < len(chunks); k++ {
+		offsets[k] = offsets[k-1] + chunks[k-1]
+	}
+	m := max(1, p.NumMicrobatches)
+	stages := p.PP * p.VirtualStages
+	hr := int64(float64(int64(opTokens(so.emb))*e.x.h) * e.ab / float64(e.spDiv))
+	logits := int64(float64(e.n*(e.x.V/e.t)) * e.ab)
+	type key struct{ chunk, mb int }
+	states := map[key]*mbState{}
+	outs := map[key]uint64{}
+	runBackward := byte('B')
+	if p.PPSchedule == "zero_bubble" {
+		runBackward = 'W' // activations stay until the deferred weight-gradient step
+	}
+	for _, op := range scheduleOps(p.PPSchedule, p.PP, p.VirtualStages, m, r) {
+		stage := op.chunk*p.PP + r
+		first, last := stage == 0, stage == stages-1
+		layers := make([]int, chunks[op.chunk])
+		for j := range layers {
+			layers[j] = offsets[op.chunk] + j
+		}
+		switch op.kind {
+		case 'F':
+			st := t.forwardChunk(so, layers, first, last)
+			states[key{op.chunk, op.mb}] = st
+			if last {
+				t.outChunks = append(t.outChunks, s.alloc(logits))
+			} else {
+				outs[key{op.chunk, op.mb}] = s.alloc(hr) // the stage output, kept for its backward
+			}
+		case runBackward:
+			t.fsdp.lastMB = op.mb == m-1
+			k := key{op.chunk, op.mb}
+			t.backwardChunk(so, states[k], layers, first, last, hr)
+			s.free(outs[k])
+			delete(states, k)
+			delete(outs, k)
+		}
+	}
+	t.fsdp.lastMB = false
+	if len(t.outChunks) > 0 {
+		s.at(t.step, "backward", -1, "pipeline.merge_outputs")
+		s.free(s.alloc(int64(len(t.outChunks)) * logits)) // step() returns them concatenated; torchtitan drops it
+	}
+}

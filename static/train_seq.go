@@ -23,8 +23,10 @@ type trainSeq struct {
 	outputs                []uint64 // the model's outputs the loop holds, freed when the micro-batch's backward returns
 	forwardLive            []uint64 // freed when the model's forward returns
 	carried                []uint64 // what the operator after the one in backward handed on (bwdStep.carry)
+	rank                   int      // the pipeline rank whose GPU the sequence describes
 	tiedPart               uint64
-	unit                   int // the FSDP unit whose operators run (a layer index or fsdpRoot)
+	unit                   int      // the FSDP unit whose operators run (a layer index or fsdpRoot)
+	outChunks              []uint64 // pipeline: the last stage's outputs kept over the step (output_chunks)
 	fsdp                   fsdpSeq
 	seen                   map[string]bool // FSDP: parameters given a gradient in the unit's backward
 }
@@ -63,7 +65,14 @@ func (e *est) newTrainSeq(layerPs, embPs, headPs []paramTensor) *trainSeq {
 // trainingSequence builds the allocation sequence of the training steps on one GPU (replayable says which
 // layouts it describes).
 func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []stepOps, other int64) *seqBuilder {
+	return e.trainingSequenceOf(0, layerPs, embPs, headPs, steps, other)
+}
+
+// trainingSequenceOf is trainingSequence for pipeline rank r (its chunks' layers, the embedding only on the
+// first stage and the head only on the last).
+func (e *est) trainingSequenceOf(r int, layerPs, embPs, headPs []paramTensor, steps []stepOps, other int64) *seqBuilder {
 	t := e.newTrainSeq(layerPs, embPs, headPs)
+	t.rank = r
 	t.build(steps, other)
 	return t.s
 }
@@ -88,11 +97,17 @@ func (t *trainSeq) build(steps []stepOps, other int64) {
 		if si == len(steps)-1 && si > 0 && len(e.c.Training.SeqLengths) == 0 {
 			s.steady = len(s.ev)
 		}
-		for range max(1, e.c.Parallel.NumMicrobatches) {
-			st := t.forward(so)
-			t.backward(so, st)
+		if e.c.Parallel.PP > 1 {
+			t.runSchedule(so)
+		} else {
+			for range max(1, e.c.Parallel.NumMicrobatches) {
+				st := t.forward(so)
+				t.backward(so, st)
+			}
 		}
 		t.optimizerStep()
+		t.s.free(t.outChunks...) // the pipeline's kept outputs, cleared when the next step starts
+		t.outChunks = t.outChunks[:0]
 	}
 }
 
@@ -197,16 +212,37 @@ func (t *trainSeq) forwardLayer(li int, ops []Operator, st *mbState) {
 
 // forward runs one micro-batch through the embedding, the layers and the head.
 func (t *trainSeq) forward(so stepOps) *mbState {
+	return t.forwardChunk(so, t.allLayers(), true, true)
+}
+
+// allLayers are the local indices of every layer on this GPU.
+func (t *trainSeq) allLayers() []int {
+	out := make([]int, t.e.layersPerStage)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// forwardChunk runs one micro-batch through a model chunk's layers (local indices), from the embedding on the
+// model's first stage and to the loss on its last.
+func (t *trainSeq) forwardChunk(so stepOps, layers []int, first, last bool) *mbState {
 	l := int(t.e.layersPerStage)
 	st := &mbState{layerKeep: make([][][]uint64, l), ckptIDs: make([]uint64, l)}
 	t.layer, t.phase = -1, "forward"
-	t.gather(fsdpRoot)
-	t.runOps(so.emb, &st.embKeep)
-	for li := range l {
+	if first || last {
+		t.gather(fsdpRoot)
+	}
+	if first {
+		t.runOps(so.emb, &st.embKeep)
+	}
+	for _, li := range layers {
 		t.forwardLayer(li, so.layer, st)
 	}
 	t.layer = -1
-	t.runOps(so.head, &st.headKeep)
+	if last {
+		t.runOps(so.head, &st.headKeep)
+	}
 	t.s.free(t.forwardLive...)
 	t.forwardLive = t.forwardLive[:0]
 	return st
@@ -215,23 +251,32 @@ func (t *trainSeq) forward(so stepOps) *mbState {
 // backward runs the micro-batch's backward: the loss first, then the output layer, the layers in reverse and
 // the embeddings.
 func (t *trainSeq) backward(so stepOps, st *mbState) {
+	hr := int64(float64(int64(opTokens(so.emb))*t.e.x.h) * t.e.ab / float64(t.e.spDiv))
+	t.backwardChunk(so, st, t.allLayers(), true, true, hr)
+}
+
+// backwardChunk runs a chunk's backward for the micro-batch whose forward kept st; hr is the hidden state's
+// size, the gradient passed between layers.
+func (t *trainSeq) backwardChunk(so stepOps, st *mbState, layers []int, first, last bool, hr int64) {
 	e, s := t.e, t.s
-	l := int(e.layersPerStage)
 	t.unit, t.phase = fsdpRoot, "backward"
-	t.backOps(so.head, st.headKeep, t.headPs, func(n string) string { return "head." + n })
+	if last {
+		t.backOps(so.head, st.headKeep, t.headPs, func(n string) string { return "head." + n })
+	}
 	bid := s.alloc(t.bucket)
-	hr := int64(float64(int64(opTokens(so.emb))*e.x.h) * e.ab / float64(e.spDiv))
 	dx := s.alloc(hr)
-	for li := l - 1; li >= 0; li-- {
+	for j := len(layers) - 1; j >= 0; j-- {
+		li := layers[j]
 		t.layer, t.unit = li, li
 		t.gather(li)
-		t.prefetch(li - 1)
+		if j > 0 {
+			t.prefetch(layers[j-1])
+		}
 		if t.recompute {
 			st.layerKeep[li] = nil
 			t.runOps(so.layer, &st.layerKeep[li])
 			s.free(st.ckptIDs[li])
 		}
-		li := li
 		t.backOps(so.layer, st.layerKeep[li], t.layerPs, func(n string) string { return layerKey(li, n) })
 		t.postBackward(li)
 		ndx := s.alloc(hr)
@@ -239,14 +284,18 @@ func (t *trainSeq) backward(so stepOps, st *mbState) {
 		dx = ndx
 	}
 	t.layer, t.unit = -1, fsdpRoot
-	t.backOps(so.emb, st.embKeep, t.embPs, func(n string) string { return "emb." + n })
-	t.postBackward(fsdpRoot)
+	if first {
+		t.backOps(so.emb, st.embKeep, t.embPs, func(n string) string { return "emb." + n })
+	}
+	if first || last {
+		t.postBackward(fsdpRoot)
+	}
 	t.endBackward()
 	s.free(dx, bid)
 	s.free(t.outputs...)
 	t.outputs = t.outputs[:0]
 	if t.frozen {
-		for li := range l {
+		for _, li := range layers {
 			for _, p := range t.adapters {
 				t.gradOf(layerKey(li, p.Name), int64(float64(p.numel())*dtypeBytes[e.lora.AdapterDtype]))
 			}

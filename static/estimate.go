@@ -145,6 +145,21 @@ type modelStates struct {
 }
 
 func (e *est) states(ps []paramTensor, mult float64, inLayer bool) modelStates {
+	ms := e.statesOnGPU(ps, mult, inLayer)
+	if e.fsdpOffload() {
+		// FSDP CPU offload keeps the shards of parameters, gradients and optimizer states in host memory.
+		ms.weights, ms.grads, ms.opt, ms.reservedRoundingExtra = 0, 0, 0, 0
+	}
+	return ms
+}
+
+// fsdpOffload reports FSDP with CPUOffload(offload_params=True) (parallel.fsdp_offload).
+func (e *est) fsdpOffload() bool {
+	return !e.inference && e.c.Parallel.ZeroStage == 3 && e.c.Parallel.FSDPOffload
+}
+
+// statesOnGPU is states before any offloading.
+func (e *est) statesOnGPU(ps []paramTensor, mult float64, inLayer bool) modelStates {
 	if e.lora != nil {
 		return e.loraStates(ps, mult, inLayer)
 	}

@@ -141,6 +141,9 @@ func (c *Config) resolveFramework() error {
 	if t.OptimizerInBackward && c.Parallel.NumMicrobatches > 1 {
 		return fmt.Errorf("training.optimizer_in_backward: gradient accumulation over %d micro-batches needs the gradients kept until the step", c.Parallel.NumMicrobatches)
 	}
+	if c.Parallel.FSDPOffload && c.Parallel.ZeroStage != 3 {
+		return fmt.Errorf("parallel.fsdp_offload: applies to FSDP (parallel.zero_stage 3), not zero_stage %d", c.Parallel.ZeroStage)
+	}
 	if r := c.Parallel.FSDPReshardAfterForward; r != nil && c.Parallel.ZeroStage != 3 {
 		return fmt.Errorf("parallel.fsdp_reshard_after_forward: applies to FSDP (parallel.zero_stage 3), not zero_stage %d", c.Parallel.ZeroStage)
 	}

@@ -225,7 +225,9 @@ func (t *trainSeq) postBackward(unit int) {
 	f.rsPending = s.allocOn(streamDefault, int64(in))
 	s.free(ids...)
 	key := "fsdp." + strconv.Itoa(unit)
-	if _, had := t.grads[key]; had {
+	if e.fsdpOffload() {
+		s.free(s.alloc(int64(out))) // the sharded gradient is copied to host memory
+	} else if _, had := t.grads[key]; had {
 		s.free(s.allocOn(streamDefault, int64(out))) // added into the sharded gradient
 	} else if id := s.allocOn(streamDefault, int64(out)); id != 0 {
 		t.grads[key] = id

@@ -126,7 +126,7 @@ func TestInvalidCombinations(t *testing.T) {
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"targets":["qkv"]}}}`, `training.lora.targets: unknown module "qkv"`},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":0}}}`, "training.lora.rank: 0 (must be > 0)"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"base_dtype":"int4"}}}`, `training.lora.base_dtype: "int4"`},
-		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"rnk":2}}}`, "training.lora.rnk: unknown key (known keys: adapter_dtype, alpha, base_dtype, double_quant, dropout, rank, targets)"},
+		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"rnk":2}}}`, "training.lora.rnk: unknown key (known keys: adapter_dtype, alpha, base_dtype, double_quant, dropout, kbit_prep, quant_storage, rank, targets)"},
 		{`{"mode":"inference","model":{"preset":"llama3-8b"},"inference":{"kv_cache":{"implementation":"ring"}}}`, `inference.kv_cache.implementation: "ring"`},
 		{`{"mode":"inference","model":{"preset":"llama3-8b"},"inference":{"kv_cache":{"implementation":"static","block_tokens":16}}}`, "block_tokens: 16 applies to the paged cache"},
 		{`{"model":{"family":"bert","num_layers":2,"hidden_size":64,"num_attention_heads":4,"vocab_size":100}}`, `model.family: "bert"`},
@@ -286,21 +286,29 @@ func TestLoRA(t *testing.T) {
 }
 
 // QLoRA: NF4 stores 4 bits per linear weight plus, with double quantization, one 8-bit absmax per 64 weights and
-// one fp32 constant per 256 blocks; norms and embeddings stay bf16. Each quantized linear is dequantized to bf16
-// one at a time in forward and backward.
+// one fp32 constant per 256 blocks; norms and embeddings stay bf16, or fp32 after PEFT's
+// prepare_model_for_kbit_training (hf's default: TRL's SFTTrainer calls it for a 4/8-bit model). Each quantized
+// linear is dequantized to bf16 one at a time in forward and backward.
 func TestQLoRANF4(t *testing.T) {
-	r := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4"} })
+	off := false
+	r := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", KbitPrep: &off} })
 	matmul := float64(th*ta*td + 2*th*tg*td + ta*td*th + 3*th*tf)
 	other := float64(r.Params.Total) - tl*matmul
 	want := int64(tl*matmul*(0.5+1.0/64+4.0/(64*256)) + 2*other)
 	if got := r.LoRA.FrozenBaseBytes; got < want-1 || got > want+1 {
 		t.Errorf("frozen NF4 base %d B, want %d", got, want)
 	}
+	prep := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4"} })
+	if got, want := prep.LoRA.FrozenBaseBytes, want+int64(2*other); got < want-1 || got > want+1 {
+		t.Errorf("frozen NF4 base after kbit preparation %d B, want %d (norms and embeddings fp32)", got, want)
+	}
 	if got, want := r.LoRA.DequantTempBytes, int64(2*th*tf); got != want {
 		t.Errorf("dequantization temporary %d B, want %d (the largest weight in bf16)", got, want)
 	}
 	noDQ := false
-	r2 := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", DoubleQuant: &noDQ} })
+	r2 := tiny(t, func(c *Config) {
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", DoubleQuant: &noDQ, KbitPrep: &off}
+	})
 	if d := r2.LoRA.FrozenBaseBytes - r.LoRA.FrozenBaseBytes; d != int64(tl*matmul*(4.0/64-1.0/64-4.0/(64*256))) {
 		t.Errorf("double quantization saves %d B", d)
 	}
@@ -599,7 +607,8 @@ func TestLoRADropoutAndInt8(t *testing.T) {
 	rows := int64(ta*td + 2*tg*td + th + 2*tf + th) // output rows of q, k, v, o, gate, up, down
 	matmul := int64(th*ta*td + 2*th*tg*td + ta*td*th + 3*th*tf)
 	other := i8.Params.Total - tl*matmul
-	if got, want := i8.LoRA.FrozenBaseBytes, tl*(matmul+4*rows)+2*other; got != want {
+	// int8 codes and one fp32 scale per output row; kbit preparation leaves the rest fp32.
+	if got, want := i8.LoRA.FrozenBaseBytes, tl*(matmul+4*rows)+4*other; got != want {
 		t.Errorf("int8 base %d B, want %d", got, want)
 	}
 }
@@ -651,5 +660,64 @@ func TestCompiledLoss(t *testing.T) {
 	}
 	if _, err := ParseConfig([]byte(`{"model":{"preset":"llama3.2-1b"},"training":{"compiled_loss":true}}`), false); err == nil {
 		t.Error("compiled_loss without compile accepted")
+	}
+}
+
+// TestKbitPreparation follows PEFT's prepare_model_for_kbit_training: the fp32 embedding returns fp32 hidden
+// states and the fp32 norm weights keep the residual stream fp32, so a checkpointed layer keeps its input at
+// 4·b·s·h = 4·64·64 B; the frozen fp32 output layer runs under the Trainer's bf16 autocast on a 16-bit copy of
+// its weight (V·h·2 = 256·64·2 B), which the matmul keeps for the input gradient.
+func TestKbitPreparation(t *testing.T) {
+	r := tiny(t, func(c *Config) {
+		c.Training.Recompute = "full"
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4"}
+	})
+	if k := r.Config.Training.LoRA.KbitPrep; k == nil || !*k {
+		t.Fatalf("kbit_prep %v, want on for hf with an nf4 base", k)
+	}
+	if got, want := op(t, r, "recompute_checkpoint").MemoryBytes, int64(4*tn*th); got != want {
+		t.Errorf("checkpointed layer input %d B, want %d (fp32 residual stream)", got, want)
+	}
+	if got, want := op(t, r, "lm_head").MemoryBytes, int64(tv*th*2); got != want {
+		t.Errorf("output layer keeps %d B, want %d (its autocast bf16 weight copy)", got, want)
+	}
+	off := false
+	r = tiny(t, func(c *Config) {
+		c.Training.Recompute = "full"
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", KbitPrep: &off}
+	})
+	if got, want := op(t, r, "recompute_checkpoint").MemoryBytes, int64(2*tn*th); got != want {
+		t.Errorf("without kbit preparation the checkpoint keeps %d B, want %d", got, want)
+	}
+}
+
+// TestShardedQLoRA: PEFT's FSDP and DeepSpeed QLoRA guides store the 4-bit codes in bf16
+// (bnb_4bit_quant_storage), which ZeRO-3/FSDP shard like any bf16 tensor: the stored base per GPU halves over 2
+// GPUs, and TRL does not call prepare_model_for_kbit_training for a sharded QLoRA model. uint8 storage cannot be
+// sharded. FSDP CPU offload keeps every shard (base, adapters, their gradients and states) in host memory.
+func TestShardedQLoRA(t *testing.T) {
+	off := false
+	one := tiny(t, func(c *Config) {
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", KbitPrep: &off}
+	})
+	two := tiny(t, func(c *Config) {
+		c.Hardware.NumGPUs, c.Parallel.ZeroStage = 2, 3
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", QuantStorage: "bf16"}
+	})
+	if k := two.Config.Training.LoRA.KbitPrep; k == nil || *k {
+		t.Errorf("kbit_prep %v for sharded QLoRA, want off", k)
+	}
+	if got, want := two.Summary.WeightMemoryBytes, one.Summary.WeightMemoryBytes/2; got < want-2 || got > want+2 {
+		t.Errorf("sharded base and adapters %d B per GPU, want half of %d", got, one.Summary.WeightMemoryBytes)
+	}
+	if _, err := ParseConfig([]byte(`{"framework":"hf","model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"base_dtype":"nf4"}},"parallel":{"zero_stage":3},"hardware":{"num_gpus":2}}`), false); err == nil {
+		t.Error("uint8 NF4 storage under ZeRO-3 accepted")
+	}
+	offload := tiny(t, func(c *Config) {
+		c.Hardware.NumGPUs, c.Parallel.ZeroStage, c.Parallel.FSDPOffload = 2, 3, true
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", QuantStorage: "bf16"}
+	})
+	if s := offload.Summary; s.WeightMemoryBytes != 0 || s.GradMemoryBytes != 0 || s.OptimizerMemoryBytes != 0 {
+		t.Errorf("offloaded shards on the GPU: weights %d, grads %d, states %d", s.WeightMemoryBytes, s.GradMemoryBytes, s.OptimizerMemoryBytes)
 	}
 }

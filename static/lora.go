@@ -113,6 +113,9 @@ func (e *est) frozenWeightBytes(p paramTensor, inLayer bool) float64 {
 	base := l.BaseDtype
 	if base == "nf4" || base == "int8" {
 		if !inLayer || !p.matrix() {
+			if e.kbitPrep() {
+				return el * 4 // prepare_model_for_kbit_training upcasts what is not quantized to fp32
+			}
 			return el * dtypeBytes[e.c.paramDtype()]
 		}
 		if base == "nf4" {
@@ -214,4 +217,14 @@ func (e *est) weightCopyOps() []Operator {
 			Notes: "float8 linears keep the fp8 weight cast for the input gradient"})
 	}
 	return ops
+}
+
+// kbitPrep reports PEFT's prepare_model_for_kbit_training (peft/utils/other.py): every 16-bit parameter that
+// bitsandbytes did not quantize — embeddings, norms, the output layer — becomes fp32. The embedding then
+// returns fp32 hidden states and the fp32 norm weights keep the residual stream in fp32 (hidden + 16-bit
+// projection outputs promote), so checkpointed layer inputs are 4 bytes an element; under the Trainer's
+// bf16 autocast the output layer runs on a 16-bit cast of its fp32 weight, which its matmul keeps for the
+// input gradient.
+func (e *est) kbitPrep() bool {
+	return e.lora != nil && e.lora.KbitPrep != nil && *e.lora.KbitPrep
 }

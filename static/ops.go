@@ -82,7 +82,7 @@ func (e *est) eager() bool { return e.c.Training.Kernels == "eager" && !e.c.Trai
 // residualName is the dtype of the residual stream: fp32 under autocast (fp32 embeddings plus 16-bit outputs
 // promote to fp32), else the activation dtype.
 func (e *est) residualName() string {
-	if !e.inference && e.c.amp() {
+	if !e.inference && (e.c.amp() || e.kbitPrep()) {
 		return "fp32"
 	}
 	return e.actName()
@@ -579,7 +579,7 @@ func (e *est) headOps() []Operator {
 	if e.lora != nil {
 		lmSaved = 0 // a frozen output layer keeps nothing
 	}
-	if !e.inference && c.amp() {
+	if !e.inference && (c.amp() || e.kbitPrep()) {
 		lmSaved += int64(float64(vL*x.h) * e.ab) // autocast's 16-bit copy of the output weight, kept for backward
 	}
 	lm := e.linear("lm_head", "output", in, vL, x.h, rows, lmSaved, "2·b·s·h/sp (input saved; + 16-bit weight copy under autocast)", fmt.Sprintf("vocab-parallel output layer, V=%d (padded) / tp", x.V))

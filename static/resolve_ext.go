@@ -86,6 +86,14 @@ type LoRAConfig struct {
 	// DoubleQuant quantizes NF4's absmax to 8 bits in blocks of 256 (bnb_4bit_use_double_quant); auto true.
 	DoubleQuant *bool   `json:"double_quant,omitempty"`
 	Dropout     float64 `json:"dropout"` // lora_dropout: > 0 keeps a dropped copy of each adapter input
+	// QuantStorage is the dtype bitsandbytes packs the 4-bit codes in (bnb_4bit_quant_storage): uint8 (auto),
+	// or bf16/fp16/fp32, which FSDP and ZeRO-3 can shard like any 16/32-bit tensor (same bytes per weight).
+	// torchtune's NF4 (torchao NF4Tensor) shards under FSDP2 either way.
+	QuantStorage string `json:"quant_storage,omitempty"`
+	// KbitPrep is PEFT's prepare_model_for_kbit_training, which upcasts every parameter that is not 4/8-bit
+	// (embeddings, norms, output layer) to fp32. Auto: on for hf and deepspeed with an nf4/int8 base, as TRL's
+	// SFTTrainer applies it, except sharded QLoRA (FSDP/ZeRO-3 with a 16/32-bit quant_storage), where it does not.
+	KbitPrep *bool `json:"kbit_prep,omitempty"`
 }
 
 // LoRATargets accepts "all-linear" or a list of module names.
@@ -188,8 +196,27 @@ func (l *LoRAConfig) resolve(c *Config) error {
 	if c.Parallel.TP > 1 || c.Parallel.PP > 1 {
 		return fmt.Errorf("training.lora: PEFT LoRA is modelled for data parallelism only (tp = pp = 1)")
 	}
-	if (l.BaseDtype == "nf4" || l.BaseDtype == "int8") && c.Parallel.ZeroStage == 3 {
-		return fmt.Errorf("training.lora.base_dtype: %s bitsandbytes weights cannot be sharded by ZeRO-3/FSDP here", l.BaseDtype)
+	quantized := l.BaseDtype == "nf4" || l.BaseDtype == "int8"
+	if l.QuantStorage == "" && quantized {
+		l.QuantStorage = "uint8"
+	}
+	if l.QuantStorage != "" {
+		if !quantized {
+			return fmt.Errorf("training.lora.quant_storage: applies to base_dtype nf4 or int8, not %s", l.BaseDtype)
+		}
+		if err := oneOf("training.lora.quant_storage", l.QuantStorage, "uint8", "bf16", "fp16", "fp32"); err != nil {
+			return err
+		}
+	}
+	sharded := c.Parallel.ZeroStage == 3
+	if quantized && sharded && l.QuantStorage == "uint8" && c.Framework != "torchtune" {
+		return fmt.Errorf("training.lora.quant_storage: uint8 bitsandbytes weights cannot be sharded by ZeRO-3/FSDP; store them in bf16 (bnb_4bit_quant_storage) as PEFT's FSDP/DeepSpeed QLoRA guides do")
+	}
+	if l.KbitPrep == nil {
+		v := quantized && !sharded && (c.Framework == "hf" || c.Framework == "deepspeed")
+		l.KbitPrep = &v
+	} else if *l.KbitPrep && !quantized {
+		return fmt.Errorf("training.lora.kbit_prep: prepares a quantized (nf4/int8) base, not %s", l.BaseDtype)
 	}
 	return nil
 }

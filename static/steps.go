@@ -294,6 +294,9 @@ func (e *est) buildWeights(s *seqBuilder, embPs, layerPs, headPs []paramTensor) 
 		if e.c.Parallel.ZeroStage == 3 {
 			b /= e.shardGroup(p) // FSDP and ZeRO-3 keep only this rank's shard
 		}
+		if e.fsdpOffload() {
+			return 0 // in host memory
+		}
 		return int64(b)
 	}
 	for _, p := range embPs {

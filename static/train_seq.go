@@ -441,6 +441,9 @@ func (t *trainSeq) optimizerStep() {
 	if c.Parallel.ZeroStage >= 1 {
 		div = float64(e.nDense)
 	}
+	if e.fsdpOffload() {
+		return // the optimizer steps the host-memory shards
+	}
 	if t.step == 1 && !c.Training.OptimizerInBackward {
 		for _, tr := range ts {
 			if c.mixed() && c.Parallel.ZeroStage < 3 && !t.frozen {

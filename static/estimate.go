@@ -474,6 +474,9 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 				headBwdTemp = float64(bt)
 				headSaved += float64(op.MemoryBytes)
 			}
+			if op.Name == "final_logit_softcap" {
+				headSaved += float64(op.MemoryBytes) // released by its backward, before the output layer's
+			}
 		}
 	}
 	keptMBs := layerMBs * (l - recomputed) / l

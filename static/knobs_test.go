@@ -721,3 +721,56 @@ func TestShardedQLoRA(t *testing.T) {
 		t.Errorf("offloaded shards on the GPU: weights %d, grads %d, states %d", s.WeightMemoryBytes, s.GradMemoryBytes, s.OptimizerMemoryBytes)
 	}
 }
+
+// TestGemma2Family follows transformers' modeling_gemma2.py on the tiny model (b 2, s 32, 4 heads of 16 with 2
+// KV heads, eager attention):
+//   - four RMSNorms per layer (input, post_attention on the attention output, pre_ and post_feedforward): the
+//     two sandwich norms are records of their own, each keeping, like Gemma's, its fp32 input and fp32
+//     normalized tensor and the rstd: 8·b·s·h + 4·b·s = 8·64·64 + 256 B;
+//   - soft-capped scores: q·kᵀ·scale, /50, tanh (kept), ·50, + mask, fp32 softmax (kept), bf16 cast (kept), so
+//     the eager attention keeps q (b·s·a·d·2 = 8,192 B), K and V repeated to the 4 heads (8,192 B each), the tanh
+//     scores (b·a·s²·2 = 16,384 B), the fp32 probabilities (32,768 B) and the bf16 ones (16,384 B);
+//   - the output logits are soft-capped: tanh's output (b·s·V·2 = 32,768 B) is kept for its backward.
+func TestGemma2Family(t *testing.T) {
+	r := tiny(t, func(c *Config) {
+		c.Model = ModelConfig{Family: "gemma2", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, NumKVHeads: tg, HeadDim: td,
+			FFNHiddenSize: tf, VocabSize: tv, TieWordEmbeddings: true}
+		c.Training.Attention = "eager"
+	})
+	for _, name := range []string{"attn_out_norm", "mlp_out_norm"} {
+		if got, want := op(t, r, name).MemoryBytes, int64(8*tn*th+4*tn); got != want {
+			t.Errorf("%s keeps %d B, want %d", name, got, want)
+		}
+	}
+	if got, want := op(t, r, "attention").MemoryBytes, int64(8192+2*8192+16384+32768+16384); got != want {
+		t.Errorf("soft-capped eager attention keeps %d B, want %d", got, want)
+	}
+	if got, want := op(t, r, "final_logit_softcap").MemoryBytes, int64(2*tn*tv); got != want {
+		t.Errorf("final logit soft-capping keeps %d B, want %d", got, want)
+	}
+	if got, want := r.Params.PerLayer, int64(4*th+th*ta*td+2*th*tg*td+ta*td*th+3*th*tf); got != want {
+		t.Errorf("%d parameters per layer, want %d (four norms)", got, want)
+	}
+}
+
+// TestPhi3Family: transformers' modeling_phi3.py computes q, k, v with one qkv_proj and gate, up with one
+// gate_up_proj, so LoRA adapts the fused linears: per layer (tiny model, r 4) qkv_proj 4·64 + (64 + 2·32)·4,
+// o_proj 4·64 + 64·4, gate_up_proj 4·64 + 2·128·4 and down_proj 4·128 + 64·4 = 3,328 adapter parameters,
+// where Llama's separate projections carry 4,096.
+func TestPhi3Family(t *testing.T) {
+	mk := func(family string) *Report {
+		return tiny(t, func(c *Config) {
+			c.Model.Family = family
+			c.Training.LoRA = &LoRAConfig{Rank: 4}
+		})
+	}
+	if got := mk("phi3").LoRA.AdapterParams; got != tl*3328 {
+		t.Errorf("phi3 adapters %d, want %d", got, tl*3328)
+	}
+	if got := mk("llama").LoRA.AdapterParams; got != tl*4096 {
+		t.Errorf("llama adapters %d, want %d", got, tl*4096)
+	}
+	if got := mk("phi3").Config.Training.LoRA.Targets; strings.Join(got, ",") != "qkv_proj,o_proj,gate_up_proj,down_proj" {
+		t.Errorf("phi3 targets %v", got)
+	}
+}

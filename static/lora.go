@@ -89,14 +89,16 @@ func (e *est) loraLayerParams() []paramTensor {
 	} else {
 		proj["up_proj"], proj["down_proj"] = [2]int64{x.h, x.fe}, [2]int64{x.fe, x.h}
 	}
+	// Phi-3's fused projections carry one adapter each: A reads the input once, B writes every output.
+	proj["qkv_proj"], proj["gate_up_proj"] = [2]int64{x.h, (x.a + 2*x.g) * x.d}, [2]int64{x.h, 2 * x.fe}
 	var ps []paramTensor
-	for _, n := range loraProjections {
+	for _, n := range append(loraProjections, "qkv_proj", "gate_up_proj") {
 		io, ok := proj[n]
 		if !ok || !slices.Contains(e.lora.Targets, n) {
 			continue
 		}
 		mult := int64(1)
-		if n == "gate_proj" || n == "up_proj" || n == "down_proj" {
+		if n == "gate_proj" || n == "up_proj" || n == "down_proj" || n == "gate_up_proj" {
 			mult = experts
 		}
 		ps = append(ps, paramTensor{"lora." + n + ".A", []int64{mult * r, io[0]}, replicated},

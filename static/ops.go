@@ -100,7 +100,7 @@ func (e *est) norm(name string) Operator {
 	saved := in.Bytes + statB*e.n/sp
 	frozen := e.lora != nil
 	switch {
-	case x.rms && e.eager() && e.c.Model.Family == "gemma":
+	case x.rms && e.eager() && (e.c.Model.Family == "gemma" || e.c.Model.Family == "gemma2"):
 		// Gemma computes the norm in fp32 and multiplies by (1 + weight) in fp32: fp32 input and fp32 normalized.
 		saved = 8*e.n/sp*x.h + statB*e.n/sp
 		formula = "8·b·s·h + 4·b·s (Gemma eager: fp32 input + fp32 normalized + rstd)"
@@ -208,7 +208,11 @@ func (e *est) layerOps() []Operator {
 	}
 	ops = append(ops, qkv)
 	if train && frozen {
-		ops = append(ops, e.loraOp("qkv", n, h, act, false, []int64{e.aL * d, e.gL * d, e.gL * d}, []string{"q_proj", "k_proj", "v_proj"})...)
+		if x.fusedProj {
+			ops = append(ops, e.loraOp("qkv", n, h, act, false, []int64{(e.aL + 2*e.gL) * d}, []string{"qkv_proj"})...)
+		} else {
+			ops = append(ops, e.loraOp("qkv", n, h, act, false, []int64{e.aL * d, e.gL * d, e.gL * d}, []string{"q_proj", "k_proj", "v_proj"})...)
+		}
 	}
 	if x.llama || !x.learned {
 		ops = append(ops, Operator{Name: "rope", Category: "attention", Phase: "forward", Inputs: []Tensor{q, k},
@@ -240,6 +244,16 @@ func (e *est) layerOps() []Operator {
 		ops = append(ops, e.loraOp("o", n, e.aL*d, act, fusedOut, []int64{h}, []string{"o_proj"})...)
 	}
 	dropout := train && c.Training.HiddenDropout > 0
+	// sandwich adds Gemma-2's norm of a sub-block's output before its residual add.
+	sandwich := func(name string) {
+		if x.sandwich {
+			ops = append(ops, e.norm(name))
+			if !train {
+				ops[len(ops)-1].MemoryBytes = 0
+			}
+		}
+	}
+	sandwich("attn_out_norm")
 	if dropout {
 		ops = append(ops, e.dropoutMask("attn_residual_dropout"))
 	}
@@ -254,6 +268,7 @@ func (e *est) layerOps() []Operator {
 	} else {
 		ops = append(ops, e.mlpOps("mlp", mlpIn, e.fL, n, keep(e.linearSaved(mlpIn.Bytes/spSaved, frozen)*e.ampCasts(2)), keep)...)
 	}
+	sandwich("mlp_out_norm")
 	if dropout {
 		ops = append(ops, e.dropoutMask("mlp_residual_dropout"))
 	}
@@ -336,6 +351,10 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		if e.eager() {
 			saved += 2 * scores.Bytes // fp32 softmax output kept besides its bf16 copy
 			formula = "2·b·s·h·3/t + 6·a·s²·b/t (Q, K, V, fp32 and bf16 probabilities)"
+			if x.attnSoftcap {
+				saved += scores.Bytes // tanh keeps its output for its backward
+				formula = "2·b·s·h·3/t + 8·a·s²·b/t (Q, K, V, soft-capped tanh scores, fp32 and bf16 probabilities)"
+			}
 		}
 		if p := c.Training.AttentionDropout; p > 0 {
 			saved += scores.Bytes/int64(e.ab) + scores.Bytes // mask + dropped probs
@@ -351,7 +370,7 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		rest := saved - q.Bytes - kvSaved
 		// A 16-bit model (under autocast HF's fp32 mask promotes the masked scores to fp32: another chain).
 		if e.eager() && c.Training.Recompute != "selective" && c.Training.AttentionDropout == 0 && e.ab == 2 && !c.amp() {
-			attn.seq, attn.bwd = eagerAttentionSeq(q.Bytes, kvSaved/2, scores.Bytes, e.actName() == "bf16")
+			attn.seq, attn.bwd = eagerAttentionSeq(q.Bytes, kvSaved/2, scores.Bytes, e.actName() == "bf16", x.attnSoftcap)
 		} else {
 			attn.seq = append(attn.seq, tempSeq(scores.Bytes)...)
 			attn.seq = append(attn.seq, splitEven(rest, scores.Bytes)...)
@@ -371,15 +390,26 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 //	softmax(C, dtype=fp32): aten fuses the upcast only for fp16, so bf16 first converts C to an fp32 copy D,
 //	E = _softmax(D) in fp32 (D dies; E saved by softmax's backward), F = E.to(16-bit) (saved by F·V), C dies.
 //
+// Gemma-2's soft-capping (softcap) inserts B/cap, tanh (its output saved by tanh's backward) and ·cap between
+// the scaling and the mask, each consuming the one before.
+//
 // Backward runs the chain in reverse, each node's gradient allocated before the one it consumes is freed and
 // its saved tensors released right after it: ∂F and ∂V (F and V released), ∂E = ∂F in fp32, ∂D = softmax's
-// backward (E released), ∂C = ∂D in 16 bits (fp16: softmax's backward writes 16 bits directly), ∂A = ∂C·scale
-// (the mask's add passes ∂C through), then ∂q and ∂K (q and K released). ∂V waits in the autograd engine until
-// its repeat_kv branch runs after the chain (the branch was created earlier, so it runs later).
-func eagerAttentionSeq(q, kv, sc int64, bf16 bool) ([]seqTensor, []bwdStep) {
+// backward (E released), ∂C = ∂D in 16 bits (fp16: softmax's backward writes 16 bits directly), with
+// soft-capping ∂(tanh·cap), tanh's backward (tanh released) and ∂(B/cap), then ∂A = ∂C·scale (the mask's add
+// passes ∂C through), then ∂q and ∂K (q and K released). ∂V waits in the autograd engine until its repeat_kv
+// branch runs after the chain (the branch was created earlier, so it runs later).
+func eagerAttentionSeq(q, kv, sc int64, bf16, softcap bool) ([]seqTensor, []bwdStep) {
 	const qi, ki, vi = 0, 1, 2
 	seq := keepSeq(q, kv, kv)
 	seq = append(seq, briefSeq(sc, sc)...)
+	ti := -1
+	if softcap {
+		seq = append(seq, briefSeq(sc)...)
+		ti = len(seq)
+		seq = append(seq, keepSeq(sc)...)
+		seq = append(seq, briefSeq(sc)...)
+	}
 	seq = append(seq, tempSeq(sc)...)
 	if bf16 {
 		seq = append(seq, briefSeq(2*sc)...)
@@ -402,6 +432,11 @@ func eagerAttentionSeq(q, kv, sc int64, bf16 bool) ([]seqTensor, []bwdStep) {
 	} else {
 		dC = grad(sc, dE, ei) // fp16: softmax's backward writes 16 bits
 	}
+	if softcap {
+		dCap := grad(sc, dC)        // ∂(tanh·cap)
+		dTanh := grad(sc, dCap, ti) // tanh's backward: ∂·(1 − tanh²)
+		dC = grad(sc, dTanh)        // ∂(B/cap)
+	}
 	dA := grad(sc, dC)
 	grad(q)
 	grad(kv, dA, qi, ki)
@@ -419,7 +454,11 @@ func (e *est) mlpOps(prefix string, in Tensor, f, rows, inSaved int64, keep func
 		up.Outputs[0].Name = prefix + ".gate_up"
 		ops = append(ops, up)
 		if frozen {
-			ops = append(ops, e.loraOp(prefix+".gate_up", rows, h, act, false, []int64{f, f}, []string{"gate_proj", "up_proj"})...)
+			if e.x.fusedProj {
+				ops = append(ops, e.loraOp(prefix+".gate_up", rows, h, act, false, []int64{2 * f}, []string{"gate_up_proj"})...)
+			} else {
+				ops = append(ops, e.loraOp(prefix+".gate_up", rows, h, act, false, []int64{f, f}, []string{"gate_proj", "up_proj"})...)
+			}
 		}
 		mid := tensor(prefix+".act", act, append(tokenDims(in, rows), f)...)
 		saved, formula := up.Outputs[0].Bytes, "4·b·s·f/t (gate and up outputs)"
@@ -678,6 +717,16 @@ func (e *est) headOps() []Operator {
 	loss.Extra["backward_temp_bytes"] = bwd
 	loss.FLOPs = 5 * float64(E)
 	loss.BytesMoved = float64(3 * logits.Bytes)
+	if x.logitSoftcap && !e.inference {
+		// Gemma-2's final_logit_softcapping: logits / cap, tanh (kept by its backward), · cap, each a new tensor of
+		// the logits' size consuming the one before; the capped logits are what the loss receives.
+		lb := logits.Bytes
+		capOp := Operator{Name: "final_logit_softcap", Category: "output", Phase: "forward", Layer: -1, Inputs: []Tensor{logits},
+			Outputs: []Tensor{logits}, MemoryBytes: lb, TempBytes: lb, Formula: "2·b·s·V/t (tanh output kept) + 2·b·s·V/t transient",
+			Notes: "tanh(logits/30)·30", FLOPs: 4 * float64(E), BytesMoved: float64(4 * lb), Extra: map[string]any{}}
+		capOp.seq = append(briefSeq(lb, lb), keepSeq(lb)...)
+		return []Operator{norm, lm, capOp, loss}
+	}
 	return []Operator{norm, lm, loss}
 }
 

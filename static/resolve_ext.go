@@ -124,6 +124,7 @@ var loraProjections = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_pro
 // loraAliases maps other families' module names onto memscan's projections.
 var loraAliases = map[string][]string{
 	"c_attn": {"q_proj", "k_proj", "v_proj"}, "query_key_value": {"q_proj", "k_proj", "v_proj"},
+	"qkv_proj": {"q_proj", "k_proj", "v_proj"}, "gate_up_proj": {"gate_proj", "up_proj"},
 	"c_proj": {"o_proj", "down_proj"}, "dense": {"o_proj"}, "attn.c_proj": {"o_proj"}, "mlp.c_proj": {"down_proj"},
 	"c_fc": {"up_proj"}, "dense_h_to_4h": {"up_proj"}, "dense_4h_to_h": {"down_proj"},
 	"fc1": {"up_proj"}, "fc2": {"down_proj"}, "w1": {"gate_proj"}, "w3": {"up_proj"}, "w2": {"down_proj"},
@@ -169,6 +170,22 @@ func (l *LoRAConfig) resolve(c *Config) error {
 				resolved = append(resolved, a)
 			}
 		}
+	}
+	if c.Model.Family == "phi3" {
+		// Phi-3 has no separate q/k/v or gate/up linears: adapting any of them adapts the fused one.
+		var fused []string
+		for _, n := range resolved {
+			switch n {
+			case "q_proj", "k_proj", "v_proj":
+				n = "qkv_proj"
+			case "gate_proj", "up_proj":
+				n = "gate_up_proj"
+			}
+			if !slices.Contains(fused, n) {
+				fused = append(fused, n)
+			}
+		}
+		resolved = fused
 	}
 	l.Targets = resolved
 	if l.AdapterDtype == "" {

@@ -254,6 +254,7 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 // opParamPrefixes name the parameters each operator owns, by the prefix of their names.
 var opParamPrefixes = map[string][]string{
 	"input_norm": {"input_norm."}, "post_attn_norm": {"post_attn_norm."},
+	"attn_out_norm": {"attn_out_norm."}, "mlp_out_norm": {"mlp_out_norm."},
 	"qkv_proj": {"attn.q_proj.", "attn.k_proj.", "attn.v_proj."}, "o_proj": {"attn.o_proj."},
 	"mlp.gate_up_proj": {"mlp.gate_proj.", "mlp.up_proj."}, "mlp.down_proj": {"mlp.down_proj."},
 	"mlp.fc1": {"mlp.fc1."}, "mlp.fc2": {"mlp.fc2."}, "moe.router": {"moe.router."},

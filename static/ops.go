@@ -557,9 +557,16 @@ func (e *est) moeOps(in Tensor, keep func(int64) int64) []Operator {
 	// Tokens each GPU's experts process: balanced routing sends top-k copies of the local tokens (× capacity).
 	ne := int64(math.Ceil(float64(local*x.k*int64(p.ETP)) * e.c.Model.MoECapacityFactor))
 	disp := tensor("moe.dispatched", e.actName(), ne, x.h)
-	ops = append(ops, Operator{Name: "moe.dispatch", Category: "moe", Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{disp},
+	dispatch := Operator{Name: "moe.dispatch", Category: "moe", Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{disp},
 		MemoryBytes: 0, Formula: "k·b·s/sp·cf tokens per GPU after all-to-all", Notes: fmt.Sprintf("expert parallel ep=%d, expert TP etp=%d; %d token copies per GPU", p.EP, p.ETP, ne),
-		BytesMoved: 2 * float64(disp.Bytes)})
+		BytesMoved: 2 * float64(disp.Bytes)}
+	if p.EP > 1 {
+		// The token dispatcher permutes the routed copies into a send buffer before the all-to-all (the receive
+		// buffer is the experts' input, kept by their first linear).
+		dispatch.TempBytes = disp.Bytes
+		dispatch.Formula += "; permuted send buffer"
+	}
+	ops = append(ops, dispatch)
 	ex := e.mlpOps("moe.experts", disp, e.feL, ne, keep(disp.Bytes), keep)
 	ops = append(ops, ex...)
 	out := tensor("moe.expert_out", e.actName(), ne, x.h)

@@ -392,7 +392,7 @@ func (e *est) replayable(opsPerLayer int) bool {
 	}
 	p := c.Parallel
 	events := e.layersPerStage * int64(opsPerLayer) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
-	return (p.PP == 1 || e.torchPipelining()) && p.EP == 1 && p.GradBuffer != "persistent" &&
+	return (p.PP == 1 || e.torchPipelining()) && p.GradBuffer != "persistent" &&
 		!c.Training.TransformerEngine && !c.Training.ActivationOffload && c.Training.RecomputeLayers == 0 &&
 		events <= maxReplayEvents
 }

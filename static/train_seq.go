@@ -52,7 +52,7 @@ func (e *est) newTrainSeq(layerPs, embPs, headPs []paramTensor) *trainSeq {
 	t.initFSDP()
 	t.seen = map[string]bool{}
 	// DeepSpeed ZeRO-1/2 reduces gradients through a bucket of up to 5e8 elements during backward.
-	if c.Parallel.ZeroStage >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1 {
+	if z := c.Parallel.ZeroStage; z >= 1 && z < 3 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1 {
 		var layer float64
 		for _, p := range layerPs {
 			layer += e.perGPU(p)
@@ -263,6 +263,7 @@ func (t *trainSeq) backwardChunk(so stepOps, st *mbState, layers []int, first, l
 	if last {
 		t.backOps(so.head, st.headKeep, t.headPs, func(n string) string { return "head." + n })
 	}
+	s.at(t.step, "backward", -1, "layer_input_grad")
 	bid := s.alloc(t.bucket)
 	dx := s.alloc(hr)
 	for j := len(layers) - 1; j >= 0; j-- {
@@ -279,6 +280,7 @@ func (t *trainSeq) backwardChunk(so stepOps, st *mbState, layers []int, first, l
 		}
 		t.backOps(so.layer, st.layerKeep[li], t.layerPs, func(n string) string { return layerKey(li, n) })
 		t.postBackward(li)
+		s.at(t.step, "backward", li, "layer_input_grad")
 		ndx := s.alloc(hr)
 		s.free(dx)
 		dx = ndx

@@ -40,8 +40,8 @@ type ModelConfig struct {
 	SizeBillions float64 `json:"size_billions,omitempty"` // pick standard dims for this size
 	Type         string  `json:"type"`                    // llama | gpt
 	// Family is the Hugging Face model class whose forward memscan follows (gpt2, gpt-neox, llama, mistral,
-	// qwen2, mixtral, gemma); it sets the structural defaults (norm, activation, positions, biases) and the
-	// eager-kernel intermediates. Empty: a generic decoder of Type.
+	// qwen2, mixtral, gemma, gemma2, phi3); it sets the structural defaults (norm, activation, positions,
+	// biases) and the eager-kernel intermediates. Empty: a generic decoder of Type.
 	Family                string  `json:"family,omitempty"`
 	NumLayers             int     `json:"num_layers"`
 	HiddenSize            int     `json:"hidden_size"`
@@ -148,7 +148,7 @@ type ParallelConfig struct {
 	SequenceParallel     bool   `json:"sequence_parallel"`
 	ZeroStage            int    `json:"zero_stage"` // 0-3; FSDP full shard = 3
 	DistributedOptimizer bool   `json:"distributed_optimizer"`
-	PPSchedule           string `json:"pp_schedule"` // 1f1b | interleaved | gpipe | zero_bubble
+	PPSchedule           string `json:"pp_schedule"` // 1f1b | interleaved | gpipe | zero_bubble (pipeline.go)
 	VirtualStages        int    `json:"virtual_stages"`
 	// PPLayers are the layers of each pipeline stage (pp·virtual_stages entries, in stage order); auto: the
 	// framework's split (splitRule: torchtitan's uneven rule, an even split for Megatron-LM).

@@ -283,6 +283,7 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 	var worst Stage
 	var worstOps []Operator
 	var layers modelStates // the worst rank's layer states, for the LoRA summary
+	var opsByRank [][]Operator
 	mostLayers := int64(0)
 	for i := 0; i < pp; i++ {
 		e.setRank(i)
@@ -297,11 +298,16 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 		}
 		head := e.states(ps, 1, false)
 		st, ops := e.stage(i, head, rankStates, layerPs, layerOps, embOps, headOps)
+		opsByRank = append(opsByRank, ops)
 		r.Stages = append(r.Stages, st)
 		r.Summary.WholeModel.SumPeakAcrossGPUs += st.PeakAllocated * int64(c.Hardware.NumGPUs/pp)
 		if i == 0 || st.DeviceTotal > worst.DeviceTotal {
 			worst, worstOps, r.WorstStage, layers = st, ops, i, rankStates
 		}
+	}
+	if pp > 1 && !e.inference && e.replayable(len(layerOps)) {
+		worst, worstOps, r.WorstStage = e.replayPipeline(r, layerPs, layerOps, embOps, headOps, opsByRank)
+		layers = e.states(layerPs, float64(e.rankLayers(r.WorstStage)), true)
 	}
 	// Timing and the roofline take the slowest stage: the one with the most layers.
 	e.layersPerStage = mostLayers
@@ -662,17 +668,8 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		st.EndOfStepAllocated += int64(mainGradCopy)
 	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
-	if e.replayable(len(layerOps)) {
-		var embPs, headPs []paramTensor
-		if first {
-			embPs = embeddingParams(e.x)
-		}
-		if last {
-			headPs = headParams(e.x, c.Parallel.PP)
-		}
-		seq := e.trainingSequenceOf(i, layerPs, embPs, headPs, e.stepsFor(layerOps, embOps, headOps), st.Other)
-		e.replayReserved(&st, seq)
-		e.seqs[i] = seq
+	if e.replayable(len(layerOps)) && c.Parallel.PP == 1 {
+		e.replayStage(&st, i, layerPs, layerOps, embOps, headOps)
 	}
 
 	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,

@@ -103,18 +103,18 @@ func TestTensorParallelDTensor(t *testing.T) {
 	}
 }
 
-// TestRingAttention: with cp 2 each rank holds s/cp = 16 of the 32 tokens. The ring's all-gather rotater
-// gathers K and V of every rank: the local K and V are 2·b·16·2·16·2 = 4,096 B, gathered 8,192 B; the merger
-// accumulates the output in fp32 (b·16·4·16·4 = 8,192 B). Backward gathers again and keeps fp32 dq (8,192 B)
-// and fp32 dK, dV (4·4,096 B) beside them.
+// TestRingAttention: with cp 2 each rank holds s/cp = 16 of the 32 tokens. torchtitan repeats K and V to the 4
+// query heads before SDPA, so the local K and V are 2·b·16·4·16·2 = 8,192 B, and the ring's all-gather rotater
+// gathers every rank's: 16,384 B; the merger accumulates the output in fp32 (b·16·4·16·4 = 8,192 B). Backward
+// gathers again and keeps fp32 dq (8,192 B) and fp32 dK, dV (4·8,192 B) beside them.
 func TestRingAttention(t *testing.T) {
 	r := tinyTitan(t, func(c *Config) { c.Parallel.CP = 2 })
 	a := op(t, r, "attention")
-	if a.TempBytes != 8192+8192 {
-		t.Errorf("ring attention forward buffers %d B, want %d", a.TempBytes, 8192+8192)
+	if a.TempBytes != 16384+8192 {
+		t.Errorf("ring attention forward buffers %d B, want %d", a.TempBytes, 16384+8192)
 	}
-	if got := a.Extra["ring_backward_temp_bytes"]; got != int64(8192+8192+4*4096) {
-		t.Errorf("ring attention backward buffers %v B, want %d", got, 8192+8192+4*4096)
+	if got := a.Extra["ring_backward_temp_bytes"]; got != int64(16384+8192+4*8192) {
+		t.Errorf("ring attention backward buffers %v B, want %d", got, 16384+8192+4*8192)
 	}
 	if r.Summary.ReservedSource != ReservedByReplay {
 		t.Errorf("context-parallel reserved from %s, want the allocator replay", r.Summary.ReservedSource)

@@ -1,6 +1,10 @@
 package static
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // Pipeline layouts as torch.distributed.pipelining (torchtitan) and Megatron-LM run them.
 //
@@ -230,7 +234,46 @@ func (e *est) inflightOf(r int) pipeInflight {
 	p := e.c.Parallel
 	chunks := e.rankChunks(r)
 	m := max(1, p.NumMicrobatches)
-	ops := scheduleOps(p.PPSchedule, p.PP, p.VirtualStages, m, r)
+	if p.PPSchedule == "gpipe" {
+		// Every forward before any backward: the whole step is in flight.
+		var layers int64
+		for _, l := range chunks {
+			layers += int64(l)
+		}
+		first, last := int64(0), int64(0)
+		if r == 0 {
+			first = int64(m)
+		}
+		if r == p.PP-1 {
+			last = int64(m)
+		}
+		return pipeInflight{layerMBs: layers * int64(m), firstMBs: first, lastMBs: last, maxChunkMBs: int64(m), microbatches: int64(m)}
+	}
+	if p.PPSchedule == "1f1b" {
+		// Schedule1F1B: the warm-up forwards stay in flight through the steady phase.
+		k := int64(min(m, p.PP-r))
+		return pipeInflight{layerMBs: k * int64(chunks[0]), firstMBs: k * int64(boolInt(r == 0)), lastMBs: k * int64(boolInt(r == p.PP-1)),
+			maxChunkMBs: k, microbatches: int64(m)}
+	}
+	// The steady phase repeats one round's pattern, so a few rounds show the worst moment: simulating at most four
+	// rounds (micro-batches per round unchanged) bounds the work for any micro-batch count; beyond
+	// maxScheduleOps actions per rank, the warm-up count times the largest chunk stands in for the simulation.
+	sim := m
+	if rounds := max(1, m/p.PP); rounds > 4 {
+		sim = m / rounds * 4
+	}
+	if sim*p.VirtualStages > maxScheduleOps {
+		rounds := max(1, m/p.PP)
+		mpr := m / rounds
+		factor := 2
+		if p.PPSchedule == "zero_bubble" {
+			factor = 1
+		}
+		k := int64(min((p.VirtualStages-1)*mpr+factor*(p.PP-1-r)+1, m*p.VirtualStages))
+		return pipeInflight{layerMBs: k * int64(slices.Max(chunks)), firstMBs: int64(m) * int64(boolInt(r == 0)),
+			lastMBs: int64(boolInt(r == p.PP-1)), maxChunkMBs: int64(m), microbatches: int64(m)}
+	}
+	ops := scheduleOps(p.PPSchedule, p.PP, p.VirtualStages, sim, r)
 	live := make([]int64, len(chunks))
 	release := byte('B')
 	if p.PPSchedule == "zero_bubble" {
@@ -382,4 +425,57 @@ func (t *trainSeq) runSchedule(so stepOps) {
 		s.at(t.step, "backward", -1, "pipeline.merge_outputs")
 		s.free(s.alloc(int64(len(t.outChunks)) * logits)) // step() returns them concatenated; torchtitan drops it
 	}
+}
+
+// replayStage replays rank i's allocation sequence and takes its reserved memory from the allocator model.
+func (e *est) replayStage(st *Stage, i int, layerPs []paramTensor, layerOps, embOps, headOps []Operator) {
+	var embPs, headPs []paramTensor
+	if i == 0 {
+		embPs = embeddingParams(e.x)
+	}
+	if i == e.c.Parallel.PP-1 {
+		headPs = headParams(e.x, e.c.Parallel.PP)
+	}
+	seq := e.trainingSequenceOf(i, layerPs, embPs, headPs, e.stepsFor(layerOps, embOps, headOps), st.Other)
+	e.replayReserved(st, seq)
+	e.seqs[i] = seq
+}
+
+// replayPipeline replays the pipeline ranks that can hold the worst device total, highest predicted first: a
+// rank whose flat-allowance total, plus twice the largest fragmentation a replay has shown so far, stays below
+// the worst replayed total cannot overtake it, and keeps its flat allowance. It returns the worst stage, its
+// operators and index.
+func (e *est) replayPipeline(r *Report, layerPs []paramTensor, layerOps, embOps, headOps []Operator, opsByRank [][]Operator) (Stage, []Operator, int) {
+	order := make([]int, len(r.Stages))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(r.Stages[b].DeviceTotal, r.Stages[a].DeviceTotal) })
+	var best int64
+	var frag int64
+	worstIdx := r.WorstStage
+	for _, i := range order {
+		st := &r.Stages[i]
+		allowance := st.PeakReserved - st.PeakAllocated
+		if best > 0 && st.DeviceTotal-allowance+2*frag < best {
+			break
+		}
+		e.setRank(i)
+		e.replayStage(st, i, layerPs, layerOps, embOps, headOps)
+		frag = max(frag, st.PeakReserved-st.PeakAllocated)
+		if st.DeviceTotal > best {
+			best, worstIdx = st.DeviceTotal, i
+		}
+	}
+	return r.Stages[worstIdx], opsByRank[worstIdx], worstIdx
+}
+
+// maxScheduleOps bounds the micro-batch-chunk actions simulated per rank (searches estimate many times).
+const maxScheduleOps = 4096
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

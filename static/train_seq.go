@@ -371,7 +371,7 @@ func (t *trainSeq) backOps(ops []Operator, keep [][]uint64, ps []paramTensor, ke
 				}
 				t.gradOf(k, t.gBytes(p))
 			}
-			if op.Name == "lm_head" && e.x.tied && !t.fsdp.on {
+			if op.Name == "lm_head" && e.x.tied && !t.fsdp.on && len(t.embPs) > 0 {
 				// A tied output layer's weight gradient waits in the autograd engine's input buffer of the shared
 				// parameter until the embedding's backward adds its own.
 				t.tiedPart = s.alloc(int64(e.perGPU(t.embPs[0]) * e.pb))

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscan/memscan/internal/categorize"
+	"github.com/memscan/memscan/internal/suggest"
 )
 
 // cmdLine is the command line of one subcommand: its flags, with the flags several commands share worded once
@@ -50,14 +51,61 @@ func newCmdLine(name string, help helpDoc, stderr io.Writer) *cmdLine {
 // parse parses args. With --help it prints the help on stdout and reports helped; the command then returns err,
 // which is nil.
 func (c *cmdLine) parse(args []string, stdout io.Writer) (helped bool, err error) {
+	if err := c.singleDashLong(args); err != nil {
+		return false, err
+	}
 	if err := c.Parse(args); err != nil {
-		return false, usageErrorf("%s: %v (see memscan %s --help)", c.Name(), err, c.Name())
+		return false, usageErrorf("%s: %v%s (see memscan %s --help)", c.Name(), err, c.flagHint(err), c.Name())
 	}
 	if c.showHelp {
 		c.printHelp(stdout)
 		return true, nil
 	}
 	return false, nil
+}
+
+// singleDashLong refuses a long flag written with one dash (-help, -out DIR): pflag would read it as a row of
+// one-letter flags, -o with the value "ut", and go on with the wrong value or fail on a letter.
+func (c *cmdLine) singleDashLong(args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if f := c.Lookup(name); f != nil && !f.Hidden {
+			return usageErrorf("%s: %s: long flags take two dashes: --%s (see memscan %s --help)", c.Name(), a, a[1:], c.Name())
+		}
+	}
+	return nil
+}
+
+// flagHint offers the closest flags of the command for an unknown flag in err, as "; did you mean --no-plots?";
+// a long name written with one dash (-out) is an unknown shorthand to pflag and gets its long spelling offered.
+func (c *cmdLine) flagHint(err error) string {
+	msg := err.Error()
+	var word string
+	switch {
+	case strings.HasPrefix(msg, "unknown flag: --"):
+		word = strings.TrimPrefix(msg, "unknown flag: --")
+	case strings.HasPrefix(msg, "unknown shorthand flag: ") && strings.Contains(msg, " in -"):
+		word = msg[strings.LastIndex(msg, " in -")+len(" in -"):]
+		word, _, _ = strings.Cut(word, "=")
+		if len(word) < 2 {
+			return ""
+		}
+	default:
+		return ""
+	}
+	var names []string
+	c.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
+		}
+	})
+	return suggest.Hint(word, names, func(n string) string { return "--" + n })
 }
 
 // outFlag registers --out as the results root of a command that writes run directories.

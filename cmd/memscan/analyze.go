@@ -35,10 +35,12 @@ Analyze PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles,
 tracer JSON, torch.profiler memory timelines and training logs: where the GPU memory went, what held it at the
 peak, and what to change.
 
-INPUT is a file, a directory or a glob. Directories are searched for snapshot-like files (*.pickle, *.pkl,
-*snapshot*, memory/tracer/timeline *.json and *.json.gz, *.log), including both torchtitan layouts
-iteration_N/rankR_memory_snapshot.pickle and step_NNNNNNNNNNNN/RRRRRR_step_N.pickle; memscan's own run
-directories are skipped. The content decides the format, never the extension.
+INPUT is a file, a directory or a glob. Directories are searched for files named like inputs (*.pickle, *.pkl,
+*snapshot*, memory/tracer/timeline *.json, *.log, each also as .gz), including both torchtitan layouts
+iteration_N/rankR_memory_snapshot.pickle and step_NNNNNNNNNNNN/RRRRRR_step_N.pickle; what a search skips
+(other files, memscan's own run directories, hidden folders) is noted on stderr. A file named as an argument is
+read whatever its name: the content decides the format, never the extension. Inputs are reported in the order
+of the arguments, the files of one directory or glob in natural order (rank2 before rank10).
 
 Each run writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with analysis_report.txt, README.md (findings with the charts),
 summary.json (integer bytes), report.msgpack (the whole report) and PNG charts, and points <out>/latest at it.
@@ -299,6 +301,11 @@ func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, st
 				}
 			},
 			Warning: func(err error) { fmt.Fprintf(stderr, "memscan: warning: %v\n", err) },
+			Skipped: func(s load.Skipped) {
+				if !flags.quiet {
+					fmt.Fprintf(stderr, "memscan: note: %v\n", s)
+				}
+			},
 		}})
 	var rankErr *pipeline.RankError
 	var noneErr *pipeline.NothingAnalyzedError

@@ -43,6 +43,8 @@ type Events struct {
 	Done  func()
 	// Warning is something the caller should know that fails nothing (a remedy the estimator could not compute).
 	Warning func(error)
+	// Skipped is what a directory walk passed over, and why, before any file is analyzed.
+	Skipped func(load.Skipped)
 }
 
 // Request is one analysis: the INPUT arguments of memscan analyze and what to do with them.
@@ -76,9 +78,13 @@ type Result struct {
 // when interrupted.
 func Analyze(ctx context.Context, req Request) (*Result, error) {
 	ev := req.Events.serialized()
-	files, missed := load.Discover(req.Inputs, req.Discover)
+	found := load.Discover(req.Inputs, req.Discover)
+	files := found.Files
+	for _, sk := range found.Skipped {
+		ev.skipped(sk)
+	}
 	var failures []report.Failure
-	for _, f := range missed {
+	for _, f := range found.Failures {
 		failures = append(failures, report.Failure(f))
 		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
 	}
@@ -195,6 +201,14 @@ func (ev *events) done() {
 		ev.mu.Lock()
 		defer ev.mu.Unlock()
 		ev.e.Done()
+	}
+}
+
+func (ev *events) skipped(s load.Skipped) {
+	if ev.e.Skipped != nil {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		ev.e.Skipped(s)
 	}
 }
 

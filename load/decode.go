@@ -94,6 +94,10 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 			return nil, err
 		}
 		return &Input{Path: name, Format: snapshot.PickleFormat(snap.Protocol), Snapshot: snap}, nil
+	case input.KindZip:
+		return nil, zipError(name, head)
+	case input.KindLegacyTorchSave:
+		return nil, legacyTorchSaveError(name)
 	case input.KindOldPickle:
 		return nil, snapshot.OldPickleError(ctx, name, head)
 	case input.KindGzip:

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/internal/testutil"
 )
 
 // gzipCopy writes src gzip-compressed to dst.
@@ -17,18 +18,7 @@ func gzipCopy(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := gzip.NewWriter(f)
-	if _, err := zw.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(dst, testutil.Gzip(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,10 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
-	"time"
-
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/analyze"
@@ -113,7 +109,7 @@ func (f *analyzeFlags) register(c *cmdLine) {
 	c.IntVar(&f.top, "top", report.DefaultTopN, "largest allocations and sites to report per input")
 	c.formatFlag(&f.format, "text", "text", "json", "md")
 	c.noPlotsFlag(&f.noPlots)
-	c.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
+	c.StringVar(&f.progress, "progress", "auto", "progress line on stderr (bytes read, files done, the stage of the latest input): auto (when stderr is a terminal), always or never")
 	c.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
 	c.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
 	c.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
@@ -272,41 +268,38 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 // inputs that could be analyzed and the failures of the others, with progress and failures on stderr. total counts
 // the inputs, with the arguments that yielded none.
 func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
-	var bar *progressbar.ProgressBar
-	defer func() {
-		if bar != nil {
-			bar.Finish()
+	bar := newProgress(flags, stderr)
+	// say prints a line on stderr, above the progress line while there is one.
+	say := func(format string, args ...any) { fmt.Fprintf(stderr, format, args...) }
+	opts := flags.opts
+	events := pipeline.Events{
+		Start:   func(files []string) { applyMemoryLimit(files, flags.jobs) },
+		Failure: func(err error) { say("memscan: %v\n", err) },
+		Warning: func(err error) { say("memscan: warning: %v\n", err) },
+		Skipped: func(s load.Skipped) {
+			if !flags.quiet {
+				say("memscan: note: %v\n", s)
+			}
+		},
+	}
+	if bar != nil {
+		defer bar.end()
+		say = bar.printf
+		opts.Read = &bar.read
+		events.Start = func(files []string) {
+			applyMemoryLimit(files, flags.jobs)
+			bar.begin(files)
 		}
-	}()
+		events.Done = bar.fileDone
+		events.Stage = bar.reached
+	}
 	rank := -1
 	if flags.rankSet {
 		rank = flags.rank
 	}
 	res, err := pipeline.Analyze(ctx, pipeline.Request{Inputs: inputs, Discover: load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir},
-		Options: flags.opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Bare: flags.summaryOnly, Tool: "memscan " + version,
-		Events: pipeline.Events{
-			Start: func(files []string) {
-				applyMemoryLimit(files, flags.jobs)
-				bar = newProgress(len(files), flags, stderr)
-			},
-			Failure: func(err error) {
-				if bar != nil {
-					bar.Clear()
-				}
-				fmt.Fprintf(stderr, "memscan: %v\n", err)
-			},
-			Done: func() {
-				if bar != nil {
-					bar.Add(1)
-				}
-			},
-			Warning: func(err error) { fmt.Fprintf(stderr, "memscan: warning: %v\n", err) },
-			Skipped: func(s load.Skipped) {
-				if !flags.quiet {
-					fmt.Fprintf(stderr, "memscan: note: %v\n", s)
-				}
-			},
-		}})
+		Options: opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Bare: flags.summaryOnly, Tool: "memscan " + version,
+		Events: events})
 	var rankErr *pipeline.RankError
 	var noneErr *pipeline.NothingAnalyzedError
 	switch {
@@ -360,31 +353,6 @@ func printAnalyzeReport(stdout io.Writer, run *report.Run, flags *analyzeFlags) 
 		return fmt.Errorf("analyze: writing the report: %w", err)
 	}
 	return nil
-}
-
-// newProgress returns a progress bar on stderr, or nil when it should not be shown.
-func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.ProgressBar {
-	show := false
-	switch {
-	case flags.quiet || flags.progress == "never":
-	case flags.progress == "always":
-		show = true
-	default:
-		f, ok := stderr.(*os.File)
-		show = ok && term.IsTerminal(int(f.Fd()))
-	}
-	if !show || n == 0 {
-		return nil
-	}
-	return progressbar.NewOptions(n,
-		progressbar.OptionSetWriter(stderr),
-		progressbar.OptionSetDescription("analyzing"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(100*time.Millisecond),
-	)
 }
 
 // summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.

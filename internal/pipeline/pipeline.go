@@ -45,6 +45,8 @@ type Events struct {
 	Warning func(error)
 	// Skipped is what a directory walk passed over, and why, before any file is analyzed.
 	Skipped func(load.Skipped)
+	// Stage says that the analysis of file reached stage (analyze.Options.Stage), a few times per file.
+	Stage func(file string, stage analyze.Stage)
 }
 
 // Request is one analysis: the INPUT arguments of memscan analyze and what to do with them.
@@ -144,7 +146,11 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, job
 			if ctx.Err() != nil {
 				return nil
 			}
-			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, opts)
+			o := opts
+			if ev.e.Stage != nil {
+				o.Stage = func(s analyze.Stage) { ev.stage(path, s) }
+			}
+			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, o)
 			errs[i] = WithCommandHint(errs[i])
 			if errs[i] != nil && ctx.Err() == nil {
 				ev.failure(errs[i])
@@ -210,6 +216,12 @@ func (ev *events) skipped(s load.Skipped) {
 		defer ev.mu.Unlock()
 		ev.e.Skipped(s)
 	}
+}
+
+func (ev *events) stage(file string, s analyze.Stage) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.e.Stage(file, s)
 }
 
 func (ev *events) warning(err error) {

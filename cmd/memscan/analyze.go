@@ -41,7 +41,8 @@ of the arguments, the files of one directory or glob in natural order (rank2 bef
 Each run writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with analysis_report.txt, README.md (findings with the charts),
 summary.json (integer bytes), report.msgpack (the whole report) and PNG charts, and points <out>/latest at it.
 The report goes to stdout (--format json prints summary.json, md the findings of README.md); progress, warnings
-and "wrote DIR" go to stderr.
+and "wrote DIR" go to stderr. --no-files prints only; where the default --out cannot be written (a read-only
+working directory), the report is still printed, with a warning that no files were written.
 
 Allocator replay: every snapshot with a trace is replayed through a model of PyTorch's caching allocator under
 its recorded settings; the report compares the replayed peak reserved memory with the recorded one. With
@@ -54,6 +55,7 @@ out-of-memory event in the trace, else none is assumed (the report says which).`
 		"memscan analyze --jobs 8 --no-plots outputs/memory_snapshot/          # every rank and iteration",
 		"memscan analyze 'outputs/memory_snapshot/iteration_*/rank0_*.pickle'  # one rank across iterations",
 		"memscan analyze --format json --quiet snapshot.pickle > summary.json",
+		"memscan analyze --no-files snapshot.pickle.gz                         # print only",
 		"memscan analyze --summary-only --out /dump/summaries rank7_memory_snapshot.pickle   # then: memscan merge /dump/summaries",
 		"memscan analyze --alloc-conf expandable_segments:True --gpu h100-sxm snapshot.pickle  # what would it reserve?",
 	},
@@ -67,13 +69,17 @@ out-of-memory event in the trace, else none is assumed (the report says which).`
 
 // analyzeFlags are the parsed flags of memscan analyze.
 type analyzeFlags struct {
-	out      string
-	name     string
-	jobs     int
-	rules    string
-	top      int
-	format   string
-	noPlots  bool
+	out     string
+	name    string
+	jobs    int
+	rules   string
+	top     int
+	format  string
+	noPlots bool
+	noFiles bool
+	// writeTo is the results root the run directory goes into; "" writes none (--no-files, or a default --out
+	// that cannot be written).
+	writeTo  string
 	progress string
 	rank     int
 	rankSet  bool
@@ -109,6 +115,7 @@ func (f *analyzeFlags) register(c *cmdLine) {
 	c.IntVar(&f.top, "top", report.DefaultTopN, "largest allocations and sites to report per input")
 	c.formatFlag(&f.format, "text", "text", "json", "md")
 	c.noPlotsFlag(&f.noPlots)
+	c.noFilesFlag(&f.noFiles)
 	c.StringVar(&f.progress, "progress", "auto", "progress line on stderr (bytes read, files done, the stage of the latest input): auto (when stderr is a terminal), always or never")
 	c.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
 	c.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
@@ -151,13 +158,19 @@ func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, 
 	if c.NArg() == 0 {
 		return nil, nil, false, usageErrorf("analyze: no INPUT given (see memscan analyze --help)")
 	}
-	// --summary-only without --out writes beside each input, so only a given --out is checked then.
-	if !f.summaryOnly || f.summaryDir != "" {
+	var err error
+	switch {
+	case f.summaryOnly && f.noFiles:
+		return nil, nil, false, usageErrorf("analyze: --summary-only writes the rank summaries that --no-files would not; give one of them")
+	case f.summaryOnly && f.summaryDir != "":
 		if err := checkOutDir(f.out); err != nil {
 			return nil, nil, false, usageErrorf("analyze: --out %s: %v", f.out, err)
 		}
+	case !f.summaryOnly: // without --out, --summary-only writes beside each input
+		if f.writeTo, err = c.filesDir(f.out, f.noFiles, !f.quiet || f.formatSet, stderr); err != nil {
+			return nil, nil, false, err
+		}
 	}
-	var err error
 	if f.opts, f.staticCfg, err = analyzeOptions(c, f); err != nil {
 		return nil, nil, false, err
 	}
@@ -218,16 +231,18 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if flags.summaryOnly {
 		return writeRankSummaries(run, run.Failures, total, flags, stdout, stderr)
 	}
-	dir, err := writeAnalyzeRun(ctx, run, files, flags, stderr)
-	if err != nil {
-		return err
+	var dir string
+	if flags.writeTo != "" {
+		if dir, err = writeAnalyzeRun(ctx, run, files, flags, stderr); err != nil {
+			return err
+		}
 	}
 	if !flags.quiet || flags.formatSet {
 		if err := printAnalyzeReport(stdout, run, flags); err != nil {
 			return err
 		}
 	}
-	if !flags.quiet {
+	if !flags.quiet && dir != "" {
 		fmt.Fprintf(stderr, "wrote %s\n", dir)
 	}
 	if flags.staticCfg != nil {
@@ -236,7 +251,11 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if len(run.Failures) > 0 {
-		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed; the rest are in %s", len(run.Failures), total, dir)}
+		where := "; the rest were analyzed"
+		if dir != "" {
+			where = "; the rest are in " + dir
+		}
+		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed%s", len(run.Failures), total, where)}
 	}
 	return nil
 }
@@ -322,10 +341,10 @@ func writeAnalyzeRun(ctx context.Context, run *report.Run, files []string, flags
 	if name == "" {
 		name = results.RunName(files)
 	}
-	dir, err := writeRun(flags.out, name, stderr, func(dir string) error {
+	dir, err := writeRun(flags.writeTo, name, stderr, func(dir string) error {
 		written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
 		if err != nil {
-			return fmt.Errorf("writing the run in %s: %w", flags.out, err)
+			return fmt.Errorf("writing the run in %s: %w", flags.writeTo, err)
 		}
 		if written.ChartErr != nil {
 			fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)

@@ -119,10 +119,24 @@ func (c *cmdLine) outFlagP(p *string, retiredShorthand string) {
 	}
 }
 
-// outDirFlag registers --out for a command that writes its files straight into a directory, without a run
-// directory.
-func (c *cmdLine) outDirFlag(p *string, def string) {
-	c.StringVar(p, "out", def, "directory the files are written into (no timestamped run directory)")
+// filesDir says where a writing command puts its files, "" for nowhere: nowhere with --no-files, else --out
+// when it can hold them. An --out that cannot is a usage error when it was given, or when the command would then
+// print nothing; left at its default, say in a read-only working directory, the files are skipped with a warning
+// and the command prints its report (reported), so a report asked for on stdout is not lost for files nobody
+// named.
+func (c *cmdLine) filesDir(out string, noFiles, reported bool, stderr io.Writer) (string, error) {
+	if noFiles {
+		return "", nil
+	}
+	err := checkOutDir(out)
+	switch {
+	case err == nil:
+		return out, nil
+	case c.Changed("out") || !reported:
+		return "", usageErrorf("%s: --out %s: %v", c.Name(), out, err)
+	}
+	fmt.Fprintf(stderr, "memscan: warning: %s: writing no files: the default --out %s %v (give --out DIR, or --no-files)\n", c.Name(), out, err)
+	return "", nil
 }
 
 // formatFlag registers --format, what the command prints (or writes): one of values; def "" makes it required.

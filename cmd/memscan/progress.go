@@ -69,8 +69,11 @@ func newProgress(flags *analyzeFlags, stderr io.Writer) *progress {
 	return p
 }
 
-// begin starts the line for files, whose sizes make the total.
+// begin starts the line for files, whose sizes make the total; with no file there is nothing to show.
 func (p *progress) begin(files []string) {
+	if len(files) == 0 {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.files, p.start = len(files), time.Now()
@@ -134,12 +137,12 @@ func (p *progress) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
-	p.files = -1 // draw nothing more
+	p.files = 0 // draw nothing more
 }
 
 // draw redraws the line over the one on screen; p.mu is held.
 func (p *progress) draw() {
-	if p.files < 0 {
+	if p.files <= 0 { // not begun, or ended
 		return
 	}
 	line := p.line(time.Since(p.start))

@@ -11,6 +11,8 @@ import (
 // to print nothing. A run that would print nothing, or an --out given explicitly, stays a usage error.
 func TestReadOnlyWorkingDirectory(t *testing.T) {
 	example := fixture(t, goldenFixtures["example"])
+	summaries := t.TempDir()
+	writeSummaries(t, summaries, 2)
 	cfg := fixture(t, goldenFixtures["llama3"])
 	tracer, tracer1 := fixture(t, goldenFixtures["tracer"]), fixture(t, goldenFixtures["tracer-r1"])
 	t.Chdir("/proc/self")
@@ -30,6 +32,7 @@ func TestReadOnlyWorkingDirectory(t *testing.T) {
 		{"static", "--config", cfg},
 		{"compare", tracer, tracer1},
 		{"calibrate", "--config", cfg, "--measured-peak-allocated", "61203283968"},
+		{"merge", summaries},
 	} {
 		code, stdout, stderr := runCLI(t, args...)
 		if code != exitOK || stdout == "" || !strings.Contains(stderr, "memscan: warning: "+args[0]+": "+warning) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
@@ -116,7 +117,7 @@ func (a *analysis) replayAll() error {
 	// A trace of a handful of events ("state" recording keeps only the last one) holds no history to judge from.
 	history := false
 	for _, d := range devices {
-		history = history || len(d.Trace) >= minHistoryEvents
+		history = history || len(d.Trace) >= findings.MinHistoryEvents
 	}
 	fs, err := detect.Detect(a.ctx, &detect.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
 	if err != nil {
@@ -125,10 +126,6 @@ func (a *analysis) replayAll() error {
 	a.findings, a.judgedAtPeak = fs, history
 	return nil
 }
-
-// minHistoryEvents is the trace length from which the detectors judge at the peak instead of at the dump: an
-// allocation and its free at the least.
-const minHistoryEvents = 2
 
 // judge prepares the replayed device for the detectors and gives every element the category its attribution
 // chose: where the stack is missing or names only generic machinery (autograd's engine, optimizer code), the

@@ -165,6 +165,11 @@ func TestCLIFailureGolden(t *testing.T) {
 	if err := os.WriteFile(badConfig, []byte(`{"model": {"hidden_size": 4096, "no_such_key": 1}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A torch.profiler trace, the file people most often take for a memory dump.
+	profTrace := filepath.Join(tmp, "trace.json")
+	if err := os.WriteFile(profTrace, []byte(`{"schemaVersion": 1, "deviceProperties": [], "traceEvents": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	empty := filepath.Join(tmp, "empty")
 	if err := os.MkdirAll(empty, 0o755); err != nil {
 		t.Fatal(err)
@@ -179,6 +184,9 @@ func TestCLIFailureGolden(t *testing.T) {
 		{"help_top.txt", []string{"--help"}},
 		{"help_help.txt", []string{"help"}},
 		{"version.txt", []string{"version"}},
+		{"version_flag.txt", []string{"--version"}},
+		{"help_command_merge.txt", []string{"help", "merge"}},
+		{"fail_help_unknown.txt", []string{"help", "analyse"}},
 		{"help_analyze.txt", []string{"analyze", "--help"}},
 		{"help_static.txt", []string{"static", "--help"}},
 		{"help_gpus.txt", []string{"gpus", "--help"}},
@@ -191,6 +199,7 @@ func TestCLIFailureGolden(t *testing.T) {
 		{"fail_analyze_bad_format.txt", []string{"analyze", "--format", "xml", "--out", out, in("example")}},
 		{"fail_analyze_missing.txt", []string{"analyze", "--progress", "never", "--out", out, filepath.Join(tmp, "missing.pickle")}},
 		{"fail_analyze_truncated.txt", []string{"analyze", "--progress", "never", "--no-plots", "--out", out, truncated}},
+		{"fail_analyze_profiler_trace.txt", []string{"analyze", "--progress", "never", "--no-plots", "--out", out, profTrace}},
 		{"fail_analyze_bad_alloc_conf.txt", []string{"analyze", "--alloc-conf", "expandable_segment:True", "--out", out, in("example")}},
 		{"fail_analyze_bad_gpu.txt", []string{"analyze", "--gpu", "h9000", "--out", out, in("example")}},
 		{"fail_static_no_config.txt", []string{"static", "--no-files"}},

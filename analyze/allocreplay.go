@@ -186,6 +186,9 @@ func (a *analysis) allocatorReplay() error {
 			}
 		}
 	}
+	for i := range a.part.Details {
+		a.part.Details[i].setWhatIf(reps)
+	}
 	for _, r := range reps {
 		a.warnReplay(&r)
 	}

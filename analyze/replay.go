@@ -397,6 +397,10 @@ func (r *replay) peak(d *findings.Device) (Peak, []int64) {
 	} else if t < 0 && r.trace[0].HasTime {
 		p.TimeUS = r.trace[0].TimeUS
 	}
+	p.ReservedBytes = r.initialReserved
+	if p.EventIndex >= 0 {
+		p.ReservedBytes = r.reserved[p.EventIndex]
+	}
 	it, ph := d.Timeline.At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()
 	// The live set at the peak, in one pass: bytes and counts per category and per site, and per component with

@@ -247,6 +247,9 @@ type Peak struct {
 	// FirstIterationPhase is the phase of iteration 1's own peak ("" without iterations): the step a static
 	// estimate describes.
 	FirstIterationPhase string `json:"first_iteration_phase,omitempty" msgpack:"first_iteration_phase,omitempty"`
+	// ReservedBytes is the segment bytes at the same moment (what the allocator held for the peak); 0 in reports
+	// written before it existed.
+	ReservedBytes int64 `json:"reserved_bytes,omitempty" msgpack:"reserved_bytes,omitempty"`
 }
 
 // OOM is one out-of-memory event from a device trace.

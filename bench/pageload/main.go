@@ -1,0 +1,104 @@
+// Command pageload measures memscan's interactive page in headless Chromium: the page's size, the time from
+// navigation until every timeline is drawn (body[data-ready]), the requests it made beyond itself and its script
+// errors; with -shot it saves a screenshot of the first screen. bench/page.sh runs it on generated and real
+// snapshots.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/memscan/memscan/internal/browser"
+)
+
+func main() {
+	shot := flag.String("shot", "", "write a PNG screenshot of the first screen to this file")
+	runs := flag.Int("runs", 3, "loads to time (the median is reported)")
+	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: pageload [-shot FILE] [-runs N] PAGE.html") }
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(1)
+	}
+	if err := run(flag.Arg(0), *shot, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "pageload:", err)
+		os.Exit(1)
+	}
+}
+
+func run(page, shot string, runs int) error {
+	abs, err := filepath.Abs(page)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, err := browser.Start(ctx, 1366, 900)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	url := "file://" + abs
+	var times []time.Duration
+	var inPage string
+	for range max(1, runs) {
+		d, err := s.Load(url)
+		if err != nil {
+			return err
+		}
+		times = append(times, d)
+		inPage, err = chromedp.Run(s.Ctx, chromedp.Evaluate[string](`document.body.dataset.loadMs`))
+		if err != nil {
+			return err
+		}
+	}
+	med := median(times)
+	fmt.Printf("page %s: %.2f MB, load+draw %.0f ms (median of %d; %.0f ms of it in the page's script), external requests %d, script errors %d\n",
+		filepath.Base(page), float64(fi.Size())/1e6, float64(med.Microseconds())/1000, len(times), atof(inPage), len(s.ExternalRequests(url)), len(s.Errors()))
+	timing, err := chromedp.Run(s.Ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.timeline')).map(e => e.id + ': ' + e.dataset.timing + ', first draw ' + e.dataset.drawMs + ' ms').join('\n')`))
+	if err != nil {
+		return err
+	}
+	fmt.Println(timing)
+	for _, r := range s.ExternalRequests(url) {
+		fmt.Println("  request:", r)
+	}
+	for _, e := range s.Errors() {
+		fmt.Println("  error:", e)
+	}
+	if shot != "" {
+		png, err := chromedp.Run(s.Ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(shot, png, 0o644)
+	}
+	return nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[len(s)/2]
+}
+
+func atof(s string) float64 {
+	var f float64
+	fmt.Sscanf(s, "%g", &f)
+	return f
+}

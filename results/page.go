@@ -1,0 +1,48 @@
+package results
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/units"
+)
+
+// The interactive timeline's script and style, embedded in every page (the page loads nothing).
+var (
+	//go:embed viewer/viewer.js
+	viewerJS string
+	//go:embed viewer/viewer.css
+	viewerCSS string
+)
+
+// maxPageTimelineBytes bounds the timeline data one page embeds (base64 text, all devices of all inputs), so
+// that the page stays under about 10 MB; a trace beyond it is shown by memscan view, which sends it on demand.
+const maxPageTimelineBytes = 9 << 20
+
+// pageTimelines encodes the full-resolution timeline of every traced device of snapshot p (input i) while
+// *budget lasts; note says what was left out and how to see it.
+func pageTimelines(i int, r *analyze.Report, p *analyze.SnapshotReport, budget *int) (tls []pageTimeline, note string, err error) {
+	for k := range p.Details {
+		d := &p.Details[k]
+		tl, err := newPageTimeline(i, r, p, d)
+		if err != nil {
+			return nil, "", err
+		}
+		size := len(tl.Blob) + len(tl.Meta)
+		if size > *budget {
+			note = fmt.Sprintf("The timeline of device %d (%d events, %s of data) is too large to embed in this page; `memscan view %s` serves it with every detail.",
+				d.Device, d.Events, units.Bytes(int64(size)), r.File)
+			continue
+		}
+		*budget -= size
+		tls = append(tls, tl)
+	}
+	return tls, note, nil
+}
+
+// pageAssets are the viewer's script and style for the template; they are memscan's own constant text.
+func pageAssets() (template.JS, template.CSS) {
+	return template.JS(viewerJS), template.CSS(viewerCSS)
+}

@@ -1,0 +1,175 @@
+package results
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/browser"
+	"github.com/memscan/memscan/internal/gen"
+)
+
+// pageRun analyzes a generated snapshot of entries trace events and writes its run directory (no PNGs: the
+// timeline is the page's own); it returns the page's path and summary.json decoded.
+func pageRun(t *testing.T, entries int, oom bool) (string, map[string]any) {
+	t.Helper()
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "gen.pickle")
+	f, err := os.Create(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gen.Write(f, gen.Config{Seed: 5, Entries: entries, Stacks: gen.StacksPython, ShareStack: true, OOM: oom}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ctx := context.Background()
+	rep, err := analyze.AnalyzeFile(ctx, snap, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &analyze.Run{Version: analyze.ReportVersion, Tool: "memscan test", Inputs: []*analyze.Report{rep}}
+	out := filepath.Join(dir, "run")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(ctx, out, run, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, FileSummary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(out, FileHTML), sum
+}
+
+func startBrowser(t *testing.T) *browser.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	s, err := browser.Start(ctx, 1366, 900)
+	if errors.Is(err, browser.ErrNoBrowser) {
+		t.Skip("no Chromium installed (apt-get install chromium): skipping the interactive page's browser checks")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func eval[T any](t *testing.T, s *browser.Session, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(s.Ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", js, err)
+	}
+	return v
+}
+
+// TestPageInBrowser loads the page of a generated snapshot in headless Chromium and uses it as a person would:
+// it must make no request beyond itself, raise no script error, show the peak on the first screen (the peak the
+// page rebuilds from its embedded trace equals summary.json's), show a stack frame when the mouse is over the
+// timeline, zoom to a dragged range and reset on double-click.
+func TestPageInBrowser(t *testing.T) {
+	page, sum := pageRun(t, 30000, true)
+	s := startBrowser(t)
+	url := "file://" + page
+	if _, err := s.Load(url); err != nil {
+		t.Fatal(err)
+	}
+	in := sum["inputs"].([]any)[0].(map[string]any)
+	wantPeak := int64(in["peak"].(map[string]any)["bytes"].(float64))
+
+	// The answer comes first, inside the first screen, with summary.json's peak.
+	box := eval[map[string]float64](t, s, `(() => { const r = document.querySelector('[data-answer=peak]').getBoundingClientRect(); return {top: r.top, bottom: r.bottom, h: window.innerHeight}; })()`)
+	if box["bottom"] > box["h"] || box["top"] < 0 {
+		t.Errorf("the peak sentence lies at %v–%v, outside the first screen of %v pixels", box["top"], box["bottom"], box["h"])
+	}
+	if got := eval[string](t, s, `document.querySelector('[data-answer=peak]').dataset.value`); got != strconv.FormatInt(wantPeak, 10) {
+		t.Errorf("the page's peak is %s, summary.json's %d", got, wantPeak)
+	}
+	if got := eval[string](t, s, `document.querySelector('.timeline').dataset.peak`); got != strconv.FormatInt(wantPeak, 10) {
+		t.Errorf("the timeline rebuilt a peak of %s from its data, summary.json says %d", got, wantPeak)
+	}
+	if !strings.Contains(eval[string](t, s, `document.querySelector('.answer').textContent`), "OOM on device 0") {
+		t.Error("the generated OOM is not in the answer")
+	}
+
+	// Hover over the middle of the plot: the moment and a stack frame of its largest live block appear.
+	rect := eval[map[string]float64](t, s, `(() => { const r = document.querySelector('.tl-over').getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; })()`)
+	if err := chromedp.Do(s.Ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('.tl-over').scrollIntoView({block: 'center'})`)); err != nil {
+		t.Fatal(err)
+	}
+	rect = eval[map[string]float64](t, s, `(() => { const r = document.querySelector('.tl-over').getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; })()`)
+	midY := rect["y"] + rect["h"]/2
+	at := func(frac float64) float64 { return rect["x"] + 70 + frac*(rect["w"]-82) }
+	if err := chromedp.Do(s.Ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at(0.5), midY), chromedp.Sleep(150*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	frame := eval[string](t, s, `(document.querySelector('.tl-info .frame') || {}).textContent || ''`)
+	if !strings.Contains(frame, ".py:") {
+		t.Errorf("hovering the timeline shows no stack frame (got %q; panel: %q)", frame, eval[string](t, s, `document.querySelector('.tl-info').textContent`))
+	}
+	if moment := eval[string](t, s, `document.querySelector('.tl-moment').textContent`); !strings.Contains(moment, "allocated") || !strings.Contains(moment, "reserved") {
+		t.Errorf("the hovered moment lacks allocated and reserved: %q", moment)
+	}
+
+	// Drag from 30 % to 40 % of the plot: the view narrows to about a tenth of the events.
+	events := eval[string](t, s, `document.querySelector('.timeline').dataset.events`)
+	n, _ := strconv.Atoi(events)
+	drag := chromedp.Steps(
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, at(0.3), midY, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at(0.35), midY, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at(0.4), midY, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at(0.4), midY, chromedp.ButtonLeft),
+	)
+	if err := chromedp.Do(s.Ctx, drag); err != nil {
+		t.Fatal(err)
+	}
+	from, to := viewRange(t, s)
+	if span := to - from; span > n/8 || span < n/14 || from < n/4 || from > n*7/20 {
+		t.Errorf("after dragging over 30–40 %% of %d events the view shows events %d–%d", n, from, to)
+	}
+	if err := chromedp.Do(s.Ctx, chromedp.MouseClickXY(at(0.5), midY, chromedp.ClickCount(2))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(s.Ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, at(0.5), midY, chromedp.ButtonLeft, chromedp.ClickCount(2)),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at(0.5), midY, chromedp.ButtonLeft, chromedp.ClickCount(2))); err != nil {
+		t.Fatal(err)
+	}
+	if from, to := viewRange(t, s); from != 0 || to != n-1 {
+		t.Errorf("double-click left the view at events %d–%d, want 0–%d", from, to, n-1)
+	}
+	if ext := s.ExternalRequests(url); len(ext) > 0 {
+		t.Errorf("the page made requests beyond itself: %v", ext)
+	}
+	if errs := s.Errors(); len(errs) > 0 {
+		t.Errorf("script errors: %v", errs)
+	}
+}
+
+func viewRange(t *testing.T, s *browser.Session) (int, int) {
+	t.Helper()
+	r := eval[string](t, s, `(() => { const d = document.querySelector('.timeline').dataset; return d.from + ' ' + d.to; })()`)
+	var from, to int
+	if _, err := fmt.Sscanf(r, "%d %d", &from, &to); err != nil {
+		t.Fatalf("view range %q: %v", r, err)
+	}
+	return from, to
+}

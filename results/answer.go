@@ -145,3 +145,36 @@ func barWidth(part, whole int64) string {
 	}
 	return fmt.Sprintf("%.1f%%", min(100, float64(part)*100/float64(whole)))
 }
+
+// answer writes an input's answer as the first lines of its README.md section.
+func (m *mdWriter) answer(r *analyze.Report) {
+	a := newAnswer(r)
+	if a.Peak == nil && len(a.OOMs) == 0 {
+		return
+	}
+	m.printf("**Answer**\n\n")
+	if a.Peak != nil {
+		m.printf("- **%s**", mdText(peakSentence(a.Peak)))
+		if a.MaxReserved > 0 {
+			m.printf(" The allocator reserved at most %s over the trace.", units.Bytes(a.MaxReserved))
+		}
+		m.printf("\n")
+		if len(a.Held) > 0 {
+			m.printf("- Held by: %s.\n", mdText(heldLine(a.Held, a.Peak.Bytes, 6)))
+		}
+		if len(a.Components) > 0 {
+			m.printf("- By component: %s.\n", mdText(heldLine(a.Components, a.Peak.Bytes, 6)))
+		}
+	}
+	for _, o := range a.OOMs {
+		m.printf("- **%s**\n", mdText(oomSentence(o)))
+	}
+	for i, f := range a.Findings {
+		save := ""
+		if s := findingSavingText(f); s != "" {
+			save = " (" + s + ")"
+		}
+		m.printf("- Finding %d: **%s**%s. %s\n", i+1, mdText(f.Title), save, mdText(f.Advice))
+	}
+	m.printf("\n")
+}

@@ -83,6 +83,7 @@ type analyzeFlags struct {
 	rank     int
 	rankSet  bool
 	quiet    bool
+	verbose  bool
 	// formatSet: --format was given. With --quiet it still prints that report, so
 	// `--format json --quiet > summary.json` works while progress and "wrote DIR" stay silent.
 	formatSet bool
@@ -110,6 +111,7 @@ func parseAnalyzeFlags(args []string, stdout io.Writer) (*analyzeFlags, []string
 	fs.IntVar(&f.top, "top", analyze.DefaultTopN, "largest allocations and sites to report per input")
 	fs.StringVar(&f.format, "format", "text", "report on stdout: text, json (summary.json) or md (README.md findings)")
 	fs.BoolVar(&f.noPlots, "no-plots", false, "do not draw the PNG charts")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print the full text report (analysis_report.txt) instead of the summary")
 	fs.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
 	fs.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
@@ -337,6 +339,10 @@ func printAnalyzeReport(stdout io.Writer, run *analyze.Run, flags *analyzeFlags)
 	case "md":
 		err = results.WriteMarkdown(stdout, run, results.MarkdownOptions{})
 	default:
+		if !flags.verbose {
+			err = results.WriteSummary(stdout, run)
+			break
+		}
 		err = results.WriteText(stdout, run, results.TextOptions{Top: flags.top})
 	}
 	if err != nil {

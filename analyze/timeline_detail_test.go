@@ -78,6 +78,47 @@ func TestTimelineDetailRebuildsTheReplay(t *testing.T) {
 			if stacked == 0 {
 				t.Error("no block has a stack")
 			}
+			checkEnvelope(t, d, want, rep.Peak.Bytes)
 		})
+	}
+}
+
+// checkEnvelope: every bucket's extremes are those of the replay's series over its events, its category stack
+// adds up to its maximum, and the highest bucket is the peak; for the whole trace and for a zoomed range.
+func checkEnvelope(t *testing.T, d *TimelineDetail, want *DeviceReplay, peak int64) {
+	t.Helper()
+	for _, r := range [][3]int{{0, d.Events, 97}, {d.Events / 3, d.Events / 2, 50}, {10, 30, 100}} {
+		e := d.Envelope(r[0], r[1], r[2])
+		if len(e.Start) != min(r[2], r[1]-r[0]) {
+			t.Fatalf("range %v: %d buckets", r, len(e.Start))
+		}
+		var top int64
+		for k := range e.Start {
+			end := e.To
+			if k+1 < len(e.Start) {
+				end = e.Start[k+1]
+			}
+			lo, hi, rmax := want.Allocated[e.Start[k]], want.Allocated[e.Start[k]], want.Reserved[e.Start[k]]
+			for j := e.Start[k]; j < end; j++ {
+				lo, hi, rmax = min(lo, want.Allocated[j]), max(hi, want.Allocated[j]), max(rmax, want.Reserved[j])
+			}
+			if e.AllocMin[k] != lo || e.AllocMax[k] != hi || e.ReservedMax[k] != rmax || e.ReservedEnd[k] != want.Reserved[end-1] {
+				t.Fatalf("range %v bucket %d: min %d max %d reserved %d/%d, the replay %d %d %d/%d", r, k, e.AllocMin[k], e.AllocMax[k], e.ReservedMax[k], e.ReservedEnd[k], lo, hi, rmax, want.Reserved[end-1])
+			}
+			if want.Allocated[e.Peak[k]] != hi {
+				t.Fatalf("range %v bucket %d: its peak event %d is not at its maximum", r, k, e.Peak[k])
+			}
+			var stack int64
+			for c := range e.ByCategory {
+				stack += e.ByCategory[c][k]
+			}
+			if stack != hi {
+				t.Fatalf("range %v bucket %d: the categories add up to %d, the maximum is %d", r, k, stack, hi)
+			}
+			top = max(top, hi)
+		}
+		if r[0] == 0 && r[1] == d.Events && top != peak {
+			t.Errorf("the envelope's highest bucket is %d, the peak %d", top, peak)
+		}
 	}
 }

@@ -378,10 +378,14 @@ func snapshotCharts(r *analyze.Report, snap *analyze.SnapshotReport) []chartJob 
 				Requested:     float64(snap.RequestedBytes),
 				Wasted:        float64(snap.ReservedBytes - snap.RequestedBytes),
 				EfficiencyPct: snap.EfficiencyPct,
+				PeakAllocated: peakAllocated(r), PeakReserved: peakReserved(r),
 			})
 		}))
 	}
 
+	if len(snap.Details) > 0 {
+		return append(jobs, envelopeCharts(r, snap)...)
+	}
 	for k, s := range timelineOrder(snap.Timeline, r.Peak) {
 		if len(s.Index) == 0 {
 			continue

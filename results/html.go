@@ -117,7 +117,7 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		in.Images = imgs
+		in.Images = pageImages(imgs, len(in.Timelines) > 0)
 		inputs = append(inputs, in)
 	}
 	var cross []htmlImage
@@ -155,7 +155,7 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".png") {
 			continue
 		}
-		title := strings.ReplaceAll(strings.TrimSuffix(e.Name(), ".png"), "_", " ")
+		title := chartTitleOf(e.Name())
 		info, err := e.Info()
 		if err != nil {
 			return nil, fmt.Errorf("reading chart %s: %w", e.Name(), err)

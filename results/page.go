@@ -1,9 +1,12 @@
 package results
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
+	"slices"
+	"strings"
 
 	"github.com/memscan/memscan/analyze"
 	"github.com/memscan/memscan/units"
@@ -45,4 +48,36 @@ func pageTimelines(i int, r *analyze.Report, p *analyze.SnapshotReport, budget *
 // pageAssets are the viewer's script and style for the template; they are memscan's own constant text.
 func pageAssets() (template.JS, template.CSS) {
 	return template.JS(viewerJS), template.CSS(viewerCSS)
+}
+
+// chartRank orders a page's charts by what a reader needs first: the live set at the peak, the timeline, the
+// overview and efficiency, sizes, then the views at the dump; charts it does not name follow by file name.
+var chartRank = []string{ChartCategories, ChartTopConsumers, ChartTimeline, ChartOverview, ChartEfficiency, ChartSizes,
+	ChartCategoriesDump, ChartTopConsumersDump}
+
+// pageImages orders imgs by chartRank and drops the timeline PNGs when the page draws the interactive timeline,
+// which shows the same and more.
+func pageImages(imgs []htmlImage, interactive bool) []htmlImage {
+	rank := func(im htmlImage) int {
+		for k, name := range chartRank {
+			if chartTitleOf(name) == im.Title {
+				return k
+			}
+		}
+		return len(chartRank)
+	}
+	out := make([]htmlImage, 0, len(imgs))
+	for _, im := range imgs {
+		if interactive && strings.HasPrefix(im.Title, chartTitleOf(ChartTimeline)) {
+			continue
+		}
+		out = append(out, im)
+	}
+	slices.SortStableFunc(out, func(a, b htmlImage) int { return cmp.Compare(rank(a), rank(b)) })
+	return out
+}
+
+// chartTitleOf is the caption embedPNGs gives a chart file ("memory timeline" for memory_timeline.png).
+func chartTitleOf(file string) string {
+	return strings.ReplaceAll(strings.TrimSuffix(file, ".png"), "_", " ")
 }

@@ -36,7 +36,7 @@ const htmlRows = 30
 // count is shown exactly, and tagged with data-field (the summary.json key) and data-value (integer bytes) so tools
 // and tests can read the numbers back.
 func WriteHTML(dir string, run *analyze.Run) error {
-	page, err := renderHTML(dir, run)
+	page, err := renderHTML(dir, run, pageOptions{})
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ type htmlField struct {
 	Value int64
 }
 
-func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
+func renderHTML(dir string, run *analyze.Run, opts pageOptions) ([]byte, error) {
 	subdirs := inputSubdirs(run)
 	budget := int64(maxEmbeddedTotal)
 	tlBudget := maxPageTimelineBytes
@@ -103,7 +103,7 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		case *analyze.SnapshotReport:
 			in.snapshot(r, p)
 			var err error
-			if in.Timelines, in.TimelineNote, err = pageTimelines(i, r, p, &tlBudget); err != nil {
+			if in.Timelines, in.TimelineNote, err = pageTimelines(i, r, p, &tlBudget, opts.served); err != nil {
 				return nil, err
 			}
 		case *analyze.TracerReport:
@@ -113,15 +113,18 @@ func renderHTML(dir string, run *analyze.Run) ([]byte, error) {
 		case *analyze.LogReport:
 			in.Log = p.Log
 		}
-		imgs, err := embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget)
-		if err != nil {
-			return nil, err
+		var imgs []htmlImage
+		if dir != "" {
+			var err error
+			if imgs, err = embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget); err != nil {
+				return nil, err
+			}
 		}
 		in.Images = pageImages(imgs, len(in.Timelines) > 0)
 		inputs = append(inputs, in)
 	}
 	var cross []htmlImage
-	if len(run.Inputs) > 1 {
+	if len(run.Inputs) > 1 && dir != "" {
 		var err error
 		if cross, err = embedPNGs(dir, "", &budget); err != nil {
 			return nil, err
@@ -278,8 +281,9 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{if .Held}}<div class="held"><b>What held the peak</b>{{$p := .Peak}}<div class="hbar">{{range .Held}}<span>{{.Name}}</span><span><span class="b" style="display:block;width:{{barPct .Bytes $p.Bytes}};background:{{catColor .Name}}"></span></span><span class="v">{{human .Bytes}} · {{heldShare .Bytes $p.Bytes}}</span>{{end}}</div>
 {{if .Components}}<p><small>By component (as memscan static counts them):{{range $k, $c := .Components}}{{if $k}},{{end}} {{$c.Name}} {{human $c.Bytes}}{{end}}.</small></p>{{end}}</div>{{end}}
 </div>{{end}}{{end}}
-{{range $in.Timelines}}<div class="timeline" id="{{.ID}}" data-meta="{{.ID}}-meta" data-blob="{{.ID}}-blob"><script type="application/json" id="{{.ID}}-meta">{{.Meta | rawJSON}}</script><script type="text/plain" id="{{.ID}}-blob">{{.Blob}}</script></div>
-{{end}}{{with $in.TimelineNote}}<p class="warn">{{.}}</p>{{end}}
+{{range $in.Timelines}}{{if .Src}}<div class="timeline" id="{{.ID}}" data-src="{{.Src}}"></div>
+{{else}}<div class="timeline" id="{{.ID}}" data-meta="{{.ID}}-meta" data-blob="{{.ID}}-blob"><script type="application/json" id="{{.ID}}-meta">{{.Meta | rawJSON}}</script><script type="text/plain" id="{{.ID}}-blob">{{.Blob}}</script></div>
+{{end}}{{end}}{{with $in.TimelineNote}}<p class="warn">{{.}}</p>{{end}}
 {{with $in.Answer.Findings}}<h3>Findings, by the bytes they would save</h3><ol class="ranked">{{range .}}<li class="rec {{.Severity}}"><b>{{.Title}}</b>{{with saving .}} <span class="save">({{.}})</span>{{end}}<br>{{.Evidence}}{{if .Advice}}<br><small>{{.Advice}}</small>{{end}}</li>{{end}}</ol>{{end}}
 {{if $in.Totals}}<h3>Totals{{$in.Dump}}</h3>
 <table><tr><th>measure</th><th>bytes</th><th>exact</th></tr>

@@ -24,11 +24,22 @@ var (
 // that the page stays under about 10 MB; a trace beyond it is shown by memscan view, which sends it on demand.
 const maxPageTimelineBytes = 9 << 20
 
+// pageOptions tune renderHTML: served pages (memscan view) fetch each timeline from the server that sent
+// them instead of embedding it, and have no chart files beside them.
+type pageOptions struct {
+	served bool
+}
+
 // pageTimelines encodes the full-resolution timeline of every traced device of snapshot p (input i) while
-// *budget lasts; note says what was left out and how to see it.
-func pageTimelines(i int, r *analyze.Report, p *analyze.SnapshotReport, budget *int) (tls []pageTimeline, note string, err error) {
+// *budget lasts; note says what was left out and how to see it. A served page only names where each timeline
+// is fetched from.
+func pageTimelines(i int, r *analyze.Report, p *analyze.SnapshotReport, budget *int, served bool) (tls []pageTimeline, note string, err error) {
 	for k := range p.Details {
 		d := &p.Details[k]
+		if served {
+			tls = append(tls, pageTimeline{ID: timelineID(i, d.Device), Src: fmt.Sprintf("timeline/%d/%d", i, d.Device)})
+			continue
+		}
 		tl, err := newPageTimeline(i, r, p, d)
 		if err != nil {
 			return nil, "", err

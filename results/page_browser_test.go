@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,8 +22,8 @@ import (
 )
 
 // pageRun analyzes a generated snapshot of entries trace events and writes its run directory (no PNGs: the
-// timeline is the page's own); it returns the page's path and summary.json decoded.
-func pageRun(t *testing.T, entries int, oom bool) (string, map[string]any) {
+// timeline is the page's own); it returns the page's path, summary.json decoded and the run.
+func pageRun(t *testing.T, entries int, oom bool) (string, map[string]any, *analyze.Run) {
 	t.Helper()
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "gen.pickle")
@@ -55,7 +56,7 @@ func pageRun(t *testing.T, entries int, oom bool) (string, map[string]any) {
 	if err := json.Unmarshal(raw, &sum); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(out, FileHTML), sum
+	return filepath.Join(out, FileHTML), sum, run
 }
 
 func startBrowser(t *testing.T) *browser.Session {
@@ -87,7 +88,7 @@ func eval[T any](t *testing.T, s *browser.Session, js string) T {
 // page rebuilds from its embedded trace equals summary.json's), show a stack frame when the mouse is over the
 // timeline, zoom to a dragged range and reset on double-click.
 func TestPageInBrowser(t *testing.T) {
-	page, sum := pageRun(t, 30000, true)
+	page, sum, _ := pageRun(t, 30000, true)
 	s := startBrowser(t)
 	url := "file://" + page
 	if _, err := s.Load(url); err != nil {
@@ -172,4 +173,40 @@ func viewRange(t *testing.T, s *browser.Session) (int, int) {
 		t.Fatalf("view range %q: %v", r, err)
 	}
 	return from, to
+}
+
+// TestServedPage: memscan view's page fetches each timeline from the server that sent it, and rebuilds the same
+// peak as summary.json's; an unknown timeline is a 404.
+func TestServedPage(t *testing.T) {
+	_, sum, run := pageRun(t, 8000, false)
+	h, err := PageHandler(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h) // loopback only
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/timeline/0/9/meta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("an unknown device's timeline answered %d", resp.StatusCode)
+	}
+	s := startBrowser(t)
+	if _, err := s.Load(srv.URL + "/"); err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.FormatInt(int64(sum["inputs"].([]any)[0].(map[string]any)["peak"].(map[string]any)["bytes"].(float64)), 10)
+	if got := eval[string](t, s, `document.querySelector('.timeline').dataset.peak`); got != want {
+		t.Errorf("the served timeline rebuilt a peak of %s, summary.json says %s", got, want)
+	}
+	for _, r := range s.Requests() {
+		if !strings.HasPrefix(r, srv.URL) && !strings.HasPrefix(r, "data:") {
+			t.Errorf("the served page asked another host: %s", r)
+		}
+	}
+	if errs := s.Errors(); len(errs) > 0 {
+		t.Errorf("script errors: %v", errs)
+	}
 }

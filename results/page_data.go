@@ -179,7 +179,12 @@ type pageTimeline struct {
 	ID   string
 	Meta string // JSON of pageMeta
 	Blob string // base64 of the gzip-compressed columns
+	// Src is where a served page fetches Meta (Src/meta) and Blob (Src/data) instead.
+	Src string
 }
+
+// timelineID names the timeline of device dev of input i in the page.
+func timelineID(i, dev int) string { return fmt.Sprintf("tl-%d-%d", i, dev) }
 
 // newPageTimeline encodes device detail d of input i.
 func newPageTimeline(i int, r *analyze.Report, p *analyze.SnapshotReport, d *analyze.TimelineDetail) (pageTimeline, error) {
@@ -191,5 +196,5 @@ func newPageTimeline(i int, r *analyze.Report, p *analyze.SnapshotReport, d *ana
 	if err != nil {
 		return pageTimeline{}, err
 	}
-	return pageTimeline{ID: fmt.Sprintf("tl-%d-%d", i, d.Device), Meta: string(meta), Blob: blob}, nil
+	return pageTimeline{ID: timelineID(i, d.Device), Meta: string(meta), Blob: blob}, nil
 }

@@ -177,6 +177,7 @@ func TestCLIFailureGolden(t *testing.T) {
 		{"help_compare.txt", []string{"compare", "--help"}},
 		{"help_export.txt", []string{"export", "--help"}},
 		{"help_merge.txt", []string{"merge", "--help"}},
+		{"help_view.txt", []string{"view", "--help"}},
 		{"fail_analyze_no_input.txt", []string{"analyze", "--out", out}},
 		{"fail_analyze_bad_flag.txt", []string{"analyze", "--no-plot", in("example")}},
 		{"fail_analyze_bad_format.txt", []string{"analyze", "--format", "xml", "--out", out, in("example")}},

@@ -607,12 +607,30 @@
   function start() {
     var t0 = performance.now();
     tables();
-    var roots = document.querySelectorAll('.timeline[data-blob]');
+    var roots = document.querySelectorAll('.timeline');
+    // A page written to a file embeds each timeline; a page served by memscan view fetches it from the server.
+    function source(root) {
+      if (!root.dataset.src) {
+        return Promise.resolve([JSON.parse(document.getElementById(root.dataset.meta).textContent),
+          document.getElementById(root.dataset.blob).textContent.trim()]);
+      }
+      function get(part) {
+        return fetch(root.dataset.src + '/' + part).then(function (r) {
+          if (!r.ok) throw new Error('the server answered ' + r.status + ' for ' + part);
+          return r.text();
+        });
+      }
+      return Promise.all([get('meta').then(JSON.parse), get('data')]);
+    }
     var jobs = Array.prototype.map.call(roots, function (root) {
-      var meta = JSON.parse(document.getElementById(root.dataset.meta).textContent);
-      var blob = document.getElementById(root.dataset.blob).textContent.trim();
-      var tA = performance.now(), raw = b64bytes(blob), tB = performance.now();
-      return inflate(raw).then(function (bytes) {
+      var meta, tA, tB;
+      return source(root).then(function (got) {
+        meta = got[0];
+        tA = performance.now();
+        var raw = b64bytes(got[1].trim());
+        tB = performance.now();
+        return inflate(raw);
+      }).then(function (bytes) {
         var tC = performance.now();
         var model = new Model(meta, bytes);
         var tD = performance.now();

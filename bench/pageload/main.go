@@ -62,8 +62,12 @@ func run(page, shot string, runs int) error {
 		}
 	}
 	med := median(times)
-	fmt.Printf("page %s: %.2f MB, load+draw %.0f ms (median of %d; %.0f ms of it in the page's script), external requests %d, script errors %d\n",
-		filepath.Base(page), float64(fi.Size())/1e6, float64(med.Microseconds())/1000, len(times), atof(inPage), len(s.ExternalRequests(url)), len(s.Errors()))
+	events, err := chromedp.Run(s.Ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.timeline')).map(e => e.dataset.events).join('+') || '0'`))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("page %s: %.2f MB, timelines of %s events, load+draw %.0f ms (median of %d; %.0f ms of it in the page's script), external requests %d, script errors %d\n",
+		filepath.Base(page), float64(fi.Size())/1e6, events, float64(med.Microseconds())/1000, len(times), atof(inPage), len(s.ExternalRequests(url)), len(s.Errors()))
 	timing, err := chromedp.Run(s.Ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.timeline')).map(e => e.id + ': ' + e.dataset.timing + ', first draw ' + e.dataset.drawMs + ' ms').join('\n')`))
 	if err != nil {
 		return err

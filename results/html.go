@@ -245,8 +245,10 @@ figure{margin:10px 0;background:#fff;border:1px solid #e2e2e2;padding:6px}
 figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:12px;color:#555}
 .answer{background:#fff;border:1px solid #d8d8d8;border-left:5px solid #c0392b;padding:8px 14px;margin:8px 0}
-.answer .lead{font-size:16px;margin:4px 0}.answer .held{margin:6px 0}
-.hbar{display:grid;grid-template-columns:minmax(120px,200px) 1fr 150px;gap:2px 8px;align-items:center;font-size:12.5px}
+.answer .lead{font-size:16px;margin:4px 0}.answer .held{margin:4px 0}.answer p{margin:4px 0}
+.answer-cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:4px 28px}
+.brief{margin:4px 0;padding-left:20px;font-size:13px}.brief li.critical,.brief li.warning{font-weight:600}
+.hbar{display:grid;grid-template-columns:minmax(100px,150px) 1fr 120px;gap:1px 8px;align-items:center;font-size:12px;line-height:15px}
 .hbar .b{height:12px;min-width:1px}.hbar .v{font-variant-numeric:tabular-nums;text-align:right}
 .oom{color:#a01010;font-weight:600}.ranked{margin:4px 0;padding-left:22px}.ranked .save{font-weight:600}
 nav.toc{background:#fff;border:1px solid #e2e2e2;padding:6px 12px;font-size:13px}nav.toc ol{margin:4px 0}
@@ -278,13 +280,14 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{with .Peak}}<p class="lead" data-answer="peak" data-value="{{.Bytes}}">{{peakSentence .}}</p>{{end}}
 {{if .MaxReserved}}<p>The allocator reserved at most {{human .MaxReserved}} over the trace.</p>{{end}}
 {{range .OOMs}}<p class="oom">{{oomSentence .}}</p>{{end}}
-{{if .Held}}<div class="held"><b>What held the peak</b>{{$p := .Peak}}<div class="hbar">{{range .Held}}<span>{{.Name}}</span><span><span class="b" style="display:block;width:{{barPct .Bytes $p.Bytes}};background:{{catColor .Name}}"></span></span><span class="v">{{human .Bytes}} · {{heldShare .Bytes $p.Bytes}}</span>{{end}}</div>
+<div class="answer-cols">{{if .Held}}<div class="held"><b>What held the peak</b>{{$p := .Peak}}<div class="hbar">{{range .Held}}<span>{{.Name}}</span><span><span class="b" style="display:block;width:{{barPct .Bytes $p.Bytes}};background:{{catColor .Name}}"></span></span><span class="v">{{human .Bytes}} · {{heldShare .Bytes $p.Bytes}}</span>{{end}}</div>
 {{if .Components}}<p><small>By component (as memscan static counts them):{{range $k, $c := .Components}}{{if $k}},{{end}} {{$c.Name}} {{human $c.Bytes}}{{end}}.</small></p>{{end}}</div>{{end}}
+<div class="held"><b>Findings, by the bytes they would save</b>{{if .Findings}}<ol class="brief">{{range .Findings}}<li class="{{.Severity}}">{{.Title}}{{with saving .}} <span class="save">({{.}})</span>{{end}}</li>{{end}}</ol>{{else}}<p>None: no threshold was crossed.</p>{{end}}</div></div>
 </div>{{end}}{{end}}
 {{range $in.Timelines}}{{if .Src}}<div class="timeline" id="{{.ID}}" data-src="{{.Src}}"></div>
 {{else}}<div class="timeline" id="{{.ID}}" data-meta="{{.ID}}-meta" data-blob="{{.ID}}-blob"><script type="application/json" id="{{.ID}}-meta">{{.Meta | rawJSON}}</script><script type="text/plain" id="{{.ID}}-blob">{{.Blob}}</script></div>
 {{end}}{{end}}{{with $in.TimelineNote}}<p class="warn">{{.}}</p>{{end}}
-{{with $in.Answer.Findings}}<h3>Findings, by the bytes they would save</h3><ol class="ranked">{{range .}}<li class="rec {{.Severity}}"><b>{{.Title}}</b>{{with saving .}} <span class="save">({{.}})</span>{{end}}<br>{{.Evidence}}{{if .Advice}}<br><small>{{.Advice}}</small>{{end}}</li>{{end}}</ol>{{end}}
+{{with $in.Answer.Findings}}<h3>Findings in detail</h3><ol class="ranked">{{range .}}<li class="rec {{.Severity}}"><b>{{.Title}}</b>{{with saving .}} <span class="save">({{.}})</span>{{end}}<br>{{.Evidence}}{{if .Advice}}<br><small>{{.Advice}}</small>{{end}}</li>{{end}}</ol>{{end}}
 {{if $in.Totals}}<h3>Totals{{$in.Dump}}</h3>
 <table><tr><th>measure</th><th>bytes</th><th>exact</th></tr>
 {{range $in.Totals}}<tr><td>{{.Label}}</td><td class="num">{{human .Value}}</td><td class="num" data-field="{{.Key}}" data-value="{{.Value}}">{{exact .Value}}</td></tr>{{end}}

@@ -142,6 +142,20 @@ func checkPageInBrowser(t *testing.T, s *browser.Session, page string, sum map[s
 		t.Error("the OOM is not in the answer")
 	}
 
+	// The call tree of the peak: its outermost frames hold the whole peak between them.
+	tree := eval[string](t, s, `(() => { const d = document.querySelector('.tl-tree'); d.open = true; d.dispatchEvent(new Event('toggle'));
+		const items = d.querySelectorAll(':scope > .tl-treelist > li[data-bytes]');
+		let sum = 0; items.forEach(li => sum += Number(li.dataset.bytes));
+		return items.length + ' ' + sum + ' ' + (d.querySelector(':scope > .tl-treelist > .more') ? 'more' : 'all'); })()`)
+	var items int
+	var treeSum int64
+	var whole string
+	if _, err := fmt.Sscanf(tree, "%d %d %s", &items, &treeSum, &whole); err != nil || items == 0 {
+		t.Errorf("the call tree of the peak is empty (%q)", tree)
+	} else if whole == "all" && treeSum != wantPeak {
+		t.Errorf("the call tree's outermost frames hold %d bytes, the peak is %d", treeSum, wantPeak)
+	}
+
 	// Hover over the middle of the plot: the moment and a stack frame of its largest live block appear.
 	rect := eval[map[string]float64](t, s, `(() => { const r = document.querySelector('.tl-over').getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; })()`)
 	if err := chromedp.Do(s.Ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('.tl-over').scrollIntoView({block: 'center'})`)); err != nil {

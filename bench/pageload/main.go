@@ -18,6 +18,7 @@ import (
 
 func main() {
 	shot := flag.String("shot", "", "write a PNG screenshot of the first screen to this file")
+	zoomShot := flag.String("zoom-shot", "", "write a PNG screenshot of the first timeline zoomed around its peak, with the details of the peak's moment shown, to this file")
 	runs := flag.Int("runs", 3, "loads to time (the median is reported)")
 	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: pageload [-shot FILE] [-runs N] PAGE.html") }
 	flag.Parse()
@@ -25,13 +26,13 @@ func main() {
 		flag.Usage()
 		os.Exit(1)
 	}
-	if err := run(flag.Arg(0), *shot, *runs); err != nil {
+	if err := run(flag.Arg(0), *shot, *zoomShot, *runs); err != nil {
 		fmt.Fprintln(os.Stderr, "pageload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(page, shot string, runs int) error {
+func run(page, shot, zoomShot string, runs int) error {
 	abs, err := filepath.Abs(page)
 	if err != nil {
 		return err
@@ -84,7 +85,26 @@ func run(page, shot string, runs int) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(shot, png, 0o644)
+		if err := os.WriteFile(shot, png, 0o644); err != nil {
+			return err
+		}
+	}
+	if zoomShot != "" {
+		// Zoom as a person would: drag across the peak's neighbourhood, then point at the peak.
+		js := `(() => { const root = document.querySelector('.timeline'), v = root.view, m = v.m;
+			const span = Math.max(200, Math.round(m.n / 80));
+			root.scrollIntoView({block: 'start'});
+			v.zoomEvents(Math.max(0, m.peakAt - span), Math.min(m.n, m.peakAt + span));
+			v.pinned = true; root.classList.add('tl-pinned'); v.hover(m.peakAt, true);
+			return 'ok'; })()`
+		if _, err := chromedp.Run(s.Ctx, chromedp.Evaluate[string](js)); err != nil {
+			return err
+		}
+		png, err := chromedp.Run(s.Ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(zoomShot, png, 0o644)
 	}
 	return nil
 }

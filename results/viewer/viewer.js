@@ -249,6 +249,10 @@
     root.appendChild(this.legend);
     this.info = el('div', 'tl-info');
     root.appendChild(this.info);
+    this.tree = el('details', 'tl-tree');
+    this.tree.appendChild(el('summary', '', 'Call tree of the memory live at the peak (bytes by stack frame, outermost first)'));
+    this.tree.addEventListener('toggle', function () { if (self.tree.open && !self.treeBuilt) { self.treeBuilt = true; self.buildTree(); } });
+    root.appendChild(this.tree);
     this.wrap = wrap;
     this.order = this.categoryOrder();
     this.buildLegend();
@@ -452,9 +456,12 @@
     if (pxp >= PAD.l && pxp <= W - PAD.r) {
       var yp = y(m.peak);
       ctx.fillStyle = '#c0392b'; ctx.beginPath(); ctx.moveTo(pxp, yp - 2); ctx.lineTo(pxp - 6, yp - 12); ctx.lineTo(pxp + 6, yp - 12); ctx.closePath(); ctx.fill();
+      ctx.font = 'bold 12px system-ui, sans-serif';
       var label = 'peak ' + human(m.peak), lw = ctx.measureText(label).width;
-      ctx.fillStyle = '#1d1d1f'; ctx.font = 'bold 12px system-ui, sans-serif';
-      ctx.fillText(label, Math.min(Math.max(PAD.l + 2, pxp - lw / 2), W - PAD.r - lw - 4), Math.max(top + 12, yp - 16));
+      ctx.font = 'bold 12px system-ui, sans-serif';
+      var lx = Math.min(Math.max(PAD.l + 2, pxp - lw / 2), W - PAD.r - lw - 4), ly = Math.max(top + 12, yp - 16);
+      ctx.lineWidth = 3; ctx.strokeStyle = 'rgba(255,255,255,0.9)'; ctx.strokeText(label, lx, ly); // a halo over the lines
+      ctx.fillStyle = '#1d1d1f'; ctx.fillText(label, lx, ly);
       ctx.font = '11px system-ui, sans-serif';
     }
     m.meta.ooms.forEach(function (oom) {
@@ -545,16 +552,20 @@
       var row = el('tr', 'tl-block');
       row.appendChild(el('td', 'num', human(m.size[b])));
       row.appendChild(el('td', '', m.meta.categories[m.cat[b]]));
-      row.appendChild(el('td', 'site', m.meta.sites[m.site[b]]));
+      var siteCell = el('td', 'site', m.meta.sites[m.site[b]]);
+      siteCell.title = m.meta.sites[m.site[b]];
+      row.appendChild(siteCell);
       row.appendChild(el('td', 'num', m.start[b] < 0 ? 'before the trace' : 'event ' + m.start[b]));
       row.appendChild(el('td', 'num', m.end[b] >= m.n ? 'still live' : 'event ' + m.end[b]));
       row.onclick = function () { self.showBlock(detail, b); };
       tb.appendChild(row);
       if (r === 0) self.showBlock(detail, b);
     });
-    info.appendChild(el('div', 'tl-caption', 'Largest blocks live at this moment (click one for its stack):'));
-    info.appendChild(tb);
-    info.appendChild(detail);
+    var split = el('div', 'tl-split'), left = el('div');
+    left.appendChild(el('div', 'tl-caption', 'Largest blocks live at this moment (click one for its stack):'));
+    left.appendChild(tb);
+    split.appendChild(left); split.appendChild(detail);
+    info.appendChild(split);
   };
   View.prototype.showBlock = function (box, b) {
     var m = this.m;
@@ -565,6 +576,47 @@
     var ol = el('ol', 'tl-stack');
     fr.forEach(function (f) { ol.appendChild(el('li', 'frame', f)); });
     box.appendChild(ol);
+  };
+
+  // buildTree groups the blocks live at the peak by their stacks, outermost frame first, into nested lists that
+  // open on demand; each node shows its bytes and share of the peak.
+  View.prototype.buildTree = function () {
+    var m = this.m, j = m.peakAt, rootNode = { name: 'all', bytes: 0, kids: {} };
+    for (var b = 0; b < m.m; b++) {
+      if (!(m.start[b] <= j && j < m.end[b])) continue;
+      var fr = m.stackFrames(b), node = rootNode;
+      node.bytes += m.size[b];
+      if (!fr.length) fr = ['<no stack recorded> (' + m.meta.categories[m.cat[b]] + ')'];
+      for (var k = fr.length - 1; k >= 0; k--) {
+        var kid = node.kids[fr[k]];
+        if (!kid) kid = node.kids[fr[k]] = { name: fr[k], bytes: 0, kids: {} };
+        kid.bytes += m.size[b];
+        node = kid;
+      }
+    }
+    var total = rootNode.bytes;
+    function list(node, into) {
+      var kids = Object.keys(node.kids).map(function (k) { return node.kids[k]; });
+      kids.sort(function (a, b) { return b.bytes - a.bytes; });
+      var ul = el('ul', 'tl-treelist');
+      kids.slice(0, 25).forEach(function (kid) {
+        var li = el('li');
+        li.dataset.bytes = String(kid.bytes);
+        var label = human(kid.bytes) + ' · ' + (kid.bytes * 100 / total).toFixed(1) + ' % · ' + kid.name;
+        if (Object.keys(kid.kids).length === 0) { li.appendChild(el('span', 'frame', label)); }
+        else {
+          var d = el('details'), sm = el('summary', 'frame', label);
+          d.appendChild(sm);
+          d.addEventListener('toggle', function () { if (d.open && !d.built) { d.built = true; list(kid, d); } });
+          li.appendChild(d);
+        }
+        ul.appendChild(li);
+      });
+      if (kids.length > 25) ul.appendChild(el('li', 'more', (kids.length - 25) + ' more frames'));
+      into.appendChild(ul);
+    }
+    this.tree.appendChild(el('p', 'tl-caption', human(total) + ' live after event ' + j + ' (the peak).'));
+    list(rootNode, this.tree);
   };
 
   // Sortable, filterable tables: click a header to sort (by data-value when a cell has one), type to filter rows.

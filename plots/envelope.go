@@ -89,7 +89,7 @@ func Envelope(path string, c EnvelopeChart) error {
 		}
 		p.Add(&envelopeDrawing{c: &c, scale: unit.Bytes, maxV: maxV / unit.Bytes})
 		p.Y.Min, p.X.Min, p.X.Max = 0, c.X[0], c.X[nb]
-		p.Y.Max = math.Max(maxV/unit.Bytes*1.14, 1e-9) // headroom for the labels
+		p.Y.Max = math.Max(maxV/unit.Bytes*1.2, 1e-9) // headroom for three rows of labels
 		p.Draw(plotArea)
 		var legend []legendItem
 		legend = append(legend, legendItem{label: "allocated (max per column)", line: &draw.LineStyle{Color: color.Black, Width: 2}})
@@ -196,23 +196,30 @@ func (d *envelopeDrawing) Plot(cv draw.Canvas, p *plot.Plot) {
 	red := textStyle(10)
 	red.Color = ColorPeak
 	red.YAlign = draw.YTop
+	// The headroom above the data holds three rows of text: the iterations, the peak, the OOMs; a label beside
+	// its mark is aligned away from the nearer edge.
+	side := func(x vg.Length) (draw.XAlignment, vg.Length) {
+		if x > (cv.Min.X+cv.Max.X)/2 {
+			return draw.XRight, x - 5
+		}
+		return draw.XLeft, x + 5
+	}
 	for i, o := range c.OOMs {
 		x := trX(o.X)
 		cv.StrokeLine2(dash, x, cv.Min.Y, x, cv.Max.Y)
-		at := vg.Point{X: x - 4, Y: cv.Max.Y - 14 - vg.Length(12*i)}
-		red.XAlign = draw.XRight
+		var at vg.Point
+		red.XAlign, at.X = side(x)
+		at.Y = cv.Max.Y - 28 - vg.Length(12*i)
 		cv.FillText(red, at, o.Text)
 	}
 	if pk := c.Peak; pk != nil {
 		x, yy := trX(pk.X), y(pk.Y)
+		row := cv.Max.Y - 15
+		cv.StrokeLine2(draw.LineStyle{Color: ColorPeak, Width: 0.6}, x, yy, x, row-10)
 		cv.DrawGlyph(draw.GlyphStyle{Color: ColorPeak, Radius: 4, Shape: draw.CircleGlyph{}}, vg.Point{X: x, Y: yy})
-		red.XAlign = draw.XLeft
-		red.YAlign = draw.YBottom
-		at := vg.Point{X: x + 6, Y: yy + 3}
-		if x > (cv.Min.X+cv.Max.X)/2 {
-			red.XAlign = draw.XRight
-			at.X = x - 6
-		}
+		var at vg.Point
+		red.XAlign, at.X = side(x)
+		at.Y = row
 		cv.FillText(red, at, pk.Text)
 	}
 }

@@ -201,6 +201,14 @@ func checkPageInBrowser(t *testing.T, s *browser.Session, page string, sum map[s
 	if from, to := viewRange(t, s); from != 0 || to != n-1 {
 		t.Errorf("double-click left the view at events %d–%d, want 0–%d", from, to, n-1)
 	}
+	// The time axis draws the same events (the generated and real traces have times).
+	sel := `document.querySelector('.tl-mode')`
+	if eval[bool](t, s, `!`+sel+`.querySelector('option[value=time]').disabled`) {
+		eval[bool](t, s, `(() => { const s = `+sel+`; s.value = 'time'; s.dispatchEvent(new Event('change')); return true; })()`)
+		if from, to := viewRange(t, s); from != 0 || to != n-1 {
+			t.Errorf("on the time axis the view shows events %d–%d, want 0–%d", from, to, n-1)
+		}
+	}
 	// The page asked for nothing but itself (and the data: URIs of its own charts).
 	for _, r := range s.Requests()[requested:] {
 		if r != url && !strings.HasPrefix(r, "data:") {

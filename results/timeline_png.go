@@ -61,7 +61,9 @@ func envelopeChart(title string, r *analyze.Report, snap *analyze.SnapshotReport
 	c.X[nb] = float64(e.To)
 	if len(e.WhatIfEnd) > 0 {
 		c.WhatIfEnd = toFloats(e.WhatIfEnd)
-		c.WhatIfLabel = "reserved, what-if " + whatIfName(snap, d.Device)
+		// The legend column is narrow: the settings go in the title.
+		c.WhatIfLabel = "reserved, what-if"
+		c.Title += " (what-if: " + whatIfName(snap, d.Device) + ")"
 	}
 	// Categories by their bytes in the highest bucket (the peak's live set), the smallest folded into "other".
 	top := 0

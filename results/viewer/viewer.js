@@ -20,6 +20,7 @@
   }
 
   function b64bytes(s) {
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(s, { alphabet: 'base64url' }); // native, no copies
     var bin = atob(s.replace(/-/g, '+').replace(/_/g, '/')), n = bin.length, u = new Uint8Array(n);
     for (var i = 0; i < n; i++) u[i] = bin.charCodeAt(i);
     return u;
@@ -38,6 +39,20 @@
     return x;
   };
   Reader.prototype.s = function () { var v = this.u(); return v % 2 ? -(v + 1) / 2 : v / 2; };
+  // column decodes out.length varints into out (zig-zag when signed) in one tight loop: the columns of a large
+  // trace hold millions of values, and a call per value would dominate the page's load.
+  Reader.prototype.column = function (out, signed) {
+    var b = this.b, p = this.p, n = out.length, i, x, m, c;
+    for (i = 0; i < n; i++) {
+      c = b[p++];
+      if (c < 128) { x = c; } else {
+        x = c & 127; m = 128;
+        do { c = b[p++]; x += (c & 127) * m; m *= 128; } while (c & 128);
+      }
+      out[i] = signed ? (x % 2 ? -(x + 1) / 2 : x / 2) : x;
+    }
+    this.p = p;
+  };
 
   var FANOUT = 8, CHECKPOINT = 1024;
 
@@ -49,15 +64,18 @@
     this.meta = meta; this.n = n; this.m = m;
     var start = new Int32Array(m), end = new Int32Array(m), size = new Float64Array(m);
     var site = new Int32Array(m), stack = new Int32Array(m), reason = new Int32Array(m);
-    var prev = 0;
-    for (i = 0; i < m; i++) { prev += r.s(); start[i] = prev; }
-    for (i = 0; i < m; i++) end[i] = start[i] + r.s();
-    for (i = 0; i < m; i++) size[i] = r.u();
-    for (i = 0; i < m; i++) site[i] = r.u();
-    for (i = 0; i < m; i++) stack[i] = r.u() - 1;
-    for (i = 0; i < m; i++) reason[i] = r.u();
+    var prev = 0, col = new Float64Array(m);
+    r.column(col, true);
+    for (i = 0; i < m; i++) { prev += col[i]; start[i] = prev; }
+    r.column(col, true);
+    for (i = 0; i < m; i++) end[i] = start[i] + col[i];
+    r.column(size, false);
+    r.column(col, false); site.set(col);
+    r.column(col, false);
+    for (i = 0; i < m; i++) stack[i] = col[i] - 1;
+    r.column(col, false); reason.set(col);
     var time = null;
-    if (nt) { time = new Float64Array(nt); prev = 0; for (i = 0; i < nt; i++) { prev += r.s(); time[i] = prev; } }
+    if (nt) { time = new Float64Array(nt); r.column(time, true); for (i = 1; i < nt; i++) time[i] += time[i - 1]; }
     var resEv = new Int32Array(nr), resD = new Float64Array(nr);
     prev = 0;
     for (i = 0; i < nr; i++) { prev += r.u(); resEv[i] = prev; resD[i] = r.s(); }
@@ -98,7 +116,8 @@
     var nck = Math.floor(n / CHECKPOINT) + 1, ck = new Float64Array(nck * C), vec = init.slice();
     for (j = 0; j < n; j++) {
       if (j % CHECKPOINT === 0) ck.set(vec, (j / CHECKPOINT) * C);
-      this.apply(vec, j);
+      for (i = sCount[j]; i < sCount[j + 1]; i++) { k = sIdx[i]; vec[cat[k]] += size[k]; }
+      for (i = eCount[j]; i < eCount[j + 1]; i++) { k = eIdx[i]; vec[cat[k]] -= size[k]; }
     }
     if (n % CHECKPOINT === 0) ck.set(vec, (n / CHECKPOINT) * C);
     this.ck = ck;

@@ -1,0 +1,79 @@
+package results
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/memscan/memscan/analyze"
+	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// TestPageTimelinesBudget: a timeline that does not fit the page's budget is left out with a note that names
+// memscan view, one that fits is embedded and takes its size from the budget, and a served page embeds none.
+func TestPageTimelinesBudget(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := gen.Write(&buf, gen.Config{Seed: 2, Entries: 4000, Stacks: gen.StacksPython, ShareStack: true}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.DecodePickle(context.Background(), "gen", bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.File = "gen.pickle"
+	p := r.Part.(*analyze.SnapshotReport)
+
+	budget := 1 << 20
+	tls, note, err := pageTimelines(0, r, p, &budget, false)
+	if err != nil || len(tls) != 1 || note != "" {
+		t.Fatalf("with room: %d timelines, note %q, %v", len(tls), note, err)
+	}
+	if used := 1<<20 - budget; used != len(tls[0].Blob)+len(tls[0].Meta) || used == 0 {
+		t.Errorf("the budget went down by %d for a timeline of %d bytes", used, len(tls[0].Blob)+len(tls[0].Meta))
+	}
+	small := 100
+	tls, note, err = pageTimelines(0, r, p, &small, false)
+	if err != nil || len(tls) != 0 || !strings.Contains(note, "memscan view gen.pickle") || small != 100 {
+		t.Errorf("without room: %d timelines, note %q, budget %d, %v", len(tls), note, small, err)
+	}
+	tls, _, err = pageTimelines(0, r, p, &small, true)
+	if err != nil || len(tls) != 1 || tls[0].Blob != "" || tls[0].Src != "timeline/0/0" {
+		t.Errorf("served: %+v, %v", tls, err)
+	}
+}
+
+func TestRankFindings(t *testing.T) {
+	recs := []analyze.Recommendation{
+		{ID: "a", Unit: analyze.UnitPercent, Value: 99},
+		{ID: "b", Unit: analyze.UnitBytes, Value: 1 << 20},
+		{ID: "c", Unit: analyze.UnitRatio, Value: 3},
+		{ID: "d", Unit: analyze.UnitBytes, Value: 5 << 30},
+	}
+	var got []string
+	for _, r := range rankFindings(recs) {
+		got = append(got, r.ID)
+	}
+	if strings.Join(got, "") != "dbac" {
+		t.Errorf("ranked %v, want d b (bytes, most first) then a c in their order", got)
+	}
+	if recs[0].ID != "a" {
+		t.Error("rankFindings reordered its input")
+	}
+}
+
+func TestFoldTextFits(t *testing.T) {
+	long := strings.Repeat("word ", 60) + strings.Repeat("x", 150)
+	for _, w := range []int{30, 80} {
+		for _, line := range foldText(long, w) {
+			if n := len([]rune(line)); n > w {
+				t.Errorf("width %d: a line of %d runes", w, n)
+			}
+		}
+	}
+}

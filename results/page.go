@@ -92,3 +92,13 @@ func pageImages(imgs []htmlImage, interactive bool) []htmlImage {
 func chartTitleOf(file string) string {
 	return strings.ReplaceAll(strings.TrimSuffix(file, ".png"), "_", " ")
 }
+
+// hasTrace says whether an input of run has a replayed device trace, which the page draws as its timeline.
+func hasTrace(run *analyze.Run) bool {
+	for _, r := range run.Inputs {
+		if p, ok := r.Part.(*analyze.SnapshotReport); ok && (len(p.Details) > 0 || len(p.Timeline) > 0) {
+			return true
+		}
+	}
+	return false
+}

@@ -40,7 +40,7 @@ func pageTimelines(i int, r *analyze.Report, p *analyze.SnapshotReport, budget *
 			tls = append(tls, pageTimeline{ID: timelineID(i, d.Device), Src: fmt.Sprintf("timeline/%d/%d", i, d.Device)})
 			continue
 		}
-		tl, err := newPageTimeline(i, r, p, d)
+		tl, err := newPageTimeline(i, p, d)
 		if err != nil {
 			return nil, "", err
 		}

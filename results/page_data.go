@@ -65,7 +65,7 @@ type pageIteration struct {
 func spanPair(s phases.Span) [2]int { return [2]int{s.Start, s.End} }
 
 // newPageMeta gathers the names and marks of device d of input i.
-func newPageMeta(i int, r *analyze.Report, p *analyze.SnapshotReport, d *analyze.TimelineDetail) pageMeta {
+func newPageMeta(i int, p *analyze.SnapshotReport, d *analyze.TimelineDetail) pageMeta {
 	m := pageMeta{Input: i, Device: d.Device, InitialAllocated: d.InitialAllocated, InitialReserved: d.InitialReserved,
 		Categories: d.Categories, Sites: d.Sites, SiteCategory: d.SiteCategory, Frames: d.Frames, Reasons: d.Reasons,
 		PeakEvent: -1, OOMs: []pageOOM{}, Iterations: []pageIteration{}}
@@ -187,8 +187,8 @@ type pageTimeline struct {
 func timelineID(i, dev int) string { return fmt.Sprintf("tl-%d-%d", i, dev) }
 
 // newPageTimeline encodes device detail d of input i.
-func newPageTimeline(i int, r *analyze.Report, p *analyze.SnapshotReport, d *analyze.TimelineDetail) (pageTimeline, error) {
-	meta, err := json.Marshal(newPageMeta(i, r, p, d))
+func newPageTimeline(i int, p *analyze.SnapshotReport, d *analyze.TimelineDetail) (pageTimeline, error) {
+	meta, err := json.Marshal(newPageMeta(i, p, d))
 	if err != nil {
 		return pageTimeline{}, fmt.Errorf("encoding the timeline of device %d: %w", d.Device, err)
 	}

@@ -74,7 +74,7 @@ func (s *pageServer) encoded(input, device string) (pageTimeline, error) {
 	}
 	for k := range p.Details {
 		if d := &p.Details[k]; d.Device == dev {
-			tl, err := newPageTimeline(i, r, p, d)
+			tl, err := newPageTimeline(i, p, d)
 			if err != nil {
 				return pageTimeline{}, err
 			}

@@ -77,3 +77,32 @@ func TestFoldTextFits(t *testing.T) {
 		}
 	}
 }
+
+// TestPageDataPerEvent bounds the embedded timeline's size per trace event on a generated snapshot (Python stacks,
+// as memscan-gen writes the 1.5M-event benchmark file): at most maxBlobPerEvent bytes, so that a 1.5M-event
+// trace's page stays under 10 MB with its charts (bench/page.sh measures the real file and its load time).
+func TestPageDataPerEvent(t *testing.T) {
+	const events, maxBlobPerEvent = 150_000, 5.2
+	var buf bytes.Buffer
+	if _, err := gen.Write(&buf, gen.Config{Seed: 1, Entries: events, Stacks: gen.StacksPython, ShareStack: true}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.DecodePickle(context.Background(), "gen", bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &r.Part.(*analyze.SnapshotReport).Details[0]
+	tl, err := newPageTimeline(0, r.Part.(*analyze.SnapshotReport), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := float64(len(tl.Blob)+len(tl.Meta)) / float64(d.Events)
+	t.Logf("%d events, %d blocks: %d bytes of data and %d of names, %.2f bytes per event", d.Events, len(d.Start), len(tl.Blob), len(tl.Meta), per)
+	if per > maxBlobPerEvent {
+		t.Errorf("%.2f bytes per event embedded, at most %.1f", per, maxBlobPerEvent)
+	}
+}

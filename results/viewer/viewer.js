@@ -408,7 +408,8 @@
         ctx.fillStyle = PHASE_FILL[p]; ctx.fillRect(xa, top, xb - xa, ph);
       });
       var xs = self.pxOf(self.xOfEvent(it.span[0]));
-      if (xs >= PAD.l && xs <= W - PAD.r) {
+      // A boundary line only where iterations are wide enough to tell apart; the bands show the rest.
+      if (xs >= PAD.l && xs <= W - PAD.r && self.pxOf(self.xOfEvent(it.span[1])) - xs >= 6) {
         ctx.strokeStyle = 'rgba(0,0,0,0.25)'; ctx.beginPath(); ctx.moveTo(xs + 0.5, top); ctx.lineTo(xs + 0.5, bottom); ctx.stroke();
       }
       var xe = self.pxOf(self.xOfEvent(it.span[1])), lx = Math.max(PAD.l, xs) + 3;

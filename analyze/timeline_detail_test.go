@@ -2,9 +2,12 @@ package analyze
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"slices"
 	"testing"
 
+	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/snapshot"
@@ -79,6 +82,7 @@ func TestTimelineDetailRebuildsTheReplay(t *testing.T) {
 				t.Error("no block has a stack")
 			}
 			checkEnvelope(t, d, want, rep.Peak.Bytes)
+			checkIndex(t, d, want)
 		})
 	}
 }
@@ -120,5 +124,74 @@ func checkEnvelope(t *testing.T, d *TimelineDetail, want *DeviceReplay, peak int
 		if r[0] == 0 && r[1] == d.Events && top != peak {
 			t.Errorf("the envelope's highest bucket is %d, the peak %d", top, peak)
 		}
+	}
+}
+
+// checkIndex: at a spread of moments the index's memory, live bytes per category and largest live blocks are what
+// a scan of every block finds.
+func checkIndex(t *testing.T, d *TimelineDetail, want *DeviceReplay) {
+	t.Helper()
+	x := d.Index()
+	for _, j := range []int{0, 1, d.Events / 7, d.Events / 2, d.Events - 2, d.Events - 1, indexCheckpoint - 1, indexCheckpoint} {
+		if j < 0 || j >= d.Events {
+			continue
+		}
+		if x.Allocated(j) != want.Allocated[j] || x.Reserved(j) != want.Reserved[j] {
+			t.Fatalf("event %d: index says %d/%d, the replay %d/%d", j, x.Allocated(j), x.Reserved(j), want.Allocated[j], want.Reserved[j])
+		}
+		cats := make([]int64, len(d.Categories))
+		var sizes []int64
+		for i := range d.Start {
+			if int(d.Start[i]) <= j && j < int(d.End[i]) {
+				cats[d.SiteCategory[d.Site[i]]] += d.Size[i]
+				sizes = append(sizes, d.Size[i])
+			}
+		}
+		for c, v := range x.CategoriesAt(j) {
+			if v != cats[c] {
+				t.Fatalf("event %d: category %s holds %d by the index, %d by a scan", j, d.Categories[c], v, cats[c])
+			}
+		}
+		slices.SortFunc(sizes, func(a, b int64) int { return cmp.Compare(b, a) })
+		top := x.LiveAt(j, 5)
+		if len(top) != min(5, len(sizes)) {
+			t.Fatalf("event %d: %d largest blocks, %d live", j, len(top), len(sizes))
+		}
+		for k, b := range top {
+			if d.Size[b] != sizes[k] || int(d.Start[b]) > j || j >= int(d.End[b]) {
+				t.Fatalf("event %d: block %d of the largest is %d bytes (live %d–%d), want %d", j, k, d.Size[b], d.Start[b], d.End[b], sizes[k])
+			}
+		}
+	}
+}
+
+// TestTimelineDetailWhatIf: with --alloc-conf the detail carries the what-if's reserved memory at every change,
+// and the index reads it after any event as the replay's own timeline does.
+func TestTimelineDetailWhatIf(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20}.Build()
+	conf, err := allocator.ParseConf("expandable_segments:True")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := AnalyzeSnapshot(context.Background(), s, Options{Allocator: AllocatorOptions{WhatIf: &conf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Part.(*SnapshotReport)
+	d := &p.Details[0]
+	if len(d.WhatIfEvent) == 0 || len(d.WhatIfEvent) != len(p.AllocatorReplay.WhatIfTimeline) {
+		t.Fatalf("%d what-if changes in the detail, %d in the replay", len(d.WhatIfEvent), len(p.AllocatorReplay.WhatIfTimeline))
+	}
+	x := d.Index()
+	idx := []int{0, d.Events / 3, d.Events / 2, d.Events - 1}
+	want := p.AllocatorReplay.WhatIfTimeline.ReservedAt(idx)
+	for k, j := range idx {
+		if got, _ := x.WhatIf(j); got != want[k] {
+			t.Errorf("event %d: what-if reserved %d, the replay's timeline says %d", j, got, want[k])
+		}
+	}
+	e := x.Envelope(0, d.Events, 10)
+	if last, _ := x.WhatIf(d.Events - 1); e.WhatIfEnd[len(e.WhatIfEnd)-1] != last {
+		t.Errorf("the last bucket's what-if is %d, the trace ends at %d", e.WhatIfEnd[len(e.WhatIfEnd)-1], last)
 	}
 }

@@ -103,7 +103,7 @@ func renderHTML(dir string, run *analyze.Run, opts pageOptions) ([]byte, error) 
 		case *analyze.SnapshotReport:
 			in.snapshot(r, p)
 			var err error
-			if in.Timelines, in.TimelineNote, err = pageTimelines(i, r, p, &tlBudget, opts.served); err != nil {
+			if in.Timelines, in.TimelineNote, err = pageTimelines(i, r, p, &tlBudget, opts); err != nil {
 				return nil, err
 			}
 		case *analyze.TracerReport:
@@ -284,7 +284,8 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{if .Components}}<p><small>By component (as memscan static counts them):{{range $k, $c := .Components}}{{if $k}},{{end}} {{$c.Name}} {{human $c.Bytes}}{{end}}.</small></p>{{end}}</div>{{end}}
 <div class="held"><b>Findings, by the bytes they would save</b>{{if .Findings}}<ol class="brief">{{range .Findings}}<li class="{{.Severity}}">{{.Title}}{{with saving .}} <span class="save">({{.}})</span>{{end}}</li>{{end}}</ol>{{else}}<p>None: no threshold was crossed.</p>{{end}}</div></div>
 </div>{{end}}{{end}}
-{{range $in.Timelines}}{{if .Src}}<div class="timeline" id="{{.ID}}" data-src="{{.Src}}"></div>
+{{range $in.Timelines}}{{if .Remote}}<div class="timeline" id="{{.ID}}" data-remote="{{.Remote}}"></div>
+{{else if .Src}}<div class="timeline" id="{{.ID}}" data-src="{{.Src}}"></div>
 {{else}}<div class="timeline" id="{{.ID}}" data-meta="{{.ID}}-meta" data-blob="{{.ID}}-blob"><script type="application/json" id="{{.ID}}-meta">{{.Meta | rawJSON}}</script><script type="text/plain" id="{{.ID}}-blob">{{.Blob}}</script></div>
 {{end}}{{end}}{{with $in.TimelineNote}}<p class="warn">{{.}}</p>{{end}}
 {{with $in.Answer.Findings}}<h3>Findings in detail</h3><ol class="ranked">{{range .}}<li class="rec {{.Severity}}"><b>{{.Title}}</b>{{with saving .}} <span class="save">({{.}})</span>{{end}}<br>{{.Evidence}}{{if .Advice}}<br><small>{{.Advice}}</small>{{end}}</li>{{end}}</ol>{{end}}

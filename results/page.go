@@ -28,16 +28,30 @@ const maxPageTimelineBytes = 9 << 20
 // them instead of embedding it, and have no chart files beside them.
 type pageOptions struct {
 	served bool
+	// remoteAbove is the trace length beyond which a served page leaves the trace on the server and asks for
+	// each zoom's columns instead (0: never).
+	remoteAbove int
 }
+
+// maxSentEvents is the longest trace memscan view sends whole to the page; a longer one stays on the server,
+// which answers each zoom and each hovered moment (a browser tab holds about 60 bytes per event of a trace it
+// has whole).
+const maxSentEvents = 8_000_000
 
 // pageTimelines encodes the full-resolution timeline of every traced device of snapshot p (input i) while
 // *budget lasts; note says what was left out and how to see it. A served page only names where each timeline
 // is fetched from.
-func pageTimelines(i int, r *analyze.Report, p *analyze.SnapshotReport, budget *int, served bool) (tls []pageTimeline, note string, err error) {
+func pageTimelines(i int, r *analyze.Report, p *analyze.SnapshotReport, budget *int, opts pageOptions) (tls []pageTimeline, note string, err error) {
 	for k := range p.Details {
 		d := &p.Details[k]
-		if served {
-			tls = append(tls, pageTimeline{ID: timelineID(i, d.Device), Src: fmt.Sprintf("timeline/%d/%d", i, d.Device)})
+		if opts.served {
+			tl := pageTimeline{ID: timelineID(i, d.Device)}
+			if src := fmt.Sprintf("timeline/%d/%d", i, d.Device); opts.remoteAbove > 0 && d.Events > opts.remoteAbove {
+				tl.Remote = src
+			} else {
+				tl.Src = src
+			}
+			tls = append(tls, tl)
 			continue
 		}
 		tl, err := newPageTimeline(i, p, d)

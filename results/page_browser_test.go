@@ -248,6 +248,16 @@ func TestServedPage(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Errorf("an unknown device's timeline answered %d", resp.StatusCode)
 	}
+	for _, q := range []string{"env?from=5&to=1&n=3", "env?from=0&to=10&n=0", "env?from=x", "at?event=-1", "at?event=99999999"} {
+		resp, err := srv.Client().Get(srv.URL + "/timeline/0/0/" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("%s answered %d, want 400", q, resp.StatusCode)
+		}
+	}
 	s := startBrowser(t)
 	if _, err := s.Load(srv.URL + "/"); err != nil {
 		t.Fatal(err)
@@ -260,6 +270,69 @@ func TestServedPage(t *testing.T) {
 		if !strings.HasPrefix(r, srv.URL) && !strings.HasPrefix(r, "data:") {
 			t.Errorf("the served page asked another host: %s", r)
 		}
+	}
+	if errs := s.Errors(); len(errs) > 0 {
+		t.Errorf("script errors: %v", errs)
+	}
+}
+
+// TestServedPageRemote: a trace longer than the server sends whole stays on the server, and the same page asks it
+// for each zoom and each hovered moment: the peak is marked, hovering shows a stack frame, a drag zooms in and a
+// double-click resets, with no script error.
+func TestServedPageRemote(t *testing.T) {
+	_, sum, run := pageRun(t, 20000, false)
+	h, err := pageHandler(run, 1000) // every trace of this run stays on the server
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	s := startBrowser(t)
+	if _, err := s.Load(srv.URL + "/"); err != nil {
+		t.Fatal(err)
+	}
+	if !eval[bool](t, s, `!!document.querySelector('.timeline[data-remote]')`) {
+		t.Fatal("the page does not leave the trace on the server")
+	}
+	want := strconv.FormatInt(int64(sum["inputs"].([]any)[0].(map[string]any)["peak"].(map[string]any)["bytes"].(float64)), 10)
+	if got := eval[string](t, s, `document.querySelector('.timeline').dataset.peak`); got != want {
+		t.Errorf("the remote timeline's peak is %s, summary.json says %s", got, want)
+	}
+	// The highest column drawn is the peak: the server's buckets keep every column's maximum.
+	top := eval[float64](t, s, `Math.max(...document.querySelector('.timeline').view.cols.filter(c => c).map(c => c.amax))`)
+	if strconv.FormatInt(int64(top), 10) != want {
+		t.Errorf("the highest column is %v, the peak %s", top, want)
+	}
+	if err := chromedp.Do(s.Ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('.tl-over').scrollIntoView({block: 'center'})`)); err != nil {
+		t.Fatal(err)
+	}
+	rect := eval[map[string]float64](t, s, `(() => { const r = document.querySelector('.tl-over').getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; })()`)
+	midY := rect["y"] + rect["h"]/2
+	at := func(frac float64) float64 { return rect["x"] + 70 + frac*(rect["w"]-82) }
+	if err := chromedp.Do(s.Ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at(0.5), midY), chromedp.Sleep(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if frame := eval[string](t, s, `(document.querySelector('.tl-info .frame') || {}).textContent || ''`); !strings.Contains(frame, ".py:") {
+		t.Errorf("hovering the remote timeline shows no stack frame (%q)", frame)
+	}
+	n := int(eval[float64](t, s, `document.querySelector('.timeline').view.m.n`))
+	if err := chromedp.Do(s.Ctx,
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, at(0.3), midY, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at(0.4), midY, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at(0.4), midY, chromedp.ButtonLeft),
+		chromedp.Sleep(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if from, to := viewRange(t, s); to-from > n/8 || to-from < n/14 {
+		t.Errorf("after a drag over a tenth of %d events the remote view shows %d–%d", n, from, to)
+	}
+	if err := chromedp.Do(s.Ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, at(0.5), midY, chromedp.ButtonLeft, chromedp.ClickCount(2)),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at(0.5), midY, chromedp.ButtonLeft, chromedp.ClickCount(2)),
+		chromedp.Sleep(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if from, to := viewRange(t, s); from != 0 || to != n-1 {
+		t.Errorf("double-click left the remote view at %d–%d", from, to)
 	}
 	if errs := s.Errors(); len(errs) > 0 {
 		t.Errorf("script errors: %v", errs)

@@ -33,6 +33,7 @@ const pageBlobVersion = 1
 type pageMeta struct {
 	Input            int       `json:"input"`
 	Device           int       `json:"device"`
+	Events           int       `json:"events"`
 	InitialAllocated int64     `json:"initial_allocated"`
 	InitialReserved  int64     `json:"initial_reserved"`
 	Categories       []string  `json:"categories"`
@@ -47,6 +48,9 @@ type pageMeta struct {
 	// Iterations are [start, end) event spans with their phases, as package phases found them.
 	Iterations []pageIteration `json:"iterations"`
 	WhatIf     string          `json:"what_if,omitempty"`
+	// PeakCategories is the live bytes per category at the peak, for a timeline memscan view keeps on its side
+	// (the page orders the stack by it without the blocks).
+	PeakCategories []int64 `json:"peak_categories,omitempty"`
 }
 
 type pageOOM struct {
@@ -66,7 +70,7 @@ func spanPair(s phases.Span) [2]int { return [2]int{s.Start, s.End} }
 
 // newPageMeta gathers the names and marks of device d of input i.
 func newPageMeta(i int, p *analyze.SnapshotReport, d *analyze.TimelineDetail) pageMeta {
-	m := pageMeta{Input: i, Device: d.Device, InitialAllocated: d.InitialAllocated, InitialReserved: d.InitialReserved,
+	m := pageMeta{Input: i, Device: d.Device, Events: d.Events, InitialAllocated: d.InitialAllocated, InitialReserved: d.InitialReserved,
 		Categories: d.Categories, Sites: d.Sites, SiteCategory: d.SiteCategory, Frames: d.Frames, Reasons: d.Reasons,
 		PeakEvent: -1, OOMs: []pageOOM{}, Iterations: []pageIteration{}}
 	for _, c := range d.Categories {
@@ -179,8 +183,10 @@ type pageTimeline struct {
 	ID   string
 	Meta string // JSON of pageMeta
 	Blob string // base64 of the gzip-compressed columns
-	// Src is where a served page fetches Meta (Src/meta) and Blob (Src/data) instead.
-	Src string
+	// Src is where a served page fetches Meta (Src/meta) and Blob (Src/data) instead; Remote where it asks for
+	// Remote/meta and then each zoom's columns (Remote/env) and each hovered moment (Remote/at), for a trace
+	// too large to send whole.
+	Src, Remote string
 }
 
 // timelineID names the timeline of device dev of input i in the page.

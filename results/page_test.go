@@ -30,7 +30,7 @@ func TestPageTimelinesBudget(t *testing.T) {
 	p := r.Part.(*analyze.SnapshotReport)
 
 	budget := 1 << 20
-	tls, note, err := pageTimelines(0, r, p, &budget, false)
+	tls, note, err := pageTimelines(0, r, p, &budget, pageOptions{})
 	if err != nil || len(tls) != 1 || note != "" {
 		t.Fatalf("with room: %d timelines, note %q, %v", len(tls), note, err)
 	}
@@ -38,11 +38,11 @@ func TestPageTimelinesBudget(t *testing.T) {
 		t.Errorf("the budget went down by %d for a timeline of %d bytes", used, len(tls[0].Blob)+len(tls[0].Meta))
 	}
 	small := 100
-	tls, note, err = pageTimelines(0, r, p, &small, false)
+	tls, note, err = pageTimelines(0, r, p, &small, pageOptions{})
 	if err != nil || len(tls) != 0 || !strings.Contains(note, "memscan view gen.pickle") || small != 100 {
 		t.Errorf("without room: %d timelines, note %q, budget %d, %v", len(tls), note, small, err)
 	}
-	tls, _, err = pageTimelines(0, r, p, &small, true)
+	tls, _, err = pageTimelines(0, r, p, &small, pageOptions{served: true})
 	if err != nil || len(tls) != 1 || tls[0].Blob != "" || tls[0].Src != "timeline/0/0" {
 		t.Errorf("served: %+v, %v", tls, err)
 	}

@@ -22,8 +22,10 @@ const viewHelp = `Usage: memscan view [--http ADDR] FILE|RUNDIR
 
 Serve memscan's interactive page from a local HTTP server and print its address. For a snapshot FILE it
 analyzes the file and sends each device's timeline when the page asks for it, with no size limit: use it for
-traces too large to embed in index.html. For a run directory (what memscan analyze wrote) it serves the
-directory: its index.html, README.md, PNGs and reports. Stop it with Ctrl-C.
+traces too large to embed in index.html. A trace of more than 8 million events stays on the server, which sends
+each zoom's per-pixel extremes and each hovered moment's live blocks as the page asks. For a run directory
+(what memscan analyze wrote) it serves the directory: its index.html, README.md, PNGs and reports. Stop it with
+Ctrl-C.
 
 In the page: drag across the timeline to zoom, double-click to reset, hover for the moment and the largest live
 blocks with their stacks, click to pin them; the tables sort by a click on a header and filter as you type.

@@ -210,8 +210,22 @@
     while (lo < hi) { var mid = (lo + hi) >> 1; if (tm[mid] < t) lo = mid + 1; else hi = mid; }
     return lo;
   };
-  Model.prototype.where = function (j) {
-    var its = this.meta.iterations;
+  // moment gathers what the details panel shows about event j: memory then and the largest live blocks.
+  Model.prototype.moment = function (j) {
+    var self = this, top = this.live(j, 10);
+    return Promise.resolve({
+      event: j, time: this.time ? this.time[j] - this.time[0] : null, allocated: this.alloc[j], reserved: this.res[j],
+      whatif: this.whatIfEv.length ? this.whatIfAt(j) : null,
+      blocks: top.map(function (b) {
+        return { size: self.size[b], category: self.meta.categories[self.cat[b]], site: self.meta.sites[self.site[b]],
+          start: self.start[b], end: self.end[b], reason: self.meta.reasons[self.reason[b]], frames: self.stackFrames(b) };
+      })
+    });
+  };
+  // stackAt fills out (length C) with the live bytes per category after event j of column c.
+  Model.prototype.stackAt = function (c, out) { this.catsAt(c.arg, out); };
+  function where(meta, j) {
+    var its = meta.iterations;
     for (var i = 0; i < its.length; i++) {
       var it = its[i];
       if (j < it.span[0] || j >= it.span[1]) continue;
@@ -222,7 +236,26 @@
       return 'iteration ' + it.index + ', ' + ph;
     }
     return its.length ? 'outside the iterations' : '';
+  }
+  Model.prototype.where = function (j) { return where(this.meta, j); };
+
+  // RemoteModel is a timeline memscan view keeps on its side: a trace too large to send whole. The page asks it
+  // for each zoom's per-column extremes (env) and for each hovered moment (at); the same View draws both kinds.
+  function RemoteModel(meta, src) {
+    this.meta = meta; this.src = src; this.remote = true;
+    this.n = meta.events; this.m = 0; this.C = meta.categories.length; this.time = null;
+    this.peak = meta.peak_bytes; this.peakAt = Math.max(0, meta.peak_event);
+    this.whatIfEv = meta.what_if ? [0] : [];
+  }
+  RemoteModel.prototype.get = function (q) {
+    return fetch(this.src + '/' + q).then(function (r) {
+      if (!r.ok) throw new Error('the server answered ' + r.status + ' for ' + q);
+      return r.json();
+    });
   };
+  RemoteModel.prototype.moment = function (j) { return this.get('at?event=' + j); };
+  RemoteModel.prototype.where = function (j) { return where(this.meta, j); };
+  RemoteModel.prototype.stackAt = function (c, out) { out.set(c.cats); };
 
   var PHASE_FILL = { forward: 'rgba(44,160,44,0.10)', backward: 'rgba(255,127,14,0.10)', optimizer: 'rgba(148,103,189,0.13)' };
   var PAD = { l: 70, r: 12, t: 24, b: 30 };
@@ -271,7 +304,7 @@
     this.tree = el('details', 'tl-tree');
     this.tree.appendChild(el('summary', '', 'Call tree of the memory live at the peak (bytes by stack frame, outermost first)'));
     this.tree.addEventListener('toggle', function () { if (self.tree.open && !self.treeBuilt) { self.treeBuilt = true; self.buildTree(); } });
-    root.appendChild(this.tree);
+    if (!model.remote) root.appendChild(this.tree);
     this.wrap = wrap;
     this.order = this.categoryOrder();
     this.buildLegend();
@@ -280,7 +313,7 @@
   }
   View.prototype.categoryOrder = function () {
     var m = this.m, v = new Float64Array(m.C), idx = [];
-    m.catsAt(m.peakAt, v);
+    if (m.remote) v.set(m.meta.peak_categories); else m.catsAt(m.peakAt, v);
     for (var c = 0; c < m.C; c++) idx.push(c);
     idx.sort(function (a, b) { return v[b] - v[a] || a - b; });
     return idx;
@@ -295,6 +328,7 @@
     item('#222', 'allocated (min–max per pixel)', true);
     item('#c0392b', 'reserved', true);
     if (m.whatIfEv.length) item('#2ca02c', 'reserved, what-if ' + (m.meta.what_if || ''), true);
+    if (m.remote) lg.appendChild(el('span', 'tl-key', '(served by memscan view: each zoom is fetched from it)'));
     this.order.forEach(function (c) { item(m.meta.colors[c], m.meta.categories[c]); });
   };
   View.prototype.bind = function () {
@@ -381,16 +415,51 @@
     }
     return cols;
   };
+  // remoteColumns asks memscan view for the columns of the current range, one bucket per pixel column.
+  View.prototype.remoteColumns = function () {
+    var m = this.m, W = Math.floor(this.plotW()), a = Math.max(0, Math.floor(this.x0)), b = Math.min(m.n, Math.ceil(this.x1));
+    var self = this, span = this.x1 - this.x0;
+    return m.get('env?from=' + a + '&to=' + b + '&n=' + W).then(function (e) {
+      var cols = [], k = 0;
+      for (var c = 0; c < W; c++) {
+        // The column's events; a bucket narrower than a column fills the columns it covers.
+        var ea = self.x0 + c / W * span, eb = self.x0 + (c + 1) / W * span;
+        while (k + 1 < e.start.length && e.start[k + 1] <= Math.floor(ea)) k++;
+        if (ea >= m.n || k >= e.start.length) { cols.push(null); continue; }
+        var q = k, amin = e.amin[k], amax = e.amax[k], arg = e.peak[k], rmax = e.rmax[k], rend = e.rend[k], wif = e.wif ? e.wif[k] : 0;
+        while (q + 1 < e.start.length && e.start[q + 1] < eb) {
+          q++;
+          amin = Math.min(amin, e.amin[q]); rmax = Math.max(rmax, e.rmax[q]); rend = e.rend[q]; if (e.wif) wif = e.wif[q];
+          if (e.amax[q] > amax) { amax = e.amax[q]; arg = e.peak[q]; }
+        }
+        var best = k;
+        for (var z = k; z <= q; z++) if (e.peak[z] === arg) best = z;
+        var cats = new Float64Array(m.C);
+        for (var ci = 0; ci < m.C; ci++) cats[ci] = e.cats[ci][best];
+        cols.push({ a: e.start[k], b: q + 1 < e.start.length ? e.start[q + 1] : e.to, amin: amin, amax: amax, arg: arg, rmin: rend, rmax: rmax, wif: wif, cats: cats });
+      }
+      return cols;
+    });
+  };
   View.prototype.draw = function () {
-    var m = this.m, ctx = this.canvas.getContext('2d'), d = this.dpr, W = this.w, H = this.h;
+    var self = this, seq = (this.seq = (this.seq || 0) + 1);
     var t0 = performance.now();
+    var got = this.m.remote ? this.remoteColumns() : Promise.resolve(this.columns());
+    this.drawn = got.then(function (cols) {
+      if (seq === self.seq) self.render(cols, t0); // a later zoom already asked for its own columns
+    });
+    return this.drawn;
+  };
+  View.prototype.render = function (cols, t0) {
+    var m = this.m, ctx = this.canvas.getContext('2d'), d = this.dpr, W = this.w, H = this.h;
     ctx.setTransform(d, 0, 0, d, 0, 0);
     ctx.clearRect(0, 0, W, H);
-    var cols = this.columns(), ymax = 1, k, c;
+    var ymax = 1, k, c;
     var wi = m.whatIfEv.length > 0;
     for (k = 0; k < cols.length; k++) {
       if (!(c = cols[k])) continue;
-      ymax = Math.max(ymax, c.amax, c.rmax, wi ? (m.whatIfAt(c.b - 1) || 0) : 0);
+      if (wi && c.wif === undefined) c.wif = m.whatIfAt(c.b - 1) || 0;
+      ymax = Math.max(ymax, c.amax, c.rmax, wi ? c.wif : 0);
     }
     ymax *= 1.08;
     var top = PAD.t, bottom = H - PAD.b, ph = bottom - top, self = this;
@@ -421,7 +490,7 @@
     var C = m.C, vecs = new Float64Array(cols.length * C), v = new Float64Array(C), i;
     for (k = 0; k < cols.length; k++) {
       if (!(c = cols[k])) continue;
-      m.catsAt(c.arg, v);
+      m.stackAt(c, v);
       vecs.set(v, k * C);
     }
     var base = new Float64Array(cols.length);
@@ -451,7 +520,7 @@
       ctx.strokeStyle = '#2ca02c'; ctx.setLineDash([5, 3]); ctx.beginPath(); started = false;
       for (k = 0; k < cols.length; k++) {
         if (!(c = cols[k])) continue;
-        var wv = m.whatIfAt(c.b - 1);
+        var wv = c.wif;
         if (isNaN(wv)) continue;
         if (!started) { ctx.moveTo(PAD.l + k, y(wv)); started = true; } else ctx.lineTo(PAD.l + k, y(wv));
         ctx.lineTo(PAD.l + k + 1, y(wv));
@@ -531,7 +600,8 @@
     if (x < PAD.l || x > this.w - PAD.r) return;
     ctx.strokeStyle = 'rgba(0,0,0,0.6)'; ctx.lineWidth = 1;
     ctx.beginPath(); ctx.moveTo(Math.round(x) + 0.5, PAD.t); ctx.lineTo(Math.round(x) + 0.5, this.h - PAD.b); ctx.stroke();
-    var yv = this.yOf(this.m.alloc[this.hoverEvent]);
+    if (this.hoverAlloc === undefined) return;
+    var yv = this.yOf(this.hoverAlloc);
     ctx.fillStyle = '#222'; ctx.beginPath(); ctx.arc(x, yv, 3.5, 0, 2 * Math.PI); ctx.fill();
   };
   // hoverPx shows the moment under pixel x: the highest event of its column, so a spike is what one reads.
@@ -543,40 +613,49 @@
   View.prototype.hover = function (j, force) {
     if (j === this.hoverEvent && !force) return;
     this.hoverEvent = j;
+    this.hoverAlloc = undefined; // until the moment's numbers are in
     this.drawOverlay();
     this.showMoment(j);
   };
   View.prototype.showMoment = function (j) {
-    var m = this.m, info = this.info, self = this;
+    var self = this;
+    this.m.moment(j).then(function (mo) {
+      if (self.hoverEvent !== j) return; // the mouse moved on
+      self.hoverAlloc = mo.allocated;
+      self.drawOverlay();
+      self.renderMoment(mo);
+    });
+  };
+  View.prototype.renderMoment = function (mo) {
+    var m = this.m, info = this.info, self = this, j = mo.event;
     info.textContent = '';
     var head = el('div', 'tl-moment');
     var parts = ['event ' + j];
-    if (m.time) parts.push(((m.time[j] - m.time[0]) / 1e6).toFixed(6) + ' s after the first event');
+    if (mo.time !== null && mo.time !== undefined) parts.push((mo.time / 1e6).toFixed(6) + ' s after the first event');
     var wh = m.where(j);
     if (wh) parts.push(wh);
     head.appendChild(el('b', '', parts.join(' · ')));
     var vals = el('div', 'tl-vals');
-    vals.appendChild(el('span', '', 'allocated ' + human(m.alloc[j]) + ' (' + exact(m.alloc[j]) + ' B)'));
-    vals.appendChild(el('span', '', 'reserved ' + human(m.res[j])));
-    if (m.whatIfEv.length) vals.appendChild(el('span', '', 'what-if reserved ' + human(m.whatIfAt(j))));
+    vals.appendChild(el('span', '', 'allocated ' + human(mo.allocated) + ' (' + exact(mo.allocated) + ' B)'));
+    vals.appendChild(el('span', '', 'reserved ' + human(mo.reserved)));
+    if (mo.whatif !== null && mo.whatif !== undefined) vals.appendChild(el('span', '', 'what-if reserved ' + human(mo.whatif)));
     if (j === m.peakAt) vals.appendChild(el('span', 'tl-peakmark', 'the peak'));
     head.appendChild(vals);
     info.appendChild(head);
-    var top = m.live(j, 10);
-    if (!top.length) { info.appendChild(el('p', '', 'nothing live')); return; }
+    if (!mo.blocks.length) { info.appendChild(el('p', '', 'nothing live')); return; }
     var tb = el('table', 'tl-blocks'), tr = el('tr');
     ['size', 'category', 'site', 'allocated at', 'freed at'].forEach(function (h) { tr.appendChild(el('th', '', h)); });
     tb.appendChild(tr);
     var detail = el('div', 'tl-detail');
-    top.forEach(function (b, r) {
+    mo.blocks.forEach(function (b, r) {
       var row = el('tr', 'tl-block');
-      row.appendChild(el('td', 'num', human(m.size[b])));
-      row.appendChild(el('td', '', m.meta.categories[m.cat[b]]));
-      var siteCell = el('td', 'site', m.meta.sites[m.site[b]]);
-      siteCell.title = m.meta.sites[m.site[b]];
+      row.appendChild(el('td', 'num', human(b.size)));
+      row.appendChild(el('td', '', b.category));
+      var siteCell = el('td', 'site', b.site);
+      siteCell.title = b.site;
       row.appendChild(siteCell);
-      row.appendChild(el('td', 'num', m.start[b] < 0 ? 'before the trace' : 'event ' + m.start[b]));
-      row.appendChild(el('td', 'num', m.end[b] >= m.n ? 'still live' : 'event ' + m.end[b]));
+      row.appendChild(el('td', 'num', b.start < 0 ? 'before the trace' : 'event ' + b.start));
+      row.appendChild(el('td', 'num', b.end >= m.n ? 'still live' : 'event ' + b.end));
       row.onclick = function () { self.showBlock(detail, b); };
       tb.appendChild(row);
       if (r === 0) self.showBlock(detail, b);
@@ -588,13 +667,11 @@
     info.appendChild(split);
   };
   View.prototype.showBlock = function (box, b) {
-    var m = this.m;
     box.textContent = '';
-    box.appendChild(el('b', '', human(m.size[b]) + ' requested (' + exact(m.size[b]) + ' B) · ' + m.meta.categories[m.cat[b]] + ' · decided by ' + m.meta.reasons[m.reason[b]]));
-    var fr = m.stackFrames(b);
-    if (!fr.length) { box.appendChild(el('div', 'frame-none', 'no stack recorded for this block')); return; }
+    box.appendChild(el('b', '', human(b.size) + ' requested (' + exact(b.size) + ' B) · ' + b.category + ' · decided by ' + b.reason));
+    if (!b.frames.length) { box.appendChild(el('div', 'frame-none', 'no stack recorded for this block')); return; }
     var ol = el('ol', 'tl-stack');
-    fr.forEach(function (f) { ol.appendChild(el('li', 'frame', f)); });
+    b.frames.forEach(function (f) { ol.appendChild(el('li', 'frame', f)); });
     box.appendChild(ol);
   };
 
@@ -682,6 +759,12 @@
     var roots = document.querySelectorAll('.timeline');
     // A page written to a file embeds each timeline; a page served by memscan view fetches it from the server.
     function source(root) {
+      if (root.dataset.remote) {
+        return fetch(root.dataset.remote + '/meta').then(function (r) {
+          if (!r.ok) throw new Error('the server answered ' + r.status + ' for meta');
+          return r.json();
+        }).then(function (meta) { return [meta, null]; });
+      }
       if (!root.dataset.src) {
         return Promise.resolve([JSON.parse(document.getElementById(root.dataset.meta).textContent),
           document.getElementById(root.dataset.blob).textContent.trim()]);
@@ -698,18 +781,20 @@
       var meta, tA, tB;
       return source(root).then(function (got) {
         meta = got[0];
+        if (got[1] === null) return null;
         tA = performance.now();
         var raw = b64bytes(got[1].trim());
         tB = performance.now();
         return inflate(raw);
       }).then(function (bytes) {
         var tC = performance.now();
-        var model = new Model(meta, bytes);
+        var model = bytes === null ? new RemoteModel(meta, root.dataset.remote) : new Model(meta, bytes);
         var tD = performance.now();
         root.dataset.timing = 'base64 ' + (tB - tA).toFixed(0) + ' ms, inflate ' + (tC - tB).toFixed(0) + ' ms, model ' + (tD - tC).toFixed(0) + ' ms';
         root.dataset.peak = String(model.peak);
         root.dataset.events = String(model.n);
         root.view = new View(root, model);
+        return root.view.drawn;
       }).catch(function (err) {
         root.appendChild(el('p', 'warn', 'The timeline could not be drawn: ' + err.message));
         throw err;

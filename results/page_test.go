@@ -106,3 +106,31 @@ func TestPageDataPerEvent(t *testing.T) {
 		t.Errorf("%.2f bytes per event embedded, at most %.1f", per, maxBlobPerEvent)
 	}
 }
+
+// TestSummaryFitsWidth: the console summary of a run with long paths, an OOM and long findings stays within
+// SummaryWidth columns, and leads with the cross-input table.
+func TestSummaryFitsWidth(t *testing.T) {
+	run := htmlSampleRun()
+	for _, r := range run.Inputs {
+		r.File = "/very/long/path/to/a/training/job/outputs/memory_snapshot/" + strings.Repeat("deep/", 8) + r.File
+		r.Recommendations = append(r.Recommendations, analyze.Recommendation{ID: "x", Severity: "warning",
+			Title: strings.Repeat("a long finding title ", 8), Advice: strings.Repeat("advice that goes on ", 20), Unit: analyze.UnitBytes, Value: 1 << 30})
+	}
+	run.Cross = analyze.CrossInputs(run.Inputs)
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, run); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, line := range strings.Split(out, "\n") {
+		if n := len([]rune(line)); n > SummaryWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	if a, p := strings.Index(out, "Across 2 inputs"), strings.Index(out, "Peak "); a < 0 || p < a {
+		t.Errorf("the cross-input table does not come first:\n%s", out)
+	}
+	if i := strings.Index(out, "a long finding"); i < 0 || i > strings.Index(out, "At the dump") {
+		t.Errorf("the findings do not come before the totals at the dump:\n%s", out)
+	}
+}

@@ -174,12 +174,17 @@ func cacheNeededAtPeak(r *analyze.Report, p *analyze.SnapshotReport) int64 {
 func (t *textWriter) crossSummary(c *analyze.Cross) {
 	v := newCrossView(c)
 	tb := newTable(v.Aligns, v.Header...)
-	width := 0
-	for _, r := range v.Rows {
-		cells := strings.Join(r.Cells, "  ")
-		width = max(width, len([]rune(cells)))
+	// The file column gets what the other columns (each its widest cell or header, two spaces before it) and the
+	// indent of two leave.
+	rest := 2
+	for c := 1; c < len(v.Header); c++ {
+		w := len([]rune(v.Header[c]))
+		for _, r := range v.Rows {
+			w = max(w, len([]rune(r.Cells[c-1])))
+		}
+		rest += 2 + w
 	}
-	fileWidth := max(16, SummaryWidth-4-width-2*len(v.Header))
+	fileWidth := max(16, SummaryWidth-rest)
 	for _, r := range v.Rows {
 		tb.add(append([]string{truncateLeft(r.File, fileWidth)}, r.Cells...)...)
 	}

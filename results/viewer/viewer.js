@@ -290,7 +290,7 @@
     peakBtn.onclick = function () { self.zoomEvents(Math.max(0, model.peakAt - 2000), Math.min(model.n, model.peakAt + 2000)); self.hover(model.peakAt, true); };
     this.range = el('span', 'tl-range');
     bar.appendChild(this.modeSel); bar.appendChild(reset); bar.appendChild(peakBtn); bar.appendChild(this.range);
-    bar.appendChild(el('span', 'tl-help', 'drag to zoom · double-click to reset · click to pin the details'));
+    bar.appendChild(el('span', 'tl-help', 'drag or Ctrl+wheel to zoom · double-click to reset · click to pin the details'));
     root.appendChild(bar);
     var wrap = el('div', 'tl-wrap');
     this.canvas = el('canvas', 'tl-canvas'); this.over = el('canvas', 'tl-over');
@@ -358,6 +358,14 @@
       if (self.raf) return;
       self.raf = requestAnimationFrame(function () { self.raf = 0; self.hoverPx(x, false); });
     });
+    // Ctrl (or ⌘) and the wheel zoom around the pointer; the wheel alone scrolls the page as usual.
+    o.addEventListener('wheel', function (ev) {
+      if (!ev.ctrlKey && !ev.metaKey) return;
+      ev.preventDefault();
+      var f = self.full(), x = self.xAt(px(ev)), k = ev.deltaY > 0 ? 1.25 : 0.8;
+      var x0 = Math.max(f[0], x - (x - self.x0) * k), x1 = Math.min(f[1], x + (self.x1 - x) * k);
+      if (x1 - x0 >= (self.mode === 'time' ? 1 : 4)) { self.x0 = x0; self.x1 = x1; self.draw(); }
+    }, { passive: false });
     o.addEventListener('dblclick', function (ev) { ev.preventDefault(); self.pinned = false; self.root.classList.remove('tl-pinned'); self.reset(); });
     window.addEventListener('resize', function () { self.resize(); });
   };

@@ -88,7 +88,6 @@ type htmlField struct {
 
 func renderHTML(dir string, run *analyze.Run, opts pageOptions) ([]byte, error) {
 	subdirs := inputSubdirs(run)
-	budget := int64(maxEmbeddedTotal)
 	tlBudget := maxPageTimelineBytes
 	var inputs []htmlInput
 	for i, r := range run.Inputs {
@@ -113,22 +112,32 @@ func renderHTML(dir string, run *analyze.Run, opts pageOptions) ([]byte, error) 
 		case *analyze.LogReport:
 			in.Log = p.Log
 		}
-		var imgs []htmlImage
-		if dir != "" {
-			var err error
-			if imgs, err = embedPNGs(filepath.Join(dir, subdirs[i]), subdirs[i], &budget); err != nil {
-				return nil, err
-			}
-		}
-		in.Images = pageImages(imgs, len(in.Timelines) > 0)
 		inputs = append(inputs, in)
 	}
+	// The charts get what the timelines leave of the page's budget, the cross-input ones first as they come first;
+	// beyond it they are linked (they lie beside the page).
+	budget := min(int64(maxEmbeddedTotal), int64(maxPageDataBytes-(maxPageTimelineBytes-tlBudget)))
 	var cross []htmlImage
 	if len(run.Inputs) > 1 && dir != "" {
 		var err error
-		if cross, err = embedPNGs(dir, "", &budget); err != nil {
+		if cross, err = embedPNGs(dir, "", &budget, nil); err != nil {
 			return nil, err
 		}
+	}
+	for k := range inputs {
+		in := &inputs[k]
+		if dir == "" {
+			continue
+		}
+		var skip func(string) bool
+		if len(in.Timelines) > 0 { // the interactive timeline shows what the timeline PNG shows, and more
+			skip = func(name string) bool { return strings.HasPrefix(name, strings.TrimSuffix(ChartTimeline, ".png")) }
+		}
+		imgs, err := embedPNGs(filepath.Join(dir, subdirs[in.Index]), subdirs[in.Index], &budget, skip)
+		if err != nil {
+			return nil, err
+		}
+		in.Images = pageImages(imgs)
 	}
 	var buf bytes.Buffer
 	js, css := pageAssets()
@@ -145,7 +154,7 @@ func renderHTML(dir string, run *analyze.Run, opts pageOptions) ([]byte, error) 
 
 // embedPNGs returns the PNG charts directly in dir, sorted by name, as data URIs while *budget lasts (relative
 // links after that, and for huge files).
-func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
+func embedPNGs(dir, rel string, budget *int64, skip func(name string) bool) ([]htmlImage, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -155,7 +164,7 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 	}
 	var out []htmlImage
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".png") {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".png") || (skip != nil && skip(e.Name())) {
 			continue
 		}
 		title := chartTitleOf(e.Name())
@@ -163,7 +172,9 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading chart %s: %w", e.Name(), err)
 		}
-		if info.Size() > maxEmbeddedPNG || info.Size() > *budget {
+		// The budget counts what the page holds: the base64 text, a third larger than the file.
+		embedded := int64(base64.StdEncoding.EncodedLen(int(info.Size())))
+		if info.Size() > maxEmbeddedPNG || embedded > *budget {
 			out = append(out, htmlImage{Title: title, Src: template.URL(filepath.ToSlash(filepath.Join(rel, e.Name())))})
 			continue
 		}
@@ -171,7 +182,7 @@ func embedPNGs(dir, rel string, budget *int64) ([]htmlImage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading chart %s: %w", e.Name(), err)
 		}
-		*budget -= int64(len(data))
+		*budget -= embedded
 		out = append(out, htmlImage{Title: title, Src: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(data))})
 	}
 	slices.SortFunc(out, func(a, b htmlImage) int { return strings.Compare(a.Title, b.Title) })
@@ -253,6 +264,7 @@ figcaption{font-size:12px;color:#555}
 .oom{color:#a01010;font-weight:600}.ranked{margin:4px 0;padding-left:22px}.ranked .save{font-weight:600}
 nav.toc{background:#fff;border:1px solid #e2e2e2;padding:6px 12px;font-size:13px}nav.toc ol{margin:4px 0}
 details.input>summary{cursor:pointer;font-size:18px;font-weight:600;margin:24px 0 6px;border-bottom:1px solid #ddd;padding-bottom:4px}
+details.charts>summary{cursor:pointer;font-size:15px;font-weight:600;margin:18px 0 6px}
 {{.CSS}}
 </style>
 </head>
@@ -339,7 +351,9 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 </table>{{range .OOMs}}{{with .Explained}}<p>Event {{.Event}}: {{human .Live.Bytes}} live{{if gt .Live.Iteration 0}} in iteration {{.Live.Iteration}} {{.Live.Phase}}{{end}}; by phase allocated in:{{range .Live.ByPhase}} {{.Name}} {{human .Bytes}};{{end}} by category:{{range .Live.ByCategory}} {{.Name}} {{human .Bytes}};{{end}}{{if .PerLayerBytes}} {{.LayersDone}} of {{.Layers}} layers had passed the failing point at {{human .PerLayerBytes}} each: the forward would reach about {{human .ProjectedBytes}} against {{human .CapacityBytes}} available.{{end}}</p>{{end}}{{if .Remedies}}<table><tr><th>single change (--static)</th><th>peak allocated</th><th>peak reserved</th><th>fits</th></tr>{{range .Remedies}}<tr><td>{{.Change}}</td><td class="num">{{human .PeakAllocatedBytes}}</td><td class="num">{{human .PeakReservedBytes}}</td><td>{{if .Fits}}yes{{else}}no{{end}}</td></tr>{{end}}</table>{{end}}{{end}}{{end}}{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li class="warn">{{.}}</li>{{end}}</ul>{{end}}
 {{end}}
-{{range $in.Images}}<figure><img alt="{{.Title}}" src="{{.Src}}"><figcaption>{{.Title}}</figcaption></figure>{{end}}
+{{with $in.Images}}<details class="charts"{{if le (len $.Inputs) 1}} open{{end}}><summary>Charts ({{len .}})</summary>
+{{range .}}<figure><img alt="{{.Title}}" src="{{.Src}}" loading="lazy" decoding="async"><figcaption>{{.Title}}</figcaption></figure>{{end}}
+</details>{{end}}
 </details>
 </section>
 {{end}}

@@ -24,6 +24,10 @@ var (
 // that the page stays under about 10 MB; a trace beyond it is shown by memscan view, which sends it on demand.
 const maxPageTimelineBytes = 9 << 20
 
+// maxPageDataBytes bounds the timelines and the embedded charts of a page together, so that with its tables,
+// script and style it stays under 10 MB (10^7 bytes).
+const maxPageDataBytes = 8<<20 + 512<<10
+
 // pageOptions tune renderHTML: served pages (memscan view) fetch each timeline from the server that sent
 // them instead of embedding it, and have no chart files beside them.
 type pageOptions struct {
@@ -80,9 +84,8 @@ func pageAssets() (template.JS, template.CSS) {
 var chartRank = []string{ChartCategories, ChartTopConsumers, ChartTimeline, ChartOverview, ChartEfficiency, ChartSizes,
 	ChartCategoriesDump, ChartTopConsumersDump}
 
-// pageImages orders imgs by chartRank and drops the timeline PNGs when the page draws the interactive timeline,
-// which shows the same and more.
-func pageImages(imgs []htmlImage, interactive bool) []htmlImage {
+// pageImages orders imgs by chartRank.
+func pageImages(imgs []htmlImage) []htmlImage {
 	rank := func(im htmlImage) int {
 		for k, name := range chartRank {
 			if chartTitleOf(name) == im.Title {
@@ -91,13 +94,7 @@ func pageImages(imgs []htmlImage, interactive bool) []htmlImage {
 		}
 		return len(chartRank)
 	}
-	out := make([]htmlImage, 0, len(imgs))
-	for _, im := range imgs {
-		if interactive && strings.HasPrefix(im.Title, chartTitleOf(ChartTimeline)) {
-			continue
-		}
-		out = append(out, im)
-	}
+	out := slices.Clone(imgs)
 	slices.SortStableFunc(out, func(a, b htmlImage) int { return cmp.Compare(rank(a), rank(b)) })
 	return out
 }

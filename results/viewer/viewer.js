@@ -785,7 +785,7 @@
       }
       return Promise.all([get('meta').then(JSON.parse), get('data')]);
     }
-    var jobs = Array.prototype.map.call(roots, function (root) {
+    function load(root) {
       var meta, tA, tB;
       return source(root).then(function (got) {
         meta = got[0];
@@ -807,10 +807,31 @@
         root.appendChild(el('p', 'warn', 'The timeline could not be drawn: ' + err.message));
         throw err;
       });
-    });
-    Promise.all(jobs).then(function () {
+    }
+    function done() {
       document.body.dataset.ready = '1';
       document.body.dataset.loadMs = (performance.now() - t0).toFixed(1);
+    }
+    // Each timeline is decoded and drawn when it comes near the screen: a page of many inputs draws the ones in
+    // view first and the others as the reader scrolls. The page is ready once those in view at load are drawn.
+    if (!roots.length || !window.IntersectionObserver) {
+      Promise.all(Array.prototype.map.call(roots, load)).then(done);
+      return;
+    }
+    var first = true;
+    var io = new IntersectionObserver(function (entries) {
+      var now = [];
+      entries.forEach(function (e) {
+        if (!e.isIntersecting || e.target.loading) return;
+        e.target.loading = load(e.target);
+        io.unobserve(e.target);
+        now.push(e.target.loading);
+      });
+      if (first) { first = false; Promise.all(now).then(done); }
+    }, { rootMargin: '400px 0px' });
+    Array.prototype.forEach.call(roots, function (r) {
+      r.style.minHeight = '460px'; // room for the chart before it is drawn, so the page does not jump
+      io.observe(r);
     });
   }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start); else start();

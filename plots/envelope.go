@@ -169,7 +169,11 @@ func (d *envelopeDrawing) Plot(cv draw.Canvas, p *plot.Plot) {
 			}
 			pts = append(pts, vg.Point{X: x1, Y: y(end[k])})
 		}
-		cv.StrokeLines(style, pts)
+		// In pieces of lineChunk points sharing a segment, as chunkedLine strokes: one long spiky path costs the
+		// rasteriser time in proportion to the plot's width for every cell.
+		for lo := 0; lo < len(pts)-1; lo += lineChunk - 2 {
+			cv.StrokeLines(style, pts[lo:min(len(pts), lo+lineChunk)])
+		}
 	}
 	steps(c.ReservedMax, c.ReservedEnd, draw.LineStyle{Color: ColorReserved, Width: 1.6})
 	if len(c.WhatIfEnd) > 0 {

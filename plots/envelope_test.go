@@ -3,6 +3,7 @@ package plots
 import (
 	"image/color"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 )
@@ -83,6 +84,37 @@ func TestIntegerTicksHaveNoFractions(t *testing.T) {
 			if tk.Label != "" && tk.Value != math.Trunc(tk.Value) {
 				t.Errorf("range %v: tick %v labelled %q", r, tk.Value, tk.Label)
 			}
+		}
+	}
+}
+
+// BenchmarkEnvelopeSpiky draws the timeline of 900 buckets where every category and every line jumps at every
+// bucket: the worst case for the rasteriser (see bench/README.md on spiky paths).
+func BenchmarkEnvelopeSpiky(b *testing.B) {
+	const nb, k = 900, 8
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := EnvelopeChart{Title: "spiky", X: make([]float64, nb+1)}
+	for i := range nb + 1 {
+		c.X[i] = float64(i * 1000)
+	}
+	alloc := make([]float64, nb)
+	for s := range k {
+		v := make([]float64, nb)
+		for i := range nb {
+			v[i] = float64(rng.IntN(1 << 30))
+			alloc[i] += v[i]
+		}
+		c.Stacked = append(c.Stacked, Series{Name: "s", Values: v, Color: color.RGBA{uint8(30 * s), 100, 100, 255}})
+	}
+	for i := range nb {
+		c.AllocMax = append(c.AllocMax, alloc[i])
+		c.AllocMin = append(c.AllocMin, alloc[i]*float64(rng.IntN(100))/100)
+		c.ReservedMax = append(c.ReservedMax, alloc[i]*1.3)
+		c.ReservedEnd = append(c.ReservedEnd, alloc[i]*1.1)
+	}
+	for b.Loop() {
+		if err := Envelope(filepath.Join(b.TempDir(), "timeline.png"), c); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

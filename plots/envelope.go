@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -145,19 +146,24 @@ func (d *envelopeDrawing) Plot(cv draw.Canvas, p *plot.Plot) {
 		rect(b.Color, trX(b.X0), trX(b.X1), cv.Min.Y, cv.Max.Y)
 	}
 	nb := len(c.X) - 1
-	base := make([]float64, nb)
-	for _, s := range c.Stacked {
+	// The stack as one polygon per layer, filled from zero to the layer's cumulative top and drawn from the top
+	// layer down, each covering the part of the one before that is its own; the top is traced right to left,
+	// which keeps freetype's per-row cell lists short (a rectangle per bucket and layer cost a second a chart).
+	tops := make([][]float64, len(c.Stacked))
+	cum := make([]float64, nb)
+	for i, s := range c.Stacked {
 		for k, v := range s.Values {
-			if v <= 0 {
-				continue
-			}
-			// A bucket narrower than a pixel still gets one, so a spike's colour shows.
-			// Buckets overlap by a hair so no seam shows; one narrower than a pixel still gets one.
-			x0, x1 := trX(c.X[k]), trX(c.X[k+1])
-			x1 = max(x1+0.3, x0+1.5)
-			rect(s.Color, x0, x1, y(base[k]), y(base[k]+v))
-			base[k] += v
+			cum[k] += max(v, 0)
 		}
+		tops[i] = slices.Clone(cum)
+	}
+	for i := len(c.Stacked) - 1; i >= 0; i-- {
+		top := tops[i]
+		pts := []vg.Point{{X: trX(c.X[0]), Y: y(0)}, {X: trX(c.X[nb]), Y: y(0)}}
+		for k := nb - 1; k >= 0; k-- {
+			pts = append(pts, vg.Point{X: trX(c.X[k+1]), Y: y(top[k])}, vg.Point{X: trX(c.X[k]), Y: y(top[k])})
+		}
+		cv.FillPolygon(c.Stacked[i].Color, pts)
 	}
 	steps := func(top, end []float64, style draw.LineStyle) {
 		var pts []vg.Point

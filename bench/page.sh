@@ -5,7 +5,8 @@
 #   With no files it generates a 1.5M-event snapshot (about 120 MB, Python stacks) with memscan-gen.
 #   For each snapshot it runs memscan analyze (charts included, as users run it) and loads the run's
 #   index.html RUNS times in a fresh headless Chromium (bench/pageload), reporting the page's size, the median
-#   time from navigation until every timeline is drawn, the share of it spent in the page's script, and any
+#   time from navigation until every timeline in view is drawn, the share of it spent in the page's script, the
+#   renderer's CPU time over it (steady when other jobs load the machine, unlike the wall time), and any
 #   request the page made beyond itself or script error it raised (both must be 0).
 # Environment: RUNS (default 3), WORK (scratch directory, default a temp dir), ENTRIES (default 1500000).
 # Needs Debian's chromium (apt-get install chromium); MEMSCAN_CHROMIUM names another binary.

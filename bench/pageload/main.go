@@ -1,6 +1,7 @@
 // Command pageload measures memscan's interactive page in headless Chromium: the page's size, the time from
-// navigation until every timeline is drawn (body[data-ready]), the requests it made beyond itself and its script
-// errors; with -shot it saves a screenshot of the first screen. bench/page.sh runs it on generated and real
+// navigation until every timeline in view is drawn (body[data-ready]) and the renderer's CPU time over it (which,
+// unlike the wall time, does not grow while other work holds the cores), the requests it made beyond itself and
+// its script errors; with -shot it saves a screenshot of the first screen. bench/page.sh runs it on generated and real
 // snapshots.
 package main
 
@@ -49,14 +50,26 @@ func run(page, shot, zoomShot string, runs int) error {
 	}
 	defer s.Close()
 	url := "file://" + abs
-	var times []time.Duration
+	var times, cpus []time.Duration
 	var inPage string
 	for range max(1, runs) {
+		p0, _, err := s.CPU()
+		if err != nil {
+			return err
+		}
 		d, err := s.Load(url)
 		if err != nil {
 			return err
 		}
+		p1, _, err := s.CPU()
+		if err != nil {
+			return err
+		}
+		if p1 < p0 { // the page got a fresh renderer process
+			p0 = 0
+		}
 		times = append(times, d)
+		cpus = append(cpus, time.Duration((p1-p0)*float64(time.Second)))
 		inPage, err = chromedp.Run(s.Ctx, chromedp.Evaluate[string](`document.body.dataset.loadMs`))
 		if err != nil {
 			return err
@@ -67,8 +80,9 @@ func run(page, shot, zoomShot string, runs int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("page %s: %.2f MB, timelines of %s events, load+draw %.0f ms (median of %d; %.0f ms of it in the page's script), external requests %d, script errors %d\n",
-		filepath.Base(page), float64(fi.Size())/1e6, events, float64(med.Microseconds())/1000, len(times), atof(inPage), len(s.ExternalRequests(url)), len(s.Errors()))
+	fmt.Printf("page %s: %.2f MB, timelines of %s events, load+draw %.0f ms (median of %d; %.0f ms of it in the page's script; renderer CPU %.0f ms), external requests %d, script errors %d\n",
+		filepath.Base(page), float64(fi.Size())/1e6, events, float64(med.Microseconds())/1000, len(times), atof(inPage),
+		float64(median(cpus).Microseconds())/1000, len(s.ExternalRequests(url)), len(s.Errors()))
 	timing, err := chromedp.Run(s.Ctx, chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.timeline')).map(e => e.id + ': ' + e.dataset.timing + ', first draw ' + e.dataset.drawMs + ' ms').join('\n')`))
 	if err != nil {
 		return err

@@ -12,7 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
@@ -129,4 +131,25 @@ func (s *Session) Errors() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.errs...)
+}
+
+// CPU returns the CPU seconds the tab's renderer process and its main thread have used so far (Chromium's
+// ProcessTime and ThreadTime): unlike wall time they do not grow while other work holds the machine's cores.
+func (s *Session) CPU() (process, thread float64, err error) {
+	if _, err := chromedp.Call(s.Ctx, performance.Enable, performance.EnableParams{}); err != nil {
+		return 0, 0, err
+	}
+	res, err := chromedp.Call(s.Ctx, performance.GetMetrics, cdp.Empty{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range res.Metrics {
+		switch m.Name {
+		case "ProcessTime":
+			process = m.Value
+		case "ThreadTime":
+			thread = m.Value
+		}
+	}
+	return process, thread, nil
 }

@@ -27,7 +27,7 @@ if [ ${#files[@]} -eq 0 ]; then
 	files=("$big")
 fi
 
-echo "machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(${MEMSCAN_CHROMIUM:-chromium} --version 2>/dev/null || echo chromium)"
+echo "machine: $(nproc) CPUs, load average $(cut -d" " -f1-3 /proc/loadavg), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(${MEMSCAN_CHROMIUM:-chromium} --version 2>/dev/null || echo chromium)"
 for f in "${files[@]}"; do
 	name=$(basename "$f")
 	"$WORK/bin/memscan" analyze --quiet --out "$WORK/results" --name "page" "$f"

@@ -44,6 +44,9 @@ type Options struct {
 	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
 	// load.DefaultMaxInputSize.
 	MaxInputSize int64
+	// NoTimelineDetail leaves SnapshotReport.Details empty, for callers that draw no timeline (rank summaries for
+	// memscan merge): it costs about 20 bytes per allocation and 8 per trace event.
+	NoTimelineDetail bool
 }
 
 func (o Options) withDefaults() Options {

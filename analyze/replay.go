@@ -128,7 +128,9 @@ func (a *analysis) replayAll() error {
 			best = &a.part.DevicePeaks[len(a.part.DevicePeaks)-1]
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
-		a.part.Details = append(a.part.Details, r.detail(d))
+		if !a.opts.NoTimelineDetail {
+			a.part.Details = append(a.part.Details, r.detail(d))
+		}
 		for _, l := range findings.Leaks(d) {
 			a.part.LeakSuspects = append(a.part.LeakSuspects, LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
 				Markers: l.Iterations, MarkerKind: d.Timeline.Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,

@@ -195,3 +195,14 @@ func TestTimelineDetailWhatIf(t *testing.T) {
 		t.Errorf("the last bucket's what-if is %d, the trace ends at %d", e.WhatIfEnd[len(e.WhatIfEnd)-1], last)
 	}
 }
+
+func TestNoTimelineDetail(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 2, Layers: 2, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20}.Build()
+	rep, err := AnalyzeSnapshot(context.Background(), s, Options{NoTimelineDetail: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Part.(*SnapshotReport); len(p.Details) != 0 || len(p.Timeline) == 0 {
+		t.Errorf("%d details and %d timelines, want none and the downsampled one", len(p.Details), len(p.Timeline))
+	}
+}

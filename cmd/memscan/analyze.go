@@ -222,6 +222,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// Rank summaries carry no allocator replay; thousands of ranks need not pay for it.
 	opts.Allocator.Skip = flags.summaryOnly
+	opts.NoTimelineDetail = flags.summaryOnly
 	if flags.rules != "" {
 		rules, err := categorize.LoadFile(flags.rules, categorize.Default())
 		if err != nil {

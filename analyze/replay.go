@@ -128,7 +128,7 @@ func (a *analysis) replayAll() error {
 			best = &a.part.DevicePeaks[len(a.part.DevicePeaks)-1]
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
-		if !a.opts.NoTimelineDetail {
+		if !a.opts.NoTimelineDetail && (a.opts.MaxTimelineDetailEvents <= 0 || len(trace) <= a.opts.MaxTimelineDetailEvents) {
 			a.part.Details = append(a.part.Details, r.detail(d))
 		}
 		for _, l := range findings.Leaks(d) {

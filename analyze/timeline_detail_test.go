@@ -206,3 +206,23 @@ func TestNoTimelineDetail(t *testing.T) {
 		t.Errorf("%d details and %d timelines, want none and the downsampled one", len(p.Details), len(p.Timeline))
 	}
 }
+
+func TestMaxTimelineDetailEvents(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 2, Layers: 2, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20}.Build()
+	n := len(s.DeviceTraces[0])
+	for _, tc := range []struct {
+		max  int
+		want int
+	}{{n, 1}, {n - 1, 0}, {0, 1}} {
+		rep, err := AnalyzeSnapshot(context.Background(), s, Options{MaxTimelineDetailEvents: tc.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(rep.Part.(*SnapshotReport).Details); got != tc.want {
+			t.Errorf("a trace of %d events with a bound of %d: %d details, want %d", n, tc.max, got, tc.want)
+		}
+	}
+	if DetailEventsPerInput(0) != TimelineDetailEvents || DetailEventsPerInput(4) != TimelineDetailEvents/4 {
+		t.Error("DetailEventsPerInput does not share the budget")
+	}
+}

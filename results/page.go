@@ -71,6 +71,12 @@ func pageTimelines(i int, r *analyze.Report, p *analyze.SnapshotReport, budget *
 		*budget -= size
 		tls = append(tls, tl)
 	}
+	// A trace the analysis did not keep at full resolution (a run of many inputs shares a bound) is not drawn here.
+	for _, ts := range p.Timeline {
+		if !slices.ContainsFunc(p.Details, func(d analyze.TimelineDetail) bool { return d.Device == ts.Device }) {
+			note = fmt.Sprintf("The trace of device %d was not kept at full resolution in a run of this many inputs; `memscan view %s` draws it.", ts.Device, r.File)
+		}
+	}
 	return tls, note, nil
 }
 

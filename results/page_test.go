@@ -134,3 +134,25 @@ func TestSummaryFitsWidth(t *testing.T) {
 		t.Errorf("the findings do not come before the totals at the dump:\n%s", out)
 	}
 }
+
+// TestPageNotesTracesWithoutDetail: a trace the analysis kept only downsampled gets a note naming memscan view.
+func TestPageNotesTracesWithoutDetail(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := gen.Write(&buf, gen.Config{Seed: 2, Entries: 3000, Stacks: gen.StacksPython, ShareStack: true}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.DecodePickle(context.Background(), "gen", bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{MaxTimelineDetailEvents: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.File = "big.pickle"
+	budget := 1 << 20
+	tls, note, err := pageTimelines(0, r, r.Part.(*analyze.SnapshotReport), &budget, pageOptions{})
+	if err != nil || len(tls) != 0 || !strings.Contains(note, "memscan view big.pickle") {
+		t.Errorf("%d timelines, note %q, %v", len(tls), note, err)
+	}
+}

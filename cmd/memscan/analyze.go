@@ -247,6 +247,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageErrorf("analyze: --rank applies to a single input, but %d were found", len(files))
 	}
 
+	opts.MaxTimelineDetailEvents = analyze.DetailEventsPerInput(len(files))
 	total := len(files) + len(failures) // discovered files plus arguments that yielded none
 	applyMemoryLimit(files, flags.jobs)
 	reports, decodeFailures := analyzeFiles(ctx, files, opts, flags, stderr)

@@ -14,9 +14,10 @@ import (
 )
 
 // The interactive timeline reads two things per device: a JSON object of names and marks (pageMeta) and the
-// device's TimelineDetail as one gzip-compressed binary blob in URL-safe base64 (the page escapes no character of it). The blob is columnar, each column
-// a run of LEB128 varints (zig-zag for signed values, deltas where values grow), 4.4 bytes per trace event
-// in all on a generated trace after gzip; the browser inflates it with its built-in DecompressionStream.
+// device's TimelineDetail as one gzip-compressed binary blob in URL-safe base64 (the page escapes none of its
+// characters). The blob is columnar, each column a run of LEB128 varints (zig-zag for signed values, deltas
+// where values grow): 4.4 bytes per trace event in all on a generated trace after gzip. The browser inflates it
+// with its built-in DecompressionStream.
 //
 // Blob layout, after the version (1): events, blocks, times (0 or events), reserved changes, what-if changes,
 // stacks, stack frames; then the columns in this order:

@@ -42,12 +42,26 @@ type Options struct {
 	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
 	// load.DefaultMaxInputSize.
 	MaxInputSize int64
+	// NoTimelineDetail leaves SnapshotReport.Details empty, for callers that draw no timeline (rank summaries for
+	// memscan merge): it costs about 20 bytes per allocation and 8 per trace event.
+	NoTimelineDetail bool
+	// MaxTimelineDetailEvents keeps the detail only of traces of at most this many events (0: no bound), so that a
+	// run of many inputs holds a bounded amount of it (DetailEventsPerInput).
+	MaxTimelineDetailEvents int
 	// Read, when set, counts the bytes AnalyzeFile reads from its file (load.Options.Read), and Stage, when set,
 	// is told each Stage as it starts (a few times per input, on the goroutine that analyzes): what a progress
 	// display shows of one large input.
 	Read  *atomic.Int64
 	Stage func(Stage)
 }
+
+// TimelineDetailEvents is the trace events a run keeps at full resolution over all its inputs (about 15 bytes
+// each with their allocations): a page embeds far fewer, and memscan view analyzes an input alone.
+const TimelineDetailEvents = 24_000_000
+
+// DetailEventsPerInput shares TimelineDetailEvents among n inputs, for Options.MaxTimelineDetailEvents: the same
+// inputs keep their detail whatever order they are analyzed in.
+func DetailEventsPerInput(n int) int { return TimelineDetailEvents / max(1, n) }
 
 func (o Options) withDefaults() Options {
 	if o.Rules == nil {

@@ -98,6 +98,9 @@ func (a *analysis) replayAll() error {
 			best = &a.part.DevicePeaks[len(a.part.DevicePeaks)-1]
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
+		if !a.opts.NoTimelineDetail && (a.opts.MaxTimelineDetailEvents <= 0 || len(trace) <= a.opts.MaxTimelineDetailEvents) {
+			a.part.Details = append(a.part.Details, r.detail(d))
+		}
 		for _, l := range detect.Leaks(d) {
 			a.part.LeakSuspects = append(a.part.LeakSuspects, report.LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
 				Markers: l.Iterations, MarkerKind: d.Timeline().Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
@@ -210,6 +213,10 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 		p.TimeUS = r.Events[t].TimeUS
 	} else if t < 0 && r.Events[0].HasTime {
 		p.TimeUS = r.Events[0].TimeUS
+	}
+	p.ReservedBytes = r.InitialReserved
+	if p.EventIndex >= 0 {
+		p.ReservedBytes = r.Reserved[p.EventIndex]
 	}
 	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()

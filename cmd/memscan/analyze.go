@@ -84,6 +84,7 @@ type analyzeFlags struct {
 	rank     int
 	rankSet  bool
 	quiet    bool
+	verbose  bool
 	// formatSet: --format was given. With --quiet it still prints that report, so
 	// `--format json --quiet > summary.json` works while progress and "wrote DIR" stay silent.
 	formatSet bool
@@ -118,6 +119,7 @@ func (f *analyzeFlags) register(c *cmdLine) {
 	c.noFilesFlag(&f.noFiles)
 	c.StringVar(&f.progress, "progress", "auto", "progress line on stderr (bytes read, files done, the stage of the latest input): auto (when stderr is a terminal), always or never")
 	c.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
+	c.BoolVarP(&f.verbose, "verbose", "v", false, "print the full text report (analysis_report.txt) instead of the summary")
 	c.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
 	c.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
 	c.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
@@ -270,6 +272,7 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 	}
 	// Rank summaries carry no allocator replay; thousands of ranks need not pay for it.
 	opts.Allocator.Skip = flags.summaryOnly
+	opts.NoTimelineDetail = flags.summaryOnly
 	if opts.Rules, err = c.loadRules(flags.rules); err != nil {
 		return opts, nil, err
 	}
@@ -366,6 +369,10 @@ func printAnalyzeReport(stdout io.Writer, run *report.Run, flags *analyzeFlags) 
 	case "md":
 		err = results.WriteMarkdown(stdout, run, results.MarkdownOptions{})
 	default:
+		if !flags.verbose {
+			err = results.WriteSummary(stdout, run)
+			break
+		}
 		err = results.WriteText(stdout, run, results.TextOptions{Top: flags.top})
 	}
 	if err != nil {

@@ -106,6 +106,7 @@ func TestCLIGolden(t *testing.T) {
 		args   []string
 	}{
 		{"analyze_example.txt", analyzeArgs("text", in("example"))},
+		{"analyze_example_verbose.txt", append(analyzeArgs("text", "--verbose", "--name", "verbose"), in("example"))}, // its own run name: a third rank0 directory would take a suffix that depends on the clock
 		{"analyze_example.md", analyzeArgs("md", in("example"))},
 		{"analyze_tracer.txt", analyzeArgs("text", in("tracer"))},
 		{"analyze_tracer.md", analyzeArgs("md", in("tracer"))},
@@ -194,6 +195,7 @@ func TestCLIFailureGolden(t *testing.T) {
 		{"help_compare.txt", []string{"compare", "--help"}},
 		{"help_export.txt", []string{"export", "--help"}},
 		{"help_merge.txt", []string{"merge", "--help"}},
+		{"help_view.txt", []string{"view", "--help"}},
 		{"fail_analyze_no_input.txt", []string{"analyze", "--out", out}},
 		{"fail_analyze_bad_flag.txt", []string{"analyze", "--no-plot", in("example")}},
 		{"fail_analyze_bad_format.txt", []string{"analyze", "--format", "xml", "--out", out, in("example")}},

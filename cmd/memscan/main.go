@@ -63,6 +63,7 @@ func commands() []command {
 		{"compare", "diff two runs (snapshots, tracer JSON or run directories)", runCompare},
 		{"export", "export to pprof, Perfetto, collapsed stacks, JSON or a sliced pickle", runExport},
 		{"merge", "merge per-rank summaries into one cross-rank report", runMerge},
+		{"view", "serve the interactive page of a snapshot or run directory on a local HTTP server", runView},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -94,7 +94,10 @@ func Analyze(ctx context.Context, req Request) (*Result, error) {
 		return nil, &RankError{Found: len(files)}
 	}
 	res := &Result{Files: files, Total: len(files) + len(failures)}
-	reports, more := analyzeFiles(ctx, files, req.Options, req.Jobs, ev)
+	opts := req.Options
+	// The full-resolution timelines of a run share one budget, so many inputs do not multiply it.
+	opts.MaxTimelineDetailEvents = analyze.DetailEventsPerInput(len(files))
+	reports, more := analyzeFiles(ctx, files, opts, req.Jobs, ev)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

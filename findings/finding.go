@@ -122,6 +122,7 @@ func Catalogue() []Spec {
 		{SmallPoolSegments, Info, Count, titleSmallPoolSegments, "dump"},
 		{RoundingWaste, Info, Percent, titleRoundingWaste, "dump"},
 		{PrivatePools, Info, Percent, titlePrivatePools, "dump"},
+		{NoHistory, Info, Count, titleNoHistory, "dump"},
 		{RankImbalance, Warning, Percent, titleInputsImbalance, "inputs"},
 		{LeakAcrossIterations, Warning, Bytes, titleLeakAcrossIterations, "inputs"},
 		{MixedIterations, Warning, Count, titleMixedIterations, "ranks"},
@@ -151,6 +152,7 @@ const (
 	SmallPoolSegments ID = "small-pool-segments"
 	RoundingWaste     ID = "rounding-waste"
 	PrivatePools      ID = "private-pools"
+	NoHistory         ID = "no-allocation-history"
 	// Judged across the inputs of one analysis (analyze) or across rank summaries (memscan merge).
 	RankImbalance        ID = "rank-imbalance"
 	LeakAcrossIterations ID = "possible-leak-across-iterations"

@@ -44,6 +44,7 @@ func TestCatalogue(t *testing.T) {
 		"dump small":          NewSmallPoolSegments(101, 202<<20, 1<<20),
 		"dump rounding":       NewRoundingWaste(6, 1<<20),
 		"dump private":        NewPrivatePools(11, 1<<30),
+		"dump no history":     NewNoHistory(1, 1<<20, 4<<20),
 		"inputs imbalance":    NewInputsImbalance("r1.pickle", " (rank 1)", 2<<30, 20, 1<<30, "iteration 1", 1),
 		"inputs leak":         NewLeakAcrossIterations(0, 1<<30, 1, 2<<30, 3, 3),
 		"ranks mixed":         NewMixedIterations(8, 2, "1, 2", ""),

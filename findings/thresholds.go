@@ -66,6 +66,10 @@ const (
 	RoundingWastePct = 5.0
 	// PrivatePoolPct: reserved bytes in non-default pools (CUDA graphs, MemPool), % of reserved (fires above).
 	PrivatePoolPct = 10.0
+	// MinHistoryEvents: a device trace needs an allocation and its free, two events, to hold any history; with
+	// fewer on every device the detectors judge the dump instead of the peak, and no-allocation-history fires
+	// (below) to say how to record one.
+	MinHistoryEvents = 2
 )
 
 // Thresholds of the comparisons across inputs and ranks.

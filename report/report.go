@@ -80,7 +80,10 @@ type SnapshotReport struct {
 	Fragmentation Fragmentation `json:"fragmentation" msgpack:"fragmentation"`
 
 	// Timeline is the replayed device trace, downsampled for plotting; not in summary.json.
-	Timeline    []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	Timeline []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	// Details are the replayed device traces at full resolution, for the interactive page; in neither
+	// summary.json nor report.msgpack (a trace of millions of events would dwarf the report).
+	Details     []TimelineDetail `json:"-" msgpack:"-"`
 	DevicePeaks []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
 	OOMs        []OOM            `json:"ooms" msgpack:"ooms"`
 	// Iterations holds, per device with a trace, the training iterations and their forward, backward and

@@ -40,6 +40,7 @@ type mergeFlags struct {
 	out, name, format         string
 	stages, world, jobs, rows int
 	noFiles                   bool
+	writeTo                   string // results root of the run directory; "" writes none
 	iteration                 merge.IterationFilter
 }
 
@@ -117,18 +118,16 @@ func parseMergeFlags(args []string, stdout, stderr io.Writer) (*mergeFlags, []st
 	if f.stages < 0 || f.world < 0 || f.jobs < 1 {
 		return nil, nil, false, usageErrorf("merge: --stages, --world must be ≥ 0 and --jobs ≥ 1")
 	}
-	if !f.noFiles {
-		if err := checkOutDir(f.out); err != nil {
-			return nil, nil, false, usageErrorf("merge: --out %s: %v", f.out, err)
-		}
+	if f.writeTo, err = c.filesDir(f.out, f.noFiles, true, stderr); err != nil {
+		return nil, nil, false, err
 	}
 	return f, c.Args(), false, nil
 }
 
 // writeMerge writes the run directory (unless --no-files) and prints the report in --format.
 func writeMerge(res *merge.CrossRank, f *mergeFlags, firstArg string, stdout, stderr io.Writer) error {
-	if !f.noFiles {
-		dir, err := writeMergeRun(f.out, f.name, firstArg, res, stderr)
+	if f.writeTo != "" {
+		dir, err := writeMergeRun(f.writeTo, f.name, firstArg, res, stderr)
 		if err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("merge: %w", err)}
 		}

@@ -56,7 +56,12 @@ func (m *mdWriter) run(run *report.Run) {
 	if len(run.Failures) > 0 {
 		m.printf(", %d failed", len(run.Failures))
 	}
-	m.printf(". The full text report is `analysis_report.txt`; machine-readable numbers are in `summary.json` " +
+	m.printf(".")
+	if hasTrace(run) {
+		m.printf(" Open `index.html` in a browser for the interactive timeline (zoom, hover for the live blocks and " +
+			"their stacks).")
+	}
+	m.printf(" The full text report is `analysis_report.txt`; machine-readable numbers are in `summary.json` " +
 		"(integer bytes) and `report.msgpack` (the whole report, readable back by memscan).\n")
 
 	if run.Cross != nil {

@@ -199,9 +199,13 @@ func (t *textWriter) traceActions(snap *report.SnapshotReport) {
 // snapshot writes the Markdown findings and tables of an allocator snapshot. With a trace the live set at the
 // peak comes first; the dump's tables follow, labelled.
 func (m *mdWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
+	m.answer(r)
 	m.findings(r, append(snapshotFindings(r, snap), replayFindings(snap)...))
+	if r.Peak != nil {
+		m.printf("\n**Totals at the dump**\n")
+	}
 	m.totals(snap.Totals)
-	m.inputRecommendations(r.Recommendations)
+	m.inputRecommendations(rankFindings(r.Recommendations))
 	dump := ""
 	if p := r.Peak; p != nil && len(p.Categories) > 0 {
 		m.peak(p)
@@ -257,22 +261,20 @@ func (m *mdWriter) peak(p *report.Peak) {
 
 // snapshotFindings are the headline numbers of an allocator snapshot.
 func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
-	var out []string
-	// Efficiency is judged at the peak when a trace shows it: at the dump a cache that kept what the peak needed
-	// holds mostly free memory, which is the allocator doing its job.
-	at := " at the dump (no allocation history to judge the peak)"
-	if p := r.Peak; p != nil && p.ReservedBytes > 0 {
-		out = append(out, fmt.Sprintf("At the peak PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
-			units.Bytes(p.ReservedBytes), units.Bytes(p.Bytes), p.EfficiencyPct))
-		at = " when the snapshot was taken"
+	var out, atDump []string
+	when := ""
+	if r.Peak != nil {
+		when = "At the dump, "
 	}
+	atDump = append(atDump, fmt.Sprintf("%sPyTorch reserved **%s** and tensors asked for **%s**: %.1f %% of reserved requested.",
+		when, units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
 	if free := snap.ExternalFreeBytes + snap.InternalFreeBytes; free > 0 && snap.ReservedBytes > 0 {
-		out = append(out, fmt.Sprintf("Of the %s reserved%s, tensors asked for %s (%.1f %%); %s is cached free memory, not in use then: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
-			units.Bytes(snap.ReservedBytes), at, units.Bytes(snap.RequestedBytes), snap.EfficiencyPct, units.Bytes(free), units.Bytes(snap.ExternalFreeBytes),
-			units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes)))
-	} else {
-		out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**%s: %.1f %% efficiency.",
-			units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), at, snap.EfficiencyPct))
+		s := fmt.Sprintf("%s (%s of reserved) is cached but not in use%s: %s in free blocks, %s rounding inside allocations; the largest free block is %s",
+			units.Bytes(free), units.Percent(free, snap.ReservedBytes), strings.ToLower(strings.TrimSuffix(" "+when, ", ")), units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes))
+		if needed := cacheNeededAtPeak(r, snap); needed > 0 {
+			s += fmt.Sprintf("; %s of it was in use at the peak", units.Bytes(needed))
+		}
+		atDump = append(atDump, s+".")
 	}
 	dump := ""
 	if p := r.Peak; p != nil {
@@ -289,8 +291,15 @@ func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 			s += fmt.Sprintf("; the largest category there is **%s** with %s (%s)", mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
 		}
 		out = append(out, s+".")
+		// Efficiency is judged at the peak when a trace shows it: at the dump a cache that kept what the peak
+		// needed holds mostly free memory, which is the allocator doing its job.
+		if p.ReservedBytes > 0 {
+			out = append(out, fmt.Sprintf("At the peak PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
+				units.Bytes(p.ReservedBytes), units.Bytes(p.Bytes), p.EfficiencyPct))
+		}
 		dump = " at the dump"
 	}
+	out = append(out, atDump...)
 	if len(r.Categories) > 0 {
 		sum := categorySum(r.Categories)
 		c := r.Categories[0]
@@ -388,10 +397,14 @@ func snapshotCharts(r *report.Report, snap *report.SnapshotReport) []chartJob {
 				Requested:     float64(snap.RequestedBytes),
 				Wasted:        float64(snap.ReservedBytes - snap.RequestedBytes),
 				EfficiencyPct: snap.EfficiencyPct,
+				PeakAllocated: peakAllocated(r), PeakReserved: peakReserved(r),
 			})
 		}))
 	}
 
+	if len(snap.Details) > 0 {
+		return append(jobs, envelopeCharts(r, snap)...)
+	}
 	for k, s := range timelineOrder(snap.Timeline, r.Peak) {
 		if len(s.Index) == 0 {
 			continue

@@ -22,10 +22,13 @@ type TextOptions struct {
 // maxSiteWidth keeps table rows readable; the full site is in summary.json.
 const maxSiteWidth = 90
 
-// WriteText renders run as the plain-text report (analysis_report.txt, and stdout with --format text).
+// WriteText renders run as the full plain-text report (analysis_report.txt, and stdout with --verbose): the
+// summary of WriteSummary, then every section.
 func WriteText(w io.Writer, run *report.Run, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
 	tw := &textWriter{w: bw, opts: opts}
+	tw.summary(run) // the answer first, as on the console
+	tw.printf("\n\n")
 	tw.run(run)
 	return bw.Flush()
 }

@@ -298,3 +298,49 @@ func TestMergeOfMergesIterationFilter(t *testing.T) {
 		t.Errorf("failure %v, want %q", failures[0], want)
 	}
 }
+
+// TestRankSetFindings: each rank-set finding fires on the set it describes and stays silent on a complete one.
+// 972 ranks with --stages 8 and no --world: 972 is not a multiple of 8, as when ranks 972-999 of 1,000 are
+// missing, which shifts every rank's stage (125 per stage, not 122); given the world, the stages are right and
+// the missing ranks are named instead.
+func TestRankSetFindings(t *testing.T) {
+	ranks := func(n int) []*RankSummary {
+		var out []*RankSummary
+		for r := range n {
+			out = append(out, &RankSummary{Kind: SummaryKind, Version: SummaryVersion, File: fmt.Sprintf("rank%d.pickle", r),
+				Run: "rank*.pickle", Rank: r, Iteration: 1, Stage: -1, ReservedBytes: 1 << 30})
+		}
+		return out
+	}
+	withCopy := append(ranks(8), &RankSummary{Kind: SummaryKind, Version: SummaryVersion, File: "copy/rank3.pickle", Run: "rank*.pickle", Rank: 3, Iteration: 1, Stage: -1, ReservedBytes: 1 << 30})
+	otherRun := append(ranks(8), &RankSummary{Kind: SummaryKind, Version: SummaryVersion, File: "b/rank3.pickle", Run: "b/rank*.pickle", Rank: 3, Iteration: 1, Stage: -1, ReservedBytes: 1 << 30})
+	gap := slices.Delete(ranks(8), 2, 3)
+	tests := []struct {
+		name string
+		opts Options
+		sums []*RankSummary
+		want []findings.ID
+	}{
+		{"complete", Options{Stages: 8}, ranks(1000), nil},
+		{"complete, world given", Options{Stages: 8, World: 1000}, ranks(1000), nil},
+		{"last ranks missing, no world", Options{Stages: 8}, ranks(972), []findings.ID{findings.StagesWithoutWorld}},
+		{"last ranks missing, world given", Options{Stages: 8, World: 1000}, ranks(972), []findings.ID{findings.MissingRanks}},
+		{"a gap", Options{}, gap, []findings.ID{findings.MissingRanks}},
+		{"a copy", Options{}, withCopy, []findings.ID{findings.DuplicateRanks}},
+		{"another run", Options{}, otherRun, []findings.ID{findings.MixedRuns}},
+	}
+	rankSet := []findings.ID{findings.StagesWithoutWorld, findings.MissingRanks, findings.DuplicateRanks, findings.MixedRuns}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []findings.ID
+			for _, f := range mergeAll(tc.opts, tc.sums).Result().Recommendations {
+				if slices.Contains(rankSet, f.ID) {
+					got = append(got, f.ID)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("findings %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

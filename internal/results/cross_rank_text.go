@@ -45,8 +45,12 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 	fmt.Fprintf(&b, "free inside reserved: internal %s, external %s; OOM events: %d on %d ranks\n",
 		units.Bytes(c.InternalFreeBytes), units.Bytes(c.ExternalFreeBytes), c.OOMs, c.OOMRanks)
 	writeRankSet(&b, rs, maxRows)
-	writeOutliers(&b, "reserved", c.Outliers, c.Ranks, maxRows)
-	writeOutliers(&b, "peak", c.PeakOutliers, c.Ranks, maxRows)
+	of := fmt.Sprintf("%d ranks", c.Ranks)
+	if rs.Distinct+rs.Unnamed != c.Ranks {
+		of = fmt.Sprintf("%d summaries", c.Ranks) // a rank given twice is judged twice
+	}
+	writeOutliers(&b, "reserved", c.Outliers, of, maxRows)
+	writeOutliers(&b, "peak", c.PeakOutliers, of, maxRows)
 	if len(c.Stages) > 0 {
 		b.WriteString("\nPer pipeline stage:\n")
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -135,12 +139,12 @@ func writeRankSet(b *strings.Builder, rs merge.RankSet, maxRows int) {
 }
 
 // writeOutliers lists the outliers by one measure, the largest gaps first.
-func writeOutliers(b *strings.Builder, measure string, out []merge.Outlier, ranks, maxRows int) {
+func writeOutliers(b *strings.Builder, measure string, out []merge.Outlier, of string, maxRows int) {
 	if len(out) == 0 {
 		return
 	}
 	n := shown(len(out), maxRows)
-	fmt.Fprintf(b, "\nOutlier ranks by %s: %d of %d ranks are more than %.0f%% above the median of their stage and iteration", measure, len(out), ranks, findings.OutlierPct)
+	fmt.Fprintf(b, "\nOutlier ranks by %s: %d of %s are more than %.0f%% above the median of their stage and iteration", measure, len(out), of, findings.OutlierPct)
 	if n < len(out) {
 		fmt.Fprintf(b, " (the %d largest shown; all in the report files)", n)
 	}

@@ -126,6 +126,10 @@ func Catalogue() []Spec {
 		{RankImbalance, Warning, Percent, titleInputsImbalance, "inputs"},
 		{LeakAcrossIterations, Warning, Bytes, titleLeakAcrossIterations, "inputs"},
 		{MixedIterations, Warning, Count, titleMixedIterations, "ranks"},
+		{MixedRuns, Warning, Count, titleMixedRuns, "ranks"},
+		{DuplicateRanks, Warning, Count, titleDuplicateRanks, "ranks"},
+		{MissingRanks, Warning, Count, titleMissingRanks, "ranks"},
+		{StagesWithoutWorld, Warning, Count, titleStagesWithoutWorld, "ranks"},
 		{RankImbalance, Warning, Count, titleRanksImbalance, "ranks"},
 		{PipelineStageSkew, Info, Count, titlePipelineStageSkew, "ranks"},
 		{RankOOM, Critical, Count, titleRankOOM, "ranks"},
@@ -157,6 +161,10 @@ const (
 	RankImbalance        ID = "rank-imbalance"
 	LeakAcrossIterations ID = "possible-leak-across-iterations"
 	MixedIterations      ID = "mixed-iterations"
+	MixedRuns            ID = "mixed-runs"
+	DuplicateRanks       ID = "duplicate-ranks"
+	MissingRanks         ID = "missing-ranks"
+	StagesWithoutWorld   ID = "stages-without-world"
 	PipelineStageSkew    ID = "pipeline-stage-skew"
 	RankOOM              ID = "rank-oom"
 	// Judged on a training log's memory lines.

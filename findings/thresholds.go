@@ -89,6 +89,12 @@ const (
 	PipelineStageSkewRatio = 1.25
 	// RankOOMMin: any rank with an OOM event.
 	RankOOMMin = 0
+	// MixedRunsMax: one rank of one iteration from more than one run is two jobs merged as one.
+	MixedRunsMax = 1
+	// DuplicateRanksMin, MissingRanksMin: any rank given twice is counted twice in every statistic; any rank
+	// missing is a rank the statistics do not cover.
+	DuplicateRanksMin = 0
+	MissingRanksMin   = 0
 )
 
 // Thresholds of the checks on training-log memory lines.

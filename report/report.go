@@ -328,6 +328,10 @@ type Cross struct {
 	MaxAllocatedBytes    int64   `json:"max_allocated_bytes" msgpack:"max_allocated_bytes"`
 	MedianAllocatedBytes int64   `json:"median_allocated_bytes" msgpack:"median_allocated_bytes"`
 	ImbalancePct         float64 `json:"imbalance_pct" msgpack:"imbalance_pct"` // (max/median − 1) × 100 of reserved
+	// NotRankSet says why the inputs were not compared as ranks (some path names no rank, a rank appears twice
+	// in an iteration, or two runs are mixed): then the statistics above and the outliers are left empty and the
+	// rows are a plain table. "" when they were compared.
+	NotRankSet string `json:"not_rank_set,omitempty" msgpack:"not_rank_set,omitempty"`
 	// Iterations is how many iterations the snapshots span; with several, the statistics above are those of the
 	// most unbalanced one, ImbalanceIteration (−1: the path told none), since ranks are compared within a step.
 	Iterations         int      `json:"iterations,omitempty" msgpack:"iterations,omitempty"`

@@ -399,8 +399,10 @@ func writeRankSummaries(run *report.Run, failures []report.Failure, total int, f
 			// iteration_N), so the name also carries what the directories say about rank and iteration.
 			path = filepath.Join(flags.summaryDir, results.SummaryName(r.File))
 		}
-		s := merge.Summarize(r)
-		if err := results.WriteFile(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
+		s := merge.Summarize(r, results.SummaryRun(r.File))
+		// Through a temporary file renamed into place: a full disk or an interrupt never leaves a cut-short or
+		// empty summary (or one over the last good one) for a later merge to meet.
+		if err := results.WriteFileAtomic(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
 			return fmt.Errorf("analyze: %w", err) // WriteFile's error names the path
 		}
 		if !flags.quiet {

@@ -38,7 +38,7 @@ func TestCrossRankThresholdBoundaries(t *testing.T) {
 		c := base()
 		tc.mod(c)
 		got := false
-		for _, f := range crossRankAdvice(c) {
+		for _, f := range crossRankAdvice(c, Options{}) {
 			got = got || f.ID == tc.id
 		}
 		if got != tc.fires {

@@ -10,6 +10,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/msgpackcheck"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
 )
@@ -96,6 +97,11 @@ func ReadMsgpack(path string) (*report.Run, error) {
 func DecodeMsgpack(name string, data []byte) (*report.Run, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%s: empty file", name)
+	}
+	// The decoder recurses on nesting and trusts declared lengths: a file of ten million nested arrays would
+	// overflow its stack, so the structure is checked first.
+	if _, err := msgpackcheck.Value(bytes.NewReader(data), 0, msgpackcheck.MaxDepth); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r := bytes.NewReader(data)
 	dec := msgpack.NewDecoder(r)

@@ -275,7 +275,7 @@ details.charts>summary{cursor:pointer;font-size:15px;font-weight:600;margin:18px
 {{if .Run.Failures}}<h2>Inputs that could not be analyzed</h2><ul>{{range .Run.Failures}}<li><code>{{.File}}</code>: {{.Error}}</li>{{end}}</ul>{{end}}
 {{if .Run.Cross}}{{with .Run.Cross}}
 <h2 id="across">Across inputs</h2>
-{{if gt $.Cross.Snapshots 1}}<p>Reserved{{imbalanceScope .}}: max <span data-field="cross.max_reserved_bytes" data-value="{{.MaxReservedBytes}}">{{human .MaxReservedBytes}}</span>,
+{{if .NotRankSet}}<p>Not compared as ranks: {{.NotRankSet}}.</p>{{else if gt $.Cross.Snapshots 1}}<p>Reserved{{imbalanceScope .}}: max <span data-field="cross.max_reserved_bytes" data-value="{{.MaxReservedBytes}}">{{human .MaxReservedBytes}}</span>,
 median <span data-field="cross.median_reserved_bytes" data-value="{{.MedianReservedBytes}}">{{human .MedianReservedBytes}}</span>,
 imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{with .Tracer}}<p>Tracer peak: max {{human .MaxPeakBytes}} (rank {{.MaxPeakRank}}), median {{human .MedianPeakBytes}}, min {{human .MinPeakBytes}}, imbalance {{pct .ImbalancePct}} %.</p>{{end}}

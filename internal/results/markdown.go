@@ -208,7 +208,9 @@ func (m *mdWriter) cross(run *report.Run) {
 	c := run.Cross
 	v := newCrossView(c)
 	m.printf("\n## Across inputs\n")
-	if v.Snapshots > 1 {
+	if c.NotRankSet != "" {
+		m.printf("\nNot compared as ranks: %s.\n", mdCell(c.NotRankSet))
+	} else if v.Snapshots > 1 {
 		m.printf("\nReserved memory%s: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
 			ImbalanceScope(c), units.Bytes(c.MaxReservedBytes), units.Bytes(c.MedianReservedBytes), c.ImbalancePct, units.Bytes(c.MaxAllocatedBytes), units.Bytes(c.MedianAllocatedBytes))
 	}

@@ -184,7 +184,10 @@ func (t *textWriter) cross(c *report.Cross) {
 		tb.add(append([]string{truncate(r.File, 60)}, r.Cells...)...)
 	}
 	tb.write(t.w, 2)
-	if v.Snapshots > 1 {
+	switch {
+	case c.NotRankSet != "":
+		t.printf("\n  Not compared as ranks: %s.\n", c.NotRankSet)
+	case v.Snapshots > 1:
 		t.imbalance(c)
 	}
 	t.tracerCross(c.Tracer)

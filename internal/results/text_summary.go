@@ -190,7 +190,10 @@ func (t *textWriter) crossSummary(c *report.Cross) {
 	}
 	t.printf("\nAcross %d inputs%s:\n", len(c.Rows), ImbalanceScope(c))
 	tb.write(t.w, 2)
-	if v.Snapshots > 1 {
+	switch {
+	case c.NotRankSet != "":
+		t.wrap("  ", "Not compared as ranks: "+c.NotRankSet+".")
+	case v.Snapshots > 1:
 		t.wrap("  ", fmt.Sprintf("Reserved: max %s, median %s, imbalance %.2f %%.", units.Bytes(c.MaxReservedBytes), units.Bytes(c.MedianReservedBytes), c.ImbalancePct))
 	}
 	for i, rec := range rankFindings(c.Recommendations) {

@@ -196,8 +196,8 @@ func (a *analysis) warnReplay(r *report.AllocatorReplay) {
 	switch {
 	case r.Retries > 0:
 		// The what-if fits only by flushing: each retry synchronizes the device and cudaFrees the whole cache.
-		a.warns.add("allocator-replay-retries", fmt.Sprintf("under %s device %d reaches its capacity of %s: the allocator released every cached segment and retried %d times (torch.cuda.memory_stats' num_alloc_retries), each a device synchronization and a cudaFree per segment, then cudaMallocs again",
-			settingsName(r.Settings), r.Device, units.Bytes(r.CapacityBytes), r.Retries))
+		a.warns.add("allocator-replay-retries", fmt.Sprintf("under %s device %d reaches its capacity of %s: the allocator released every cached segment and retried %s (torch.cuda.memory_stats' num_alloc_retries), each a device synchronization and a cudaFree per segment, then cudaMallocs again",
+			settingsName(r.Settings), r.Device, units.Bytes(r.CapacityBytes), units.Plural(r.Retries, "time", "times")))
 	case r.CapacityBytes == 0 && r.PeakReservedBytes-r.RecordedPeakReservedBytes >= findings.CacheOverheadMinBytes:
 		// A few segments more than the recording are within what any device of that run held.
 		a.warns.add("allocator-replay-unbounded", fmt.Sprintf("under %s device %d would reserve %s, %s more than the recorded run, and no device capacity is known (--gpu or --device-memory): the replay never flushes its cache or runs out of memory, which a device of that size does first",

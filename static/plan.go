@@ -17,10 +17,12 @@ func fitsWith(cfg Config) (bool, *Report) {
 	return r.Fit.Fits, r
 }
 
-// search finds the largest v in step multiples (v = k·step, 1 ≤ k) for which set(v) fits, doubling then
-// bisecting; limit caps v. The result names param and carries the memory of the largest v that fits (Max 0 and
-// the memory of v = step when even that does not fit).
-func search(ctx context.Context, base Config, param string, step, limit int, set func(*Config, int)) (*SearchResult, error) {
+// search finds the largest v for which set(v) fits: doubling then bisecting over multiples of step, then
+// bisecting between the last step multiple that fits and the first that does not over multiples of fine (step
+// is a multiple of fine), so the answer is exact to fine rather than to step; limit caps v. The result names
+// param and carries the memory of the largest v that fits (Max 0 and the memory of the smallest value tried
+// when even fine does not fit).
+func search(ctx context.Context, base Config, param string, step, fine, limit int, set func(*Config, int)) (*SearchResult, error) {
 	try := func(v int) (bool, *Report) {
 		c := base
 		set(&c, v)
@@ -33,17 +35,32 @@ func search(ctx context.Context, base Config, param string, step, limit int, set
 		}
 		return res
 	}
-	ok, rep := try(step)
-	if !ok {
-		return result(0, rep), nil
+	// bisect narrows lo (fits, or 0) and hi (does not fit, or past limit), both in units of unit, to adjacent
+	// values.
+	bisect := func(lo, hi, unit int, best *Report) (int, *Report, error) {
+		for hi-lo > 1 {
+			if err := ctx.Err(); err != nil {
+				return 0, nil, err
+			}
+			mid := lo + (hi-lo)/2
+			if ok, r := try(mid * unit); ok {
+				lo, best = mid, r
+			} else {
+				hi = mid
+			}
+		}
+		return lo, best, nil
 	}
-	lo, hi := 1, 2
-	best := rep
+	lo, hi := 0, 1
+	var best, smallest *Report
 	for hi*step <= limit {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		ok, r := try(hi * step)
+		if hi == 1 {
+			smallest = r
+		}
 		if !ok {
 			break
 		}
@@ -53,16 +70,23 @@ func search(ctx context.Context, base Config, param string, step, limit int, set
 	if hi*step > limit {
 		hi = limit/step + 1
 	}
-	for hi-lo > 1 {
-		if err := ctx.Err(); err != nil {
+	lo, best, err := bisect(lo, hi, step, best)
+	if err != nil {
+		return nil, err
+	}
+	if fine < step {
+		k := step / fine
+		var fineLo int
+		if fineLo, best, err = bisect(lo*k, min((lo+1)*k, limit/fine+1), fine, best); err != nil {
 			return nil, err
 		}
-		mid := (lo + hi) / 2
-		if ok, r := try(mid * step); ok {
-			lo, best = mid, r
-		} else {
-			hi = mid
+		lo, step = fineLo, fine
+	}
+	if lo == 0 {
+		if best == nil {
+			best = smallest
 		}
+		return result(0, best), nil
 	}
 	return result(lo*step, best), nil
 }
@@ -80,7 +104,7 @@ func MaxBatchSize(ctx context.Context, cfg Config) (*SearchResult, error) {
 		param = "inference.batch_size"
 		set = func(c *Config, v int) { c.Inference.BatchSize = v }
 	}
-	res, err := search(ctx, base, param, 1, 1<<16, set)
+	res, err := search(ctx, base, param, 1, 1, 1<<16, set)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +114,19 @@ func MaxBatchSize(ctx context.Context, cfg Config) (*SearchResult, error) {
 	return res, nil
 }
 
-// MaxSeqLength finds the longest sequence (training) or prompt (inference) that fits, in multiples that keep
-// context and sequence parallelism valid.
+// MaxSeqLength finds the longest sequence (training) or prompt (inference) that fits, exact to the token or to
+// the multiple that keeps context parallelism (2·cp, its load-balanced halves) and sequence parallelism (tp)
+// valid: searching in 256-token steps only can leave up to 255 tokens that fit unreported.
 func MaxSeqLength(ctx context.Context, cfg Config) (*SearchResult, error) {
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
+	}
+	fine := 1
+	if cfg.Parallel.CP > 1 {
+		fine = 2 * cfg.Parallel.CP
+	}
+	if cfg.Parallel.SequenceParallel && cfg.Parallel.TP > 1 {
+		fine = lcm(fine, cfg.Parallel.TP)
 	}
 	step := 256
 	for _, m := range []int{2 * cfg.Parallel.CP, cfg.Parallel.TP} {
@@ -109,15 +141,15 @@ func MaxSeqLength(ctx context.Context, cfg Config) (*SearchResult, error) {
 		}
 	}
 	if cfg.Mode == "inference" {
-		param, step = "inference.prompt_length", 256
+		param, step, fine = "inference.prompt_length", 256, 1
 		set = func(c *Config, v int) { c.Inference.PromptLength = v }
 	}
-	res, err := search(ctx, cfg, param, step, 1<<22, set)
+	res, err := search(ctx, cfg, param, step, fine, 1<<22, set)
 	if err != nil {
 		return nil, err
 	}
 	if res.Max == 0 {
-		res.Note = fmt.Sprintf("even %d tokens do not fit", step)
+		res.Note = fmt.Sprintf("even %d tokens do not fit", fine)
 	}
 	return res, nil
 }

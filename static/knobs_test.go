@@ -620,6 +620,12 @@ func TestLoRADropoutAndInt8(t *testing.T) {
 // 2025; HF's compiled forward contains its loss; torchtune's decoder returns self.output(h).float() eagerly, so
 // its compiled loss keeps fp32 logits (4·E), after a 2·E forward temporary, and returns an fp32 gradient (4·E)
 // cast back to 16 bits; its chunked loss compiles compute_cross_entropy per chunk (8 chunks of 2·E/8).
+//
+// torchtune compiles its loss only when the loss compiles itself in place: the recipes call
+// training.compile_loss(self._loss_fn) without keeping the result, which for CEWithChunkedOutputLoss replaces
+// compute_cross_entropy on the loss object but for nn.CrossEntropyLoss is a compiled copy nobody calls. So with
+// compile and the standard loss, torchtune's default is the eager record: bf16 logits kept with the fp32
+// log-probs (6·E), a 4·E forward temporary, an 8·E backward.
 func TestCompiledLoss(t *testing.T) {
 	const E = tn * tv
 	for _, tc := range []struct {
@@ -630,7 +636,10 @@ func TestCompiledLoss(t *testing.T) {
 	}{
 		{"hf", func(c *Config) { c.Training.Compile = true }, 2*E + 4*tn, 0, 2 * E, lifeOutput},
 		{"torchtitan", func(c *Config) { c.Framework, c.Training.Compile = "torchtitan", true }, 2*E + 4*tn, 0, 2 * E, lifeSaved},
-		{"torchtune standard", func(c *Config) { c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "standard" }, 4*E + 4*tn, 2 * E, 4 * E, lifeOp},
+		{"torchtune standard, compiled by hand", func(c *Config) {
+			on := true
+			c.Framework, c.Training.Compile, c.Training.Loss, c.Training.CompiledLoss = "torchtune", true, "standard", &on
+		}, 4*E + 4*tn, 2 * E, 4 * E, lifeOp},
 		{"torchtune chunked", func(c *Config) {
 			c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "chunked_output"
 		}, 2*E + 4*tn, 0, 2 * E / 8, lifeSaved},
@@ -651,6 +660,13 @@ func TestCompiledLoss(t *testing.T) {
 				t.Errorf("loss tensors %v, want the first one of life %d", seq, tc.firstLife)
 			}
 		})
+	}
+	tune := tiny(t, func(c *Config) { c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "standard" })
+	if got := tune.Config.Training.CompiledLoss; got == nil || *got {
+		t.Errorf("torchtune standard loss: compiled_loss %v, want false (compile_loss's result is dropped)", got)
+	}
+	if l := op(t, tune, "cross_entropy"); l.MemoryBytes != 6*E || l.TempBytes != 4*E || l.Extra["backward_temp_bytes"] != int64(8*E) {
+		t.Errorf("torchtune eager loss keeps %d, temp %d, backward %v; want %d, %d, %d", l.MemoryBytes, l.TempBytes, l.Extra["backward_temp_bytes"], 6*E, 4*E, 8*E)
 	}
 	// The Dec 2024 benchmark ran torchtitan with compiled blocks and an eager loss.
 	off := false

@@ -17,12 +17,12 @@ func fitsWith(cfg Config) (bool, *Report) {
 	return r.Fit.Fits, r
 }
 
-// search finds the largest v for which set(v) fits: doubling then bisecting over multiples of step, then
-// bisecting between the last step multiple that fits and the first that does not over multiples of fine (step
-// is a multiple of fine), so the answer is exact to fine rather than to step; limit caps v. The result names
-// param and carries the memory of the largest v that fits (Max 0 and the memory of the smallest value tried
-// when even fine does not fit).
-func search(ctx context.Context, base Config, param string, step, fine, limit int, set func(*Config, int)) (*SearchResult, error) {
+// search finds the largest v for which set(v) fits: from start (the configured value), doubling or halving over
+// multiples of step until the answer is bracketed, then bisecting, then bisecting between the last step
+// multiple that fits and the first that does not over multiples of fine (step is a multiple of fine), so the
+// answer is exact to fine rather than to step; limit caps v. The result names param and carries the memory of
+// the largest v that fits (Max 0 and the memory of the smallest value tried when even fine does not fit).
+func search(ctx context.Context, base Config, param string, start, step, fine, limit int, set func(*Config, int)) (*SearchResult, error) {
 	try := func(v int) (bool, *Report) {
 		c := base
 		set(&c, v)
@@ -51,24 +51,38 @@ func search(ctx context.Context, base Config, param string, step, fine, limit in
 		}
 		return lo, best, nil
 	}
-	lo, hi := 0, 1
+	// lo fits (or is 0) and hi does not (or is past limit), in units of step.
+	lo, hi := 0, limit/step+1
 	var best, smallest *Report
-	for hi*step <= limit {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	if k := min(max(start/step, 1), limit/step); k >= 1 {
+		ok, r := try(k * step)
+		if ok {
+			lo, best = k, r
+			for n := 2 * k; n*step <= limit; n *= 2 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				ok, r := try(n * step)
+				if !ok {
+					hi = n
+					break
+				}
+				lo, best = n, r
+			}
+		} else {
+			hi, smallest = k, r
+			for n := k / 2; n >= 1; n /= 2 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				ok, r := try(n * step)
+				if ok {
+					lo, best = n, r
+					break
+				}
+				hi, smallest = n, r
+			}
 		}
-		ok, r := try(hi * step)
-		if hi == 1 {
-			smallest = r
-		}
-		if !ok {
-			break
-		}
-		lo, best = hi, r
-		hi *= 2
-	}
-	if hi*step > limit {
-		hi = limit/step + 1
 	}
 	lo, best, err := bisect(lo, hi, step, best)
 	if err != nil {
@@ -104,7 +118,11 @@ func MaxBatchSize(ctx context.Context, cfg Config) (*SearchResult, error) {
 		param = "inference.batch_size"
 		set = func(c *Config, v int) { c.Inference.BatchSize = v }
 	}
-	res, err := search(ctx, base, param, 1, 1, 1<<16, set)
+	start := cfg.Training.MicroBatchSize
+	if cfg.Mode == "inference" {
+		start = cfg.Inference.BatchSize
+	}
+	res, err := search(ctx, base, param, start, 1, 1, 1<<16, set)
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +158,12 @@ func MaxSeqLength(ctx context.Context, cfg Config) (*SearchResult, error) {
 			c.Model.MaxPositionEmbeddings = v
 		}
 	}
+	start := cfg.Training.SeqLength
 	if cfg.Mode == "inference" {
-		param, step, fine = "inference.prompt_length", 256, 1
+		param, step, fine, start = "inference.prompt_length", 256, 1, cfg.Inference.PromptLength
 		set = func(c *Config, v int) { c.Inference.PromptLength = v }
 	}
-	res, err := search(ctx, cfg, param, step, fine, 1<<22, set)
+	res, err := search(ctx, cfg, param, start, step, fine, 1<<22, set)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,8 @@ type TrainingConfig struct {
 	// Float8Recipe is torchao's scaling: tensorwise (auto; float8 FSDP all-gather) or rowwise (bf16 all-gather).
 	Float8Recipe string `json:"float8_recipe,omitempty"`
 	// CompiledLoss says the loss runs under torch.compile too (auto: with compile, as torchtitan since April
-	// 2025, torchtune's compile_loss and Hugging Face models, whose loss is inside the compiled forward).
+	// 2025, torchtune's compile_loss for its chunked loss and Hugging Face models, whose loss is inside the
+	// compiled forward).
 	CompiledLoss *bool `json:"compiled_loss,omitempty"`
 	// PackedSequences packs several documents into each row (torchtune packed=True): attention gets a
 	// block-causal mask, so SDPA cannot use flash attention (flex attention is used where available).

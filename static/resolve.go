@@ -205,6 +205,12 @@ func (c *Config) resolveTraining() error {
 	}
 	if t.CompiledLoss == nil {
 		v := t.Compile // torchtitan (since April 2025), torchtune's compile_loss and HF's compiled forward
+		if c.Framework == "torchtune" && t.Loss != "chunked_output" {
+			// torchtune's recipes call training.compile_loss(self._loss_fn) and drop what it returns: its own
+			// chunked loss compiles compute_cross_entropy in place, torch.compile(nn.CrossEntropyLoss()) returns
+			// a compiled copy nobody keeps, so a standard loss runs eager.
+			v = false
+		}
 		t.CompiledLoss = &v
 	}
 	if *t.CompiledLoss && !t.Compile {

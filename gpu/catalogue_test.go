@@ -96,10 +96,10 @@ func TestLoadFile(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ name, body, want string }{
-		{"syntax.json", `[{"key": "x",}]`, "syntax.json: invalid JSON at byte offset 13"},
-		{"unknown.json", `[{"key": "x", "memory": 4}]`, `unknown.json: invalid config: json: unknown field "memory"`},
-		{"type.json", `[{"key": "x", "memory_gb": "big"}]`, "type.json: memory_gb: expected float64, got JSON string"},
-		{"nomem.yaml", "- key: x\n  bandwidth_tbs: 1\n  bf16_tflops: 1\n", "nomem.yaml: [0].memory_gib: 0 (must be > 0"},
+		{"syntax.json", `[{"key": "x",}]`, "syntax.json:1:14: invalid JSON: invalid character '}'"},
+		{"unknown.json", `[{"key": "x", "memory": 4}]`, `unknown.json:1:15: [0].memory: unknown key (did you mean "memory_gb"?)`},
+		{"type.json", `[{"key": "x", "memory_gb": "big"}]`, `type.json:1:28: [0].memory_gb: expected a number, got the string "big"`},
+		{"nomem.yaml", "- key: x\n  bandwidth_tbs: 1\n  bf16_tflops: 1\n", "nomem.yaml:1:3: [0].memory_gib: missing (set memory_gb or memory_gib, > 0)"},
 		{"bad.yaml", "- key: [x\n", "bad.yaml: invalid YAML"},
 	} {
 		_, err := LoadFile(write(tc.name, tc.body))
@@ -107,7 +107,7 @@ func TestLoadFile(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := LoadFile(filepath.Join(dir, "missing.json")); err == nil || !strings.HasPrefix(err.Error(), "gpu file: ") {
+	if _, err := LoadFile(filepath.Join(dir, "missing.json")); err == nil || err.Error() != filepath.Join(dir, "missing.json")+": no such file or directory" {
 		t.Errorf("missing file: error %v", err)
 	}
 }

@@ -16,7 +16,7 @@ func TestLimitsAndShapes(t *testing.T) {
 		// 8 B · 32 · 32 heads · (2^24)² = 2.3e18 B of scores, only where the kernel forms them (math, unfused).
 		{`{"model":{"preset":"llama3-8b"},"training":{"micro_batch_size":32,"seq_length":16777216,"attention":"math"}}`, "the attention scores (micro-batch × heads × sequence²) would take 2.31e+18 bytes"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"micro_batch_size":1048576,"seq_length":16777216}}`, "the logits (micro-batch × sequence × vocab) would take"},
-		{`{"model":{"preset":"llama3-8b"},"training":{"seq_length":1e300}}`, "training.seq_length: expected int"},
+		{`{"model":{"preset":"llama3-8b"},"training":{"seq_length":1e300}}`, "training.seq_length: expected an integer, got 1e300"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"train_tokens":1e300}}`, "training.train_tokens: 1e+300 exceeds the limit"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":100000000}}}`, "training.lora.rank: 100000000 exceeds the limit of 65536"},
 		{`[{"model":{"preset":"llama3-8b"}}]`, `config: expected an object such as {"model": {"preset": "llama3-8b"}}, got an array`},

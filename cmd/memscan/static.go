@@ -116,7 +116,7 @@ func staticConfig(f *staticFlags, c *cmdLine) (static.Config, error) {
 	if f.config != "" {
 		loaded, err := static.LoadConfigFramework(f.config, f.framework)
 		if err != nil {
-			return cfg, usageErrorf("%v", err)
+			return cfg, usageErrorf("static: --config: %v", err)
 		}
 		cfg = *loaded
 	} else {
@@ -133,7 +133,7 @@ func staticConfig(f *staticFlags, c *cmdLine) (static.Config, error) {
 	if f.gpusFile != "" {
 		specs, err := gpu.LoadFile(f.gpusFile)
 		if err != nil {
-			return cfg, usageErrorf("%v", err)
+			return cfg, usageErrorf("static: --gpus-file: %v", err)
 		}
 		o.CustomGPUs = specs
 	}

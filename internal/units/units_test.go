@@ -2,8 +2,6 @@ package units
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"math"
 	"testing"
 )
@@ -140,37 +138,5 @@ func TestPyTorchBytes(t *testing.T) {
 		if got := PyTorchBytes(c.n); got != c.want {
 			t.Errorf("PyTorchBytes(%d) = %q, want %q", c.n, got, c.want)
 		}
-	}
-}
-
-func TestIsYAML(t *testing.T) {
-	for _, tc := range []struct {
-		path, data string
-		want       bool
-	}{
-		{"a.yaml", "{}", true}, {"a.YML", "{}", true}, {"a.json", "x: 1", false},
-		{"a", " {\"x\": 1}", false}, {"a", "x: 1", true}, {"a", "", true}, {"a.cfg", "- 1", true},
-	} {
-		if got := IsYAML(tc.path, []byte(tc.data)); got != tc.want {
-			t.Errorf("IsYAML(%q, %q) = %v, want %v", tc.path, tc.data, got, tc.want)
-		}
-	}
-}
-
-func TestJSONError(t *testing.T) {
-	var v struct {
-		N int `json:"n"`
-	}
-	for _, tc := range []struct{ doc, want string }{
-		{`{"n": 1,}`, "invalid JSON at byte offset 8: invalid character '}' looking for beginning of object key string"},
-		{`{"n": "x"}`, "n: expected int, got JSON string (byte offset 9)"},
-	} {
-		err := json.Unmarshal([]byte(tc.doc), &v)
-		if got := JSONError(err).Error(); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.doc, got, tc.want)
-		}
-	}
-	if got := JSONError(errors.New("boom")).Error(); got != "invalid config: boom" {
-		t.Errorf("other error: %q", got)
 	}
 }

@@ -2,6 +2,7 @@ package memtimeline
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 
@@ -72,23 +73,26 @@ func (sc *scanner) TypeErr(path, want string, got json.Token) error {
 	return sc.Errf(path, "want %s, got %s", want, input.DescribeToken(got))
 }
 
-// peek skips white space and returns the next byte without consuming it; 0 at the end of the input.
-func (sc *scanner) peek(path string) (byte, error) {
+// eof is what peek returns at the end of the input (any byte value may be in the input).
+const eof = -1
+
+// peek skips white space and returns the next byte without consuming it, or eof.
+func (sc *scanner) peek(path string) (int, error) {
 	for sc.fill() {
 		switch c := sc.buf[sc.pos]; c {
 		case ' ', '\t', '\r', '\n':
 			sc.next()
 		default:
-			return c, nil
+			return int(c), nil
 		}
 	}
-	return 0, sc.readErr(path)
+	return eof, sc.readErr(path)
 }
 
 // HasMore reports whether the innermost open list has another element.
 func (sc *scanner) HasMore() bool {
 	c, err := sc.peek("")
-	return err == nil && c != ']' && c != 0
+	return err == nil && c != ']' && c != eof
 }
 
 // separator consumes the comma between two elements of the innermost list, if one is due.
@@ -108,11 +112,15 @@ func (sc *scanner) separator(path string) error {
 	return nil
 }
 
-func (sc *scanner) malformed(path string, c byte, where string) error {
-	if c == 0 {
+func (sc *scanner) malformed(path string, c int, where string) error {
+	if c == eof {
 		return sc.js.ErrAt(sc.off, path, "unexpected end of file")
 	}
-	return sc.js.ErrAt(sc.off, path, "malformed JSON: invalid character %q %s", c, where)
+	char := fmt.Sprintf("'\\x%02x'", c) // as encoding/json quotes a character
+	if c >= 0x20 && c < 0x7f && c != '\'' {
+		char = "'" + string(rune(c)) + "'"
+	}
+	return sc.js.ErrAt(sc.off, path, "malformed JSON: invalid character %s %s", char, where)
 }
 
 // element marks that the innermost list holds one more element.
@@ -134,6 +142,8 @@ func (sc *scanner) Token(path string) (json.Token, error) {
 		return nil, err
 	}
 	switch {
+	case c == eof:
+		return nil, sc.malformed(path, c, "")
 	case c == '[':
 		sc.next()
 		sc.element()
@@ -217,7 +227,7 @@ func (sc *scanner) Int(path string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v, ok := sc.plainInt(c); ok {
+	if v, ok := sc.plainInt(c); c != eof && ok {
 		sc.element()
 		return v, nil
 	}
@@ -235,7 +245,7 @@ func (sc *scanner) Int(path string) (int64, error) {
 // plainInt consumes an integer written as JSON digits (optionally negative, no leading zeros) that fits in
 // int64 and is followed by a delimiter, and reports false, consuming nothing, for anything else. It needs the
 // whole literal in the buffer; one that straddles a refill goes the slow way.
-func (sc *scanner) plainInt(c byte) (int64, bool) {
+func (sc *scanner) plainInt(c int) (int64, bool) {
 	b := sc.buf[sc.pos:sc.end]
 	i, neg := 0, c == '-'
 	if neg {
@@ -301,7 +311,7 @@ func (sc *scanner) End() error {
 	if err != nil {
 		return err
 	}
-	if c != 0 {
+	if c != eof {
 		tok, err := sc.Token("")
 		if err != nil {
 			return err

@@ -114,7 +114,7 @@ func Decode(ctx context.Context, name string, r io.Reader) (*Log, error) {
 	// Lines end as Python's universal newlines have them: "\n", "\r\n" or a lone "\r" (old Mac editors, and the
 	// progress bars some launchers redraw with "\r"); a log written with "\r" alone is otherwise one line.
 	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		if i := bytes.IndexAny(data, "\r\n"); i >= 0 && (data[i] == '\n' || i+1 < len(data) || atEOF) {
+		if i := bytes.IndexAny(data, "\r\n"); i >= 0 && (data[i] == '\n' || i+1 < len(data) || atEOF || len(data) >= maxLogLineBytes) {
 			next := i + 1
 			if data[i] == '\r' && next < len(data) && data[next] == '\n' {
 				next++

@@ -64,6 +64,8 @@ out-of-memory event in the trace, else none is assumed (the report says which).`
 		{exitUsage, "usage error (bad flag, unreadable rule file, --out not a directory, ...)"},
 		{exitFailed, "no input could be analyzed"},
 		{exitPartial, "some inputs failed; the others were analyzed and written"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 

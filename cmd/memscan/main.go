@@ -11,7 +11,8 @@
 //	memscan export --format F INPUT      write pprof, Perfetto, collapsed stacks, JSON or a sliced pickle
 //	memscan merge SUMMARIES...|DIR       join per-rank summaries into one cross-rank report
 //
-// Exit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed (the rest were analyzed).
+// Exit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed (the rest were analyzed);
+// 4 the results could not be written; 130 interrupted by SIGINT, 143 by SIGTERM.
 package main
 
 import (
@@ -20,16 +21,25 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
+
+	"github.com/memscan/memscan/internal/atomicfile"
 )
 
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand; an interrupted command exits with 128 + the signal's number.
 const (
-	exitOK      = 0
-	exitUsage   = 1
-	exitFailed  = 2
-	exitPartial = 3
+	exitOK          = 0
+	exitUsage       = 1
+	exitFailed      = 2
+	exitPartial     = 3
+	exitWriteFailed = 4
+	exitInterrupted = 130 // SIGINT; SIGTERM gives 143
+)
+
+// Exit statuses every command documents besides its own.
+var (
+	writeFailedDoc = exitDoc{exitWriteFailed, "the results could not be written (a full disk, a folder that vanished); nothing partial is left under a final name"}
+	interruptedDoc = exitDoc{exitInterrupted, "interrupted by SIGINT (143: by SIGTERM); what was being written is removed"}
 )
 
 // exitError carries an exit code with the error that caused it.
@@ -68,7 +78,7 @@ func commands() []command {
 const version = "0.1.0"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := notifySignals(context.Background(), os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -88,25 +98,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		err := c.run(ctx, args[1:], stdout, stderr)
-		return exitCode(err, stderr)
+		return exitCode(ctx, err, stderr)
 	}
 	fmt.Fprintf(stderr, "memscan: unknown command %q (see memscan --help)\n", args[0])
 	return exitUsage
 }
 
-func exitCode(err error, stderr io.Writer) int {
+// exitCode prints err and returns the exit status it means: an interruption's (128 + the signal), a usage
+// error's, a write failure's, or the code the command chose.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	var sig *interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		fmt.Fprintf(stderr, "memscan: %v\n", sig)
+		return sig.exitCode()
+	}
 	var ee *exitError
+	code := exitFailed
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != exitOK {
-			fmt.Fprintf(stderr, "memscan: %v\n", ee.err)
+		code = ee.code
+		if ee.err == nil || code == exitOK {
+			return code
 		}
-		return ee.code
+	}
+	var we *atomicfile.Error
+	if code != exitUsage && errors.As(err, &we) {
+		code = exitWriteFailed
 	}
 	fmt.Fprintf(stderr, "memscan: %v\n", err)
-	return exitFailed
+	return code
 }
 
 func printUsage(w io.Writer) {
@@ -117,7 +139,8 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nRun 'memscan COMMAND --help' for the flags of a command.\n")
-	b.WriteString("\nExit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed.\n")
+	b.WriteString("\nExit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed; 4 the results\n")
+	b.WriteString("could not be written; 130 interrupted (143 by SIGTERM).\n")
 	io.WriteString(w, b.String())
 }
 

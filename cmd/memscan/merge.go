@@ -30,8 +30,10 @@ cross-rank report: per-rank table, imbalance, outlier ranks, per-stage view.`,
 	exits: []exitDoc{
 		{exitOK, "every summary was merged"},
 		{exitUsage, "usage error (bad flag, no input, --out not a directory, ...)"},
-		{exitFailed, "no summary could be read, or the run directory could not be written"},
+		{exitFailed, "no summary could be read"},
 		{exitPartial, "some files or folders could not be read; the others were merged"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 

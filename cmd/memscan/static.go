@@ -35,7 +35,9 @@ Flags given on the command line override the config file; without --config the f
 	exits: []exitDoc{
 		{exitOK, "the prediction was printed (and written)"},
 		{exitUsage, "usage error (bad flag, unreadable or invalid config, unknown model or GPU, --out not a directory, ...)"},
-		{exitFailed, "a search, the corrections or the files could not be completed"},
+		{exitFailed, "a search or the corrections could not be completed"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 

@@ -46,6 +46,10 @@ func describeMode(m fs.FileMode) string {
 func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	f, err := openNonBlocking(path)
 	if err != nil {
+		// A socket cannot be opened at all (ENXIO): say what it is rather than "no such device or address".
+		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			return nil, nil, &NotRegularError{Path: path, Mode: fi.Mode()}
+		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()

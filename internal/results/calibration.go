@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/internal/calibrate"
 	"github.com/memscan/memscan/internal/plots"
 	"github.com/memscan/memscan/internal/units"
@@ -332,8 +332,8 @@ func WriteCalibrationFiles(dir string, c *calibrate.Calibration, noPlots bool) (
 			return written, fmt.Errorf("rendering %s: %w", f.name, err)
 		}
 		p := filepath.Join(dir, f.name)
-		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
-			return written, fmt.Errorf("writing %s: %w", f.name, err)
+		if err := atomicfile.WriteBytes(p, b.Bytes()); err != nil {
+			return written, err
 		}
 		written = append(written, p)
 	}
@@ -386,10 +386,7 @@ func WriteCalibrationFiles(dir string, c *calibrate.Calibration, noPlots bool) (
 			written = append(written, p)
 		}
 	}
-	if len(errs) > 0 {
-		return written, &ChartError{Err: errors.Join(errs...)}
-	}
-	return written, nil
+	return written, chartFailures(errs)
 }
 
 // maxBreakdownRuns bounds the runs the breakdown chart draws (two bars each), so it stays readable.
@@ -448,8 +445,8 @@ func WriteCorrections(path string, m *calibrate.Model) error {
 	if err := units.WriteJSON(&b, m); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing corrections: %w", err)
+	if err := atomicfile.WriteBytes(path, b.Bytes()); err != nil {
+		return err
 	}
 	return nil
 }

@@ -293,14 +293,14 @@ func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, st
 				if bar != nil {
 					bar.Clear()
 				}
-				fmt.Fprintf(stderr, "memscan: %v\n", err)
+				fmt.Fprintf(stderr, "memscan: %s\n", units.Terminal(err.Error()))
 			},
 			Done: func() {
 				if bar != nil {
 					bar.Add(1)
 				}
 			},
-			Warning: func(err error) { fmt.Fprintf(stderr, "memscan: warning: %v\n", err) },
+			Warning: func(err error) { fmt.Fprintf(stderr, "memscan: warning: %s\n", units.Terminal(err.Error())) },
 		}})
 	var rankErr *pipeline.RankError
 	var noneErr *pipeline.NothingAnalyzedError

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/internal/atomicfile"
+	"github.com/memscan/memscan/internal/units"
 )
 
 // Exit codes shared by every subcommand; an interrupted command exits with 128 + the signal's number.
@@ -127,7 +128,8 @@ func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	if code != exitUsage && errors.As(err, &we) {
 		code = exitWriteFailed
 	}
-	fmt.Fprintf(stderr, "memscan: %v\n", err)
+	// Errors name files, and a file name may hold what a terminal acts on (an ESC): shown escaped.
+	fmt.Fprintf(stderr, "memscan: %s\n", units.Terminal(err.Error()))
 	return code
 }
 

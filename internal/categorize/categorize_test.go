@@ -328,7 +328,8 @@ func TestBadRuleFiles(t *testing.T) {
 		{"a field name misspelt", "rules:\n  - name: a\n    category: Attention\n    fle: [x]\n", `bad.rules:4:5: rules[0].fle: unknown key (did you mean "file"?)`},
 		{"a category misspelt", "rules:\n  - {name: a, category: Atention, file: [x]}\n", `bad.rules:2:25: rules[0].category: "a": unknown category "Atention" (did you mean "Attention"?`},
 		{"a new category not declared", "rules:\n  - {name: a, category: Rollout, file: [x]}\n", `unknown category "Rollout" (a new category must be listed under new_categories`},
-		{"a control character in a new category", "new_categories: [\"Evil\\e[2J\"]\n", `bad.rules:1:18: new_categories[0]: category name "Evil\x1b[2J" holds a control character`},
+		{"a control character in a new category", "new_categories: [\"Evil\\e[2J\"]\n", `bad.rules:1:18: new_categories[0]: "Evil\x1b[2J" holds a control character (U+001B)`},
+		{"a line break in a category", "new_categories: [\"Fake\\nrow\"]\n", `new_categories[0]: category name "Fake\nrow" holds a control character`},
 		{"a declared category that exists", "new_categories: [Attention]\n", `new_categories[0]: "Attention" is already a category`},
 	}
 	for _, tc := range tests {

@@ -105,6 +105,8 @@ func TestStrict(t *testing.T) {
 		{"too many keys", "c.yaml", "notes: {a: 1, b: 2, c: 3, d: 4}\n", "more than 3 keys in one object", &tight},
 		{"alias bomb", "c.yaml", "a: &a [1, 1, 1]\nb: &b [*a, *a, *a]\nc: &c [*b, *b, *b]\nany: [*c, *c, *c]\n", "more than 40 values in one file", &few},
 		{"too large", "c.json", `{"name": "` + strings.Repeat("x", 2000) + `"}`, "is larger than the 1.0 KiB (1024 bytes) limit", &tight},
+		{"ESC in a string", "c.json", `{"name": "x\u001b[2J"}`, `c.json:1:10: name: "x\x1b[2J" holds a control character (U+001B)`, nil},
+		{"C1 control in a key", "c.yaml", "notes: {\"a\\u009bb\": x}\n", `"a\u009bb" holds a control character (U+009B)`, nil},
 		{"empty", "c.json", " \n", "c.json: empty file", nil},
 		{"only a comment", "c.yaml", "# nothing\n", "c.yaml: empty file", nil},
 		{"invalid JSON", "c.json", "{\n  \"on\": tru\n}", "c.json:2:12: invalid JSON", nil},

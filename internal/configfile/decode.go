@@ -65,6 +65,9 @@ func (d *Doc) decode(n *Node, v reflect.Value, path string) error {
 			v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Keys)))
 		}
 		for i, k := range n.Keys {
+			if err := d.checkText(n.keyAt[i], joinKey(path, k), k); err != nil {
+				return err
+			}
 			e := reflect.New(v.Type().Elem()).Elem()
 			if err := d.decode(n.Values[i], e, joinKey(path, k)); err != nil {
 				return err
@@ -101,6 +104,9 @@ func (d *Doc) decode(n *Node, v reflect.Value, path string) error {
 			// YAML has no quotes to tell name: 2024 from a number; a string field takes the text as written.
 		default:
 			return d.mismatch(n, path, "a string")
+		}
+		if err := d.checkText(n, path, n.Text); err != nil {
+			return err
 		}
 		v.SetString(n.Text)
 		return nil
@@ -145,6 +151,17 @@ func (d *Doc) decode(n *Node, v reflect.Value, path string) error {
 		return nil
 	}
 	return fmt.Errorf("configfile: cannot decode into %s", v.Type())
+}
+
+// checkText refuses a string holding a control character other than newline and tab (ESC above all): names
+// and notes from a config reach terminals and reports, where such a character would act instead of showing.
+func (d *Doc) checkText(n *Node, path, s string) error {
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r < 0xa0 {
+			return d.Errorf(n, path, "%q holds a control character (%U)", clip(s), r)
+		}
+	}
+	return nil
 }
 
 func (d *Doc) mismatch(n *Node, path, want string) error {
@@ -293,7 +310,7 @@ func (d *Doc) generic(n *Node, path string) (any, error) {
 		}
 		return json.Number(n.Text), nil
 	case String:
-		return n.Text, nil
+		return n.Text, d.checkText(n, path, n.Text)
 	case List:
 		out := make([]any, len(n.Items))
 		for i, item := range n.Items {

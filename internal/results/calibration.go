@@ -45,6 +45,7 @@ func absPctOrDash(s calibrate.Stat, v float64, width int) string {
 
 // WriteCalibrationText renders the console table: one line per row, then the summary and the cross-validation.
 func WriteCalibrationText(w io.Writer, c *calibrate.Calibration) error {
+	w = printable(w)
 	var b strings.Builder
 	fmt.Fprintf(&b, "memscan calibrate — %s: %s", c.Name, units.Plural(len(c.Runs), "run", "runs"))
 	if len(c.Failures) > 0 {
@@ -144,6 +145,7 @@ func clipLeft(s string, n int) string {
 
 // WriteCalibrationMarkdown renders calibration.md.
 func WriteCalibrationMarkdown(w io.Writer, c *calibrate.Calibration) error {
+	w = printable(w)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# memscan calibration — %s\n\n", c.Name)
 	fmt.Fprintf(&b, "%s evaluated", units.Plural(len(c.Runs), "run", "runs"))
@@ -289,6 +291,7 @@ func mdPct(v *float64) string {
 
 // WriteAppliedText renders the raw and corrected prediction side by side (memscan static --calibration).
 func WriteAppliedText(w io.Writer, a *calibrate.Applied) error {
+	w = printable(w)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nCalibrated prediction (%s)\n", a.Corrections)
 	for _, w := range a.Warnings {

@@ -15,6 +15,7 @@ import (
 // WriteCrossRankText renders memscan merge's cross-rank report as plain text. maxRows bounds the per-rank table (0 = all rows);
 // the rows shown are the first in rank order, and the outlier section names the largest ranks regardless.
 func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
+	w = printable(w)
 	var b strings.Builder
 	if len(c.Iterations) > 1 {
 		fmt.Fprintf(&b, "Cross-rank memory report: %d summaries from %d iterations (%s); merge one with --iteration N%s\n\n",
@@ -41,7 +42,7 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 		fmt.Fprintf(&b, "\nOutlier ranks (reserved more than %.0f%% above the median of %s):\n", findings.OutlierPct, units.Bytes(c.Reserved.Median))
 		for _, r := range c.Outliers {
 			fmt.Fprintf(&b, "  rank %s  %s  (+%.1f%%)  %s\n", known(r.Rank), units.Bytes(r.ReservedBytes),
-				(float64(r.ReservedBytes)/float64(c.Reserved.Median)-1)*100, r.File)
+				(float64(r.ReservedBytes)/float64(c.Reserved.Median)-1)*100, oneLine(r.File))
 		}
 	}
 	if len(c.Stages) > 0 {
@@ -57,7 +58,7 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 	if len(c.Categories) > 0 {
 		b.WriteString("\nCategories (live bytes summed over ranks):\n")
 		for _, cs := range c.Categories {
-			fmt.Fprintf(&b, "  %-28s %10s  %d allocations\n", cs.Name, units.Bytes(cs.Bytes), cs.Count)
+			fmt.Fprintf(&b, "  %-28s %10s  %d allocations\n", oneLine(cs.Name), units.Bytes(cs.Bytes), cs.Count)
 		}
 	}
 	if len(c.Recommendations) > 0 {
@@ -75,7 +76,7 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t  %s\n", known(r.Rank), known(r.Iteration), known(r.Stage), units.Bytes(r.ReservedBytes),
-			units.Bytes(r.AllocatedBytes), units.Bytes(r.PeakBytes), r.EfficiencyPct, r.OOMs, r.File)
+			units.Bytes(r.AllocatedBytes), units.Bytes(r.PeakBytes), r.EfficiencyPct, r.OOMs, oneLine(r.File))
 	}
 	tw.Flush()
 	if len(rows) < len(c.Rows) {

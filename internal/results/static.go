@@ -38,6 +38,7 @@ func WriteStaticJSON(w io.Writer, r *static.Report) error {
 
 // WriteStaticText renders the console view of memscan static.
 func WriteStaticText(w io.Writer, r *static.Report) error {
+	w = printable(w)
 	var b strings.Builder
 	for _, section := range []func(*strings.Builder, *static.Report){
 		writeStaticHeader, writeStaticMemory, writeStaticTime, writeStaticRoofline, writeStaticFindings,
@@ -217,6 +218,7 @@ func writeStaticStrategies(b *strings.Builder, rows []static.StrategyRow) {
 
 // WriteStaticMarkdown renders static_report.md.
 func WriteStaticMarkdown(w io.Writer, r *static.Report) error {
+	w = printable(w)
 	var b strings.Builder
 	s := r.Summary
 	c := r.Config

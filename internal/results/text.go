@@ -25,7 +25,7 @@ const maxSiteWidth = 90
 // WriteText renders run as the plain-text report (analysis_report.txt, and stdout with --format text).
 func WriteText(w io.Writer, run *report.Run, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
-	tw := &textWriter{w: bw, opts: opts}
+	tw := &textWriter{w: printable(bw), opts: opts}
 	tw.run(run)
 	return bw.Flush()
 }
@@ -35,7 +35,9 @@ type textWriter struct {
 	opts TextOptions
 }
 
-func (t *textWriter) printf(format string, args ...any) { fmt.Fprintf(t.w, format, args...) }
+func (t *textWriter) printf(format string, args ...any) {
+	fmt.Fprintf(t.w, format, oneLineArgs(args)...)
+}
 
 func (t *textWriter) section(title string) {
 	t.printf("\n%s\n%s\n", title, strings.Repeat("-", len([]rune(title))))

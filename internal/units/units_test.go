@@ -140,3 +140,22 @@ func TestPyTorchBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestTerminalEscapes(t *testing.T) {
+	for _, tc := range []struct{ in, terminal, oneLine string }{
+		{"model.py:10:forward", "model.py:10:forward", "model.py:10:forward"},
+		{"a\x1b[2Jb", `a\x1b[2Jb`, `a\x1b[2Jb`},
+		{"x\u009b31my", `x\u009b31my`, `x\u009b31my`},
+		{"bell\a del\x7f", `bell\x07 del\x7f`, `bell\x07 del\x7f`},
+		{"bad\xffbyte", `bad\xffbyte`, `bad\xffbyte`},
+		{"two\nlines\tand\rcr", "two\nlines\tand\\rcr", `two\nlines\tand\rcr`},
+		{"ünïcode ✓", "ünïcode ✓", "ünïcode ✓"},
+	} {
+		if got := Terminal(tc.in); got != tc.terminal {
+			t.Errorf("Terminal(%q) = %q, want %q", tc.in, got, tc.terminal)
+		}
+		if got := OneLine(tc.in); got != tc.oneLine {
+			t.Errorf("OneLine(%q) = %q, want %q", tc.in, got, tc.oneLine)
+		}
+	}
+}

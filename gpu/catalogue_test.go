@@ -107,7 +107,7 @@ func TestLoadFile(t *testing.T) {
 		{"slow.yaml", "- key: slow\n  memory_gb: 80\n  bandwidth_tbs: 3\n  bf16_tflops: 1e-300\n", "slow.yaml:4:16: [0].bf16_tflops: 1e-300 is below the smallest rate memscan accepts, 0.01"},
 		{"negative.yaml", "- key: neg\n  memory_gb: -80\n  bandwidth_tbs: 3\n  bf16_tflops: 1000\n", "negative.yaml:2:14: [0].memory_gb: -80 (must be > 0)"},
 		{"infinite.yaml", "- key: inf\n  memory_gb: 80\n  bandwidth_tbs: .inf\n  bf16_tflops: 1000\n", "infinite.yaml:3:18: [0].bandwidth_tbs: .inf is not a finite number"},
-		{"fifo-free.json", `[{"key": "x", "memory_gb": 80, "bandwidth_tbs": 3, "bf16_tflops": 1000, "fp32_tflops": 1e7}]`, "[0].fp32_tflops: 1e+07 exceeds the limit of 1e+06"},
+		{"fp32.json", `[{"key": "x", "memory_gb": 80, "bandwidth_tbs": 3, "bf16_tflops": 1000, "fp32_tflops": 1e7}]`, "[0].fp32_tflops: 1e+07 exceeds the limit of 1e+06"},
 	} {
 		_, err := LoadFile(write(tc.name, tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -41,6 +41,12 @@ func TestConfigErrors(t *testing.T) {
 		{"learned positions", `{"model":{"preset":"gpt2"},"training":{"seq_length":2048}}`, "training.seq_length: 2048 exceeds model.max_position_embeddings (1024)", false},
 		{"yaml unknown", "model:\n  preset: llama3-8b\ntraining:\n  seq_len: 4096\n", "line 4, column 3: training.seq_len: unknown key (did you mean \"seq_length\"?)", true},
 		{"yaml syntax", "model: [unclosed\n", "invalid YAML", true},
+		// YAML errors are placed in the YAML as written, not at a byte offset into a JSON copy of it.
+		{"yaml wrong type", "model:\n  preset: llama3-8b\ntraining:\n  seq_length: many\n", "line 4, column 15: training.seq_length: expected an integer, got the string \"many\"", true},
+		{"yaml fraction", "model:\n  preset: llama3-8b\nparallel:\n  tp: 1.5\n", "line 4, column 7: parallel.tp: expected an integer, got 1.5", true},
+		{"yaml duplicate key", "model:\n  preset: llama3-8b\nmodel:\n  preset: gpt2\n", `line 3, column 1: duplicate key "model" (first at line 1)`, true},
+		{"yaml second document", "model:\n  preset: llama3-8b\n---\nmodel:\n  preset: gpt2\n", "line 3, column 1: a second YAML document", true},
+		{"json duplicate key", `{"model":{"preset":"llama3-8b","preset":"gpt2"}}`, `line 1, column 32: duplicate key "preset" (first at line 1)`, false},
 		{"yaml no model", "training:\n  seq_length: 4096\n", "model.num_layers: 0 (must be > 0; set model.preset", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,9 +37,6 @@ type Limits struct {
 	MaxValues int
 }
 
-// DefaultLimits suit a hand-written config: 1 MiB, 32 levels, 65,536 elements per list, 1 M values.
-var DefaultLimits = Limits{MaxBytes: 1 << 20, MaxDepth: 32, MaxItems: 1 << 16, MaxValues: 1 << 20}
-
 // Kind is the type of a value as written.
 type Kind uint8
 

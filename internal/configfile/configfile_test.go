@@ -10,6 +10,9 @@ import (
 	"github.com/memscan/memscan/internal/input"
 )
 
+// defaultLimits suit a hand-written config: 1 MiB, 32 levels, 65,536 elements per list, 1 M values.
+var defaultLimits = Limits{MaxBytes: 1 << 20, MaxDepth: 32, MaxItems: 1 << 16, MaxValues: 1 << 20}
+
 type inner struct {
 	Count int     `json:"count"`
 	Scale float64 `json:"scale"`
@@ -43,7 +46,7 @@ func TestDecodeValues(t *testing.T) {
 	for _, name := range []string{"c.json", "c.yaml"} {
 		text := `{"version": 1, "on": true, "inner": {"scale": 2.5, "Tags": ["a"]}, "opt": {"count": 3},
 			"list": [{"count": 1}, {"count": 2}], "notes": {"k": "v"}, "any": {"x": [1, "y", null]}, "size": 4000000000}`
-		s, err := decode(name, text, DefaultLimits)
+		s, err := decode(name, text, defaultLimits)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -56,11 +59,11 @@ func TestDecodeValues(t *testing.T) {
 		}
 	}
 	// YAML niceties: merge keys (explicit keys win), aliases, a name that reads as a number, null leaves the default.
-	s, err := decode("c.yaml", "base: &b {count: 5, scale: 1.5}\n", DefaultLimits)
+	s, err := decode("c.yaml", "base: &b {count: 5, scale: 1.5}\n", defaultLimits)
 	if err == nil || !strings.Contains(err.Error(), "c.yaml:1:1: base: unknown key") {
 		t.Errorf("unknown top-level key: %v", err)
 	}
-	s, err = decode("c.yaml", "list:\n  - &b {count: 5, scale: 1.5}\n  - {<<: *b, count: 6}\n  - *b\nname: 2024\nversion: null\n", DefaultLimits)
+	s, err = decode("c.yaml", "list:\n  - &b {count: 5, scale: 1.5}\n  - {<<: *b, count: 6}\n  - *b\nname: 2024\nversion: null\n", defaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +117,7 @@ func TestStrict(t *testing.T) {
 		{"invalid YAML", "c.yaml", "list: [1\n", "c.yaml: invalid YAML", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lim := DefaultLimits
+			lim := defaultLimits
 			if tc.lim != nil {
 				lim = *tc.lim
 			}
@@ -143,7 +146,7 @@ func TestIsYAML(t *testing.T) {
 // TestBOM: a UTF-8 byte order mark is accepted in JSON and YAML, and the format is still told by the content.
 func TestBOM(t *testing.T) {
 	for _, text := range []string{"\uFEFF{\"version\": 1}", "\uFEFFversion: 1\n"} {
-		s, err := decode("c", text, DefaultLimits)
+		s, err := decode("c", text, defaultLimits)
 		if err != nil || s.Version != 1 {
 			t.Errorf("%q: %+v, %v", text, s, err)
 		}
@@ -163,15 +166,15 @@ func TestReadFile(t *testing.T) {
 		t.Skip("no sparse files here:", err)
 	}
 	f.Close()
-	_, err = ReadFile(big, "a test config", DefaultLimits)
+	_, err = ReadFile(big, "a test config", defaultLimits)
 	if !errors.Is(err, input.ErrInputTooLarge) || !strings.Contains(err.Error(), big+": 3.0 GiB (3221225472 bytes) is larger than the 1.0 MiB (1048576 bytes) limit for a test config") {
 		t.Errorf("sparse 3 GB file: %v", err)
 	}
-	_, err = ReadFile(dir, "a test config", DefaultLimits)
+	_, err = ReadFile(dir, "a test config", defaultLimits)
 	if !errors.Is(err, input.ErrNotRegular) || !strings.Contains(err.Error(), dir+": a directory, not a regular file") {
 		t.Errorf("directory: %v", err)
 	}
-	_, err = ReadFile(filepath.Join(dir, "missing.json"), "a test config", DefaultLimits)
+	_, err = ReadFile(filepath.Join(dir, "missing.json"), "a test config", defaultLimits)
 	if !errors.Is(err, os.ErrNotExist) || err.Error() != filepath.Join(dir, "missing.json")+": no such file or directory" {
 		t.Errorf("missing file: %v", err)
 	}

@@ -332,7 +332,8 @@ func isWriteFailure(err error) bool {
 }
 
 // WriteStaticFiles writes static_report.json, static_report.md and, when withPlots, the charts of rep into dir
-// (created if needed). Charts that cannot be drawn are returned as a *ChartError after the reports are written.
+// (created if needed), each atomically. Charts that cannot be drawn are returned as a *ChartError after the
+// reports are written; a file that cannot be written (a full disk) is an *atomicfile.Error.
 func WriteStaticFiles(dir string, rep *static.Report, withPlots bool) error {
 	if err := mkdirAll(dir); err != nil {
 		return err

@@ -129,6 +129,9 @@ func (a *analysis) allocatorReplay() error {
 			}
 		}
 	}
+	for i := range a.part.Details {
+		setWhatIf(&a.part.Details[i], reps)
+	}
 	for _, r := range reps {
 		a.warnReplay(&r)
 	}

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
@@ -41,7 +42,26 @@ type Options struct {
 	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
 	// load.DefaultMaxInputSize.
 	MaxInputSize int64
+	// NoTimelineDetail leaves SnapshotReport.Details empty, for callers that draw no timeline (rank summaries for
+	// memscan merge): it costs about 20 bytes per allocation and 8 per trace event.
+	NoTimelineDetail bool
+	// MaxTimelineDetailEvents keeps the detail only of traces of at most this many events (0: no bound), so that a
+	// run of many inputs holds a bounded amount of it (DetailEventsPerInput).
+	MaxTimelineDetailEvents int
+	// Read, when set, counts the bytes AnalyzeFile reads from its file (load.Options.Read), and Stage, when set,
+	// is told each Stage as it starts (a few times per input, on the goroutine that analyzes): what a progress
+	// display shows of one large input.
+	Read  *atomic.Int64
+	Stage func(Stage)
 }
+
+// TimelineDetailEvents is the trace events a run keeps at full resolution over all its inputs (about 15 bytes
+// each with their allocations): a page embeds far fewer, and memscan view analyzes an input alone.
+const TimelineDetailEvents = 24_000_000
+
+// DetailEventsPerInput shares TimelineDetailEvents among n inputs, for Options.MaxTimelineDetailEvents: the same
+// inputs keep their detail whatever order they are analyzed in.
+func DetailEventsPerInput(n int) int { return TimelineDetailEvents / max(1, n) }
 
 func (o Options) withDefaults() Options {
 	if o.Rules == nil {
@@ -64,6 +84,9 @@ func Analyze(ctx context.Context, in *load.Input, opts Options) (*report.Report,
 	}
 	// Each kind of input has its own analyzer; callers need not know which one.
 	ropts := RuntimeOptions{Top: opts.TopN, Rules: opts.Rules}
+	if in.Snapshot == nil {
+		opts.stage(StageRuntime)
+	}
 	switch {
 	case in.Snapshot != nil:
 	case in.Tracer != nil:
@@ -88,7 +111,8 @@ func Analyze(ctx context.Context, in *load.Input, opts Options) (*report.Report,
 
 // AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
 func AnalyzeFile(ctx context.Context, path string, opts Options) (*report.Report, error) {
-	in, err := load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: opts.MaxInputSize})
+	opts.stage(StageDecode)
+	in, err := load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: opts.MaxInputSize, Read: opts.Read})
 	if err != nil {
 		return nil, err
 	}
@@ -164,9 +188,20 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		part: part,
 	}
 	// liveBlocks follows replayAll, whose lifetimes decide the categories of stackless blocks.
-	steps := []func() error{a.checkSizes, a.totals, a.histograms, a.fragmentation, a.replayAllocatorModel, a.replayAll, a.liveBlocks, a.allocatorReplay}
+	steps := []struct {
+		stage Stage
+		run   func() error
+	}{
+		{StageTotals, a.checkSizes}, {StageTotals, a.totals}, {StageTotals, a.histograms}, {StageTotals, a.fragmentation},
+		{StageAllocator, a.replayAllocatorModel}, {StageTrace, a.replayAll}, {StageCategories, a.liveBlocks}, {StageAllocator, a.allocatorReplay},
+	}
+	var last Stage
 	for _, step := range steps {
-		if err := step(); err != nil {
+		if step.stage != last {
+			opts.stage(step.stage)
+			last = step.stage
+		}
+		if err := step.run(); err != nil {
 			return nil, err
 		}
 	}

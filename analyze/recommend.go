@@ -15,7 +15,28 @@ func recommend(r *report.SnapshotReport, s *snapshot.Snapshot, judged []findings
 	out := append([]findings.Finding{}, judged...)
 	out = append(out, cacheRecommendations(r, detect.ExpandableOn(s), atDump)...)
 	out = append(out, layoutRecommendations(r)...)
+	if atDump {
+		out = append(out, noHistory(r, s))
+	}
 	return out
+}
+
+// noHistory says that the snapshot was dumped without allocation history, with how many trace events it holds
+// and how many of the allocated bytes that leaves without a stack.
+func noHistory(r *report.SnapshotReport, s *snapshot.Snapshot) findings.Finding {
+	events := 0
+	for _, t := range s.DeviceTraces {
+		events += len(t)
+	}
+	var stackless int64
+	for i := range s.Segments {
+		for _, b := range s.Segments[i].Blocks {
+			if b.State == snapshot.BlockActiveAllocated && (b.Stack == nil || len(b.Stack.Frames) == 0) {
+				stackless += b.Size
+			}
+		}
+	}
+	return findings.NewNoHistory(events, stackless, r.AllocatedBytes)
 }
 
 // cacheRecommendations looks at what the cache holds beyond the requested bytes at the dump. Without an

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
@@ -97,6 +98,9 @@ func (a *analysis) replayAll() error {
 			best = &a.part.DevicePeaks[len(a.part.DevicePeaks)-1]
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
+		if !a.opts.NoTimelineDetail && (a.opts.MaxTimelineDetailEvents <= 0 || len(trace) <= a.opts.MaxTimelineDetailEvents) {
+			a.part.Details = append(a.part.Details, r.detail(d))
+		}
 		for _, l := range detect.Leaks(d) {
 			a.part.LeakSuspects = append(a.part.LeakSuspects, report.LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
 				Markers: l.Iterations, MarkerKind: d.Timeline().Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
@@ -116,7 +120,7 @@ func (a *analysis) replayAll() error {
 	// A trace of a handful of events ("state" recording keeps only the last one) holds no history to judge from.
 	history := false
 	for _, d := range devices {
-		history = history || len(d.Trace) >= minHistoryEvents
+		history = history || len(d.Trace) >= findings.MinHistoryEvents
 	}
 	fs, err := detect.Detect(a.ctx, &detect.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
 	if err != nil {
@@ -125,10 +129,6 @@ func (a *analysis) replayAll() error {
 	a.findings, a.judgedAtPeak = fs, history
 	return nil
 }
-
-// minHistoryEvents is the trace length from which the detectors judge at the peak instead of at the dump: an
-// allocation and its free at the least.
-const minHistoryEvents = 2
 
 // judge prepares the replayed device for the detectors and gives every element the category its attribution
 // chose: where the stack is missing or names only generic machinery (autograd's engine, optimizer code), the
@@ -213,6 +213,10 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 		p.TimeUS = r.Events[t].TimeUS
 	} else if t < 0 && r.Events[0].HasTime {
 		p.TimeUS = r.Events[0].TimeUS
+	}
+	p.ReservedBytes = r.InitialReserved
+	if p.EventIndex >= 0 {
+		p.ReservedBytes = r.Reserved[p.EventIndex]
 	}
 	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()

@@ -101,9 +101,14 @@ func Catalogue() []Spec {
 		{SmallPoolSegments, Info, Count, titleSmallPoolSegments, "dump"},
 		{RoundingWaste, Info, Percent, titleRoundingWaste, "dump"},
 		{PrivatePools, Info, Percent, titlePrivatePools, "dump"},
+		{NoHistory, Info, Count, titleNoHistory, "dump"},
 		{RankImbalance, Warning, Percent, titleInputsImbalance, "inputs"},
 		{LeakAcrossIterations, Warning, Bytes, titleLeakAcrossIterations, "inputs"},
 		{MixedIterations, Warning, Count, titleMixedIterations, "ranks"},
+		{MixedRuns, Warning, Count, titleMixedRuns, "ranks"},
+		{DuplicateRanks, Warning, Count, titleDuplicateRanks, "ranks"},
+		{MissingRanks, Warning, Count, titleMissingRanks, "ranks"},
+		{StagesWithoutWorld, Warning, Count, titleStagesWithoutWorld, "ranks"},
 		{RankImbalance, Warning, Count, titleRanksImbalance, "ranks"},
 		{PipelineStageSkew, Info, Count, titlePipelineStageSkew, "ranks"},
 		{RankOOM, Critical, Count, titleRankOOM, "ranks"},
@@ -129,10 +134,15 @@ const (
 	SmallPoolSegments ID = "small-pool-segments"
 	RoundingWaste     ID = "rounding-waste"
 	PrivatePools      ID = "private-pools"
+	NoHistory         ID = "no-allocation-history"
 	// Judged across the inputs of one analysis (analyze) or across rank summaries (memscan merge).
 	RankImbalance        ID = "rank-imbalance"
 	LeakAcrossIterations ID = "possible-leak-across-iterations"
 	MixedIterations      ID = "mixed-iterations"
+	MixedRuns            ID = "mixed-runs"
+	DuplicateRanks       ID = "duplicate-ranks"
+	MissingRanks         ID = "missing-ranks"
+	StagesWithoutWorld   ID = "stages-without-world"
 	PipelineStageSkew    ID = "pipeline-stage-skew"
 	RankOOM              ID = "rank-oom"
 	// Judged on a training log's memory lines.

@@ -56,6 +56,10 @@ const (
 	RoundingWastePct = 5.0
 	// PrivatePoolPct: reserved bytes in non-default pools (CUDA graphs, MemPool), % of reserved (fires above).
 	PrivatePoolPct = 10.0
+	// MinHistoryEvents: a device trace needs an allocation and its free, two events, to hold any history; with
+	// fewer on every device the detectors judge the dump instead of the peak, and no-allocation-history fires
+	// (below) to say how to record one.
+	MinHistoryEvents = 2
 )
 
 // Thresholds of the comparisons across inputs and ranks.
@@ -75,6 +79,12 @@ const (
 	PipelineStageSkewRatio = 1.25
 	// RankOOMMin: any rank with an OOM event.
 	RankOOMMin = 0
+	// MixedRunsMax: one rank of one iteration from more than one run is two jobs merged as one.
+	MixedRunsMax = 1
+	// DuplicateRanksMin, MissingRanksMin: any rank given twice is counted twice in every statistic; any rank
+	// missing is a rank the statistics do not cover.
+	DuplicateRanksMin = 0
+	MissingRanksMin   = 0
 )
 
 // Thresholds of the checks on training-log memory lines.

@@ -97,7 +97,7 @@ func TestLoadFile(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, body, want string }{
 		{"syntax.json", `[{"key": "x",}]`, "syntax.json:1:14: invalid JSON: invalid character '}'"},
-		{"unknown.json", `[{"key": "x", "memory": 4}]`, `unknown.json:1:15: [0].memory: unknown key (did you mean "memory_gb"?)`},
+		{"unknown.json", `[{"key": "x", "memroy_gb": 4}]`, `unknown.json:1:15: [0].memroy_gb: unknown key (did you mean "memory_gb"?)`},
 		{"type.json", `[{"key": "x", "memory_gb": "big"}]`, `type.json:1:28: [0].memory_gb: expected a number, got the string "big"`},
 		{"nomem.yaml", "- key: x\n  bandwidth_tbs: 1\n  bf16_tflops: 1\n", "nomem.yaml:1:3: [0].memory_gib: missing (set memory_gb or memory_gib, > 0)"},
 		{"bad.yaml", "- key: [x\n", "bad.yaml: invalid YAML"},

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/memscan/memscan/internal/input"
+	"github.com/memscan/memscan/internal/inputfile"
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
@@ -39,14 +42,41 @@ func DecodeFile(ctx context.Context, path string) (*Input, error) {
 }
 
 // DecodeFileWith opens and decodes one input file. Only a regular file is read: a named pipe, a device or a
-// socket is refused at once (input.ErrNotRegular), since a pipe without a writer blocks and /dev/zero never ends.
+// socket is refused at once (inputfile.ErrNotRegular), since a pipe without a writer blocks and /dev/zero never ends.
 func DecodeFileWith(ctx context.Context, path string, opts Options) (*Input, error) {
-	f, _, err := input.OpenRegular(path)
+	f, _, err := inputfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if opts.Read != nil {
+		return DecodeWith(ctx, path, &countingFile{f: f, read: opts.Read}, opts)
+	}
 	return DecodeWith(ctx, path, f, opts)
+}
+
+// countingFile is a file being decoded that adds to read the bytes read from it. A seek back (a decoder reading
+// the file again) takes back what lies beyond the new position; a seek forward (the size probe) adds nothing.
+type countingFile struct {
+	f       *os.File
+	read    *atomic.Int64
+	counted int64 // this file's share of read
+}
+
+func (c *countingFile) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	c.counted += int64(n)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+func (c *countingFile) Seek(offset int64, whence int) (int64, error) {
+	pos, err := c.f.Seek(offset, whence)
+	if err == nil && pos < c.counted {
+		c.read.Add(pos - c.counted)
+		c.counted = pos
+	}
+	return pos, err
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -109,6 +139,10 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 			return nil, err
 		}
 		return &Input{Path: name, Format: snapshot.PickleFormat(snap.Protocol), Snapshot: snap}, nil
+	case input.KindZip:
+		return nil, zipError(name, head)
+	case input.KindLegacyTorchSave:
+		return nil, legacyTorchSaveError(name)
 	case input.KindOldPickle:
 		return nil, snapshot.OldPickleError(ctx, name, head)
 	case input.KindGzip:

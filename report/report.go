@@ -80,7 +80,10 @@ type SnapshotReport struct {
 	Fragmentation Fragmentation `json:"fragmentation" msgpack:"fragmentation"`
 
 	// Timeline is the replayed device trace, downsampled for plotting; not in summary.json.
-	Timeline    []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	Timeline []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	// Details are the replayed device traces at full resolution, for the interactive page; in neither
+	// summary.json nor report.msgpack (a trace of millions of events would dwarf the report).
+	Details     []TimelineDetail `json:"-" msgpack:"-"`
 	DevicePeaks []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
 	OOMs        []OOM            `json:"ooms" msgpack:"ooms"`
 	// Iterations holds, per device with a trace, the training iterations and their forward, backward and
@@ -235,6 +238,9 @@ type Peak struct {
 	// FirstIterationPhase is the phase of iteration 1's own peak ("" without iterations): the step a static
 	// estimate describes.
 	FirstIterationPhase string `json:"first_iteration_phase,omitempty" msgpack:"first_iteration_phase,omitempty"`
+	// ReservedBytes is the segment bytes at the same moment (what the allocator held for the peak); 0 in reports
+	// written before it existed.
+	ReservedBytes int64 `json:"reserved_bytes,omitempty" msgpack:"reserved_bytes,omitempty"`
 }
 
 // OOM is one out-of-memory event from a device trace.
@@ -280,6 +286,10 @@ type Cross struct {
 	MaxAllocatedBytes    int64   `json:"max_allocated_bytes" msgpack:"max_allocated_bytes"`
 	MedianAllocatedBytes int64   `json:"median_allocated_bytes" msgpack:"median_allocated_bytes"`
 	ImbalancePct         float64 `json:"imbalance_pct" msgpack:"imbalance_pct"` // (max/median − 1) × 100 of reserved
+	// NotRankSet says why the inputs were not compared as ranks (some path names no rank, a rank appears twice
+	// in an iteration, or two runs are mixed): then the statistics above and the outliers are left empty and the
+	// rows are a plain table. "" when they were compared.
+	NotRankSet string `json:"not_rank_set,omitempty" msgpack:"not_rank_set,omitempty"`
 	// Iterations is how many iterations the snapshots span; with several, the statistics above are those of the
 	// most unbalanced one, ImbalanceIteration (−1: the path told none), since ranks are compared within a step.
 	Iterations         int      `json:"iterations,omitempty" msgpack:"iterations,omitempty"`

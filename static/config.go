@@ -33,8 +33,8 @@ type ModelConfig struct {
 	SizeBillions float64 `json:"size_billions,omitempty"` // pick standard dims for this size
 	Type         string  `json:"type"`                    // llama | gpt
 	// Family is the Hugging Face model class whose forward memscan follows (gpt2, gpt-neox, llama, mistral,
-	// qwen2, mixtral, gemma); it sets the structural defaults (norm, activation, positions, biases) and the
-	// eager-kernel intermediates. Empty: a generic decoder of Type.
+	// qwen2, mixtral, gemma, gemma2, phi3); it sets the structural defaults (norm, activation, positions,
+	// biases) and the eager-kernel intermediates. Empty: a generic decoder of Type.
 	Family                string  `json:"family,omitempty"`
 	NumLayers             int     `json:"num_layers"`
 	HiddenSize            int     `json:"hidden_size"`
@@ -92,6 +92,11 @@ type TrainingConfig struct {
 	// Float8 trains the linear layers with torchao float8 (tensorwise scaling): the saved linear inputs are
 	// float8 and FSDP all-gathers float8 weights. Needs a GPU with fp8 tensor cores.
 	Float8 bool `json:"float8"`
+	// Float8Recipe is torchao's scaling: tensorwise (auto; float8 FSDP all-gather) or rowwise (bf16 all-gather).
+	Float8Recipe string `json:"float8_recipe,omitempty"`
+	// CompiledLoss says the loss runs under torch.compile too (auto: with compile, as torchtitan since April
+	// 2025, torchtune's compile_loss and Hugging Face models, whose loss is inside the compiled forward).
+	CompiledLoss *bool `json:"compiled_loss,omitempty"`
 	// PackedSequences packs several documents into each row (torchtune packed=True): attention gets a
 	// block-causal mask, so SDPA cannot use flash attention (flex attention is used where available).
 	PackedSequences bool `json:"packed_sequences"`
@@ -136,14 +141,23 @@ type ParallelConfig struct {
 	SequenceParallel     bool   `json:"sequence_parallel"`
 	ZeroStage            int    `json:"zero_stage"` // 0-3; FSDP full shard = 3
 	DistributedOptimizer bool   `json:"distributed_optimizer"`
-	PPSchedule           string `json:"pp_schedule"` // 1f1b | interleaved
+	PPSchedule           string `json:"pp_schedule"` // 1f1b | interleaved | gpipe | zero_bubble (pipeline.go)
 	VirtualStages        int    `json:"virtual_stages"`
-	NumMicrobatches      int    `json:"num_microbatches"` // auto: global / (micro·dp)
-	GradBuffer           string `json:"grad_buffer"`      // auto | persistent | on_demand
-	FSDPPrefetchLayers   int    `json:"fsdp_prefetch_layers"`
+	// PPLayers are the layers of each pipeline stage (pp·virtual_stages entries, in stage order); auto: the
+	// framework's split (splitRule: torchtitan's uneven rule, an even split for Megatron-LM).
+	PPLayers           []int  `json:"pp_layers,omitempty"`
+	NumMicrobatches    int    `json:"num_microbatches"` // auto: global / (micro·dp)
+	GradBuffer         string `json:"grad_buffer"`      // auto | persistent | on_demand
+	FSDPPrefetchLayers int    `json:"fsdp_prefetch_layers"`
 	// FSDPReshardAfterForward frees each layer's gathered parameters after its forward (FSDP2 default true;
 	// false keeps every layer's unsharded parameters from forward to backward, ZeRO-2-like).
 	FSDPReshardAfterForward *bool `json:"fsdp_reshard_after_forward,omitempty"`
+	// FSDPOffload keeps the sharded parameters, gradients and optimizer states in host memory (FSDP
+	// CPUOffload / fsdp_offload_params): the GPU holds only what a layer gathers to compute.
+	FSDPOffload bool `json:"fsdp_offload,omitempty"`
+	// AsyncTP runs tensor parallelism's all-gather and reduce-scatter fused into the matmuls (torchtitan
+	// enable_async_tensor_parallel: Inductor's micro-pipelined TP on symmetric memory).
+	AsyncTP bool `json:"async_tp,omitempty"`
 }
 
 // HardwareConfig picks the GPU and the cluster.

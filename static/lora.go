@@ -89,14 +89,16 @@ func (e *est) loraLayerParams() []paramTensor {
 	} else {
 		proj["up_proj"], proj["down_proj"] = [2]int64{x.h, x.fe}, [2]int64{x.fe, x.h}
 	}
+	// Phi-3's fused projections carry one adapter each: A reads the input once, B writes every output.
+	proj["qkv_proj"], proj["gate_up_proj"] = [2]int64{x.h, (x.a + 2*x.g) * x.d}, [2]int64{x.h, 2 * x.fe}
 	var ps []paramTensor
-	for _, n := range loraProjections {
+	for _, n := range append(loraProjections, "qkv_proj", "gate_up_proj") {
 		io, ok := proj[n]
 		if !ok || !slices.Contains(e.lora.Targets, n) {
 			continue
 		}
 		mult := int64(1)
-		if n == "gate_proj" || n == "up_proj" || n == "down_proj" {
+		if n == "gate_proj" || n == "up_proj" || n == "down_proj" || n == "gate_up_proj" {
 			mult = experts
 		}
 		ps = append(ps, paramTensor{"lora." + n + ".A", []int64{mult * r, io[0]}, replicated},
@@ -113,6 +115,9 @@ func (e *est) frozenWeightBytes(p paramTensor, inLayer bool) float64 {
 	base := l.BaseDtype
 	if base == "nf4" || base == "int8" {
 		if !inLayer || !p.matrix() {
+			if e.kbitPrep() {
+				return el * 4 // prepare_model_for_kbit_training upcasts what is not quantized to fp32
+			}
 			return el * dtypeBytes[e.c.paramDtype()]
 		}
 		if base == "nf4" {
@@ -214,4 +219,14 @@ func (e *est) weightCopyOps() []Operator {
 			Notes: "float8 linears keep the fp8 weight cast for the input gradient"})
 	}
 	return ops
+}
+
+// kbitPrep reports PEFT's prepare_model_for_kbit_training (peft/utils/other.py): every 16-bit parameter that
+// bitsandbytes did not quantize — embeddings, norms, the output layer — becomes fp32. The embedding then
+// returns fp32 hidden states and the fp32 norm weights keep the residual stream in fp32 (hidden + 16-bit
+// projection outputs promote), so checkpointed layer inputs are 4 bytes an element; under the Trainer's
+// bf16 autocast the output layer runs on a 16-bit cast of its fp32 weight, which its matmul keeps for the
+// input gradient.
+func (e *est) kbitPrep() bool {
+	return e.lora != nil && e.lora.KbitPrep != nil && *e.lora.KbitPrep
 }

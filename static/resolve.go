@@ -202,6 +202,13 @@ func (c *Config) resolveTraining() error {
 			t.GradPrecision = t.Precision
 		}
 	}
+	if t.CompiledLoss == nil {
+		v := t.Compile // torchtitan (since April 2025), torchtune's compile_loss and HF's compiled forward
+		t.CompiledLoss = &v
+	}
+	if *t.CompiledLoss && !t.Compile {
+		return fmt.Errorf("training.compiled_loss: needs training.compile")
+	}
 	if t.LossChunkTokens == 0 {
 		t.LossChunkTokens = 1024
 	}
@@ -325,7 +332,7 @@ func (c *Config) resolveInference() error {
 // resolveParallel derives the data-parallel size, the expert layout and the micro-batch count, checks that
 // every split divides what it splits, and fills the gradient-buffer and sharding defaults.
 func (c *Config) resolveParallel() error {
-	for _, step := range []func() error{c.resolveDataParallel, c.validateSplits, c.resolveExpertLayout, c.resolveMicrobatches, c.resolveGradBuffer} {
+	for _, step := range []func() error{c.resolveDataParallel, c.validateSplits, c.resolveExpertLayout, c.resolveMicrobatches, c.validatePipeline, c.resolveGradBuffer} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -390,17 +397,15 @@ func (c *Config) validateSplits() error {
 	if m.FFNHiddenSize%p.TP != 0 {
 		return fmt.Errorf("parallel.tp: %d does not divide model.ffn_hidden_size (%d)", p.TP, m.FFNHiddenSize)
 	}
-	if err := oneOf("parallel.pp_schedule", p.PPSchedule, "1f1b", "interleaved"); err != nil {
+	if err := oneOf("parallel.pp_schedule", p.PPSchedule, "1f1b", "interleaved", "gpipe", "zero_bubble"); err != nil {
 		return err
 	}
-	if p.VirtualStages > 1 {
+	if p.VirtualStages > 1 && p.PPSchedule == "1f1b" {
 		p.PPSchedule = "interleaved"
 	}
-	if m.NumLayers%(p.PP*p.VirtualStages) != 0 {
-		return fmt.Errorf("parallel.pp: pp·virtual_stages = %d does not divide model.num_layers (%d)", p.PP*p.VirtualStages, m.NumLayers)
-	}
-	if p.PPSchedule == "interleaved" && p.PP == 1 {
-		return fmt.Errorf("parallel.pp_schedule: interleaved needs parallel.pp > 1")
+	if (p.PPSchedule == "interleaved" || p.PPSchedule == "zero_bubble") && p.VirtualStages == 1 && p.PP > 1 && c.Framework == "torchtitan" {
+		// torchtitan builds two stages per rank for looped schedules when no split is given.
+		p.VirtualStages = 2
 	}
 	if p.CP > 1 && t.SeqLength%(2*p.CP) != 0 {
 		return fmt.Errorf("parallel.cp: 2·cp = %d does not divide training.seq_length (%d)", 2*p.CP, t.SeqLength)

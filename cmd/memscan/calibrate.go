@@ -54,6 +54,7 @@ type calibrateFlags struct {
 	out, name, format, rules                                   string
 	peakAlloc, peakRes, endAlloc                               int64
 	noFit, noPlots, noFiles                                    bool
+	writeTo                                                    string // results root of the run directory; "" writes none
 	jobs                                                       int
 	runtime                                                    []string
 	analyzeOpts                                                analyze.Options // with the --rules
@@ -132,10 +133,9 @@ func parseCalibrateFlags(args []string, stdout, stderr io.Writer) (*calibrateFla
 	case f.peakAlloc < 0 || f.peakRes < 0 || f.endAlloc < 0:
 		return nil, false, usageErrorf("calibrate: measured bytes must not be negative")
 	}
-	if !f.noFiles {
-		if err := checkOutDir(f.out); err != nil {
-			return nil, false, usageErrorf("calibrate: --out %s: %v", f.out, err)
-		}
+	var err error
+	if f.writeTo, err = c.filesDir(f.out, f.noFiles, true, stderr); err != nil {
+		return nil, false, err
 	}
 	rules, err := c.loadRules(f.rules)
 	if err != nil {
@@ -195,10 +195,10 @@ func writeCalibration(cal *calibrate.Calibration, name string, f *calibrateFlags
 	if err != nil {
 		return fmt.Errorf("calibrate: writing the table: %w", err)
 	}
-	if f.noFiles {
+	if f.writeTo == "" {
 		return nil
 	}
-	dir, err := writeCalibrationRun(f.out, name, cal, f.noPlots, stderr)
+	dir, err := writeCalibrationRun(f.writeTo, name, cal, f.noPlots, stderr)
 	if err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: %w", err)}
 	}
@@ -241,22 +241,21 @@ func writeStaticCalibration(dir string, a *calibrate.Applied) error {
 	if a == nil {
 		return nil
 	}
-	if err := results.WriteFile(filepath.Join(dir, "static_calibrated.json"), func(w io.Writer) error { return units.WriteJSON(w, a) }); err != nil {
-		return fmt.Errorf("static: %w", err)
-	}
-	return nil
+	return results.WriteFile(filepath.Join(dir, "static_calibrated.json"), func(w io.Writer) error { return units.WriteJSON(w, a) })
 }
 
 // analyzeStaticJoin is `memscan analyze --static CFG`: the analyzed inputs are one run measured with CFG; the
-// calibration table goes into the run directory (and to stdout after the text report unless quiet).
+// calibration table goes into the run directory dir ("": none) and to stdout after the text report unless quiet.
 func analyzeStaticJoin(cfgPath string, cfg static.Config, reports []*report.Report, dir string, noPlots, quiet bool, stdout, stderr io.Writer) error {
 	cal, err := calibrate.ForReports(results.RunName([]string{cfgPath}), cfgPath, cfg, reports)
 	if err != nil {
 		return fmt.Errorf("analyze: --static: %w", err)
 	}
 	cal.Tool = "memscan " + version
-	if _, err := results.WriteCalibrationFiles(dir, cal, noPlots); err != nil {
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	if dir != "" {
+		if _, err := results.WriteCalibrationFiles(dir, cal, noPlots); err != nil {
+			fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+		}
 	}
 	if quiet {
 		return nil

@@ -24,12 +24,13 @@ cover (e.g. sites beyond a run directory's top list) go to one residual row.
 
 Writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with compare.md, compare.json, compare_categories.png and
 compare_sites.png (with --baseline and several inputs, the charts of the 2nd, 3rd, ... diff get _2, _3, ...),
-and points <out>/latest at it. The report goes to stdout (compare.md, or compare.json with --format json),
-"wrote DIR" to stderr.`,
+and points <out>/latest at it (--no-files: print only). The report goes to stdout (compare.md, or compare.json
+with --format json), "wrote DIR" to stderr.`,
 	examples: []string{
 		"memscan compare full_recompute.pickle selective_recompute.pickle",
 		"memscan compare results/20260101_120000_bs6 results/20260101_121500_bs8",
 		"memscan compare --baseline bs4.pickle bs6.pickle bs8.pickle --format json",
+		"memscan compare --no-files before.pickle after.pickle   # print only",
 	},
 	exits: []exitDoc{
 		{exitOK, "the comparison was printed and written"},
@@ -46,7 +47,8 @@ const compareSiteLimit = 1 << 30
 type compareFlags struct {
 	out, name, rules, baseline, format string
 	rows                               int
-	noPlots                            bool
+	noPlots, noFiles                   bool
+	writeTo                            string          // results root of the run directory; "" writes none
 	opts                               analyze.Options // the analysis of snapshot and tracer inputs, with the --rules
 }
 
@@ -74,9 +76,11 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			name = fmt.Sprintf("compare_%s_vs_%d", results.Stem(paths[0]), len(paths)-1)
 		}
 	}
-	dir, err := writeCompareRun(f, name, cmp, stderr)
-	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", err)}
+	var dir string
+	if f.writeTo != "" {
+		if dir, err = writeCompareRun(f, name, cmp, stderr); err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("compare: %w", err)}
+		}
 	}
 	if f.format == "json" {
 		err = units.WriteJSON(stdout, cmp)
@@ -86,7 +90,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("compare: writing the report: %w", err)
 	}
-	fmt.Fprintf(stderr, "wrote %s\n", dir)
+	if dir != "" {
+		fmt.Fprintf(stderr, "wrote %s\n", dir)
+	}
 	return nil
 }
 
@@ -101,6 +107,7 @@ func parseCompareFlags(args []string, stdout, stderr io.Writer) (*compareFlags, 
 	c.formatFlag(&f.format, "md", "md", "json")
 	c.IntVar(&f.rows, "top", report.DefaultCompareRows, "rows per table in compare.md (compare.json has all)")
 	c.noPlotsFlag(&f.noPlots)
+	c.noFilesFlag(&f.noFiles)
 	if helped, err := c.parse(args, stdout); helped || err != nil {
 		return nil, nil, helped, err
 	}
@@ -120,8 +127,9 @@ func parseCompareFlags(args []string, stdout, stderr io.Writer) (*compareFlags, 
 	case f.out == "":
 		return nil, nil, false, usageErrorf("compare: --out must not be empty")
 	}
-	if err := checkOutDir(f.out); err != nil {
-		return nil, nil, false, usageErrorf("compare: --out %s: %v", f.out, err)
+	var err error
+	if f.writeTo, err = c.filesDir(f.out, f.noFiles, true, stderr); err != nil {
+		return nil, nil, false, err
 	}
 	rules, err := c.loadRules(f.rules)
 	if err != nil {
@@ -134,7 +142,7 @@ func parseCompareFlags(args []string, stdout, stderr io.Writer) (*compareFlags, 
 // writeCompareRun writes the comparison's files into a new run directory (see writeRun). Charts that cannot be
 // drawn are warnings.
 func writeCompareRun(f *compareFlags, name string, cmp *compare.Comparison, stderr io.Writer) (string, error) {
-	return writeRun(f.out, name, stderr, func(dir string) error {
+	return writeRun(f.writeTo, name, stderr, func(dir string) error {
 		chartErrs, err := results.WriteCompareFiles(dir, cmp, results.CompareFilesOptions{Rows: f.rows, Plots: !f.noPlots})
 		for _, e := range chartErrs {
 			fmt.Fprintf(stderr, "memscan: warning: %v\n", e)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -173,33 +174,62 @@ func TestSparseConfig(t *testing.T) {
 }
 
 // TestWriteFailure: a write that fails part-way (a full disk, simulated by a file-size limit) ends memscan with
-// exit status 4, naming the file, and leaves the previous files whole and no temporary file behind. static used
-// to truncate its report in place and exit 2; analyze left no run directory but exited 2 like a bad input.
+// exit status 4, naming the file, and leaves the earlier runs and `latest` as they were and no temporary file or
+// staging directory behind. static used to write in place, truncating its report over the previous one, and
+// exit 2; analyze left no run directory but exited 2 like a bad input.
 func TestWriteFailure(t *testing.T) {
 	full := []string{childFileSizeEnv + "=16384"} // static_report.json is about 32 KB
-	cfg := fixture(t, "testdata/static/llama3-8b-fsdp8.json")
-	out := t.TempDir()
-	previous := []byte(`{"previous": "a good report"}`)
-	if err := os.WriteFile(filepath.Join(out, "static_report.json"), previous, 0o644); err != nil {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"static", []string{"static", "--config", fixture(t, "testdata/static/llama3-8b-fsdp8.json"), "--no-plots"}},
+		{"analyze", []string{"analyze", "--quiet", "--no-plots", fixture(t, "testdata/example/rank0_memory_snapshot.pickle")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			args := append(slices.Clone(tc.args), "--out", out)
+			if r := runChildWith(t, time.Minute, nil, args...); r.code != exitOK {
+				t.Fatalf("the first run: exit %d:\n%s", r.code, r.stderr)
+			}
+			before := treeDigest(t, out)
+			r := runChildWith(t, time.Minute, full, args...)
+			if r.code != exitWriteFailed || !strings.Contains(r.stderr, "memscan: "+tc.name+": ") || !strings.Contains(r.stderr, ": file too large") {
+				t.Errorf("exit %d, want %d and the file named:\n%s", r.code, exitWriteFailed, r.stderr)
+			}
+			if after := treeDigest(t, out); after != before {
+				t.Errorf("the results root changed:\nbefore %s\nafter  %s", before, after)
+			}
+			checkNoLeftovers(t, out)
+		})
+	}
+}
+
+// treeDigest lists every path under dir with its size and, for links, its target: what a failed run must not
+// change.
+func treeDigest(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		var size int64
+		if info.Mode().IsRegular() {
+			size = info.Size()
+		}
+		target, _ := os.Readlink(p)
+		fmt.Fprintf(&b, "%s %d %s; ", strings.TrimPrefix(p, dir), size, target)
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := runChildWith(t, time.Minute, full, "static", "--config", cfg, "--out", out)
-	want := "memscan: static: writing " + filepath.Join(out, "static_report.json") + ": file too large"
-	if r.code != exitWriteFailed || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "file too large") {
-		t.Errorf("static: exit %d, want %d; stderr lacks %q:\n%s", r.code, exitWriteFailed, want, r.stderr)
-	}
-	if got, _ := os.ReadFile(filepath.Join(out, "static_report.json")); !bytes.Equal(got, previous) {
-		t.Errorf("static_report.json after the failed write: %.60q", got)
-	}
-	checkNoLeftovers(t, out)
-
-	root := t.TempDir()
-	good := fixture(t, "testdata/example/rank0_memory_snapshot.pickle")
-	r = runChildWith(t, time.Minute, full, "analyze", "--out", root, "--quiet", good)
-	if r.code != exitWriteFailed || !strings.Contains(r.stderr, "file too large") {
-		t.Errorf("analyze: exit %d, want %d:\n%s", r.code, exitWriteFailed, r.stderr)
-	}
-	checkNoLeftovers(t, root)
+	return b.String()
 }
 
 // checkNoLeftovers fails when dir holds a temporary file or a staging directory.

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/internal/atomicfile"
+	"github.com/memscan/memscan/internal/suggest"
 	"github.com/memscan/memscan/internal/units"
 )
 
@@ -72,6 +73,7 @@ func commands() []command {
 		{"compare", "diff two runs (snapshots, tracer JSON or run directories)", runCompare},
 		{"export", "export to pprof, Perfetto, collapsed stacks, JSON or a sliced pickle", runExport},
 		{"merge", "merge per-rank summaries into one cross-rank report", runMerge},
+		{"view", "serve the interactive page of a snapshot or run directory on a local HTTP server", runView},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -87,22 +89,58 @@ func main() {
 
 // run executes memscan with args and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		printUsage(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+		return exitUsage
 	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, args[1:], stdout, stderr)
+	switch args[0] {
+	case "-h", "--help":
+		printUsage(stdout)
+		return exitOK
+	case "help":
+		return exitCode(ctx, runHelp(ctx, args[1:], stdout, stderr), stderr)
+	case "--version":
+		args = append([]string{"version"}, args[1:]...)
+	}
+	c, err := lookupCommand(args[0])
+	if err != nil {
 		return exitCode(ctx, err, stderr)
 	}
-	fmt.Fprintf(stderr, "memscan: unknown command %q (see memscan --help)\n", args[0])
-	return exitUsage
+	return exitCode(ctx, c.run(ctx, args[1:], stdout, stderr), stderr)
+}
+
+// lookupCommand finds the command name; an unknown one is a usage error that offers the closest names.
+func lookupCommand(name string) (command, error) {
+	names := []string{"help"}
+	for _, c := range commands() {
+		if c.name == name {
+			return c, nil
+		}
+		names = append(names, c.name)
+	}
+	if strings.HasPrefix(name, "-") {
+		return command{}, usageErrorf("%s is not a command: flags go after the command, as in memscan COMMAND [flags] (see memscan --help)", name)
+	}
+	return command{}, usageErrorf("unknown command %q%s (see memscan --help)", name, suggest.Hint(name, names, suggest.Quoted))
+}
+
+// runHelp is `memscan help [COMMAND]`: the overview, or the help of one command as COMMAND --help prints it.
+func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) == 0:
+		printUsage(stdout)
+		return nil
+	case len(args) > 1:
+		return usageErrorf("help: want one command, got %d arguments (memscan help COMMAND)", len(args))
+	case args[0] == "help":
+		printUsage(stdout)
+		return nil
+	}
+	c, err := lookupCommand(args[0])
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, []string{"--help"}, stdout, stderr)
 }
 
 // exitCode prints err and returns the exit status it means: an interruption's (128 + the signal), a usage
@@ -140,14 +178,14 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nRun 'memscan COMMAND --help' for the flags of a command.\n")
+	b.WriteString("\nRun 'memscan help COMMAND' (or 'memscan COMMAND --help') for the flags of a command;\n'memscan --version' prints the version.\n")
 	b.WriteString("\nExit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed; 4 the results\n")
 	b.WriteString("could not be written; 130 interrupted (143 by SIGTERM).\n")
 	io.WriteString(w, b.String())
 }
 
 var versionHelp = helpDoc{
-	usage:       []string{"memscan version"},
+	usage:       []string{"memscan version", "memscan --version"},
 	description: "Print the version of memscan.",
 	examples:    []string{"memscan version"},
 	exits: []exitDoc{

@@ -42,6 +42,7 @@ import (
 	"unicode"
 
 	"github.com/memscan/memscan/internal/configfile"
+	"github.com/memscan/memscan/internal/suggest"
 )
 
 // Category names used by the default rules. User rules may introduce others.
@@ -352,9 +353,9 @@ func validate(doc *configfile.Doc, f File, known []string) error {
 		case strings.TrimSpace(r.Category) == "":
 			return doc.ErrorAt(at+".category", "%q: missing category", r.Name)
 		case !slices.Contains(categories, r.Category):
-			hint := ""
-			if s := configfile.Suggest(r.Category, categories); s != "" {
-				hint = fmt.Sprintf("did you mean %q? ", s)
+			hint := strings.TrimPrefix(suggest.Hint(r.Category, categories, suggest.Quoted), "; ")
+			if hint != "" {
+				hint += " "
 			}
 			return doc.ErrorAt(at+".category", "%q: unknown category %q (%sa new category must be listed under new_categories; known: %s)",
 				r.Name, r.Category, hint, strings.Join(categories, ", "))

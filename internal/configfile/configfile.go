@@ -1,7 +1,7 @@
 // Package configfile reads memscan's config files (static configs, custom GPU lists, category rules,
 // calibration manifests, corrections) strictly, the same way for every one of them:
 //
-//   - only a regular file is read, through a size limit (input.ReadFile): never a pipe or a device;
+//   - only a regular file is read, through a size limit (inputfile.ReadFile): never a pipe or a device;
 //   - JSON or YAML (by extension, else by content), with or without a UTF-8 byte order mark, one document only:
 //     trailing data after a JSON value and a second YAML document are errors;
 //   - duplicate keys, unknown keys (with a "did you mean"), values of the wrong type, integers written with a
@@ -21,7 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/memscan/memscan/internal/input"
+	"github.com/memscan/memscan/internal/inputfile"
 )
 
 // Limits bound what one config file may hold; they are checked while parsing, before any value is used.
@@ -211,7 +211,7 @@ func trimBOM(data []byte) []byte { return bytes.TrimPrefix(data, bom) }
 // ReadFile reads and parses the config file at path (what names its kind in errors: "a rule file"), as JSON or
 // YAML by IsYAML.
 func ReadFile(path, what string, lim Limits) (*Doc, error) {
-	data, err := input.ReadFile(path, what, lim.MaxBytes)
+	data, err := inputfile.ReadFile(path, what, lim.MaxBytes)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -226,7 +226,7 @@ func ReadFile(path, what string, lim Limits) (*Doc, error) {
 func Parse(name string, data []byte, yamlInput bool, lim Limits) (*Doc, error) {
 	d := &Doc{Name: name, YAML: yamlInput, lim: lim}
 	if int64(len(data)) > lim.MaxBytes {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("%s is larger than the %s limit", input.SizeWords(int64(len(data))), input.SizeWords(lim.MaxBytes))}
+		return nil, &Error{File: name, Msg: fmt.Sprintf("%s is larger than the %s limit", inputfile.SizeWords(int64(len(data))), inputfile.SizeWords(lim.MaxBytes))}
 	}
 	data = trimBOM(data)
 	if len(bytes.TrimSpace(data)) == 0 {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memscan/memscan/internal/input"
+	"github.com/memscan/memscan/internal/inputfile"
 )
 
 // defaultLimits suit a hand-written config: 1 MiB, 32 levels, 65,536 elements per list, 1 M values.
@@ -167,27 +167,15 @@ func TestReadFile(t *testing.T) {
 	}
 	f.Close()
 	_, err = ReadFile(big, "a test config", defaultLimits)
-	if !errors.Is(err, input.ErrInputTooLarge) || !strings.Contains(err.Error(), big+": 3.0 GiB (3221225472 bytes) is larger than the 1.0 MiB (1048576 bytes) limit for a test config") {
+	if !errors.Is(err, inputfile.ErrTooLarge) || !strings.Contains(err.Error(), big+": 3.0 GiB (3221225472 bytes) is larger than the 1.0 MiB (1048576 bytes) limit for a test config") {
 		t.Errorf("sparse 3 GB file: %v", err)
 	}
 	_, err = ReadFile(dir, "a test config", defaultLimits)
-	if !errors.Is(err, input.ErrNotRegular) || !strings.Contains(err.Error(), dir+": a directory, not a regular file") {
+	if !errors.Is(err, inputfile.ErrNotRegular) || !strings.Contains(err.Error(), dir+": a directory, not a regular file") {
 		t.Errorf("directory: %v", err)
 	}
 	_, err = ReadFile(filepath.Join(dir, "missing.json"), "a test config", defaultLimits)
 	if !errors.Is(err, os.ErrNotExist) || err.Error() != filepath.Join(dir, "missing.json")+": no such file or directory" {
 		t.Errorf("missing file: %v", err)
-	}
-}
-
-func TestSuggest(t *testing.T) {
-	keys := []string{"seq_length", "seq_lengths", "micro_batch_size", "rank", "file", "Attention"}
-	for _, tc := range []struct{ word, want string }{
-		{"seq_lenght", "seq_length"}, {"seq_len", "seq_length"}, {"micro-batch-size", "micro_batch_size"},
-		{"rnk", "rank"}, {"fle", "file"}, {"Atention", "Attention"}, {"attention", "Attention"}, {"zzz", ""}, {"xy", ""},
-	} {
-		if got := Suggest(tc.word, keys); got != tc.want {
-			t.Errorf("Suggest(%q) = %q, want %q", tc.word, got, tc.want)
-		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/memscan/memscan/internal/suggest"
 )
 
 // Decode stores the document into v, a pointer to a struct, by the fields' json tags. Keys the document leaves
@@ -278,8 +280,8 @@ func (d *Doc) decodeStruct(n *Node, v reflect.Value, path string) error {
 }
 
 func (d *Doc) unknownKey(n *Node, path, key string, known []string) error {
-	if s := Suggest(key, known); s != "" {
-		return d.Errorf(n, path, "unknown key (did you mean %q?)", s)
+	if hint := suggest.Hint(key, known, suggest.Quoted); hint != "" {
+		return d.Errorf(n, path, "unknown key (%s)", strings.TrimPrefix(hint, "; "))
 	}
 	known = slices.Clone(known)
 	slices.Sort(known)

@@ -43,6 +43,10 @@ type Events struct {
 	Done  func()
 	// Warning is something the caller should know that fails nothing (a remedy the estimator could not compute).
 	Warning func(error)
+	// Skipped is what a directory walk passed over, and why, before any file is analyzed.
+	Skipped func(load.Skipped)
+	// Stage says that the analysis of file reached stage (analyze.Options.Stage), a few times per file.
+	Stage func(file string, stage analyze.Stage)
 }
 
 // Request is one analysis: the INPUT arguments of memscan analyze and what to do with them.
@@ -76,9 +80,13 @@ type Result struct {
 // when interrupted.
 func Analyze(ctx context.Context, req Request) (*Result, error) {
 	ev := req.Events.serialized()
-	files, missed := load.Discover(req.Inputs, req.Discover)
+	found := load.Discover(req.Inputs, req.Discover)
+	files := found.Files
+	for _, sk := range found.Skipped {
+		ev.skipped(sk)
+	}
 	var failures []report.Failure
-	for _, f := range missed {
+	for _, f := range found.Failures {
 		failures = append(failures, report.Failure(f))
 		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
 	}
@@ -86,7 +94,10 @@ func Analyze(ctx context.Context, req Request) (*Result, error) {
 		return nil, &RankError{Found: len(files)}
 	}
 	res := &Result{Files: files, Total: len(files) + len(failures)}
-	reports, more := analyzeFiles(ctx, files, req.Options, req.Jobs, ev)
+	opts := req.Options
+	// The full-resolution timelines of a run share one budget, so many inputs do not multiply it.
+	opts.MaxTimelineDetailEvents = analyze.DetailEventsPerInput(len(files))
+	reports, more := analyzeFiles(ctx, files, opts, req.Jobs, ev)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -138,7 +149,11 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, job
 			if ctx.Err() != nil {
 				return nil
 			}
-			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, opts)
+			o := opts
+			if ev.e.Stage != nil {
+				o.Stage = func(s analyze.Stage) { ev.stage(path, s) }
+			}
+			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, o)
 			errs[i] = WithCommandHint(errs[i])
 			if errs[i] != nil && ctx.Err() == nil {
 				ev.failure(errs[i])
@@ -196,6 +211,20 @@ func (ev *events) done() {
 		defer ev.mu.Unlock()
 		ev.e.Done()
 	}
+}
+
+func (ev *events) skipped(s load.Skipped) {
+	if ev.e.Skipped != nil {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		ev.e.Skipped(s)
+	}
+}
+
+func (ev *events) stage(file string, s analyze.Stage) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.e.Stage(file, s)
 }
 
 func (ev *events) warning(err error) {

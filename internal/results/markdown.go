@@ -56,7 +56,12 @@ func (m *mdWriter) run(run *report.Run) {
 	if len(run.Failures) > 0 {
 		m.printf(", %d failed", len(run.Failures))
 	}
-	m.printf(". The full text report is `analysis_report.txt`; machine-readable numbers are in `summary.json` " +
+	m.printf(".")
+	if hasTrace(run) {
+		m.printf(" Open `index.html` in a browser for the interactive timeline (zoom, hover for the live blocks and " +
+			"their stacks).")
+	}
+	m.printf(" The full text report is `analysis_report.txt`; machine-readable numbers are in `summary.json` " +
 		"(integer bytes) and `report.msgpack` (the whole report, readable back by memscan).\n")
 
 	if run.Cross != nil {
@@ -203,7 +208,9 @@ func (m *mdWriter) cross(run *report.Run) {
 	c := run.Cross
 	v := newCrossView(c)
 	m.printf("\n## Across inputs\n")
-	if v.Snapshots > 1 {
+	if c.NotRankSet != "" {
+		m.printf("\nNot compared as ranks: %s.\n", mdCell(c.NotRankSet))
+	} else if v.Snapshots > 1 {
 		m.printf("\nReserved memory%s: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
 			ImbalanceScope(c), units.Bytes(c.MaxReservedBytes), units.Bytes(c.MedianReservedBytes), c.ImbalancePct, units.Bytes(c.MaxAllocatedBytes), units.Bytes(c.MedianAllocatedBytes))
 	}

@@ -15,6 +15,7 @@ package results
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -275,10 +276,12 @@ func InputName(path string) string {
 	return SanitizeName(strings.Join(parts, "_"))
 }
 
-// SummaryName is the file name of an input's rank summary in a folder of summaries: the input's base name with
-// ".summary.msgpack" after it, preceded by what its directories say about iteration and rank that the base name
-// does not (iteration_2/rank0_memory_snapshot.pickle → iter2_rank0_memory_snapshot.pickle.summary.msgpack), so
-// that the ranks and iterations of one dump do not collide and nothing is said twice.
+// SummaryName is the file name of an input's rank summary in a folder of summaries: the input's base name,
+// preceded by what its directories say about iteration and rank that the base name does not
+// (iteration_2/rank0_memory_snapshot.pickle → iter2_rank0_memory_snapshot.pickle…), then a digest of the
+// input's absolute path and ".summary.msgpack". The digest keeps inputs of one base name from different folders
+// (two runs' iteration_2/rank0_memory_snapshot.pickle) from writing one summary over the other, while the same
+// input summarized again (a retried job) replaces its own summary.
 func SummaryName(path string) string {
 	base := filepath.Base(path)
 	full, own := input.ParsePath(path), input.ParsePath(base)
@@ -290,7 +293,21 @@ func SummaryName(path string) string {
 		parts = append(parts, "rank"+strconv.Itoa(full.Rank))
 	}
 	parts = append(parts, base)
-	return SanitizeName(strings.Join(parts, "_")) + SummarySuffix
+	h := fnv.New64a()
+	h.Write([]byte(absPath(path)))
+	return fmt.Sprintf("%s.%016x%s", SanitizeName(strings.Join(parts, "_")), h.Sum64(), SummarySuffix)
+}
+
+// SummaryRun names the run of a summarized input (merge.RankSummary.Run): input.RunOf of its absolute path,
+// so that summaries written from different working directories name one dump alike.
+func SummaryRun(path string) string { return input.RunOf(absPath(path)) }
+
+// absPath is path made absolute, or as given when the working directory cannot be read.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // SummarySuffix ends the rank-summary files that analyze --summary-only writes and memscan merge reads.

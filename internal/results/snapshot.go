@@ -187,9 +187,13 @@ func (t *textWriter) traceActions(snap *report.SnapshotReport) {
 // snapshot writes the Markdown findings and tables of an allocator snapshot. With a trace the live set at the
 // peak comes first; the dump's tables follow, labelled.
 func (m *mdWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
+	m.answer(r)
 	m.findings(r, append(snapshotFindings(r, snap), replayFindings(snap)...))
+	if r.Peak != nil {
+		m.printf("\n**Totals at the dump**\n")
+	}
 	m.totals(snap.Totals)
-	m.inputRecommendations(r.Recommendations)
+	m.inputRecommendations(rankFindings(r.Recommendations))
 	dump := ""
 	if p := r.Peak; p != nil && len(p.Categories) > 0 {
 		m.peak(p)
@@ -245,12 +249,20 @@ func (m *mdWriter) peak(p *report.Peak) {
 
 // snapshotFindings are the headline numbers of an allocator snapshot.
 func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
-	var out []string
-	out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
-		units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
+	var out, atDump []string
+	when := ""
+	if r.Peak != nil {
+		when = "At the dump, "
+	}
+	atDump = append(atDump, fmt.Sprintf("%sPyTorch reserved **%s** and tensors asked for **%s**: %.1f %% of reserved requested.",
+		when, units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
 	if free := snap.ExternalFreeBytes + snap.InternalFreeBytes; free > 0 && snap.ReservedBytes > 0 {
-		out = append(out, fmt.Sprintf("%s (%s of reserved) is cached but not in use: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
-			units.Bytes(free), units.Percent(free, snap.ReservedBytes), units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes)))
+		s := fmt.Sprintf("%s (%s of reserved) is cached but not in use%s: %s in free blocks, %s rounding inside allocations; the largest free block is %s",
+			units.Bytes(free), units.Percent(free, snap.ReservedBytes), strings.ToLower(strings.TrimSuffix(" "+when, ", ")), units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes))
+		if needed := cacheNeededAtPeak(r, snap); needed > 0 {
+			s += fmt.Sprintf("; %s of it was in use at the peak", units.Bytes(needed))
+		}
+		atDump = append(atDump, s+".")
 	}
 	dump := ""
 	if p := r.Peak; p != nil {
@@ -269,6 +281,7 @@ func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 		out = append(out, s+".")
 		dump = " at the dump"
 	}
+	out = append(out, atDump...)
 	if len(r.Categories) > 0 {
 		sum := categorySum(r.Categories)
 		c := r.Categories[0]
@@ -366,10 +379,14 @@ func snapshotCharts(r *report.Report, snap *report.SnapshotReport) []chartJob {
 				Requested:     float64(snap.RequestedBytes),
 				Wasted:        float64(snap.ReservedBytes - snap.RequestedBytes),
 				EfficiencyPct: snap.EfficiencyPct,
+				PeakAllocated: peakAllocated(r), PeakReserved: peakReserved(r),
 			})
 		}))
 	}
 
+	if len(snap.Details) > 0 {
+		return append(jobs, envelopeCharts(r, snap)...)
+	}
 	for k, s := range timelineOrder(snap.Timeline, r.Peak) {
 		if len(s.Index) == 0 {
 			continue

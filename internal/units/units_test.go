@@ -3,6 +3,7 @@ package units
 import (
 	"bytes"
 	"math"
+	"math/big"
 	"testing"
 )
 
@@ -156,6 +157,36 @@ func TestTerminalEscapes(t *testing.T) {
 		}
 		if got := OneLine(tc.in); got != tc.oneLine {
 			t.Errorf("OneLine(%q) = %q, want %q", tc.in, got, tc.oneLine)
+		}
+	}
+}
+
+// TestPercentile: the p-th percentile is the sorted value at index ⌊(n−1)·p/100⌋, checked against exact
+// rational arithmetic for counts up to 2^50, where float64 products round; always one of the values.
+func TestPercentile(t *testing.T) {
+	v := []int64{70, 10, 200, 40, 30, 60, 20, 50} // sorted: 10 20 30 40 50 60 70 200
+	for _, tc := range []struct {
+		p    int
+		want int64
+	}{{0, 10}, {50, 40}, {90, 70}, {99, 70}, {100, 200}, {-5, 10}, {150, 200}} {
+		if got := Percentile(v, tc.p); got != tc.want {
+			t.Errorf("p%d = %d, want %d", tc.p, got, tc.want)
+		}
+	}
+	if v[0] != 70 {
+		t.Error("Percentile sorted its argument")
+	}
+	if Percentile(nil, 50) != 0 || PercentileIndex(0, 50) != -1 {
+		t.Error("no values: want 0 and index −1")
+	}
+	for _, n := range []int{1, 2, 3, 99, 100, 101, 100000, 100001, 1 << 40, 1<<50 + 7} {
+		for p := 0; p <= 100; p++ {
+			want := big.NewInt(int64(n - 1))
+			want.Mul(want, big.NewInt(int64(p)))
+			want.Div(want, big.NewInt(100))
+			if got := PercentileIndex(n, p); int64(got) != want.Int64() || got < 0 || got >= n {
+				t.Fatalf("PercentileIndex(%d, %d) = %d, want %s", n, p, got, want)
+			}
 		}
 	}
 }

@@ -1,4 +1,11 @@
-package input
+// Package inputfile is the one way memscan opens a file it reads (an input, a config, a run's report, a rank
+// summary): a regular file only, opened without ever blocking (a FIFO without a writer blocked the open for
+// ever, SIGINT included), and read whole only through a limit of max+1 bytes (a device such as /dev/zero has
+// no size and never ends).
+//
+// It is a leaf: it imports only the standard library and units, so that the decoders and the packages that
+// must not reach them (merge, compare) open files alike.
+package inputfile
 
 import (
 	"errors"
@@ -6,6 +13,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/memscan/memscan/internal/units"
 )
 
 // ErrNotRegular is wrapped by the error for a path that names a named pipe, a device, a socket or a directory
@@ -80,7 +89,13 @@ func (e *FileTooLargeError) Error() string {
 	return fmt.Sprintf("%s: larger than the %s limit for %s", e.Path, SizeWords(e.Limit), e.What)
 }
 
-func (e *FileTooLargeError) Unwrap() error { return ErrInputTooLarge }
+func (e *FileTooLargeError) Unwrap() error { return ErrTooLarge }
+
+// ErrTooLarge is wrapped by a *FileTooLargeError.
+var ErrTooLarge = errors.New("file larger than its limit")
+
+// SizeWords renders a byte count readably and exactly, as size limits are worded.
+func SizeWords(n int64) string { return fmt.Sprintf("%s (%d bytes)", units.Bytes(n), n) }
 
 // ReadFile reads a whole regular file of at most limit bytes; what names the kind of file in the size error.
 // It reads through a limit of limit+1 bytes whatever the file's metadata says, since a size of 0 proves

@@ -1,6 +1,6 @@
 //go:build unix
 
-package input
+package inputfile
 
 import (
 	"os"

@@ -517,7 +517,7 @@ func TestTopNOption(t *testing.T) {
 }
 
 func TestUserRulesReachReport(t *testing.T) {
-	rules, err := categorize.Parse("r.yaml", []byte("rules:\n  - name: my-attn\n    category: MyAttention\n    priority: 99\n    file: [layers/attention.py]\n"), nil)
+	rules, err := categorize.Parse("r.yaml", []byte("new_categories: [MyAttention]\nrules:\n  - name: my-attn\n    category: MyAttention\n    priority: 99\n    file: [layers/attention.py]\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

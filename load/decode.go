@@ -2,15 +2,18 @@ package load
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"github.com/memscan/memscan/internal/input"
+	"github.com/memscan/memscan/internal/inputfile"
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
@@ -38,9 +41,10 @@ func DecodeFile(ctx context.Context, path string) (*Input, error) {
 	return DecodeFileWith(ctx, path, Options{})
 }
 
-// DecodeFileWith opens and decodes one input file.
+// DecodeFileWith opens and decodes one input file. Only a regular file is read: a named pipe, a device or a
+// socket is refused at once (inputfile.ErrNotRegular), since a pipe without a writer blocks and /dev/zero never ends.
 func DecodeFileWith(ctx context.Context, path string, opts Options) (*Input, error) {
-	f, err := os.Open(path)
+	f, _, err := inputfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +78,8 @@ func (c *countingFile) Seek(offset int64, whence int) (int64, error) {
 	}
 	return pos, err
 }
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // maxGzipDepth bounds nested gzip layers so a gzip bomb of gzips cannot recurse forever.
 const maxGzipDepth = 2
@@ -114,6 +120,17 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 	}
 	if len(head) == 0 {
 		return nil, &input.Error{File: name, Offset: 0, Msg: "empty file"}
+	}
+	if bytes.HasPrefix(head, utf8BOM) {
+		// A UTF-8 byte order mark (Windows editors write one) says nothing the content does not: the decoders see
+		// three spaces in its place, so JSON and logs read as without it and every byte offset stays the file's.
+		if _, err := br.Discard(len(utf8BOM)); err != nil {
+			return nil, &input.Error{File: name, Offset: 0, Msg: "cannot read", Err: err}
+		}
+		br = bufio.NewReaderSize(io.MultiReader(strings.NewReader("   "), br), 1<<16)
+		if head, err = br.Peek(input.SniffLen); err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, &input.Error{File: name, Offset: 0, Msg: "cannot read", Err: err}
+		}
 	}
 	switch input.Sniff(head) {
 	case input.KindPickle:

@@ -142,13 +142,15 @@ type modelStates struct {
 	largestWeightPerGPU   float64
 	reservedRoundingExtra float64
 	adapterParams         float64 // LoRA adapter parameters (trainable) among params
+	wholeStats            float64 // bitsandbytes quantization statistics among weights, on the GPU whatever the sharding (quantStatsWhole)
 }
 
 func (e *est) states(ps []paramTensor, mult float64, inLayer bool) modelStates {
 	ms := e.statesOnGPU(ps, mult, inLayer)
 	if e.fsdpOffload() {
-		// FSDP CPU offload keeps the shards of parameters, gradients and optimizer states in host memory.
-		ms.weights, ms.grads, ms.opt, ms.reservedRoundingExtra = 0, 0, 0, 0
+		// FSDP CPU offload keeps the shards of parameters, gradients and optimizer states in host memory; the
+		// quantization statistics bitsandbytes holds outside the parameters stay on the GPU.
+		ms.weights, ms.grads, ms.opt, ms.reservedRoundingExtra = ms.wholeStats, 0, 0, 0
 	}
 	return ms
 }

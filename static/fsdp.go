@@ -74,14 +74,19 @@ func (t *trainSeq) unitParams(unit int) ([]paramTensor, bool) {
 	return t.layerPs, true
 }
 
-// gatherBytes is one parameter's unsharded size as FSDP gathers it: the frozen base in its stored format,
-// float8 linears' weights in 1 byte (torchao's float8 all-gather with tensorwise scaling), the rest in
-// param_dtype (bf16 for mixed precision with fp32 sharded masters).
+// gatherBytes is one parameter's unsharded size as FSDP gathers it: the frozen base in its stored format
+// (bitsandbytes' packed codes alone where its statistics stay whole, quantStatsWhole), float8 linears' weights
+// in 1 byte (torchao's float8 all-gather with tensorwise scaling), the rest in param_dtype (bf16 for mixed
+// precision with fp32 sharded masters).
 func (e *est) gatherBytes(p paramTensor, inLayer bool) int64 {
 	el := e.perGPU(p)
 	switch {
 	case e.lora != nil:
-		return int64(e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * el)
+		b := e.frozenWeightBytes(p, inLayer)
+		if e.quantStatsWhole() {
+			b -= e.quantStatsBytes(p, inLayer)
+		}
+		return int64(b / float64(p.numel()) * el)
 	case e.float8AllGather() && inLayer && p.matrix() && p.Class != replicated:
 		return int64(el)
 	}

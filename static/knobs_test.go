@@ -126,7 +126,8 @@ func TestInvalidCombinations(t *testing.T) {
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"targets":["qkv"]}}}`, `training.lora.targets: unknown module "qkv"`},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":0}}}`, "training.lora.rank: 0 (must be > 0)"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"base_dtype":"int4"}}}`, `training.lora.base_dtype: "int4"`},
-		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"rnk":2}}}`, "training.lora.rnk: unknown key (known keys: adapter_dtype, alpha, base_dtype, double_quant, dropout, kbit_prep, quant_storage, rank, targets)"},
+		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"rnk":2}}}`, `training.lora.rnk: unknown key (did you mean "rank"?)`},
+		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"zzz":2}}}`, "training.lora.zzz: unknown key (known keys: adapter_dtype, alpha, base_dtype, double_quant, dropout, kbit_prep, quant_storage, rank, targets)"},
 		{`{"mode":"inference","model":{"preset":"llama3-8b"},"inference":{"kv_cache":{"implementation":"ring"}}}`, `inference.kv_cache.implementation: "ring"`},
 		{`{"mode":"inference","model":{"preset":"llama3-8b"},"inference":{"kv_cache":{"implementation":"static","block_tokens":16}}}`, "block_tokens: 16 applies to the paged cache"},
 		{`{"model":{"family":"bert","num_layers":2,"hidden_size":64,"num_attention_heads":4,"vocab_size":100}}`, `model.family: "bert"`},
@@ -620,6 +621,12 @@ func TestLoRADropoutAndInt8(t *testing.T) {
 // 2025; HF's compiled forward contains its loss; torchtune's decoder returns self.output(h).float() eagerly, so
 // its compiled loss keeps fp32 logits (4·E), after a 2·E forward temporary, and returns an fp32 gradient (4·E)
 // cast back to 16 bits; its chunked loss compiles compute_cross_entropy per chunk (8 chunks of 2·E/8).
+//
+// torchtune compiles its loss only when the loss compiles itself in place: the recipes call
+// training.compile_loss(self._loss_fn) without keeping the result, which for CEWithChunkedOutputLoss replaces
+// compute_cross_entropy on the loss object but for nn.CrossEntropyLoss is a compiled copy nobody calls. So with
+// compile and the standard loss, torchtune's default is the eager record: bf16 logits kept with the fp32
+// log-probs (6·E), a 4·E forward temporary, an 8·E backward.
 func TestCompiledLoss(t *testing.T) {
 	const E = tn * tv
 	for _, tc := range []struct {
@@ -630,7 +637,10 @@ func TestCompiledLoss(t *testing.T) {
 	}{
 		{"hf", func(c *Config) { c.Training.Compile = true }, 2*E + 4*tn, 0, 2 * E, lifeOutput},
 		{"torchtitan", func(c *Config) { c.Framework, c.Training.Compile = "torchtitan", true }, 2*E + 4*tn, 0, 2 * E, lifeSaved},
-		{"torchtune standard", func(c *Config) { c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "standard" }, 4*E + 4*tn, 2 * E, 4 * E, lifeOp},
+		{"torchtune standard, compiled by hand", func(c *Config) {
+			on := true
+			c.Framework, c.Training.Compile, c.Training.Loss, c.Training.CompiledLoss = "torchtune", true, "standard", &on
+		}, 4*E + 4*tn, 2 * E, 4 * E, lifeOp},
 		{"torchtune chunked", func(c *Config) {
 			c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "chunked_output"
 		}, 2*E + 4*tn, 0, 2 * E / 8, lifeSaved},
@@ -651,6 +661,13 @@ func TestCompiledLoss(t *testing.T) {
 				t.Errorf("loss tensors %v, want the first one of life %d", seq, tc.firstLife)
 			}
 		})
+	}
+	tune := tiny(t, func(c *Config) { c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "standard" })
+	if got := tune.Config.Training.CompiledLoss; got == nil || *got {
+		t.Errorf("torchtune standard loss: compiled_loss %v, want false (compile_loss's result is dropped)", got)
+	}
+	if l := op(t, tune, "cross_entropy"); l.MemoryBytes != 6*E || l.TempBytes != 4*E || l.Extra["backward_temp_bytes"] != int64(8*E) {
+		t.Errorf("torchtune eager loss keeps %d, temp %d, backward %v; want %d, %d, %d", l.MemoryBytes, l.TempBytes, l.Extra["backward_temp_bytes"], 6*E, 4*E, 8*E)
 	}
 	// The Dec 2024 benchmark ran torchtitan with compiled blocks and an eager loss.
 	off := false
@@ -692,33 +709,67 @@ func TestKbitPreparation(t *testing.T) {
 }
 
 // TestShardedQLoRA: PEFT's FSDP and DeepSpeed QLoRA guides store the 4-bit codes in bf16
-// (bnb_4bit_quant_storage), which ZeRO-3/FSDP shard like any bf16 tensor: the stored base per GPU halves over 2
-// GPUs, and TRL does not call prepare_model_for_kbit_training for a sharded QLoRA model. uint8 storage cannot be
-// sharded. FSDP CPU offload keeps every shard (base, adapters, their gradients and states) in host memory.
+// (bnb_4bit_quant_storage), which ZeRO-3/FSDP shard like any bf16 tensor, and TRL does not call
+// prepare_model_for_kbit_training for a sharded QLoRA model. uint8 storage cannot be sharded. FSDP CPU offload
+// keeps every shard (base, adapters, their gradients and states) in host memory.
+//
+// The quantization statistics are not sharded (quantStatsWhole): transformers quantizes each weight on the GPU
+// before FSDP or ZeRO-3 takes the model and moves only its data to the CPU, and bitsandbytes keeps the
+// QuantState as an attribute of the parameter and its Linear4bit, which neither flattens nor partitions. On the
+// tiny model (2 layers of q 64·64, k and v 64·32, o 64·64, gate, up and down 64·128: 36,864 quantized weights
+// a layer) with double quantization that is 2 · 36,864 · (1/64 + 4/(64·256)) = 1,170 B on every GPU, whole;
+// the rest of the single-GPU 136,978 B (codes 36,864, norms 640 and embedding and output layer 2 · 32,768 in
+// bf16, fp32 adapters 2 · 4,096 · 4) halves over 2 GPUs.
 func TestShardedQLoRA(t *testing.T) {
+	const stats = 1170
 	off := false
 	one := tiny(t, func(c *Config) {
 		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", KbitPrep: &off}
 	})
-	two := tiny(t, func(c *Config) {
+	if got := one.Summary.WeightMemoryBytes; got != 136978 {
+		t.Fatalf("single-GPU base and adapters %d B, want 136,978", got)
+	}
+	shard := func(c *Config) {
 		c.Hardware.NumGPUs, c.Parallel.ZeroStage = 2, 3
 		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", QuantStorage: "bf16"}
-	})
+	}
+	two := tiny(t, shard)
 	if k := two.Config.Training.LoRA.KbitPrep; k == nil || *k {
 		t.Errorf("kbit_prep %v for sharded QLoRA, want off", k)
 	}
-	if got, want := two.Summary.WeightMemoryBytes, one.Summary.WeightMemoryBytes/2; got < want-2 || got > want+2 {
-		t.Errorf("sharded base and adapters %d B per GPU, want half of %d", got, one.Summary.WeightMemoryBytes)
+	if got, want := two.Summary.WeightMemoryBytes, int64((136978-stats)/2+stats); got != want {
+		t.Errorf("sharded base and adapters %d B per GPU, want %d (half of all but the %d B of statistics)", got, want, stats)
 	}
 	if _, err := ParseConfig([]byte(`{"framework":"hf","model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"base_dtype":"nf4"}},"parallel":{"zero_stage":3},"hardware":{"num_gpus":2}}`), false); err == nil {
 		t.Error("uint8 NF4 storage under ZeRO-3 accepted")
 	}
 	offload := tiny(t, func(c *Config) {
-		c.Hardware.NumGPUs, c.Parallel.ZeroStage, c.Parallel.FSDPOffload = 2, 3, true
-		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", QuantStorage: "bf16"}
+		shard(c)
+		c.Parallel.FSDPOffload = true
 	})
-	if s := offload.Summary; s.WeightMemoryBytes != 0 || s.GradMemoryBytes != 0 || s.OptimizerMemoryBytes != 0 {
-		t.Errorf("offloaded shards on the GPU: weights %d, grads %d, states %d", s.WeightMemoryBytes, s.GradMemoryBytes, s.OptimizerMemoryBytes)
+	if s := offload.Summary; s.WeightMemoryBytes != stats || s.GradMemoryBytes != 0 || s.OptimizerMemoryBytes != 0 {
+		t.Errorf("offloaded shards on the GPU: weights %d (want the %d B of statistics), grads %d, states %d", s.WeightMemoryBytes, stats, s.GradMemoryBytes, s.OptimizerMemoryBytes)
+	}
+	// The allocation sequence creates each weight's QuantState tensors as quantize_4bit leaves them: the NF4
+	// code table (64 B), the offset (4 B), the fp32 absmax of the 256-block groups and the uint8 absmax, one
+	// per 64 weights. Per layer: q and o 64 blocks (4 B of fp32 absmax each), k and v 32 (4 B), gate, up and
+	// down 128 (4 B): 7 · (64 + 4 + 4) + 64 + 32 + 32 + 64 + 3 · 128 = 1,080 B; with the offloaded shards that
+	// is all buildWeights puts on the GPU, 2,160 B for 2 layers.
+	cfg := offload.Config
+	e := newEst(&cfg)
+	s := newSeq()
+	e.buildWeights(s, embeddingParams(e.x), layerParams(e.x), headParams(e.x, 1))
+	if s.allocated != 2160 {
+		t.Errorf("the model as built leaves %d B on the GPU, want 2,160 (the quantization statistics)", s.allocated)
+	}
+	// FSDP all-gathers the flat parameter, which holds the packed codes without the statistics: a layer's
+	// 36,864 · 0.5 B and its two bf16 norms of 64.
+	var gathered int64
+	for _, p := range layerParams(e.x) {
+		gathered += e.gatherBytes(p, true)
+	}
+	if want := int64(36864/2 + 2*64*2); gathered != want {
+		t.Errorf("one layer gathers %d B, want %d", gathered, want)
 	}
 }
 

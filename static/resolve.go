@@ -2,7 +2,6 @@ package static
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/memscan/memscan/gpu"
@@ -205,6 +204,12 @@ func (c *Config) resolveTraining() error {
 	}
 	if t.CompiledLoss == nil {
 		v := t.Compile // torchtitan (since April 2025), torchtune's compile_loss and HF's compiled forward
+		if c.Framework == "torchtune" && t.Loss != "chunked_output" {
+			// torchtune's recipes call training.compile_loss(self._loss_fn) and drop what it returns: its own
+			// chunked loss compiles compute_cross_entropy in place, torch.compile(nn.CrossEntropyLoss()) returns
+			// a compiled copy nobody keeps, so a standard loss runs eager.
+			v = false
+		}
 		t.CompiledLoss = &v
 	}
 	if *t.CompiledLoss && !t.Compile {
@@ -522,6 +527,15 @@ func (c *Config) validateAllocator() error {
 	if f := c.Allocator.FragmentationFraction; f > 1 {
 		return fmt.Errorf("allocator.fragmentation_fraction: %g (must be in [0, 1])", f)
 	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"allocator.cuda_context_mib", c.Allocator.CUDAContextMiB}, {"allocator.nccl_mib", c.Allocator.NCCLMiB},
+		{"allocator.workspace_mib", c.Allocator.WorkspaceMiB}} {
+		if f.v > maxOverheadMiB {
+			return fmt.Errorf("%s: %g exceeds the limit of %d MiB (1 TiB)", f.key, f.v, maxOverheadMiB)
+		}
+	}
 	return nil
 }
 
@@ -533,8 +547,8 @@ func (c *Config) validateCorrections() error {
 	}{{"corrections.weights", c.Corrections.Weights}, {"corrections.grads", c.Corrections.Grads},
 		{"corrections.optimizer", c.Corrections.Optimizer}, {"corrections.activations", c.Corrections.Activations},
 		{"corrections.temporaries", c.Corrections.Temporaries}, {"corrections.other", c.Corrections.Other}} {
-		if f.v <= 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			return fmt.Errorf("%s: %g (must be > 0; 1 means no correction)", f.key, f.v)
+		if !(f.v >= minCorrection && f.v <= maxCorrection) {
+			return fmt.Errorf("%s: %g (must be in [%g, %g]; 1 means no correction)", f.key, f.v, minCorrection, maxCorrection)
 		}
 	}
 	return nil

@@ -112,7 +112,7 @@ func (l *LoRATargets) UnmarshalJSON(b []byte) error {
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("training.lora.targets: expected \"all-linear\" or a list of module names, got %s", s)
+		return fmt.Errorf("expected \"all-linear\" or a list of module names, got %s", s)
 	}
 	*l = many
 	return nil

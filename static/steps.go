@@ -284,10 +284,17 @@ type stepOps struct{ layer, emb, head []Operator }
 // buildWeights allocates the model as it is built: every parameter in module order (a frozen LoRA base at its
 // stored size); a tied output layer is created and then replaced by the embedding.
 func (e *est) buildWeights(s *seqBuilder, embPs, layerPs, headPs []paramTensor) {
+	whole := e.quantStatsWhole()
 	wBytes := func(p paramTensor, inLayer bool) int64 {
 		b := e.perGPU(p) * e.pb
 		switch {
 		case e.lora != nil:
+			if whole {
+				// The statistics were left on the GPU where the weight was quantized (quantStatsAlloc).
+				e.quantStatsAlloc(s, p, inLayer)
+				b = (e.frozenWeightBytes(p, inLayer) - e.quantStatsBytes(p, inLayer)) / float64(p.numel()) * e.perGPU(p)
+				break
+			}
 			b = e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p)
 		case e.fsdpMaster():
 			b = e.perGPU(p) * 4 // FSDP2's sharded fp32 parameter, the master itself

@@ -64,6 +64,8 @@ out-of-memory event in the trace, else none is assumed (the report says which).`
 		{exitUsage, "usage error (bad flag, unreadable rule file, --out not a directory, ...)"},
 		{exitFailed, "no input could be analyzed"},
 		{exitPartial, "some inputs failed; the others were analyzed and written"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 
@@ -295,12 +297,13 @@ func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, st
 	say := func(format string, args ...any) { fmt.Fprintf(stderr, format, args...) }
 	opts := flags.opts
 	events := pipeline.Events{
-		Start:   func(files []string) { applyMemoryLimit(files, flags.jobs) },
-		Failure: func(err error) { say("memscan: %v\n", err) },
-		Warning: func(err error) { say("memscan: warning: %v\n", err) },
+		Start: func(files []string) { applyMemoryLimit(files, flags.jobs) },
+		// Failures and warnings name files, which may hold what a terminal acts on (an ESC): shown escaped.
+		Failure: func(err error) { say("memscan: %s\n", units.Terminal(err.Error())) },
+		Warning: func(err error) { say("memscan: warning: %s\n", units.Terminal(err.Error())) },
 		Skipped: func(s load.Skipped) {
 			if !flags.quiet {
-				say("memscan: note: %v\n", s)
+				say("memscan: note: %s\n", units.Terminal(fmt.Sprint(s)))
 			}
 		},
 	}

@@ -41,8 +41,10 @@ Writes calibration.md, calibration.json, corrections.json (when fitted) and the 
 	exits: []exitDoc{
 		{exitOK, "every run was evaluated"},
 		{exitUsage, "usage error (bad flag, unreadable config, manifest, corrections or rule file, --out not a directory, ...)"},
-		{exitFailed, "no run could be evaluated, or the results could not be written"},
+		{exitFailed, "no run could be evaluated"},
 		{exitPartial, "some runs failed; the others are in the table and the run directory"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 

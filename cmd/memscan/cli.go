@@ -210,7 +210,7 @@ func (c *cmdLine) printHelp(w io.Writer) {
 	}
 	b.WriteString("\nExit status:\n")
 	for _, e := range c.help.exits {
-		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.meaning)
+		fmt.Fprintf(&b, "  %3d  %s\n", e.code, e.meaning)
 	}
 	io.WriteString(w, b.String())
 }

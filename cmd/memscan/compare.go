@@ -37,7 +37,9 @@ with --format json), "wrote DIR" to stderr.`,
 	exits: []exitDoc{
 		{exitOK, "the comparison was printed and written"},
 		{exitUsage, "usage error (bad flag, wrong number of inputs, unreadable rule file, --out not a directory, ...)"},
-		{exitFailed, "an input could not be read or analyzed, or the run directory could not be written"},
+		{exitFailed, "an input could not be read or analyzed"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 

@@ -25,7 +25,12 @@ const childEnv = "MEMSCAN_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		applyChildLimits()
+		// As main does: signals cancel the command, a second one ends the process.
+		ctx, stop := notifySignals(context.Background(), os.Stderr, os.Exit)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

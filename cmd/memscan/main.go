@@ -11,7 +11,8 @@
 //	memscan export --format F INPUT      write pprof, Perfetto, collapsed stacks, JSON or a sliced pickle
 //	memscan merge SUMMARIES...|DIR       join per-rank summaries into one cross-rank report
 //
-// Exit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed (the rest were analyzed).
+// Exit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed (the rest were analyzed);
+// 4 the results could not be written; 130 interrupted by SIGINT, 143 by SIGTERM.
 package main
 
 import (
@@ -20,18 +21,27 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 
+	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/internal/suggest"
+	"github.com/memscan/memscan/internal/units"
 )
 
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand; an interrupted command exits with 128 + the signal's number.
 const (
-	exitOK      = 0
-	exitUsage   = 1
-	exitFailed  = 2
-	exitPartial = 3
+	exitOK          = 0
+	exitUsage       = 1
+	exitFailed      = 2
+	exitPartial     = 3
+	exitWriteFailed = 4
+	exitInterrupted = 130 // SIGINT; SIGTERM gives 143
+)
+
+// Exit statuses every command documents besides its own.
+var (
+	writeFailedDoc = exitDoc{exitWriteFailed, "the results could not be written (a full disk, a folder that vanished); nothing partial is left under a final name"}
+	interruptedDoc = exitDoc{exitInterrupted, "interrupted by SIGINT (143: by SIGTERM); what was being written is removed"}
 )
 
 // exitError carries an exit code with the error that caused it.
@@ -71,7 +81,7 @@ func commands() []command {
 const version = "0.1.0"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := notifySignals(context.Background(), os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -88,15 +98,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printUsage(stdout)
 		return exitOK
 	case "help":
-		return exitCode(runHelp(ctx, args[1:], stdout, stderr), stderr)
+		return exitCode(ctx, runHelp(ctx, args[1:], stdout, stderr), stderr)
 	case "--version":
 		args = append([]string{"version"}, args[1:]...)
 	}
 	c, err := lookupCommand(args[0])
 	if err != nil {
-		return exitCode(err, stderr)
+		return exitCode(ctx, err, stderr)
 	}
-	return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
+	return exitCode(ctx, c.run(ctx, args[1:], stdout, stderr), stderr)
 }
 
 // lookupCommand finds the command name; an unknown one is a usage error that offers the closest names.
@@ -133,19 +143,32 @@ func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return c.run(ctx, []string{"--help"}, stdout, stderr)
 }
 
-func exitCode(err error, stderr io.Writer) int {
+// exitCode prints err and returns the exit status it means: an interruption's (128 + the signal), a usage
+// error's, a write failure's, or the code the command chose.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != exitOK {
-			fmt.Fprintf(stderr, "memscan: %v\n", ee.err)
-		}
-		return ee.code
+	var sig *interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		fmt.Fprintf(stderr, "memscan: %v\n", sig)
+		return sig.exitCode()
 	}
-	fmt.Fprintf(stderr, "memscan: %v\n", err)
-	return exitFailed
+	var ee *exitError
+	code := exitFailed
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err == nil || code == exitOK {
+			return code
+		}
+	}
+	var we *atomicfile.Error
+	if code != exitUsage && errors.As(err, &we) {
+		code = exitWriteFailed
+	}
+	// Errors name files, and a file name may hold what a terminal acts on (an ESC): shown escaped.
+	fmt.Fprintf(stderr, "memscan: %s\n", units.Terminal(err.Error()))
+	return code
 }
 
 func printUsage(w io.Writer) {
@@ -156,7 +179,8 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nRun 'memscan help COMMAND' (or 'memscan COMMAND --help') for the flags of a command;\n'memscan --version' prints the version.\n")
-	b.WriteString("\nExit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed.\n")
+	b.WriteString("\nExit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed; 4 the results\n")
+	b.WriteString("could not be written; 130 interrupted (143 by SIGTERM).\n")
 	io.WriteString(w, b.String())
 }
 

@@ -35,8 +35,10 @@ ranks, per-stage view. A file that is not a valid summary fails alone; the other
 	exits: []exitDoc{
 		{exitOK, "every summary was merged"},
 		{exitUsage, "usage error (bad flag, no input, --out not a directory, ...)"},
-		{exitFailed, "no summary could be read, the sums pass what 64 bits hold, or the run directory could not be written"},
+		{exitFailed, "no summary could be read, or the sums pass what 64 bits hold"},
 		{exitPartial, "some files or folders could not be read or hold invalid summaries; the others were merged"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 

@@ -36,7 +36,9 @@ Flags given on the command line override the config file; without --config the f
 	exits: []exitDoc{
 		{exitOK, "the prediction was printed (and written)"},
 		{exitUsage, "usage error (bad flag, unreadable or invalid config, unknown model or GPU, --out not a directory, ...)"},
-		{exitFailed, "a search, the corrections or the files could not be completed"},
+		{exitFailed, "a search or the corrections could not be completed"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 
@@ -118,7 +120,7 @@ func staticConfig(f *staticFlags, c *cmdLine) (static.Config, error) {
 	if f.config != "" {
 		loaded, err := static.LoadConfigFramework(f.config, f.framework)
 		if err != nil {
-			return cfg, usageErrorf("%v", err)
+			return cfg, usageErrorf("static: --config: %v", err)
 		}
 		cfg = *loaded
 	} else {
@@ -135,7 +137,7 @@ func staticConfig(f *staticFlags, c *cmdLine) (static.Config, error) {
 	if f.gpusFile != "" {
 		specs, err := gpu.LoadFile(f.gpusFile)
 		if err != nil {
-			return cfg, usageErrorf("%v", err)
+			return cfg, usageErrorf("static: --gpus-file: %v", err)
 		}
 		o.CustomGPUs = specs
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/memscan/memscan/internal/configfile"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/static"
 )
@@ -539,13 +539,13 @@ func (m *Model) Validate() error {
 
 // LoadModel reads and validates a corrections file, strictly (unknown keys are errors).
 func LoadModel(path string) (*Model, error) {
-	b, err := os.ReadFile(path)
+	doc, err := configfile.ReadFile(path, "a corrections file", fileLimits)
 	if err != nil {
 		return nil, fmt.Errorf("corrections: %w", err)
 	}
 	var m Model
-	if err := decodeStrictJSON("corrections", path, b, &m); err != nil {
-		return nil, err
+	if err := doc.Decode(&m); err != nil {
+		return nil, fmt.Errorf("corrections: %w", err)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

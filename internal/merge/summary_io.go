@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/memscan/memscan/internal/inputfile"
 	"github.com/memscan/memscan/internal/msgpackcheck"
 	"github.com/memscan/memscan/report"
 )
@@ -67,18 +67,12 @@ type Merged struct {
 // summarized. Every value is checked before it is decoded (msgpackcheck: complete, nested no deeper than memscan
 // writes) and every summary is validated (RankSummary.Check); one bad value fails the whole file.
 func ReadFile(path string, opts ReadOptions) (*Contents, error) {
-	f, err := os.Open(path)
+	// OpenRegular, not os.Open: opening a FIFO without a writer blocks, before any check could run.
+	f, fi, err := inputfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
 	if fi.Size() > maxInputFile {
 		return nil, fmt.Errorf("%s: %d bytes is larger than the %d-byte limit of a merge input", path, fi.Size(), int64(maxInputFile))
 	}

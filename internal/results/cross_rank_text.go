@@ -19,6 +19,7 @@ const crossRankCategories = 64
 // per-rank table, the outliers, the repeated ranks; 0 = all); the rows shown are the first in rank order, the
 // outliers the largest gaps, and a line says how many more the report files hold.
 func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
+	w = printable(w)
 	var b strings.Builder
 	rs := c.RankSet
 	switch {
@@ -64,7 +65,7 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 	if len(c.Categories) > 0 {
 		b.WriteString("\nCategories (live bytes summed over ranks):\n")
 		for _, cs := range merge.TopCategories(c.Categories, crossRankCategories) {
-			fmt.Fprintf(&b, "  %-28s %10s  %d allocations\n", cs.Name, units.Bytes(cs.Bytes), cs.Count)
+			fmt.Fprintf(&b, "  %-28s %10s  %d allocations\n", oneLine(cs.Name), units.Bytes(cs.Bytes), cs.Count)
 		}
 	}
 	if len(c.Recommendations) > 0 {
@@ -79,7 +80,7 @@ func WriteCrossRankText(w io.Writer, c *merge.CrossRank, maxRows int) error {
 	rows := c.Rows[:shown(len(c.Rows), maxRows)]
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t  %s\n", known(r.Rank), known(r.Iteration), known(r.Stage), units.Bytes(r.ReservedBytes),
-			units.Bytes(r.AllocatedBytes), units.Bytes(r.PeakBytes), r.EfficiencyPct, r.OOMs, r.File)
+			units.Bytes(r.AllocatedBytes), units.Bytes(r.PeakBytes), r.EfficiencyPct, r.OOMs, oneLine(r.File))
 	}
 	tw.Flush()
 	if len(rows) < len(c.Rows) {
@@ -127,7 +128,7 @@ func writeRankSet(b *strings.Builder, rs merge.RankSet, maxRows int) {
 			if d.Iteration >= 0 {
 				it = fmt.Sprintf(" of iteration %d", d.Iteration)
 			}
-			fmt.Fprintf(b, "    rank %d%s ×%d: %s\n", d.Rank, it, len(d.Files), d.Where())
+			fmt.Fprintf(b, "    rank %d%s ×%d: %s\n", d.Rank, it, len(d.Files), oneLine(d.Where()))
 		}
 		if n := shown(len(rs.Duplicates), maxRows); n < len(rs.Duplicates) {
 			fmt.Fprintf(b, "    … %d more (all in the report files)\n", len(rs.Duplicates)-n)
@@ -153,7 +154,7 @@ func writeOutliers(b *strings.Builder, measure string, out []merge.Outlier, of s
 	fmt.Fprintf(tw, "rank\tstage\t%s\tabove\tgroup median\tgroup\t  file\n", measure)
 	for _, o := range out[:n] {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t+%.1f%%\t%s\t%d ranks\t  %s\n", known(o.Rank), known(o.Stage), units.Bytes(o.Bytes), o.AbovePct,
-			units.Bytes(o.MedianBytes), o.GroupRanks, o.File)
+			units.Bytes(o.MedianBytes), o.GroupRanks, oneLine(o.File))
 	}
 	tw.Flush()
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/internal/plots"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/phases"
@@ -41,8 +42,8 @@ func WriteHTML(dir string, run *report.Run) error {
 		return err
 	}
 	path := filepath.Join(dir, FileHTML)
-	if err := os.WriteFile(path, page, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+	if err := atomicfile.WriteBytes(path, page); err != nil {
+		return err
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ type MarkdownOptions struct {
 // recommendations with their evidence, the main tables, and the charts embedded by relative link.
 func WriteMarkdown(w io.Writer, run *report.Run, opts MarkdownOptions) error {
 	bw := bufio.NewWriter(w)
-	m := &mdWriter{w: bw, opts: opts}
+	m := &mdWriter{w: printable(bw), opts: opts}
 	if m.opts.Top <= 0 {
 		m.opts.Top = 10
 	}
@@ -44,7 +44,7 @@ type mdWriter struct {
 	opts MarkdownOptions
 }
 
-func (m *mdWriter) printf(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
+func (m *mdWriter) printf(format string, args ...any) { fmt.Fprintf(m.w, format, oneLineArgs(args)...) }
 
 func (m *mdWriter) run(run *report.Run) {
 	m.printf("# memscan findings\n\n")
@@ -260,9 +260,9 @@ func mdCode(s string) string {
 	return strings.NewReplacer("`", "'", "\n", " ").Replace(s)
 }
 
-// mdCell escapes the table separator, which even code spans do not protect.
+// mdCell escapes the table separator, which even code spans do not protect, and keeps the cell on its line.
 func mdCell(s string) string {
-	return strings.ReplaceAll(s, "|", "\\|")
+	return strings.ReplaceAll(oneLine(s), "|", "\\|")
 }
 
 // mdLink escapes what would end or break a relative link target.

@@ -26,7 +26,7 @@ const maxSiteWidth = 90
 // summary of WriteSummary, then every section.
 func WriteText(w io.Writer, run *report.Run, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
-	tw := &textWriter{w: bw, opts: opts}
+	tw := &textWriter{w: printable(bw), opts: opts}
 	tw.summary(run) // the answer first, as on the console
 	tw.printf("\n\n")
 	tw.run(run)
@@ -38,7 +38,9 @@ type textWriter struct {
 	opts TextOptions
 }
 
-func (t *textWriter) printf(format string, args ...any) { fmt.Fprintf(t.w, format, args...) }
+func (t *textWriter) printf(format string, args ...any) {
+	fmt.Fprintf(t.w, format, oneLineArgs(args)...)
+}
 
 func (t *textWriter) section(title string) {
 	t.printf("\n%s\n%s\n", title, strings.Repeat("-", len([]rune(title))))

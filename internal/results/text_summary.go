@@ -22,7 +22,7 @@ const summaryFindings = 5
 // analysis_report.txt (WriteText), which starts with the same summary.
 func WriteSummary(w io.Writer, run *report.Run) error {
 	bw := bufio.NewWriter(w)
-	t := &textWriter{w: bw}
+	t := &textWriter{w: printable(bw)}
 	t.summary(run)
 	return bw.Flush()
 }

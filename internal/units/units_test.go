@@ -2,8 +2,6 @@ package units
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"math"
 	"math/big"
 	"testing"
@@ -144,35 +142,22 @@ func TestPyTorchBytes(t *testing.T) {
 	}
 }
 
-func TestIsYAML(t *testing.T) {
-	for _, tc := range []struct {
-		path, data string
-		want       bool
-	}{
-		{"a.yaml", "{}", true}, {"a.YML", "{}", true}, {"a.json", "x: 1", false},
-		{"a", " {\"x\": 1}", false}, {"a", "x: 1", true}, {"a", "", true}, {"a.cfg", "- 1", true},
+func TestTerminalEscapes(t *testing.T) {
+	for _, tc := range []struct{ in, terminal, oneLine string }{
+		{"model.py:10:forward", "model.py:10:forward", "model.py:10:forward"},
+		{"a\x1b[2Jb", `a\x1b[2Jb`, `a\x1b[2Jb`},
+		{"x\u009b31my", `x\u009b31my`, `x\u009b31my`},
+		{"bell\a del\x7f", `bell\x07 del\x7f`, `bell\x07 del\x7f`},
+		{"bad\xffbyte", `bad\xffbyte`, `bad\xffbyte`},
+		{"two\nlines\tand\rcr", "two\nlines\tand\\rcr", `two\nlines\tand\rcr`},
+		{"ünïcode ✓", "ünïcode ✓", "ünïcode ✓"},
 	} {
-		if got := IsYAML(tc.path, []byte(tc.data)); got != tc.want {
-			t.Errorf("IsYAML(%q, %q) = %v, want %v", tc.path, tc.data, got, tc.want)
+		if got := Terminal(tc.in); got != tc.terminal {
+			t.Errorf("Terminal(%q) = %q, want %q", tc.in, got, tc.terminal)
 		}
-	}
-}
-
-func TestJSONError(t *testing.T) {
-	var v struct {
-		N int `json:"n"`
-	}
-	for _, tc := range []struct{ doc, want string }{
-		{`{"n": 1,}`, "invalid JSON at byte offset 8: invalid character '}' looking for beginning of object key string"},
-		{`{"n": "x"}`, "n: expected int, got JSON string (byte offset 9)"},
-	} {
-		err := json.Unmarshal([]byte(tc.doc), &v)
-		if got := JSONError(err).Error(); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.doc, got, tc.want)
+		if got := OneLine(tc.in); got != tc.oneLine {
+			t.Errorf("OneLine(%q) = %q, want %q", tc.in, got, tc.oneLine)
 		}
-	}
-	if got := JSONError(errors.New("boom")).Error(); got != "invalid config: boom" {
-		t.Errorf("other error: %q", got)
 	}
 }
 

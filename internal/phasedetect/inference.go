@@ -52,7 +52,9 @@ func (d *detector) inference() {
 		}
 		k, ok := byStack[e.Stack]
 		if !ok {
-			k = [2]bool{inGenerate(e.Stack), stackKind(e.Stack) == kindModule}
+			// Most traces have no generate call: the frames' kind is only needed inside one.
+			gen := inGenerate(e.Stack)
+			k = [2]bool{gen, gen && stackKind(e.Stack) == kindModule}
 			byStack[e.Stack] = k
 		}
 		gen, module := k[0], k[1]
@@ -85,9 +87,19 @@ func (d *detector) inference() {
 		its = append(its, it)
 	}
 	// forward is the first model forward's allocation in [from, to) (outside any generate call), to when none.
+	kinds := map[*snapshot.Stack]kind{}
 	forward := func(from, to int) int {
 		for j := from; j < to; j++ {
-			if e := &trace[j]; e.Action == snapshot.ActionAlloc && stackKind(e.Stack) == kindModule {
+			e := &trace[j]
+			if e.Action != snapshot.ActionAlloc {
+				continue
+			}
+			k, ok := kinds[e.Stack]
+			if !ok {
+				k = stackKind(e.Stack)
+				kinds[e.Stack] = k
+			}
+			if k == kindModule {
 				return j
 			}
 		}

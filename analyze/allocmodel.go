@@ -17,11 +17,11 @@ func (a *analysis) replayAllocatorModel() error {
 	if a.opts.Allocator.Skip {
 		return nil
 	}
-	reps, err := ReplayAllocator(a.ctx, a.snap, a.opts.Allocator)
+	reps, blocks, err := replayAllocator(a.ctx, a.snap, a.opts.Allocator, true)
 	if err != nil {
 		return err
 	}
-	a.allocReps = reps
+	a.allocReps, a.blockSeries = reps, blocks
 	return nil
 }
 
@@ -36,17 +36,14 @@ type replayedModel struct {
 	fallback detect.Replayer
 }
 
-// PeakReserved serves expandable segments from the replay section's expandable-segments run.
-func (m replayedModel) PeakReserved(ctx context.Context, dev int, settings string) (int64, error) {
+// PeakReserved serves expandable segments from the replay section's expandable-segments run, partial or not, so
+// that the fragmentation finding and the section state one saving.
+func (m replayedModel) PeakReserved(ctx context.Context, dev int, settings string) (detect.Replayed, error) {
 	if settings == expandableSettings {
 		for _, r := range m.reps {
-			if r.Device != dev || r.ExpandablePeakReservedBytes <= 0 {
-				continue
+			if r.Device == dev && r.ExpandablePeakReservedBytes > 0 {
+				return detect.Replayed{Baseline: r.BaselinePeakReservedBytes, Peak: r.ExpandablePeakReservedBytes, Partial: r.PartialReason}, nil
 			}
-			if r.Partial {
-				return 0, detect.PartialReplayError(r.ExpandableSettings, r.PartialReason)
-			}
-			return r.ExpandablePeakReservedBytes, nil
 		}
 	}
 	return m.fallback.PeakReserved(ctx, dev, settings)

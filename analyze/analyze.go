@@ -133,8 +133,10 @@ type analysis struct {
 	// the trace held enough history for them to replace the dump-time cache checks.
 	findings     []findings.Finding
 	judgedAtPeak bool
-	// allocReps are the caching-allocator replays of every device trace (nil when skipped).
-	allocReps []report.AllocatorReplay
+	// allocReps are the caching-allocator replays of every device trace (nil when skipped); blockSeries the block
+	// bytes allocated after every event of each device's baseline replay (torch.cuda.memory_allocated's unit).
+	allocReps   []report.AllocatorReplay
+	blockSeries map[int][]int64
 	// endCategory is the category the trace replay gave each allocation still live at the end, by device and
 	// address, so that the views at the dump agree with those at the peak where a lifetime decided (the
 	// weights a module's __init__ allocated are Parameters/Weights in both, not Unknown at the dump).

@@ -8,8 +8,8 @@ import (
 	"github.com/memscan/memscan/snapshot"
 )
 
-// recommend lists the findings of a finished snapshot report; every one carries the number and the threshold
-// behind it. With an allocation history the trace detectors (internal/detect) judge at the peak or the OOM: their
+// recommend lists the findings of a finished snapshot report, ranked (findings.Rank: critical first, then by the
+// bytes their change saves at the peak); every one carries the number and the threshold behind it. With an allocation history the trace detectors (internal/detect) judge at the peak or the OOM: their
 // findings replace the dump-time cache checks, which only run on snapshots without history, labelled as such.
 func recommend(r *report.SnapshotReport, s *snapshot.Snapshot, judged []findings.Finding, atDump bool) []findings.Finding {
 	out := append([]findings.Finding{}, judged...)
@@ -18,6 +18,7 @@ func recommend(r *report.SnapshotReport, s *snapshot.Snapshot, judged []findings
 	if atDump {
 		out = append(out, noHistory(r, s))
 	}
+	findings.Rank(out)
 	return out
 }
 

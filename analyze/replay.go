@@ -88,6 +88,7 @@ func (a *analysis) replayAll() error {
 		d := r.judge()
 		devices = append(devices, d)
 		a.part.Iterations = append(a.part.Iterations, *d.Timeline())
+		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries[dev])...)
 		peak, peakCats := r.peak(d)
 		if j, ok := d.IterationPeak(0); ok {
 			_, ph := d.Timeline().At(j)
@@ -125,6 +126,11 @@ func (a *analysis) replayAll() error {
 	fs, err := detect.Detect(a.ctx, &detect.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
 	if err != nil {
 		return err
+	}
+	// Without history the trace's cache detectors would judge a moment the dump's cache checks judge too: the
+	// dump's stand then, so that no finding is stated twice. An OOM is a fact of the trace either way.
+	if !history {
+		fs = slices.DeleteFunc(fs, func(f findings.Finding) bool { return f.ID == findings.CacheOverhead || f.ID == findings.Fragmentation })
 	}
 	a.findings, a.judgedAtPeak = fs, history
 	return nil
@@ -220,6 +226,13 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	}
 	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()
+	p.RequestedBytes, p.ReservedBytes = p.Bytes, r.InitialReserved
+	if p.EventIndex >= 0 {
+		p.ReservedBytes = r.Reserved[p.EventIndex]
+	}
+	if p.ReservedBytes > 0 {
+		p.EfficiencyPct = float64(p.Bytes) / float64(p.ReservedBytes) * 100
+	}
 	// The live set at the peak, in one pass: bytes and counts per category and per site, and per component with
 	// the bytes the lifetime categorized from each block's attribution.
 	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))

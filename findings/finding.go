@@ -9,7 +9,9 @@
 package findings
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/memscan/memscan/internal/units"
@@ -59,6 +61,24 @@ type Finding struct {
 	Phase     string `json:"phase,omitempty" msgpack:"phase,omitempty"`
 	Basis     string `json:"basis,omitempty" msgpack:"basis,omitempty"`
 	Advice    string `json:"advice" msgpack:"advice"`
+	// SavedBytes is what the change the finding proposes would save at the peak (at the failing request for an
+	// out-of-memory finding), 0 where it proposes none or the saving is not known; findings are ranked by it.
+	SavedBytes int64 `json:"saved_at_peak_bytes,omitempty" msgpack:"saved_at_peak_bytes,omitempty"`
+}
+
+// Rank orders findings as a reader acts on them, in place and stably: critical ones first (a run that failed is
+// explained before anything else), then by the bytes their change would save at the peak, largest first; the
+// rest keep their order.
+func Rank(fs []Finding) {
+	critical := func(f Finding) int {
+		if f.Severity == Critical {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(critical(a), critical(b)), cmp.Compare(b.SavedBytes, a.SavedBytes))
+	})
 }
 
 // FormatMeasure renders a finding's value or threshold in its unit, e.g. "2.0GiB", "12.75%" or "1.25x".
@@ -94,6 +114,7 @@ func Catalogue() []Spec {
 		{Fragmentation, Warning, Bytes, titleFragmentation, "trace"},
 		{CacheOverhead, Info, Ratio, titleCacheOverhead, "trace"},
 		{IdleCache, Info, Bytes, titleIdleCache, "trace"},
+		{LossLogits, Warning, Bytes, titleLossLogits, "trace"},
 		{CacheOverhead, Warning, Percent, titleDumpCacheOverhead, "dump"},
 		{LargeUnusedBlocks, Info, Bytes, titleLargeUnusedBlocks, "dump"},
 		{Fragmentation, Warning, Percent, titleDumpFragmentation, "dump"},
@@ -128,6 +149,7 @@ const (
 	Fragmentation ID = "fragmentation" // also judged at the dump when there is no history
 	CacheOverhead ID = "cache-overhead"
 	IdleCache     ID = "idle-cache"
+	LossLogits    ID = "loss-logits"
 	// Judged on the state at the dump (analyze).
 	LargeUnusedBlocks ID = "large-unused-blocks"
 	PendingFree       ID = "pending-free"

@@ -32,6 +32,16 @@ const (
 
 	// OOMExtrapolateMinLayers: projecting the step's peak needs the per-layer growth between two completed layers.
 	OOMExtrapolateMinLayers = 2
+
+	// LossLogitsMinSavingBytes: a chunked or fused linear cross-entropy is advised when it would lower the peak by
+	// at least 512 MiB, the bar expandable segments meet (FragmentationMinSavingBytes): the change costs a
+	// dependency or a loss rewrite.
+	LossLogitsMinSavingBytes = FragmentationMinSavingBytes
+	// LossChunkTokens: the chunk a chunked loss computes at a time, as the estimator's chunked loss assumes
+	// (memscan static, training.loss_chunk_tokens' default); LossChunksUnknownTokens the chunks assumed when the
+	// trace does not show the number of tokens (torchtune's CEWithChunkedOutputLoss default of 8).
+	LossChunkTokens         = 1024
+	LossChunksUnknownTokens = 8
 )
 
 // Thresholds of the checks made on the state at the dump: only a snapshot without allocation history is judged

@@ -53,7 +53,7 @@ type calibrateFlags struct {
 	config, manifest, stage, gpu, corrections, saveCorrections string
 	out, name, format, rules                                   string
 	peakAlloc, peakRes, endAlloc                               int64
-	noFit, noPlots, noFiles                                    bool
+	noFit, fitLeaking, noPlots, noFiles                        bool
 	writeTo                                                    string // results root of the run directory; "" writes none
 	jobs                                                       int
 	runtime                                                    []string
@@ -108,6 +108,7 @@ func parseCalibrateFlags(args []string, stdout, stderr io.Writer) (*calibrateFla
 	c.Int64Var(&f.peakRes, "measured-peak-reserved", 0, "measured peak reserved bytes")
 	c.Int64Var(&f.endAlloc, "measured-end-allocated", 0, "measured allocated bytes between steps")
 	c.BoolVar(&f.noFit, "no-fit", false, "do not fit corrections on a manifest")
+	c.BoolVar(&f.fitLeaking, "fit-leaking", false, "fit corrections on runs whose measurement leaks too (kept out by default: their peak grows with the run's length)")
 	c.StringVar(&f.corrections, "corrections", "", "apply this corrections file instead of fitting one")
 	c.StringVar(&f.saveCorrections, "save-corrections", "", "also write the fitted corrections to this file")
 	c.outFlag(&f.out)
@@ -148,7 +149,7 @@ func parseCalibrateFlags(args []string, stdout, stderr io.Writer) (*calibrateFla
 // calibratePlan turns the flags into the runs to evaluate: the manifest's, or the one run that --config and the
 // RUNTIME files or --measured-* figures describe.
 func calibratePlan(ctx context.Context, f *calibrateFlags) (calibrate.Plan, error) {
-	plan := calibrate.Plan{Name: f.name, Options: calibrate.Options{Jobs: f.jobs, LoadFile: pipeline.RuntimeLoader(ctx, f.analyzeOpts)}, Fit: f.manifest != "" && !f.noFit}
+	plan := calibrate.Plan{Name: f.name, Options: calibrate.Options{Jobs: f.jobs, LoadFile: pipeline.RuntimeLoader(ctx, f.analyzeOpts)}, Fit: f.manifest != "" && !f.noFit, FitLeaking: f.fitLeaking}
 	if f.corrections != "" {
 		m, err := calibrate.LoadModel(f.corrections)
 		if err != nil {

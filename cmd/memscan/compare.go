@@ -17,10 +17,12 @@ var compareHelp = helpDoc{
 	usage: []string{"memscan compare [flags] BEFORE AFTER", "memscan compare [flags] --baseline BASE OTHER..."},
 	description: `
 Diff runs: allocator snapshots, tracer JSON, or memscan run directories (their report.msgpack). Totals,
-categories, creation sites (file:line:function) and modules side by side with deltas; the change of the trace
-peak attributed to source lines and categories; segments present in only one snapshot (keyed by device, address
-and size, as _memory_viz compare does). Every table's rows add up to its total: bytes an input's own rows do not
-cover (e.g. sites beyond a run directory's top list) go to one residual row.
+categories, creation sites and modules side by side with deltas; the change of the trace peak attributed to
+code and categories; segments present in only one snapshot (paired by device and size in address order: two
+processes share no addresses). Sites are keyed by function (file and function, pprof's default), so code whose
+lines moved between two versions of a script is the same site; --granularity lines keys them by line. Every
+table's rows add up to its total: bytes an input's own rows do not cover (e.g. sites beyond a run directory's
+top list) go to one residual row. The charts show the change of the peak when both inputs have one.
 
 Writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with compare.md, compare.json, compare_categories.png and
 compare_sites.png (with --baseline and several inputs, the charts of the 2nd, 3rd, ... diff get _2, _3, ...),
@@ -46,6 +48,7 @@ const compareSiteLimit = 1 << 30
 
 type compareFlags struct {
 	out, name, rules, baseline, format string
+	granularity                        string
 	rows                               int
 	noPlots, noFiles                   bool
 	writeTo                            string          // results root of the run directory; "" writes none
@@ -65,7 +68,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		inputs[i] = in
 	}
-	cmp, err := compare.Compare("memscan "+version, inputs[0], inputs[1:])
+	cmp, err := compare.CompareWith("memscan "+version, inputs[0], inputs[1:], compare.Options{Granularity: f.granularity})
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
@@ -108,6 +111,7 @@ func parseCompareFlags(args []string, stdout, stderr io.Writer) (*compareFlags, 
 	c.IntVar(&f.rows, "top", report.DefaultCompareRows, "rows per table in compare.md (compare.json has all)")
 	c.noPlotsFlag(&f.noPlots)
 	c.noFilesFlag(&f.noFiles)
+	c.StringVar(&f.granularity, "granularity", compare.GranularityFunctions, "key the site tables by functions (file and function) or lines (file, line and function)")
 	if helped, err := c.parse(args, stdout); helped || err != nil {
 		return nil, nil, helped, err
 	}
@@ -122,6 +126,8 @@ func parseCompareFlags(args []string, stdout, stderr io.Writer) (*compareFlags, 
 		return nil, nil, false, usageErrorf("compare: --baseline needs at least one other input")
 	case !c.formatOK(f.format):
 		return nil, nil, false, usageErrorf("compare: --format must be md or json, got %q", f.format)
+	case f.granularity != compare.GranularityFunctions && f.granularity != compare.GranularityLines:
+		return nil, nil, false, usageErrorf("compare: --granularity must be functions or lines, got %q", f.granularity)
 	case f.rows < 1:
 		return nil, nil, false, usageErrorf("compare: --top must be at least 1, got %d", f.rows)
 	case f.out == "":

@@ -87,11 +87,12 @@ type Sample struct {
 }
 
 // Samples returns the fitting samples of a calibration's runs: those with a measured peak allocated, except runs
-// that ran out of memory (their peak is where the step failed, not the step's peak the corrections scale).
-func (c *Calibration) Samples() []Sample {
+// that ran out of memory (their peak is where the step failed, not the step's peak the corrections scale) and,
+// unless leaking says to keep them, runs whose measurement leaks (their peak grows with the run's length).
+func (c *Calibration) Samples(leaking bool) []Sample {
 	var out []Sample
 	for _, r := range c.Runs {
-		if r.Measured.PeakAllocatedBytes > 0 && !r.Measured.OOM {
+		if r.Measured.PeakAllocatedBytes > 0 && !r.Measured.OOM && (leaking || r.Measured.Leak == "") {
 			out = append(out, Sample{ID: r.ID, Config: r.cfg, Stage: r.Prediction.Stage, Measured: r.Measured})
 		}
 	}

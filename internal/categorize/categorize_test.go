@@ -93,6 +93,19 @@ func TestDecideDefaults(t *testing.T) {
 			category: Gradient, rule: "autograd-engine-native", site: "??:0:torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)", pass: "native",
 		},
 		{
+			// stacks="all" on the H200: nll_loss's backward allocates its fp32 gradient on autograd's thread; the
+			// loss's kernel decides before the engine's generic frames.
+			name: "nll_loss backward from the autograd thread (C++ only)",
+			frames: fr("??:0:torch::unwind::unwind()", "??:0:torch::CapturedTraceback::gather(bool, bool, bool)",
+				"CUDACachingAllocator.cpp:0:c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long, CUstream_st*)",
+				"??:0:at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)",
+				"RegisterCUDA_0.cpp:0:at::(anonymous namespace)::structured_nll_loss_backward_out_cuda_functional::set_output_raw_strided(long)",
+				"Functions.cpp:0:torch::autograd::generated::NllLossBackward0_apply_functional(std::vector<at::Tensor>&&)",
+				"??:0:torch::autograd::generated::NllLossBackward0::apply(std::vector<at::Tensor>&&)",
+				"??:0:torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"),
+			category: LossLogits, rule: "loss-native", site: "RegisterCUDA_0.cpp:0:at::(anonymous namespace)::structured_nll_loss_backward_out_cuda_functional::set_output_raw_strided(long)", pass: "native",
+		},
+		{
 			name:     "attention in user code",
 			frames:   fr(sp+"torch/nn/functional.py:5500:scaled_dot_product_attention", user+"layers/attention.py:33:forward", modCall, user+"model.py:12:forward"),
 			category: Attention, rule: "attention-files", site: user + "layers/attention.py:33:forward", pass: "user",

@@ -9,6 +9,9 @@ import (
 const (
 	DecidedByStack    = "stack"
 	DecidedByLifetime = "lifetime"
+	// DecidedByLoss is the loss's own pattern in a trace: the logits by their size beside the cross-entropy's
+	// tensors, its gradients by their size and place at the start of the backward (internal/detect).
+	DecidedByLoss = "loss pattern"
 )
 
 // Lifetime rule names, recorded on every attribution the lifetime informed.
@@ -56,6 +59,10 @@ var lifecycleCategories = map[string]bool{
 	Gradient: true, OptimizerState: true, Parameters: true, Autograd: true, Temporary: true, Unknown: true,
 }
 
+// Lifecycle reports whether category names a role in the training step (see lifecycleCategories) rather than
+// an operator: such a decision says which machinery allocated, and other evidence may say what the memory is.
+func Lifecycle(category string) bool { return lifecycleCategories[category] }
+
 // lifetimeVerdict applies the lifetime rules: the category and component the lifetime implies, and the rule name
 // (LifeInconclusive when it implies nothing).
 func lifetimeVerdict(a *Attribution, life Life, tl *phases.Timeline) (string, components.Component, string) {
@@ -69,6 +76,13 @@ func lifetimeVerdict(a *Attribution, life Life, tl *phases.Timeline) (string, co
 		fi, fp = tl.At(life.End)
 	}
 	a.AllocPhase = ap
+	// An inference iteration's prefill and decode are forwards to the lifetime rules.
+	if ap.IsForward() {
+		ap = phases.Forward
+	}
+	if fp.IsForward() {
+		fp = phases.Forward
+	}
 	sameIter := fi == ai && !aliveAtEnd
 	switch ap {
 	case phases.Setup:

@@ -57,7 +57,7 @@ func TestFragmentationSavingBoundary(t *testing.T) {
 		saving int64
 		fires  bool
 	}{{511 * mib, false}, {512 * mib, true}, {513 * mib, true}} {
-		f, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, model(res(d)-tc.saving))
+		f, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, model{base: res(d), peak: res(d) - tc.saving})
 		if err != nil || ok != tc.fires || ok && f.Value != float64(tc.saving) {
 			t.Errorf("saving %d MiB: fired %v with %g (%v), want %v", tc.saving/mib, ok, f.Value, err, tc.fires)
 		}

@@ -46,7 +46,8 @@ type Input struct {
 }
 
 // Prepare finds the phases of a replayed device trace and attributes every lifetime (with cz, which must be used by
-// one goroutine at a time).
+// one goroutine at a time), then gives the loss's tensors that their stacks do not name their category
+// (attributeLoss).
 func Prepare(r *replay.DeviceTrace, cz *categorize.Categorizer) *Device {
 	d := &Device{DeviceTrace: r}
 	d.Blocks = make([]Block, len(r.Lifetimes))
@@ -62,6 +63,7 @@ func Prepare(r *replay.DeviceTrace, cz *categorize.Categorizer) *Device {
 		}
 		d.Blocks[i] = Block{Lifetime: l, Attr: p}
 	}
+	attributeLoss(d)
 	return d
 }
 

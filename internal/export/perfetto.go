@@ -88,12 +88,10 @@ type categoryStep struct {
 // it back at its End. The category set is fixed per device (sorted names) so every counter event carries every
 // series; initial holds what was live before the first event, steps are in event order.
 func categorySteps(r *replay.DeviceTrace, category func(*snapshot.Stack) string) (names []string, initial []int64, steps []categoryStep) {
-	lifeCat := make([]string, len(r.Lifetimes))
+	lifeCat := replayedCategories(r, category)
 	catIdx := make(map[string]int)
-	for k := range r.Lifetimes {
-		l := &r.Lifetimes[k]
-		lifeCat[k] = replayedCategory(r, l, category(l.Stack))
-		catIdx[lifeCat[k]] = 0
+	for _, c := range lifeCat {
+		catIdx[c] = 0
 	}
 	names = make([]string, 0, len(catIdx))
 	for c := range catIdx {

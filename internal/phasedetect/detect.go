@@ -120,6 +120,9 @@ func Detect(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) *p
 	d.steps = annotated(trace, anns, dev, "Optimizer.step")
 	d.zero = annotated(trace, anns, dev, "zero_grad")
 	d.run()
+	if !d.t.Training() && d.hasStacks {
+		d.inference()
+	}
 	if !d.t.Training() && len(d.steps) == 0 {
 		if ms, src := markers(trace, anns, dev); len(ms) >= 2 {
 			d.t.Iterations = d.t.Iterations[:0]
@@ -431,5 +434,9 @@ func (d *detector) times() {
 		set(&it.Forward)
 		set(&it.Backward)
 		set(&it.Optimizer)
+		if it.Prefill != nil {
+			set(it.Prefill)
+			set(it.Decode)
+		}
 	}
 }

@@ -37,10 +37,13 @@ func newAnswer(r *report.Report) answer {
 	return a
 }
 
-// findingSaving is the bytes a finding says could be saved (or, for an OOM, are missing); false when its measure
-// is not in bytes.
+// findingSaving is the bytes a finding says could be saved at the peak (SavedBytes), else, for an OOM, the bytes
+// missing, else its measure in bytes; false when it has none of them.
 func findingSaving(r findings.Finding) (int64, bool) {
-	if r.Unit != findings.Bytes {
+	switch {
+	case r.SavedBytes > 0 && r.ID != findings.OOM:
+		return r.SavedBytes, true
+	case r.Unit != findings.Bytes:
 		return 0, false
 	}
 	return int64(r.Value), true
@@ -66,15 +69,19 @@ func rankFindings(recs []findings.Finding) []findings.Finding {
 	return out
 }
 
-// peakSentence words the peak in one line: "Peak 9.1 GiB allocated, 14.1 GiB reserved, on device 0 at event
-// 452877 (2025-05-23 11:33:29 UTC), iteration 3, backward."
+// peakSentence words the peak in one line: "Peak 9.1 GiB allocated, 14.1 GiB reserved (64.5 % efficiency), on
+// device 0 at event 452877 (2025-05-23 11:33:29 UTC), iteration 3, backward." The allocated bytes are torch's
+// block bytes where the allocator replay measured them.
 func peakSentence(p *report.Peak) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Peak %s allocated", units.Bytes(p.Bytes))
+	fmt.Fprintf(&b, "Peak %s allocated", units.Bytes(cmp.Or(p.AllocatedBytes, p.Bytes)))
 	if p.ReservedBytes > 0 {
 		fmt.Fprintf(&b, ", %s reserved", units.Bytes(p.ReservedBytes))
+		if p.EfficiencyPct > 0 {
+			fmt.Fprintf(&b, " (%.1f %% efficiency)", p.EfficiencyPct)
+		}
 	}
-	fmt.Fprintf(&b, ", on device %d at event %d", p.Device, p.EventIndex)
+	fmt.Fprintf(&b, ", on device %d at %s", p.Device, findings.EventName(p.EventIndex))
 	if p.TimeUS != 0 {
 		fmt.Fprintf(&b, " (%s)", FormatTimeUS(p.TimeUS))
 	}

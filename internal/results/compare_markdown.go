@@ -76,7 +76,7 @@ func WriteCompareMarkdown(w io.Writer, c *compare.Comparison, opt CompareMarkdow
 			writeCompareTable(p, "Peak by source line", "site", *d.PeakSites, opt.Rows, true)
 		}
 		if s := d.Segments; s != nil {
-			p("### Segments\n\n%d segments in both (same device, address and size); %d new (%s); %d vanished (%s).\n\n",
+			p("### Segments\n\n%d segments in both (same device and size, paired in address order); %d new (%s); %d vanished (%s).\n\n",
 				s.Common, len(s.New), units.Bytes(s.NewBytes), len(s.Vanished), units.Bytes(s.VanishedBytes))
 			for _, part := range []struct {
 				title string

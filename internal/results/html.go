@@ -305,7 +305,7 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{if $in.Totals}}<h3>Totals{{$in.Dump}}</h3>
 <table><tr><th>measure</th><th>bytes</th><th>exact</th></tr>
 {{range $in.Totals}}<tr><td>{{.Label}}</td><td class="num">{{human .Value}}</td><td class="num" data-field="{{.Key}}" data-value="{{.Value}}">{{exact .Value}}</td></tr>{{end}}
-<tr><td>efficiency (requested / reserved)</td><td class="num" data-field="efficiency_pct" data-value="{{$in.Snapshot.EfficiencyPct}}">{{pct $in.Snapshot.EfficiencyPct}} %</td><td></td></tr>
+<tr><td>efficiency at the dump (requested / reserved)</td><td class="num" data-field="efficiency_pct" data-value="{{$in.Snapshot.EfficiencyPct}}">{{pct $in.Snapshot.EfficiencyPct}} %</td><td></td></tr>
 </table>{{end}}
 {{with $in.Tracer}}<h3>Memory tracer peak</h3>
 <p>Device {{.Device}}: peak <span data-field="peak_bytes" data-value="{{.PeakBytes}}">{{human .PeakBytes}}</span>, listed tensors <span data-field="listed_bytes" data-value="{{.ListedBytes}}">{{human .ListedBytes}}</span> ({{.Tensors}} tensors), not attributable {{human .GapBytes}}.{{if .GapExplanation}}<br><small>{{.GapExplanation}}</small>{{end}}</p>

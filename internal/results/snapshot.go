@@ -22,8 +22,12 @@ import (
 func (t *textWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	t.printf("  segments:   %d   blocks: %d\n", snap.Segments, snap.Blocks)
 	t.traceActions(snap)
-	t.section("Totals")
-	t.totals(snap.Totals)
+	if r.Peak != nil {
+		t.section("Totals at the dump (when the snapshot was taken; the peak follows)")
+	} else {
+		t.section("Totals")
+	}
+	t.totals(snap.Totals, r.Peak)
 
 	t.groups("Per device", "device", snap.PerDevice)
 	t.groups("Per stream", "stream", snap.PerStream)
@@ -34,6 +38,7 @@ func (t *textWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	if r.Peak != nil {
 		t.peak(r.Peak)
 		t.iterations(snap.Iterations)
+		t.iterationMemory(snap.IterationTable)
 		dump, categories = " at the dump", "Categories at the dump (active allocated memory when the snapshot was taken)"
 	}
 	t.categories(categories, r.Categories)
@@ -83,7 +88,9 @@ func (t *textWriter) fragmentation(f report.Fragmentation, dump string) {
 	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
 }
 
-func (t *textWriter) totals(x report.Totals) {
+// totals writes the allocator totals at the dump. With a trace the efficiency there is labelled as the dump's,
+// beside the peak's: a cache that kept what the peak needed is not inefficient at the dump.
+func (t *textWriter) totals(x report.Totals, p *report.Peak) {
 	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "measure", "size", "bytes", "of reserved")
 	row := func(name string, v int64) {
 		tb.add(name, units.Bytes(v), GroupDigits(v), units.Percent(v, x.ReservedBytes))
@@ -102,7 +109,12 @@ func (t *textWriter) totals(x report.Totals) {
 		t.printf("  efficiency: - (nothing reserved)\n")
 		return
 	}
-	t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
+	if p == nil || p.ReservedBytes <= 0 {
+		t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
+		return
+	}
+	t.printf("  efficiency at the peak: %.2f %% (requested / reserved at %s); at the dump: %.2f %%, the rest cached free memory\n",
+		p.EfficiencyPct, findings.EventName(p.EventIndex), x.EfficiencyPct)
 }
 
 func (t *textWriter) groups(title, keyName string, gs []report.GroupTotals) {
@@ -233,8 +245,8 @@ func (m *mdWriter) peak(p *report.Peak) {
 	if w := peakWhere(p); w != "" {
 		where = ", " + w
 	}
-	m.printf("\n**Live at the peak** (%s on device %d, event %d%s)\n\n| category | size | share |\n|---|---:|---:|\n",
-		units.Bytes(p.Bytes), p.Device, p.EventIndex, where)
+	m.printf("\n**Live at the peak** (%s on device %d, %s%s)\n\n| category | size | share |\n|---|---:|---:|\n",
+		units.Bytes(p.Bytes), p.Device, findings.EventName(p.EventIndex), where)
 	for _, c := range p.Categories {
 		m.printf("| %s | %s | %s |\n", mdCell(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
 	}
@@ -266,7 +278,7 @@ func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 	}
 	dump := ""
 	if p := r.Peak; p != nil {
-		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", units.Bytes(p.Bytes), p.Device, p.EventIndex)
+		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (%s", units.Bytes(p.Bytes), p.Device, findings.EventName(p.EventIndex))
 		if p.TimeUS != 0 {
 			s += ", " + FormatTimeUS(p.TimeUS)
 		}
@@ -279,6 +291,12 @@ func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 			s += fmt.Sprintf("; the largest category there is **%s** with %s (%s)", mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
 		}
 		out = append(out, s+".")
+		// Efficiency is judged at the peak when a trace shows it: at the dump a cache that kept what the peak
+		// needed holds mostly free memory, which is the allocator doing its job.
+		if p.ReservedBytes > 0 {
+			out = append(out, fmt.Sprintf("At the peak PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
+				units.Bytes(p.ReservedBytes), units.Bytes(p.Bytes), p.EfficiencyPct))
+		}
 		dump = " at the dump"
 	}
 	out = append(out, atDump...)

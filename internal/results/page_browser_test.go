@@ -221,6 +221,16 @@ func checkPageInBrowser(t *testing.T, s *browser.Session, page string, sum map[s
 	}
 }
 
+// waitFor polls cond until it holds or a few seconds pass: a remote view redraws when the server answers, which
+// under the race detector on a busy machine can take far longer than a fixed pause.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if cond() || time.Now().After(deadline) {
+			return cond()
+		}
+	}
+}
+
 func viewRange(t *testing.T, s *browser.Session) (int, int) {
 	t.Helper()
 	r := eval[string](t, s, `(() => { const d = document.querySelector('.timeline').dataset; return d.from + ' ' + d.to; })()`)
@@ -310,29 +320,33 @@ func TestServedPageRemote(t *testing.T) {
 	rect := eval[map[string]float64](t, s, `(() => { const r = document.querySelector('.tl-over').getBoundingClientRect(); return {x: r.left, y: r.top, w: r.width, h: r.height}; })()`)
 	midY := rect["y"] + rect["h"]/2
 	at := func(frac float64) float64 { return rect["x"] + 70 + frac*(rect["w"]-82) }
-	if err := chromedp.Do(s.Ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at(0.5), midY), chromedp.Sleep(300*time.Millisecond)); err != nil {
+	if err := chromedp.Do(s.Ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at(0.5), midY)); err != nil {
 		t.Fatal(err)
 	}
-	if frame := eval[string](t, s, `(document.querySelector('.tl-info .frame') || {}).textContent || ''`); !strings.Contains(frame, ".py:") {
-		t.Errorf("hovering the remote timeline shows no stack frame (%q)", frame)
+	frame := func() string {
+		return eval[string](t, s, `(document.querySelector('.tl-info .frame') || {}).textContent || ''`)
+	}
+	if !waitFor(func() bool { return strings.Contains(frame(), ".py:") }) {
+		t.Errorf("hovering the remote timeline shows no stack frame (%q)", frame())
 	}
 	n := int(eval[float64](t, s, `document.querySelector('.timeline').view.m.n`))
 	if err := chromedp.Do(s.Ctx,
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, at(0.3), midY, chromedp.ButtonLeft),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at(0.4), midY, chromedp.ButtonLeft),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at(0.4), midY, chromedp.ButtonLeft),
-		chromedp.Sleep(300*time.Millisecond)); err != nil {
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at(0.4), midY, chromedp.ButtonLeft)); err != nil {
 		t.Fatal(err)
 	}
-	if from, to := viewRange(t, s); to-from > n/8 || to-from < n/14 {
+	zoomed := func() bool { from, to := viewRange(t, s); return to-from <= n/8 && to-from >= n/14 }
+	if !waitFor(zoomed) {
+		from, to := viewRange(t, s)
 		t.Errorf("after a drag over a tenth of %d events the remote view shows %d–%d", n, from, to)
 	}
 	if err := chromedp.Do(s.Ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, at(0.5), midY, chromedp.ButtonLeft, chromedp.ClickCount(2)),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at(0.5), midY, chromedp.ButtonLeft, chromedp.ClickCount(2)),
-		chromedp.Sleep(300*time.Millisecond)); err != nil {
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, at(0.5), midY, chromedp.ButtonLeft, chromedp.ClickCount(2))); err != nil {
 		t.Fatal(err)
 	}
-	if from, to := viewRange(t, s); from != 0 || to != n-1 {
+	if !waitFor(func() bool { from, to := viewRange(t, s); return from == 0 && to == n-1 }) {
+		from, to := viewRange(t, s)
 		t.Errorf("double-click left the remote view at %d–%d", from, to)
 	}
 	if errs := s.Errors(); len(errs) > 0 {

@@ -111,6 +111,11 @@ func TestDecideDefaults(t *testing.T) {
 			category: Attention, rule: "attention-files", site: user + "layers/attention.py:33:forward", pass: "user",
 		},
 		{
+			name:     "flash-attn's triton cross-entropy is the loss, not attention",
+			frames:   fr(sp+"flash_attn/ops/triton/cross_entropy.py:160:forward", sp+"torch/autograd/function.py:575:apply", user+"model.py:90:forward", modCall),
+			category: LossLogits, rule: "loss-files", site: "flash_attn/ops/triton/cross_entropy.py:160:forward", pass: "framework",
+		},
+		{
 			name:     "deepep buffer",
 			frames:   fr(sp+"deep_ep/buffer.py:210:dispatch", user+"moe.py:150:forward", modCall),
 			category: Communication, rule: "deepep", site: "deep_ep/buffer.py:210:dispatch", pass: "user",

@@ -76,11 +76,13 @@ func parsePath(p string) (PathInfo, []string, []numberAt) {
 			}
 			part = name
 		}
-		if info.Rank < 0 {
-			if m := pathRankRe.FindStringSubmatchIndex(part); m != nil {
-				info.Rank = num(i, part, m, 1)
-			} else if m := pathShortRankRe.FindStringSubmatchIndex(part); m != nil {
-				info.Rank = num(i, part, m, 1)
+		// A spelling whose number is too large to be a rank (rank_1700000000000, a timestamp) gives way to the
+		// next one in the same component (…_r4).
+		for _, re := range []*regexp.Regexp{pathRankRe, pathShortRankRe} {
+			for _, m := range re.FindAllStringSubmatchIndex(part, -1) {
+				if info.Rank < 0 {
+					info.Rank = num(i, part, m, 1)
+				}
 			}
 		}
 		if info.Iteration < 0 {

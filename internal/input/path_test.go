@@ -26,6 +26,8 @@ func TestParsePath(t *testing.T) {
 		{"snapshots/crank9.pickle", input.PathInfo{Rank: -1, Iteration: -1}}, // "crank" is not a rank
 		{"frank7.pickle", input.PathInfo{Rank: -1, Iteration: -1}},
 		{"rank99999999999999999999.pickle", input.PathInfo{Rank: -1, Iteration: -1}}, // not a number that fits
+		{"rank_1700000000000_r4.pickle", input.PathInfo{Rank: 4, Iteration: -1}},     // a timestamp, then the rank
+		{"runs/rank_1700000000000/rank2.pickle", input.PathInfo{Rank: 2, Iteration: -1}},
 		{"input.pickle", input.PathInfo{Rank: -1, Iteration: -1}},
 		{"", input.PathInfo{Rank: -1, Iteration: -1}},
 	}
@@ -45,6 +47,7 @@ func TestRunOf(t *testing.T) {
 		{"profiling/memory_snapshot/step_000000000010/000007_step_10.pickle", "profiling/memory_snapshot/step_*/*_step_*.pickle"},
 		{"snapshots/rank3.pickle", "snapshots/rank*.pickle"},
 		{`C:\runs\iter2\rank_1\snap.pickle`, "C:/runs/iter*/rank_*/snap.pickle"},
+		{"runs/rank_1700000000000_r4.pickle", "runs/rank_1700000000000_r*.pickle"},
 		{"snapshots/run_r12_mem.pickle", "snapshots/run_r*_mem.pickle"},
 		// A number that is neither rank nor iteration stays: it tells runs apart.
 		{"/scratch/job4711/iteration_3/rank5.pickle", "/scratch/job4711/iteration_*/rank*.pickle"},

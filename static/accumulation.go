@@ -16,6 +16,12 @@ package static
 //   - FSDP2 (torchtitan, torchtune): reduce-scatter every micro-batch (neither calls
 //     set_requires_gradient_sync(False)); foreach_reduce adds the new shard into the sharded .grad in
 //     reduce_dtype and frees it.
+//   - FSDP under the Hugging Face Trainer (framework hf, zero_stage 3): every micro-batch but the step's last
+//     runs under accelerator.no_sync (FSDP1's no_sync, FSDP2's set_requires_gradient_sync(False)), which skips
+//     the reduce-scatter and keeps each unit's gradient unsharded: the later micro-batches hold the whole
+//     model's unsharded gradients, the shard group times the sharded ones, and only the last reduce-scatters
+//     them. They are counted in the gradient dtype, as FSDP2 keeps them (to_accumulated_grad_if_needed);
+//     FSDP1 keeps param_dtype, the same under hf's pure bf16.
 //   - Megatron's persistent grad buffer exists from the start: accumulation adds nothing to it.
 // A pipeline stage accumulates inside its schedule (pipeline.go, fsdp.go), and optimizer_in_backward cannot
 // accumulate (resolveFramework refuses it).
@@ -29,6 +35,9 @@ type accumulation struct {
 	// partitionEarly: the head's gradients and one layer's (the first the backward produces) fill a reduce
 	// bucket, so the partition buffer exists from the start of the backward, not only at its end.
 	partitionEarly bool
+	// unsharded: FSDP under no_sync holds the unsharded gradients, which every micro-batch but the last also
+	// ends its backward with.
+	unsharded bool
 }
 
 // zeroBucketElems is DeepSpeed ZeRO-1/2's reduce bucket (reduce_bucket_size, 5e8 elements).
@@ -41,8 +50,17 @@ func (e *est) accumulates() bool {
 	return !e.inference && p.PP == 1 && p.NumMicrobatches > 1 && p.GradBuffer != "persistent" && !e.c.Training.OptimizerInBackward
 }
 
-// accumulation sizes what accumulation keeps for a stage whose gradients are G bytes (states(), corrected).
-func (e *est) accumulation(G float64, head, layers modelStates) accumulation {
+// fsdpNoSync reports accumulation under FSDP with the gradient sync off until the step's last micro-batch.
+func (e *est) fsdpNoSync() bool {
+	return e.accumulates() && e.c.Framework == "hf" && e.c.Parallel.ZeroStage == 3
+}
+
+// accumulation sizes what accumulation keeps for a stage whose gradients are G bytes (states(), corrected) and
+// U bytes unsharded (FSDP: every trainable parameter's gradient on this GPU in the gradient dtype).
+func (e *est) accumulation(G, U float64, head, layers modelStates) accumulation {
+	if e.fsdpNoSync() && U > 0 {
+		return accumulation{held: U, unsharded: true}
+	}
 	if !e.accumulates() || G <= 0 {
 		return accumulation{}
 	}
@@ -65,6 +83,8 @@ func (e *est) accumulation(G float64, head, layers modelStates) accumulation {
 // accumulationHeld says what the stack keeps between micro-batches, for the assumptions.
 func (e *est) accumulationHeld() string {
 	switch z := e.c.Parallel.ZeroStage; {
+	case e.fsdpNoSync():
+		return "the whole model's unsharded gradients, which accelerator.no_sync keeps on the GPU until the last micro-batch reduce-scatters them"
 	case e.fsdpOffload():
 		return "sharded, in host memory with the offloaded states"
 	case z == 3:
@@ -77,8 +97,12 @@ func (e *est) accumulationHeld() string {
 
 // replayedMicrobatches is the number of micro-batches per step the allocation sequence runs outside a pipeline:
 // the first, which creates the gradients, and one later one, which runs with them held; every further
-// micro-batch repeats the second's allocations from the same live set.
+// micro-batch repeats the second's allocations from the same live set. Under no_sync the last micro-batch
+// differs from the ones before it (it reduce-scatters): first, one in the middle, last.
 func (e *est) replayedMicrobatches() int {
+	if e.fsdpNoSync() {
+		return min(e.c.Parallel.NumMicrobatches, 3)
+	}
 	return min(max(1, e.c.Parallel.NumMicrobatches), 2)
 }
 

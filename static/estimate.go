@@ -511,7 +511,8 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	if e.lora != nil {
 		gradElems, gradBytes = e.adaptersPerLayer(), dtypeBytes[e.lora.AdapterDtype]
 	}
-	var accGrads float64 // a pipeline stage's unsharded gradients accumulated over its micro-batches (FSDP)
+	var accGrads float64       // a pipeline stage's unsharded gradients accumulated over its micro-batches (FSDP)
+	var unshardedGrads float64 // FSDP: the trainable parameters' gradients on this GPU before reduce-scatter
 	switch z := c.Parallel.ZeroStage; {
 	case z == 3:
 		// What FSDP gathers (gatherBytes: param_dtype, float8 linears in 1 B, a frozen base as stored) and the
@@ -541,16 +542,17 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			// Without resharding after forward every layer's gathered parameters stay until its backward.
 			unsharded = float64(l-1) * layerGather
 		}
+		unshardedGrads = (gradElems*float64(l) + rootParams) * gradBytes
+		if e.lora != nil {
+			unshardedGrads = gradElems * float64(l) * gradBytes
+		}
 		if c.Parallel.PP > 1 {
 			// Inside a pipeline stage (torchtitan: reshard_after_forward=False with PP; PipelineStage's
 			// backward_maybe_with_nosync: no resharding or gradient sync until the last micro-batch) every layer
 			// stays gathered for the whole step and the unsharded gradients accumulate in reduce_dtype.
 			unsharded, gatherTemp = float64(l)*layerGather, 0
-			accGrads = (gradElems*float64(l) + rootParams) * gradBytes
+			accGrads = unshardedGrads
 			reduceTemp = layerPerGPU * cb // one layer's unsharded gradients before they are added in
-			if e.lora != nil {
-				accGrads = gradElems * float64(l) * gradBytes
-			}
 		}
 	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
 		reduceTemp = math.Min(zeroBucketElems, gradElems*float64(l)) * gradBytes // DeepSpeed's reduce bucket
@@ -591,7 +593,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	unsharded += headUnit
 	// Gradient accumulation: from the second micro-batch on, the forward and the backward run with the
 	// gradients of the earlier ones (accumulation.go).
-	acc := e.accumulation(G, head, layers)
+	acc := e.accumulation(G, unshardedGrads, head, layers)
 	fwd := moment{"forward_end", gPersist + acc.held, A, fwdTemp*tc + unsharded, acc.held}
 	// The loss backward runs before any gradient of the on-demand kind exists; the output layer's and the
 	// last layer's backward follow once the loss has released what it saved.
@@ -614,6 +616,11 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 	}
 	bEnd := moment{"backward", gPersist + gOnDemand + acc.partition, aEnd, (layerBwdTemp + acc.layerNew + gatherTemp + reduceTemp) * tc, 0}
+	if acc.unsharded {
+		// Under no_sync every micro-batch but the last ends its backward with the unsharded gradients, the
+		// first as well: that moment is no later micro-batch's.
+		bEnd.grads = gPersist + acc.held
+	}
 	if acc.partition+acc.layerNew > 0 {
 		// The first micro-batch ends its backward with as many gradients as the later ones hold; those exceed it
 		// by what is added into the held gradients.

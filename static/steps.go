@@ -103,9 +103,9 @@ type seqBuilder struct {
 	// steady is where the steady training step's events start (0: none); the replay repeats that step
 	// until the pool settles.
 	steady int
-	// later are the event ranges [start, end) of the last micro-batch of gradient accumulation the sequence
-	// holds in each step, and laterRuns the micro-batches it stands for (those the sequence leaves out, and
-	// itself): the replay runs a range again, up to laterRuns times in all, until the pool settles.
+	// later are the event ranges [start, end) of the micro-batch of gradient accumulation that stands, in each
+	// step, for those the sequence leaves out (its second), and laterRuns the micro-batches it stands for (those
+	// and itself): the replay runs a range again, up to laterRuns times in all, until the pool settles.
 	later     [][2]int
 	laterRuns int
 }
@@ -151,6 +151,7 @@ func (s *seqBuilder) free(ids ...uint64) {
 type replayResult struct {
 	peakReserved int64
 	peakFrag     allocator.Fragmentation // the pool right after the request that reached peakReserved
+	peakAlloc    int64                   // the most bytes allocated at once over the replay
 	failed       bool
 	allocated    int64 // allocated (requested bytes) when the failing request came
 	request      int64
@@ -189,7 +190,7 @@ func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult,
 			return res, err
 		}
 	}
-	return replayResult{peakReserved: a.PeakReserved(), peakFrag: a.PeakFragmentation()}, nil
+	return replayResult{peakReserved: a.PeakReserved(), peakFrag: a.PeakFragmentation(), peakAlloc: r.peak}, nil
 }
 
 // maxSteadyRepeats bounds the extra runs of the steady step and of a later micro-batch (measured runs settle by
@@ -235,6 +236,7 @@ type sequenceReplay struct {
 	a          *allocator.Allocator
 	s          *seqBuilder
 	allocated  int64
+	peak       int64
 	runs       uint64 // events run again so far (steps and micro-batches): each run takes fresh ids
 	steadyMark int    // the allocator's segment events before the steady step's last run
 }
@@ -303,6 +305,7 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 		return replayResult{}, true, err
 	}
 	r.allocated += ev.size
+	r.peak = max(r.peak, r.allocated)
 	return replayResult{}, false, nil
 }
 

@@ -53,6 +53,9 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 			}
 			c.Hardware.NumGPUs, c.Training.GlobalBatchSize = 2, 8*tb
 		}},
+		{"hf fsdp over 4 accumulation 4 (no_sync)", func(c *Config) {
+			c.Hardware.NumGPUs, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = 4, 3, 16*tb
+		}},
 		{"lora accumulation 4", func(c *Config) { c.Training.LoRA, c.Training.GlobalBatchSize = &LoRAConfig{Rank: 4}, 4*tb }},
 		{"gpt2 dropout", func(c *Config) {
 			c.Model = ModelConfig{Family: "gpt2", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, VocabSize: tv, MaxPositionEmbeddings: ts, TieWordEmbeddings: true}

@@ -107,17 +107,20 @@ func (t *trainSeq) build(steps []stepOps, other int64) {
 		if e.c.Parallel.PP > 1 {
 			t.runSchedule(so)
 		} else {
+			n := max(1, e.c.Parallel.NumMicrobatches)
 			for mb := range t.mbs {
-				t.later = mb > 0
+				t.later, t.fsdp.lastMB = mb > 0, mb == t.mbs-1
 				start := len(s.ev)
 				st := t.forward(so)
 				t.backward(so, st)
-				if mb > 0 && mb == t.mbs-1 {
-					s.markLater(start) // the replay runs it for the micro-batches the sequence leaves out
+				if mb == 1 && t.mbs < n {
+					// The second micro-batch (the last in the sequence, or under no_sync the one before the
+					// last) stands for those the sequence leaves out: the replay runs it again for them.
+					s.markLater(start)
 				}
 			}
-			t.later = false
-			s.laterRuns = max(1, e.c.Parallel.NumMicrobatches) - t.mbs + 1
+			t.later, t.fsdp.lastMB = false, false
+			s.laterRuns = n - t.mbs + 1
 		}
 		t.optimizerStep()
 		t.s.free(t.outChunks...) // the pipeline's kept outputs, cleared when the next step starts

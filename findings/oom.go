@@ -90,9 +90,9 @@ type Remedy struct {
 	PeakReservedBytes  int64 `json:"peak_reserved_bytes"`
 	DeviceBytes        int64 `json:"device_bytes"`
 	Fits               bool  `json:"fits"`
-	// AccumulatedGradientBytes is what a smaller micro-batch's gradient accumulation adds to the estimator's
-	// peak: the gradients kept across micro-batches, live in the later ones' forward and backward (included in
-	// the peaks above).
+	// AccumulatedGradientBytes is the part of the predicted peak that a smaller micro-batch's gradient
+	// accumulation holds: the gradients the earlier micro-batches leave for the later ones' forward and backward,
+	// as the estimator counts them (included in the peaks above; 0 where the peak is not in a later micro-batch).
 	AccumulatedGradientBytes int64 `json:"accumulated_gradient_bytes,omitempty"`
 }
 

@@ -55,6 +55,9 @@
 //
 // Per-component predictions are on Report.Summary (worst GPU) and Report.Stages (every stage: weights, grads,
 // optimizer, activations, temporaries, other, and what is live at the peak in AtPeak); Corrections scale them.
+// Several micro-batches per optimizer step without a pipeline count gradient accumulation: the later
+// micro-batches' forward and backward hold the earlier ones' gradients as each stack keeps them
+// (accumulation.go), Stage.PeakMicroBatch and AtPeak.AccumulatedGrads say when that sets the peak.
 // Stage.ComponentsAtPeak names the peak in package components' parts, the definitions runtime attribution uses
 // too (activations are what forward keeps for backward; the loss, its gradient and inference's working set are
 // temporaries; the KV cache is its own part).

@@ -327,6 +327,7 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 	s.PersistentMemoryBytes = worst.Weights + worst.Grads + worst.Optimizer + worst.Other + worst.KVCache
 	s.PeakMemoryBytes = worst.PeakAllocated
 	s.PeakStage = worst.PeakStage
+	s.PeakMicroBatch, s.PeakAccumulatedGradBytes = worst.PeakMicroBatch, worst.AtPeak.AccumulatedGrads
 	s.PeakReservedBytes = worst.PeakReserved
 	s.ReservedSource = worst.ReservedSource
 	s.ReservedSegments = worst.ReservedSegments
@@ -510,7 +511,8 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	if e.lora != nil {
 		gradElems, gradBytes = e.adaptersPerLayer(), dtypeBytes[e.lora.AdapterDtype]
 	}
-	var accGrads float64 // a pipeline stage's unsharded gradients accumulated over its micro-batches (FSDP)
+	var accGrads float64       // a pipeline stage's unsharded gradients accumulated over its micro-batches (FSDP)
+	var unshardedGrads float64 // FSDP: the trainable parameters' gradients on this GPU before reduce-scatter
 	switch z := c.Parallel.ZeroStage; {
 	case z == 3:
 		// What FSDP gathers (gatherBytes: param_dtype, float8 linears in 1 B, a frozen base as stored) and the
@@ -540,19 +542,20 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			// Without resharding after forward every layer's gathered parameters stay until its backward.
 			unsharded = float64(l-1) * layerGather
 		}
+		unshardedGrads = (gradElems*float64(l) + rootParams) * gradBytes
+		if e.lora != nil {
+			unshardedGrads = gradElems * float64(l) * gradBytes
+		}
 		if c.Parallel.PP > 1 {
 			// Inside a pipeline stage (torchtitan: reshard_after_forward=False with PP; PipelineStage's
 			// backward_maybe_with_nosync: no resharding or gradient sync until the last micro-batch) every layer
 			// stays gathered for the whole step and the unsharded gradients accumulate in reduce_dtype.
 			unsharded, gatherTemp = float64(l)*layerGather, 0
-			accGrads = (gradElems*float64(l) + rootParams) * gradBytes
+			accGrads = unshardedGrads
 			reduceTemp = layerPerGPU * cb // one layer's unsharded gradients before they are added in
-			if e.lora != nil {
-				accGrads = gradElems * float64(l) * gradBytes
-			}
 		}
 	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
-		reduceTemp = math.Min(5e8, gradElems*float64(l)) * gradBytes // DeepSpeed reduce bucket (5e8 elements)
+		reduceTemp = math.Min(zeroBucketElems, gradElems*float64(l)) * gradBytes // DeepSpeed's reduce bucket
 	}
 
 	persistentGrads := c.Parallel.GradBuffer == "persistent"
@@ -579,33 +582,55 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		gPersist = G
 	}
 	aEnd := A - (math.Min(aLayer*float64(l), aLayers)+headSaved)*corr.Activations
+	// held is what a later micro-batch of gradient accumulation holds (0 without accumulation).
 	type moment struct {
-		name              string
-		grads, acts, temp float64
+		name                    string
+		grads, acts, temp, held float64
 	}
 	layersUnsharded := unsharded
 	// Gathered (unsharded) parameters kept between forward and backward are FSDP buffers, like the all-gather
 	// in flight: they count as temporaries, never as activations.
 	unsharded += headUnit
-	fwd := moment{"forward_end", gPersist, A, fwdTemp*tc + unsharded}
+	// Gradient accumulation: from the second micro-batch on, the forward and the backward run with the
+	// gradients of the earlier ones (accumulation.go).
+	acc := e.accumulation(G, unshardedGrads, head, layers)
+	fwd := moment{"forward_end", gPersist + acc.held, A, fwdTemp*tc + unsharded, acc.held}
 	// The loss backward runs before any gradient of the on-demand kind exists; the output layer's and the
 	// last layer's backward follow once the loss has released what it saved.
 	// (Megatron's persistent-buffer runs keep the fused loss's buffer as the logits gradient, so there the two
 	// overlap.)
-	bStart := moment{"backward", gPersist, A, (math.Max(headBwdTemp, layerBwdTemp)+gatherTemp+reduceTemp)*tc + unsharded}
+	bStart := moment{"backward", gPersist, A, (math.Max(headBwdTemp, layerBwdTemp)+gatherTemp+reduceTemp)*tc + unsharded, 0}
 	if !persistentGrads {
-		bStart.temp = (headBwdTemp+gatherTemp+reduceTemp)*tc + unsharded
-		firstLayer := moment{"backward", headGrads, A - headSaved*corr.Activations, (math.Max(layerBwdTemp, headUnitBwd)+gatherTemp+reduceTemp)*tc + unsharded}
+		bStart = moment{"backward", acc.held, A, (headBwdTemp+gatherTemp+reduceTemp)*tc + unsharded, acc.held}
+		firstLayer := moment{"backward", headGrads, A - headSaved*corr.Activations, (math.Max(layerBwdTemp, headUnitBwd)+gatherTemp+reduceTemp)*tc + unsharded, 0}
+		if acc.held > 0 {
+			// The output layer's gradients are added into the held ones: only its new weight gradient is extra.
+			firstLayer.grads, firstLayer.held = acc.held, acc.held
+			if acc.partitionEarly {
+				firstLayer.grads += acc.partition
+			}
+			firstLayer.temp += math.Max(acc.headNew, acc.layerNew) * tc
+		}
 		if firstLayer.grads+firstLayer.acts+firstLayer.temp > bStart.grads+bStart.acts+bStart.temp {
 			bStart = firstLayer
 		}
 	}
-	bEnd := moment{"backward", gPersist + gOnDemand, aEnd, (layerBwdTemp + gatherTemp + reduceTemp) * tc}
+	bEnd := moment{"backward", gPersist + gOnDemand + acc.partition, aEnd, (layerBwdTemp + acc.layerNew + gatherTemp + reduceTemp) * tc, 0}
+	if acc.unsharded {
+		// Under no_sync every micro-batch but the last ends its backward with the unsharded gradients, the
+		// first as well: that moment is no later micro-batch's.
+		bEnd.grads = gPersist + acc.held
+	}
+	if acc.partition+acc.layerNew > 0 {
+		// The first micro-batch ends its backward with as many gradients as the later ones hold; those exceed it
+		// by what is added into the held gradients.
+		bEnd.held = acc.held
+	}
 	if accGrads > 0 {
 		// Steady pipeline state: every gradient accumulated unsharded, the in-flight micro-batches still held;
 		// the sharded gradients appear only in the last micro-batch's reduce-scatter.
 		bStart.grads += accGrads
-		bEnd = moment{"backward", accGrads, aEnd, (layerBwdTemp + reduceTemp) * tc}
+		bEnd = moment{"backward", accGrads, aEnd, (layerBwdTemp + reduceTemp) * tc, 0}
 	}
 	if outs := e.outputChunks(i); outs > 0 {
 		// The last stage keeps every micro-batch's output (the logits) in PipelineStage.output_chunks until the
@@ -639,7 +664,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			mainGradCopy /= float64(e.nDense)
 		}
 	}
-	opt := moment{"optimizer_step", G, 0, optTemp*tc + mainGradCopy}
+	opt := moment{"optimizer_step", G, 0, optTemp*tc + mainGradCopy, 0}
 	if outs := e.outputChunks(i); outs > 0 {
 		// The schedule's step() returns the outputs merged (torch.cat of output_chunks) before the optimizer
 		// runs; the chunks themselves stay until the next step clears them.
@@ -647,7 +672,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		opt.temp = math.Max(opt.temp, outs)
 	}
 	if inBwd {
-		opt = moment{"optimizer_step", 0, 0, mainGradCopy} // the step already ran inside backward
+		opt = moment{"optimizer_step", 0, 0, mainGradCopy, 0} // the step already ran inside backward
 	}
 	base := W + O + float64(st.Other)
 	total := func(m moment) float64 { return base + m.grads + m.acts + m.temp }
@@ -664,7 +689,11 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 	}
 	st.PeakAllocated, st.PeakStage, st.Temporaries = int64(total(peak)), peak.name, int64(peak.temp)
-	st.AtPeak = PeakBreakdown{Grads: int64(peak.grads), Activations: int64(peak.acts), Temporaries: int64(peak.temp)}
+	st.AtPeak = PeakBreakdown{Grads: int64(peak.grads), Activations: int64(peak.acts), Temporaries: int64(peak.temp),
+		AccumulatedGrads: int64(peak.held)}
+	if peak.held > 0 {
+		st.PeakMicroBatch = 2 // the first micro-batch that runs with the earlier one's gradients
+	}
 	st.EndOfStepAllocated = int64(W + gPersist + O + float64(st.Other)) // zero_grad(set_to_none) drops on-demand gradients
 	if persistentGrads {
 		st.EndOfStepAllocated += int64(mainGradCopy)
@@ -837,6 +866,10 @@ func (e *est) assumptions(reservedSource string) []string {
 			"fused_jit": "as fused, but the jit-compiled steps write exp(logits − max) to a new fp32 tensor beside the fp32 copy: 10 B/logit at its forward peak instead of 6 (Megatron --cross-entropy-loss-fusion, native)",
 			"chunked":   "logits materialized one chunk at a time, ≈10 B per logit of a chunk"}[c.Training.Loss]),
 	)
+	if e.accumulates() {
+		a = append(a, fmt.Sprintf("Gradient accumulation over %d micro-batches per step: from the second on, the forward and backward run with the gradients the earlier ones left (%s), kept until the optimizer step.",
+			c.Parallel.NumMicrobatches, e.accumulationHeld()))
+	}
 	if c.Training.Attention == "standard" {
 		a = append(a, "Standard attention saves bf16 softmax probabilities (Megatron fused softmax); HF eager with fp32 softmax keeps ≈3× more.")
 	}

@@ -32,6 +32,7 @@ const fsdpRoot = -1
 type fsdpSeq struct {
 	on         bool
 	pipeline   bool // inside a pipeline stage: no resharding or reduction until the last micro-batch
+	noSync     bool // gradient accumulation under no_sync: no reduction until the last micro-batch (accumulation.go)
 	lastMB     bool // the micro-batch in backward is the step's last
 	gathered   map[int][]uint64
 	flat       map[int]uint64            // a prefetched unit's all-gather buffer, copied out when the unit is used
@@ -50,7 +51,7 @@ func (t *trainSeq) initFSDP() {
 	if !f.on {
 		return
 	}
-	f.pipeline = e.c.Parallel.PP > 1
+	f.pipeline, f.noSync = e.c.Parallel.PP > 1, e.fsdpNoSync()
 	f.gathered, f.flat, f.unitGrads, f.accGrads = map[int][]uint64{}, map[int]uint64{}, map[int]map[string]uint64{}, map[int][]uint64{}
 	last := int(e.layersPerStage) - 1
 	f.reshardFwd = func(unit int) bool {
@@ -201,18 +202,21 @@ func (t *trainSeq) postBackward(unit int) {
 	for _, p := range ps {
 		ids = append(ids, grads[p.Name])
 	}
-	if f.pipeline && !f.lastMB {
+	if (f.pipeline || f.noSync) && !f.lastMB {
 		if acc := f.accGrads[unit]; acc != nil {
 			s.free(ids...) // added into the accumulated gradients
-			return
+		} else {
+			s.at(t.step, t.phase, unit, "fsdp.accumulate_grad")
+			acc := make([]uint64, 0, len(ps))
+			for i, p := range ps {
+				acc = append(acc, s.alloc(int64(e.perGPU(p)*reduceBytes))) // upcast one parameter at a time
+				s.free(ids[i])
+			}
+			f.accGrads[unit] = acc
 		}
-		s.at(t.step, t.phase, unit, "fsdp.accumulate_grad")
-		acc := make([]uint64, 0, len(ps))
-		for i, p := range ps {
-			acc = append(acc, s.alloc(int64(e.perGPU(p)*reduceBytes))) // upcast one parameter at a time
-			s.free(ids[i])
+		if !f.pipeline {
+			t.reshard(unit) // no_sync keeps the gradients unsharded, not the parameters
 		}
-		f.accGrads[unit] = acc
 		return
 	}
 	if acc := f.accGrads[unit]; acc != nil {

@@ -40,6 +40,10 @@ type Summary struct {
 	PersistentMemoryBytes int64  `json:"persistent_memory_bytes"`
 	PeakMemoryBytes       int64  `json:"peak_memory_bytes"` // peak allocated on the worst GPU
 	PeakStage             string `json:"peak_stage"`
+	// PeakMicroBatch and PeakAccumulatedGradBytes are the worst stage's Stage.PeakMicroBatch and
+	// AtPeak.AccumulatedGrads: where gradient accumulation moves the peak into a later micro-batch.
+	PeakMicroBatch           int   `json:"peak_micro_batch,omitempty"`
+	PeakAccumulatedGradBytes int64 `json:"peak_accumulated_grad_bytes,omitempty"`
 
 	OtherMemoryBytes   int64  `json:"other_memory_bytes"` // allocator-visible workspaces and buffers
 	KVCacheMemoryBytes int64  `json:"kv_cache_memory_bytes,omitempty"`
@@ -133,7 +137,12 @@ type Stage struct {
 	OptimizerPeak    int64  `json:"optimizer_step_peak_bytes"`
 	PeakAllocated    int64  `json:"peak_allocated_bytes"`
 	PeakStage        string `json:"peak_stage"`
-	PeakReserved     int64  `json:"peak_reserved_bytes"`
+	// PeakMicroBatch is, under gradient accumulation, the micro-batch of the optimizer step in which the peak is
+	// first reached: 2 when it is the forward or backward of a micro-batch that runs with the gradients of the
+	// earlier ones (AtPeak.AccumulatedGrads), every later one reaching it again; 0 when the first micro-batch
+	// (or the optimizer step) already holds the peak.
+	PeakMicroBatch int   `json:"peak_micro_batch,omitempty"`
+	PeakReserved   int64 `json:"peak_reserved_bytes"`
 	// ReservedSource says how PeakReserved was predicted: ReservedByReplay or ReservedByAllowance.
 	ReservedSource string `json:"reserved_source"`
 	// ReservedSegments and ReservedFreeAtPeak describe the replayed pool when it reached PeakReserved: its
@@ -154,6 +163,9 @@ type PeakBreakdown struct {
 	Activations int64 `json:"activation_bytes"`
 	Temporaries int64 `json:"temporary_bytes"`
 	KVCache     int64 `json:"kv_cache_bytes,omitempty"`
+	// AccumulatedGrads is the part of Grads that gradient accumulation keeps from the step's earlier
+	// micro-batches at a peak of a later one (Stage.PeakMicroBatch); 0 otherwise.
+	AccumulatedGrads int64 `json:"accumulated_grad_bytes,omitempty"`
 }
 
 // InferenceMemory breaks down the inference prediction (MemWall's weights / KV cache / activations).

@@ -134,6 +134,10 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 	first, last := i == 0, i == pp-1
 	corr := c.Corrections
 	var ops []Operator
+	gradNotes := "gradients (" + c.Parallel.GradBuffer + ")"
+	if e.accumulates() {
+		gradNotes += fmt.Sprintf(", accumulated over %d micro-batches: live through the later ones' forward and backward", c.Parallel.NumMicrobatches)
+	}
 	persistent := func(group string, ms modelStates, mult int64) {
 		if ms.params == 0 {
 			return
@@ -144,7 +148,7 @@ func (e *est) operatorList(i int, st Stage, head, layers modelStates, layerOps, 
 				Notes: fmt.Sprintf("%.0f parameters on this GPU", ms.params), Extra: map[string]any{"params": int64(ms.params)}},
 			Operator{Name: group + ".grads", Category: "grads", Phase: "persistent", Persistent: c.Parallel.GradBuffer == "persistent", Layer: -1, Multiplier: mult,
 				MemoryBytes: int64(ms.grads * corr.Grads), Formula: fmt.Sprintf("params/GPU × %g B (÷ shard group with ZeRO ≥ 2)", e.gb),
-				Notes: "gradients (" + c.Parallel.GradBuffer + ")", Extra: map[string]any{}},
+				Notes: gradNotes, Extra: map[string]any{}},
 			Operator{Name: group + ".optimizer_states", Category: "optimizer", Phase: "persistent", Persistent: true, Layer: -1, Multiplier: mult,
 				MemoryBytes: int64(ms.opt * corr.Optimizer), Formula: "params/GPU × (state bytes + 4 B fp32 master if mixed) (÷ shard group with ZeRO ≥ 1)",
 				Notes: c.Training.Optimizer + " states", Extra: map[string]any{}})

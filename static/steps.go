@@ -2,6 +2,7 @@ package static
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,6 +103,11 @@ type seqBuilder struct {
 	// steady is where the steady training step's events start (0: none); the replay repeats that step
 	// until the pool settles.
 	steady int
+	// later are the event ranges [start, end) of the micro-batch of gradient accumulation that stands, in each
+	// step, for those the sequence leaves out (its second), and laterRuns the micro-batches it stands for (those
+	// and itself): the replay runs a range again, up to laterRuns times in all, until the pool settles.
+	later     [][2]int
+	laterRuns int
 }
 
 func newSeq() *seqBuilder {
@@ -145,6 +151,7 @@ func (s *seqBuilder) free(ids ...uint64) {
 type replayResult struct {
 	peakReserved int64
 	peakFrag     allocator.Fragmentation // the pool right after the request that reached peakReserved
+	peakAlloc    int64                   // the most bytes allocated at once over the replay
 	failed       bool
 	allocated    int64 // allocated (requested bytes) when the failing request came
 	request      int64
@@ -165,67 +172,117 @@ func (e *est) allocatorConfig() allocator.Config {
 // (llama1b with eager attention grows by one fp32 logits block in its third step, measured and replayed). A
 // run that creates no segment ends where it started — the same segments, the same live tensors at the same
 // addresses, and so the same free blocks, which adjacent frees always merge — so every further step would
-// replay it exactly: the pool has settled.
+// replay it exactly: the pool has settled. A later micro-batch of gradient accumulation repeats the same way
+// inside its step, up to the micro-batches the step runs.
 func (s *seqBuilder) replay(cfg allocator.Config, capacity int64) (replayResult, error) {
 	a, err := allocator.New(cfg, allocator.Options{Capacity: capacity})
 	if err != nil {
 		return replayResult{}, err
 	}
-	r := sequenceReplay{a: a}
+	r := sequenceReplay{a: a, s: s}
 	steady := s.steadyStep()
-	mark := 0 // the allocator's segment events before the steady step's last run
-	for i, ev := range s.ev {
-		if i == s.steady && steady != nil {
-			mark = len(a.Events())
-		}
-		if res, done, err := r.apply(ev, 0, s.sites[ev.site]); done {
+	if res, done, err := r.run(0, s.ev, 0); done {
+		return res, err
+	}
+	for k := 1; steady != nil && len(a.Events()) > r.steadyMark && k <= maxSteadyRepeats; k++ {
+		r.steadyMark = len(a.Events())
+		if res, done, err := r.run(s.steady, steady, k); done {
 			return res, err
 		}
 	}
-	for k := 1; steady != nil && len(a.Events()) > mark && k <= maxSteadyRepeats; k++ {
-		mark = len(a.Events())
-		for _, ev := range steady {
-			site := s.sites[ev.site]
-			site.step += k
-			if res, done, err := r.apply(ev, uint64(k)*s.next, site); done {
-				return res, err
-			}
-		}
-	}
-	return replayResult{peakReserved: a.PeakReserved(), peakFrag: a.PeakFragmentation()}, nil
+	return replayResult{peakReserved: a.PeakReserved(), peakFrag: a.PeakFragmentation(), peakAlloc: r.peak}, nil
 }
 
-// maxSteadyRepeats bounds the extra runs of the steady step (measured runs settle by their third step).
+// maxSteadyRepeats bounds the extra runs of the steady step and of a later micro-batch (measured runs settle by
+// their third step).
 const maxSteadyRepeats = 8
 
 // steadyStep returns the steady step's events when they can run again as the next step: the step frees
 // every tensor it allocates and nothing else.
 func (s *seqBuilder) steadyStep() []allocEvent {
-	if s.steady <= 0 {
+	if s.steady <= 0 || !selfContained(s.ev[s.steady:]) {
 		return nil
 	}
-	evs := s.ev[s.steady:]
+	return s.ev[s.steady:]
+}
+
+// selfContained reports whether events free every tensor they allocate and nothing else, so that they can run
+// again with new ids.
+func selfContained(evs []allocEvent) bool {
 	open := map[uint64]bool{}
 	for _, ev := range evs {
 		switch {
 		case ev.size > 0:
 			open[ev.id] = true
 		case !open[ev.id]:
-			return nil
+			return false
 		default:
 			delete(open, ev.id)
 		}
 	}
-	if len(open) > 0 {
-		return nil
+	return len(open) == 0
+}
+
+// markLater records the events since start as a later micro-batch of gradient accumulation, which the replay
+// may run again; one that keeps or frees tensors of others is not recorded.
+func (s *seqBuilder) markLater(start int) {
+	if selfContained(s.ev[start:]) {
+		s.later = append(s.later, [2]int{start, len(s.ev)})
 	}
-	return evs
 }
 
 // sequenceReplay applies a sequence's events to an allocator, tracking the bytes allocated.
 type sequenceReplay struct {
-	a         *allocator.Allocator
-	allocated int64
+	a          *allocator.Allocator
+	s          *seqBuilder
+	allocated  int64
+	peak       int64
+	runs       uint64 // events run again so far (steps and micro-batches): each run takes fresh ids
+	steadyMark int    // the allocator's segment events before the steady step's last run
+}
+
+// run replays evs, which start at index base of the sequence, as step-th repeat of their step (0: the first
+// run), a later micro-batch among them again until the pool settles.
+func (r *sequenceReplay) run(base int, evs []allocEvent, step int) (replayResult, bool, error) {
+	s := r.s
+	offset := uint64(0)
+	if step > 0 {
+		r.runs++
+		offset = r.runs * s.next
+	}
+	mark := 0 // the allocator's segment events before the later micro-batch's first run
+	for j, ev := range evs {
+		i := base + j
+		if i == s.steady && step == 0 {
+			r.steadyMark = len(r.a.Events())
+		}
+		later := slices.IndexFunc(s.later, func(l [2]int) bool { return l[0] >= base && l[0] == i })
+		if later >= 0 {
+			mark = len(r.a.Events())
+		}
+		site := s.sites[ev.site]
+		site.step += step
+		if res, done, err := r.apply(ev, offset, site); done {
+			return res, true, err
+		}
+		end := slices.IndexFunc(s.later, func(l [2]int) bool { return l[0] >= base && l[1] == i+1 })
+		if end < 0 {
+			continue
+		}
+		rng := s.later[end]
+		for k := 1; k < s.laterRuns && k <= maxSteadyRepeats && len(r.a.Events()) > mark; k++ {
+			mark = len(r.a.Events())
+			r.runs++
+			for _, mev := range s.ev[rng[0]:rng[1]] {
+				msite := s.sites[mev.site]
+				msite.step += step
+				if res, done, err := r.apply(mev, r.runs*s.next, msite); done {
+					return res, true, err
+				}
+			}
+		}
+	}
+	return replayResult{}, false, nil
 }
 
 // apply replays one event with its id shifted by offset (a repeated step's tensors are new tensors); done
@@ -248,6 +305,7 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 		return replayResult{}, true, err
 	}
 	r.allocated += ev.size
+	r.peak = max(r.peak, r.allocated)
 	return replayResult{}, false, nil
 }
 
@@ -398,7 +456,11 @@ func (e *est) replayable(opsPerLayer int) bool {
 		return e.layersPerStage*maxDecodeSteps <= maxReplayEvents/4
 	}
 	p := c.Parallel
-	events := e.layersPerStage * int64(opsPerLayer) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
+	mbs := e.replayedMicrobatches()
+	if p.PP > 1 {
+		mbs = max(1, p.NumMicrobatches) // the schedule runs every micro-batch
+	}
+	events := e.layersPerStage * int64(opsPerLayer) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(mbs)
 	return (p.PP == 1 || e.torchPipelining()) && p.GradBuffer != "persistent" &&
 		!c.Training.TransformerEngine && !c.Training.ActivationOffload && c.Training.RecomputeLayers == 0 &&
 		events <= maxReplayEvents

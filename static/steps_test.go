@@ -39,6 +39,24 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 			c.Training.Precision, c.Training.GradPrecision, c.Training.Recompute, c.Training.Compile = "bf16-mixed", "fp32", "op_selective", true
 			c.Training.OptimizerImpl, c.Training.Kernels = "fused", "eager"
 		}},
+		{"hf accumulation 4", func(c *Config) { c.Training.GlobalBatchSize = 4 * tb }},
+		{"ddp over 4 accumulation 4", func(c *Config) { c.Hardware.NumGPUs, c.Training.GlobalBatchSize = 4, 16*tb }},
+		{"deepspeed zero-1 over 4 accumulation 2", func(c *Config) {
+			c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = "deepspeed", 4, 1, 8*tb
+		}},
+		{"deepspeed zero-2 over 4 accumulation 2", func(c *Config) {
+			c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = "deepspeed", 4, 2, 8*tb
+		}},
+		{"torchtitan fsdp2 over 2 accumulation 4", func(c *Config) {
+			if err := c.ApplyFramework("torchtitan"); err != nil {
+				t.Fatal(err)
+			}
+			c.Hardware.NumGPUs, c.Training.GlobalBatchSize = 2, 8*tb
+		}},
+		{"hf fsdp over 4 accumulation 4 (no_sync)", func(c *Config) {
+			c.Hardware.NumGPUs, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = 4, 3, 16*tb
+		}},
+		{"lora accumulation 4", func(c *Config) { c.Training.LoRA, c.Training.GlobalBatchSize = &LoRAConfig{Rank: 4}, 4*tb }},
 		{"gpt2 dropout", func(c *Config) {
 			c.Model = ModelConfig{Family: "gpt2", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, VocabSize: tv, MaxPositionEmbeddings: ts, TieWordEmbeddings: true}
 			c.Training.HiddenDropout, c.Training.AttentionDropout = 0.1, 0.1

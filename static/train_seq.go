@@ -29,6 +29,11 @@ type trainSeq struct {
 	outChunks              []uint64 // pipeline: the last stage's outputs kept over the step (output_chunks)
 	fsdp                   fsdpSeq
 	seen                   map[string]bool // FSDP: parameters given a gradient in the unit's backward
+	// later: the micro-batch is not the step's first, so gradient accumulation adds into held gradients
+	// (accumulation.go).
+	later bool
+	mbs   int // micro-batches per step in the sequence (replayedMicrobatches)
+	zero2 zero2Partition
 }
 
 // mbState is what one micro-batch's forward through a model chunk keeps for its backward.
@@ -49,7 +54,9 @@ func (e *est) newTrainSeq(layerPs, embPs, headPs []paramTensor) *trainSeq {
 	if t.frozen {
 		t.adapters = e.loraLayerParams()
 	}
+	t.mbs = e.replayedMicrobatches()
 	t.initFSDP()
+	t.initZero2()
 	t.seen = map[string]bool{}
 	// DeepSpeed ZeRO-1/2 reduces gradients through a bucket of up to 5e8 elements during backward.
 	if z := c.Parallel.ZeroStage; z >= 1 && z < 3 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1 {
@@ -57,7 +64,7 @@ func (e *est) newTrainSeq(layerPs, embPs, headPs []paramTensor) *trainSeq {
 		for _, p := range layerPs {
 			layer += e.perGPU(p)
 		}
-		t.bucket = int64(min(5e8, layer*float64(e.layersPerStage)) * e.gb)
+		t.bucket = int64(min(zeroBucketElems, layer*float64(e.layersPerStage)) * e.gb)
 	}
 	return t
 }
@@ -100,10 +107,20 @@ func (t *trainSeq) build(steps []stepOps, other int64) {
 		if e.c.Parallel.PP > 1 {
 			t.runSchedule(so)
 		} else {
-			for range max(1, e.c.Parallel.NumMicrobatches) {
+			n := max(1, e.c.Parallel.NumMicrobatches)
+			for mb := range t.mbs {
+				t.later, t.fsdp.lastMB = mb > 0, mb == t.mbs-1
+				start := len(s.ev)
 				st := t.forward(so)
 				t.backward(so, st)
+				if mb == 1 && t.mbs < n {
+					// The second micro-batch (the last in the sequence, or under no_sync the one before the
+					// last) stands for those the sequence leaves out: the replay runs it again for them.
+					s.markLater(start)
+				}
 			}
+			t.later, t.fsdp.lastMB = false, false
+			s.laterRuns = n - t.mbs + 1
 		}
 		t.optimizerStep()
 		t.s.free(t.outChunks...) // the pipeline's kept outputs, cleared when the next step starts
@@ -124,6 +141,22 @@ func (t *trainSeq) gBytes(p paramTensor) int64 {
 func (t *trainSeq) gradOf(key string, bytes int64) {
 	if _, ok := t.grads[key]; !ok && bytes > 0 {
 		t.grads[key] = t.s.alloc(bytes)
+	}
+}
+
+// accumulateGrad gives parameter p (key k) its gradient in backward: its .grad in the step's first micro-batch;
+// in a later one a new gradient in the parameter's dtype that AccumulateGrad adds into the held .grad in place
+// and drops, or under ZeRO-2 its share of the reduce bucket that fills the micro-batch's partition buffer.
+func (t *trainSeq) accumulateGrad(k string, p paramTensor) {
+	e := t.e
+	_, had := t.grads[k]
+	switch {
+	case !had || !t.later:
+		t.gradOf(k, t.gBytes(p))
+	case e.c.Parallel.ZeroStage < 2:
+		t.s.free(t.s.alloc(int64(e.perGPU(p) * e.pb)))
+	default:
+		t.reduceInto(p)
 	}
 }
 
@@ -292,6 +325,7 @@ func (t *trainSeq) backwardChunk(so stepOps, st *mbState, layers []int, first, l
 	if first || last {
 		t.postBackward(fsdpRoot)
 	}
+	t.epilogue()
 	t.endBackward()
 	s.free(dx, bid)
 	s.free(t.outputs...)
@@ -369,7 +403,7 @@ func (t *trainSeq) backOps(ops []Operator, keep [][]uint64, ps []paramTensor, ke
 					t.tiedPart = 0
 					continue
 				}
-				t.gradOf(k, t.gBytes(p))
+				t.accumulateGrad(k, p)
 			}
 			if op.Name == "lm_head" && e.x.tied && !t.fsdp.on && len(t.embPs) > 0 {
 				// A tied output layer's weight gradient waits in the autograd engine's input buffer of the shared

@@ -60,33 +60,20 @@ func remedyChanges(cfg static.Config) (opts []remedyChange, batches []remedyChan
 // no smaller fitting one (a micro-batch shrunk further counts as containing a lesser shrink), smallest change first: fewer changes, then the cheaper ones (the order of
 // remedyChanges, a micro-batch shrunk less before one shrunk more).
 func Remedies(cfg static.Config, capacity int64) ([]findings.Remedy, error) {
-	try := func(change string, c static.Config, accumulates bool) (findings.Remedy, error) {
+	try := func(change string, c static.Config) (findings.Remedy, error) {
 		r, err := static.Estimate(c)
 		if err != nil {
 			return findings.Remedy{}, fmt.Errorf("static estimate (%s): %w", change, err)
 		}
+		// The estimator counts what gradient accumulation keeps across micro-batches in its peaks.
 		rm := findings.Remedy{Change: change, PeakAllocatedBytes: r.Summary.PeakMemoryBytes, PeakReservedBytes: r.Summary.PeakReservedBytes,
-			DeviceBytes: r.Fit.NeededBytes, Fits: r.Fit.Fits}
-		if accumulates {
-			// Accumulation keeps every gradient from the first micro-batch's backward to the optimizer step:
-			// the later micro-batches run their forward and backward with all of them live, which the step's
-			// peak (one micro-batch's) does not hold unless it is the optimizer's.
-			i := r.Summary.WorstPipelineStage
-			st := r.Stages[i]
-			if st.PeakStage != "optimizer_step" {
-				rm.AccumulatedGradientBytes = max(st.Grads-PredictionOf(r, i).AtPeak[Gradients], 0)
-				rm.PeakAllocatedBytes += rm.AccumulatedGradientBytes
-				rm.PeakReservedBytes += rm.AccumulatedGradientBytes
-				rm.DeviceBytes += rm.AccumulatedGradientBytes
-				rm.Fits = r.Fit.Fits && r.Fit.HeadroomBytes >= rm.AccumulatedGradientBytes
-			}
-		}
+			DeviceBytes: r.Fit.NeededBytes, Fits: r.Fit.Fits, AccumulatedGradientBytes: r.Summary.PeakAccumulatedGradBytes}
 		if capacity > 0 {
 			rm.Fits = rm.PeakReservedBytes <= capacity
 		}
 		return rm, nil
 	}
-	base, err := try(findings.RemedyAsConfigured, cfg, false)
+	base, err := try(findings.RemedyAsConfigured, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +127,7 @@ func Remedies(cfg static.Config, capacity int64) ([]findings.Remedy, error) {
 			batches[x.batch].apply(&c)
 			names = append(names, batches[x.batch].name)
 		}
-		rm, err := try(strings.Join(names, " + "), c, x.batch >= 0)
+		rm, err := try(strings.Join(names, " + "), c)
 		if err != nil {
 			return nil, err
 		}

@@ -21,8 +21,8 @@ const oomConfig = `{"model":{"preset":"llama3-8b"},
 // TestRemedies: the configuration that ran out of memory is predicted not to fit; every change is tried alone, in
 // the order of their cost; the combinations listed after them fit and hold no smaller fitting change (a micro-batch
 // shrunk further holds a lesser shrink), fewer changes first. A smaller micro-batch keeps the global batch by
-// accumulation, whose gradients — 2 bytes a parameter in bf16 — the later micro-batches hold: they are added to
-// the estimator's one-micro-batch peak.
+// accumulation, whose gradients — 2 bytes a parameter in bf16 — the later micro-batches hold: the estimator's
+// peak for it is the one-micro-batch peak plus them.
 func TestRemedies(t *testing.T) {
 	cfg, err := static.ParseConfig([]byte(oomConfig), false)
 	if err != nil {
@@ -59,9 +59,11 @@ func TestRemedies(t *testing.T) {
 			}
 		}
 	}
-	// Accumulation over 8 micro-batches of 1: the estimate of that configuration plus every bf16 gradient.
+	// Accumulation over 8 micro-batches of 1: the peak of one micro-batch of 1 (the loss's backward, where no
+	// gradient exists yet) plus every bf16 gradient, which the later micro-batches hold; the estimator counts
+	// them itself.
 	one := *cfg
-	one.Training.MicroBatchSize, one.Parallel.NumMicrobatches = 1, 0
+	one.Training.MicroBatchSize, one.Training.GlobalBatchSize, one.Parallel.NumMicrobatches = 1, 0, 0
 	est, err := static.Estimate(one)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +72,16 @@ func TestRemedies(t *testing.T) {
 	if grads := 2 * est.Summary.ParamCount; mb1.AccumulatedGradientBytes != grads || mb1.PeakAllocatedBytes != est.Summary.PeakMemoryBytes+grads {
 		t.Errorf("micro-batch 1 with 8 accumulation steps: %d allocated (%d of gradients), want %d + 2·%d parameters",
 			mb1.PeakAllocatedBytes, mb1.AccumulatedGradientBytes, est.Summary.PeakMemoryBytes, est.Summary.ParamCount)
+	}
+	eight := one
+	eight.Training.GlobalBatchSize = 8
+	acc, err := static.Estimate(eight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mb1.PeakAllocatedBytes != acc.Summary.PeakMemoryBytes || mb1.PeakReservedBytes != acc.Summary.PeakReservedBytes {
+		t.Errorf("remedy %d allocated, %d reserved; the estimator predicts %d, %d for 8 micro-batches of 1",
+			mb1.PeakAllocatedBytes, mb1.PeakReservedBytes, acc.Summary.PeakMemoryBytes, acc.Summary.PeakReservedBytes)
 	}
 	// A device of 1 PiB fits every change alone: nothing is combined.
 	all, err := calibrate.Remedies(*cfg, 1<<50)

@@ -95,6 +95,17 @@ func writeStaticHeader(b *strings.Builder, r *static.Report) {
 	b.WriteString("\n")
 }
 
+// staticAccumulationLine says, under gradient accumulation, which micro-batch first reaches the peak and what it
+// holds of the earlier ones' gradients; "" when the first micro-batch (or the optimizer step) holds the peak.
+func staticAccumulationLine(r *static.Report) string {
+	s := r.Summary
+	if s.PeakMicroBatch == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Gradient accumulation: the %s peak is first reached in micro-batch %d of %d, which runs with the %s of gradients the earlier micro-batches left (kept until the optimizer step); every later micro-batch reaches it again.",
+		s.PeakStage, s.PeakMicroBatch, r.Config.Parallel.NumMicrobatches, units.Bytes(s.PeakAccumulatedGradBytes))
+}
+
 // writeStaticMemory writes the per-GPU breakdown at the worst stage's peak, the per-stage table and the KV cache.
 func writeStaticMemory(b *strings.Builder, r *static.Report) {
 	s := r.Summary
@@ -109,6 +120,9 @@ func writeStaticMemory(b *strings.Builder, r *static.Report) {
 	fmt.Fprintf(tw, "  device total (nvidia-smi)\t%s\t\t\n", units.Bytes(s.DeviceTotalBytes))
 	tw.Flush()
 	b.WriteString("\n" + staticReservedLine(r) + "\n")
+	if line := staticAccumulationLine(r); line != "" {
+		b.WriteString(line + "\n")
+	}
 	if r.LoRA != nil {
 		b.WriteString(staticLoRALine(r.LoRA) + "\n")
 	}
@@ -243,6 +257,9 @@ func WriteStaticMarkdown(w io.Writer, r *static.Report) error {
 		fmt.Fprintf(&b, "| %s | %s (%s) |\n", kv.k, commas(kv.v), units.Bytes(kv.v))
 	}
 	fmt.Fprintf(&b, "| peak_stage | %s |\n| reserved_source | %s |\n\n", s.PeakStage, s.ReservedSource)
+	if line := staticAccumulationLine(r); line != "" {
+		b.WriteString(line + "\n\n")
+	}
 	writeStaticMarkdownExtras(&b, r)
 	if len(r.Stages) > 1 {
 		b.WriteString("## Pipeline stages\n\n| stage | params | weights | grads | optimizer | activations | peak allocated | at | reserved | device |\n|---|---|---|---|---|---|---|---|---|---|\n")

@@ -66,6 +66,13 @@ type Finding struct {
 	SavedBytes int64 `json:"saved_at_peak_bytes,omitempty" msgpack:"saved_at_peak_bytes,omitempty"`
 }
 
+// OnDevice names f's device at the head of its evidence: a snapshot of several devices judges each one alone, and
+// two findings of one kind would otherwise read alike (the wire form omits device 0).
+func OnDevice(f Finding) Finding {
+	f.Evidence = "device " + strconv.Itoa(f.Device) + ": " + f.Evidence
+	return f
+}
+
 // Rank orders findings as a reader acts on them, in place and stably: critical ones first (a run that failed is
 // explained before anything else), then by the bytes their change would save at the peak, largest first; the
 // rest keep their order.

@@ -28,33 +28,49 @@ type Replayed struct {
 }
 
 // Detect runs every detector over in, in a fixed order: OOM, leak, fragmentation, cache overhead, idle cache, loss
-// and logits.
+// and logits. With more than one device, each finding names its device in its evidence.
 func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
 	out := []findings.Finding{}
 	for _, d := range in.Devices {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		out = append(out, OOMs(in.Snapshot, d)...)
-		if f, ok := Leak(d); ok {
-			out = append(out, f)
-		}
-		frag, ok, err := Fragmentation(ctx, in.Snapshot, d, in.Model)
+		fs, err := detectDevice(ctx, in, d)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			out = append(out, frag)
-		}
-		if f, ok := CacheOverhead(d, ok); ok {
+		for _, f := range fs {
+			if len(in.Devices) > 1 {
+				f = findings.OnDevice(f)
+			}
 			out = append(out, f)
 		}
-		if f, ok := IdleCache(in.Snapshot, d); ok {
-			out = append(out, f)
-		}
-		if f, ok := LossLogits(d); ok {
-			out = append(out, f)
-		}
+	}
+	return out, nil
+}
+
+// detectDevice runs every detector over device d of in.
+func detectDevice(ctx context.Context, in *Input, d *Device) ([]findings.Finding, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []findings.Finding
+	out = append(out, OOMs(in.Snapshot, d)...)
+	if f, ok := Leak(d); ok {
+		out = append(out, f)
+	}
+	frag, ok, err := Fragmentation(ctx, in.Snapshot, d, in.Model)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		out = append(out, frag)
+	}
+	if f, ok := CacheOverhead(d, ok); ok {
+		out = append(out, f)
+	}
+	if f, ok := IdleCache(in.Snapshot, d); ok {
+		out = append(out, f)
+	}
+	if f, ok := LossLogits(d); ok {
+		out = append(out, f)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package detect_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -354,5 +355,43 @@ func TestOOMLayersFromStructure(t *testing.T) {
 	in, got = runDetect(t, c)
 	if x := detect.ExplainOOM(in.Devices[0], got["oom"].Event); x.Layers != 0 || x.PerLayerBytes != 0 || strings.Contains(got["oom"].Evidence, "layers had passed") {
 		t.Errorf("a one-tensor model extrapolated: %+v", x)
+	}
+}
+
+// TestFindingsNameTheirDevice: on a snapshot of two devices that leak alike, each device's leak names its device
+// in its evidence; a single device's findings do not.
+func TestFindingsNameTheirDevice(t *testing.T) {
+	c := healthy
+	c.Keep = true
+	c.LogitsBytes = 512 * mib
+	s, other := c.Build(), c.Build()
+	for i := range other.Segments {
+		other.Segments[i].Device = 1
+		s.Segments = append(s.Segments, other.Segments[i])
+	}
+	for _, a := range other.ExternalAnnotations {
+		a.Device = 1
+		s.ExternalAnnotations = append(s.ExternalAnnotations, a)
+	}
+	s.DeviceTraces = append(s.DeviceTraces, other.DeviceTraces[0])
+	fs, err := detect.Detect(context.Background(), prepare(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaks []string
+	for _, f := range fs {
+		if f.ID == findings.Leak {
+			leaks = append(leaks, f.Evidence)
+			if want := "device " + strconv.Itoa(f.Device) + ": "; !strings.HasPrefix(f.Evidence, want) {
+				t.Errorf("the leak of device %d does not begin %q: %s", f.Device, want, f.Evidence)
+			}
+		}
+	}
+	if len(leaks) != 2 || leaks[0] == leaks[1] {
+		t.Errorf("want two leaks that read apart, got %q", leaks)
+	}
+	_, one := runDetect(t, c)
+	if ev := one[findings.Leak].Evidence; strings.HasPrefix(ev, "device ") {
+		t.Errorf("a single device's leak names its device: %s", ev)
 	}
 }

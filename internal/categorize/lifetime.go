@@ -56,9 +56,29 @@ var lifecycleCategories = map[string]bool{
 	Gradient: true, OptimizerState: true, Parameters: true, Autograd: true, Temporary: true, Unknown: true,
 }
 
-// lifetimeVerdict applies the lifetime rules: the category and component the lifetime implies, and the rule name
-// (LifeInconclusive when it implies nothing).
-func lifetimeVerdict(a *Attribution, life Life, tl *phases.Timeline) (string, components.Component, string) {
+// LifeClass is all the lifetime rules read of one allocation's lifetime on a timeline: the phases of its alloc
+// and free and how the iterations of the two relate. Allocations of one stack and one class get the same
+// attribution, so a trace of millions of blocks is attributed once per (stack, class).
+type LifeClass struct {
+	// Timeline is false when no phases are known (no lifetime rule applies).
+	Timeline bool
+	// Alloc and Free are the phases of the alloc and of the free (None when alive at the end).
+	Alloc, Free phases.Phase
+	// AliveAtEnd: still live at the end of the trace, or freed by an out-of-memory error's unwinding.
+	AliveAtEnd bool
+	// SameIteration: freed in the iteration it was allocated in (or both outside every iteration).
+	SameIteration bool
+	// FreedLater: freed in a later iteration than it was allocated in, or alive at the end.
+	FreedLater bool
+	// NoBackward: allocated in a forward whose iteration has no backward, and alive at the end.
+	NoBackward bool
+}
+
+// ClassifyLife returns the class of life on tl (nil: no phases known).
+func ClassifyLife(life Life, tl *phases.Timeline) LifeClass {
+	if tl == nil {
+		return LifeClass{}
+	}
 	n := len(tl.Iterations)
 	// What is freed after an out-of-memory error is freed by the exception unwinding: it was live when the step
 	// failed, which is all its lifetime says.
@@ -68,34 +88,39 @@ func lifetimeVerdict(a *Attribution, life Life, tl *phases.Timeline) (string, co
 	if !aliveAtEnd {
 		fi, fp = tl.At(life.End)
 	}
-	a.AllocPhase = ap
-	sameIter := fi == ai && !aliveAtEnd
-	switch ap {
+	return LifeClass{Timeline: true, Alloc: ap, Free: fp, AliveAtEnd: aliveAtEnd, SameIteration: fi == ai && !aliveAtEnd,
+		FreedLater: fi > ai, NoBackward: ap == phases.Forward && aliveAtEnd && ai >= 0 && tl.Iterations[ai].Backward.Empty()}
+}
+
+// lifetimeVerdict applies the lifetime rules: the category and component the lifetime implies, and the rule name
+// (LifeInconclusive when it implies nothing).
+func lifetimeVerdict(c LifeClass) (string, components.Component, string) {
+	switch c.Alloc {
 	case phases.Setup:
-		if aliveAtEnd {
+		if c.AliveAtEnd {
 			return Parameters, components.Weights, LifeSetupKept
 		}
 	case phases.Forward:
 		switch {
-		case sameIter && fp == phases.Backward:
+		case c.SameIteration && c.Free == phases.Backward:
 			return Activation, components.Activations, LifeSavedForBackward
-		case sameIter && fp == phases.Forward:
+		case c.SameIteration && c.Free == phases.Forward:
 			return Temporary, components.Temporaries, LifeForwardTransient
-		case aliveAtEnd && tl.Iterations[ai].Backward.Empty():
+		case c.NoBackward:
 			return Activation, components.Activations, LifeForwardKept
 		}
 	case phases.Backward:
 		switch {
-		case sameIter && fp == phases.Backward:
+		case c.SameIteration && c.Free == phases.Backward:
 			return Temporary, components.Temporaries, LifeBackwardTransient
-		case sameIter && fp == phases.Optimizer, fi > ai:
+		case c.SameIteration && c.Free == phases.Optimizer, c.FreedLater:
 			return Gradient, components.Gradients, LifeKeptAfterBackward
 		}
 	case phases.Optimizer:
-		if sameIter && fp == phases.Optimizer {
+		if c.SameIteration && c.Free == phases.Optimizer {
 			return Temporary, components.Temporaries, LifeOptimizerTransient
 		}
-		if fi > ai {
+		if c.FreedLater {
 			return OptimizerState, components.OptimizerStates, LifeOptimizerKept
 		}
 	}
@@ -135,15 +160,21 @@ var weakLifetime = map[string]bool{LifeSetupKept: true, LifeForwardKept: true}
 //   - otherwise the stack keeps the category, and the lifetime still gives the component, except where the stack
 //     names a role (lifecycle categories, the KV cache) and the lifetime is weak.
 func Attribute(d Decision, life Life, tl *phases.Timeline) Attribution {
+	return AttributeClass(d, ClassifyLife(life, tl))
+}
+
+// AttributeClass is Attribute for a lifetime already classified (ClassifyLife).
+func AttributeClass(d Decision, c LifeClass) Attribution {
 	a := Attribution{Category: d.Category, Component: CategoryComponent(d.Category), DecidedBy: DecidedByStack, Rule: d.Rule,
 		Site: d.Site}
 	if d.Category == Unknown {
 		a.DecidedBy = ""
 	}
-	if tl == nil {
+	if !c.Timeline {
 		return a
 	}
-	cat, comp, rule := lifetimeVerdict(&a, life, tl)
+	a.AllocPhase = c.Alloc
+	cat, comp, rule := lifetimeVerdict(c)
 	a.Lifetime = rule
 	weak := weakLifetime[rule]
 	switch {

@@ -101,8 +101,8 @@ type cacheState struct {
 }
 
 // usedAt groups the blocks live after event j by the segment (index into segs) that holds them.
-func (d *Device) usedAt(segs []segment, j int) map[int][]*Block {
-	used := map[int][]*Block{}
+func (d *Device) usedAt(segs []segment, j int) map[int][]Block {
+	used := map[int][]Block{}
 	for _, b := range d.live(j) {
 		if k := segmentOf(segs, b.Addr, j); k >= 0 {
 			used[k] = append(used[k], b)
@@ -117,7 +117,7 @@ func (d *Device) cacheAt(segs []segment, j int) cacheState {
 }
 
 // cacheOf is cacheAt from the live blocks already grouped by usedAt(segs, j); it sorts each group by address.
-func cacheOf(segs []segment, j int, used map[int][]*Block) cacheState {
+func cacheOf(segs []segment, j int, used map[int][]Block) cacheState {
 	var cs cacheState
 	for k := range segs {
 		sg := &segs[k]
@@ -127,7 +127,7 @@ func cacheOf(segs []segment, j int, used map[int][]*Block) cacheState {
 		cs.segments++
 		cs.reserved += sg.size
 		blocks := used[k]
-		slices.SortFunc(blocks, func(a, b *Block) int {
+		slices.SortFunc(blocks, func(a, b Block) int {
 			if a.Addr < b.Addr {
 				return -1
 			}
@@ -172,7 +172,7 @@ func cacheOf(segs []segment, j int, used map[int][]*Block) cacheState {
 
 // pinnedBy sums, by category, the live blocks (grouped by usedAt) that sit in segments also holding at least
 // smallSegment free: the allocations that keep the cache's free memory in pieces.
-func pinnedBy(segs []segment, used map[int][]*Block) []findings.Share {
+func pinnedBy(segs []segment, used map[int][]Block) []findings.Share {
 	out := map[string]*findings.Share{}
 	for k, blocks := range used {
 		var inUse int64

@@ -93,9 +93,10 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 				return nil, err
 			}
 			atEnd := map[uint64]*replay.Lifetime{}
-			for i := range r.Lifetimes {
-				if l := &r.Lifetimes[i]; l.End == len(tr) {
-					atEnd[l.Addr] = l
+			for i := range r.Elements {
+				if int(r.Elements[i].End) == len(tr) {
+					l := r.Lifetime(i)
+					atEnd[l.Addr] = &l
 				}
 			}
 			for i := range out {

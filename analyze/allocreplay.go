@@ -104,7 +104,10 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 // main device's replay for the report, overlays the what-if on the timeline and warns where the model and the
 // recording part.
 func (a *analysis) allocatorReplay() error {
-	reps := a.allocReps
+	reps, err := a.allocatorReplays()
+	if err != nil {
+		return err
+	}
 	if len(reps) == 0 {
 		return nil
 	}

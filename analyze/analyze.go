@@ -109,8 +109,9 @@ type analysis struct {
 	// the trace held enough history for them to replace the dump-time cache checks.
 	findings     []findings.Finding
 	judgedAtPeak bool
-	// allocReps are the caching-allocator replays of every device trace (nil when skipped).
-	allocReps []report.AllocatorReplay
+	// allocRun is the caching-allocator replays of every device trace, running alongside the rest (nil when
+	// skipped); allocatorReplays waits for them.
+	allocRun *pendingReplays
 	// endCategory is the category the trace replay gave each allocation still live at the end, by device and
 	// address, so that the views at the dump agree with those at the peak where a lifetime decided (the
 	// weights a module's __init__ allocated are Parameters/Weights in both, not Unknown at the dump).
@@ -167,6 +168,11 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 	steps := []func() error{a.checkSizes, a.totals, a.histograms, a.fragmentation, a.replayAllocatorModel, a.replayAll, a.liveBlocks, a.allocatorReplay}
 	for _, step := range steps {
 		if err := step(); err != nil {
+			// The allocator replays run alongside the later steps: none outlives the call, and their error
+			// comes first, as when they ran before the trace replay.
+			if _, rerr := a.allocatorReplays(); rerr != nil {
+				return nil, rerr
+			}
 			return nil, err
 		}
 	}

@@ -213,10 +213,15 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if helped || err != nil {
 		return err
 	}
-	run, files, total, err := analyzeInputs(ctx, inputs, flags, stderr)
+	var mem memoryGovernor
+	defer mem.stop()
+	run, files, total, err := analyzeInputs(ctx, inputs, flags, &mem, stderr)
 	if err != nil {
 		return err
 	}
+	// The decoded inputs are garbage now, and the limit has let the heap grow near its bound: collect them before
+	// rendering allocates on top (a cheap cycle, since little is still live).
+	runtime.GC()
 	if flags.summaryOnly {
 		return writeRankSummaries(run, run.Failures, total, flags, stdout, stderr)
 	}
@@ -269,7 +274,7 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 // analyzeInputs finds the inputs, analyzes them and gathers the run (package pipeline): the reports of the
 // inputs that could be analyzed and the failures of the others, with progress and failures on stderr. total counts
 // the inputs, with the arguments that yielded none.
-func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
+func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, mem *memoryGovernor, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
 	var bar *progressbar.ProgressBar
 	defer func() {
 		if bar != nil {
@@ -284,7 +289,7 @@ func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, st
 		Options: flags.opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Bare: flags.summaryOnly, Tool: "memscan " + version,
 		Events: pipeline.Events{
 			Start: func(files []string) {
-				applyMemoryLimit(files, flags.jobs)
+				mem.start(files, flags.jobs)
 				bar = newProgress(len(files), flags, stderr)
 			},
 			Failure: func(err error) {

@@ -43,6 +43,13 @@ type Recording struct {
 	initial    []seedSegment
 	// ignore holds ids whose frees are expected not to find a block (allocations the start state could not place).
 	ignore map[uint64]bool
+	// slot gives each alloc and free event the index of its address among the trace's distinct addresses (−1 for
+	// the other events), and addrs lists the addresses by slot. A replay keeps its live blocks in a table indexed
+	// by slot: the addresses are hashed once here, not once per replay and event.
+	slot  []int32
+	addrs []uint64
+	// ignoreSlots are the slots of ignore's ids that the trace frees.
+	ignoreSlots []int32
 }
 
 // Issue is one thing a trace or its replay could not explain. Index is the trace event, −1 for the trace as a whole.
@@ -107,7 +114,43 @@ func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
 	}
 	r.rebuildStart(opt)
 	r.scan(opt)
+	r.assignSlots()
 	return r
+}
+
+// assignSlots numbers the addresses the trace allocates and frees (see Recording.slot), and gives the start state's
+// live blocks and the ignored ids theirs (−1 for an address the trace never names).
+func (r *Recording) assignSlots() {
+	r.slot = make([]int32, len(r.Trace))
+	of := map[uint64]int32{}
+	for i := range r.Trace {
+		e := &r.Trace[i]
+		if e.Action != snapshot.ActionAlloc && e.Action != r.freeAction {
+			r.slot[i] = -1
+			continue
+		}
+		k, ok := of[e.Addr]
+		if !ok {
+			k = int32(len(r.addrs))
+			of[e.Addr] = k
+			r.addrs = append(r.addrs, e.Addr)
+		}
+		r.slot[i] = k
+	}
+	for i := range r.initial {
+		for j := range r.initial[i].live {
+			b := &r.initial[i].live[j]
+			b.slot = -1
+			if k, ok := of[b.id]; ok {
+				b.slot = k
+			}
+		}
+	}
+	for id := range r.ignore {
+		if k, ok := of[id]; ok {
+			r.ignoreSlots = append(r.ignoreSlots, k)
+		}
+	}
 }
 
 // netSegmentBytes is what the trace's segment events add to reserved.

@@ -209,24 +209,35 @@ func (d *Device) categorise(cs []cudaMalloc) {
 	}
 }
 
-// fragmentMaxExamined bounds the cudaMallocs whose cache is rebuilt (each rebuild reads every block): the last ones
-// before the maximum are those that set it.
-const fragmentMaxExamined = 16
+// fragmentMaxExamined bounds the fragmenting cudaMallocs found: the last ones before the maximum are those that set
+// it. fragmentMaxRebuilt bounds the cudaMallocs whose cache is rebuilt to find them (each rebuild reads every
+// block): a trace whose cache keeps large free ranges while it grows (a leak) has thousands of cudaMallocs that
+// fragmentation did not cause, and reading every block for each of them made the detector quadratic. The real
+// traces at hand rebuild at most 17.
+const (
+	fragmentMaxExamined = 16
+	fragmentMaxRebuilt  = 4 * fragmentMaxExamined
+)
 
 // fragmentingMallocs are the last large-pool cudaMallocs up to event last (at most fragmentMaxExamined, oldest
-// first) made while the cache already held at least the request free, but in no range large enough: the segments
-// fragmentation cost.
+// first, among the last fragmentMaxRebuilt that found the cache holding the request) made while the cache already
+// held at least the request free, but in no range large enough: the segments fragmentation cost.
 func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
 	var out []cudaMalloc
-	for j := min(last, len(d.Trace)-1); j >= 0 && len(out) < fragmentMaxExamined; j-- {
+	var sweep *cacheSweep
+	rebuilt := 0
+	for j := min(last, len(d.Trace)-1); j >= 0 && len(out) < fragmentMaxExamined && rebuilt < fragmentMaxRebuilt; j-- {
 		c, ok := d.cudaMallocAt(j)
 		if !ok || c.Pool != "large" || c.Request <= 0 || c.FreeBefore < c.Request {
 			continue
 		}
-		used := d.usedAt(segs, j-1)
-		if before := cacheOf(segs, j-1, used); before.largestFree < c.Request {
-			c.LargestBefore, c.KnownLargest = before.largestFree, true
-			c.Pinned = pinnedBy(segs, used)
+		rebuilt++
+		if sweep == nil {
+			sweep = newCacheSweep(d, segs)
+		}
+		if largest := sweep.largestFreeAfter(j - 1); largest < c.Request {
+			c.LargestBefore, c.KnownLargest = largest, true
+			c.Pinned = d.pinnedBy(segs, sweep.used())
 			out = append(out, c)
 		}
 	}
@@ -250,10 +261,10 @@ func IdleCache(s *snapshot.Snapshot, d *Device) (findings.Finding, bool) {
 		lastUse[i] = segs[i].start
 	}
 	n := len(d.Trace)
+	_, seg := d.blockPlaces(segs)
 	for i := range d.Elements {
-		el := &d.Elements[i]
-		if k := segmentOf(segs, d.Addr(i), max(int(el.Start), 0)); k >= 0 {
-			lastUse[k] = max(lastUse[k], min(int(el.End), n))
+		if k := seg[i]; k >= 0 {
+			lastUse[k] = max(lastUse[k], min(int(d.Elements[i].End), n))
 		}
 	}
 	var idle int64

@@ -37,6 +37,10 @@ type Device struct {
 	// leakSites memoizes Leaks: the report lists every growing site and the finding names the first.
 	leakSites []findings.LeakSite
 	leaksDone bool
+	// segs memoizes segments; addrs and seg blockPlaces.
+	segs  []segment
+	addrs []uint64
+	seg   []int32
 }
 
 // Input is everything the detectors read about one snapshot.

@@ -41,6 +41,10 @@ type Options struct {
 	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
 	// load.DefaultMaxInputSize.
 	MaxInputSize int64
+	// SummaryOnly computes, for a snapshot, only what a rank summary reads (see summarySteps): the totals, the
+	// devices, each trace's peak, its out-of-memory events and the categories of the live blocks. The report's
+	// other parts stay empty, so it is for summaries only (memscan analyze --summary-only).
+	SummaryOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -166,6 +170,9 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 	}
 	// liveBlocks follows replayAll, whose lifetimes decide the categories of stackless blocks.
 	steps := []func() error{a.checkSizes, a.totals, a.histograms, a.fragmentation, a.replayAllocatorModel, a.replayAll, a.liveBlocks, a.allocatorReplay}
+	if opts.SummaryOnly {
+		steps = a.summarySteps()
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			// The allocator replays run alongside the later steps: none outlives the call, and their error

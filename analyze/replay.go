@@ -67,14 +67,7 @@ func (a *analysis) replayAll() error {
 	a.countActions()
 	var best *report.Peak
 	var devices []*detect.Device
-	for dev, trace := range a.snap.DeviceTraces {
-		if len(trace) == 0 {
-			continue
-		}
-		t, err := replay.Run(a.ctx, a.snap, dev, a.warns.add)
-		if err != nil {
-			return err
-		}
+	err := a.eachTrace(func(dev int, t *replay.Trace) {
 		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}, byStack: map[*snapshot.Stack][2]int{}}
 		r.ooms()
 		r.classifyAll()
@@ -102,6 +95,9 @@ func (a *analysis) replayAll() error {
 				o.Explained = &x
 			}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	if best != nil {
 		p := *best
@@ -117,6 +113,21 @@ func (a *analysis) replayAll() error {
 		return err
 	}
 	a.findings, a.judgedAtPeak = fs, history
+	return nil
+}
+
+// eachTrace replays every non-empty device trace (package replay) and hands it to f with its device.
+func (a *analysis) eachTrace(f func(dev int, t *replay.Trace)) error {
+	for dev, trace := range a.snap.DeviceTraces {
+		if len(trace) == 0 {
+			continue
+		}
+		t, err := replay.Run(a.ctx, a.snap, dev, a.warns.add)
+		if err != nil {
+			return err
+		}
+		f(dev, t)
+	}
 	return nil
 }
 

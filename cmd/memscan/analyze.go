@@ -215,6 +215,9 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var mem memoryGovernor
 	defer mem.stop()
+	if flags.summaryOnly {
+		return summarizeInputs(ctx, inputs, flags, &mem, stdout, stderr)
+	}
 	run, files, total, err := analyzeInputs(ctx, inputs, flags, &mem, stderr)
 	if err != nil {
 		return err
@@ -222,9 +225,6 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// The decoded inputs are garbage now, and the limit has let the heap grow near its bound: collect them before
 	// rendering allocates on top (a cheap cycle, since little is still live).
 	runtime.GC()
-	if flags.summaryOnly {
-		return writeRankSummaries(run, run.Failures, total, flags, stdout, stderr)
-	}
 	dir, err := writeAnalyzeRun(ctx, run, files, flags, stderr)
 	if err != nil {
 		return err
@@ -256,8 +256,8 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 	if opts.Allocator, err = allocatorOptions(flags); err != nil {
 		return opts, nil, err
 	}
-	// Rank summaries carry no allocator replay; thousands of ranks need not pay for it.
-	opts.Allocator.Skip = flags.summaryOnly
+	// Rank summaries carry only totals, the peak, OOMs and categories; thousands of ranks need not pay for more.
+	opts.SummaryOnly = flags.summaryOnly
 	if opts.Rules, err = c.loadRules(flags.rules); err != nil {
 		return opts, nil, err
 	}
@@ -275,27 +275,38 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 // inputs that could be analyzed and the failures of the others, with progress and failures on stderr. total counts
 // the inputs, with the arguments that yielded none.
 func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, mem *memoryGovernor, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
+	req, _, finish := pipelineRequest(inputs, flags, mem, stderr)
+	defer finish()
+	res, err := pipeline.Analyze(ctx, req)
+	if err != nil {
+		return nil, nil, 0, pipelineError(ctx, err)
+	}
+	return res.Run, res.Files, res.Total, nil
+}
+
+// pipelineRequest is the pipeline request of memscan analyze: the inputs and options from the flags, and events that
+// start the memory governor and drive the progress bar and the failure lines on stderr. clearBar takes the bar off the
+// terminal before a line is printed between events; finish ends it.
+func pipelineRequest(inputs []string, flags *analyzeFlags, mem *memoryGovernor, stderr io.Writer) (req pipeline.Request, clearBar, finish func()) {
 	var bar *progressbar.ProgressBar
-	defer func() {
+	clearBar = func() {
 		if bar != nil {
-			bar.Finish()
+			bar.Clear()
 		}
-	}()
+	}
 	rank := -1
 	if flags.rankSet {
 		rank = flags.rank
 	}
-	res, err := pipeline.Analyze(ctx, pipeline.Request{Inputs: inputs, Discover: load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir},
-		Options: flags.opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Bare: flags.summaryOnly, Tool: "memscan " + version,
+	req = pipeline.Request{Inputs: inputs, Discover: load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir},
+		Options: flags.opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Tool: "memscan " + version,
 		Events: pipeline.Events{
 			Start: func(files []string) {
 				mem.start(files, flags.jobs)
 				bar = newProgress(len(files), flags, stderr)
 			},
 			Failure: func(err error) {
-				if bar != nil {
-					bar.Clear()
-				}
+				clearBar()
 				fmt.Fprintf(stderr, "memscan: %v\n", err)
 			},
 			Done: func() {
@@ -304,20 +315,28 @@ func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, me
 				}
 			},
 			Warning: func(err error) { fmt.Fprintf(stderr, "memscan: warning: %v\n", err) },
-		}})
+		}}
+	return req, clearBar, func() {
+		if bar != nil {
+			bar.Finish()
+		}
+	}
+}
+
+// pipelineError maps an error of package pipeline to the command's: a usage error for --rank with several inputs,
+// exit status 2 when nothing could be analyzed.
+func pipelineError(ctx context.Context, err error) error {
 	var rankErr *pipeline.RankError
 	var noneErr *pipeline.NothingAnalyzedError
 	switch {
 	case errors.As(err, &rankErr):
-		return nil, nil, 0, usageErrorf("analyze: --rank applies to a single input, but %d were found", rankErr.Found)
+		return usageErrorf("analyze: --rank applies to a single input, but %d were found", rankErr.Found)
 	case errors.As(err, &noneErr):
-		return nil, nil, 0, &exitError{code: exitFailed, err: fmt.Errorf("analyze: %w", noneErr)}
-	case err != nil && ctx.Err() != nil:
-		return nil, nil, 0, fmt.Errorf("analyze: interrupted: %w", ctx.Err())
-	case err != nil:
-		return nil, nil, 0, fmt.Errorf("analyze: %w", err)
+		return &exitError{code: exitFailed, err: fmt.Errorf("analyze: %w", noneErr)}
+	case ctx.Err() != nil:
+		return fmt.Errorf("analyze: interrupted: %w", ctx.Err())
 	}
-	return res.Run, res.Files, res.Total, nil
+	return fmt.Errorf("analyze: %w", err)
 }
 
 // writeAnalyzeRun writes the run directory (named by --name or from the inputs) and points latest at it; chart
@@ -388,36 +407,49 @@ func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.Prog
 // summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.
 const summarySuffix = results.SummarySuffix
 
-// writeRankSummaries is the --summary-only path: one compact merge.RankSummary per input, written beside the
-// input (or into --out), so that each rank can be summarized where its snapshot lives and merged anywhere.
-func writeRankSummaries(run *report.Run, failures []report.Failure, total int, flags *analyzeFlags, stdout, stderr io.Writer) error {
+// summarizeInputs is the --summary-only path: one compact merge.RankSummary per input, written beside the input (or
+// into --out) as soon as its analysis ends, so that each rank can be summarized where its snapshot lives and merged
+// anywhere, a batch interrupted midway keeps what it finished, and no more than --jobs reports are held at once.
+func summarizeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, mem *memoryGovernor, stdout, stderr io.Writer) error {
 	if flags.summaryDir != "" {
 		if err := os.MkdirAll(flags.summaryDir, 0o755); err != nil {
 			return fmt.Errorf("analyze: --out: %w", err)
 		}
 	}
-	for _, r := range run.Inputs {
-		path := r.File + summarySuffix
-		if flags.summaryDir != "" {
-			// Inputs from several folders may share a base name (rank0_memory_snapshot.pickle in every
-			// iteration_N), so the name also carries what the directories say about rank and iteration.
-			path = filepath.Join(flags.summaryDir, results.SummaryName(r.File))
-		}
-		s := merge.Summarize(r)
-		if err := results.WriteFile(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
-			return fmt.Errorf("analyze: %w", err) // WriteFile's error names the path
-		}
-		if !flags.quiet {
-			rank := "-" // the path names no rank
-			if r.Rank >= 0 {
-				rank = strconv.Itoa(r.Rank)
-			}
-			fmt.Fprintf(stdout, "%s: rank %s, %s\n", r.File, rank, summaryMeasures(r, s))
-			fmt.Fprintf(stderr, "wrote %s\n", path)
-		}
+	req, clearBar, finish := pipelineRequest(inputs, flags, mem, stderr)
+	res, err := pipeline.Stream(ctx, req, func(r *report.Report) error {
+		clearBar()
+		return writeRankSummary(r, flags, stdout, stderr)
+	})
+	finish()
+	if err != nil {
+		return pipelineError(ctx, err)
 	}
-	if len(failures) > 0 {
-		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed", len(failures), total)}
+	if len(res.Failures) > 0 {
+		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed", len(res.Failures), res.Total)}
+	}
+	return nil
+}
+
+// writeRankSummary writes the rank summary of one report and says so.
+func writeRankSummary(r *report.Report, flags *analyzeFlags, stdout, stderr io.Writer) error {
+	path := r.File + summarySuffix
+	if flags.summaryDir != "" {
+		// Inputs from several folders may share a base name (rank0_memory_snapshot.pickle in every
+		// iteration_N), so the name also carries what the directories say about rank and iteration.
+		path = filepath.Join(flags.summaryDir, results.SummaryName(r.File))
+	}
+	s := merge.Summarize(r)
+	if err := results.WriteFile(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
+		return err // WriteFile's error names the path
+	}
+	if !flags.quiet {
+		rank := "-" // the path names no rank
+		if r.Rank >= 0 {
+			rank = strconv.Itoa(r.Rank)
+		}
+		fmt.Fprintf(stdout, "%s: rank %s, %s\n", r.File, rank, summaryMeasures(r, s))
+		fmt.Fprintf(stderr, "wrote %s\n", path)
 	}
 	return nil
 }

@@ -87,6 +87,9 @@ func nextMemoryLimit(limit, live int64) int64 {
 type memoryGovernor struct {
 	done chan struct{}
 	wg   sync.WaitGroup
+	// prevLimit and prevPercent are the settings before start, which stop restores (prevPercent −2: not set).
+	prevLimit   int64
+	prevPercent int
 }
 
 // governorPoll is how often the governor reads the live heap (a read costs about a microsecond).
@@ -99,9 +102,9 @@ func (g *memoryGovernor) start(files []string, jobs int) {
 	if !ok {
 		return
 	}
-	debug.SetMemoryLimit(limit)
+	g.prevLimit, g.prevPercent = debug.SetMemoryLimit(limit), -2
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
+		g.prevPercent = debug.SetGCPercent(gcPercent)
 	}
 	g.done = make(chan struct{})
 	g.wg.Go(func() {
@@ -126,11 +129,16 @@ func (g *memoryGovernor) start(files []string, jobs int) {
 	})
 }
 
-// stop ends the watch; the limit stays as last set.
+// stop ends the watch and restores the settings start found (the tests run many commands in one process).
 func (g *memoryGovernor) stop() {
-	if g.done != nil {
-		close(g.done)
-		g.wg.Wait()
-		g.done = nil
+	if g.done == nil {
+		return
+	}
+	close(g.done)
+	g.wg.Wait()
+	g.done = nil
+	debug.SetMemoryLimit(g.prevLimit)
+	if g.prevPercent != -2 {
+		debug.SetGCPercent(g.prevPercent)
 	}
 }

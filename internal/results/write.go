@@ -34,45 +34,65 @@ type Written struct {
 	ChartErr error
 }
 
-// Write renders run into dir (normally a fresh directory from NewRunDir): the charts first, so README.md can
-// embed exactly the ones that exist, then analysis_report.txt, README.md, summary.json and report.msgpack.
+// Write renders run into dir (normally a fresh directory from NewRunDir): analysis_report.txt, summary.json and
+// report.msgpack while the charts are drawn, then README.md and index.html, which embed exactly the charts that
+// exist. Files lists the charts first, then analysis_report.txt, README.md, summary.json, report.msgpack and
+// index.html.
 func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) (*Written, error) {
 	out := &Written{}
-	if opts.Plots {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drawn := make(chan error, 1)
+	go func() {
+		if !opts.Plots {
+			drawn <- nil
+			return
+		}
 		set, err := WritePlots(ctx, dir, run, opts.Jobs)
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return out, ctxErr
+			drawn <- ctxErr
+			return
 		}
 		out.Charts, out.ChartErr = set, err
-		for _, fs := range set.Inputs {
-			for _, f := range fs {
-				out.Files = append(out.Files, f.Path)
-			}
-		}
-		for _, f := range set.Cross {
-			out.Files = append(out.Files, f.Path)
-		}
-	}
-	steps := []struct {
+		drawn <- nil
+	}()
+	text := []struct {
 		name  string
 		write func(io.Writer) error
 	}{
 		{FileTextReport, func(w io.Writer) error { return WriteText(w, run, TextOptions{Top: opts.Top}) }},
-		{FileReadme, func(w io.Writer) error {
-			return WriteMarkdown(w, run, MarkdownOptions{InputPlots: out.Charts.Inputs, CrossPlots: out.Charts.Cross})
-		}},
 		{FileSummary, func(w io.Writer) error { return WriteJSON(w, run) }},
 		{FileMsgpack, func(w io.Writer) error { return WriteMsgpack(w, run) }},
 	}
-	for _, s := range steps {
-		if err := ctx.Err(); err != nil {
+	for _, s := range text {
+		err := ctx.Err()
+		if err == nil {
+			err = WriteFile(filepath.Join(dir, s.name), s.write)
+		}
+		if err != nil {
+			cancel()
+			<-drawn
 			return out, err
 		}
-		if err := WriteFile(filepath.Join(dir, s.name), s.write); err != nil {
-			return out, err
-		}
-		out.Files = append(out.Files, s.name)
 	}
+	if err := <-drawn; err != nil {
+		return out, err
+	}
+	for _, fs := range out.Charts.Inputs {
+		for _, f := range fs {
+			out.Files = append(out.Files, f.Path)
+		}
+	}
+	for _, f := range out.Charts.Cross {
+		out.Files = append(out.Files, f.Path)
+	}
+	readme := func(w io.Writer) error {
+		return WriteMarkdown(w, run, MarkdownOptions{InputPlots: out.Charts.Inputs, CrossPlots: out.Charts.Cross})
+	}
+	if err := WriteFile(filepath.Join(dir, FileReadme), readme); err != nil {
+		return out, err
+	}
+	out.Files = append(out.Files, FileTextReport, FileReadme, FileSummary, FileMsgpack)
 	// The page embeds the charts, so it comes last.
 	if err := WriteHTML(dir, run); err != nil {
 		return out, err

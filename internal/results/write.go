@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/memscan/memscan/report"
 )
@@ -64,11 +65,19 @@ func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) 
 		{FileSummary, func(w io.Writer) error { return WriteJSON(w, run) }},
 		{FileMsgpack, func(w io.Writer) error { return WriteMsgpack(w, run) }},
 	}
-	for _, s := range text {
-		err := ctx.Err()
-		if err == nil {
-			err = WriteFile(filepath.Join(dir, s.name), s.write)
-		}
+	// The reports are independent too: each is written on its own (a long trace's summary.json alone takes a
+	// while), and the first error in their order is returned.
+	errs := make([]error, len(text))
+	var wg sync.WaitGroup
+	for i, s := range text {
+		wg.Go(func() {
+			if errs[i] = ctx.Err(); errs[i] == nil {
+				errs[i] = WriteFile(filepath.Join(dir, s.name), s.write)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
 			cancel()
 			<-drawn

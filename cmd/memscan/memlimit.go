@@ -96,14 +96,17 @@ type memoryGovernor struct {
 const governorPoll = 20 * time.Millisecond
 
 // start sets the limit for analyzing files with jobs at once (see memoryLimitFor) and starts watching the heap.
-// Without a limit (GOMEMLIMIT set, gzip input) it changes nothing; a GOGC the user set is kept.
+// Without a limit (GOMEMLIMIT set, gzip input) it changes nothing; a GOGC the user set is kept, and so is the
+// default for inputs under the limit's floor.
 func (g *memoryGovernor) start(files []string, jobs int) {
 	limit, ok := memoryLimitFor(files, jobs, os.Getenv)
 	if !ok {
 		return
 	}
 	g.prevLimit, g.prevPercent = debug.SetMemoryLimit(limit), -2
-	if os.Getenv("GOGC") == "" {
+	// Small inputs keep the default percentage: their heap is far below the floor of the limit, which would
+	// otherwise let it grow to the floor.
+	if os.Getenv("GOGC") == "" && limit > minMemoryLimit {
 		g.prevPercent = debug.SetGCPercent(gcPercent)
 	}
 	g.done = make(chan struct{})

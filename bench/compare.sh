@@ -31,19 +31,25 @@ mkdir -p "$WORK/bin" "$WORK/results"
 MEMSCAN="$WORK/bin/memscan"
 GEN="$WORK/bin/memscan-gen"
 
-# measure CMD... prints "seconds kilobytes" of one run.
+# measure CMD... prints "seconds kilobytes cpu-seconds" of one run (cpu: user + system).
 measure() {
 	/usr/bin/time -v $TASKSET "$@" >/dev/null 2>"$WORK/err" || true
-	local wall rss
+	local wall rss cpu
 	wall=$(grep -F 'Elapsed (wall clock)' "$WORK/err" | awk '{print $NF}')
 	rss=$(grep -F 'Maximum resident set size' "$WORK/err" | awk '{print $NF}')
+	cpu=$(awk -F: '/User time|System time/ {s += $2} END {print s}' "$WORK/err")
 	# h:mm:ss or m:ss.ss -> seconds
-	echo "$wall" | awk -F: -v rss="$rss" '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.3f %d\n", s, rss }'
+	echo "$wall" | awk -F: -v rss="$rss" -v cpu="$cpu" '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.3f %d %.3f\n", s, rss, cpu }'
 }
 
 # median FILE: the median of the first column of FILE and the largest second column, as "seconds kilobytes".
 median() {
 	sort -g "$1" | awk '{t[NR]=$1; if ($2 > r) r = $2} END {printf "%s %d\n", t[int((NR+1)/2)], r}'
+}
+
+# mediancpu FILE: the median of the third column (CPU seconds).
+mediancpu() {
+	awk '{print $3}' "$1" | sort -g | awk '{t[NR]=$1} END {print t[int((NR+1)/2)]}'
 }
 
 echo "machine: $(uname -m), $(nproc) CPUs${TASKSET:+ (pinned: $TASKSET)}, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -59,6 +65,7 @@ if section files; then
 		[ -f "$WORK/all_2dev.pickle" ] || $GEN --size 160MB --stacks all --devices 2 --expandable -o "$WORK/all_2dev.pickle" >/dev/null
 		files=("$WORK/py_shared.pickle" "$WORK/training.pickle" "$WORK/all_2dev.pickle")
 	fi
+	cpus=()
 	echo
 	printf '| %-18s | %4s | %-16s | %-16s | %-22s | %-26s | %-26s | %-26s |\n' file MB "python gc off" "python gc on" "memscan decode" "analyze --no-plots" "analyze (charts)" "analyze --summary-only"
 	printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' "--------------------" "------" "------------------" "------------------" "------------------------" "----------------------------" "----------------------------" "----------------------------"
@@ -82,7 +89,14 @@ if section files; then
 			"$(read -r t r < <(median "$WORK/m.pyon"); awk -v t="$t" -v r="$r" -v b="$bytes" 'BEGIN {printf "%.2fs %.1f×RSS", t, r*1024/b}')" \
 			"$(read -r t r < <(median "$WORK/m.dec"); awk -v t="$t" -v p="$po" 'BEGIN {printf "%.2fs %.2f×", t, t/p}')" \
 			"$(cell $(median "$WORK/m.np"))" "$(cell $(median "$WORK/m.pl"))" "$(cell $(median "$WORK/m.so"))"
+		# CPU time (user + system), which a shared machine's load distorts less than wall time.
+		cpus+=("$(printf '%s: python gc off %ss, gc on %ss; memscan decode %ss, --no-plots %ss, charts %ss, --summary-only %ss' "$(basename "$f")" \
+			"$(mediancpu "$WORK/m.pyoff")" "$(mediancpu "$WORK/m.pyon")" "$(mediancpu "$WORK/m.dec")" "$(mediancpu "$WORK/m.np")" \
+			"$(mediancpu "$WORK/m.pl")" "$(mediancpu "$WORK/m.so")")")
 	done
+	echo
+	echo "CPU seconds (user + system, medians):"
+	printf '  %s\n' "${cpus[@]}"
 fi
 
 if section growing; then
@@ -97,7 +111,8 @@ if section growing; then
 	read -r t1 r1 < <(median "$WORK/g.1")
 	read -r t4 r4 < <(median "$WORK/g.4")
 	awk -v a="$t1" -v b="$t4" -v ra="$r1" -v rb="$r4" -v fa="$(stat -c %s "$WORK/grow1m.pickle")" -v fb="$(stat -c %s "$WORK/grow4m.pickle")" \
-		'BEGIN {printf "growing trace (--grow 0.1), analyze --no-plots: 1 M events %.2fs (%.1f×RSS), 4 M events %.2fs (%.1f×RSS): %.2f× the time for 4× the events\n", a, ra*1024/fa, b, rb*1024/fb, b/a}'
+		-v ca="$(mediancpu "$WORK/g.1")" -v cb="$(mediancpu "$WORK/g.4")" \
+		'BEGIN {printf "growing trace (--grow 0.1), analyze --no-plots: 1 M events %.2fs (%.1f×RSS, %.2fs CPU), 4 M events %.2fs (%.1f×RSS, %.2fs CPU): %.2f× the time (%.2f× the CPU) for 4× the events\n", a, ra*1024/fa, ca, b, rb*1024/fb, cb, b/a, cb/ca}'
 fi
 
 if section ranks; then

@@ -157,6 +157,10 @@ type Allocator struct {
 	gcActive    bool
 	addressHint func(EventKind, int64) (uint64, bool)
 
+	// retries counts the requests that released every cached segment and tried again (PyTorch's
+	// num_alloc_retries): what a device at its capacity costs in synchronizations and cudaFrees.
+	retries int
+
 	small, large pool
 	private      map[PoolID]*privatePool
 	live         map[uint64]*block
@@ -226,6 +230,9 @@ func (a *Allocator) PeakReserved() int64 { return a.peak }
 
 // PeakFragmentation is what reserved memory consisted of right after the request that first reached the peak.
 func (a *Allocator) PeakFragmentation() Fragmentation { return a.peakFrag }
+
+// Retries is how many requests released every cached segment and tried again (num_alloc_retries).
+func (a *Allocator) Retries() int { return a.retries }
 
 // Segments is the number of segments (expandable ranges count once).
 func (a *Allocator) Segments() int { return a.segments }
@@ -351,6 +358,7 @@ func (a *Allocator) malloc(size int64, stream uint64, poolID PoolID) (*block, er
 		}
 		if b == nil {
 			a.releaseCached()
+			a.retries++
 			b = a.allocBlock(p, s, alloc, stream)
 		}
 		if b == nil {

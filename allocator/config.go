@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+
+	"github.com/memscan/memscan/internal/suggest"
 )
 
 // Byte sizes of the allocator's constants (see the package documentation for their roles).
@@ -134,6 +136,15 @@ func tokenize(s string) []string {
 
 func isPunct(t string) bool { return t == "," || t == ":" || t == "[" || t == "]" }
 
+// SettingNames lists every setting ParseConf accepts, those that change device memory first.
+func SettingNames() []string {
+	return []string{"expandable_segments", "max_split_size_mb", "roundup_power2_divisions", "garbage_collection_threshold",
+		"per_process_memory_fraction", "max_non_split_rounding_mb", "large_segment_size_mb", "backend",
+		"release_lock_on_cudamalloc", "pinned_use_cuda_host_register", "pinned_use_background_threads",
+		"graph_capture_record_stream_reuse", "pinned_use_hip_host_register", "release_lock_on_hipmalloc",
+		"pinned_num_register_threads", "pinned_reserve_segment_size_mb", "pinned_max_register_threads"}
+}
+
 func (c *Config) set(key, val string) error {
 	bad := func(msg string) error { return &SettingError{Setting: key, Value: val, Msg: msg} }
 	switch key {
@@ -192,7 +203,7 @@ func (c *Config) set(key, val string) error {
 		}
 		c.Inert = append(c.Inert, key+":"+val)
 	default:
-		return &SettingError{Setting: key, Msg: "unknown setting"}
+		return &SettingError{Setting: key, Msg: "unknown setting" + suggest.Hint(key, SettingNames(), suggest.Quoted)}
 	}
 	return nil
 }

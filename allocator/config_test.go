@@ -104,3 +104,32 @@ func FuzzParseConf(f *testing.F) {
 		}
 	})
 }
+
+// TestUnknownSettingSuggests: a mistyped setting gets the setting it was probably meant to be, and one far from
+// every setting gets none.
+func TestUnknownSettingSuggests(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"expandable_segment:True", `allocator setting "expandable_segment": unknown setting; did you mean "expandable_segments"?`},
+		{"expandable-segments:True", `allocator setting "expandable-segments": unknown setting; did you mean "expandable_segments"?`},
+		{"max_split_size:512", `allocator setting "max_split_size": unknown setting; did you mean "max_split_size_mb"?`},
+		{"garbage_colection_threshold:0.6", `allocator setting "garbage_colection_threshold": unknown setting; did you mean "garbage_collection_threshold"?`},
+		{"frobnicate:1", `allocator setting "frobnicate": unknown setting`},
+	}
+	for _, tc := range cases {
+		_, err := ParseConf(tc.in)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("ParseConf(%q) = %v, want %s", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestSettingNamesAccepted: every name the hints offer is one ParseConf knows, so a hint never leads to a second
+// "unknown setting".
+func TestSettingNamesAccepted(t *testing.T) {
+	for _, name := range SettingNames() {
+		_, err := ParseConf(name + ":x")
+		if err != nil && strings.Contains(err.Error(), "unknown setting") {
+			t.Errorf("%s is offered as a setting but ParseConf does not know it: %v", name, err)
+		}
+	}
+}

@@ -22,6 +22,12 @@ type Result struct {
 	PeakReserved int64
 	PeakIndex    int
 	PeakTimeUS   int64
+	// PeakAllocated is the highest block bytes allocated (each request rounded and, where the remainder was too
+	// small to split, its whole block): torch.cuda.max_memory_allocated's unit, over the replayed window.
+	PeakAllocated int64
+	// Allocated is the block bytes allocated after each event, when ReplayOptions.AllocatedSeries asked for it
+	// (torch.cuda.memory_allocated at every moment): per-iteration peaks and phase boundaries in torch's unit.
+	Allocated []int64
 	// PeakFragmentation is what reserved memory consisted of right after the request that reached the peak.
 	PeakFragmentation Fragmentation
 	FinalReserved     int64
@@ -31,8 +37,9 @@ type Result struct {
 	Timeline Timeline
 	// Created are the segments (segment_alloc) and mappings (segment_map) the model made, in order.
 	Created []SegmentEvent
-	// EmptyCacheCalls is how many empty_cache calls of the trace were replayed.
-	EmptyCacheCalls int
+	// EmptyCacheCalls is how many empty_cache calls of the trace were replayed; Retries how many requests found
+	// the device full and released every cached segment to try again (PyTorch's num_alloc_retries).
+	EmptyCacheCalls, Retries int
 	// Failed are the allocations the model could not satisfy (a what-if that runs out of memory); they are
 	// skipped and their frees ignored.
 	Failed []Failure
@@ -95,6 +102,9 @@ type ReplayOptions struct {
 	Capacity int64
 	// TotalMemory is the device's total memory (for memory fractions and expandable ranges); 0: the capacity.
 	TotalMemory int64
+	// AllocatedSeries keeps the block bytes allocated after every event (Result.Allocated): 8 bytes an event.
+	// ReplaySnapshot keeps it for the baseline only.
+	AllocatedSeries bool
 }
 
 // Replay drives a fresh model under cfg with the recorded trace: allocs (re-rounded) and frees as the trace's
@@ -160,11 +170,19 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 	}
 	startFrag := a.Fragmentation()
 	res.Timeline = append(res.Timeline, Sample{Index: -1, Reserved: a.reserved})
-	res.PeakReserved = a.reserved
+	res.PeakReserved, res.PeakAllocated = a.reserved, a.allocated
 	nextEmpty := 0
 	trace := rec.Trace
 	recorded := rec.InitialReserved
+	if opt.AllocatedSeries {
+		res.Allocated = make([]int64, len(trace))
+	}
 	for i := range trace {
+		// The previous event's allocated bytes, written here so that every path through the loop (continue
+		// included) records it.
+		if res.Allocated != nil && i > 0 {
+			res.Allocated[i-1] = a.allocated
+		}
 		if i&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
@@ -235,6 +253,10 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 		if a.reserved > res.PeakReserved {
 			res.PeakReserved, res.PeakIndex, res.PeakTimeUS = a.reserved, i, e.TimeUS
 		}
+		res.PeakAllocated = max(res.PeakAllocated, a.allocated)
+	}
+	if n := len(res.Allocated); n > 0 {
+		res.Allocated[n-1] = a.allocated
 	}
 	// Segment events the model never matched at an alloc or free (say a segment made and freed in between)
 	// still show in the peak or the final state.
@@ -252,7 +274,7 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 	if res.PeakIndex < 0 {
 		res.PeakFragmentation = startFrag
 	}
-	res.FinalReserved, res.FinalAllocated = a.reserved, a.allocated
+	res.FinalReserved, res.FinalAllocated, res.Retries = a.reserved, a.allocated, a.retries
 	for _, ev := range a.events {
 		if ev.Kind.Creates() {
 			res.Created = append(res.Created, ev)

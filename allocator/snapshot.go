@@ -79,6 +79,7 @@ func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *
 	opts := make([]ReplayOptions, len(cfgs))
 	for i := range opts {
 		opts[i] = opt
+		opts[i].AllocatedSeries = opt.AllocatedSeries && i == 0
 	}
 	// The baseline replays the recorded run, so an oom event's capacity (the device it ran on) beats a given one,
 	// which is for the what-ifs (another GPU, say).

@@ -21,16 +21,18 @@ func (a *analysis) replayAllocatorModel() error {
 	a.allocRun = r
 	go func() {
 		defer close(r.done)
-		r.reps, r.err = ReplayAllocator(a.ctx, a.snap, a.opts.Allocator)
+		r.reps, r.blocks, r.err = replayAllocator(a.ctx, a.snap, a.opts.Allocator, true)
 	}()
 	return nil
 }
 
-// pendingReplays is the allocator replays while they run: reps and err are set when done is closed.
+// pendingReplays is the allocator replays while they run: reps, blocks (each device's block bytes allocated after
+// every event of its baseline replay, torch.cuda.memory_allocated's unit) and err are set when done is closed.
 type pendingReplays struct {
-	done chan struct{}
-	reps []report.AllocatorReplay
-	err  error
+	done   chan struct{}
+	reps   []report.AllocatorReplay
+	blocks map[int][]int64
+	err    error
 }
 
 // allocatorReplays waits for the allocator replays (nil when skipped).
@@ -40,6 +42,15 @@ func (a *analysis) allocatorReplays() ([]report.AllocatorReplay, error) {
 	}
 	<-a.allocRun.done
 	return a.allocRun.reps, a.allocRun.err
+}
+
+// blockSeries waits for the allocator replays and returns device dev's baseline block bytes after every event (nil
+// without a replay).
+func (a *analysis) blockSeries(dev int) []int64 {
+	if _, err := a.allocatorReplays(); err != nil || a.allocRun == nil {
+		return nil
+	}
+	return a.allocRun.blocks[dev]
 }
 
 // allocModel is the detectors' allocator model: the replays already made, falling back to a fresh replay for a
@@ -53,21 +64,18 @@ type replayedModel struct {
 	fallback detect.Replayer
 }
 
-// PeakReserved serves expandable segments from the replay section's expandable-segments run.
-func (m replayedModel) PeakReserved(ctx context.Context, dev int, settings string) (int64, error) {
+// PeakReserved serves expandable segments from the replay section's expandable-segments run, partial or not, so
+// that the fragmentation finding and the section state one saving.
+func (m replayedModel) PeakReserved(ctx context.Context, dev int, settings string) (detect.Replayed, error) {
 	if settings == expandableSettings {
 		reps, err := m.reps()
 		if err != nil {
-			return 0, err
+			return detect.Replayed{}, err
 		}
 		for _, r := range reps {
-			if r.Device != dev || r.ExpandablePeakReservedBytes <= 0 {
-				continue
+			if r.Device == dev && r.ExpandablePeakReservedBytes > 0 {
+				return detect.Replayed{Baseline: r.BaselinePeakReservedBytes, Peak: r.ExpandablePeakReservedBytes, Partial: r.PartialReason}, nil
 			}
-			if r.Partial {
-				return 0, detect.PartialReplayError(r.ExpandableSettings, r.PartialReason)
-			}
-			return r.ExpandablePeakReservedBytes, nil
 		}
 	}
 	return m.fallback.PeakReserved(ctx, dev, settings)

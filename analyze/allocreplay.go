@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/memscan/memscan/allocator"
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
@@ -27,22 +28,36 @@ type AllocatorOptions struct {
 // ReplayAllocator replays every device trace of s through the allocator model: baseline (recorded settings), the
 // expandable-segments variant and, when opt.WhatIf is set, the what-if. Devices without trace events are skipped.
 func ReplayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions) ([]report.AllocatorReplay, error) {
+	out, _, err := replayAllocator(ctx, s, opt, false)
+	return out, err
+}
+
+// replayAllocator is ReplayAllocator, also returning, when series is set, each device's block bytes allocated after
+// every event of the baseline (by device).
+func replayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions, series bool) ([]report.AllocatorReplay, map[int][]int64, error) {
 	var out []report.AllocatorReplay
+	var blocks map[int][]int64
 	for dev, tr := range s.DeviceTraces {
 		if len(tr) == 0 {
 			continue
 		}
-		r, err := replayDevice(ctx, s, dev, opt)
+		r, b, err := replayDevice(ctx, s, dev, opt, series)
 		if err != nil {
-			return nil, fmt.Errorf("allocator replay of device %d: %w", dev, err)
+			return nil, nil, fmt.Errorf("allocator replay of device %d: %w", dev, err)
 		}
 		out = append(out, r)
+		if b != nil {
+			if blocks == nil {
+				blocks = map[int][]int64{}
+			}
+			blocks[dev] = b
+		}
 	}
-	return out, nil
+	return out, blocks, nil
 }
 
-func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions) (report.AllocatorReplay, error) {
-	ropt := allocator.ReplayOptions{Capacity: opt.Capacity, TotalMemory: opt.TotalMemory}
+func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions, series bool) (report.AllocatorReplay, []int64, error) {
+	ropt := allocator.ReplayOptions{Capacity: opt.Capacity, TotalMemory: opt.TotalMemory, AllocatedSeries: series}
 	// The fragmentation finding's fix: the recorded settings with expandable segments, replayed alongside unless
 	// they are on already or are the what-if.
 	recorded, _, _ := allocator.ConfigFromSettings(s.AllocatorSettings)
@@ -54,7 +69,7 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 	}
 	sr, err := allocator.ReplaySnapshot(ctx, s, dev, opt.WhatIf, ropt, extra...)
 	if err != nil {
-		return report.AllocatorReplay{}, err
+		return report.AllocatorReplay{}, nil, err
 	}
 	rec, base := sr.Recording, sr.Baseline
 	what := base
@@ -65,12 +80,12 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 		Device: dev, Settings: what.Settings, WhatIf: sr.WhatIf != nil,
 		RecordedSettings: sr.RecordedSettings.String(), RecordedSettingsKnown: sr.RecordedKnown,
 		CapacityBytes: what.Capacity, CapacitySource: what.CapacitySource,
-		RecordedPeakReservedBytes: rec.PeakReserved, BaselinePeakReservedBytes: base.PeakReserved,
+		RecordedPeakReservedBytes: rec.PeakReserved, BaselinePeakReservedBytes: base.PeakReserved, BaselinePeakAllocatedBytes: base.PeakAllocated,
 		PeakReservedBytes: what.PeakReserved, BaselineFirstDivergence: base.FirstDivergence,
 		RecordedSegments: len(rec.Created), BaselineSegments: len(base.Created), Segments: len(what.Created),
 		Partial: base.Partial, PartialReason: base.PartialReason(),
 		BaselineFragmentation: report.AllocatorFragmentation(base.PeakFragmentation), Fragmentation: report.AllocatorFragmentation(what.PeakFragmentation),
-		FailedAllocations: len(what.Failed), FirstFailedEvent: -1,
+		FailedAllocations: len(what.Failed), FirstFailedEvent: -1, Retries: what.Retries,
 	}
 	if opt.Capacity > 0 && what.CapacitySource == "input" && opt.CapacitySource != "" {
 		out.CapacitySource = opt.CapacitySource
@@ -97,7 +112,7 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 	if sr.SettingsNote != "" {
 		out.RecordedSettings += " (" + sr.SettingsNote + ")"
 	}
-	return out, nil
+	return out, base.Allocated, nil
 }
 
 // allocatorReplay is the analysis step that replays each device trace through the allocator model, picks the
@@ -107,6 +122,10 @@ func (a *analysis) allocatorReplay() error {
 	reps, err := a.allocatorReplays()
 	if err != nil {
 		return err
+	}
+	if w := a.opts.Allocator.WhatIf; w != nil && len(reps) == 0 && !a.opts.Allocator.Skip {
+		a.warns.add("alloc-conf-no-trace", fmt.Sprintf("the what-if under %s was not replayed: the snapshot has no allocation trace (record one with torch.cuda.memory._record_memory_history before the run allocates)",
+			settingsName(w.String())))
 	}
 	if len(reps) == 0 {
 		return nil
@@ -124,6 +143,18 @@ func (a *analysis) allocatorReplay() error {
 	if len(reps) > 1 {
 		a.part.AllocatorReplayDevices = reps
 	}
+	// The peak in torch's unit: the replay rounds and splits every request as the caching allocator does.
+	for i := range a.part.DevicePeaks {
+		p := &a.part.DevicePeaks[i]
+		for _, r := range reps {
+			if r.Device == p.Device {
+				p.AllocatedBytes = r.BaselinePeakAllocatedBytes
+			}
+		}
+		if a.rep.Peak != nil && a.rep.Peak.Device == p.Device {
+			a.rep.Peak.AllocatedBytes = p.AllocatedBytes
+		}
+	}
 	for i := range a.part.Timeline {
 		ts := &a.part.Timeline[i]
 		for _, r := range reps {
@@ -131,6 +162,9 @@ func (a *analysis) allocatorReplay() error {
 				ts.WhatIfReserved = r.WhatIfTimeline.ReservedAt(ts.Index)
 			}
 		}
+	}
+	for i := range a.part.Details {
+		setWhatIf(&a.part.Details[i], reps)
 	}
 	for _, r := range reps {
 		a.warnReplay(&r)
@@ -158,6 +192,24 @@ func (a *analysis) warnReplay(r *report.AllocatorReplay) {
 	if r.WhatIf && r.FailedAllocations > 0 {
 		a.warns.add("allocator-replay-oom", fmt.Sprintf("under %s device %d runs out of memory at event %d (%d requests fail with a capacity of %s)",
 			settingsName(r.Settings), r.Device, r.FirstFailedEvent, r.FailedAllocations, units.Bytes(r.CapacityBytes)))
+	}
+	if !r.WhatIf {
+		return
+	}
+	switch {
+	case r.Retries > 0:
+		// The what-if fits only by flushing: each retry synchronizes the device and cudaFrees the whole cache.
+		a.warns.add("allocator-replay-retries", fmt.Sprintf("under %s device %d reaches its capacity of %s: the allocator released every cached segment and retried %s (torch.cuda.memory_stats' num_alloc_retries), each a device synchronization and a cudaFree per segment, then cudaMallocs again",
+			settingsName(r.Settings), r.Device, units.Bytes(r.CapacityBytes), units.Plural(r.Retries, "time", "times")))
+	case r.CapacityBytes == 0 && r.PeakReservedBytes-r.RecordedPeakReservedBytes >= findings.CacheOverheadMinBytes:
+		// A few segments more than the recording are within what any device of that run held.
+		a.warns.add("allocator-replay-unbounded", fmt.Sprintf("under %s device %d would reserve %s, %s more than the recorded run, and no device capacity is known (--gpu or --device-memory): the replay never flushes its cache or runs out of memory, which a device of that size does first",
+			settingsName(r.Settings), r.Device, units.Bytes(r.PeakReservedBytes), units.Bytes(r.PeakReservedBytes-r.RecordedPeakReservedBytes)))
+	}
+	if w := a.opts.Allocator.WhatIf; w != nil && w.GarbageCollectionThreshold > 0 && !(w.PerProcessMemoryFraction > 0 && w.PerProcessMemoryFraction < 1) {
+		// CUDACachingAllocator collects garbage only when a memory fraction is set (set_fraction).
+		a.warns.add("allocator-replay-gc-inactive", fmt.Sprintf("garbage_collection_threshold acts only under a per-process memory fraction (torch.cuda.set_per_process_memory_fraction, or per_process_memory_fraction in PYTORCH_CUDA_ALLOC_CONF): under %s it reclaims nothing on device %d, and none of the what-if's difference comes from it",
+			settingsName(r.Settings), r.Device))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
@@ -45,7 +46,26 @@ type Options struct {
 	// devices, each trace's peak, its out-of-memory events and the categories of the live blocks. The report's
 	// other parts stay empty, so it is for summaries only (memscan analyze --summary-only).
 	SummaryOnly bool
+	// NoTimelineDetail leaves SnapshotReport.Details empty, for callers that draw no timeline (rank summaries for
+	// memscan merge): it costs about 20 bytes per allocation and 8 per trace event.
+	NoTimelineDetail bool
+	// MaxTimelineDetailEvents keeps the detail only of traces of at most this many events (0: no bound), so that a
+	// run of many inputs holds a bounded amount of it (DetailEventsPerInput).
+	MaxTimelineDetailEvents int
+	// Read, when set, counts the bytes AnalyzeFile reads from its file (load.Options.Read), and Stage, when set,
+	// is told each Stage as it starts (a few times per input, on the goroutine that analyzes): what a progress
+	// display shows of one large input.
+	Read  *atomic.Int64
+	Stage func(Stage)
 }
+
+// TimelineDetailEvents is the trace events a run keeps at full resolution over all its inputs (about 15 bytes
+// each with their allocations): a page embeds far fewer, and memscan view analyzes an input alone.
+const TimelineDetailEvents = 24_000_000
+
+// DetailEventsPerInput shares TimelineDetailEvents among n inputs, for Options.MaxTimelineDetailEvents: the same
+// inputs keep their detail whatever order they are analyzed in.
+func DetailEventsPerInput(n int) int { return TimelineDetailEvents / max(1, n) }
 
 func (o Options) withDefaults() Options {
 	if o.Rules == nil {
@@ -68,6 +88,9 @@ func Analyze(ctx context.Context, in *load.Input, opts Options) (*report.Report,
 	}
 	// Each kind of input has its own analyzer; callers need not know which one.
 	ropts := RuntimeOptions{Top: opts.TopN, Rules: opts.Rules}
+	if in.Snapshot == nil {
+		opts.stage(StageRuntime)
+	}
 	switch {
 	case in.Snapshot != nil:
 	case in.Tracer != nil:
@@ -92,7 +115,8 @@ func Analyze(ctx context.Context, in *load.Input, opts Options) (*report.Report,
 
 // AnalyzeFile decodes one file (any supported kind, sniffed from its content) and analyzes it.
 func AnalyzeFile(ctx context.Context, path string, opts Options) (*report.Report, error) {
-	in, err := load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: opts.MaxInputSize})
+	opts.stage(StageDecode)
+	in, err := load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: opts.MaxInputSize, Read: opts.Read})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +138,7 @@ type analysis struct {
 	findings     []findings.Finding
 	judgedAtPeak bool
 	// allocRun is the caching-allocator replays of every device trace, running alongside the rest (nil when
-	// skipped); allocatorReplays waits for them.
+	// skipped); allocatorReplays and blockSeries wait for them.
 	allocRun *pendingReplays
 	// endCategory is the category the trace replay gave each allocation still live at the end, by device and
 	// address, so that the views at the dump agree with those at the peak where a lifetime decided (the
@@ -169,12 +193,20 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		part: part,
 	}
 	// liveBlocks follows replayAll, whose lifetimes decide the categories of stackless blocks.
-	steps := []func() error{a.checkSizes, a.totals, a.histograms, a.fragmentation, a.replayAllocatorModel, a.replayAll, a.liveBlocks, a.allocatorReplay}
+	steps := []analysisStep{
+		{StageTotals, a.checkSizes}, {StageTotals, a.totals}, {StageTotals, a.histograms}, {StageTotals, a.fragmentation},
+		{StageAllocator, a.replayAllocatorModel}, {StageTrace, a.replayAll}, {StageCategories, a.liveBlocks}, {StageAllocator, a.allocatorReplay},
+	}
 	if opts.SummaryOnly {
 		steps = a.summarySteps()
 	}
+	var last Stage
 	for _, step := range steps {
-		if err := step(); err != nil {
+		if step.stage != last {
+			opts.stage(step.stage)
+			last = step.stage
+		}
+		if err := step.run(); err != nil {
 			// The allocator replays run alongside the later steps: none outlives the call, and their error
 			// comes first, as when they ran before the trace replay.
 			if _, rerr := a.allocatorReplays(); rerr != nil {
@@ -186,6 +218,12 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 	a.rep.Recommendations = recommend(a.part, s, a.findings, !a.judgedAtPeak)
 	a.rep.Warnings = a.warns.lines()
 	return a.rep, nil
+}
+
+// analysisStep is one step of AnalyzeSnapshot and the stage it belongs to.
+type analysisStep struct {
+	stage Stage
+	run   func() error
 }
 
 // addBlock adds block b to t. Totals follow PyTorch's _memory_viz stats exactly: an active_allocated block

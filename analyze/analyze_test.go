@@ -442,6 +442,19 @@ func TestRecommendationThresholds(t *testing.T) {
 			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(89*MiB, 89*MiB, stRelu))
 			b.Segment(snapbuild.SegOpts{Pool: snapshot.PoolID{0, 1}}, snapbuild.Live(11*MiB, 11*MiB, stRelu))
 		}, true, 11},
+		// No trace at all, or one event (torch 2.0's default trace_alloc_max_entries=1): no history, and the
+		// report says how to record it; an allocation and its free are history.
+		{"no trace", "no-allocation-history", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu))
+		}, true, 0},
+		{"a trace of one event", "no-allocation-history", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu))
+			b.Event(0, snapbuild.Ev(snapshot.ActionAlloc, 1, 100, stRelu))
+		}, true, 1},
+		{"a trace of two events", "no-allocation-history", func(b *snapbuild.SnapBuilder) {
+			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu))
+			b.Event(0, snapbuild.Ev(snapshot.ActionAlloc, 1, 100, stRelu), snapbuild.Ev(snapshot.ActionFreeCompleted, 1, 100, stRelu))
+		}, false, 0},
 		{"no oom", "oom", func(b *snapbuild.SnapBuilder) {
 			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu))
 			b.Event(0, snapbuild.Ev(snapshot.ActionAlloc, 1, 100, stRelu))
@@ -524,7 +537,7 @@ func TestTopNOption(t *testing.T) {
 }
 
 func TestUserRulesReachReport(t *testing.T) {
-	rules, err := categorize.Parse("r.yaml", []byte("rules:\n  - name: my-attn\n    category: MyAttention\n    priority: 99\n    file: [layers/attention.py]\n"), nil)
+	rules, err := categorize.Parse("r.yaml", []byte("new_categories: [MyAttention]\nrules:\n  - name: my-attn\n    category: MyAttention\n    priority: 99\n    file: [layers/attention.py]\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,5 +602,25 @@ func TestReplayMissingFreeCompleted(t *testing.T) {
 	}
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "alloc at 0x1000, which is still allocated since event 2") {
 		t.Errorf("warnings %q", r.Warnings)
+	}
+}
+
+// TestNoHistorySaysHowToRecord: a snapshot dumped without history gets one finding that names the bytes left
+// without a stack (Unknown) and the call that records the history.
+func TestNoHistorySaysHowToRecord(t *testing.T) {
+	b := snapbuild.NewSnap(1)
+	b.Segment(snapbuild.SegOpts{}, snapbuild.Live(4*MiB, 4*MiB, stRelu), snapbuild.Live(12*MiB, 12*MiB, nil))
+	r := analyzeBuilt(t, b)
+	rec := hasRec(r, findings.NoHistory)
+	if rec == nil {
+		t.Fatalf("no %s finding in %+v", findings.NoHistory, r.Recommendations)
+	}
+	// 12 MiB of the 16 MiB allocated have no stack: 75 %.
+	want := "the snapshot holds 0 trace events, so it has no timeline, peak, leak check or OOM explanation, and 12.0 MiB of the 16.0 MiB allocated (75.00 %) has no stack to tell what it is (Unknown)"
+	if rec.Evidence != want {
+		t.Errorf("evidence\n%s\nwant\n%s", rec.Evidence, want)
+	}
+	if !strings.Contains(rec.Advice, "torch.cuda.memory._record_memory_history(max_entries=100000)") || !strings.Contains(rec.Advice, "_dump_snapshot") {
+		t.Errorf("advice %q does not say how to record the history", rec.Advice)
 	}
 }

@@ -3,17 +3,21 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
 )
 
 // CrossInputs compares several reports: one row per input (sorted by iteration, rank, file), the max and median of
 // reserved and allocated bytes, the imbalance (max/median − 1 of reserved), inputs more than findings.OutlierPct above the
-// median of their own iteration, and recommendations for rank imbalance and growth across iterations.
+// median of their own iteration, and recommendations for rank imbalance and growth across iterations. Inputs are
+// compared as ranks only when they form a rank set (see rankSetProblem); otherwise they are listed in a plain
+// table and Cross.NotRankSet says why. Medians follow units.PercentileIndex, as memscan merge's do.
 // It returns nil for an empty list.
 func CrossInputs(reports []*report.Report) *report.Cross {
 	rows := crossRows(reports)
@@ -39,10 +43,68 @@ func CrossInputs(reports []*report.Report) *report.Cross {
 		byIter[r.Iteration] = append(byIter[r.Iteration], i)
 	}
 	c.Iterations = len(iters)
-	setImbalance(c, rows, iters, byIter)
-	addOutliers(c, rows, iters, byIter)
+	if c.NotRankSet = rankSetProblem(rows, iters, byIter); c.NotRankSet == "" {
+		setImbalance(c, rows, iters, byIter)
+		addOutliers(c, rows, iters, byIter)
+	} else {
+		c.ImbalanceIteration = -1 // no iteration's statistics are shown
+	}
 	addGrowth(c, rows)
 	return c
+}
+
+// rankSetProblem says why the inputs with allocator totals are not the ranks of one run, or "" when they are:
+// every input names its rank, and no rank appears twice in an iteration. Unrelated snapshots compared as ranks
+// gave "rank imbalance 708 %"; two runs of one iteration would count every rank twice. A rank given twice is
+// told apart as a second run when the inputs' paths name different runs (input.RunOf). Fewer than two such
+// inputs have nothing to compare, and no problem.
+func rankSetProblem(rows []report.CrossRow, iters []int, byIter map[int][]int) string {
+	total, unnamed := 0, 0
+	for _, it := range iters {
+		for _, i := range byIter[it] {
+			total++
+			if rows[i].Rank < 0 {
+				unnamed++
+			}
+		}
+	}
+	if total < 2 {
+		return ""
+	}
+	if unnamed > 0 {
+		return fmt.Sprintf("the paths of %d of the %d snapshots name no rank, so they are not compared as the ranks of one job", unnamed, total)
+	}
+	for _, it := range iters {
+		files := map[int][]string{} // by rank
+		for _, i := range byIter[it] {
+			files[rows[i].Rank] = append(files[rows[i].Rank], rows[i].File)
+		}
+		for _, i := range byIter[it] {
+			same := files[rows[i].Rank]
+			if len(same) < 2 {
+				continue
+			}
+			runs := map[string]bool{}
+			for _, f := range same {
+				runs[input.RunOf(f)] = true
+			}
+			if len(runs) > 1 {
+				return fmt.Sprintf("rank %d%s comes from %d runs (%s), so the snapshots are not one job's ranks", rows[i].Rank,
+					iterOf(it), len(runs), strings.Join(slices.Sorted(maps.Keys(runs)), ", "))
+			}
+			return fmt.Sprintf("rank %d%s is given by %d snapshots (%s), so they are not one job's ranks", rows[i].Rank,
+				iterOf(it), len(same), strings.Join(same, ", "))
+		}
+	}
+	return ""
+}
+
+// iterOf is " of iteration N", or "" when the paths name none.
+func iterOf(it int) string {
+	if it < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of iteration %d", it)
 }
 
 // crossRows is one row per input, with the allocator measures only where the input has them.
@@ -75,14 +137,14 @@ func setImbalance(c *report.Cross, rows []report.CrossRow, iters []int, byIter m
 			res = append(res, rows[i].ReservedBytes)
 			alloc = append(alloc, rows[i].AllocatedBytes)
 		}
-		maxRes, medRes := slices.Max(res), units.Median(res)
+		maxRes, medRes := slices.Max(res), units.Percentile(res, 50)
 		pct := 0.0
 		if medRes > 0 {
 			pct = (float64(maxRes)/float64(medRes) - 1) * 100
 		}
 		if k == 0 || pct > c.ImbalancePct {
 			c.MaxReservedBytes, c.MedianReservedBytes = maxRes, medRes
-			c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), units.Median(alloc)
+			c.MaxAllocatedBytes, c.MedianAllocatedBytes = slices.Max(alloc), units.Percentile(alloc, 50)
 			c.ImbalancePct, c.ImbalanceIteration = pct, it
 		}
 	}
@@ -103,7 +165,7 @@ func addOutliers(c *report.Cross, rows []report.CrossRow, iters []int, byIter ma
 		for _, i := range idx {
 			v = append(v, rows[i].ReservedBytes)
 		}
-		med := units.Median(v)
+		med := units.Percentile(v, 50)
 		for _, i := range idx {
 			if med > 0 && float64(rows[i].ReservedBytes) > float64(med)*(1+findings.OutlierPct/100) {
 				c.OutlierFiles = append(c.OutlierFiles, rows[i].File)

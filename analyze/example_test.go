@@ -33,7 +33,7 @@ func Example() {
 	// format: pickle-v4 2.10+
 	// reserved: 1264582656
 	// requested + internal + external: 1264582656
-	// peak: 1.2 GiB led by Linear/MatMul
+	// peak: 1.2 GiB led by Loss/Logits
 	// 62.5 MiB Parameters/Weights /home/alice/gpt-small/model.py:92:__init__
 	// 62.5 MiB Gradient /home/alice/gpt-small/train.py:58:train_step
 	// 62.5 MiB Optimizer State /home/alice/gpt-small/train.py:66:main

@@ -41,7 +41,7 @@ func AnalyzeLog(ctx context.Context, in *load.Input, opts RuntimeOptions) (*repo
 				res = append(res, row.MaxReserved)
 			}
 		}
-		if med := units.Median(res); med > 0 {
+		if med := units.Percentile(res, 50); med > 0 {
 			v.ReservedImbalancePct = (float64(slices.Max(res))/float64(med) - 1) * 100
 		}
 	}

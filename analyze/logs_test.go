@@ -44,8 +44,8 @@ func TestAnalyzeMegatronLog(t *testing.T) {
 	if v.PeakAllocatedBytes != 2751021568 || v.PeakReservedBytes != 2831155200 || v.PeakRank != 1 || v.PeakIteration != 2 {
 		t.Errorf("peak alloc %d reserved %d at rank %d iteration %d", v.PeakAllocatedBytes, v.PeakReservedBytes, v.PeakRank, v.PeakIteration)
 	}
-	// Median of two = 2776629248 + (2831155200 − 2776629248)/2 = 2803892224.
-	if want := (2831155200.0/2803892224 - 1) * 100; math.Abs(v.ReservedImbalancePct-want) > 1e-9 {
+	// Median of two by units.PercentileIndex: index ⌊(2−1)·50/100⌋ = 0, the lower value, 2776629248.
+	if want := (2831155200.0/2776629248 - 1) * 100; math.Abs(v.ReservedImbalancePct-want) > 1e-9 {
 		t.Errorf("imbalance %v, want %v", v.ReservedImbalancePct, want)
 	}
 	// Measured 2751021568 against the theoretical total 1800.41 MiB = 1887866716.

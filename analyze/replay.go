@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
@@ -84,6 +85,9 @@ func (a *analysis) replayAll() error {
 			best = &a.part.DevicePeaks[len(a.part.DevicePeaks)-1]
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
+		if !a.opts.NoTimelineDetail && (a.opts.MaxTimelineDetailEvents <= 0 || len(t.Events) <= a.opts.MaxTimelineDetailEvents) {
+			a.part.Details = append(a.part.Details, r.detail(d))
+		}
 		for _, l := range detect.Leaks(d) {
 			a.part.LeakSuspects = append(a.part.LeakSuspects, report.LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
 				Markers: l.Iterations, MarkerKind: d.Timeline().Source + " iterations", FirstBytes: l.FirstBytes, LastBytes: l.LastBytes,
@@ -99,6 +103,10 @@ func (a *analysis) replayAll() error {
 	if err != nil {
 		return err
 	}
+	// The iteration tables read the allocator model's block bytes, which it was replaying meanwhile.
+	for _, d := range devices {
+		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries(d.Device))...)
+	}
 	if best != nil {
 		p := *best
 		a.rep.Peak = &p
@@ -106,11 +114,16 @@ func (a *analysis) replayAll() error {
 	// A trace of a handful of events ("state" recording keeps only the last one) holds no history to judge from.
 	history := false
 	for _, d := range devices {
-		history = history || len(d.Trace) >= minHistoryEvents
+		history = history || len(d.Trace) >= findings.MinHistoryEvents
 	}
 	fs, err := detect.Detect(a.ctx, &detect.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
 	if err != nil {
 		return err
+	}
+	// Without history the trace's cache detectors would judge a moment the dump's cache checks judge too: the
+	// dump's stand then, so that no finding is stated twice. An OOM is a fact of the trace either way.
+	if !history {
+		fs = slices.DeleteFunc(fs, func(f findings.Finding) bool { return f.ID == findings.CacheOverhead || f.ID == findings.Fragmentation })
 	}
 	a.findings, a.judgedAtPeak = fs, history
 	return nil
@@ -163,10 +176,6 @@ func (a *analysis) countActions() {
 		a.part.TraceActions[name] += n
 	}
 }
-
-// minHistoryEvents is the trace length from which the detectors judge at the peak instead of at the dump: an
-// allocation and its free at the least.
-const minHistoryEvents = 2
 
 // judge prepares the replayed device for the detectors and gives every element the category its attribution
 // chose: where the stack is missing or names only generic machinery (autograd's engine, optimizer code), the
@@ -248,8 +257,19 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	} else if t < 0 && r.Events[0].HasTime {
 		p.TimeUS = r.Events[0].TimeUS
 	}
+	p.ReservedBytes = r.InitialReserved
+	if p.EventIndex >= 0 {
+		p.ReservedBytes = r.Reserved[p.EventIndex]
+	}
 	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()
+	p.RequestedBytes, p.ReservedBytes = p.Bytes, r.InitialReserved
+	if p.EventIndex >= 0 {
+		p.ReservedBytes = r.Reserved[p.EventIndex]
+	}
+	if p.ReservedBytes > 0 {
+		p.EfficiencyPct = float64(p.Bytes) / float64(p.ReservedBytes) * 100
+	}
 	// The live set at the peak, in one pass: bytes and counts per category and per site, and per component with
 	// the bytes the lifetime categorized from each block's attribution.
 	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))

@@ -71,7 +71,7 @@ func CrossTracer(reports []*report.Report) *report.TracerCross {
 			c.Phases[j].Bytes[i] += ph.Bytes
 		}
 	}
-	c.MedianPeakBytes = units.Median(peaks)
+	c.MedianPeakBytes = units.Percentile(peaks, 50)
 	c.MinPeakBytes = slices.Min(peaks)
 	if c.MedianPeakBytes > 0 {
 		c.ImbalancePct = (float64(c.MaxPeakBytes)/float64(c.MedianPeakBytes) - 1) * 100

@@ -15,6 +15,7 @@ const (
 	titleSmallPoolSegments = "Many small-pool segments"
 	titleRoundingWaste     = "Allocation rounding wastes memory"
 	titlePrivatePools      = "Private memory pools hold reserved memory"
+	titleNoHistory         = "Snapshot recorded without allocation history"
 )
 
 // atDump opens the evidence of a cache finding judged at the dump because the snapshot has no history.
@@ -82,4 +83,20 @@ func NewPrivatePools(pct float64, private int64) Finding {
 		Value: pct, Threshold: PrivatePoolPct, Unit: Percent,
 		Evidence: fmt.Sprintf("%s (%.1f%% of reserved) belongs to non-default pools (CUDA graphs or MemPool), which other allocations cannot reuse", units.Bytes(private), pct),
 		Advice:   "Share one graph pool between captures (torch.cuda.graph(pool=...)) and release graphs that are no longer replayed."}
+}
+
+// NewNoHistory words a snapshot whose device traces hold events trace events in all, fewer than MinHistoryEvents
+// on each device; stackless of the allocated bytes have no stack, which leaves them Unknown.
+func NewNoHistory(events int, stackless, allocated int64) Finding {
+	evidence := fmt.Sprintf("the snapshot holds %s, so it has no timeline, peak, leak check or OOM explanation",
+		units.Plural(events, "trace event", "trace events"))
+	if stackless > 0 {
+		evidence += fmt.Sprintf(", and %s of the %s allocated (%s) has no stack to tell what it is (Unknown)",
+			units.Bytes(stackless), units.Bytes(allocated), units.Percent(stackless, allocated))
+	}
+	return Finding{ID: NoHistory, Severity: Info, Title: titleNoHistory,
+		Value: float64(events), Threshold: MinHistoryEvents,
+		Evidence: evidence,
+		Advice: `Record the history before dumping: torch.cuda.memory._record_memory_history(max_entries=100000) before the steps to look at, ` +
+			`torch.cuda.memory._dump_snapshot("snapshot.pickle") after them (torch 2.0: _record_memory_history(True, trace_alloc_max_entries=100000, trace_alloc_record_context=True)).`}
 }

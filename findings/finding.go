@@ -9,7 +9,9 @@
 package findings
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/memscan/memscan/internal/units"
@@ -59,6 +61,24 @@ type Finding struct {
 	Phase     string `json:"phase,omitempty" msgpack:"phase,omitempty"`
 	Basis     string `json:"basis,omitempty" msgpack:"basis,omitempty"`
 	Advice    string `json:"advice" msgpack:"advice"`
+	// SavedBytes is what the change the finding proposes would save at the peak (at the failing request for an
+	// out-of-memory finding), 0 where it proposes none or the saving is not known; findings are ranked by it.
+	SavedBytes int64 `json:"saved_at_peak_bytes,omitempty" msgpack:"saved_at_peak_bytes,omitempty"`
+}
+
+// Rank orders findings as a reader acts on them, in place and stably: critical ones first (a run that failed is
+// explained before anything else), then by the bytes their change would save at the peak, largest first; the
+// rest keep their order.
+func Rank(fs []Finding) {
+	critical := func(f Finding) int {
+		if f.Severity == Critical {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(critical(a), critical(b)), cmp.Compare(b.SavedBytes, a.SavedBytes))
+	})
 }
 
 // FormatMeasure renders a finding's value or threshold in its unit, e.g. "2.0GiB", "12.75%" or "1.25x".
@@ -94,6 +114,7 @@ func Catalogue() []Spec {
 		{Fragmentation, Warning, Bytes, titleFragmentation, "trace"},
 		{CacheOverhead, Info, Ratio, titleCacheOverhead, "trace"},
 		{IdleCache, Info, Bytes, titleIdleCache, "trace"},
+		{LossLogits, Warning, Bytes, titleLossLogits, "trace"},
 		{CacheOverhead, Warning, Percent, titleDumpCacheOverhead, "dump"},
 		{LargeUnusedBlocks, Info, Bytes, titleLargeUnusedBlocks, "dump"},
 		{Fragmentation, Warning, Percent, titleDumpFragmentation, "dump"},
@@ -101,9 +122,14 @@ func Catalogue() []Spec {
 		{SmallPoolSegments, Info, Count, titleSmallPoolSegments, "dump"},
 		{RoundingWaste, Info, Percent, titleRoundingWaste, "dump"},
 		{PrivatePools, Info, Percent, titlePrivatePools, "dump"},
+		{NoHistory, Info, Count, titleNoHistory, "dump"},
 		{RankImbalance, Warning, Percent, titleInputsImbalance, "inputs"},
 		{LeakAcrossIterations, Warning, Bytes, titleLeakAcrossIterations, "inputs"},
 		{MixedIterations, Warning, Count, titleMixedIterations, "ranks"},
+		{MixedRuns, Warning, Count, titleMixedRuns, "ranks"},
+		{DuplicateRanks, Warning, Count, titleDuplicateRanks, "ranks"},
+		{MissingRanks, Warning, Count, titleMissingRanks, "ranks"},
+		{StagesWithoutWorld, Warning, Count, titleStagesWithoutWorld, "ranks"},
 		{RankImbalance, Warning, Count, titleRanksImbalance, "ranks"},
 		{PipelineStageSkew, Info, Count, titlePipelineStageSkew, "ranks"},
 		{RankOOM, Critical, Count, titleRankOOM, "ranks"},
@@ -123,16 +149,22 @@ const (
 	Fragmentation ID = "fragmentation" // also judged at the dump when there is no history
 	CacheOverhead ID = "cache-overhead"
 	IdleCache     ID = "idle-cache"
+	LossLogits    ID = "loss-logits"
 	// Judged on the state at the dump (analyze).
 	LargeUnusedBlocks ID = "large-unused-blocks"
 	PendingFree       ID = "pending-free"
 	SmallPoolSegments ID = "small-pool-segments"
 	RoundingWaste     ID = "rounding-waste"
 	PrivatePools      ID = "private-pools"
+	NoHistory         ID = "no-allocation-history"
 	// Judged across the inputs of one analysis (analyze) or across rank summaries (memscan merge).
 	RankImbalance        ID = "rank-imbalance"
 	LeakAcrossIterations ID = "possible-leak-across-iterations"
 	MixedIterations      ID = "mixed-iterations"
+	MixedRuns            ID = "mixed-runs"
+	DuplicateRanks       ID = "duplicate-ranks"
+	MissingRanks         ID = "missing-ranks"
+	StagesWithoutWorld   ID = "stages-without-world"
 	PipelineStageSkew    ID = "pipeline-stage-skew"
 	RankOOM              ID = "rank-oom"
 	// Judged on a training log's memory lines.

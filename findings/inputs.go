@@ -11,6 +11,10 @@ const (
 	titleInputsImbalance      = "Memory imbalance between ranks"
 	titleLeakAcrossIterations = "Allocated memory grows from iteration to iteration"
 	titleMixedIterations      = "Summaries from several iterations are merged as if they were ranks"
+	titleMixedRuns            = "Summaries from several runs are merged as if they were one"
+	titleDuplicateRanks       = "Some ranks are given more than once"
+	titleMissingRanks         = "Some ranks have no summary"
+	titleStagesWithoutWorld   = "The pipeline stages assume no rank is missing at the end"
 	titleRanksImbalance       = "Reserved memory is unbalanced across ranks"
 	titlePipelineStageSkew    = "Early pipeline stages hold more memory"
 	titleRankOOM              = "Some ranks ran out of memory"
@@ -49,6 +53,47 @@ func NewMixedIterations(summaries, iterations int, list, hint string) Finding {
 		Value:    float64(iterations), Threshold: MixedIterationsMax,
 		Advice: "Ranks are compared within one training step: merge one iteration at a time " +
 			"(memscan merge --iteration N DIR" + hint + "), and compare iterations with memscan compare."}
+}
+
+// NewMixedRuns words the ranks of one iteration coming from runs runs (RankSummary.Run), listed in list.
+func NewMixedRuns(runs int, list string) Finding {
+	return Finding{ID: MixedRuns, Severity: Warning, Title: titleMixedRuns,
+		Evidence: fmt.Sprintf("the same ranks of one iteration come from %d runs: %s", runs, list),
+		Value:    float64(runs), Threshold: MixedRunsMax,
+		Advice: "Every statistic counts each rank once per run. Merge each run's summaries on their own " +
+			"(summarize them into separate folders)."}
+}
+
+// NewDuplicateRanks words ranks ranks given by more than one summary of one run; first names the first of them
+// and its files.
+func NewDuplicateRanks(ranks int, first string) Finding {
+	return Finding{ID: DuplicateRanks, Severity: Warning, Title: titleDuplicateRanks,
+		Evidence: fmt.Sprintf("%d rank(s) are given by more than one summary, first %s", ranks, first),
+		Value:    float64(ranks), Threshold: DuplicateRanksMin,
+		Advice: "Each copy counts in every statistic. Remove the copies (the same snapshot summarized twice, a " +
+			"summary copied, or a folder given twice); the report lists all of them."}
+}
+
+// NewMissingRanks words missing ranks of world without a summary (list names them); given says whether the
+// world came from --world or from the highest rank.
+func NewMissingRanks(missing, world int, list string, given bool) Finding {
+	of := fmt.Sprintf("the %d ranks up to the highest one", world)
+	if given {
+		of = fmt.Sprintf("the world of %d ranks", world)
+	}
+	return Finding{ID: MissingRanks, Severity: Warning, Title: titleMissingRanks,
+		Evidence: fmt.Sprintf("%d of %s have no summary: %s", missing, of, list),
+		Value:    float64(missing), Threshold: MissingRanksMin,
+		Advice: "The statistics cover only the ranks merged: summarize the missing ranks (their snapshots may have " +
+			"failed to dump or to summarize) or check the file list."}
+}
+
+// NewStagesWithoutWorld words a world derived as the highest rank + 1 that stages stages do not divide.
+func NewStagesWithoutWorld(world, stages int) Finding {
+	return Finding{ID: StagesWithoutWorld, Severity: Warning, Title: titleStagesWithoutWorld,
+		Evidence: fmt.Sprintf("without --world the world is the highest rank + 1, %d, which %d stages do not divide evenly", world, stages),
+		Value:    float64(world % stages), Threshold: 0,
+		Advice: "If the last ranks have no summary, every rank's stage is shifted: give the job's world size with --world."}
 }
 
 // NewRanksImbalance words the rank (named rank) that reserves max, pct above the median over ranks ranks.

@@ -32,6 +32,16 @@ const (
 
 	// OOMExtrapolateMinLayers: projecting the step's peak needs the per-layer growth between two completed layers.
 	OOMExtrapolateMinLayers = 2
+
+	// LossLogitsMinSavingBytes: a chunked or fused linear cross-entropy is advised when it would lower the peak by
+	// at least 512 MiB, the bar expandable segments meet (FragmentationMinSavingBytes): the change costs a
+	// dependency or a loss rewrite.
+	LossLogitsMinSavingBytes = FragmentationMinSavingBytes
+	// LossChunkTokens: the chunk a chunked loss computes at a time, as the estimator's chunked loss assumes
+	// (memscan static, training.loss_chunk_tokens' default); LossChunksUnknownTokens the chunks assumed when the
+	// trace does not show the number of tokens (torchtune's CEWithChunkedOutputLoss default of 8).
+	LossChunkTokens         = 1024
+	LossChunksUnknownTokens = 8
 )
 
 // Thresholds of the checks made on the state at the dump: only a snapshot without allocation history is judged
@@ -56,6 +66,10 @@ const (
 	RoundingWastePct = 5.0
 	// PrivatePoolPct: reserved bytes in non-default pools (CUDA graphs, MemPool), % of reserved (fires above).
 	PrivatePoolPct = 10.0
+	// MinHistoryEvents: a device trace needs an allocation and its free, two events, to hold any history; with
+	// fewer on every device the detectors judge the dump instead of the peak, and no-allocation-history fires
+	// (below) to say how to record one.
+	MinHistoryEvents = 2
 )
 
 // Thresholds of the comparisons across inputs and ranks.
@@ -75,6 +89,12 @@ const (
 	PipelineStageSkewRatio = 1.25
 	// RankOOMMin: any rank with an OOM event.
 	RankOOMMin = 0
+	// MixedRunsMax: one rank of one iteration from more than one run is two jobs merged as one.
+	MixedRunsMax = 1
+	// DuplicateRanksMin, MissingRanksMin: any rank given twice is counted twice in every statistic; any rank
+	// missing is a rank the statistics do not cover.
+	DuplicateRanksMin = 0
+	MissingRanksMin   = 0
 )
 
 // Thresholds of the checks on training-log memory lines.

@@ -2,6 +2,7 @@ package findings
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/memscan/memscan/internal/units"
@@ -14,6 +15,7 @@ const (
 	titleFragmentation = "Fragmented cache: reserved grows beyond the peak"
 	titleCacheOverhead = "Reserved memory exceeds the peak allocated"
 	titleIdleCache     = "Cached segments no later peak reuses"
+	titleLossLogits    = "The logits and the loss's tensors hold much of the peak"
 )
 
 // Bases of a predicted value.
@@ -21,7 +23,18 @@ const (
 	BasisReplay   = "allocator replay"
 	BasisEstimate = "estimate"
 	BasisLayers   = "layer extrapolation"
+	// BasisTrace is a saving computed from the trace's own tensors (what they would hold under the change).
+	BasisTrace = "trace"
 )
+
+// EventName names trace event j as reports print it: "event 12", or for −1 (the state the trace starts from,
+// when nothing after it was higher) "the state before the first recorded event".
+func EventName(j int) string {
+	if j < 0 {
+		return "the state before the first recorded event"
+	}
+	return "event " + strconv.Itoa(j)
+}
 
 // At is where in a device trace something was judged: the event, its iteration (1-based, 0: none) and phase, and
 // how the report words that moment ("iteration 2 backward").
@@ -36,9 +49,9 @@ func NewCacheOverhead(maxReserved At, reserved int64, peak At, allocated int64, 
 	f := Finding{ID: CacheOverhead, Severity: Info, Title: titleCacheOverhead,
 		Value: float64(reserved) / float64(allocated), Threshold: CacheOverheadRatio, Unit: Ratio,
 		Device: maxReserved.Device, Event: maxReserved.Event, Iteration: maxReserved.Iteration, Phase: maxReserved.Phase,
-		Evidence: fmt.Sprintf("maximum reserved %s (event %d, %s) is %.2fx the peak allocated %s (event %d, %s): %s reserved beyond what the peak needed",
-			units.Bytes(reserved), maxReserved.Event, maxReserved.Text, float64(reserved)/float64(allocated), units.Bytes(allocated),
-			peak.Event, peak.Text, units.Bytes(reserved-allocated)),
+		Evidence: fmt.Sprintf("maximum reserved %s (%s, %s) is %.2fx the peak allocated %s (%s, %s): %s reserved beyond what the peak needed",
+			units.Bytes(reserved), EventName(maxReserved.Event), maxReserved.Text, float64(reserved)/float64(allocated), units.Bytes(allocated),
+			EventName(peak.Event), peak.Text, units.Bytes(reserved-allocated)),
 	}
 	if fragmentation {
 		f.Advice = "See the fragmentation finding: the excess is cached memory split into pieces the later requests could not use."
@@ -109,28 +122,36 @@ type FragmentationFacts struct {
 	RaisedBy, LastFragmenting *Malloc
 	// AtPeak is the cache at the allocated peak.
 	AtPeak CacheState
-	// WithExpandable is the peak reserved under expandable segments, obtained by Basis; NotUsed says why the
-	// allocator replay was not used, when it was not.
-	WithExpandable int64
-	Basis, NotUsed string
+	// WithExpandable is the peak reserved under expandable segments, obtained by Basis. With the allocator replay,
+	// Replayed is the same replay's peak under the recorded settings (the saving is their difference, as the
+	// report's replay section states it) and Partial why the replay could not follow the whole trace ("" when it
+	// did); NotUsed says why the replay was not used, when it was not.
+	WithExpandable, Replayed int64
+	Basis, Partial, NotUsed  string
 	// KVCache says a KV cache was among what held the free memory in pieces.
 	KVCache bool
 }
 
-// Saving is what expandable segments would save: reserved beyond the peak under them.
-func (f FragmentationFacts) Saving() int64 { return f.Reserved - f.WithExpandable }
+// Saving is what expandable segments would save at the maximum reserved: the allocator replay's two peaks when
+// it ran, else the recorded maximum less the estimate.
+func (f FragmentationFacts) Saving() int64 {
+	if f.Basis == BasisReplay {
+		return f.Replayed - f.WithExpandable
+	}
+	return f.Reserved - f.WithExpandable
+}
 
 // NewFragmentation words the fragmentation finding.
 func NewFragmentation(f FragmentationFacts) Finding {
 	saving := f.Saving()
 	var why strings.Builder
-	fmt.Fprintf(&why, "reserved reached its maximum of %s at event %d (%s)", units.Bytes(f.Reserved), f.MaxReserved.Event, f.MaxReserved.Text)
+	fmt.Fprintf(&why, "reserved reached its maximum of %s at %s (%s)", units.Bytes(f.Reserved), EventName(f.MaxReserved.Event), f.MaxReserved.Text)
 	if f.RaisedBy != nil {
 		fmt.Fprintf(&why, ": %s", f.RaisedBy.Describe())
 	}
 	pk := f.AtPeak
-	fmt.Fprintf(&why, ". The allocated peak was %s (event %d, %s), %s below it; then %s (%s reserved) held %s free, the largest free range %s",
-		units.Bytes(f.Allocated), f.Peak.Event, f.Peak.Text, units.Bytes(f.Reserved-f.Allocated), units.Plural(pk.Segments, "segment", "segments"),
+	fmt.Fprintf(&why, ". The allocated peak was %s (%s, %s), %s below it; then %s (%s reserved) held %s free, the largest free range %s",
+		units.Bytes(f.Allocated), EventName(f.Peak.Event), f.Peak.Text, units.Bytes(f.Reserved-f.Allocated), units.Plural(pk.Segments, "segment", "segments"),
 		units.Bytes(pk.Reserved), units.Bytes(pk.Free), units.Bytes(pk.LargestFree))
 	if f.LastFragmenting != nil {
 		fmt.Fprintf(&why, ". The last large-pool cudaMalloc made while the cache held enough free memory, but in no range large enough, was at event %d: %s",
@@ -138,6 +159,9 @@ func NewFragmentation(f FragmentationFacts) Finding {
 	}
 	fmt.Fprintf(&why, ". With expandable segments reserved would peak at about %s (%s), saving %s of the %s", units.Bytes(f.WithExpandable), f.Basis,
 		units.Bytes(saving), units.Bytes(f.Reserved-f.Allocated))
+	if f.Partial != "" {
+		fmt.Fprintf(&why, ". The replay is partial, so the saving covers the recorded part of the run: %s", f.Partial)
+	}
 	if f.NotUsed != "" {
 		fmt.Fprintf(&why, ". The allocator replay was not used: %s", f.NotUsed)
 	}
@@ -145,7 +169,7 @@ func NewFragmentation(f FragmentationFacts) Finding {
 	return Finding{ID: Fragmentation, Severity: Warning, Title: titleFragmentation,
 		Value: float64(saving), Threshold: float64(FragmentationMinSavingBytes), Unit: Bytes, Basis: f.Basis,
 		Device: at.Device, Event: at.Event, Iteration: at.Iteration, Phase: at.Phase, Evidence: why.String(),
-		Advice: fragmentationAdvice(f.KVCache, saving, f.Basis),
+		Advice: fragmentationAdvice(f.KVCache, saving, f.Basis), SavedBytes: saving,
 	}
 }
 
@@ -174,7 +198,9 @@ func NewIdleCache(lastUse At, segments int, idle int64) Finding {
 		Phase: lastUse.Phase,
 		Evidence: fmt.Sprintf("%s (%s) last used in the %s, up to event %d, stayed reserved and unused through every training iteration after it",
 			units.Plural(segments, "segment", "segments"), units.Bytes(idle), lastUse.Text, lastUse.Event),
-		Advice: "Call torch.cuda.empty_cache() once after that one-off phase (checkpoint loading, evaluation), not every step.",
+		Advice: fmt.Sprintf("Call torch.cuda.empty_cache() once after that one-off phase (checkpoint loading, evaluation), not every step: it returns %s that every later peak held reserved.",
+			units.Bytes(idle)),
+		SavedBytes: idle,
 	}
 }
 
@@ -191,8 +217,9 @@ type LeakSite struct {
 }
 
 // NewLeak words the fastest-growing site l, judged at the end of the last complete iteration (at); warm is what
-// iteration 1 created and every later iteration kept (not growth), sites how many sites grow.
-func NewLeak(at At, l LeakSite, warm int64, sites int) Finding {
+// iteration 1 created and every later iteration kept (not growth), sites how many sites grow, atPeak what the
+// growing sites had gained since iteration 1 at the allocated peak (what a fix frees there).
+func NewLeak(at At, l LeakSite, warm int64, sites int, atPeak int64) Finding {
 	// A site without a stack is named "(no stack: category, lifetime)" already; a second parenthesis would nest.
 	name := l.Site + " (" + l.Category + ")"
 	if strings.HasPrefix(l.Site, "(") {
@@ -206,7 +233,9 @@ func NewLeak(at At, l LeakSite, warm int64, sites int) Finding {
 	return Finding{ID: Leak, Severity: Warning, Title: titleLeak,
 		Value: float64(l.PerIteration), Threshold: float64(LeakMinGrowthBytes), Unit: Bytes, Device: at.Device,
 		Event: at.Event, Iteration: at.Iteration, Phase: at.Phase, Evidence: ev,
-		Advice: "Something keeps a reference to tensors from this site across steps: a list they are appended to, an attribute, a metric accumulated without .item()/.detach(), or outputs kept with their graph.",
+		Advice: "Something keeps a reference to tensors from this site across steps: a list they are appended to, an attribute, a metric accumulated without .item()/.detach(), or outputs kept with their graph." +
+			fmt.Sprintf(" Fixing it frees %s at the peak, what the growing sites had gained since iteration 1, and more the longer the run.", units.Bytes(atPeak)),
+		SavedBytes: atPeak,
 	}
 }
 
@@ -221,7 +250,18 @@ func NewOOM(at At, request, deviceFree int64, x OOMExplained, expandableOn bool)
 	if x.Layers > 0 && x.PerLayerBytes > 0 {
 		fmt.Fprintf(&ev, ". %s", x.Projection())
 	}
-	advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length, or sharding (FSDP/ZeRO) for weights and optimizer state."
+	advice := "Cut what grows with the layers: activation checkpointing, a smaller micro-batch or sequence length."
+	// Sharding divides only the model's state; where that is a small part of the failing step it cannot help.
+	var state int64
+	for _, c := range x.Live.ByComponent {
+		if c.Name == "weights" || c.Name == "gradients" || c.Name == "optimizer" {
+			state += c.Bytes
+		}
+	}
+	if x.Live.Bytes > 0 && float64(state) >= ShardingMinSharePct/100*float64(x.Live.Bytes) {
+		advice = "Cut what grows with the layers (activation checkpointing, a smaller micro-batch or sequence length), or shard the weights, gradients and optimizer state (FSDP/ZeRO): they hold " +
+			units.Percent(state, x.Live.Bytes) + " of what was live."
+	}
 	if cached := x.ReservedBytes - x.Live.Bytes; cached >= request {
 		fmt.Fprintf(&ev, ". The cache held %s free, more than the request, but in pieces too small", units.Bytes(cached))
 		if !expandableOn {
@@ -246,4 +286,62 @@ func ShareList(ss []Share, n int) string {
 		return "nothing"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// LossFacts is what the loss-logits detector measured at the allocated peak.
+type LossFacts struct {
+	Peak      At
+	PeakBytes int64
+	// HeldBytes is what the Loss/Logits blocks held at the peak: the logits (LogitsBytes, made at LogitsSite), the
+	// loss's own forward tensors (ForwardBytes: upcast, log-probabilities) and its gradients (GradientBytes).
+	HeldBytes, LogitsBytes, ForwardBytes, GradientBytes int64
+	LogitsSite                                          string
+	// Tokens is how many tokens the loss ran over in the peak's iteration (0: the trace does not show it).
+	Tokens int
+	// NewPeakBytes is the highest allocated memory with those blocks held one chunk at a time.
+	NewPeakBytes int64
+}
+
+// Saving is what the chunked loss saves at the peak.
+func (f LossFacts) Saving() int64 { return f.PeakBytes - f.NewPeakBytes }
+
+// NewLossLogits words the loss-logits finding: what the logits and the cross-entropy's tensors held at the peak,
+// and what computing the loss a chunk at a time would save there.
+func NewLossLogits(f LossFacts) Finding {
+	var ev strings.Builder
+	fmt.Fprintf(&ev, "at the peak (%s, %s) the logits and the cross-entropy's tensors held %s of the %s allocated (%s)",
+		EventName(f.Peak.Event), f.Peak.Text, units.Bytes(f.HeldBytes), units.Bytes(f.PeakBytes), units.Percent(f.HeldBytes, f.PeakBytes))
+	var parts []string
+	if f.LogitsBytes > 0 {
+		parts = append(parts, fmt.Sprintf("the logits %s (%s)", units.Bytes(f.LogitsBytes), f.LogitsSite))
+	}
+	if f.ForwardBytes > 0 {
+		parts = append(parts, fmt.Sprintf("the loss's upcast and log-probabilities %s", units.Bytes(f.ForwardBytes)))
+	}
+	if f.GradientBytes > 0 {
+		parts = append(parts, fmt.Sprintf("the loss's gradients %s", units.Bytes(f.GradientBytes)))
+	}
+	if len(parts) > 0 {
+		ev.WriteString(": " + strings.Join(parts, ", "))
+	}
+	chunk := fmt.Sprintf("one of %d chunks", LossChunksUnknownTokens)
+	if f.Tokens > 0 {
+		chunk = fmt.Sprintf("%d of the %d tokens", min(f.Tokens, LossChunkTokens), f.Tokens)
+	}
+	fmt.Fprintf(&ev, ". A cross-entropy computed over %s at a time holds only that share of these tensors at once: the peak would be %s, %s lower",
+		chunk, units.Bytes(f.NewPeakBytes), units.Bytes(f.Saving()))
+	return Finding{ID: LossLogits, Severity: Warning, Title: titleLossLogits,
+		Value: float64(f.Saving()), Threshold: float64(LossLogitsMinSavingBytes), Unit: Bytes, Basis: BasisTrace,
+		Device: f.Peak.Device, Event: f.Peak.Event, Iteration: f.Peak.Iteration, Phase: f.Peak.Phase, Evidence: ev.String(),
+		Advice: fmt.Sprintf("Compute the loss without materializing the full logits: a fused linear cross-entropy (Liger Kernel's LigerFusedLinearCrossEntropyLoss; for transformers models liger_kernel.transformers.apply_liger_kernel_to_llama and its kin, or TrainingArguments(use_liger_kernel=True)) or a chunked one (torchtune's CEWithChunkedOutputLoss). It saves about %s at the peak.",
+			units.Bytes(f.Saving())),
+		SavedBytes: f.Saving(),
+	}
+}
+
+// WithLossEstimate adds to a loss-logits finding what the static estimator predicts the same change saves on the
+// configuration given with --static: the peak allocated as configured less with training.loss chunked.
+func WithLossEstimate(f *Finding, asConfigured, chunked int64) {
+	f.Evidence += fmt.Sprintf(". With the static configuration the estimator predicts a peak of %s as configured and %s with training.loss: chunked, %s lower",
+		units.Bytes(asConfigured), units.Bytes(chunked), units.Bytes(asConfigured-chunked))
 }

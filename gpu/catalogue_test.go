@@ -96,18 +96,25 @@ func TestLoadFile(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ name, body, want string }{
-		{"syntax.json", `[{"key": "x",}]`, "syntax.json: invalid JSON at byte offset 13"},
-		{"unknown.json", `[{"key": "x", "memory": 4}]`, `unknown.json: invalid config: json: unknown field "memory"`},
-		{"type.json", `[{"key": "x", "memory_gb": "big"}]`, "type.json: memory_gb: expected float64, got JSON string"},
-		{"nomem.yaml", "- key: x\n  bandwidth_tbs: 1\n  bf16_tflops: 1\n", "nomem.yaml: [0].memory_gib: 0 (must be > 0"},
+		{"syntax.json", `[{"key": "x",}]`, "syntax.json:1:14: invalid JSON: invalid character '}'"},
+		{"unknown.json", `[{"key": "x", "memroy_gb": 4}]`, `unknown.json:1:15: [0].memroy_gb: unknown key (did you mean "memory_gb"?)`},
+		{"type.json", `[{"key": "x", "memory_gb": "big"}]`, `type.json:1:28: [0].memory_gb: expected a number, got the string "big"`},
+		{"nomem.yaml", "- key: x\n  bandwidth_tbs: 1\n  bf16_tflops: 1\n", "nomem.yaml:1:3: [0].memory_gib: missing (set memory_gb or memory_gib, > 0)"},
 		{"bad.yaml", "- key: [x\n", "bad.yaml: invalid YAML"},
+		// Figures beyond any part made, which gave a negative capacity, +Inf hours or a 0-byte report, and a
+		// negative memory_gb reported as the memory_gib it would have become ("memory_gib: 0").
+		{"huge.yaml", "- key: big\n  memory_gb: 9.3e12\n  bandwidth_tbs: 3\n  bf16_tflops: 1000\n", "huge.yaml:2:14: [0].memory_gb: 9.3e+12 exceeds the limit of 100000"},
+		{"slow.yaml", "- key: slow\n  memory_gb: 80\n  bandwidth_tbs: 3\n  bf16_tflops: 1e-300\n", "slow.yaml:4:16: [0].bf16_tflops: 1e-300 is below the smallest rate memscan accepts, 0.01"},
+		{"negative.yaml", "- key: neg\n  memory_gb: -80\n  bandwidth_tbs: 3\n  bf16_tflops: 1000\n", "negative.yaml:2:14: [0].memory_gb: -80 (must be > 0)"},
+		{"infinite.yaml", "- key: inf\n  memory_gb: 80\n  bandwidth_tbs: .inf\n  bf16_tflops: 1000\n", "infinite.yaml:3:18: [0].bandwidth_tbs: .inf is not a finite number"},
+		{"fp32.json", `[{"key": "x", "memory_gb": 80, "bandwidth_tbs": 3, "bf16_tflops": 1000, "fp32_tflops": 1e7}]`, "[0].fp32_tflops: 1e+07 exceeds the limit of 1e+06"},
 	} {
 		_, err := LoadFile(write(tc.name, tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := LoadFile(filepath.Join(dir, "missing.json")); err == nil || !strings.HasPrefix(err.Error(), "gpu file: ") {
+	if _, err := LoadFile(filepath.Join(dir, "missing.json")); err == nil || err.Error() != filepath.Join(dir, "missing.json")+": no such file or directory" {
 		t.Errorf("missing file: error %v", err)
 	}
 }

@@ -1,43 +1,37 @@
 package gpu
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"strings"
 
-	"go.yaml.in/yaml/v3"
-
-	"github.com/memscan/memscan/internal/units"
+	"github.com/memscan/memscan/internal/configfile"
 )
 
-// LoadFile reads custom GPU specs (a JSON or YAML list of Spec objects), filling and checking each (Validate).
+// maxFileSpecs bounds the specs of one custom GPU file.
+const maxFileSpecs = 1024
+
+// fileLimits bound a custom GPU file as it is parsed.
+var fileLimits = configfile.Limits{MaxBytes: 1 << 20, MaxDepth: 4, MaxItems: maxFileSpecs, MaxValues: 1 << 16}
+
+// LoadFile reads custom GPU specs (a JSON or YAML list of Spec objects), strictly (see package configfile),
+// filling and checking each (Validate).
 func LoadFile(path string) ([]Spec, error) {
-	data, err := os.ReadFile(path)
+	doc, err := configfile.ReadFile(path, "a GPU file", fileLimits)
 	if err != nil {
-		return nil, fmt.Errorf("gpu file: %w", err)
+		return nil, err
 	}
 	var specs []Spec
-	if units.IsYAML(path, data) && !strings.HasPrefix(strings.TrimSpace(string(data)), "[") {
-		var raw []map[string]any
-		if err := yaml.Unmarshal(data, &raw); err != nil {
-			return nil, fmt.Errorf("%s: invalid YAML: %w", path, err)
-		}
-		js, err := json.Marshal(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		data = js
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&specs); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, units.JSONError(err))
+	if err := doc.Decode(&specs); err != nil {
+		return nil, err
 	}
 	for i := range specs {
-		if err := specs[i].Validate(fmt.Sprintf("%s: [%d]", path, i)); err != nil {
-			return nil, err
+		at := fmt.Sprintf("[%d]", i)
+		if err := specs[i].Validate(at); err != nil {
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				return nil, doc.ErrorAt(at+"."+fe.Field, "%s", fe.Msg)
+			}
+			return nil, doc.ErrorAt(at, "%v", err)
 		}
 	}
 	return specs, nil

@@ -29,9 +29,26 @@ type Spec struct {
 	Source            string  `json:"source"`
 }
 
-// Validate fills the figures a custom spec may leave out (from the ones it gives) and checks the rest; key names
-// the spec in errors (a config key or a file and index).
+// Bounds of a custom spec's figures: far beyond any part made, near enough that every capacity, rate and time
+// computed from them stays finite and exact (a 9.3e12 GB part once overflowed the capacity to a negative number,
+// and 1e-300 TFLOPS made the step time +Inf).
+const (
+	MaxMemoryGB      = 1e5 // 100 TB (memory_gb, memory_gib)
+	MaxBandwidthTBs  = 1e3
+	MinTFLOPS        = 0.01 // a rate that is given (0 means the part lacks the format, where allowed)
+	MaxTFLOPS        = 1e6
+	MaxInterconnect  = 1e6 // GB/s
+	MaxComputeCap    = 100
+	maxSpecTextBytes = 256 // key, name, interconnect, vendor, source
+)
+
+// Validate fills the figures a custom spec may leave out (from the ones it gives) and checks every figure
+// against its bounds, naming the key as written; key names the spec in errors (a config key or a file and
+// index).
 func (g *Spec) Validate(key string) error {
+	if err := g.checkGiven(key); err != nil {
+		return err
+	}
 	if g.MemoryGiB == 0 && g.MemoryGB > 0 {
 		g.MemoryGiB = g.MemoryGB * 1e9 / (1 << 30) * 0.99
 	}
@@ -55,16 +72,67 @@ func (g *Spec) Validate(key string) error {
 	}
 	switch {
 	case !(g.MemoryGiB > 0):
-		return fmt.Errorf("%s.memory_gib: %g (must be > 0; set memory_gb or memory_gib)", key, g.MemoryGiB)
-	case !(g.BandwidthTBs > 0):
-		return fmt.Errorf("%s.bandwidth_tbs: %g (must be > 0)", key, g.BandwidthTBs)
-	case !(g.FP16TFLOPS > 0) || g.BF16TFLOPS < 0 || math.IsNaN(g.BF16TFLOPS):
-		return fmt.Errorf("%s.bf16_tflops / fp16_tflops: %g / %g (one must be > 0; bf16 0 = a part without bf16)", key, g.BF16TFLOPS, g.FP16TFLOPS)
-	case g.IntraGBps < 0 || g.FP8TFLOPS < 0 || math.IsNaN(g.IntraGBps):
-		return fmt.Errorf("%s: interconnect_gbps and fp8_tflops must be >= 0", key)
+		return &FieldError{Spec: key, Field: "memory_gib", Msg: "missing (set memory_gb or memory_gib, > 0)"}
+	case !(g.FP16TFLOPS > 0):
+		return &FieldError{Spec: key, Field: "bf16_tflops", Msg: "missing (set bf16_tflops or fp16_tflops, > 0; bf16 0 = a part without bf16)"}
+	case g.FP32TFLOPS < MinTFLOPS:
+		return &FieldError{Spec: key, Field: "fp32_tflops", Msg: fmt.Sprintf("%g, derived from fp16_tflops / 8, is below %g; give fp32_tflops", g.FP32TFLOPS, MinTFLOPS)}
 	}
 	return nil
 }
+
+// checkGiven checks the figures as the file wrote them, before any is derived from another: a negative
+// memory_gb is reported as memory_gb, not as the memory_gib it would have been turned into.
+func (g *Spec) checkGiven(key string) error {
+	for _, f := range []struct {
+		name     string
+		v        float64
+		min, max float64
+		zeroOK   bool
+	}{
+		{"memory_gb", g.MemoryGB, 0, MaxMemoryGB, true},
+		{"memory_gib", g.MemoryGiB, 0, MaxMemoryGB, true},
+		{"bandwidth_tbs", g.BandwidthTBs, 0, MaxBandwidthTBs, false},
+		{"bf16_tflops", g.BF16TFLOPS, MinTFLOPS, MaxTFLOPS, true},
+		{"fp16_tflops", g.FP16TFLOPS, MinTFLOPS, MaxTFLOPS, true},
+		{"fp8_tflops", g.FP8TFLOPS, MinTFLOPS, MaxTFLOPS, true},
+		{"tf32_tflops", g.TF32TFLOPS, MinTFLOPS, MaxTFLOPS, true},
+		{"fp32_tflops", g.FP32TFLOPS, MinTFLOPS, MaxTFLOPS, true},
+		{"fp32_matrix_tflops", g.FP32MatrixTFLOPS, MinTFLOPS, MaxTFLOPS, true},
+		{"interconnect_gbps", g.IntraGBps, 0, MaxInterconnect, true},
+		{"compute_capability", g.ComputeCapability, 0, MaxComputeCap, true},
+	} {
+		var msg string
+		switch {
+		case f.v == 0 && f.zeroOK:
+		case f.v == 0:
+			msg = "0 (must be > 0)"
+		case math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0:
+			msg = fmt.Sprintf("%g (must be > 0)", f.v)
+		case f.v > f.max:
+			msg = fmt.Sprintf("%g exceeds the limit of %g", f.v, f.max)
+		case f.min > 0 && f.v < f.min:
+			msg = fmt.Sprintf("%g is below the smallest rate memscan accepts, %g (0 where the part lacks the format)", f.v, f.min)
+		}
+		if msg != "" {
+			return &FieldError{Spec: key, Field: f.name, Msg: msg}
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"key", g.Key}, {"name", g.Name}, {"interconnect", g.Interconnect}, {"vendor", g.Vendor}, {"source", g.Source}} {
+		if len(f.v) > maxSpecTextBytes {
+			return &FieldError{Spec: key, Field: f.name, Msg: fmt.Sprintf("%d bytes long; at most %d", len(f.v), maxSpecTextBytes)}
+		}
+	}
+	return nil
+}
+
+// FieldError is a custom spec's figure out of its bounds: the spec (a config key, or a file's index), the
+// figure's key and what is wrong.
+type FieldError struct {
+	Spec, Field, Msg string
+}
+
+func (e *FieldError) Error() string { return e.Spec + "." + e.Field + ": " + e.Msg }
 
 // PeakTFLOPS is the dense peak for a compute dtype. A dtype the part lacks falls back to what would run instead
 // (configs asking for bf16 on a part without it are refused by the estimator; this only keeps the rate finite).

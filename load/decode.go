@@ -2,14 +2,18 @@ package load
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync/atomic"
 
 	"github.com/memscan/memscan/internal/input"
+	"github.com/memscan/memscan/internal/inputfile"
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
@@ -37,15 +41,45 @@ func DecodeFile(ctx context.Context, path string) (*Input, error) {
 	return DecodeFileWith(ctx, path, Options{})
 }
 
-// DecodeFileWith opens and decodes one input file.
+// DecodeFileWith opens and decodes one input file. Only a regular file is read: a named pipe, a device or a
+// socket is refused at once (inputfile.ErrNotRegular), since a pipe without a writer blocks and /dev/zero never ends.
 func DecodeFileWith(ctx context.Context, path string, opts Options) (*Input, error) {
-	f, err := os.Open(path)
+	f, _, err := inputfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if opts.Read != nil {
+		return DecodeWith(ctx, path, &countingFile{f: f, read: opts.Read}, opts)
+	}
 	return DecodeWith(ctx, path, f, opts)
 }
+
+// countingFile is a file being decoded that adds to read the bytes read from it. A seek back (a decoder reading
+// the file again) takes back what lies beyond the new position; a seek forward (the size probe) adds nothing.
+type countingFile struct {
+	f       *os.File
+	read    *atomic.Int64
+	counted int64 // this file's share of read
+}
+
+func (c *countingFile) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	c.counted += int64(n)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+func (c *countingFile) Seek(offset int64, whence int) (int64, error) {
+	pos, err := c.f.Seek(offset, whence)
+	if err == nil && pos < c.counted {
+		c.read.Add(pos - c.counted)
+		c.counted = pos
+	}
+	return pos, err
+}
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // maxGzipDepth bounds nested gzip layers so a gzip bomb of gzips cannot recurse forever.
 const maxGzipDepth = 2
@@ -87,6 +121,17 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 	if len(head) == 0 {
 		return nil, &input.Error{File: name, Offset: 0, Msg: "empty file"}
 	}
+	if bytes.HasPrefix(head, utf8BOM) {
+		// A UTF-8 byte order mark (Windows editors write one) says nothing the content does not: the decoders see
+		// three spaces in its place, so JSON and logs read as without it and every byte offset stays the file's.
+		if _, err := br.Discard(len(utf8BOM)); err != nil {
+			return nil, &input.Error{File: name, Offset: 0, Msg: "cannot read", Err: err}
+		}
+		br = bufio.NewReaderSize(io.MultiReader(strings.NewReader("   "), br), 1<<16)
+		if head, err = br.Peek(input.SniffLen); err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, &input.Error{File: name, Offset: 0, Msg: "cannot read", Err: err}
+		}
+	}
 	switch input.Sniff(head) {
 	case input.KindPickle:
 		snap, err := snapshot.DecodePickleFrom(ctx, name, br, src)
@@ -94,6 +139,10 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 			return nil, err
 		}
 		return &Input{Path: name, Format: snapshot.PickleFormat(snap.Protocol), Snapshot: snap}, nil
+	case input.KindZip:
+		return nil, zipError(name, head)
+	case input.KindLegacyTorchSave:
+		return nil, legacyTorchSaveError(name)
 	case input.KindOldPickle:
 		return nil, snapshot.OldPickleError(ctx, name, head)
 	case input.KindGzip:

@@ -41,6 +41,11 @@ func TestIsInputName(t *testing.T) {
 		{"summary.json", false},
 		{"report.msgpack", false},
 		{"top_consumers.png", false},
+		{"rank0.pickle.gz", true},
+		{"snap.pkl.gz", true},
+		{"train.log.gz", true},
+		{"config.json.gz", false},
+		{"checkpoint.tar.gz", false},
 	}
 	for _, tt := range tests {
 		if got := isInputName(tt.name); got != tt.want {

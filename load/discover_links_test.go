@@ -42,7 +42,8 @@ func TestDiscoverFollowsLinks(t *testing.T) {
 
 	for _, arg := range []string{filepath.Join(dir, "run"), filepath.Join(dir, "latest")} {
 		t.Run(filepath.Base(arg), func(t *testing.T) {
-			files, failures := load.Discover([]string{arg}, load.DiscoverOptions{})
+			d := load.Discover([]string{arg}, load.DiscoverOptions{})
+			files, failures := d.Files, d.Failures
 			want := []string{
 				filepath.Join(arg, "iteration_1/rank0/rank0_memory_snapshot.pickle"),
 				filepath.Join(arg, "iteration_1/rank1/rank1_memory_snapshot.pickle"),

@@ -44,7 +44,7 @@ func decodeJSON(ctx context.Context, name string, br *bufio.Reader) (*Input, err
 	case json.Delim('['):
 		return decodeJSONList(s, name)
 	}
-	return nil, &input.Error{File: name, Offset: s.Offset(), Msg: fmt.Sprintf("JSON top level is %s, not an object or list", input.DescribeToken(tok)), Err: input.ErrUnknownContent}
+	return nil, otherJSONError(name, fmt.Sprintf("its top level is %s, where every JSON input is an object or a list", input.DescribeToken(tok)))
 }
 
 // decodeJSONObject tells an allocator snapshot from a tracer file by the first key of the top-level object.
@@ -56,6 +56,9 @@ func decodeJSONObject(s *input.JSONStream, name string) (*Input, error) {
 	if k == nil {
 		return nil, &input.Error{File: name, Offset: s.Offset(), Msg: "empty JSON object: neither a tracer file nor an allocator snapshot", Err: input.ErrUnknownContent}
 	}
+	if chromeTraceKeys[*k] {
+		return nil, chromeTraceError(name)
+	}
 	if snapshot.IsSnapshotKey(*k) {
 		snap, err := snapshot.DecodeJSONObject(s, *k)
 		if err != nil {
@@ -64,6 +67,10 @@ func decodeJSONObject(s *input.JSONStream, name string) (*Input, error) {
 		return &Input{Path: name, Format: snapshot.FormatSnapshotJSON, Snapshot: snap}, nil
 	}
 	tr, err := tracer.DecodeRest(s, *k)
+	var nt *tracer.NotTracerError
+	if errors.As(err, &nt) {
+		return nil, notTracerError(name, nt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -93,5 +100,5 @@ func decodeJSONList(s *input.JSONStream, name string) (*Input, error) {
 		}
 		return &Input{Path: name, Format: snapshot.FormatSnapshotJSON, Snapshot: snap}, nil
 	}
-	return nil, s.TypeErr("[0]", "a list (memory timeline) or an object (snapshot segment)", tok)
+	return nil, otherJSONError(name, fmt.Sprintf("a list whose first element is %s, where a memory timeline holds lists ([times, sizes]) and a snapshot segments (objects)", input.DescribeToken(tok)))
 }

@@ -3,6 +3,7 @@ package load
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/sysmem"
@@ -14,6 +15,10 @@ type Options struct {
 	// a gzip file's decompressed size); 0 means DefaultMaxInputSize. A larger input fails with an error wrapping
 	// input.ErrInputTooLarge as soon as the bound is passed, before it can exhaust memory.
 	MaxInputSize int64
+	// Read, when set, counts the bytes DecodeFileWith reads from the file (a gzip file's compressed bytes), for
+	// progress: a decoder that rewinds to read the file again takes its bytes back first, so one counter shared by
+	// the files decoded at once holds how far into them all the decoders are.
+	Read *atomic.Int64
 }
 
 // fallbackMaxInputSize is the default bound where the machine's memory cannot be read.

@@ -60,10 +60,15 @@ func (t *Timeline) Total(i int) int64 {
 const (
 	maxTimelinePoints = 1 << 23
 	maxTimelineWidth  = 64
+	// MaxBytes bounds every figure of a timeline, a size or a category's running total (2^53 bytes, 8 PiB, as
+	// for snapshot sizes): a point's total over at most 64 categories then stays far inside int64. Values near
+	// 2^63 used to wrap the total, and a timeline with such a point reported "peak 1000 B".
+	MaxBytes = 1 << 53
 )
 
 // DecodeRest decodes a timeline whose top-level '[' and the '[' of its first element have been read.
-func DecodeRest(s *input.JSONStream) (*Timeline, error) {
+func DecodeRest(js *input.JSONStream) (*Timeline, error) {
+	s := newScanner(js)
 	first, err := intsRest(s, "[0]", nil, maxTimelinePoints)
 	if err != nil {
 		return nil, err
@@ -120,7 +125,7 @@ func DecodeRest(s *input.JSONStream) (*Timeline, error) {
 }
 
 // intsRest reads numbers up to and including the closing ']' of an array whose '[' was consumed.
-func intsRest(s *input.JSONStream, path string, dst []int64, max int) ([]int64, error) {
+func intsRest(s *scanner, path string, dst []int64, max int) ([]int64, error) {
 	for s.HasMore() {
 		if len(dst) >= max {
 			return nil, s.Errf(path, "more than %d elements", max)
@@ -147,7 +152,7 @@ func withField(err error, path string) error {
 
 // decodePlotRows reads the rows of the plot form. open says whether the first row's '[' was consumed (false
 // means the sizes list was empty and its ']' was consumed).
-func decodePlotRows(s *input.JSONStream, times []int64, open bool) (*Timeline, error) {
+func decodePlotRows(s *scanner, times []int64, open bool) (*Timeline, error) {
 	tl := &Timeline{Form: "plot", TimesUS: times}
 	width := -1
 	var row []int64
@@ -155,20 +160,21 @@ func decodePlotRows(s *input.JSONStream, times []int64, open bool) (*Timeline, e
 		if i >= len(times) {
 			return nil, s.Errf(fmt.Sprintf("[1][%d]", i), "more size rows than the %d times", len(times))
 		}
-		path := fmt.Sprintf("[1][%d]", i)
+		// The row's path is built only on failure: a timeline has millions of rows.
+		path := func() string { return fmt.Sprintf("[1][%d]", i) }
 		var err error
 		if i > 0 {
-			if err := s.ExpectDelim(path, '['); err != nil {
-				return nil, err
+			if err := s.ExpectDelim("", '['); err != nil {
+				return nil, withField(err, path())
 			}
 		}
-		if row, err = intsRest(s, path, row[:0], maxTimelineWidth+1); err != nil {
-			return nil, err
+		if row, err = intsRest(s, "", row[:0], maxTimelineWidth+1); err != nil {
+			return nil, withField(err, path())
 		}
 		if width < 0 {
 			// row[0] is the stacking baseline PyTorch always writes as 0; the categories follow.
 			if len(row) < 2 {
-				return nil, s.Errf(path, "a size row needs a baseline and at least one category, got %d numbers", len(row))
+				return nil, s.Errf(path(), "a size row needs a baseline and at least one category, got %d numbers", len(row))
 			}
 			width = len(row)
 			tl.Categories = timelineCategoryNames(width - 1)
@@ -177,9 +183,12 @@ func decodePlotRows(s *input.JSONStream, times []int64, open bool) (*Timeline, e
 				tl.Bytes[k] = make([]int64, 0, len(times))
 			}
 		} else if len(row) != width {
-			return nil, s.Errf(path, "row has %d numbers, earlier rows have %d", len(row), width)
+			return nil, s.Errf(path(), "row has %d numbers, earlier rows have %d", len(row), width)
 		}
 		for k := 1; k < width; k++ {
+			if v := row[k]; v > MaxBytes || v < -MaxBytes {
+				return nil, s.Errf(fmt.Sprintf("%s[%d]", path(), k), "%d bytes is beyond the 2^53-byte limit of a memory figure", v)
+			}
 			tl.Bytes[k-1] = append(tl.Bytes[k-1], row[k])
 		}
 		if !s.HasMore() {
@@ -221,7 +230,7 @@ func timelineCategoryNames(n int) []string {
 }
 
 // decodeRawEvents reads the raw form: first is the first event, second the first number of the second.
-func decodeRawEvents(s *input.JSONStream, first []int64, second json.Number) (*Timeline, error) {
+func decodeRawEvents(s *scanner, first []int64, second json.Number) (*Timeline, error) {
 	if len(first) != 4 {
 		return nil, s.Errf("[0]", "a raw timeline event has 4 numbers [t_ns, action, bytes, category], got %d", len(first))
 	}
@@ -261,7 +270,7 @@ func decodeRawEvents(s *input.JSONStream, first []int64, second json.Number) (*T
 // buildRawTimeline accumulates raw events into points the way PyTorch's plot export does: nanoseconds become
 // microseconds, a new point starts whenever the time changes, every point carries the running totals, and the
 // pre-existing time -1 becomes the smallest positive time.
-func buildRawTimeline(s *input.JSONStream, events [][4]int64) (*Timeline, error) {
+func buildRawTimeline(s *scanner, events [][4]int64) (*Timeline, error) {
 	tl := &Timeline{Form: "raw", Events: len(events), Categories: timelineCategoryNames(len(Categories))}
 	for i, e := range events {
 		if e[1] < ActionPreexisting || e[1] > ActionDestroy {
@@ -272,6 +281,9 @@ func buildRawTimeline(s *input.JSONStream, events [][4]int64) (*Timeline, error)
 		}
 		if e[0] < -1 {
 			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][0]", i), Msg: fmt.Sprintf("negative time (%d)", e[0])}
+		}
+		if e[2] > MaxBytes || e[2] < -MaxBytes {
+			return nil, &input.Error{File: s.Name(), Offset: -1, Field: fmt.Sprintf("[%d][2]", i), Msg: fmt.Sprintf("%d bytes is beyond the 2^53-byte limit of a memory figure", e[2])}
 		}
 		tl.ActionCounts[e[1]]++
 	}
@@ -294,7 +306,11 @@ func buildRawTimeline(s *input.JSONStream, events [][4]int64) (*Timeline, error)
 			tl.appendPoint(cur) // the previous time's state, after all of its events
 			tl.TimesUS = append(tl.TimesUS, t)
 		}
-		cur[e[3]] += e[2]
+		cur[e[3]] += e[2] // both within ±2^53: no overflow
+		if v := cur[e[3]]; v > MaxBytes || v < -MaxBytes {
+			return nil, &input.Error{File: s.Name(), Offset: -1,
+				Msg: fmt.Sprintf("category %s adds up to %d bytes at %d µs, beyond the 2^53-byte limit of a memory figure", Categories[e[3]], v, t)}
+		}
 	}
 	tl.appendPoint(cur)
 	for i, t := range tl.TimesUS {

@@ -3,8 +3,10 @@ package memtimeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -120,7 +122,23 @@ func TestTimelineErrors(t *testing.T) {
 		{"single non-event", `[[1, 2, 3]]`, "", "single list of 3 numbers"},
 		{"trailing", `[[1], [[0, 1]]] 5`, "", "trailing data"},
 		{"second element", `[[1], 5]`, "[1]", "want an array"},
-		{"list of numbers", `[1, 2]`, "[0]", "want a list (memory timeline) or an object"},
+		// Figures past 2^53 bytes (8 PiB) would wrap a point's total: with 2^63−1 at one point the report said
+		// "peak 1000 B" (the other point's total).
+		{"size near 2^63", `[[1, 2], [[0, 9223372036854775807, 1001], [0, 500, 500]]]`, "[1][0][1]", "9223372036854775807 bytes is beyond the 2^53-byte limit"},
+		{"negative size past 2^53", `[[1], [[0, -9007199254740993]]]`, "[1][0][1]", "beyond the 2^53-byte limit"},
+		{"raw bytes past 2^53", `[[1, 2, 9007199254740993, 0], [2, 2, 4, 0]]`, "[0][2]", "beyond the 2^53-byte limit"},
+		{"raw running total past 2^53", `[[1, 2, 9007199254740992, 4], [2, 2, 9007199254740992, 4]]`, "", "category Activation adds up to 18014398509481984 bytes at 0 µs"},
+		// JSON syntax as encoding/json checks it, in the number lists read without it.
+		// (Past the first line, which the sniffer checks with encoding/json.)
+		{"trailing comma", "[[1,\n 2,], [[0, 1], [0, 2]]]", "[0][2]", "byte 8: [0][2]: malformed JSON: invalid character ']'"},
+		{"missing comma", "[[1,\n 2 3], [[0, 1], [0, 2]]]", "[0][2]", "byte 8: [0][2]: malformed JSON: invalid character '3' after an array element"},
+		{"leading zero", "[[1,\n 01], [[0, 1]]]", "[0][1]", "malformed JSON: invalid number \"01\""},
+		{"bare minus", "[[1, 2, 3, 4,\n -], [[0, 1]]]", "[0][4]", "malformed JSON: invalid number \"-\""},
+		{"integer past int64", `[[1], [[0, 9223372036854775808]]]`, "[1][0][1]", "integer out of range (9223372036854775808)"},
+		{"exponent", `[[1e3], [[0, 1]]]`, "[0][0]", "not an integer (1e3)"},
+		{"unterminated", `[[1], [[0, 1]`, "[1]", "unexpected end of file"},
+		{"object element", `[[1, {}], [[0, 1]]]`, "[0][1]", "want a number, got an object"},
+		{"null element", `[[1, null], [[0, 1]]]`, "[0][1]", "want a number, got null"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,5 +151,42 @@ func TestTimelineErrors(t *testing.T) {
 				t.Errorf("err = %q (field %q), want field %q and %q", err, de.Field, tc.field, tc.msg)
 			}
 		})
+	}
+}
+
+// TestTimelineLarge: a generated timeline of 200,000 points decodes to exactly the numbers written, whatever the
+// spacing, and every point's total is the sum of its categories (the scanner reads plain integers without
+// encoding/json; this checks it against the values it was given).
+func TestTimelineLarge(t *testing.T) {
+	const n = 200_000
+	var b strings.Builder
+	b.WriteString("[[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(i * 3))
+	}
+	b.WriteString("],\n [")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",\n  ")
+		}
+		fmt.Fprintf(&b, "[0,%d, %d ,-%d]", i%1000, (i*7919)%(1<<40), i)
+	}
+	b.WriteString("]]\n")
+	in, err := load.Decode(context.Background(), "large.json", strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := in.Timeline
+	if tl.Points() != n || len(tl.Bytes) != 3 {
+		t.Fatalf("%d points, %d categories", tl.Points(), len(tl.Bytes))
+	}
+	for i := range n {
+		a, c, d := int64(i%1000), int64((i*7919)%(1<<40)), -int64(i)
+		if tl.TimesUS[i] != int64(i*3) || tl.Bytes[0][i] != a || tl.Bytes[1][i] != c || tl.Bytes[2][i] != d || tl.Total(i) != a+c+d {
+			t.Fatalf("point %d: time %d bytes %d %d %d", i, tl.TimesUS[i], tl.Bytes[0][i], tl.Bytes[1][i], tl.Bytes[2][i])
+		}
 	}
 }

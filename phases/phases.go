@@ -3,7 +3,10 @@
 // report (summary.json's iterations) and imports nothing; internal/phasedetect finds them in a trace.
 package phases
 
-import "sort"
+import (
+	"encoding/json"
+	"sort"
+)
 
 // Phase is the part of a training iteration an event belongs to.
 type Phase uint8
@@ -16,6 +19,10 @@ const (
 	Forward
 	Backward
 	Optimizer
+	// Prefill and Decode split an inference iteration (a generate call): the forward over the prompt, then the
+	// forwards of one token each. They are forwards to everything that asks what role memory plays.
+	Prefill
+	Decode
 )
 
 // String returns the phase's name as reports print it.
@@ -29,9 +36,16 @@ func (p Phase) String() string {
 		return "backward"
 	case Optimizer:
 		return "optimizer"
+	case Prefill:
+		return "prefill"
+	case Decode:
+		return "decode"
 	}
 	return "-"
 }
+
+// IsForward reports whether p runs the model forward: a training forward, or an inference prefill or decode.
+func (p Phase) IsForward() bool { return p == Forward || p == Prefill || p == Decode }
 
 // Span is a range of trace events [Start, End); Start == End == −1 when the phase was not seen. StartUS and EndUS
 // are the times of the first event in the span and of the first event after it (the trace's last event when the
@@ -61,8 +75,55 @@ type Iteration struct {
 	Forward   Span `json:"forward"`
 	Backward  Span `json:"backward"`
 	Optimizer Span `json:"optimizer"`
-	// Complete is true when the iteration ran through an optimizer phase before the trace ended.
+	// Complete is true when the iteration ran through an optimizer phase (for inference: its generate call)
+	// before the trace ended.
 	Complete bool `json:"complete"`
+	// Prefill and Decode split an inference iteration (one generate call) whose Forward spans both; nil for a
+	// training iteration. summary.json shows them in place of forward, backward and optimizer.
+	Prefill *Span `json:"-" msgpack:"prefill,omitempty"`
+	Decode  *Span `json:"-" msgpack:"decode,omitempty"`
+}
+
+// inferenceJSON is an inference iteration's JSON form: its prefill and decode spans stand where a training
+// iteration has forward, backward and optimizer.
+type inferenceJSON struct {
+	Index    int   `json:"iteration"`
+	Span     Span  `json:"span"`
+	Prefill  *Span `json:"prefill"`
+	Decode   *Span `json:"decode"`
+	Complete bool  `json:"complete"`
+}
+
+// plainIteration is Iteration without its methods: its fields' own JSON form.
+type plainIteration Iteration
+
+// MarshalJSON writes a training iteration as it always was, and an inference one with prefill and decode.
+func (it Iteration) MarshalJSON() ([]byte, error) {
+	if it.Prefill != nil {
+		return json.Marshal(inferenceJSON{it.Index, it.Span, it.Prefill, it.Decode, it.Complete})
+	}
+	return json.Marshal(plainIteration(it))
+}
+
+// UnmarshalJSON reads either form back; an inference iteration's forward spans its prefill and decode.
+func (it *Iteration) UnmarshalJSON(b []byte) error {
+	x := struct {
+		plainIteration
+		Prefill *Span `json:"prefill"`
+		Decode  *Span `json:"decode"`
+	}{plainIteration: plainIteration{Forward: NoSpan, Backward: NoSpan, Optimizer: NoSpan}}
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	*it = Iteration(x.plainIteration)
+	it.Prefill, it.Decode = x.Prefill, x.Decode
+	if x.Prefill != nil {
+		it.Forward = Span{Start: x.Prefill.Start, End: x.Prefill.End, StartUS: x.Prefill.StartUS, EndUS: x.Prefill.EndUS}
+		if x.Decode != nil && !x.Decode.Empty() {
+			it.Forward.End, it.Forward.EndUS = x.Decode.End, x.Decode.EndUS
+		}
+	}
+	return nil
 }
 
 // Timeline is the iterations and phases of one device's trace.
@@ -96,6 +157,10 @@ func (t *Timeline) At(j int) (iter int, ph Phase) {
 	}
 	it := &t.Iterations[k]
 	switch {
+	case it.Prefill != nil && it.Prefill.Contains(j):
+		return k, Prefill
+	case it.Decode != nil && it.Decode.Contains(j):
+		return k, Decode
 	case it.Forward.Contains(j):
 		return k, Forward
 	case it.Backward.Contains(j):

@@ -19,6 +19,10 @@ type AllocatorReplay struct {
 	RecordedPeakReservedBytes int64 `json:"recorded_peak_reserved_bytes" msgpack:"recorded_peak_reserved_bytes"`
 	BaselinePeakReservedBytes int64 `json:"baseline_peak_reserved_bytes" msgpack:"baseline_peak_reserved_bytes"`
 	PeakReservedBytes         int64 `json:"peak_reserved_bytes" msgpack:"peak_reserved_bytes"`
+	// BaselinePeakAllocatedBytes is the highest block bytes allocated in the baseline replay: requests rounded to
+	// 512 bytes and blocks left whole where the remainder is too small to split, as torch.cuda.max_memory_allocated
+	// counts them.
+	BaselinePeakAllocatedBytes int64 `json:"baseline_peak_allocated_bytes,omitempty" msgpack:"baseline_peak_allocated_bytes,omitempty"`
 	// ExpandablePeakReservedBytes is the peak reserved under the recorded settings with expandable_segments:True
 	// (equal to the baseline when they are already on): what the fragmentation finding's fix would reserve.
 	ExpandablePeakReservedBytes int64 `json:"expandable_peak_reserved_bytes" msgpack:"expandable_peak_reserved_bytes"`
@@ -46,6 +50,9 @@ type AllocatorReplay struct {
 	// at FirstFailedEvent (−1: none).
 	FailedAllocations int `json:"failed_allocations" msgpack:"failed_allocations"`
 	FirstFailedEvent  int `json:"first_failed_event" msgpack:"first_failed_event"`
+	// Retries counts the what-if's requests that found the device full and released every cached segment to try
+	// again (PyTorch's num_alloc_retries); only a capacity makes any.
+	Retries int `json:"alloc_retries,omitempty" msgpack:"alloc_retries,omitempty"`
 
 	// WhatIfTimeline is the what-if's reserved memory at each change (for the timeline chart); not in
 	// summary.json.

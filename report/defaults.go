@@ -8,8 +8,6 @@ const (
 	// DefaultTracerModuleRows caps the "modules that differ most across ranks" table of a tracer comparison;
 	// analyze --top lowers it further.
 	DefaultTracerModuleRows = 20
-	// DefaultTopK is the number of largest ranks a Merger keeps as outlier candidates.
-	DefaultTopK = 32
 	// DefaultMergeRows is the number of per-rank rows memscan merge prints on stdout (merge --rows).
 	DefaultMergeRows = 64
 	// DefaultCompareRows is the number of rows per table in compare.md (compare --top).

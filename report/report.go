@@ -80,12 +80,17 @@ type SnapshotReport struct {
 	Fragmentation Fragmentation `json:"fragmentation" msgpack:"fragmentation"`
 
 	// Timeline is the replayed device trace, downsampled for plotting; not in summary.json.
-	Timeline    []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	Timeline []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	// Details are the replayed device traces at full resolution, for the interactive page; in neither
+	// summary.json nor report.msgpack (a trace of millions of events would dwarf the report).
+	Details     []TimelineDetail `json:"-" msgpack:"-"`
 	DevicePeaks []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
 	OOMs        []OOM            `json:"ooms" msgpack:"ooms"`
 	// Iterations holds, per device with a trace, the training iterations and their forward, backward and
 	// optimizer boundaries (event index and time).
 	Iterations []phases.Timeline `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
+	// IterationTable is, per device and iteration, the peak and the memory at each phase's end.
+	IterationTable []IterationRow `json:"iteration_table,omitempty" msgpack:"iteration_table,omitempty"`
 	// LeakSuspects are sites whose live bytes grew at the end of every iteration after the first (warm-up).
 	LeakSuspects []LeakSuspect `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
 	// TraceActions counts the device-trace events by action, over all devices.
@@ -235,6 +240,19 @@ type Peak struct {
 	// FirstIterationPhase is the phase of iteration 1's own peak ("" without iterations): the step a static
 	// estimate describes.
 	FirstIterationPhase string `json:"first_iteration_phase,omitempty" msgpack:"first_iteration_phase,omitempty"`
+	// ReservedBytes is the segment bytes at the same moment (what the allocator held for the peak); 0 in reports
+	// written before it existed.
+	ReservedBytes int64 `json:"reserved_bytes,omitempty" msgpack:"reserved_bytes,omitempty"`
+	// AllocatedBytes is the highest block bytes allocated over the trace, as the caching-allocator replay rounds and
+	// splits each request: the unit of torch.cuda.max_memory_allocated, which it equals on a trace recorded from
+	// the process's first allocation. RequestedBytes is Bytes again (what the tensors asked for), so that a reader
+	// of summary.json sees both units side by side. 0 where they were not measured (no allocator replay, or a
+	// report written before they existed).
+	AllocatedBytes int64 `json:"allocated_bytes,omitempty" msgpack:"allocated_bytes,omitempty"`
+	RequestedBytes int64 `json:"requested_bytes,omitempty" msgpack:"requested_bytes,omitempty"`
+	// EfficiencyPct is Bytes over ReservedBytes at the peak: how much of what the cache held then the tensors
+	// used. A snapshot's totals judge the moment of the dump; this one the moment that decides whether a run fits.
+	EfficiencyPct float64 `json:"efficiency_pct,omitempty" msgpack:"efficiency_pct,omitempty"`
 }
 
 // OOM is one out-of-memory event from a device trace.
@@ -254,6 +272,36 @@ type OOM struct {
 	// Remedies are the single changes to a static configuration (memscan analyze --static) tried against the
 	// memory the allocator could have had, the unchanged configuration first (AddRemedies).
 	Remedies []findings.Remedy `json:"remedies,omitempty" msgpack:"remedies,omitempty"`
+}
+
+// IterationRow is one iteration of a device trace: its peak and the memory when each of its phases ended. Allocated
+// bytes are block bytes (torch.cuda.memory_allocated's unit, from the allocator replay; 0 where it did not run),
+// requested bytes what the tensors asked for. torch.cuda.max_memory_allocated and max_memory_reserved, reset at the
+// iteration's start and read at its end, are PeakAllocatedBytes and PeakReservedBytes.
+type IterationRow struct {
+	Device    int  `json:"device" msgpack:"device"`
+	Iteration int  `json:"iteration" msgpack:"iteration"` // 1-based, as phases.Iteration.Index
+	Complete  bool `json:"complete" msgpack:"complete"`
+	// PeakEvent is the first event after which the iteration's allocated memory was highest (block bytes where
+	// known, else requested), in PeakPhase; PeakRequestedBytes the requested bytes then; PeakReservedBytes the
+	// highest reserved memory in the iteration.
+	PeakAllocatedBytes int64  `json:"peak_allocated_bytes,omitempty" msgpack:"peak_allocated_bytes,omitempty"`
+	PeakRequestedBytes int64  `json:"peak_requested_bytes" msgpack:"peak_requested_bytes"`
+	PeakReservedBytes  int64  `json:"peak_reserved_bytes" msgpack:"peak_reserved_bytes"`
+	PeakEvent          int    `json:"peak_event" msgpack:"peak_event"`
+	PeakPhase          string `json:"peak_phase" msgpack:"peak_phase"`
+	// Phases are the phases seen, in order: forward, backward, optimizer for training; prefill and decode for a
+	// generate call; forward alone for a plain inference forward.
+	Phases []PhaseEnd `json:"phases" msgpack:"phases"`
+}
+
+// PhaseEnd is one phase of an iteration and the memory after its last event.
+type PhaseEnd struct {
+	Phase          string      `json:"phase" msgpack:"phase"`
+	Span           phases.Span `json:"span" msgpack:"span"`
+	AllocatedBytes int64       `json:"allocated_bytes,omitempty" msgpack:"allocated_bytes,omitempty"`
+	RequestedBytes int64       `json:"requested_bytes" msgpack:"requested_bytes"`
+	ReservedBytes  int64       `json:"reserved_bytes" msgpack:"reserved_bytes"`
 }
 
 // LeakSuspect is a site whose live bytes grew at the end of every iteration after the first.
@@ -280,6 +328,10 @@ type Cross struct {
 	MaxAllocatedBytes    int64   `json:"max_allocated_bytes" msgpack:"max_allocated_bytes"`
 	MedianAllocatedBytes int64   `json:"median_allocated_bytes" msgpack:"median_allocated_bytes"`
 	ImbalancePct         float64 `json:"imbalance_pct" msgpack:"imbalance_pct"` // (max/median − 1) × 100 of reserved
+	// NotRankSet says why the inputs were not compared as ranks (some path names no rank, a rank appears twice
+	// in an iteration, or two runs are mixed): then the statistics above and the outliers are left empty and the
+	// rows are a plain table. "" when they were compared.
+	NotRankSet string `json:"not_rank_set,omitempty" msgpack:"not_rank_set,omitempty"`
 	// Iterations is how many iterations the snapshots span; with several, the statistics above are those of the
 	// most unbalanced one, ImbalanceIteration (−1: the path told none), since ranks are compared within a step.
 	Iterations         int      `json:"iterations,omitempty" msgpack:"iterations,omitempty"`

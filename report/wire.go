@@ -37,13 +37,14 @@ type reportWire struct {
 	FreeSizes     []SizeBucket   `json:"free_size_histogram,omitempty" msgpack:"free_size_histogram,omitempty"`
 	Fragmentation Fragmentation  `json:"fragmentation" msgpack:"fragmentation"`
 
-	Timeline     []TimelineSeries  `json:"-" msgpack:"timeline,omitempty"`
-	Peak         *Peak             `json:"peak,omitempty" msgpack:"peak,omitempty"`
-	DevicePeaks  []Peak            `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
-	OOMs         []OOM             `json:"ooms" msgpack:"ooms"`
-	Iterations   []phases.Timeline `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
-	LeakSuspects []LeakSuspect     `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
-	TraceActions actionCounts      `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+	Timeline       []TimelineSeries  `json:"-" msgpack:"timeline,omitempty"`
+	Peak           *Peak             `json:"peak,omitempty" msgpack:"peak,omitempty"`
+	DevicePeaks    []Peak            `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
+	OOMs           []OOM             `json:"ooms" msgpack:"ooms"`
+	Iterations     []phases.Timeline `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
+	IterationTable []IterationRow    `json:"iteration_table,omitempty" msgpack:"iteration_table,omitempty"`
+	LeakSuspects   []LeakSuspect     `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
+	TraceActions   actionCounts      `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
 
 	AllocatorReplay        *AllocatorReplay  `json:"allocator_replay,omitempty" msgpack:"allocator_replay,omitempty"`
 	AllocatorReplayDevices []AllocatorReplay `json:"allocator_replay_devices,omitempty" msgpack:"allocator_replay_devices,omitempty"`
@@ -75,7 +76,7 @@ func (r *Report) wire() *reportWire {
 		w.PerDevice, w.PerStream, w.PerPool, w.PerSegmentType = p.PerDevice, p.PerStream, p.PerPool, p.PerSegmentType
 		w.ActiveSizes, w.FreeSizes, w.Fragmentation = p.ActiveSizes, p.FreeSizes, p.Fragmentation
 		w.Timeline, w.DevicePeaks, w.OOMs, w.Iterations = p.Timeline, p.DevicePeaks, p.OOMs, p.Iterations
-		w.LeakSuspects, w.TraceActions = p.LeakSuspects, actionCounts(p.TraceActions)
+		w.LeakSuspects, w.TraceActions, w.IterationTable = p.LeakSuspects, actionCounts(p.TraceActions), p.IterationTable
 		w.AllocatorReplay, w.AllocatorReplayDevices = p.AllocatorReplay, p.AllocatorReplayDevices
 	case *TracerReport:
 		w.PeakBytes, w.ListedBytes, w.Phases, w.Modules, w.Tracer = p.PeakBytes, p.ListedBytes, p.Phases, p.Modules, p.Tracer
@@ -106,7 +107,7 @@ func (w *reportWire) report() *Report {
 			PerDevice: w.PerDevice, PerStream: w.PerStream, PerPool: w.PerPool, PerSegmentType: w.PerSegmentType,
 			ActiveSizes: w.ActiveSizes, FreeSizes: w.FreeSizes, Fragmentation: w.Fragmentation,
 			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: w.Iterations,
-			LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions),
+			LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions), IterationTable: w.IterationTable,
 			AllocatorReplay: w.AllocatorReplay, AllocatorReplayDevices: w.AllocatorReplayDevices}
 	}
 	return r

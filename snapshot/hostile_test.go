@@ -59,7 +59,9 @@ func TestDecodeSizeLimit(t *testing.T) {
 			testutil.GzipBomb(t, path, tc.head, tc.fill, fillN)
 			var err error
 			alloc := allocated(func() {
-				_, err = load.DecodeFileWith(context.Background(), path, load.Options{MaxInputSize: limit})
+				_, err = testutil.Bounded(t, func(ctx context.Context) (*load.Input, error) {
+					return load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: limit})
+				})
 			})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path+": ") {
 				t.Fatalf("err = %v, want %q naming the file", err, tc.want)
@@ -82,7 +84,9 @@ func TestDecodeSizeLimit(t *testing.T) {
 		if err := os.WriteFile(path, make([]byte, 5000), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := load.DecodeFileWith(context.Background(), path, load.Options{MaxInputSize: 4096})
+		_, err := testutil.Bounded(t, func(ctx context.Context) (*load.Input, error) {
+			return load.DecodeFileWith(ctx, path, load.Options{MaxInputSize: 4096})
+		})
 		want := path + ": 4.9 KiB (5000 bytes) is larger than the input size limit of 4.0 KiB (4096 bytes)"
 		if err == nil || !errors.Is(err, input.ErrInputTooLarge) || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("err = %v, want %q…", err, want)
@@ -161,7 +165,9 @@ func TestDecodeNotSnapshotTop(t *testing.T) {
 				t.Fatal(err)
 			}
 			var err error
-			alloc := allocated(func() { _, err = load.DecodeFile(context.Background(), path) })
+			alloc := allocated(func() {
+				_, err = testutil.Bounded(t, func(ctx context.Context) (*load.Input, error) { return load.DecodeFile(ctx, path) })
+			})
 			var de *input.Error
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want an *input.Error saying %q", err, tc.want)
@@ -199,7 +205,9 @@ func TestDecodeLongFirstLine(t *testing.T) {
 		t.Run(start, func(t *testing.T) {
 			r := io.MultiReader(strings.NewReader(start), &repeatReader{b: 'x', n: n}, strings.NewReader("\nhello\n"))
 			var err error
-			alloc := allocated(func() { _, err = load.Decode(context.Background(), "train.log", r) })
+			alloc := allocated(func() {
+				_, err = testutil.Bounded(t, func(ctx context.Context) (*load.Input, error) { return load.Decode(ctx, "train.log", r) })
+			})
 			want := "train.log: byte 0: line 1: longer than 1048576 bytes, the limit for one log line"
 			if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, trainlog.ErrLineTooLong) {
 				t.Errorf("err = %v, want %q…", err, want)

@@ -389,7 +389,9 @@ func TestDecodeHostileInMemory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := decodePickleBytes(context.Background(), "mem", tc.data)
+			ctx, cancel := boundCtx()
+			defer cancel()
+			_, err := decodePickleBytes(ctx, "mem", tc.data)
 			var de *input.Error
 			if !errors.As(err, &de) {
 				t.Fatalf("err = %v, want *Error", err)
@@ -412,7 +414,9 @@ func TestDecodeMemoAmplification(t *testing.T) {
 	}
 	seg += str("segment_type") + str("large") + str("blocks") + "](" + strings.Repeat(block, 1000) + "eu"
 	data := "\x80\x04}" + str("segments") + "](" + seg + "\x94" + strings.Repeat("h\x00", 200000) + "es."
-	_, err := decodePickleBytes(context.Background(), "amp", []byte(data))
+	ctx, cancel := boundCtx()
+	defer cancel()
+	_, err := decodePickleBytes(ctx, "amp", []byte(data))
 	var de *input.Error
 	if !errors.As(err, &de) || !strings.Contains(de.Msg, "expands to more objects") {
 		t.Fatalf("err = %v, want the expansion refused", err)

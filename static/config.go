@@ -1,19 +1,12 @@
 package static
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"reflect"
-	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/memscan/memscan/gpu"
-	"github.com/memscan/memscan/internal/units"
+	"github.com/memscan/memscan/internal/configfile"
 )
 
 // Config is a complete estimator input. Zero values of the fields documented as "auto" are filled by Resolve.
@@ -40,8 +33,8 @@ type ModelConfig struct {
 	SizeBillions float64 `json:"size_billions,omitempty"` // pick standard dims for this size
 	Type         string  `json:"type"`                    // llama | gpt
 	// Family is the Hugging Face model class whose forward memscan follows (gpt2, gpt-neox, llama, mistral,
-	// qwen2, mixtral, gemma); it sets the structural defaults (norm, activation, positions, biases) and the
-	// eager-kernel intermediates. Empty: a generic decoder of Type.
+	// qwen2, mixtral, gemma, gemma2, phi3); it sets the structural defaults (norm, activation, positions,
+	// biases) and the eager-kernel intermediates. Empty: a generic decoder of Type.
 	Family                string  `json:"family,omitempty"`
 	NumLayers             int     `json:"num_layers"`
 	HiddenSize            int     `json:"hidden_size"`
@@ -99,6 +92,12 @@ type TrainingConfig struct {
 	// Float8 trains the linear layers with torchao float8 (tensorwise scaling): the saved linear inputs are
 	// float8 and FSDP all-gathers float8 weights. Needs a GPU with fp8 tensor cores.
 	Float8 bool `json:"float8"`
+	// Float8Recipe is torchao's scaling: tensorwise (auto; float8 FSDP all-gather) or rowwise (bf16 all-gather).
+	Float8Recipe string `json:"float8_recipe,omitempty"`
+	// CompiledLoss says the loss runs under torch.compile too (auto: with compile, as torchtitan since April
+	// 2025, torchtune's compile_loss for its chunked loss and Hugging Face models, whose loss is inside the
+	// compiled forward).
+	CompiledLoss *bool `json:"compiled_loss,omitempty"`
 	// PackedSequences packs several documents into each row (torchtune packed=True): attention gets a
 	// block-causal mask, so SDPA cannot use flash attention (flex attention is used where available).
 	PackedSequences bool `json:"packed_sequences"`
@@ -143,14 +142,23 @@ type ParallelConfig struct {
 	SequenceParallel     bool   `json:"sequence_parallel"`
 	ZeroStage            int    `json:"zero_stage"` // 0-3; FSDP full shard = 3
 	DistributedOptimizer bool   `json:"distributed_optimizer"`
-	PPSchedule           string `json:"pp_schedule"` // 1f1b | interleaved
+	PPSchedule           string `json:"pp_schedule"` // 1f1b | interleaved | gpipe | zero_bubble (pipeline.go)
 	VirtualStages        int    `json:"virtual_stages"`
-	NumMicrobatches      int    `json:"num_microbatches"` // auto: global / (micro·dp)
-	GradBuffer           string `json:"grad_buffer"`      // auto | persistent | on_demand
-	FSDPPrefetchLayers   int    `json:"fsdp_prefetch_layers"`
+	// PPLayers are the layers of each pipeline stage (pp·virtual_stages entries, in stage order); auto: the
+	// framework's split (splitRule: torchtitan's uneven rule, an even split for Megatron-LM).
+	PPLayers           []int  `json:"pp_layers,omitempty"`
+	NumMicrobatches    int    `json:"num_microbatches"` // auto: global / (micro·dp)
+	GradBuffer         string `json:"grad_buffer"`      // auto | persistent | on_demand
+	FSDPPrefetchLayers int    `json:"fsdp_prefetch_layers"`
 	// FSDPReshardAfterForward frees each layer's gathered parameters after its forward (FSDP2 default true;
 	// false keeps every layer's unsharded parameters from forward to backward, ZeRO-2-like).
 	FSDPReshardAfterForward *bool `json:"fsdp_reshard_after_forward,omitempty"`
+	// FSDPOffload keeps the sharded parameters, gradients and optimizer states in host memory (FSDP
+	// CPUOffload / fsdp_offload_params): the GPU holds only what a layer gathers to compute.
+	FSDPOffload bool `json:"fsdp_offload,omitempty"`
+	// AsyncTP runs tensor parallelism's all-gather and reduce-scatter fused into the matmuls (torchtitan
+	// enable_async_tensor_parallel: Inductor's micro-pipelined TP on symmetric memory).
+	AsyncTP bool `json:"async_tp,omitempty"`
 }
 
 // HardwareConfig picks the GPU and the cluster.
@@ -213,18 +221,26 @@ func DefaultConfig() Config {
 }
 
 // LoadConfig reads a JSON (or YAML, by extension or content) config file strictly: unknown keys, wrong types and
-// impossible values are errors naming the key. The result is resolved (presets applied, auto values filled).
+// impossible values are errors naming the key (and, for what the file wrote, its line). The result is resolved
+// (presets applied, auto values filled).
 func LoadConfig(path string) (*Config, error) { return LoadConfigFramework(path, "") }
+
+// configLimits bound a config file as it is parsed (see LimitDoc).
+var configLimits = configfile.Limits{MaxBytes: maxConfigBytes, MaxDepth: 16, MaxItems: maxConfigList, MaxValues: 1 << 18}
 
 // LoadConfigFramework is LoadConfig with the framework given from outside (the --framework flag): it replaces
 // the file's framework key, and the file's other keys still override that framework's defaults.
 func LoadConfigFramework(path, framework string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	doc, err := configfile.ReadFile(path, "a static config", configLimits)
 	if err != nil {
-		return nil, fmt.Errorf("static config: %w", err)
+		return nil, err
 	}
-	cfg, err := ParseConfigFramework(data, units.IsYAML(path, data), framework)
+	cfg, err := configFromDoc(doc, framework)
 	if err != nil {
+		var placed *configfile.Error
+		if errors.As(err, &placed) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
@@ -240,64 +256,39 @@ func ParseConfigFramework(data []byte, yamlInput bool, framework string) (*Confi
 	if len(data) > maxConfigBytes {
 		return nil, fmt.Errorf("config is %d bytes; a static config is at most %d", len(data), maxConfigBytes)
 	}
-	var doc any
-	if yamlInput {
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", err)
-		}
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		if err := dec.Decode(&doc); err != nil {
-			return nil, units.JSONError(err)
-		}
-		if dec.More() {
-			return nil, fmt.Errorf("invalid JSON at byte offset %d: trailing data after the config object", dec.InputOffset())
-		}
-	}
-	if doc == nil {
-		return nil, errors.New("empty config: expected an object with at least a model section")
-	}
-	raw, ok := doc.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("config: expected an object such as {\"model\": {\"preset\": \"llama3-8b\"}}, got %s", jsonKind(doc))
-	}
-	if yamlInput {
-		// Re-encode as JSON so both syntaxes go through one strict decoder.
-		js, err := json.Marshal(raw)
-		if err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", err)
-		}
-		data = js
-	}
-	if err := checkKeys("", raw, reflect.TypeOf(Config{})); err != nil {
+	doc, err := configfile.Parse("", data, yamlInput, configLimits)
+	if err != nil {
 		return nil, err
 	}
+	return configFromDoc(doc, framework)
+}
+
+// configFromDoc builds a config from a parsed document: the defaults, then the framework's, then the model
+// preset or size, then every key the document sets; then resolves it.
+func configFromDoc(doc *configfile.Doc, framework string) (*Config, error) {
+	if doc.Root.Kind != configfile.Object {
+		return nil, fmt.Errorf("config: expected an object such as {\"model\": {\"preset\": \"llama3-8b\"}}, got %s", doc.Root.Kind)
+	}
 	cfg := DefaultConfig()
-	if framework != "" {
-		raw["framework"] = framework
-		js, err := json.Marshal(raw)
-		if err != nil {
-			return nil, fmt.Errorf("invalid config: %w", err)
+	name := framework
+	if fw := doc.Root.Get("framework"); fw != nil && name == "" {
+		if err := doc.DecodeAt(fw, "framework", &name); err != nil {
+			return nil, fmt.Errorf("%w (%s)", err, strings.Join(FrameworkNames(), " | "))
 		}
-		data = js
 	}
-	if fw, ok := raw["framework"]; ok {
-		name, isStr := fw.(string)
-		if !isStr {
-			return nil, fmt.Errorf("framework: expected a string (%s), got %s", strings.Join(FrameworkNames(), " | "), jsonKind(fw))
-		}
+	if name != "" {
 		if err := cfg.ApplyFramework(name); err != nil {
-			return nil, err
+			return nil, doc.ErrorAt("framework", "%v", err)
 		}
 	}
-	if m, ok := raw["model"].(map[string]any); ok {
-		if err := applyModelBase(&cfg.Model, m); err != nil {
-			return nil, err
-		}
+	if err := applyModelBase(doc, &cfg.Model); err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, units.JSONError(err)
+	if err := doc.Decode(&cfg); err != nil {
+		return nil, err
+	}
+	if framework != "" {
+		cfg.Framework = framework
 	}
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
@@ -306,117 +297,37 @@ func ParseConfigFramework(data []byte, yamlInput bool, framework string) (*Confi
 }
 
 // applyModelBase fills the model from model.preset or model.size_billions before explicit keys are applied.
-func applyModelBase(m *ModelConfig, raw map[string]any) error {
-	if p, ok := raw["preset"].(string); ok && p != "" {
-		pm, err := Preset(p)
+func applyModelBase(doc *configfile.Doc, m *ModelConfig) error {
+	model := doc.Root.Get("model")
+	if model == nil || model.Kind != configfile.Object {
+		return nil // Decode reports a model that is not an object
+	}
+	var preset string
+	if p := model.Get("preset"); p != nil {
+		if err := doc.DecodeAt(p, "model.preset", &preset); err != nil {
+			return err
+		}
+	}
+	if preset != "" {
+		pm, err := Preset(preset)
 		if err != nil {
-			return fmt.Errorf("model.preset: %w", err)
+			return doc.ErrorAt("model.preset", "%v", err)
 		}
 		*m = pm
 		return nil
 	}
 	var size float64
-	switch v := raw["size_billions"].(type) {
-	case json.Number:
-		size, _ = v.Float64()
-	case float64:
-		size = v
-	case int:
-		size = float64(v)
+	if p := model.Get("size_billions"); p != nil {
+		if err := doc.DecodeAt(p, "model.size_billions", &size); err != nil {
+			return err
+		}
 	}
 	if size != 0 {
 		pm, err := ModelForSize(size)
 		if err != nil {
-			return fmt.Errorf("model.size_billions: %w", err)
+			return doc.ErrorAt("model.size_billions", "%v", err)
 		}
 		*m = pm
 	}
 	return nil
-}
-
-// jsonKind names the JSON type of a decoded value for error messages.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	}
-	return "a number"
-}
-
-// checkKeys walks the decoded document against the struct's json tags so an unknown key is reported with its
-// full path (model.num_heads) rather than as a bare field name.
-func checkKeys(path string, v any, t reflect.Type) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			if v == nil {
-				return nil
-			}
-			return fmt.Errorf("%s: expected an object, got %s", orRoot(path), jsonKind(v))
-		}
-		fields := map[string]reflect.Type{}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name := strings.Split(f.Tag.Get("json"), ",")[0]
-			if name == "" || name == "-" {
-				continue
-			}
-			fields[name] = f.Type
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			ft, ok := fields[k]
-			p := joinPath(path, k)
-			if !ok {
-				known := make([]string, 0, len(fields))
-				for n := range fields {
-					known = append(known, n)
-				}
-				sort.Strings(known)
-				return fmt.Errorf("%s: unknown key (known keys: %s)", p, strings.Join(known, ", "))
-			}
-			if err := checkKeys(p, m[k], ft); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		if m, ok := v.(map[string]any); ok {
-			for k, e := range m {
-				if err := checkKeys(joinPath(path, k), e, t.Elem()); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func joinPath(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "." + b
-}
-
-func orRoot(p string) string {
-	if p == "" {
-		return "config"
-	}
-	return p
 }

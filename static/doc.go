@@ -6,9 +6,11 @@
 // Peak reserved comes from the allocator package: the operator records also list the tensors each operator
 // allocates and when they die (steps.go), which gives one run's allocation sequence — parameters as built, two
 // training steps (or one per training.seq_lengths entry), or one generate call — replayed through the
-// caching-allocator model (Summary.ReservedSource says so; layouts the sequence does not follow keep the flat
-// fragmentation allowance). A run that cannot fit gets the first allocation that fails (Report.OOM). Which
-// attention kernel runs, and why, is Report.Attention (sdpa.go follows PyTorch's dispatch).
+// caching-allocator model (Summary.ReservedSource says so; Megatron-LM's persistent gradient buffers keep the flat
+// fragmentation allowance). Data, tensor, context and expert parallelism, FSDP (fsdp.go) and torchtitan's pipeline
+// ranks (pipeline.go: each rank runs its schedule) are part of the sequence. A run that cannot fit gets the first
+// allocation that fails (Report.OOM). Which attention kernel runs, and why, is Report.Attention (sdpa.go follows
+// PyTorch's dispatch).
 //
 // # Config (JSON or YAML, snake_case keys; unknown keys are errors)
 //
@@ -17,7 +19,7 @@
 //	                     left out (framework.go documents each and its sources); explicit keys override
 //	mode                 train | inference
 //	model                preset (llama2-7b … gpt3-175b, see PresetNames) or size_billions, then any of: type
-//	                     llama|gpt, family gpt2|gpt-neox|llama|mistral|qwen2|mixtral|gemma (HF class), num_layers, hidden_size, num_attention_heads, num_kv_heads, head_dim,
+//	                     llama|gpt, family gpt2|gpt-neox|llama|mistral|qwen2|mixtral|gemma|gemma2|phi3 (HF class), num_layers, hidden_size, num_attention_heads, num_kv_heads, head_dim,
 //	                     ffn_hidden_size, vocab_size, make_vocab_size_divisible_by (Megatron padding, × tp),
 //	                     tie_word_embeddings, max_position_embeddings, position_embedding rope|learned,
 //	                     norm rmsnorm|layernorm, activation swiglu|geglu|gelu|gelu_new|squared-relu, linear_bias, qkv_bias,
@@ -28,15 +30,18 @@
 //	                     PyTorch's dispatch, see selectAttention), attention_dropout, hidden_dropout, recompute
 //	                     none|selective|full|op_selective, recompute_layers, loss standard|fused|fused_jit|chunked|
 //	                     chunked_output, loss_chunk_tokens, loss_chunks, kernels fused|eager, transformer_engine (TE
-//	                     layers: +TE cuBLASLt workspace), compile, float8, packed_sequences, activation_offload,
+//	                     layers: +TE cuBLASLt workspace), compile, compiled_loss, float8, float8_recipe
+//	                     tensorwise|rowwise, packed_sequences, activation_offload,
 //	                     optimizer_in_backward, lora {rank, alpha, targets "all-linear"|[names], adapter_dtype,
-//	                     base_dtype bf16|fp16|fp32|nf4|int8, double_quant, dropout}, seq_lengths (per-step
+//	                     base_dtype bf16|fp16|fp32|nf4|int8, double_quant, dropout, quant_storage, kbit_prep},
+//	                     seq_lengths (per-step
 //	                     lengths when they vary; replayed for reserved), train_tokens, train_steps
 //	inference            batch_size, prompt_length, generate_tokens, weight_dtype, logits_all_tokens,
 //	                     kv_cache {implementation dynamic|static|paged, dtype, block_tokens}
 //	parallel             dp, tp, pp, cp, ep, etp, sequence_parallel, zero_stage 0-3 (3 = FSDP full shard),
-//	                     distributed_optimizer, pp_schedule 1f1b|interleaved, virtual_stages, num_microbatches,
-//	                     grad_buffer auto|persistent|on_demand, fsdp_prefetch_layers, fsdp_reshard_after_forward
+//	                     distributed_optimizer, pp_schedule 1f1b|interleaved|gpipe|zero_bubble, virtual_stages,
+//	                     pp_layers (per stage), num_microbatches, grad_buffer auto|persistent|on_demand,
+//	                     fsdp_prefetch_layers, fsdp_reshard_after_forward, fsdp_offload, async_tp
 //	hardware             gpu (catalogue key), custom {gpu.Spec}, num_gpus, gpus_per_node, usable_fraction, mfu,
 //	                     inter_node_gbps, comm_efficiency, dp_overlap, price_per_gpu_hour
 //	allocator            expandable_segments, cuda_context_mib, nccl_mib, workspace_mib (auto 64: PyTorch's cuBLAS

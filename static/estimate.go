@@ -38,7 +38,8 @@ type est struct {
 	aL, gL, fL, feL int64
 	ab, pb, gb      float64 // activation, parameter, gradient bytes
 	nDense, nExpert int64   // ZeRO sharding group sizes
-	layersPerStage  int64
+	layersPerStage  int64   // layers on the rank being estimated (setRank)
+	split           []int   // layers of each pipeline stage (ppSplit)
 	inference       bool
 	lora            *LoRAConfig         // training with adapters on a frozen base; nil otherwise
 	kernel          attnKernel          // the attention kernel that runs
@@ -80,7 +81,8 @@ func newEst(c *Config) *est {
 	e.feL = e.x.fe / int64(p.ETP)
 	e.nDense = int64(p.DP * p.CP)
 	e.nExpert = max(1, int64(p.DP*p.CP*p.TP)/int64(p.EP*p.ETP))
-	e.layersPerStage = e.x.L / int64(p.PP)
+	e.split = c.ppSplit()
+	e.layersPerStage = e.rankLayers(0)
 	if !e.inference {
 		e.lora = c.Training.LoRA
 	}
@@ -140,9 +142,26 @@ type modelStates struct {
 	largestWeightPerGPU   float64
 	reservedRoundingExtra float64
 	adapterParams         float64 // LoRA adapter parameters (trainable) among params
+	wholeStats            float64 // bitsandbytes quantization statistics among weights, on the GPU whatever the sharding (quantStatsWhole)
 }
 
 func (e *est) states(ps []paramTensor, mult float64, inLayer bool) modelStates {
+	ms := e.statesOnGPU(ps, mult, inLayer)
+	if e.fsdpOffload() {
+		// FSDP CPU offload keeps the shards of parameters, gradients and optimizer states in host memory; the
+		// quantization statistics bitsandbytes holds outside the parameters stay on the GPU.
+		ms.weights, ms.grads, ms.opt, ms.reservedRoundingExtra = ms.wholeStats, 0, 0, 0
+	}
+	return ms
+}
+
+// fsdpOffload reports FSDP with CPUOffload(offload_params=True) (parallel.fsdp_offload).
+func (e *est) fsdpOffload() bool {
+	return !e.inference && e.c.Parallel.ZeroStage == 3 && e.c.Parallel.FSDPOffload
+}
+
+// statesOnGPU is states before any offloading.
+func (e *est) statesOnGPU(ps []paramTensor, mult float64, inLayer bool) modelStates {
 	if e.lora != nil {
 		return e.loraStates(ps, mult, inLayer)
 	}
@@ -213,40 +232,32 @@ func segmentBytes(v int64) int64 {
 	}
 }
 
-// inflight returns layer-microbatches whose activations stage i holds at the start of its first backward and the
-// micro-batch equivalents of the embedding-side tensors.
+// inflight returns the layer-micro-batches whose activations rank i holds at the worst moment of its schedule
+// and the micro-batch equivalents of the embedding-side tensors (pipeline.go).
 func (e *est) inflight(i int) (layerMBs int64, mbs float64) {
-	p := e.c.Parallel
-	pp, m, v := int64(p.PP), int64(p.NumMicrobatches), int64(p.VirtualStages)
-	l := e.layersPerStage
-	if pp == 1 {
-		return l, 1
+	if e.c.Parallel.PP == 1 {
+		return e.layersPerStage, 1
 	}
-	if p.PPSchedule != "interleaved" || v == 1 {
-		k := min(pp-int64(i), m)
-		return k * l, float64(k)
-	}
-	chunk := l / v
-	warm := (pp-int64(i)-1)*2 + (v-1)*pp
-	k := min(warm+1, m*v)
-	return k * chunk, float64(k) / float64(v)
+	in := e.inflightOf(i)
+	return in.layerMBs, float64(in.firstMBs)
 }
 
+// setRank makes rank i the one the per-GPU builders describe (its layer count).
+func (e *est) setRank(i int) { e.layersPerStage = e.rankLayers(i) }
+
+// stageLayers lists the model's layer indices rank i holds, chunk by chunk.
 func (e *est) stageLayers(i int) []int {
 	p := e.c.Parallel
 	var out []int
-	if p.PPSchedule == "interleaved" && p.VirtualStages > 1 {
-		chunk := int(e.layersPerStage) / p.VirtualStages
-		for v := 0; v < p.VirtualStages; v++ {
-			start := (v*p.PP + i) * chunk
-			for j := 0; j < chunk; j++ {
-				out = append(out, start+j)
-			}
+	for k := 0; k < p.VirtualStages; k++ {
+		stage := k*p.PP + i
+		start := e.firstLayer(stage)
+		for j := 0; j < e.split[stage]; j++ {
+			out = append(out, start+j)
 		}
-		return out
 	}
-	for j := 0; j < int(e.layersPerStage); j++ {
-		out = append(out, i*int(e.layersPerStage)+j)
+	if len(out) == 0 {
+		out = append(out, e.firstLayer(i)) // a stage of only the embedding or the head
 	}
 	return out
 }
@@ -271,11 +282,15 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 	layerOps := e.layerOps()
 	embOps, headOps := e.embeddingOps(), e.headOps()
 
-	// Every stage holds the same number of layers, so their states are computed once.
-	layers := e.states(layerPs, float64(e.layersPerStage), true)
 	var worst Stage
 	var worstOps []Operator
+	var layers modelStates // the worst rank's layer states, for the LoRA summary
+	var opsByRank [][]Operator
+	mostLayers := int64(0)
 	for i := 0; i < pp; i++ {
+		e.setRank(i)
+		mostLayers = max(mostLayers, e.layersPerStage)
+		rankStates := e.states(layerPs, float64(e.layersPerStage), true)
 		ps := []paramTensor{}
 		if i == 0 {
 			ps = append(ps, embPs...)
@@ -284,13 +299,20 @@ func estimateWith(cfg Config, withOOM bool) (*Report, error) {
 			ps = append(ps, headPs...)
 		}
 		head := e.states(ps, 1, false)
-		st, ops := e.stage(i, head, layers, layerPs, layerOps, embOps, headOps)
+		st, ops := e.stage(i, head, rankStates, layerPs, layerOps, embOps, headOps)
+		opsByRank = append(opsByRank, ops)
 		r.Stages = append(r.Stages, st)
 		r.Summary.WholeModel.SumPeakAcrossGPUs += st.PeakAllocated * int64(c.Hardware.NumGPUs/pp)
 		if i == 0 || st.DeviceTotal > worst.DeviceTotal {
-			worst, worstOps, r.WorstStage = st, ops, i
+			worst, worstOps, r.WorstStage, layers = st, ops, i, rankStates
 		}
 	}
+	if pp > 1 && !e.inference && e.replayable(len(layerOps)) {
+		worst, worstOps, r.WorstStage = e.replayPipeline(r, layerPs, layerOps, embOps, headOps, opsByRank)
+		layers = e.states(layerPs, float64(e.rankLayers(r.WorstStage)), true)
+	}
+	// Timing and the roofline take the slowest stage: the one with the most layers.
+	e.layersPerStage = mostLayers
 	r.Operators = worstOps
 
 	s := &r.Summary
@@ -396,7 +418,7 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	G := (head.grads + layers.grads) * corr.Grads
 	O := (head.opt + layers.opt) * corr.Optimizer
 
-	other := e.otherBytes(head, layers)
+	other := e.otherBytes(head, layers) + e.pipeRecvBytes(i)
 	st.Other = int64(other * corr.Other)
 	st.Weights, st.Grads, st.Optimizer = int64(W), int64(G), int64(O)
 
@@ -430,6 +452,11 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		aLayer = (float64(recomputed)*ckpt + float64(l-recomputed)*aLayerFull) / float64(l)
 	}
 	layerBwdTemp := 2*float64(e.n*e.x.h)*e.ab + 2*maxOut
+	for _, op := range layerOps {
+		if rb, ok := op.Extra["ring_backward_temp_bytes"].(int64); ok {
+			layerBwdTemp += float64(rb) // context parallelism's ring buffers in the attention's backward
+		}
+	}
 	if e.gb != e.pb && e.lora == nil {
 		layerBwdTemp += layers.largestWeightPerGPU // low-precision weight gradient before accumulation
 	}
@@ -454,6 +481,9 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 			if bt, ok := op.Extra["backward_temp_bytes"].(int64); ok {
 				headBwdTemp = float64(bt)
 				headSaved += float64(op.MemoryBytes)
+			}
+			if op.Name == "final_logit_softcap" {
+				headSaved += float64(op.MemoryBytes) // released by its backward, before the output layer's
 			}
 		}
 	}
@@ -480,34 +510,46 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 	if e.lora != nil {
 		gradElems, gradBytes = e.adaptersPerLayer(), dtypeBytes[e.lora.AdapterDtype]
 	}
+	var accGrads float64 // a pipeline stage's unsharded gradients accumulated over its micro-batches (FSDP)
 	switch z := c.Parallel.ZeroStage; {
 	case z == 3:
-		gb := e.pb
-		if c.mixed() && e.gb == 4 || c.Training.Float8 {
-			gb = dtypeBytes[c.actDtype()] // FSDP2 gathers in param_dtype (bf16), float8 all-gather in 1 B
-			if c.Training.Float8 {
-				gb = 1
-			}
+		// What FSDP gathers (gatherBytes: param_dtype, float8 linears in 1 B, a frozen base as stored) and the
+		// unsharded gradients autograd leaves in the compute dtype.
+		var layerGather, rootGather, rootParams float64
+		for _, p := range layerPs {
+			layerGather += float64(e.gatherBytes(p, true))
 		}
-		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerPerGPU * gb
+		for _, p := range e.rootParams(i) {
+			rootGather += float64(e.gatherBytes(p, false))
+			rootParams += e.perGPU(p)
+		}
+		cb := e.computeParamBytes()
+		gatherTemp = float64(c.Parallel.FSDPPrefetchLayers+1) * layerGather
 		reduceTemp = gradElems * gradBytes
-		if e.lora == nil && e.gb > gb && !c.Training.Float8 {
-			reduceTemp += layerPerGPU * gb // the unsharded gradients in param_dtype before their cast to reduce_dtype
+		if e.lora == nil && e.gb > cb {
+			reduceTemp += layerPerGPU * cb // the unsharded gradients in param_dtype before their cast to reduce_dtype
 		}
-		if last {
-			// The root unit (final norm and output layer) is not resharded after forward: its gathered weights stay
-			// through the loss backward, and its own backward adds its unsharded gradients.
-			for _, p := range headParams(e.x, c.Parallel.PP) {
-				headUnit += e.perGPU(p) * gb
-			}
-			headUnitBwd = headUnit / gb * (e.gb + gb)
-			if e.lora != nil {
-				headUnitBwd = headUnit // the frozen output layer gets no gradient
-			}
+		// The root unit (embedding, final norm, output layer) is not resharded after forward: its gathered
+		// weights stay through the backward, and its backward adds its unsharded gradients.
+		headUnit = rootGather
+		headUnitBwd = rootGather + rootParams*cb
+		if e.lora != nil {
+			headUnitBwd = headUnit // the frozen root gets no gradient
 		}
 		if r := c.Parallel.FSDPReshardAfterForward; r != nil && !*r {
 			// Without resharding after forward every layer's gathered parameters stay until its backward.
-			unsharded = float64(l-1) * layerPerGPU * gb
+			unsharded = float64(l-1) * layerGather
+		}
+		if c.Parallel.PP > 1 {
+			// Inside a pipeline stage (torchtitan: reshard_after_forward=False with PP; PipelineStage's
+			// backward_maybe_with_nosync: no resharding or gradient sync until the last micro-batch) every layer
+			// stays gathered for the whole step and the unsharded gradients accumulate in reduce_dtype.
+			unsharded, gatherTemp = float64(l)*layerGather, 0
+			accGrads = (gradElems*float64(l) + rootParams) * gradBytes
+			reduceTemp = layerPerGPU * cb // one layer's unsharded gradients before they are added in
+			if e.lora != nil {
+				accGrads = gradElems * float64(l) * gradBytes
+			}
 		}
 	case z >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1:
 		reduceTemp = math.Min(5e8, gradElems*float64(l)) * gradBytes // DeepSpeed reduce bucket (5e8 elements)
@@ -559,6 +601,18 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 	}
 	bEnd := moment{"backward", gPersist + gOnDemand, aEnd, (layerBwdTemp + gatherTemp + reduceTemp) * tc}
+	if accGrads > 0 {
+		// Steady pipeline state: every gradient accumulated unsharded, the in-flight micro-batches still held;
+		// the sharded gradients appear only in the last micro-batch's reduce-scatter.
+		bStart.grads += accGrads
+		bEnd = moment{"backward", accGrads, aEnd, (layerBwdTemp + reduceTemp) * tc}
+	}
+	if outs := e.outputChunks(i); outs > 0 {
+		// The last stage keeps every micro-batch's output (the logits) in PipelineStage.output_chunks until the
+		// next step: the ones before the micro-batch in flight during backward.
+		bStart.acts += outs * float64(max(1, c.Parallel.NumMicrobatches)-1) / float64(max(1, c.Parallel.NumMicrobatches))
+		bEnd.acts += outs * float64(max(1, c.Parallel.NumMicrobatches)-1) / float64(max(1, c.Parallel.NumMicrobatches))
+	}
 	optTemp := 0.0
 	if e.lora != nil && c.Training.OptimizerImpl == "foreach" {
 		optTemp = layers.adapterParams * dtypeBytes[e.lora.AdapterDtype]
@@ -586,6 +640,12 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		}
 	}
 	opt := moment{"optimizer_step", G, 0, optTemp*tc + mainGradCopy}
+	if outs := e.outputChunks(i); outs > 0 {
+		// The schedule's step() returns the outputs merged (torch.cat of output_chunks) before the optimizer
+		// runs; the chunks themselves stay until the next step clears them.
+		opt.acts = outs
+		opt.temp = math.Max(opt.temp, outs)
+	}
 	if inBwd {
 		opt = moment{"optimizer_step", 0, 0, mainGradCopy} // the step already ran inside backward
 	}
@@ -610,10 +670,8 @@ func (e *est) stage(i int, head, layers modelStates, layerPs []paramTensor, laye
 		st.EndOfStepAllocated += int64(mainGradCopy)
 	}
 	e.reserved(&st, head, layers, layerOps, layerMBs)
-	if e.replayable(len(layerOps)) {
-		seq := e.trainingSequence(layerPs, embeddingParams(e.x), headParams(e.x, c.Parallel.PP), e.stepsFor(layerOps, embOps, headOps), st.Other)
-		e.replayReserved(&st, seq)
-		e.seqs[i] = seq
+	if e.replayable(len(layerOps)) && c.Parallel.PP == 1 {
+		e.replayStage(&st, i, layerPs, layerOps, embOps, headOps)
 	}
 
 	ops := e.operatorList(i, st, head, layers, layerOps, embOps, headOps, layerMBs, embMBs, recomputed,
@@ -691,7 +749,7 @@ func (e *est) reserved(st *Stage, head, layers modelStates, layerOps []Operator,
 			}
 		}
 	}
-	st.DeviceTotal = st.PeakReserved + int64((ctx+nccl)*mib)
+	st.DeviceTotal = st.PeakReserved + int64((ctx+nccl)*mib) + e.symmetricMemoryBytes()
 }
 
 func (e *est) wholeModel(r *Report) {

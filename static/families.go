@@ -17,7 +17,13 @@ import (
 //   - mixtral: as mistral with a top-2 router over 8 SwiGLU experts (HF dispatch: one_hot mask, per-expert
 //     index gather and index_add_);
 //   - gemma: GeGLU (gelu_pytorch_tanh), RMSNorm computing (1 + weight) in fp32, head_dim 256, tied embeddings
-//     scaled by sqrt(hidden).
+//     scaled by sqrt(hidden);
+//   - gemma2 (modeling_gemma2.py): gemma's layer with sandwich norms (post_attention_layernorm on the attention
+//     output and post_feedforward_layernorm on the MLP output before their residual adds, four per layer),
+//     attention scores soft-capped (tanh(s/50)·50) and output logits soft-capped (tanh(x/30)·30), alternating
+//     sliding-window layers (their eager mask is still s × s);
+//   - phi3 (modeling_phi3.py): llama's layer with q, k, v fused in qkv_proj and gate, up in gate_up_proj (split
+//     by views of the one output), untied embeddings.
 func applyFamily(m *ModelConfig) error {
 	if m.Family == "" {
 		return nil
@@ -61,4 +67,6 @@ var families = map[string]familyDefaults{
 	"qwen2":    {typ: "llama", qkvBias: true},
 	"mixtral":  {typ: "llama", experts: 8, topK: 2},
 	"gemma":    {typ: "llama", act: "geglu", headDim: 256},
+	"gemma2":   {typ: "llama", act: "geglu", headDim: 256},
+	"phi3":     {typ: "llama"},
 }

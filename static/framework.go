@@ -41,12 +41,15 @@ var frameworks = map[string]framework{
 	}},
 	// torchtitan (torchtitan/config/job_config.py, torchtitan/models/llama3): FSDP2 over all data-parallel ranks
 	// with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), so the sharded fp32 parameter is the master;
-	// AdamW implementation "fused"; SDPA attention; cross_entropy on pred.float(); nn.RMSNorm (fused rms_norm);
-	// activation_checkpoint selective with option "op" = the per-op policy (op_selective).
-	"torchtitan": {"torchtitan: FSDP2 (fp32 sharded master, bf16 compute), fused AdamW, SDPA, fp32 cross entropy; selective = per-op policy (op_selective)", func(c *Config) {
+	// AdamW implementation "fused"; SDPA attention; cross_entropy on pred.float(); RMSNorm, rotary embedding and
+	// SwiGLU as eager PyTorch ops (models/norms.py, then nn.RMSNorm), fused only under training.compile;
+	// activation_checkpoint selective with option "op" = the per-op policy (op_selective); its launcher
+	// (run_train.sh, run_llama_train.sh) sets PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True".
+	"torchtitan": {"torchtitan: FSDP2 (fp32 sharded master, bf16 compute), fused AdamW, SDPA, eager norms until compiled, fp32 cross entropy; selective = per-op policy (op_selective); expandable segments", func(c *Config) {
 		t := &c.Training
-		t.Precision, t.Optimizer, t.OptimizerImpl, t.Attention, t.Kernels, t.Loss = "bf16-mixed", "adamw", "fused", "sdpa", "fused", "standard"
+		t.Precision, t.Optimizer, t.OptimizerImpl, t.Attention, t.Kernels, t.Loss = "bf16-mixed", "adamw", "fused", "sdpa", "eager", "standard"
 		c.Parallel.ZeroStage, c.Parallel.GradBuffer = 3, "on_demand"
+		c.Allocator.ExpandableSegments = true // run_train.sh: PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"
 	}},
 	// torchtune (recipes/full_finetune_*.py, configs llama3_1/8B_full*.yaml): pure bf16 weights (dtype: bf16),
 	// torch AdamW fused, CEWithChunkedOutputLoss (8 output chunks upcast one at a time), torchtune's own
@@ -137,6 +140,9 @@ func (c *Config) resolveFramework() error {
 	}
 	if t.OptimizerInBackward && c.Parallel.NumMicrobatches > 1 {
 		return fmt.Errorf("training.optimizer_in_backward: gradient accumulation over %d micro-batches needs the gradients kept until the step", c.Parallel.NumMicrobatches)
+	}
+	if c.Parallel.FSDPOffload && c.Parallel.ZeroStage != 3 {
+		return fmt.Errorf("parallel.fsdp_offload: applies to FSDP (parallel.zero_stage 3), not zero_stage %d", c.Parallel.ZeroStage)
 	}
 	if r := c.Parallel.FSDPReshardAfterForward; r != nil && c.Parallel.ZeroStage != 3 {
 		return fmt.Errorf("parallel.fsdp_reshard_after_forward: applies to FSDP (parallel.zero_stage 3), not zero_stage %d", c.Parallel.ZeroStage)

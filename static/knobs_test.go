@@ -58,7 +58,7 @@ func TestFrameworkDefaults(t *testing.T) {
 	}{
 		{"megatron", "bf16-mixed", "fused", "fused", "flash", "fused", "persistent", 0},
 		{"hf", "bf16", "eager", "standard", "sdpa", "foreach", "on_demand", 0},
-		{"torchtitan", "bf16-mixed", "fused", "standard", "sdpa", "fused", "on_demand", 3},
+		{"torchtitan", "bf16-mixed", "eager", "standard", "sdpa", "fused", "on_demand", 3}, // eager RMSNorm and SwiGLU until compiled
 		{"torchtune", "bf16", "eager", "chunked_output", "sdpa", "fused", "on_demand", 0},
 		{"deepspeed", "bf16-mixed", "eager", "standard", "sdpa", "fused", "on_demand", 2},
 	} {
@@ -126,7 +126,8 @@ func TestInvalidCombinations(t *testing.T) {
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"targets":["qkv"]}}}`, `training.lora.targets: unknown module "qkv"`},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":0}}}`, "training.lora.rank: 0 (must be > 0)"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"base_dtype":"int4"}}}`, `training.lora.base_dtype: "int4"`},
-		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"rnk":2}}}`, "training.lora.rnk: unknown key (known keys: adapter_dtype, alpha, base_dtype, double_quant, dropout, rank, targets)"},
+		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"rnk":2}}}`, `training.lora.rnk: unknown key (did you mean "rank"?)`},
+		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"zzz":2}}}`, "training.lora.zzz: unknown key (known keys: adapter_dtype, alpha, base_dtype, double_quant, dropout, kbit_prep, quant_storage, rank, targets)"},
 		{`{"mode":"inference","model":{"preset":"llama3-8b"},"inference":{"kv_cache":{"implementation":"ring"}}}`, `inference.kv_cache.implementation: "ring"`},
 		{`{"mode":"inference","model":{"preset":"llama3-8b"},"inference":{"kv_cache":{"implementation":"static","block_tokens":16}}}`, "block_tokens: 16 applies to the paged cache"},
 		{`{"model":{"family":"bert","num_layers":2,"hidden_size":64,"num_attention_heads":4,"vocab_size":100}}`, `model.family: "bert"`},
@@ -286,21 +287,29 @@ func TestLoRA(t *testing.T) {
 }
 
 // QLoRA: NF4 stores 4 bits per linear weight plus, with double quantization, one 8-bit absmax per 64 weights and
-// one fp32 constant per 256 blocks; norms and embeddings stay bf16. Each quantized linear is dequantized to bf16
-// one at a time in forward and backward.
+// one fp32 constant per 256 blocks; norms and embeddings stay bf16, or fp32 after PEFT's
+// prepare_model_for_kbit_training (hf's default: TRL's SFTTrainer calls it for a 4/8-bit model). Each quantized
+// linear is dequantized to bf16 one at a time in forward and backward.
 func TestQLoRANF4(t *testing.T) {
-	r := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4"} })
+	off := false
+	r := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", KbitPrep: &off} })
 	matmul := float64(th*ta*td + 2*th*tg*td + ta*td*th + 3*th*tf)
 	other := float64(r.Params.Total) - tl*matmul
 	want := int64(tl*matmul*(0.5+1.0/64+4.0/(64*256)) + 2*other)
 	if got := r.LoRA.FrozenBaseBytes; got < want-1 || got > want+1 {
 		t.Errorf("frozen NF4 base %d B, want %d", got, want)
 	}
+	prep := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4"} })
+	if got, want := prep.LoRA.FrozenBaseBytes, want+int64(2*other); got < want-1 || got > want+1 {
+		t.Errorf("frozen NF4 base after kbit preparation %d B, want %d (norms and embeddings fp32)", got, want)
+	}
 	if got, want := r.LoRA.DequantTempBytes, int64(2*th*tf); got != want {
 		t.Errorf("dequantization temporary %d B, want %d (the largest weight in bf16)", got, want)
 	}
 	noDQ := false
-	r2 := tiny(t, func(c *Config) { c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", DoubleQuant: &noDQ} })
+	r2 := tiny(t, func(c *Config) {
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", DoubleQuant: &noDQ, KbitPrep: &off}
+	})
 	if d := r2.LoRA.FrozenBaseBytes - r.LoRA.FrozenBaseBytes; d != int64(tl*matmul*(4.0/64-1.0/64-4.0/(64*256))) {
 		t.Errorf("double quantization saves %d B", d)
 	}
@@ -599,7 +608,220 @@ func TestLoRADropoutAndInt8(t *testing.T) {
 	rows := int64(ta*td + 2*tg*td + th + 2*tf + th) // output rows of q, k, v, o, gate, up, down
 	matmul := int64(th*ta*td + 2*th*tg*td + ta*td*th + 3*th*tf)
 	other := i8.Params.Total - tl*matmul
-	if got, want := i8.LoRA.FrozenBaseBytes, tl*(matmul+4*rows)+2*other; got != want {
+	// int8 codes and one fp32 scale per output row; kbit preparation leaves the rest fp32.
+	if got, want := i8.LoRA.FrozenBaseBytes, tl*(matmul+4*rows)+4*other; got != want {
 		t.Errorf("int8 base %d B, want %d", got, want)
+	}
+}
+
+// TestCompiledLoss: under torch.compile, F.cross_entropy(logits.float(), labels) becomes Inductor reductions
+// that read the 16-bit logits in place; the partitioner saves the logits (E = b·s·V = 2·32·256 = 16,384
+// elements, 2 B each) and the fp32 log-sum-exp per row (4·64 B), and the backward writes the 16-bit gradient
+// (2·E) in one kernel. torchtitan's build_cross_entropy_loss compiles its loss with training.compile since April
+// 2025; HF's compiled forward contains its loss; torchtune's decoder returns self.output(h).float() eagerly, so
+// its compiled loss keeps fp32 logits (4·E), after a 2·E forward temporary, and returns an fp32 gradient (4·E)
+// cast back to 16 bits; its chunked loss compiles compute_cross_entropy per chunk (8 chunks of 2·E/8).
+//
+// torchtune compiles its loss only when the loss compiles itself in place: the recipes call
+// training.compile_loss(self._loss_fn) without keeping the result, which for CEWithChunkedOutputLoss replaces
+// compute_cross_entropy on the loss object but for nn.CrossEntropyLoss is a compiled copy nobody calls. So with
+// compile and the standard loss, torchtune's default is the eager record: bf16 logits kept with the fp32
+// log-probs (6·E), a 4·E forward temporary, an 8·E backward.
+func TestCompiledLoss(t *testing.T) {
+	const E = tn * tv
+	for _, tc := range []struct {
+		name             string
+		mod              func(*Config)
+		saved, temp, bwd int64
+		firstLife        tensorLife
+	}{
+		{"hf", func(c *Config) { c.Training.Compile = true }, 2*E + 4*tn, 0, 2 * E, lifeOutput},
+		{"torchtitan", func(c *Config) { c.Framework, c.Training.Compile = "torchtitan", true }, 2*E + 4*tn, 0, 2 * E, lifeSaved},
+		{"torchtune standard, compiled by hand", func(c *Config) {
+			on := true
+			c.Framework, c.Training.Compile, c.Training.Loss, c.Training.CompiledLoss = "torchtune", true, "standard", &on
+		}, 4*E + 4*tn, 2 * E, 4 * E, lifeOp},
+		{"torchtune chunked", func(c *Config) {
+			c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "chunked_output"
+		}, 2*E + 4*tn, 0, 2 * E / 8, lifeSaved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tiny(t, tc.mod)
+			l := op(t, r, "cross_entropy")
+			if l.MemoryBytes != tc.saved || l.TempBytes != tc.temp || l.Extra["backward_temp_bytes"] != tc.bwd {
+				t.Errorf("loss keeps %d, temp %d, backward %v; want %d, %d, %d", l.MemoryBytes, l.TempBytes, l.Extra["backward_temp_bytes"], tc.saved, tc.temp, tc.bwd)
+			}
+			if got := r.Config.Training.CompiledLoss; got == nil || !*got {
+				t.Errorf("compiled_loss %v, want true with compile", got)
+			}
+			c := r.Config
+			e := newEst(&c)
+			ops := e.headOps()
+			if seq := ops[len(ops)-1].seq; len(seq) == 0 || seq[0].life != tc.firstLife {
+				t.Errorf("loss tensors %v, want the first one of life %d", seq, tc.firstLife)
+			}
+		})
+	}
+	tune := tiny(t, func(c *Config) { c.Framework, c.Training.Compile, c.Training.Loss = "torchtune", true, "standard" })
+	if got := tune.Config.Training.CompiledLoss; got == nil || *got {
+		t.Errorf("torchtune standard loss: compiled_loss %v, want false (compile_loss's result is dropped)", got)
+	}
+	if l := op(t, tune, "cross_entropy"); l.MemoryBytes != 6*E || l.TempBytes != 4*E || l.Extra["backward_temp_bytes"] != int64(8*E) {
+		t.Errorf("torchtune eager loss keeps %d, temp %d, backward %v; want %d, %d, %d", l.MemoryBytes, l.TempBytes, l.Extra["backward_temp_bytes"], 6*E, 4*E, 8*E)
+	}
+	// The Dec 2024 benchmark ran torchtitan with compiled blocks and an eager loss.
+	off := false
+	r := tiny(t, func(c *Config) { c.Framework, c.Training.Compile, c.Training.CompiledLoss = "torchtitan", true, &off })
+	if l := op(t, r, "cross_entropy"); l.MemoryBytes != 4*E {
+		t.Errorf("eager torchtitan loss keeps %d, want the fp32 log-probs 4·E = %d", l.MemoryBytes, 4*E)
+	}
+	if _, err := ParseConfig([]byte(`{"model":{"preset":"llama3.2-1b"},"training":{"compiled_loss":true}}`), false); err == nil {
+		t.Error("compiled_loss without compile accepted")
+	}
+}
+
+// TestKbitPreparation follows PEFT's prepare_model_for_kbit_training: the fp32 embedding returns fp32 hidden
+// states and the fp32 norm weights keep the residual stream fp32, so a checkpointed layer keeps its input at
+// 4·b·s·h = 4·64·64 B; the frozen fp32 output layer runs under the Trainer's bf16 autocast on a 16-bit copy of
+// its weight (V·h·2 = 256·64·2 B), which the matmul keeps for the input gradient.
+func TestKbitPreparation(t *testing.T) {
+	r := tiny(t, func(c *Config) {
+		c.Training.Recompute = "full"
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4"}
+	})
+	if k := r.Config.Training.LoRA.KbitPrep; k == nil || !*k {
+		t.Fatalf("kbit_prep %v, want on for hf with an nf4 base", k)
+	}
+	if got, want := op(t, r, "recompute_checkpoint").MemoryBytes, int64(4*tn*th); got != want {
+		t.Errorf("checkpointed layer input %d B, want %d (fp32 residual stream)", got, want)
+	}
+	if got, want := op(t, r, "lm_head").MemoryBytes, int64(tv*th*2); got != want {
+		t.Errorf("output layer keeps %d B, want %d (its autocast bf16 weight copy)", got, want)
+	}
+	off := false
+	r = tiny(t, func(c *Config) {
+		c.Training.Recompute = "full"
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", KbitPrep: &off}
+	})
+	if got, want := op(t, r, "recompute_checkpoint").MemoryBytes, int64(2*tn*th); got != want {
+		t.Errorf("without kbit preparation the checkpoint keeps %d B, want %d", got, want)
+	}
+}
+
+// TestShardedQLoRA: PEFT's FSDP and DeepSpeed QLoRA guides store the 4-bit codes in bf16
+// (bnb_4bit_quant_storage), which ZeRO-3/FSDP shard like any bf16 tensor, and TRL does not call
+// prepare_model_for_kbit_training for a sharded QLoRA model. uint8 storage cannot be sharded. FSDP CPU offload
+// keeps every shard (base, adapters, their gradients and states) in host memory.
+//
+// The quantization statistics are not sharded (quantStatsWhole): transformers quantizes each weight on the GPU
+// before FSDP or ZeRO-3 takes the model and moves only its data to the CPU, and bitsandbytes keeps the
+// QuantState as an attribute of the parameter and its Linear4bit, which neither flattens nor partitions. On the
+// tiny model (2 layers of q 64·64, k and v 64·32, o 64·64, gate, up and down 64·128: 36,864 quantized weights
+// a layer) with double quantization that is 2 · 36,864 · (1/64 + 4/(64·256)) = 1,170 B on every GPU, whole;
+// the rest of the single-GPU 136,978 B (codes 36,864, norms 640 and embedding and output layer 2 · 32,768 in
+// bf16, fp32 adapters 2 · 4,096 · 4) halves over 2 GPUs.
+func TestShardedQLoRA(t *testing.T) {
+	const stats = 1170
+	off := false
+	one := tiny(t, func(c *Config) {
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", KbitPrep: &off}
+	})
+	if got := one.Summary.WeightMemoryBytes; got != 136978 {
+		t.Fatalf("single-GPU base and adapters %d B, want 136,978", got)
+	}
+	shard := func(c *Config) {
+		c.Hardware.NumGPUs, c.Parallel.ZeroStage = 2, 3
+		c.Training.LoRA = &LoRAConfig{Rank: 4, BaseDtype: "nf4", QuantStorage: "bf16"}
+	}
+	two := tiny(t, shard)
+	if k := two.Config.Training.LoRA.KbitPrep; k == nil || *k {
+		t.Errorf("kbit_prep %v for sharded QLoRA, want off", k)
+	}
+	if got, want := two.Summary.WeightMemoryBytes, int64((136978-stats)/2+stats); got != want {
+		t.Errorf("sharded base and adapters %d B per GPU, want %d (half of all but the %d B of statistics)", got, want, stats)
+	}
+	if _, err := ParseConfig([]byte(`{"framework":"hf","model":{"preset":"llama3-8b"},"training":{"lora":{"rank":8,"base_dtype":"nf4"}},"parallel":{"zero_stage":3},"hardware":{"num_gpus":2}}`), false); err == nil {
+		t.Error("uint8 NF4 storage under ZeRO-3 accepted")
+	}
+	offload := tiny(t, func(c *Config) {
+		shard(c)
+		c.Parallel.FSDPOffload = true
+	})
+	if s := offload.Summary; s.WeightMemoryBytes != stats || s.GradMemoryBytes != 0 || s.OptimizerMemoryBytes != 0 {
+		t.Errorf("offloaded shards on the GPU: weights %d (want the %d B of statistics), grads %d, states %d", s.WeightMemoryBytes, stats, s.GradMemoryBytes, s.OptimizerMemoryBytes)
+	}
+	// The allocation sequence creates each weight's QuantState tensors as quantize_4bit leaves them: the NF4
+	// code table (64 B), the offset (4 B), the fp32 absmax of the 256-block groups and the uint8 absmax, one
+	// per 64 weights. Per layer: q and o 64 blocks (4 B of fp32 absmax each), k and v 32 (4 B), gate, up and
+	// down 128 (4 B): 7 · (64 + 4 + 4) + 64 + 32 + 32 + 64 + 3 · 128 = 1,080 B; with the offloaded shards that
+	// is all buildWeights puts on the GPU, 2,160 B for 2 layers.
+	cfg := offload.Config
+	e := newEst(&cfg)
+	s := newSeq()
+	e.buildWeights(s, embeddingParams(e.x), layerParams(e.x), headParams(e.x, 1))
+	if s.allocated != 2160 {
+		t.Errorf("the model as built leaves %d B on the GPU, want 2,160 (the quantization statistics)", s.allocated)
+	}
+	// FSDP all-gathers the flat parameter, which holds the packed codes without the statistics: a layer's
+	// 36,864 · 0.5 B and its two bf16 norms of 64.
+	var gathered int64
+	for _, p := range layerParams(e.x) {
+		gathered += e.gatherBytes(p, true)
+	}
+	if want := int64(36864/2 + 2*64*2); gathered != want {
+		t.Errorf("one layer gathers %d B, want %d", gathered, want)
+	}
+}
+
+// TestGemma2Family follows transformers' modeling_gemma2.py on the tiny model (b 2, s 32, 4 heads of 16 with 2
+// KV heads, eager attention):
+//   - four RMSNorms per layer (input, post_attention on the attention output, pre_ and post_feedforward): the
+//     two sandwich norms are records of their own, each keeping, like Gemma's, its fp32 input and fp32
+//     normalized tensor and the rstd: 8·b·s·h + 4·b·s = 8·64·64 + 256 B;
+//   - soft-capped scores: q·kᵀ·scale, /50, tanh (kept), ·50, + mask, fp32 softmax (kept), bf16 cast (kept), so
+//     the eager attention keeps q (b·s·a·d·2 = 8,192 B), K and V repeated to the 4 heads (8,192 B each), the tanh
+//     scores (b·a·s²·2 = 16,384 B), the fp32 probabilities (32,768 B) and the bf16 ones (16,384 B);
+//   - the output logits are soft-capped: tanh's output (b·s·V·2 = 32,768 B) is kept for its backward.
+func TestGemma2Family(t *testing.T) {
+	r := tiny(t, func(c *Config) {
+		c.Model = ModelConfig{Family: "gemma2", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, NumKVHeads: tg, HeadDim: td,
+			FFNHiddenSize: tf, VocabSize: tv, TieWordEmbeddings: true}
+		c.Training.Attention = "eager"
+	})
+	for _, name := range []string{"attn_out_norm", "mlp_out_norm"} {
+		if got, want := op(t, r, name).MemoryBytes, int64(8*tn*th+4*tn); got != want {
+			t.Errorf("%s keeps %d B, want %d", name, got, want)
+		}
+	}
+	if got, want := op(t, r, "attention").MemoryBytes, int64(8192+2*8192+16384+32768+16384); got != want {
+		t.Errorf("soft-capped eager attention keeps %d B, want %d", got, want)
+	}
+	if got, want := op(t, r, "final_logit_softcap").MemoryBytes, int64(2*tn*tv); got != want {
+		t.Errorf("final logit soft-capping keeps %d B, want %d", got, want)
+	}
+	if got, want := r.Params.PerLayer, int64(4*th+th*ta*td+2*th*tg*td+ta*td*th+3*th*tf); got != want {
+		t.Errorf("%d parameters per layer, want %d (four norms)", got, want)
+	}
+}
+
+// TestPhi3Family: transformers' modeling_phi3.py computes q, k, v with one qkv_proj and gate, up with one
+// gate_up_proj, so LoRA adapts the fused linears: per layer (tiny model, r 4) qkv_proj 4·64 + (64 + 2·32)·4,
+// o_proj 4·64 + 64·4, gate_up_proj 4·64 + 2·128·4 and down_proj 4·128 + 64·4 = 3,328 adapter parameters,
+// where Llama's separate projections carry 4,096.
+func TestPhi3Family(t *testing.T) {
+	mk := func(family string) *Report {
+		return tiny(t, func(c *Config) {
+			c.Model.Family = family
+			c.Training.LoRA = &LoRAConfig{Rank: 4}
+		})
+	}
+	if got := mk("phi3").LoRA.AdapterParams; got != tl*3328 {
+		t.Errorf("phi3 adapters %d, want %d", got, tl*3328)
+	}
+	if got := mk("llama").LoRA.AdapterParams; got != tl*4096 {
+		t.Errorf("llama adapters %d, want %d", got, tl*4096)
+	}
+	if got := mk("phi3").Config.Training.LoRA.Targets; strings.Join(got, ",") != "qkv_proj,o_proj,gate_up_proj,down_proj" {
+		t.Errorf("phi3 targets %v", got)
 	}
 }

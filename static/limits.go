@@ -10,6 +10,7 @@ import (
 // once. A value beyond its limit is an error naming the key; nothing wraps or saturates silently.
 const (
 	maxConfigBytes   = 1 << 20 // a config file
+	maxConfigList    = 1 << 16 // elements of one list (seq_lengths, lora.targets)
 	maxLayers        = 4096
 	maxHidden        = 1 << 18 // 262,144
 	maxHeads         = 1 << 14
@@ -27,6 +28,11 @@ const (
 	maxLoRARank      = 1 << 16
 	maxTrainSteps    = 1 << 40
 	maxTrainTokens   = 1e18
+	maxOverheadMiB   = 1 << 20 // allocator.cuda_context_mib, nccl_mib, workspace_mib: 1 TiB
+	// Correction factors multiply a component's bytes: beyond these bounds a factor is a mistake (1e308 once
+	// overflowed the total into "-8.0 EiB needed"), not a calibration.
+	minCorrection = 0.01
+	maxCorrection = 100.0
 	// maxTensorBytes bounds the largest tensor (and sum) the model forms: 2^60 B = 1 EiB keeps every int64
 	// product and sum in the estimator exact.
 	maxTensorBytes = float64(1 << 60)
@@ -45,6 +51,8 @@ func LimitDoc() [][2]string {
 		{"parallel.virtual_stages", fmt.Sprint(maxVirtualStages)}, {"parallel.num_microbatches", fmt.Sprint(maxMicrobatches)},
 		{"training.lora.rank", fmt.Sprint(maxLoRARank)}, {"training.train_steps", fmt.Sprint(int64(maxTrainSteps))},
 		{"training.train_tokens", fmt.Sprintf("%g", maxTrainTokens)},
+		{"allocator.cuda_context_mib, nccl_mib, workspace_mib", fmt.Sprint(maxOverheadMiB)},
+		{"corrections.* (each factor, at least " + fmt.Sprint(minCorrection) + ")", fmt.Sprint(maxCorrection)},
 		{"largest tensor formed (e.g. b·heads·s² scores, b·s·V logits, KV cache)", "2^60 bytes"},
 	}
 }

@@ -16,7 +16,7 @@ func TestLimitsAndShapes(t *testing.T) {
 		// 8 B · 32 · 32 heads · (2^24)² = 2.3e18 B of scores, only where the kernel forms them (math, unfused).
 		{`{"model":{"preset":"llama3-8b"},"training":{"micro_batch_size":32,"seq_length":16777216,"attention":"math"}}`, "the attention scores (micro-batch × heads × sequence²) would take 2.31e+18 bytes"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"micro_batch_size":1048576,"seq_length":16777216}}`, "the logits (micro-batch × sequence × vocab) would take"},
-		{`{"model":{"preset":"llama3-8b"},"training":{"seq_length":1e300}}`, "training.seq_length: expected int"},
+		{`{"model":{"preset":"llama3-8b"},"training":{"seq_length":1e300}}`, "training.seq_length: expected an integer, got 1e300"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"train_tokens":1e300}}`, "training.train_tokens: 1e+300 exceeds the limit"},
 		{`{"model":{"preset":"llama3-8b"},"training":{"lora":{"rank":100000000}}}`, "training.lora.rank: 100000000 exceeds the limit of 65536"},
 		{`[{"model":{"preset":"llama3-8b"}}]`, `config: expected an object such as {"model": {"preset": "llama3-8b"}}, got an array`},
@@ -24,8 +24,18 @@ func TestLimitsAndShapes(t *testing.T) {
 		{`{"model":["llama3-8b"]}`, "model: expected an object, got an array"},
 		{`{"training":{"lora":{"rank":4,"targets":{"q_proj":true}}},"model":{"preset":"llama3-8b"}}`, `training.lora.targets: expected "all-linear" or a list of module names`},
 		{"- model: llama3-8b\n", "config: expected an object such as"},
+		// Floats: a correction of 1e308 printed "FITS: -8.0 EiB needed"; a custom GPU of 9.3e12 GB or 1e-300
+		// TFLOPS gave a negative capacity, +Inf hours or a 0-byte static_report.json.
+		{`{"model":{"preset":"llama3-8b"},"corrections":{"weights":1e308}}`, "corrections.weights: 1e+308 (must be in [0.01, 100]; 1 means no correction)"},
+		{`{"model":{"preset":"llama3-8b"},"corrections":{"optimizer":0}}`, "corrections.optimizer: 0 (must be in [0.01, 100]"},
+		{`{"model":{"preset":"llama3-8b"},"hardware":{"custom":{"memory_gb":9.3e12,"bandwidth_tbs":3,"bf16_tflops":1000}}}`, "hardware.custom.memory_gb: 9.3e+12 exceeds the limit of 100000"},
+		{`{"model":{"preset":"llama3-8b"},"hardware":{"custom":{"memory_gb":80,"bandwidth_tbs":3,"bf16_tflops":1e-300}}}`, "hardware.custom.bf16_tflops: 1e-300 is below the smallest rate"},
+		{`{"model":{"preset":"llama3-8b"},"hardware":{"custom":{"memory_gb":-80,"bandwidth_tbs":3,"bf16_tflops":1000}}}`, "hardware.custom.memory_gb: -80 (must be > 0)"},
+		{`{"model":{"preset":"llama3-8b"},"allocator":{"nccl_mib":1e15}}`, "allocator.nccl_mib: 1e+15 exceeds the limit of 1048576 MiB"},
+		{`{"model":{"preset":"llama3-8b"},"hardware":{"mfu":1e400}}`, "hardware.mfu: 1e400 is out of range"},
+		{"model:\n  preset: llama3-8b\nhardware:\n  mfu: .nan\n", "line 4, column 8: hardware.mfu: .nan is not a finite number"},
 	} {
-		_, err := ParseConfig([]byte(tc.doc), strings.HasPrefix(tc.doc, "-"))
+		_, err := ParseConfig([]byte(tc.doc), !strings.HasPrefix(tc.doc, "{") && !strings.HasPrefix(tc.doc, "["))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%.80s: error %v, want it to contain %q", tc.doc, err, tc.want)
 		}

@@ -89,14 +89,16 @@ func (e *est) loraLayerParams() []paramTensor {
 	} else {
 		proj["up_proj"], proj["down_proj"] = [2]int64{x.h, x.fe}, [2]int64{x.fe, x.h}
 	}
+	// Phi-3's fused projections carry one adapter each: A reads the input once, B writes every output.
+	proj["qkv_proj"], proj["gate_up_proj"] = [2]int64{x.h, (x.a + 2*x.g) * x.d}, [2]int64{x.h, 2 * x.fe}
 	var ps []paramTensor
-	for _, n := range loraProjections {
+	for _, n := range append(loraProjections, "qkv_proj", "gate_up_proj") {
 		io, ok := proj[n]
 		if !ok || !slices.Contains(e.lora.Targets, n) {
 			continue
 		}
 		mult := int64(1)
-		if n == "gate_proj" || n == "up_proj" || n == "down_proj" {
+		if n == "gate_proj" || n == "up_proj" || n == "down_proj" || n == "gate_up_proj" {
 			mult = experts
 		}
 		ps = append(ps, paramTensor{"lora." + n + ".A", []int64{mult * r, io[0]}, replicated},
@@ -113,18 +115,64 @@ func (e *est) frozenWeightBytes(p paramTensor, inLayer bool) float64 {
 	base := l.BaseDtype
 	if base == "nf4" || base == "int8" {
 		if !inLayer || !p.matrix() {
+			if e.kbitPrep() {
+				return el * 4 // prepare_model_for_kbit_training upcasts what is not quantized to fp32
+			}
 			return el * dtypeBytes[e.c.paramDtype()]
 		}
 		if base == "nf4" {
-			absmax := 4.0 / 64
-			if *l.DoubleQuant {
-				absmax = 1.0/64 + 4.0/(64*256)
-			}
-			return el * (0.5 + absmax)
+			return el*0.5 + e.quantStatsBytes(p, inLayer)
 		}
 		return el + 4*float64(p.Shape[0]) // int8 codes + one fp32 scale per output row
 	}
 	return el * dtypeBytes[base]
+}
+
+// quantStatsBytes is the part of a frozen NF4 weight that is its quantization statistics (bitsandbytes'
+// QuantState): one absmax per 64 weights, fp32, or with double quantization an 8-bit absmax and one fp32 per
+// 256 blocks; 0 for what is not quantized.
+func (e *est) quantStatsBytes(p paramTensor, inLayer bool) float64 {
+	if e.lora.BaseDtype != "nf4" || !inLayer || !p.matrix() {
+		return 0
+	}
+	absmax := 4.0 / 64
+	if *e.lora.DoubleQuant {
+		absmax = 1.0/64 + 4.0/(64*256)
+	}
+	return float64(p.numel()) * absmax
+}
+
+// quantStatsAlloc allocates one weight's QuantState as bitsandbytes' quantize_4bit leaves it on the GPU
+// (functional.py): the NF4 code table (16 fp32), then with double quantization the offset (an fp32 scalar,
+// absmax.mean()) and quantize_blockwise's fp32 absmax per 256 blocks and its uint8 codes, one per block of 64
+// weights; without, the fp32 absmax per block. Its sizes add up to quantStatsBytes up to the rounding of
+// partial blocks and the code table.
+func (e *est) quantStatsAlloc(s *seqBuilder, p paramTensor, inLayer bool) {
+	if e.quantStatsBytes(p, inLayer) == 0 {
+		return
+	}
+	blocks := (p.numel() + 63) / 64
+	s.alloc(16 * 4)
+	if !*e.lora.DoubleQuant {
+		s.alloc(blocks * 4)
+		return
+	}
+	s.alloc(4)
+	s.alloc((blocks + 255) / 256 * 4)
+	s.alloc(blocks)
+}
+
+// quantStatsWhole reports bitsandbytes weights under ZeRO-3 or FSDP, whose quantization statistics stay whole
+// on every GPU. For a model that FSDP or ZeRO-3 will shard, transformers quantizes each weight on the GPU and
+// then moves only its data to the CPU (modeling_utils, _load_state_dict_into_meta_model: "quantize the
+// parameter on the GPU and then cast it to CPU"); bitsandbytes' Params4bit._quantize keeps the QuantState as
+// an attribute of the parameter and of its Linear4bit (module.quant_state), which Linear4bit.forward puts back
+// on the flattened weight ("the quant state got lost when the parameter got converted. This happens for
+// example for fsdp"). FSDP's flat parameters and ZeRO-3's partitions hold only the packed codes, so the
+// statistics are neither sharded nor offloaded. torchao's NF4Tensor (torchtune) carries its scalers inside the
+// tensor that FSDP2 shards.
+func (e *est) quantStatsWhole() bool {
+	return e.lora != nil && e.lora.BaseDtype == "nf4" && e.c.Parallel.ZeroStage == 3 && e.c.Framework != "torchtune"
 }
 
 // loraStates is modelStates for LoRA training: frozen base weights plus adapter weights, gradients and AdamW
@@ -142,7 +190,13 @@ func (e *est) loraStates(ps []paramTensor, mult float64, inLayer bool) modelStat
 	for _, p := range ps {
 		ms.params += float64(p.numel()) * mult
 		w := e.frozenWeightBytes(p, inLayer) * mult
-		ms.weights += w / div(3)
+		if e.quantStatsWhole() {
+			stats := e.quantStatsBytes(p, inLayer) * mult
+			ms.weights += (w-stats)/div(3) + stats
+			ms.wholeStats += stats
+		} else {
+			ms.weights += w / div(3)
+		}
 		ms.largestWeightPerGPU = math.Max(ms.largestWeightPerGPU, w/mult)
 	}
 	if !inLayer {
@@ -214,4 +268,14 @@ func (e *est) weightCopyOps() []Operator {
 			Notes: "float8 linears keep the fp8 weight cast for the input gradient"})
 	}
 	return ops
+}
+
+// kbitPrep reports PEFT's prepare_model_for_kbit_training (peft/utils/other.py): every 16-bit parameter that
+// bitsandbytes did not quantize — embeddings, norms, the output layer — becomes fp32. The embedding then
+// returns fp32 hidden states and the fp32 norm weights keep the residual stream in fp32 (hidden + 16-bit
+// projection outputs promote), so checkpointed layer inputs are 4 bytes an element; under the Trainer's
+// bf16 autocast the output layer runs on a 16-bit cast of its fp32 weight, which its matmul keeps for the
+// input gradient.
+func (e *est) kbitPrep() bool {
+	return e.lora != nil && e.lora.KbitPrep != nil && *e.lora.KbitPrep
 }

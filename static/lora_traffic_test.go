@@ -31,7 +31,8 @@ func TestTrainableParamTraffic(t *testing.T) {
 		// stored bf16 base and the fp32 adapters: 2·(1/2)·(2 × weights per GPU) bytes more.
 		{"qlora zero3 dp2", func(c *Config) {
 			c.Hardware.NumGPUs, c.Parallel.DP, c.Parallel.ZeroStage, c.Training.GlobalBatchSize = 2, 2, 3, 4
-			c.Training.LoRA.BaseDtype, c.Training.LoRA.DoubleQuant = "bf16", nil // bitsandbytes nf4 weights are not sharded
+			// A bf16 base (the nf4 one would need a 16-bit quant_storage to be sharded).
+			c.Training.LoRA.BaseDtype, c.Training.LoRA.DoubleQuant, c.Training.LoRA.QuantStorage, c.Training.LoRA.KbitPrep = "bf16", nil, "", nil
 		}, adapters / 2, 28, adapters / 32 * 4, adapters * 4, true},
 	}
 	for _, tc := range tests {

@@ -82,7 +82,7 @@ func (e *est) eager() bool { return e.c.Training.Kernels == "eager" && !e.c.Trai
 // residualName is the dtype of the residual stream: fp32 under autocast (fp32 embeddings plus 16-bit outputs
 // promote to fp32), else the activation dtype.
 func (e *est) residualName() string {
-	if !e.inference && e.c.amp() {
+	if !e.inference && (e.c.amp() || e.kbitPrep()) {
 		return "fp32"
 	}
 	return e.actName()
@@ -100,7 +100,7 @@ func (e *est) norm(name string) Operator {
 	saved := in.Bytes + statB*e.n/sp
 	frozen := e.lora != nil
 	switch {
-	case x.rms && e.eager() && e.c.Model.Family == "gemma":
+	case x.rms && e.eager() && (e.c.Model.Family == "gemma" || e.c.Model.Family == "gemma2"):
 		// Gemma computes the norm in fp32 and multiplies by (1 + weight) in fp32: fp32 input and fp32 normalized.
 		saved = 8*e.n/sp*x.h + statB*e.n/sp
 		formula = "8·b·s·h + 4·b·s (Gemma eager: fp32 input + fp32 normalized + rstd)"
@@ -190,7 +190,13 @@ func (e *est) layerOps() []Operator {
 
 	// QKV projection: with sequence parallelism the input is all-gathered; only the local shard is saved.
 	qkvIn := tensor("qkv.in", act, b, sl, h)
-	hrSaved := keep(e.linearSaved(qkvIn.Bytes/sp, frozen) * e.ampCasts(3))
+	// Megatron's sequence parallelism keeps the local shard and all-gathers it again in backward; PyTorch's
+	// DTensor plans (torchtitan) hand the column-parallel linears the all-gathered input, which they keep.
+	spSaved := sp
+	if e.dtensorTP() {
+		spSaved = 1
+	}
+	hrSaved := keep(e.linearSaved(qkvIn.Bytes/spSaved, frozen) * e.ampCasts(3))
 	qkv := e.linear("qkv_proj", "attention", qkvIn, (e.aL+2*e.gL)*d, h, n, hrSaved,
 		"2·b·s·h/sp (input saved)", fmt.Sprintf("Q %s, K/V %s per GPU (GQA g=%d)", units.Plural(e.aL, "head", "heads"), units.Plural(e.gL, "head", "heads"), x.g))
 	q := tensor("q", act, b, sl, e.aL, d)
@@ -198,11 +204,15 @@ func (e *est) layerOps() []Operator {
 	v := tensor("v", act, b, sl, e.gL, d)
 	qkv.Outputs = []Tensor{q, k, v}
 	if sp > 1 {
-		qkv.TempBytes = qkvIn.Bytes // gathered input
+		qkv.TempBytes = max(0, qkvIn.Bytes-hrSaved) // the gathered input, where the linears do not keep it
 	}
 	ops = append(ops, qkv)
 	if train && frozen {
-		ops = append(ops, e.loraOp("qkv", n, h, act, false, []int64{e.aL * d, e.gL * d, e.gL * d}, []string{"q_proj", "k_proj", "v_proj"})...)
+		if x.fusedProj {
+			ops = append(ops, e.loraOp("qkv", n, h, act, false, []int64{(e.aL + 2*e.gL) * d}, []string{"qkv_proj"})...)
+		} else {
+			ops = append(ops, e.loraOp("qkv", n, h, act, false, []int64{e.aL * d, e.gL * d, e.gL * d}, []string{"q_proj", "k_proj", "v_proj"})...)
+		}
 	}
 	if x.llama || !x.learned {
 		ops = append(ops, Operator{Name: "rope", Category: "attention", Phase: "forward", Inputs: []Tensor{q, k},
@@ -227,13 +237,23 @@ func (e *est) layerOps() []Operator {
 	oproj := e.linear("o_proj", "attention", o, h, e.aL*d, n, oSaved, "2·b·s·h/t (attention output saved)", "row-parallel; all-reduce (or reduce-scatter with SP) after")
 	oproj.Outputs[0] = tensor("o_proj.out", act, b, sl/sp, h)
 	if sp > 1 {
-		oproj.TempBytes = n * h * int64(e.ab)
+		oproj.TempBytes = e.reduceScatterInput(n * h * int64(e.ab))
 	}
 	ops = append(ops, oproj)
 	if train && frozen {
 		ops = append(ops, e.loraOp("o", n, e.aL*d, act, fusedOut, []int64{h}, []string{"o_proj"})...)
 	}
 	dropout := train && c.Training.HiddenDropout > 0
+	// sandwich adds Gemma-2's norm of a sub-block's output before its residual add.
+	sandwich := func(name string) {
+		if x.sandwich {
+			ops = append(ops, e.norm(name))
+			if !train {
+				ops[len(ops)-1].MemoryBytes = 0
+			}
+		}
+	}
+	sandwich("attn_out_norm")
 	if dropout {
 		ops = append(ops, e.dropoutMask("attn_residual_dropout"))
 	}
@@ -246,8 +266,9 @@ func (e *est) layerOps() []Operator {
 	if x.E > 0 {
 		ops = append(ops, e.moeOps(mlpIn, keep)...)
 	} else {
-		ops = append(ops, e.mlpOps("mlp", mlpIn, e.fL, n, keep(e.linearSaved(mlpIn.Bytes/sp, frozen)*e.ampCasts(2)), keep)...)
+		ops = append(ops, e.mlpOps("mlp", mlpIn, e.fL, n, keep(e.linearSaved(mlpIn.Bytes/spSaved, frozen)*e.ampCasts(2)), keep)...)
 	}
+	sandwich("mlp_out_norm")
 	if dropout {
 		ops = append(ops, e.dropoutMask("mlp_residual_dropout"))
 	}
@@ -270,7 +291,7 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		Extra: map[string]any{"kind": kn.name, "why": kn.why}}
 	kvSaved := k.Bytes + v.Bytes
 	if kn.repeatKV && x.g < x.a {
-		kvSaved = 2 * b * e.s * e.aL * d * int64(e.ab) // K and V expanded to every query head
+		kvSaved = 2 * b * sl * e.aL * d * int64(e.ab) // K and V expanded to every query head
 	}
 	switch kn.name {
 	case "flash", "efficient", "cudnn", "flex":
@@ -278,6 +299,9 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		attn.MemoryBytes = keep(q.Bytes + kvSaved + lse.Bytes + kn.maskBytes)
 		if attn.MemoryBytes > 0 {
 			attn.seq = keepSeq(kn.maskBytes, q.Bytes, kvSaved/2, kvSaved/2, lse.Bytes)
+			if e.c.Parallel.CP > 1 {
+				e.ringAttention(&attn, kvSaved)
+			}
 		}
 		attn.Outputs = append(attn.Outputs, lse)
 		attn.Formula = "2·b·s·h·(1 + 2g/a)/t + 4·b·a·s/t (Q, K, V and fp32 log-sum-exp; output counted at o_proj)"
@@ -327,6 +351,10 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		if e.eager() {
 			saved += 2 * scores.Bytes // fp32 softmax output kept besides its bf16 copy
 			formula = "2·b·s·h·3/t + 6·a·s²·b/t (Q, K, V, fp32 and bf16 probabilities)"
+			if x.attnSoftcap {
+				saved += scores.Bytes // tanh keeps its output for its backward
+				formula = "2·b·s·h·3/t + 8·a·s²·b/t (Q, K, V, soft-capped tanh scores, fp32 and bf16 probabilities)"
+			}
 		}
 		if p := c.Training.AttentionDropout; p > 0 {
 			saved += scores.Bytes/int64(e.ab) + scores.Bytes // mask + dropped probs
@@ -342,7 +370,7 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 		rest := saved - q.Bytes - kvSaved
 		// A 16-bit model (under autocast HF's fp32 mask promotes the masked scores to fp32: another chain).
 		if e.eager() && c.Training.Recompute != "selective" && c.Training.AttentionDropout == 0 && e.ab == 2 && !c.amp() {
-			attn.seq, attn.bwd = eagerAttentionSeq(q.Bytes, kvSaved/2, scores.Bytes, e.actName() == "bf16")
+			attn.seq, attn.bwd = eagerAttentionSeq(q.Bytes, kvSaved/2, scores.Bytes, e.actName() == "bf16", x.attnSoftcap)
 		} else {
 			attn.seq = append(attn.seq, tempSeq(scores.Bytes)...)
 			attn.seq = append(attn.seq, splitEven(rest, scores.Bytes)...)
@@ -362,15 +390,26 @@ func (e *est) attentionOp(q, k, v, o Tensor, keep func(int64) int64) (Operator, 
 //	softmax(C, dtype=fp32): aten fuses the upcast only for fp16, so bf16 first converts C to an fp32 copy D,
 //	E = _softmax(D) in fp32 (D dies; E saved by softmax's backward), F = E.to(16-bit) (saved by F·V), C dies.
 //
+// Gemma-2's soft-capping (softcap) inserts B/cap, tanh (its output saved by tanh's backward) and ·cap between
+// the scaling and the mask, each consuming the one before.
+//
 // Backward runs the chain in reverse, each node's gradient allocated before the one it consumes is freed and
 // its saved tensors released right after it: ∂F and ∂V (F and V released), ∂E = ∂F in fp32, ∂D = softmax's
-// backward (E released), ∂C = ∂D in 16 bits (fp16: softmax's backward writes 16 bits directly), ∂A = ∂C·scale
-// (the mask's add passes ∂C through), then ∂q and ∂K (q and K released). ∂V waits in the autograd engine until
-// its repeat_kv branch runs after the chain (the branch was created earlier, so it runs later).
-func eagerAttentionSeq(q, kv, sc int64, bf16 bool) ([]seqTensor, []bwdStep) {
+// backward (E released), ∂C = ∂D in 16 bits (fp16: softmax's backward writes 16 bits directly), with
+// soft-capping ∂(tanh·cap), tanh's backward (tanh released) and ∂(B/cap), then ∂A = ∂C·scale (the mask's add
+// passes ∂C through), then ∂q and ∂K (q and K released). ∂V waits in the autograd engine until its repeat_kv
+// branch runs after the chain (the branch was created earlier, so it runs later).
+func eagerAttentionSeq(q, kv, sc int64, bf16, softcap bool) ([]seqTensor, []bwdStep) {
 	const qi, ki, vi = 0, 1, 2
 	seq := keepSeq(q, kv, kv)
 	seq = append(seq, briefSeq(sc, sc)...)
+	ti := -1
+	if softcap {
+		seq = append(seq, briefSeq(sc)...)
+		ti = len(seq)
+		seq = append(seq, keepSeq(sc)...)
+		seq = append(seq, briefSeq(sc)...)
+	}
 	seq = append(seq, tempSeq(sc)...)
 	if bf16 {
 		seq = append(seq, briefSeq(2*sc)...)
@@ -393,6 +432,11 @@ func eagerAttentionSeq(q, kv, sc int64, bf16 bool) ([]seqTensor, []bwdStep) {
 	} else {
 		dC = grad(sc, dE, ei) // fp16: softmax's backward writes 16 bits
 	}
+	if softcap {
+		dCap := grad(sc, dC)        // ∂(tanh·cap)
+		dTanh := grad(sc, dCap, ti) // tanh's backward: ∂·(1 − tanh²)
+		dC = grad(sc, dTanh)        // ∂(B/cap)
+	}
 	dA := grad(sc, dC)
 	grad(q)
 	grad(kv, dA, qi, ki)
@@ -410,7 +454,11 @@ func (e *est) mlpOps(prefix string, in Tensor, f, rows, inSaved int64, keep func
 		up.Outputs[0].Name = prefix + ".gate_up"
 		ops = append(ops, up)
 		if frozen {
-			ops = append(ops, e.loraOp(prefix+".gate_up", rows, h, act, false, []int64{f, f}, []string{"gate_proj", "up_proj"})...)
+			if e.x.fusedProj {
+				ops = append(ops, e.loraOp(prefix+".gate_up", rows, h, act, false, []int64{2 * f}, []string{"gate_up_proj"})...)
+			} else {
+				ops = append(ops, e.loraOp(prefix+".gate_up", rows, h, act, false, []int64{f, f}, []string{"gate_proj", "up_proj"})...)
+			}
 		}
 		mid := tensor(prefix+".act", act, append(tokenDims(in, rows), f)...)
 		saved, formula := up.Outputs[0].Bytes, "4·b·s·f/t (gate and up outputs)"
@@ -430,6 +478,9 @@ func (e *est) mlpOps(prefix string, in Tensor, f, rows, inSaved int64, keep func
 		}
 		ops = append(ops, actOp)
 		down := e.linear(prefix+".down_proj", "mlp", mid, h, f, rows, keep(e.linearSaved(mid.Bytes, frozen)), "2·b·s·f/t (input saved)", "row-parallel")
+		if e.dtensorTP() && e.spDiv > 1 && prefix == "mlp" {
+			down.TempBytes = e.reduceScatterInput(rows * h * int64(e.ab))
+		}
 		ops = append(ops, down)
 		if frozen {
 			ops = append(ops, e.loraOp(prefix+".down", rows, f, act, false, []int64{h}, []string{"down_proj"})...)
@@ -506,9 +557,16 @@ func (e *est) moeOps(in Tensor, keep func(int64) int64) []Operator {
 	// Tokens each GPU's experts process: balanced routing sends top-k copies of the local tokens (× capacity).
 	ne := int64(math.Ceil(float64(local*x.k*int64(p.ETP)) * e.c.Model.MoECapacityFactor))
 	disp := tensor("moe.dispatched", e.actName(), ne, x.h)
-	ops = append(ops, Operator{Name: "moe.dispatch", Category: "moe", Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{disp},
+	dispatch := Operator{Name: "moe.dispatch", Category: "moe", Phase: "forward", Inputs: []Tensor{in}, Outputs: []Tensor{disp},
 		MemoryBytes: 0, Formula: "k·b·s/sp·cf tokens per GPU after all-to-all", Notes: fmt.Sprintf("expert parallel ep=%d, expert TP etp=%d; %d token copies per GPU", p.EP, p.ETP, ne),
-		BytesMoved: 2 * float64(disp.Bytes)})
+		BytesMoved: 2 * float64(disp.Bytes)}
+	if p.EP > 1 {
+		// The token dispatcher permutes the routed copies into a send buffer before the all-to-all (the receive
+		// buffer is the experts' input, kept by their first linear).
+		dispatch.TempBytes = disp.Bytes
+		dispatch.Formula += "; permuted send buffer"
+	}
+	ops = append(ops, dispatch)
 	ex := e.mlpOps("moe.experts", disp, e.feL, ne, keep(disp.Bytes), keep)
 	ops = append(ops, ex...)
 	out := tensor("moe.expert_out", e.actName(), ne, x.h)
@@ -561,10 +619,13 @@ func (e *est) headOps() []Operator {
 	}
 	in := tensor("lm_head.in", e.actName(), e.b, e.sl, x.h)
 	lmSaved := in.Bytes / sp // (float8 recipes leave the output layer in 16 bits)
+	if e.dtensorTP() {
+		lmSaved = in.Bytes // ColwiseParallel(input_layouts=Shard(1)) keeps the all-gathered final-norm output
+	}
 	if e.lora != nil {
 		lmSaved = 0 // a frozen output layer keeps nothing
 	}
-	if !e.inference && c.amp() {
+	if !e.inference && (c.amp() || e.kbitPrep()) {
 		lmSaved += int64(float64(vL*x.h) * e.ab) // autocast's 16-bit copy of the output weight, kept for backward
 	}
 	lm := e.linear("lm_head", "output", in, vL, x.h, rows, lmSaved, "2·b·s·h/sp (input saved; + 16-bit weight copy under autocast)", fmt.Sprintf("vocab-parallel output layer, V=%d (padded) / tp", x.V))
@@ -650,6 +711,11 @@ func (e *est) headOps() []Operator {
 	default:
 		loss.bwd = []bwdStep{{bytes: bwd}}
 	}
+	if e.compiledLoss() {
+		bwd = e.compileLoss(&loss, E)
+	} else if e.lossParallel() {
+		bwd = e.lossParallelOp(&loss, E)
+	}
 	if e.inference {
 		loss = Operator{Name: "logits", Category: "loss", Phase: "prefill", Inputs: []Tensor{logits}, Layer: -1,
 			TempBytes: 4 * E, Formula: "fp32 logits for sampling", Notes: "no loss in inference", Extra: map[string]any{}}
@@ -658,5 +724,149 @@ func (e *est) headOps() []Operator {
 	loss.Extra["backward_temp_bytes"] = bwd
 	loss.FLOPs = 5 * float64(E)
 	loss.BytesMoved = float64(3 * logits.Bytes)
+	if x.logitSoftcap && !e.inference {
+		// Gemma-2's final_logit_softcapping: logits / cap, tanh (kept by its backward), · cap, each a new tensor of
+		// the logits' size consuming the one before; the capped logits are what the loss receives.
+		lb := logits.Bytes
+		capOp := Operator{Name: "final_logit_softcap", Category: "output", Phase: "forward", Layer: -1, Inputs: []Tensor{logits},
+			Outputs: []Tensor{logits}, MemoryBytes: lb, TempBytes: lb, Formula: "2·b·s·V/t (tanh output kept) + 2·b·s·V/t transient",
+			Notes: "tanh(logits/30)·30", FLOPs: 4 * float64(E), BytesMoved: float64(4 * lb), Extra: map[string]any{}}
+		capOp.seq = append(briefSeq(lb, lb), keepSeq(lb)...)
+		return []Operator{norm, lm, capOp, loss}
+	}
 	return []Operator{norm, lm, loss}
+}
+
+// compiledLoss reports a cross entropy that runs under torch.compile (training.compiled_loss).
+func (e *est) compiledLoss() bool {
+	t := e.c.Training
+	return !e.inference && t.CompiledLoss != nil && *t.CompiledLoss && (t.Loss == "standard" || t.Loss == "chunked_output")
+}
+
+// compileLoss rewrites the cross entropy's record for Inductor's fused kernels and returns its backward
+// temporary. F.cross_entropy(logits.float(), labels) compiles to reductions that read the 16-bit logits
+// directly (the fp32 copy and the log-softmax are never materialized); the partitioner saves the logits
+// themselves (a graph input, kept alive by the graph even where the loop deletes its own reference) and the
+// per-row log-sum-exp, and the backward writes softmax − one-hot in one kernel, straight into a 16-bit gradient
+// of the logits. torchtune's chunked loss compiles compute_cross_entropy per chunk: the same per chunk.
+func (e *est) compileLoss(loss *Operator, E int64) int64 {
+	rows := E / (e.x.V / e.t)
+	lse := 4 * rows
+	if e.c.Training.Loss == "chunked_output" {
+		k := int64(e.c.Training.LossChunks)
+		loss.MemoryBytes, loss.TempBytes = 2*E+lse, 0
+		loss.seq = nil
+		for range k {
+			loss.seq = append(loss.seq, keepSeq(2*E/k)...)
+		}
+		loss.seq = append(loss.seq, keepSeq(lse)...)
+		loss.bwd = nil
+		n := len(loss.seq)
+		for i := range k {
+			st := bwdStep{bytes: 2 * E / k}
+			if i > 0 {
+				st.free = []int{n + int(i) - 1} // the previous chunk's gradient is consumed by its output projection
+			}
+			loss.bwd = append(loss.bwd, st)
+		}
+		loss.Formula = fmt.Sprintf("2·b·s·V/t (the %d 16-bit logit chunks the compiled loss keeps) + fp32 log-sum-exp; backward temp 2·b·s·V/t/%d", k, k)
+		loss.Notes = "compiled chunked-output cross entropy: each chunk's upcast and softmax fused, no fp32 logits"
+		return 2 * E / k
+	}
+	if e.c.Framework == "torchtune" {
+		// torchtune's decoder returns self.output(h).float() outside the compiled layers: the compiled loss gets,
+		// and keeps, fp32 logits (the 16-bit ones die at the cast) and returns an fp32 gradient, which the cast's
+		// backward turns into the 16-bit one.
+		loss.MemoryBytes, loss.TempBytes = 4*E+lse, 2*E
+		loss.seq = append(append(tempSeq(2*E), keepSeq(4*E)...), keepSeq(lse)...)
+		loss.bwd = []bwdStep{{bytes: 4 * E}, {bytes: 2 * E, free: []int{len(loss.seq)}, carry: true}}
+		loss.Formula = "4·b·s·V/t (the fp32 logits torchtune's decoder returns, kept by the compiled loss) + fp32 log-sum-exp; forward temp 2·b·s·V/t; backward temp 4·b·s·V/t then 2·b·s·V/t"
+		loss.Notes = "compiled cross entropy on the decoder's fp32 logits"
+		return 4 * E
+	}
+	loss.MemoryBytes, loss.TempBytes = 2*E+lse, 0
+	life := lifeOutput // the model returns the logits (Hugging Face), the loop holds them until backward
+	if e.c.Framework == "torchtitan" {
+		life = lifeSaved // torchtitan deletes pred; the compiled loss's saved reference keeps it
+	}
+	loss.seq = append(tensorsOf(life, []int64{2 * E}), keepSeq(lse)...)
+	loss.bwd = []bwdStep{{bytes: 2 * E, carry: true}}
+	loss.Formula = "2·b·s·V/t (the 16-bit logits the compiled loss keeps) + fp32 log-sum-exp; backward temp 2·b·s·V/t (16-bit gradient)"
+	loss.Notes = "compiled cross entropy: upcast, log-softmax and its gradient fused, no fp32 logits"
+	return 2 * E
+}
+
+// lossParallel reports torchtitan's loss parallelism: with tensor parallelism the output layer's logits stay
+// sharded over the vocabulary (ColwiseParallel with Shard(-1) outputs) and F.cross_entropy runs inside
+// torch.distributed.tensor.parallel.loss_parallel(), DTensor's own log-softmax and NLL implementations.
+func (e *est) lossParallel() bool {
+	return !e.inference && e.c.Framework == "torchtitan" && e.t > 1 && e.c.Training.Loss == "standard"
+}
+
+// lossParallelOp rewrites the cross entropy for loss parallelism (torch/distributed/tensor/parallel/loss.py) on
+// E local logits: _log_softmax upcasts the 16-bit pred (x, 4·E), subtracts the all-reduced max (shifted, 4·E),
+// takes exp(shifted) (4·E, dropped after its sum) and returns shifted − logsumexp (4·E, saved); pred (2·E) dies
+// after the loss (the train step deletes it). Backward, _nll_loss_and_log_softmax_backward builds
+// grad_input = zeros_like(x) with −1 at the targets (4·E), then (grad_input + exp(x)) · grad_output: exp(x),
+// the sum and the product are 4·E each, two of them alive at a time besides grad_input and the saved output;
+// the fp32 product is cast back to the 16-bit gradient of pred (2·E).
+func (e *est) lossParallelOp(loss *Operator, E int64) int64 {
+	loss.MemoryBytes, loss.TempBytes = 4*E, 10*E
+	rows := E / (e.x.V / e.t)
+	// exp(shifted) dies in the sum it feeds (the per-row sum is its next allocation).
+	loss.seq = append(tempSeq(2*E, 4*E, 4*E), briefSeq(4*E)...)
+	loss.seq = append(loss.seq, tempSeq(4*rows)...)
+	loss.seq = append(loss.seq, keepSeq(4*E)...)
+	// Forward tensors 0..5 (pred, x, shifted, exp, sum, output); backward 6: grad_input, 7: exp(x), 8: the
+	// sum, 9: the product, 10: the 16-bit gradient of pred.
+	loss.bwd = []bwdStep{{bytes: 4 * E}, {bytes: 4 * E}, {bytes: 4 * E, free: []int{7}}, {bytes: 4 * E, free: []int{8, 6}},
+		{bytes: 2 * E, free: []int{9, 5}, carry: true}}
+	loss.Formula = "4·b·s·V/t (fp32 log-softmax output); forward temp 10·b·s·V/t (16-bit pred, fp32 copy, shifted, exp); backward temp 12·b·s·V/t"
+	loss.Notes = "loss parallel: DTensor log-softmax and NLL on the vocabulary-sharded logits"
+	return 12 * E
+}
+
+// dtensorTP reports tensor parallelism through PyTorch's DTensor plans (torchtitan's parallelize_module with
+// ColwiseParallel / RowwiseParallel / SequenceParallel) rather than Megatron-LM's own layers.
+func (e *est) dtensorTP() bool { return e.t > 1 && e.c.Framework == "torchtitan" }
+
+// reduceScatterInput is a row-parallel linear's partial output before sequence parallelism reduce-scatters it:
+// a full [tokens, h] tensor in the caching allocator, or none with async TP, whose fused
+// matmul-reduce-scatter writes the partial sums chunk by chunk into the symmetric-memory workspace
+// (torch.distributed._symmetric_memory, enabled by torchtitan's enable_symm_mem_for_group).
+func (e *est) reduceScatterInput(bytes int64) int64 {
+	if e.c.Parallel.AsyncTP {
+		return 0
+	}
+	return bytes
+}
+
+// symmetricMemoryBytes is async TP's symmetric-memory workspace: allocated outside the caching allocator and
+// kept for the run, it holds one layer input gathered over the TP group (the largest buffer the fused
+// all-gather-matmul and matmul-reduce-scatter stage through it).
+func (e *est) symmetricMemoryBytes() int64 {
+	if !e.c.Parallel.AsyncTP || e.inference {
+		return 0
+	}
+	return e.n * e.x.h * int64(e.ab)
+}
+
+// ringAttention adds context parallelism's ring-attention buffers (torch.distributed.tensor.experimental
+// context_parallel, _templated_ring_attention with the all-gather rotater, as torchtitan runs it): forward
+// all-gathers the K and V the kernel sees (kvLocal bytes per rank, so cp·kvLocal) and merges the per-chunk
+// results in fp32 (an fp32 output accumulator, b·s/cp·a/t·d·4); backward gathers K and V again, accumulates the
+// query gradient in fp32 and rotates fp32 key and value gradients around the ring before casting each gradient
+// back to the activation dtype.
+func (e *est) ringAttention(attn *Operator, kvLocal int64) {
+	cp := int64(e.c.Parallel.CP)
+	gathered := cp * kvLocal
+	q32 := e.b * e.sl * e.aL * e.x.d * 4
+	attn.TempBytes = gathered + q32
+	attn.seq = append(attn.seq, tempSeq(gathered, q32)...)
+	n := len(attn.seq)
+	// Backward allocations: n: gathered K and V, n+1: fp32 dq, n+2: fp32 dK and dV, n+3: dq, n+4: dK and dV.
+	attn.bwd = []bwdStep{{bytes: gathered}, {bytes: q32}, {bytes: 2 * kvLocal * 2}, {bytes: q32 / 2, free: []int{n + 1}},
+		{bytes: kvLocal, free: []int{n + 2, n}}}
+	attn.Extra["ring_backward_temp_bytes"] = gathered + q32 + 4*kvLocal
+	attn.Formula += " + ring attention: K, V all-gathered over cp, fp32 output and gradient accumulators"
 }

@@ -34,6 +34,11 @@ func (p paramTensor) matrix() bool { return len(p.Shape) == 2 }
 type dims struct {
 	L, h, a, g, d, f, V, E, k, fe, shared, maxPos   int64
 	llama, rms, gated, bias, qkvBias, tied, learned bool
+	// Gemma-2: sandwich norms (the attention and MLP outputs normalized before their residual adds) and logit
+	// soft-capping (tanh(x/cap)·cap) of the attention scores and of the output logits.
+	sandwich, attnSoftcap, logitSoftcap bool
+	// Phi-3: q, k and v in one fused qkv_proj, gate and up in one gate_up_proj (LoRA adapts them whole).
+	fusedProj bool
 }
 
 func modelDims(m ModelConfig, vocabPadded int64) dims {
@@ -44,6 +49,9 @@ func modelDims(m ModelConfig, vocabPadded int64) dims {
 		llama: m.Type != "gpt", bias: m.LinearBias, qkvBias: m.QKVBias || m.LinearBias, tied: m.TieWordEmbeddings,
 	}
 	x.rms = m.Norm == "rmsnorm" || (m.Norm == "" && x.llama)
+	x.sandwich = m.Family == "gemma2"
+	x.attnSoftcap, x.logitSoftcap = m.Family == "gemma2", m.Family == "gemma2"
+	x.fusedProj = m.Family == "phi3"
 	x.gated = m.Activation == "swiglu" || m.Activation == "geglu" || (m.Activation == "" && x.llama)
 	x.learned = m.PositionEmbedding == "learned" || (m.PositionEmbedding == "" && !x.llama)
 	if x.g == 0 {
@@ -93,7 +101,13 @@ func layerParams(x dims) []paramTensor {
 	if x.bias {
 		ps = append(ps, paramTensor{"attn.o_proj.bias", []int64{x.h}, replicated})
 	}
+	if x.sandwich {
+		ps = append(ps, norm("attn_out_norm")...)
+	}
 	ps = append(ps, norm("post_attn_norm")...)
+	if x.sandwich {
+		ps = append(ps, norm("mlp_out_norm")...)
+	}
 	mlp := func(prefix string, f int64, class shardClass, count int64) []paramTensor {
 		var out []paramTensor
 		for e := int64(0); e < count; e++ {

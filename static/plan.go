@@ -17,10 +17,12 @@ func fitsWith(cfg Config) (bool, *Report) {
 	return r.Fit.Fits, r
 }
 
-// search finds the largest v in step multiples (v = k·step, 1 ≤ k) for which set(v) fits, doubling then
-// bisecting; limit caps v. The result names param and carries the memory of the largest v that fits (Max 0 and
-// the memory of v = step when even that does not fit).
-func search(ctx context.Context, base Config, param string, step, limit int, set func(*Config, int)) (*SearchResult, error) {
+// search finds the largest v for which set(v) fits: from start (the configured value), doubling or halving over
+// multiples of step until the answer is bracketed, then bisecting, then bisecting between the last step
+// multiple that fits and the first that does not over multiples of fine (step is a multiple of fine), so the
+// answer is exact to fine rather than to step; limit caps v. The result names param and carries the memory of
+// the largest v that fits (Max 0 and the memory of the smallest value tried when even fine does not fit).
+func search(ctx context.Context, base Config, param string, start, step, fine, limit int, set func(*Config, int)) (*SearchResult, error) {
 	try := func(v int) (bool, *Report) {
 		c := base
 		set(&c, v)
@@ -33,36 +35,72 @@ func search(ctx context.Context, base Config, param string, step, limit int, set
 		}
 		return res
 	}
-	ok, rep := try(step)
-	if !ok {
-		return result(0, rep), nil
-	}
-	lo, hi := 1, 2
-	best := rep
-	for hi*step <= limit {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// bisect narrows lo (fits, or 0) and hi (does not fit, or past limit), both in units of unit, to adjacent
+	// values.
+	bisect := func(lo, hi, unit int, best *Report) (int, *Report, error) {
+		for hi-lo > 1 {
+			if err := ctx.Err(); err != nil {
+				return 0, nil, err
+			}
+			mid := lo + (hi-lo)/2
+			if ok, r := try(mid * unit); ok {
+				lo, best = mid, r
+			} else {
+				hi = mid
+			}
 		}
-		ok, r := try(hi * step)
-		if !ok {
-			break
-		}
-		lo, best = hi, r
-		hi *= 2
+		return lo, best, nil
 	}
-	if hi*step > limit {
-		hi = limit/step + 1
-	}
-	for hi-lo > 1 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		mid := (lo + hi) / 2
-		if ok, r := try(mid * step); ok {
-			lo, best = mid, r
+	// lo fits (or is 0) and hi does not (or is past limit), in units of step.
+	lo, hi := 0, limit/step+1
+	var best, smallest *Report
+	if k := min(max(start/step, 1), limit/step); k >= 1 {
+		ok, r := try(k * step)
+		if ok {
+			lo, best = k, r
+			for n := 2 * k; n*step <= limit; n *= 2 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				ok, r := try(n * step)
+				if !ok {
+					hi = n
+					break
+				}
+				lo, best = n, r
+			}
 		} else {
-			hi = mid
+			hi, smallest = k, r
+			for n := k / 2; n >= 1; n /= 2 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				ok, r := try(n * step)
+				if ok {
+					lo, best = n, r
+					break
+				}
+				hi, smallest = n, r
+			}
 		}
+	}
+	lo, best, err := bisect(lo, hi, step, best)
+	if err != nil {
+		return nil, err
+	}
+	if fine < step {
+		k := step / fine
+		var fineLo int
+		if fineLo, best, err = bisect(lo*k, min((lo+1)*k, limit/fine+1), fine, best); err != nil {
+			return nil, err
+		}
+		lo, step = fineLo, fine
+	}
+	if lo == 0 {
+		if best == nil {
+			best = smallest
+		}
+		return result(0, best), nil
 	}
 	return result(lo*step, best), nil
 }
@@ -80,7 +118,11 @@ func MaxBatchSize(ctx context.Context, cfg Config) (*SearchResult, error) {
 		param = "inference.batch_size"
 		set = func(c *Config, v int) { c.Inference.BatchSize = v }
 	}
-	res, err := search(ctx, base, param, 1, 1<<16, set)
+	start := cfg.Training.MicroBatchSize
+	if cfg.Mode == "inference" {
+		start = cfg.Inference.BatchSize
+	}
+	res, err := search(ctx, base, param, start, 1, 1, 1<<16, set)
 	if err != nil {
 		return nil, err
 	}
@@ -90,11 +132,19 @@ func MaxBatchSize(ctx context.Context, cfg Config) (*SearchResult, error) {
 	return res, nil
 }
 
-// MaxSeqLength finds the longest sequence (training) or prompt (inference) that fits, in multiples that keep
-// context and sequence parallelism valid.
+// MaxSeqLength finds the longest sequence (training) or prompt (inference) that fits, exact to the token or to
+// the multiple that keeps context parallelism (2·cp, its load-balanced halves) and sequence parallelism (tp)
+// valid: searching in 256-token steps only can leave up to 255 tokens that fit unreported.
 func MaxSeqLength(ctx context.Context, cfg Config) (*SearchResult, error) {
 	if err := cfg.Resolve(); err != nil {
 		return nil, err
+	}
+	fine := 1
+	if cfg.Parallel.CP > 1 {
+		fine = 2 * cfg.Parallel.CP
+	}
+	if cfg.Parallel.SequenceParallel && cfg.Parallel.TP > 1 {
+		fine = lcm(fine, cfg.Parallel.TP)
 	}
 	step := 256
 	for _, m := range []int{2 * cfg.Parallel.CP, cfg.Parallel.TP} {
@@ -108,16 +158,17 @@ func MaxSeqLength(ctx context.Context, cfg Config) (*SearchResult, error) {
 			c.Model.MaxPositionEmbeddings = v
 		}
 	}
+	start := cfg.Training.SeqLength
 	if cfg.Mode == "inference" {
-		param, step = "inference.prompt_length", 256
+		param, step, fine, start = "inference.prompt_length", 256, 1, cfg.Inference.PromptLength
 		set = func(c *Config, v int) { c.Inference.PromptLength = v }
 	}
-	res, err := search(ctx, cfg, param, step, 1<<22, set)
+	res, err := search(ctx, cfg, param, start, step, fine, 1<<22, set)
 	if err != nil {
 		return nil, err
 	}
 	if res.Max == 0 {
-		res.Note = fmt.Sprintf("even %d tokens do not fit", step)
+		res.Note = fmt.Sprintf("even %d tokens do not fit", fine)
 	}
 	return res, nil
 }

@@ -2,7 +2,6 @@ package static
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/memscan/memscan/gpu"
@@ -203,6 +202,19 @@ func (c *Config) resolveTraining() error {
 			t.GradPrecision = t.Precision
 		}
 	}
+	if t.CompiledLoss == nil {
+		v := t.Compile // torchtitan (since April 2025), torchtune's compile_loss and HF's compiled forward
+		if c.Framework == "torchtune" && t.Loss != "chunked_output" {
+			// torchtune's recipes call training.compile_loss(self._loss_fn) and drop what it returns: its own
+			// chunked loss compiles compute_cross_entropy in place, torch.compile(nn.CrossEntropyLoss()) returns
+			// a compiled copy nobody keeps, so a standard loss runs eager.
+			v = false
+		}
+		t.CompiledLoss = &v
+	}
+	if *t.CompiledLoss && !t.Compile {
+		return fmt.Errorf("training.compiled_loss: needs training.compile")
+	}
 	if t.LossChunkTokens == 0 {
 		t.LossChunkTokens = 1024
 	}
@@ -326,7 +338,7 @@ func (c *Config) resolveInference() error {
 // resolveParallel derives the data-parallel size, the expert layout and the micro-batch count, checks that
 // every split divides what it splits, and fills the gradient-buffer and sharding defaults.
 func (c *Config) resolveParallel() error {
-	for _, step := range []func() error{c.resolveDataParallel, c.validateSplits, c.resolveExpertLayout, c.resolveMicrobatches, c.resolveGradBuffer} {
+	for _, step := range []func() error{c.resolveDataParallel, c.validateSplits, c.resolveExpertLayout, c.resolveMicrobatches, c.validatePipeline, c.resolveGradBuffer} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -391,17 +403,15 @@ func (c *Config) validateSplits() error {
 	if m.FFNHiddenSize%p.TP != 0 {
 		return fmt.Errorf("parallel.tp: %d does not divide model.ffn_hidden_size (%d)", p.TP, m.FFNHiddenSize)
 	}
-	if err := oneOf("parallel.pp_schedule", p.PPSchedule, "1f1b", "interleaved"); err != nil {
+	if err := oneOf("parallel.pp_schedule", p.PPSchedule, "1f1b", "interleaved", "gpipe", "zero_bubble"); err != nil {
 		return err
 	}
-	if p.VirtualStages > 1 {
+	if p.VirtualStages > 1 && p.PPSchedule == "1f1b" {
 		p.PPSchedule = "interleaved"
 	}
-	if m.NumLayers%(p.PP*p.VirtualStages) != 0 {
-		return fmt.Errorf("parallel.pp: pp·virtual_stages = %d does not divide model.num_layers (%d)", p.PP*p.VirtualStages, m.NumLayers)
-	}
-	if p.PPSchedule == "interleaved" && p.PP == 1 {
-		return fmt.Errorf("parallel.pp_schedule: interleaved needs parallel.pp > 1")
+	if (p.PPSchedule == "interleaved" || p.PPSchedule == "zero_bubble") && p.VirtualStages == 1 && p.PP > 1 && c.Framework == "torchtitan" {
+		// torchtitan builds two stages per rank for looped schedules when no split is given.
+		p.VirtualStages = 2
 	}
 	if p.CP > 1 && t.SeqLength%(2*p.CP) != 0 {
 		return fmt.Errorf("parallel.cp: 2·cp = %d does not divide training.seq_length (%d)", 2*p.CP, t.SeqLength)
@@ -517,6 +527,15 @@ func (c *Config) validateAllocator() error {
 	if f := c.Allocator.FragmentationFraction; f > 1 {
 		return fmt.Errorf("allocator.fragmentation_fraction: %g (must be in [0, 1])", f)
 	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"allocator.cuda_context_mib", c.Allocator.CUDAContextMiB}, {"allocator.nccl_mib", c.Allocator.NCCLMiB},
+		{"allocator.workspace_mib", c.Allocator.WorkspaceMiB}} {
+		if f.v > maxOverheadMiB {
+			return fmt.Errorf("%s: %g exceeds the limit of %d MiB (1 TiB)", f.key, f.v, maxOverheadMiB)
+		}
+	}
 	return nil
 }
 
@@ -528,8 +547,8 @@ func (c *Config) validateCorrections() error {
 	}{{"corrections.weights", c.Corrections.Weights}, {"corrections.grads", c.Corrections.Grads},
 		{"corrections.optimizer", c.Corrections.Optimizer}, {"corrections.activations", c.Corrections.Activations},
 		{"corrections.temporaries", c.Corrections.Temporaries}, {"corrections.other", c.Corrections.Other}} {
-		if f.v <= 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			return fmt.Errorf("%s: %g (must be > 0; 1 means no correction)", f.key, f.v)
+		if !(f.v >= minCorrection && f.v <= maxCorrection) {
+			return fmt.Errorf("%s: %g (must be in [%g, %g]; 1 means no correction)", f.key, f.v, minCorrection, maxCorrection)
 		}
 	}
 	return nil

@@ -86,6 +86,14 @@ type LoRAConfig struct {
 	// DoubleQuant quantizes NF4's absmax to 8 bits in blocks of 256 (bnb_4bit_use_double_quant); auto true.
 	DoubleQuant *bool   `json:"double_quant,omitempty"`
 	Dropout     float64 `json:"dropout"` // lora_dropout: > 0 keeps a dropped copy of each adapter input
+	// QuantStorage is the dtype bitsandbytes packs the 4-bit codes in (bnb_4bit_quant_storage): uint8 (auto),
+	// or bf16/fp16/fp32, which FSDP and ZeRO-3 can shard like any 16/32-bit tensor (same bytes per weight).
+	// torchtune's NF4 (torchao NF4Tensor) shards under FSDP2 either way.
+	QuantStorage string `json:"quant_storage,omitempty"`
+	// KbitPrep is PEFT's prepare_model_for_kbit_training, which upcasts every parameter that is not 4/8-bit
+	// (embeddings, norms, output layer) to fp32. Auto: on for hf and deepspeed with an nf4/int8 base, as TRL's
+	// SFTTrainer applies it, except sharded QLoRA (FSDP/ZeRO-3 with a 16/32-bit quant_storage), where it does not.
+	KbitPrep *bool `json:"kbit_prep,omitempty"`
 }
 
 // LoRATargets accepts "all-linear" or a list of module names.
@@ -104,7 +112,7 @@ func (l *LoRATargets) UnmarshalJSON(b []byte) error {
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("training.lora.targets: expected \"all-linear\" or a list of module names, got %s", s)
+		return fmt.Errorf("expected \"all-linear\" or a list of module names, got %s", s)
 	}
 	*l = many
 	return nil
@@ -116,6 +124,7 @@ var loraProjections = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_pro
 // loraAliases maps other families' module names onto memscan's projections.
 var loraAliases = map[string][]string{
 	"c_attn": {"q_proj", "k_proj", "v_proj"}, "query_key_value": {"q_proj", "k_proj", "v_proj"},
+	"qkv_proj": {"q_proj", "k_proj", "v_proj"}, "gate_up_proj": {"gate_proj", "up_proj"},
 	"c_proj": {"o_proj", "down_proj"}, "dense": {"o_proj"}, "attn.c_proj": {"o_proj"}, "mlp.c_proj": {"down_proj"},
 	"c_fc": {"up_proj"}, "dense_h_to_4h": {"up_proj"}, "dense_4h_to_h": {"down_proj"},
 	"fc1": {"up_proj"}, "fc2": {"down_proj"}, "w1": {"gate_proj"}, "w3": {"up_proj"}, "w2": {"down_proj"},
@@ -162,6 +171,22 @@ func (l *LoRAConfig) resolve(c *Config) error {
 			}
 		}
 	}
+	if c.Model.Family == "phi3" {
+		// Phi-3 has no separate q/k/v or gate/up linears: adapting any of them adapts the fused one.
+		var fused []string
+		for _, n := range resolved {
+			switch n {
+			case "q_proj", "k_proj", "v_proj":
+				n = "qkv_proj"
+			case "gate_proj", "up_proj":
+				n = "gate_up_proj"
+			}
+			if !slices.Contains(fused, n) {
+				fused = append(fused, n)
+			}
+		}
+		resolved = fused
+	}
 	l.Targets = resolved
 	if l.AdapterDtype == "" {
 		// PEFT upcasts 16-bit adapters to fp32 (autocast_adapter_dtype); torchtune builds them in the model dtype.
@@ -188,8 +213,27 @@ func (l *LoRAConfig) resolve(c *Config) error {
 	if c.Parallel.TP > 1 || c.Parallel.PP > 1 {
 		return fmt.Errorf("training.lora: PEFT LoRA is modelled for data parallelism only (tp = pp = 1)")
 	}
-	if (l.BaseDtype == "nf4" || l.BaseDtype == "int8") && c.Parallel.ZeroStage == 3 {
-		return fmt.Errorf("training.lora.base_dtype: %s bitsandbytes weights cannot be sharded by ZeRO-3/FSDP here", l.BaseDtype)
+	quantized := l.BaseDtype == "nf4" || l.BaseDtype == "int8"
+	if l.QuantStorage == "" && quantized {
+		l.QuantStorage = "uint8"
+	}
+	if l.QuantStorage != "" {
+		if !quantized {
+			return fmt.Errorf("training.lora.quant_storage: applies to base_dtype nf4 or int8, not %s", l.BaseDtype)
+		}
+		if err := oneOf("training.lora.quant_storage", l.QuantStorage, "uint8", "bf16", "fp16", "fp32"); err != nil {
+			return err
+		}
+	}
+	sharded := c.Parallel.ZeroStage == 3
+	if quantized && sharded && l.QuantStorage == "uint8" && c.Framework != "torchtune" {
+		return fmt.Errorf("training.lora.quant_storage: uint8 bitsandbytes weights cannot be sharded by ZeRO-3/FSDP; store them in bf16 (bnb_4bit_quant_storage) as PEFT's FSDP/DeepSpeed QLoRA guides do")
+	}
+	if l.KbitPrep == nil {
+		v := quantized && !sharded && (c.Framework == "hf" || c.Framework == "deepspeed")
+		l.KbitPrep = &v
+	} else if *l.KbitPrep && !quantized {
+		return fmt.Errorf("training.lora.kbit_prep: prepares a quantized (nf4/int8) base, not %s", l.BaseDtype)
 	}
 	return nil
 }

@@ -28,6 +28,17 @@ type attnKernel struct {
 // use_gqa_in_sdpa); with a mask it expands K and V with repeat_kv first. Packed sequences carry a block-causal
 // mask; torchtune then uses flex attention where it exists (compute capability ≥ 8.0).
 func (e *est) selectAttention() attnKernel {
+	k := e.chooseAttention()
+	if e.c.Framework == "torchtitan" && e.x.g < e.x.a {
+		// torchtitan's Attention.forward repeats K and V to every query head (repeat_kv) before SDPA, so any
+		// kernel sees, and keeps, them at the query-head count.
+		k.repeatKV = true
+	}
+	return k
+}
+
+// chooseAttention is selectAttention before the model's own handling of grouped-query heads.
+func (e *est) chooseAttention() attnKernel {
 	c, x := e.c, e.x
 	req := c.Training.Attention
 	dtype := e.actName()

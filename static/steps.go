@@ -2,7 +2,6 @@ package static
 
 import (
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -68,13 +67,21 @@ func opTensors(op Operator) []seqTensor {
 	return append(keepSeq(op.MemoryBytes), tempSeq(op.TempBytes)...)
 }
 
-// allocEvent allocates size bytes as id, or frees id (of −size bytes) when size is negative; site indexes
-// seqBuilder.sites.
+// allocEvent allocates size bytes as id on stream, or frees id (of −size bytes) when size is negative; site
+// indexes seqBuilder.sites.
 type allocEvent struct {
-	id   uint64
-	size int64
-	site int32
+	id     uint64
+	size   int64
+	site   int32
+	stream uint8
 }
+
+// CUDA streams the sequence allocates on: the caching allocator keeps each stream's freed blocks for that
+// stream, so tensors of communication streams never reuse the compute stream's blocks.
+const (
+	streamDefault   uint8 = iota
+	streamAllGather       // FSDP2's all-gather copy-in stream: the gathered flat buffers
+)
 
 // seqSite is where in the run an allocation happens.
 type seqSite struct {
@@ -108,12 +115,15 @@ func (s *seqBuilder) at(step int, phase string, layer int, op string) {
 	}
 }
 
-func (s *seqBuilder) alloc(n int64) uint64 {
+func (s *seqBuilder) alloc(n int64) uint64 { return s.allocOn(streamDefault, n) }
+
+// allocOn allocates n bytes on a stream.
+func (s *seqBuilder) allocOn(stream uint8, n int64) uint64 {
 	if n <= 0 {
 		return 0
 	}
 	s.next++
-	s.ev = append(s.ev, allocEvent{s.next, n, int32(len(s.sites) - 1)})
+	s.ev = append(s.ev, allocEvent{s.next, n, int32(len(s.sites) - 1), stream})
 	s.live[s.next] = n
 	s.allocated += n
 	s.peak = max(s.peak, s.allocated)
@@ -229,7 +239,7 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 		r.allocated += ev.size
 		return replayResult{}, false, nil
 	}
-	if err := r.a.Malloc(id, ev.size, 0); err != nil {
+	if err := r.a.Malloc(id, ev.size, uint64(ev.stream)); err != nil {
 		var oom *allocator.OOMError
 		if errors.As(err, &oom) {
 			return replayResult{peakReserved: r.a.PeakReserved(), failed: true, allocated: r.allocated, request: ev.size,
@@ -244,6 +254,7 @@ func (r *sequenceReplay) apply(ev allocEvent, offset uint64, site seqSite) (res 
 // opParamPrefixes name the parameters each operator owns, by the prefix of their names.
 var opParamPrefixes = map[string][]string{
 	"input_norm": {"input_norm."}, "post_attn_norm": {"post_attn_norm."},
+	"attn_out_norm": {"attn_out_norm."}, "mlp_out_norm": {"mlp_out_norm."},
 	"qkv_proj": {"attn.q_proj.", "attn.k_proj.", "attn.v_proj."}, "o_proj": {"attn.o_proj."},
 	"mlp.gate_up_proj": {"mlp.gate_proj.", "mlp.up_proj."}, "mlp.down_proj": {"mlp.down_proj."},
 	"mlp.fc1": {"mlp.fc1."}, "mlp.fc2": {"mlp.fc2."}, "moe.router": {"moe.router."},
@@ -273,11 +284,28 @@ type stepOps struct{ layer, emb, head []Operator }
 // buildWeights allocates the model as it is built: every parameter in module order (a frozen LoRA base at its
 // stored size); a tied output layer is created and then replaced by the embedding.
 func (e *est) buildWeights(s *seqBuilder, embPs, layerPs, headPs []paramTensor) {
+	whole := e.quantStatsWhole()
 	wBytes := func(p paramTensor, inLayer bool) int64 {
-		if e.lora != nil {
-			return int64(e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p))
+		b := e.perGPU(p) * e.pb
+		switch {
+		case e.lora != nil:
+			if whole {
+				// The statistics were left on the GPU where the weight was quantized (quantStatsAlloc).
+				e.quantStatsAlloc(s, p, inLayer)
+				b = (e.frozenWeightBytes(p, inLayer) - e.quantStatsBytes(p, inLayer)) / float64(p.numel()) * e.perGPU(p)
+				break
+			}
+			b = e.frozenWeightBytes(p, inLayer) / float64(p.numel()) * e.perGPU(p)
+		case e.fsdpMaster():
+			b = e.perGPU(p) * 4 // FSDP2's sharded fp32 parameter, the master itself
 		}
-		return int64(e.perGPU(p) * e.pb)
+		if e.c.Parallel.ZeroStage == 3 {
+			b /= e.shardGroup(p) // FSDP and ZeRO-3 keep only this rank's shard
+		}
+		if e.fsdpOffload() {
+			return 0 // in host memory
+		}
+		return int64(b)
 	}
 	for _, p := range embPs {
 		s.alloc(wBytes(p, false))
@@ -311,325 +339,6 @@ func (e *est) stepsFor(layerOps, embOps, headOps []Operator) []stepOps {
 		out = append(out, stepOps{v.layerOps(), v.embeddingOps(), v.headOps()})
 	}
 	return out
-}
-
-// trainingSequence builds the allocation sequence of the training steps on stage 0 of a single-stage layout
-// without FSDP (replayable says which layouts).
-func (e *est) trainingSequence(layerPs, embPs, headPs []paramTensor, steps []stepOps, other int64) *seqBuilder {
-	c := e.c
-	s := newSeq()
-	l := int(e.layersPerStage)
-	zero := c.Parallel.ZeroStage
-	frozen := e.lora != nil
-	e.buildWeights(s, embPs, layerPs, headPs)
-	var adapters []paramTensor
-	if frozen {
-		adapters = e.loraLayerParams()
-		for range l {
-			for _, p := range adapters {
-				s.alloc(int64(float64(p.numel()) * dtypeBytes[e.lora.AdapterDtype]))
-			}
-		}
-	}
-	s.buffers(other)
-	persistent := c.Parallel.GradBuffer == "persistent"
-	// DeepSpeed ZeRO-1/2 reduces gradients through a bucket of up to 5e8 elements during backward.
-	var bucket int64
-	if zero >= 1 && !c.Parallel.DistributedOptimizer && c.Parallel.DP > 1 {
-		var layer float64
-		for _, p := range layerPs {
-			layer += e.perGPU(p)
-		}
-		bucket = int64(min(5e8, layer*float64(l)) * e.gb)
-	}
-	grads := map[string]uint64{}
-	gradOf := func(key string, bytes int64) {
-		if _, ok := grads[key]; !ok && bytes > 0 {
-			grads[key] = s.alloc(bytes)
-		}
-	}
-	gBytes := func(p paramTensor) int64 {
-		g := e.perGPU(p) * e.gb
-		if zero >= 2 {
-			g /= e.shardGroup(p)
-		}
-		return int64(g)
-	}
-	allGrads := func() {
-		for _, p := range embPs {
-			gradOf("emb."+p.Name, gBytes(p))
-		}
-		for li := range l {
-			for _, p := range layerPs {
-				gradOf(layerKey(li, p.Name), gBytes(p))
-			}
-		}
-		for _, p := range headPs {
-			gradOf("head."+p.Name, gBytes(p))
-		}
-	}
-	if persistent && !frozen {
-		allGrads()
-	}
-	ckpt := int64(e.checkpointBytes())
-	recompute := c.Training.Recompute == "full" || c.Training.Recompute == "op_selective"
-	// runOp allocates an operator's tensors and frees its temporaries; it returns the saved ones (by position in
-	// the operator's tensor list, 0 for the others) and the residual-stream ones.
-	step, layer := 0, -1
-	var outputs []uint64 // the model's outputs the loop holds, freed when backward returns
-	runOp := func(op Operator) (own, resid []uint64) {
-		s.at(step, "forward", layer, op.Name)
-		var tmp []uint64
-		var brief uint64
-		ts := opTensors(op)
-		own = make([]uint64, len(ts)) // by position, so that a backward script can name them
-		for i, t := range ts {
-			id := s.alloc(t.bytes)
-			s.free(brief)
-			brief = 0
-			switch t.life {
-			case lifeSaved:
-				own[i] = id
-			case lifeLayer, lifeForward:
-				resid = append(resid, id)
-			case lifeBrief:
-				brief = id
-			case lifeOutput:
-				outputs = append(outputs, id)
-			default:
-				tmp = append(tmp, id)
-			}
-		}
-		s.free(brief)
-		s.free(tmp...)
-		return own, resid
-	}
-	var forwardLive []uint64 // freed when the model's forward returns
-	runOps := func(ops []Operator, keep *[][]uint64) {
-		for _, op := range ops {
-			own, resid := runOp(op)
-			if op.Category == "embedding" {
-				forwardLive = append(forwardLive, resid...)
-			} else {
-				s.free(resid...)
-			}
-			if op.Name == "final_norm" {
-				// The model's forward returns with its last norm; the output layer and the loss run outside it.
-				s.free(forwardLive...)
-				forwardLive = forwardLive[:0]
-			}
-			*keep = append(*keep, own)
-		}
-	}
-	const tiedKey = "emb.embed_tokens.weight"
-	var tiedPart uint64
-	var carried []uint64 // what the operator after the one in backward handed on (bwdStep.carry)
-	backOps := func(ops []Operator, keep [][]uint64, ps []paramTensor, key func(string) string) {
-		for j := len(ops) - 1; j >= 0; j-- {
-			op := ops[j]
-			s.at(step, "backward", layer, op.Name)
-			// Gradients of what the operator saved (its inputs' gradients are as large), or of its output.
-			var gs, next []uint64
-			own := op.bwd != nil
-			if own {
-				ids := slices.Clone(keep[j])
-				for _, st := range op.bwd {
-					id := s.alloc(st.bytes)
-					ids = append(ids, id)
-					for _, k := range st.free {
-						s.free(ids[k])
-					}
-					if st.carry {
-						next = append(next, id)
-					}
-				}
-				for _, id := range ids[len(keep[j]):] {
-					if !slices.Contains(next, id) {
-						s.free(id)
-					}
-				}
-			}
-			if !own {
-				for _, t := range opTensors(op) {
-					if t.life == lifeSaved {
-						gs = append(gs, s.alloc(t.bytes))
-					}
-				}
-				if len(gs) == 0 {
-					var out int64
-					for _, t := range op.Outputs {
-						out = max(out, t.Bytes)
-					}
-					gs = append(gs, s.alloc(out))
-				}
-			}
-			if !frozen {
-				for _, p := range opParams(op.Name, ps) {
-					k := key(p.Name)
-					if k == tiedKey && tiedPart != 0 {
-						// The embedding's own gradient joins the output layer's out of place. The sum becomes .grad,
-						// or, where a micro-batch before left one, is added into it and dies.
-						b := int64(e.perGPU(p) * e.pb)
-						part := s.alloc(b)
-						_, had := grads[k]
-						gradOf(k, gBytes(p))
-						var sum uint64
-						if had {
-							sum = s.alloc(b)
-						}
-						s.free(tiedPart, part, sum)
-						tiedPart = 0
-						continue
-					}
-					gradOf(k, gBytes(p))
-				}
-				if op.Name == "lm_head" && e.x.tied {
-					// A tied output layer's weight gradient waits in the autograd engine's input buffer of the shared
-					// parameter until the embedding's backward adds its own.
-					tiedPart = s.alloc(int64(e.perGPU(embPs[0]) * e.pb))
-				}
-			}
-			s.free(carried...)
-			carried = next
-			s.free(keep[j]...)
-			s.free(gs...)
-		}
-		if !frozen {
-			for _, p := range ps {
-				gradOf(key(p.Name), gBytes(p))
-			}
-		}
-	}
-	for si, so := range steps {
-		step = si + 1
-		if si == len(steps)-1 && si > 0 && len(c.Training.SeqLengths) == 0 {
-			s.steady = len(s.ev)
-		}
-		layerOps, embOps, headOps := so.layer, so.emb, so.head
-		hr := int64(float64(int64(opTokens(embOps))*e.x.h) * e.ab / float64(e.spDiv))
-		for range max(1, c.Parallel.NumMicrobatches) {
-			var embKeep, headKeep [][]uint64
-			layerKeep := make([][][]uint64, l)
-			ckptIDs := make([]uint64, l)
-			layer = -1
-			runOps(embOps, &embKeep)
-			for li := range l {
-				layer = li
-				var resid []uint64
-				for _, op := range layerOps {
-					own, r := runOp(op)
-					resid = append(resid, r...)
-					layerKeep[li] = append(layerKeep[li], own)
-				}
-				s.free(resid...)
-				if recompute {
-					for _, ids := range layerKeep[li] {
-						s.free(ids...)
-					}
-					ckptIDs[li] = s.alloc(ckpt)
-				}
-			}
-			layer = -1
-			runOps(headOps, &headKeep)
-			s.free(forwardLive...)
-			forwardLive = forwardLive[:0]
-			// Backward: the loss first, then the output layer, the layers in reverse and the embeddings.
-			backOps(headOps, headKeep, headPs, func(n string) string { return "head." + n })
-			bid := s.alloc(bucket)
-			dx := s.alloc(hr)
-			for li := l - 1; li >= 0; li-- {
-				layer = li
-				if recompute {
-					layerKeep[li] = nil
-					runOps(layerOps, &layerKeep[li])
-					s.free(ckptIDs[li])
-				}
-				li := li
-				backOps(layerOps, layerKeep[li], layerPs, func(n string) string { return layerKey(li, n) })
-				ndx := s.alloc(hr)
-				s.free(dx)
-				dx = ndx
-			}
-			layer = -1
-			backOps(embOps, embKeep, embPs, func(n string) string { return "emb." + n })
-			s.free(dx, bid)
-			s.free(outputs...)
-			outputs = outputs[:0]
-			if frozen {
-				for li := range l {
-					for _, p := range adapters {
-						gradOf(layerKey(li, p.Name), int64(float64(p.numel())*dtypeBytes[e.lora.AdapterDtype]))
-					}
-				}
-			}
-		}
-		// Optimizer: states on the first step (torch creates them lazily), then the foreach intermediates.
-		s.at(step, "optimizer_step", -1, c.Training.Optimizer)
-		type trained struct {
-			p     paramTensor
-			elems float64
-		}
-		var ts []trained
-		if frozen {
-			for range l {
-				for _, p := range adapters {
-					ts = append(ts, trained{p, float64(p.numel())})
-				}
-			}
-		} else {
-			for _, p := range embPs {
-				ts = append(ts, trained{p, e.perGPU(p)})
-			}
-			for range l {
-				for _, p := range layerPs {
-					ts = append(ts, trained{p, e.perGPU(p)})
-				}
-			}
-			for _, p := range headPs {
-				ts = append(ts, trained{p, e.perGPU(p)})
-			}
-		}
-		sb := 4.0
-		if c.lowPrecisionStates() {
-			sb = 2
-		}
-		if frozen {
-			sb = dtypeBytes[e.lora.AdapterDtype]
-		}
-		div := 1.0
-		if zero >= 1 {
-			div = float64(e.nDense)
-		}
-		if step == 1 && !c.Training.OptimizerInBackward {
-			for _, t := range ts {
-				if c.mixed() && zero < 3 && !frozen {
-					s.alloc(int64(t.elems * 4 / div)) // fp32 master copy
-				}
-				for _, b := range optimizerStates(c.Training.Optimizer, t.p, t.elems, sb, frozen) {
-					s.alloc(int64(b / div))
-				}
-			}
-		}
-		if c.Training.OptimizerImpl == "foreach" && !c.Training.OptimizerInBackward {
-			var tmp []uint64
-			for _, t := range ts {
-				tmp = append(tmp, s.alloc(int64(t.elems*sb/div)))
-			}
-			s.free(tmp...)
-		}
-		if !persistent || frozen {
-			keys := make([]string, 0, len(grads))
-			for k := range grads {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				s.free(grads[k])
-				delete(grads, k)
-			}
-		}
-	}
-	return s
 }
 
 // optimizerStates are the state tensors the optimizer creates for elems elements of p in its first step, each
@@ -690,7 +399,7 @@ func (e *est) replayable(opsPerLayer int) bool {
 	}
 	p := c.Parallel
 	events := e.layersPerStage * int64(opsPerLayer) * 16 * int64(max(2, len(c.Training.SeqLengths))) * int64(max(1, p.NumMicrobatches))
-	return p.PP == 1 && p.TP == 1 && p.CP == 1 && p.EP == 1 && p.ZeroStage <= 2 && p.GradBuffer != "persistent" &&
+	return (p.PP == 1 || e.torchPipelining()) && p.GradBuffer != "persistent" &&
 		!c.Training.TransformerEngine && !c.Training.ActivationOffload && c.Training.RecomputeLayers == 0 &&
 		events <= maxReplayEvents
 }

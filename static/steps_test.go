@@ -11,7 +11,7 @@ import (
 // The allocation sequence is the same model as the peak prediction: its highest allocated total is the predicted
 // peak allocated, for every kind of run it describes — exactly where the loss's backward sets the peak (every
 // H200 run), within 0.5 % where the peak falls elsewhere (the sequence orders a layer's backward temporaries
-// one by one, the moment model takes their sum).
+// one by one, the moment model takes their sum), 1 % with FSDP's collective buffers among them.
 func TestSequenceReachesPredictedPeak(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -31,6 +31,14 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 		{"lora 8-bit adam", func(c *Config) { c.Training.Optimizer, c.Training.LoRA = "adamw-8bit", &LoRAConfig{Rank: 4} }},
 		{"ddp over 4", func(c *Config) { c.Hardware.NumGPUs = 4 }},
 		{"deepspeed zero-2 over 4", func(c *Config) { c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage = "deepspeed", 4, 2 }},
+		{"fsdp2 over 2", func(c *Config) {
+			c.Hardware.NumGPUs, c.Parallel.ZeroStage, c.Training.Precision, c.Training.GradPrecision = 2, 3, "bf16-mixed", "fp32"
+		}},
+		{"torchtitan fsdp2 op-selective compiled", func(c *Config) {
+			c.Framework, c.Hardware.NumGPUs, c.Parallel.ZeroStage = "torchtitan", 2, 3
+			c.Training.Precision, c.Training.GradPrecision, c.Training.Recompute, c.Training.Compile = "bf16-mixed", "fp32", "op_selective", true
+			c.Training.OptimizerImpl, c.Training.Kernels = "fused", "eager"
+		}},
 		{"gpt2 dropout", func(c *Config) {
 			c.Model = ModelConfig{Family: "gpt2", NumLayers: tl, HiddenSize: th, NumAttentionHeads: ta, VocabSize: tv, MaxPositionEmbeddings: ts, TieWordEmbeddings: true}
 			c.Training.HiddenDropout, c.Training.AttentionDropout = 0.1, 0.1
@@ -41,7 +49,13 @@ func TestSequenceReachesPredictedPeak(t *testing.T) {
 			c := r.Config
 			e := newEst(&c)
 			seq := e.trainingSequence(layerParams(e.x), embeddingParams(e.x), headParams(e.x, 1), e.stepsFor(e.layerOps(), e.embeddingOps(), e.headOps()), r.Stages[0].Other)
-			if d := float64(seq.peak)/float64(r.Summary.PeakMemoryBytes) - 1; d < -0.005 || d > 0.005 || tc.mod == nil && d != 0 {
+			tol := 0.005
+			if c.Parallel.ZeroStage == 3 {
+				// The moment model adds FSDP's gathered layers and reduce-scatter buffers to the layer's backward
+				// temporaries; the sequence allocates and frees them one after another.
+				tol = 0.01
+			}
+			if d := float64(seq.peak)/float64(r.Summary.PeakMemoryBytes) - 1; d < -tol || d > tol || tc.mod == nil && d != 0 {
 				t.Errorf("sequence peak %d, predicted peak allocated %d (%+d)", seq.peak, r.Summary.PeakMemoryBytes, seq.peak-r.Summary.PeakMemoryBytes)
 			}
 			if r.Summary.ReservedSource != "allocator replay" || r.Summary.PeakReservedBytes < r.Summary.PeakMemoryBytes {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -246,7 +247,8 @@ func DecodeRest(s *input.JSONStream, firstKey string) (*File, error) {
 		if len(tr.Devices) >= maxTracerDevices {
 			return nil, s.Errf(key, "more than %d devices", maxTracerDevices)
 		}
-		dev, err := d.device(key)
+		// A first key that names no device may start JSON of another kind altogether.
+		dev, err := d.device(key, len(tr.Devices) == 0 && !deviceName.MatchString(key))
 		if err != nil {
 			return nil, err
 		}
@@ -266,11 +268,37 @@ func DecodeRest(s *input.JSONStream, firstKey string) (*File, error) {
 	return tr, nil
 }
 
-func (d *tracerDecoder) device(name string) (Device, error) {
+// NotTracerError is JSON whose top-level object is not a memory-tracer file: its first key names no device and
+// holds something other than a device's peak_memory_mb and tensors. It unwraps to input.ErrUnknownContent.
+type NotTracerError struct {
+	// Key is the first key; Holds describes its value ("string \"x\"", "an object without ...").
+	Key, Holds string
+}
+
+func (e *NotTracerError) Error() string {
+	return fmt.Sprintf("its first key %q holds %s, where a memory-tracer file holds a device's {\"peak_memory_mb\", \"tensors\"}", e.Key, e.Holds)
+}
+
+func (e *NotTracerError) Unwrap() error { return input.ErrUnknownContent }
+
+// deviceName matches what str(torch.device) gives for the device types a tracer file may hold.
+var deviceName = regexp.MustCompile(`^(?:cuda|cpu|mps|xpu|hpu|npu|mtia|meta|xla|ipu|lazy|maia|privateuseone)(?::\d+)?$`)
+
+// device decodes the entry of the device name. notTracer says the entry may show the file to be no tracer file
+// at all (the first entry, under a key that names no device): then a value other than a device's is a
+// *NotTracerError instead of an error inside a tracer file.
+func (d *tracerDecoder) device(name string, notTracer bool) (Device, error) {
 	s := d.s
 	dev := Device{Name: name}
-	if err := s.ExpectDelim(name, '{'); err != nil {
+	tok, err := s.Token(name)
+	if err != nil {
 		return dev, err
+	}
+	if tok != json.Delim('{') {
+		if notTracer {
+			return dev, &NotTracerError{Key: name, Holds: input.DescribeToken(tok)}
+		}
+		return dev, s.TypeErr(name, "an object", tok)
 	}
 	var havePeak, haveTensors bool
 	for {
@@ -307,6 +335,8 @@ func (d *tracerDecoder) device(name string) (Device, error) {
 		}
 	}
 	switch {
+	case notTracer && !havePeak && !haveTensors:
+		return dev, &NotTracerError{Key: name, Holds: "an object without peak_memory_mb or tensors"}
 	case !havePeak:
 		return dev, s.Errf(name, "missing peak_memory_mb")
 	case !haveTensors:

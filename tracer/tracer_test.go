@@ -231,7 +231,9 @@ func TestTracerValueBound(t *testing.T) {
 	}
 	big := strings.Repeat("x", 70<<20)
 	doc := `{"cuda:0": {"peak_memory_mb": 1, "tensors": [{"size_bytes": 1, "shape": "` + big + `"}]}}`
-	_, err := load.Decode(context.Background(), "big.json", strings.NewReader(doc))
+	_, err := testutil.Bounded(t, func(ctx context.Context) (*load.Input, error) {
+		return load.Decode(ctx, "big.json", strings.NewReader(doc))
+	})
 	var de *input.Error
 	if !errors.As(err, &de) || !strings.Contains(de.Msg, "larger than 64 MiB") {
 		t.Errorf("err = %v, want the 64 MiB value limit", err)

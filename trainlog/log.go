@@ -30,7 +30,10 @@ type Log struct {
 	// Lines is the number of lines read; SkippedLines those longer than the line limit.
 	Lines        int
 	SkippedLines int
-	Warnings     []string
+	// BadValues counts the memory figures left out because they were not finite, non-negative numbers below
+	// 2^62 bytes (nan, inf, 1e308); each is in Warnings up to its limit.
+	BadValues int
+	Warnings  []string
 }
 
 // Record is one memory line. Byte fields are -1 when the line does not carry them. Values printed in MB/GB are
@@ -85,11 +88,13 @@ var (
 	afterItersRe   = regexp.MustCompile(`after (\d+) iterations?`)
 	theoreticalRe  = regexp.MustCompile(`Theoretical memory footprints:\s*(.*)$`)
 	mbPairRe       = regexp.MustCompile(`([a-z][a-z ]*?)\s*=\s*([0-9.eE+\-]+)\s*MB`)
-	deepspeedRe    = regexp.MustCompile(`MA ([0-9.]+) GB\s*\|?\s*Max_MA ([0-9.]+) GB\s*\|?\s*CA ([0-9.]+) GB\s*\|?\s*Max_CA ([0-9.]+) GB`)
+	// The value patterns take any number-like word (nan, inf, -1, 1e308 too), so that a memory line with a
+	// value memscan cannot use is reported rather than passed over as if it were not a memory line.
+	deepspeedRe    = regexp.MustCompile(`MA (\S+) GB\s*\|?\s*Max_MA (\S+) GB\s*\|?\s*CA (\S+) GB\s*\|?\s*Max_CA (\S+) GB`)
 	deepspeedRank  = regexp.MustCompile(`^\s*\[(\d+)\]`)
 	loggerPrefixRe = regexp.MustCompile(`^(?:\s*\[[^\]]*\])+\s*`)
 	stepWordRe     = regexp.MustCompile(`(?i)\b(?:step|iter|iteration)[\s:=#]*(\d+)`)
-	titanRe        = regexp.MustCompile(`step:\s*(\d+)\b.*?\bmemory:\s*([0-9.]+)\s*GiB\s*\(\s*([0-9.]+)%\)`)
+	titanRe        = regexp.MustCompile(`step:\s*(\d+)\b.*?\bmemory:\s*([^\s(]+)\s*GiB\s*\(\s*([^\s%]+)%\)`)
 	titanCapRe     = regexp.MustCompile(`CUDA capacity:\s*(.*?)\s+with\s+([0-9.]+)\s*GiB memory`)
 )
 
@@ -105,16 +110,23 @@ func Decode(ctx context.Context, name string, r io.Reader) (*Log, error) {
 	var firstLongAt int64
 	// The split function discards an over-long line piece by piece instead of failing the whole file, which is
 	// what bufio.ScanLines would do.
+	//
+	// Lines end as Python's universal newlines have them: "\n", "\r\n" or a lone "\r" (old Mac editors, and the
+	// progress bars some launchers redraw with "\r"); a log written with "\r" alone is otherwise one line.
 	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		if i := bytes.IndexAny(data, "\r\n"); i >= 0 && (data[i] == '\n' || i+1 < len(data) || atEOF || len(data) >= maxLogLineBytes) {
+			next := i + 1
+			if data[i] == '\r' && next < len(data) && data[next] == '\n' {
+				next++
+			}
 			if skipping {
 				skipping = false
-				offset += int64(i + 1)
-				return i + 1, nil, nil
+				offset += int64(next)
+				return next, nil, nil
 			}
 			tokStart = offset
-			offset += int64(i + 1)
-			return i + 1, bytes.TrimSuffix(data[:i], []byte{'\r'}), nil
+			offset += int64(next)
+			return next, data[:i], nil
 		}
 		if atEOF && len(data) > 0 {
 			if skipping {
@@ -219,11 +231,17 @@ func parseLogLine(line, prev string, lg *Log) (Record, bool) {
 			if !ok {
 				continue
 			}
-			b, ok := scaled(strings.TrimSpace(v), 1<<20)
+			key := strings.TrimSpace(k)
+			switch key {
+			case "allocated", "max allocated", "reserved", "cached", "max reserved", "max cached", "device usage":
+			default:
+				continue
+			}
+			b, ok := lg.value(strings.TrimSpace(v), 1<<20, "MB", key)
 			if !ok {
 				continue
 			}
-			switch strings.TrimSpace(k) {
+			switch key {
 			case "allocated":
 				rec.AllocatedBytes = b
 			case "max allocated":
@@ -245,11 +263,11 @@ func parseLogLine(line, prev string, lg *Log) (Record, bool) {
 			rec.Rank = atoiOr(r[1], rec.Rank)
 		}
 		var ok [4]bool
-		rec.AllocatedBytes, ok[0] = scaled(m[1], 1<<30)
-		rec.MaxAllocatedBytes, ok[1] = scaled(m[2], 1<<30)
-		rec.ReservedBytes, ok[2] = scaled(m[3], 1<<30)
-		rec.MaxReservedBytes, ok[3] = scaled(m[4], 1<<30)
-		if !(ok[0] && ok[1] && ok[2] && ok[3]) {
+		rec.AllocatedBytes, ok[0] = lg.value(m[1], 1<<30, "GB", "MA")
+		rec.MaxAllocatedBytes, ok[1] = lg.value(m[2], 1<<30, "GB", "Max_MA")
+		rec.ReservedBytes, ok[2] = lg.value(m[3], 1<<30, "GB", "CA")
+		rec.MaxReservedBytes, ok[3] = lg.value(m[4], 1<<30, "GB", "Max_CA")
+		if !(ok[0] || ok[1] || ok[2] || ok[3]) {
 			return rec, false
 		}
 		// The ArcticTraining form puts its message on the same line ("[0] mp: MA ..."); the DeepSpeed form prints
@@ -268,7 +286,7 @@ func parseLogLine(line, prev string, lg *Log) (Record, bool) {
 	if m := titanRe.FindStringSubmatch(line); m != nil {
 		rec.Dialect = "torchtitan"
 		rec.Iteration = atoiOr(m[1], -1)
-		b, ok := scaled(m[2], 1<<30)
+		b, ok := lg.value(m[2], 1<<30, "GiB", "memory")
 		if !ok {
 			return rec, false
 		}
@@ -312,6 +330,18 @@ func parseTheoretical(line string) (Theoretical, bool) {
 		}
 	}
 	return t, found
+}
+
+// value parses a memory figure of the line being read (see scaled); one it cannot use (nan, inf, negative,
+// past 2^62 bytes, not a number) is left out with a warning naming the line, the field and what was written.
+func (lg *Log) value(s string, unit float64, unitName, field string) (int64, bool) {
+	b, ok := scaled(s, unit)
+	if !ok {
+		lg.BadValues++
+		lg.warnf("line %d: %s %q %s is not a usable memory figure (a finite, non-negative number below 2^62 bytes); the figure is left out",
+			lg.Lines, field, s, unitName)
+	}
+	return b, ok
 }
 
 // scaled parses a non-negative decimal and multiplies it by unit, rounding to whole bytes.

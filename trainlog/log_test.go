@@ -1,12 +1,16 @@
 package trainlog_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/load"
@@ -133,5 +137,74 @@ func TestLogCancel(t *testing.T) {
 	_, err := trainlog.Decode(ctx, "c.log", strings.NewReader("a\nb\n"))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestLogLineEndings: a log written with CR alone (old Mac editors, progress-bar redraws) or CR LF reads exactly
+// as with LF: every record, with the same line numbers and byte offsets. With LF-only splitting a CR log was
+// one line, and only the first of its four ranks was read.
+func TestLogLineEndings(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "megatron.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := trainlog.Decode(context.Background(), "lf.log", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, eol string }{{"CR", "\r"}, {"CRLF", "\r\n"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.ReplaceAll(string(data), "\n", tc.eol)
+			// A bufio.Scanner reads 4 KiB at first: put a CR LF across the boundary too.
+			got, err := trainlog.Decode(context.Background(), "x.log", iotest.OneByteReader(strings.NewReader(text)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Lines != want.Lines || len(got.Records) != len(want.Records) {
+				t.Fatalf("%d lines, %d records; LF: %d lines, %d records", got.Lines, len(got.Records), want.Lines, len(want.Records))
+			}
+			extra := int64(len(tc.eol) - 1) // bytes each earlier line end adds
+			for i, r := range got.Records {
+				w := want.Records[i]
+				w.Offset += extra * int64(w.Line-1)
+				if !reflect.DeepEqual(r, w) {
+					t.Errorf("record %d = %+v, want %+v", i, r, w)
+				}
+			}
+		})
+	}
+}
+
+// TestLogUnusableValues: memory figures that are not finite, non-negative numbers below 2^62 bytes are left
+// out with a warning naming the line, the field and the text, in each dialect; they used to vanish silently
+// (or, for DeepSpeed and torchtitan, take the whole line with them).
+func TestLogUnusableValues(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		records    int
+		want       []string
+	}{
+		{"megatron nan and 1e308", "[Rank 0] (after 1 iterations) memory (MB) | allocated: nan | max allocated: 1e308 | reserved: 3.0 | max reserved: inf\n",
+			1, []string{`line 1: allocated "nan" MB is not a usable memory figure`, `line 1: max allocated "1e308" MB`, `line 1: max reserved "inf" MB`}},
+		{"deepspeed inf", "x\n[0] step 3: MA inf GB | Max_MA 2.5 GB | CA 3.0 GB | Max_CA -4 GB\n",
+			1, []string{`line 2: MA "inf" GB is not a usable memory figure`, `line 2: Max_CA "-4" GB`}},
+		{"torchtitan nan", "[rank0]:step:  1  loss:  7.1  memory: nan GiB(nan%)  tps: 1\n[rank1]:step:  1  loss:  7.1  memory: 2.0 GiB(3.0%)\n",
+			1, []string{`line 1: memory "nan" GiB is not a usable memory figure`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lg, err := trainlog.Decode(context.Background(), "bad.log", strings.NewReader(tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lg.Records) != tc.records || lg.BadValues != len(tc.want) {
+				t.Errorf("%d records, %d bad values; want %d and %d", len(lg.Records), lg.BadValues, tc.records, len(tc.want))
+			}
+			all := strings.Join(lg.Warnings, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("warnings lack %q:\n%s", w, all)
+				}
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@
 //	memscan-gen --ranks 16 --stages 4 --entries 20000 --dir ranks/  # four pipeline stages of different sizes
 //	memscan-gen --training 5 --leak -o leak.pickle                  # a training loop that keeps every step's logits
 //	memscan-gen --entries 4000000 --grow 0.1 -o grow4m.pickle        # a tenth of the allocations never freed
+//	memscan-gen --summaries 100000 --per-dir 100 --dir sums/        # rank summaries to measure memscan merge on
 //
 // The snapshot comes from simulating a caching allocator, so traces, segments and blocks are consistent (see
 // package internal/gen). The output is deterministic for a given --seed. --training writes a training loop
@@ -63,8 +64,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 	training := fs.Int("training", 0, "write a training loop of this many iterations instead (see --leak, --varlen)")
 	leak := fs.Bool("leak", false, "training: keep every iteration's logits alive (a real leak)")
 	varlen := fs.Bool("varlen", false, "training: change the sequence length every iteration (fragments the cache)")
+	summaries := fs.Int("summaries", 0, "write this many synthetic rank summaries (memscan merge input) under --dir")
+	perDir := fs.Int("per-dir", 100, "summaries: how many to a folder (one array task's ranks)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *summaries > 0 {
+		if *dir == "" {
+			return errors.New("--summaries needs --dir")
+		}
+		if err := writeSummaries(*dir, *summaries, *perDir, *stages, *seed); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %d rank summaries under %s\n", *summaries, *dir)
+		return nil
 	}
 	if *training > 0 {
 		return writeTraining(*out, *training, *leak, *varlen, stdout)

@@ -141,7 +141,7 @@ func TestAnalyzeAllocConf(t *testing.T) {
 // TestAnalyzeBaselineOnly: without --alloc-conf the baseline still runs and says which capacity it assumed.
 func TestAnalyzeBaselineOnly(t *testing.T) {
 	snap := fixture(t, "testdata/example/rank0_memory_snapshot.pickle")
-	code, stdout, stderr := runCLI(t, "analyze", "--out", t.TempDir(), "--no-plots", "--quiet", "--format", "text", snap)
+	code, stdout, stderr := runCLI(t, "analyze", "--out", t.TempDir(), "--no-plots", "--quiet", "--format", "text", "--verbose", snap)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

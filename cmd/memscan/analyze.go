@@ -11,10 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
-	"time"
-
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/analyze"
@@ -35,15 +31,18 @@ Analyze PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles,
 tracer JSON, torch.profiler memory timelines and training logs: where the GPU memory went, what held it at the
 peak, and what to change.
 
-INPUT is a file, a directory or a glob. Directories are searched for snapshot-like files (*.pickle, *.pkl,
-*snapshot*, memory/tracer/timeline *.json and *.json.gz, *.log), including both torchtitan layouts
-iteration_N/rankR_memory_snapshot.pickle and step_NNNNNNNNNNNN/RRRRRR_step_N.pickle; memscan's own run
-directories are skipped. The content decides the format, never the extension.
+INPUT is a file, a directory or a glob. Directories are searched for files named like inputs (*.pickle, *.pkl,
+*snapshot*, memory/tracer/timeline *.json, *.log, each also as .gz), including both torchtitan layouts
+iteration_N/rankR_memory_snapshot.pickle and step_NNNNNNNNNNNN/RRRRRR_step_N.pickle; what a search skips
+(other files, memscan's own run directories, hidden folders) is noted on stderr. A file named as an argument is
+read whatever its name: the content decides the format, never the extension. Inputs are reported in the order
+of the arguments, the files of one directory or glob in natural order (rank2 before rank10).
 
 Each run writes <out>/<YYYYMMDD_HHMMSS>_<name>/ with analysis_report.txt, README.md (findings with the charts),
 summary.json (integer bytes), report.msgpack (the whole report) and PNG charts, and points <out>/latest at it.
 The report goes to stdout (--format json prints summary.json, md the findings of README.md); progress, warnings
-and "wrote DIR" go to stderr.
+and "wrote DIR" go to stderr. --no-files prints only; where the default --out cannot be written (a read-only
+working directory), the report is still printed, with a warning that no files were written.
 
 Allocator replay: every snapshot with a trace is replayed through a model of PyTorch's caching allocator under
 its recorded settings; the report compares the replayed peak reserved memory with the recorded one. With
@@ -56,6 +55,7 @@ out-of-memory event in the trace, else none is assumed (the report says which).`
 		"memscan analyze --jobs 8 --no-plots outputs/memory_snapshot/          # every rank and iteration",
 		"memscan analyze 'outputs/memory_snapshot/iteration_*/rank0_*.pickle'  # one rank across iterations",
 		"memscan analyze --format json --quiet snapshot.pickle > summary.json",
+		"memscan analyze --no-files snapshot.pickle.gz                         # print only",
 		"memscan analyze --summary-only --out /dump/summaries rank7_memory_snapshot.pickle   # then: memscan merge /dump/summaries",
 		"memscan analyze --alloc-conf expandable_segments:True --gpu h100-sxm snapshot.pickle  # what would it reserve?",
 	},
@@ -64,22 +64,29 @@ out-of-memory event in the trace, else none is assumed (the report says which).`
 		{exitUsage, "usage error (bad flag, unreadable rule file, --out not a directory, ...)"},
 		{exitFailed, "no input could be analyzed"},
 		{exitPartial, "some inputs failed; the others were analyzed and written"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 
 // analyzeFlags are the parsed flags of memscan analyze.
 type analyzeFlags struct {
-	out      string
-	name     string
-	jobs     int
-	rules    string
-	top      int
-	format   string
-	noPlots  bool
+	out     string
+	name    string
+	jobs    int
+	rules   string
+	top     int
+	format  string
+	noPlots bool
+	noFiles bool
+	// writeTo is the results root the run directory goes into; "" writes none (--no-files, or a default --out
+	// that cannot be written).
+	writeTo  string
 	progress string
 	rank     int
 	rankSet  bool
 	quiet    bool
+	verbose  bool
 	// formatSet: --format was given. With --quiet it still prints that report, so
 	// `--format json --quiet > summary.json` works while progress and "wrote DIR" stay silent.
 	formatSet bool
@@ -111,8 +118,10 @@ func (f *analyzeFlags) register(c *cmdLine) {
 	c.IntVar(&f.top, "top", report.DefaultTopN, "largest allocations and sites to report per input")
 	c.formatFlag(&f.format, "text", "text", "json", "md")
 	c.noPlotsFlag(&f.noPlots)
-	c.StringVar(&f.progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
+	c.noFilesFlag(&f.noFiles)
+	c.StringVar(&f.progress, "progress", "auto", "progress line on stderr (bytes read, files done, the stage of the latest input): auto (when stderr is a terminal), always or never")
 	c.IntVar(&f.rank, "rank", -1, "rank of a single input whose path does not say it (-1: read it from the path)")
+	c.BoolVarP(&f.verbose, "verbose", "v", false, "print the full text report (analysis_report.txt) instead of the summary")
 	c.BoolVarP(&f.quiet, "quiet", "q", false, "print no progress or \"wrote DIR\" line, and no report unless --format is given; failures still go to stderr")
 	c.StringVar(&f.static, "static", "", "static-estimator config (JSON or YAML) to compare predictions with these measurements")
 	c.BoolVar(&f.summaryOnly, "summary-only", false, "write only a compact rank summary per input (INPUT.summary.msgpack beside it, or in --out when given) for memscan merge; no run directory")
@@ -153,13 +162,19 @@ func parseAnalyzeFlags(args []string, stdout, stderr io.Writer) (*analyzeFlags, 
 	if c.NArg() == 0 {
 		return nil, nil, false, usageErrorf("analyze: no INPUT given (see memscan analyze --help)")
 	}
-	// --summary-only without --out writes beside each input, so only a given --out is checked then.
-	if !f.summaryOnly || f.summaryDir != "" {
+	var err error
+	switch {
+	case f.summaryOnly && f.noFiles:
+		return nil, nil, false, usageErrorf("analyze: --summary-only writes the rank summaries that --no-files would not; give one of them")
+	case f.summaryOnly && f.summaryDir != "":
 		if err := checkOutDir(f.out); err != nil {
 			return nil, nil, false, usageErrorf("analyze: --out %s: %v", f.out, err)
 		}
+	case !f.summaryOnly: // without --out, --summary-only writes beside each input
+		if f.writeTo, err = c.filesDir(f.out, f.noFiles, !f.quiet || f.formatSet, stderr); err != nil {
+			return nil, nil, false, err
+		}
 	}
-	var err error
 	if f.opts, f.staticCfg, err = analyzeOptions(c, f); err != nil {
 		return nil, nil, false, err
 	}
@@ -225,16 +240,18 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// The decoded inputs are garbage now, and the limit has let the heap grow near its bound: collect them before
 	// rendering allocates on top (a cheap cycle, since little is still live).
 	runtime.GC()
-	dir, err := writeAnalyzeRun(ctx, run, files, flags, stderr)
-	if err != nil {
-		return err
+	var dir string
+	if flags.writeTo != "" {
+		if dir, err = writeAnalyzeRun(ctx, run, files, flags, stderr); err != nil {
+			return err
+		}
 	}
 	if !flags.quiet || flags.formatSet {
 		if err := printAnalyzeReport(stdout, run, flags); err != nil {
 			return err
 		}
 	}
-	if !flags.quiet {
+	if !flags.quiet && dir != "" {
 		fmt.Fprintf(stderr, "wrote %s\n", dir)
 	}
 	if flags.staticCfg != nil {
@@ -243,7 +260,11 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if len(run.Failures) > 0 {
-		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed; the rest are in %s", len(run.Failures), total, dir)}
+		where := "; the rest were analyzed"
+		if dir != "" {
+			where = "; the rest are in " + dir
+		}
+		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed%s", len(run.Failures), total, where)}
 	}
 	return nil
 }
@@ -256,8 +277,11 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 	if opts.Allocator, err = allocatorOptions(flags); err != nil {
 		return opts, nil, err
 	}
-	// Rank summaries carry only totals, the peak, OOMs and categories; thousands of ranks need not pay for more.
+	// Rank summaries carry only totals, the peak, OOMs and categories; thousands of ranks need not pay for more
+	// (no allocator replay, no full-resolution timeline).
 	opts.SummaryOnly = flags.summaryOnly
+	opts.Allocator.Skip = flags.summaryOnly
+	opts.NoTimelineDetail = flags.summaryOnly
 	if opts.Rules, err = c.loadRules(flags.rules); err != nil {
 		return opts, nil, err
 	}
@@ -275,8 +299,10 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 // inputs that could be analyzed and the failures of the others, with progress and failures on stderr. total counts
 // the inputs, with the arguments that yielded none.
 func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, mem *memoryGovernor, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
-	req, _, finish := pipelineRequest(inputs, flags, mem, stderr)
-	defer finish()
+	req, bar := pipelineRequest(inputs, flags, mem, stderr)
+	if bar != nil {
+		defer bar.end()
+	}
 	res, err := pipeline.Analyze(ctx, req)
 	if err != nil {
 		return nil, nil, 0, pipelineError(ctx, err)
@@ -284,43 +310,42 @@ func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, me
 	return res.Run, res.Files, res.Total, nil
 }
 
-// pipelineRequest is the pipeline request of memscan analyze: the inputs and options from the flags, and events that
-// start the memory governor and drive the progress bar and the failure lines on stderr. clearBar takes the bar off the
-// terminal before a line is printed between events; finish ends it.
-func pipelineRequest(inputs []string, flags *analyzeFlags, mem *memoryGovernor, stderr io.Writer) (req pipeline.Request, clearBar, finish func()) {
-	var bar *progressbar.ProgressBar
-	clearBar = func() {
-		if bar != nil {
-			bar.Clear()
+// pipelineRequest is the pipeline request of memscan analyze: the inputs and options from the flags, and events
+// that start the memory governor and print failures, warnings and notes on stderr, above the progress line bar when
+// one is shown (nil otherwise; the caller ends it).
+func pipelineRequest(inputs []string, flags *analyzeFlags, mem *memoryGovernor, stderr io.Writer) (req pipeline.Request, bar *progress) {
+	bar = newProgress(flags, stderr)
+	// say prints a line on stderr, above the progress line while there is one.
+	say := func(format string, args ...any) { fmt.Fprintf(stderr, format, args...) }
+	opts := flags.opts
+	events := pipeline.Events{
+		Start: func(files []string) { mem.start(files, flags.jobs) },
+		// Failures and warnings name files, which may hold what a terminal acts on (an ESC): shown escaped.
+		Failure: func(err error) { say("memscan: %s\n", units.Terminal(err.Error())) },
+		Warning: func(err error) { say("memscan: warning: %s\n", units.Terminal(err.Error())) },
+		Skipped: func(s load.Skipped) {
+			if !flags.quiet {
+				say("memscan: note: %s\n", units.Terminal(fmt.Sprint(s)))
+			}
+		},
+	}
+	if bar != nil {
+		say = bar.printf
+		opts.Read = &bar.read
+		events.Start = func(files []string) {
+			mem.start(files, flags.jobs)
+			bar.begin(files)
 		}
+		events.Done = bar.fileDone
+		events.Stage = bar.reached
 	}
 	rank := -1
 	if flags.rankSet {
 		rank = flags.rank
 	}
-	req = pipeline.Request{Inputs: inputs, Discover: load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir},
-		Options: flags.opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Tool: "memscan " + version,
-		Events: pipeline.Events{
-			Start: func(files []string) {
-				mem.start(files, flags.jobs)
-				bar = newProgress(len(files), flags, stderr)
-			},
-			Failure: func(err error) {
-				clearBar()
-				fmt.Fprintf(stderr, "memscan: %v\n", err)
-			},
-			Done: func() {
-				if bar != nil {
-					bar.Add(1)
-				}
-			},
-			Warning: func(err error) { fmt.Fprintf(stderr, "memscan: warning: %v\n", err) },
-		}}
-	return req, clearBar, func() {
-		if bar != nil {
-			bar.Finish()
-		}
-	}
+	return pipeline.Request{Inputs: inputs, Discover: load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir},
+		Options: opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Tool: "memscan " + version,
+		Events: events}, bar
 }
 
 // pipelineError maps an error of package pipeline to the command's: a usage error for --rank with several inputs,
@@ -346,10 +371,10 @@ func writeAnalyzeRun(ctx context.Context, run *report.Run, files []string, flags
 	if name == "" {
 		name = results.RunName(files)
 	}
-	dir, err := writeRun(flags.out, name, stderr, func(dir string) error {
+	dir, err := writeRun(flags.writeTo, name, stderr, func(dir string) error {
 		written, err := results.Write(ctx, dir, run, results.WriteOptions{Top: flags.top, Plots: !flags.noPlots, Jobs: flags.jobs})
 		if err != nil {
-			return fmt.Errorf("writing the run in %s: %w", flags.out, err)
+			return fmt.Errorf("writing the run in %s: %w", flags.writeTo, err)
 		}
 		if written.ChartErr != nil {
 			fmt.Fprintf(stderr, "memscan: warning: some charts were not drawn: %v\n", written.ChartErr)
@@ -371,37 +396,16 @@ func printAnalyzeReport(stdout io.Writer, run *report.Run, flags *analyzeFlags) 
 	case "md":
 		err = results.WriteMarkdown(stdout, run, results.MarkdownOptions{})
 	default:
+		if !flags.verbose {
+			err = results.WriteSummary(stdout, run)
+			break
+		}
 		err = results.WriteText(stdout, run, results.TextOptions{Top: flags.top})
 	}
 	if err != nil {
 		return fmt.Errorf("analyze: writing the report: %w", err)
 	}
 	return nil
-}
-
-// newProgress returns a progress bar on stderr, or nil when it should not be shown.
-func newProgress(n int, flags *analyzeFlags, stderr io.Writer) *progressbar.ProgressBar {
-	show := false
-	switch {
-	case flags.quiet || flags.progress == "never":
-	case flags.progress == "always":
-		show = true
-	default:
-		f, ok := stderr.(*os.File)
-		show = ok && term.IsTerminal(int(f.Fd()))
-	}
-	if !show || n == 0 {
-		return nil
-	}
-	return progressbar.NewOptions(n,
-		progressbar.OptionSetWriter(stderr),
-		progressbar.OptionSetDescription("analyzing"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(100*time.Millisecond),
-	)
 }
 
 // summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.
@@ -416,12 +420,14 @@ func summarizeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, 
 			return fmt.Errorf("analyze: --out: %w", err)
 		}
 	}
-	req, clearBar, finish := pipelineRequest(inputs, flags, mem, stderr)
-	res, err := pipeline.Stream(ctx, req, func(r *report.Report) error {
-		clearBar()
-		return writeRankSummary(r, flags, stdout, stderr)
+	req, bar := pipelineRequest(inputs, flags, mem, stderr)
+	res, err := pipeline.Stream(ctx, req, func(r *report.Report) (err error) {
+		bar.above(func() { err = writeRankSummary(r, flags, stdout, stderr) })
+		return err
 	})
-	finish()
+	if bar != nil {
+		bar.end()
+	}
 	if err != nil {
 		return pipelineError(ctx, err)
 	}
@@ -439,9 +445,11 @@ func writeRankSummary(r *report.Report, flags *analyzeFlags, stdout, stderr io.W
 		// iteration_N), so the name also carries what the directories say about rank and iteration.
 		path = filepath.Join(flags.summaryDir, results.SummaryName(r.File))
 	}
-	s := merge.Summarize(r)
-	if err := results.WriteFile(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
-		return err // WriteFile's error names the path
+	s := merge.Summarize(r, results.SummaryRun(r.File))
+	// Through a temporary file renamed into place: a full disk or an interrupt never leaves a cut-short or
+	// empty summary (or one over the last good one) for a later merge to meet.
+	if err := results.WriteFileAtomic(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
+		return err // WriteFileAtomic's error names the path
 	}
 	if !flags.quiet {
 		rank := "-" // the path names no rank

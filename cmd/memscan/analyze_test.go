@@ -321,9 +321,15 @@ func TestAnalyzeEndToEnd(t *testing.T) {
 		t.Fatalf("cross section missing or incomplete: %+v", sum.Cross)
 	}
 
-	// stdout is the text report of the same run.
-	if !strings.Contains(stdout, "Across inputs") || !strings.Contains(stdout, "Input 3 of 3: "+inputs[1]) {
-		t.Errorf("stdout is not the text report:\n%.600s", stdout)
+	// stdout is the summary of the same run: the cross-input table first, then each input's answer, every line
+	// within 100 columns.
+	if !strings.Contains(stdout, "Across 3 inputs") || !strings.Contains(stdout, "[3/3] "+inputs[1]) || !strings.Contains(stdout, "Peak ") {
+		t.Errorf("stdout is not the summary:\n%.600s", stdout)
+	}
+	for _, line := range strings.Split(stdout, "\n") {
+		if n := len([]rune(line)); n > results.SummaryWidth {
+			t.Errorf("a summary line of %d columns: %q", n, line)
+		}
 	}
 	back, err := results.ReadMsgpack(filepath.Join(runDir, results.FileMsgpack))
 	if err != nil {

@@ -41,8 +41,10 @@ Writes calibration.md, calibration.json, corrections.json (when fitted) and the 
 	exits: []exitDoc{
 		{exitOK, "every run was evaluated"},
 		{exitUsage, "usage error (bad flag, unreadable config, manifest, corrections or rule file, --out not a directory, ...)"},
-		{exitFailed, "no run could be evaluated, or the results could not be written"},
+		{exitFailed, "no run could be evaluated"},
 		{exitPartial, "some runs failed; the others are in the table and the run directory"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 
@@ -51,7 +53,8 @@ type calibrateFlags struct {
 	config, manifest, stage, gpu, corrections, saveCorrections string
 	out, name, format, rules                                   string
 	peakAlloc, peakRes, endAlloc                               int64
-	noFit, noPlots, noFiles                                    bool
+	noFit, fitLeaking, noPlots, noFiles                        bool
+	writeTo                                                    string // results root of the run directory; "" writes none
 	jobs                                                       int
 	runtime                                                    []string
 	analyzeOpts                                                analyze.Options // with the --rules
@@ -105,6 +108,7 @@ func parseCalibrateFlags(args []string, stdout, stderr io.Writer) (*calibrateFla
 	c.Int64Var(&f.peakRes, "measured-peak-reserved", 0, "measured peak reserved bytes")
 	c.Int64Var(&f.endAlloc, "measured-end-allocated", 0, "measured allocated bytes between steps")
 	c.BoolVar(&f.noFit, "no-fit", false, "do not fit corrections on a manifest")
+	c.BoolVar(&f.fitLeaking, "fit-leaking", false, "fit corrections on runs whose measurement leaks too (kept out by default: their peak grows with the run's length)")
 	c.StringVar(&f.corrections, "corrections", "", "apply this corrections file instead of fitting one")
 	c.StringVar(&f.saveCorrections, "save-corrections", "", "also write the fitted corrections to this file")
 	c.outFlag(&f.out)
@@ -130,10 +134,9 @@ func parseCalibrateFlags(args []string, stdout, stderr io.Writer) (*calibrateFla
 	case f.peakAlloc < 0 || f.peakRes < 0 || f.endAlloc < 0:
 		return nil, false, usageErrorf("calibrate: measured bytes must not be negative")
 	}
-	if !f.noFiles {
-		if err := checkOutDir(f.out); err != nil {
-			return nil, false, usageErrorf("calibrate: --out %s: %v", f.out, err)
-		}
+	var err error
+	if f.writeTo, err = c.filesDir(f.out, f.noFiles, true, stderr); err != nil {
+		return nil, false, err
 	}
 	rules, err := c.loadRules(f.rules)
 	if err != nil {
@@ -146,7 +149,7 @@ func parseCalibrateFlags(args []string, stdout, stderr io.Writer) (*calibrateFla
 // calibratePlan turns the flags into the runs to evaluate: the manifest's, or the one run that --config and the
 // RUNTIME files or --measured-* figures describe.
 func calibratePlan(ctx context.Context, f *calibrateFlags) (calibrate.Plan, error) {
-	plan := calibrate.Plan{Name: f.name, Options: calibrate.Options{Jobs: f.jobs, LoadFile: pipeline.RuntimeLoader(ctx, f.analyzeOpts)}, Fit: f.manifest != "" && !f.noFit}
+	plan := calibrate.Plan{Name: f.name, Options: calibrate.Options{Jobs: f.jobs, LoadFile: pipeline.RuntimeLoader(ctx, f.analyzeOpts)}, Fit: f.manifest != "" && !f.noFit, FitLeaking: f.fitLeaking}
 	if f.corrections != "" {
 		m, err := calibrate.LoadModel(f.corrections)
 		if err != nil {
@@ -193,10 +196,10 @@ func writeCalibration(cal *calibrate.Calibration, name string, f *calibrateFlags
 	if err != nil {
 		return fmt.Errorf("calibrate: writing the table: %w", err)
 	}
-	if f.noFiles {
+	if f.writeTo == "" {
 		return nil
 	}
-	dir, err := writeCalibrationRun(f.out, name, cal, f.noPlots, stderr)
+	dir, err := writeCalibrationRun(f.writeTo, name, cal, f.noPlots, stderr)
 	if err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("calibrate: %w", err)}
 	}
@@ -239,22 +242,21 @@ func writeStaticCalibration(dir string, a *calibrate.Applied) error {
 	if a == nil {
 		return nil
 	}
-	if err := results.WriteFile(filepath.Join(dir, "static_calibrated.json"), func(w io.Writer) error { return units.WriteJSON(w, a) }); err != nil {
-		return fmt.Errorf("static: %w", err)
-	}
-	return nil
+	return results.WriteFile(filepath.Join(dir, "static_calibrated.json"), func(w io.Writer) error { return units.WriteJSON(w, a) })
 }
 
 // analyzeStaticJoin is `memscan analyze --static CFG`: the analyzed inputs are one run measured with CFG; the
-// calibration table goes into the run directory (and to stdout after the text report unless quiet).
+// calibration table goes into the run directory dir ("": none) and to stdout after the text report unless quiet.
 func analyzeStaticJoin(cfgPath string, cfg static.Config, reports []*report.Report, dir string, noPlots, quiet bool, stdout, stderr io.Writer) error {
 	cal, err := calibrate.ForReports(results.RunName([]string{cfgPath}), cfgPath, cfg, reports)
 	if err != nil {
 		return fmt.Errorf("analyze: --static: %w", err)
 	}
 	cal.Tool = "memscan " + version
-	if _, err := results.WriteCalibrationFiles(dir, cal, noPlots); err != nil {
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+	if dir != "" {
+		if _, err := results.WriteCalibrationFiles(dir, cal, noPlots); err != nil {
+			fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+		}
 	}
 	if quiet {
 		return nil

@@ -50,7 +50,7 @@ func TestCalibrateManifestCLI(t *testing.T) {
 	if code, _, stderr := runCLI(t, "static", "--config", cfg, "--out", staticOut, "--no-plots", "--calibration", corr); code != exitOK {
 		t.Fatalf("static --calibration with files: exit %d, %s", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(staticOut, "static_calibrated.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(staticOut, "latest", "static_calibrated.json")); err != nil {
 		t.Error(err)
 	}
 }

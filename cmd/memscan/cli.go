@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/memscan/memscan/internal/categorize"
+	"github.com/memscan/memscan/internal/suggest"
 )
 
 // cmdLine is the command line of one subcommand: its flags, with the flags several commands share worded once
@@ -50,14 +51,61 @@ func newCmdLine(name string, help helpDoc, stderr io.Writer) *cmdLine {
 // parse parses args. With --help it prints the help on stdout and reports helped; the command then returns err,
 // which is nil.
 func (c *cmdLine) parse(args []string, stdout io.Writer) (helped bool, err error) {
+	if err := c.singleDashLong(args); err != nil {
+		return false, err
+	}
 	if err := c.Parse(args); err != nil {
-		return false, usageErrorf("%s: %v (see memscan %s --help)", c.Name(), err, c.Name())
+		return false, usageErrorf("%s: %v%s (see memscan %s --help)", c.Name(), err, c.flagHint(err), c.Name())
 	}
 	if c.showHelp {
 		c.printHelp(stdout)
 		return true, nil
 	}
 	return false, nil
+}
+
+// singleDashLong refuses a long flag written with one dash (-help, -out DIR): pflag would read it as a row of
+// one-letter flags, -o with the value "ut", and go on with the wrong value or fail on a letter.
+func (c *cmdLine) singleDashLong(args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if f := c.Lookup(name); f != nil && !f.Hidden {
+			return usageErrorf("%s: %s: long flags take two dashes: --%s (see memscan %s --help)", c.Name(), a, a[1:], c.Name())
+		}
+	}
+	return nil
+}
+
+// flagHint offers the closest flags of the command for an unknown flag in err, as "; did you mean --no-plots?";
+// a long name written with one dash (-out) is an unknown shorthand to pflag and gets its long spelling offered.
+func (c *cmdLine) flagHint(err error) string {
+	msg := err.Error()
+	var word string
+	switch {
+	case strings.HasPrefix(msg, "unknown flag: --"):
+		word = strings.TrimPrefix(msg, "unknown flag: --")
+	case strings.HasPrefix(msg, "unknown shorthand flag: ") && strings.Contains(msg, " in -"):
+		word = msg[strings.LastIndex(msg, " in -")+len(" in -"):]
+		word, _, _ = strings.Cut(word, "=")
+		if len(word) < 2 {
+			return ""
+		}
+	default:
+		return ""
+	}
+	var names []string
+	c.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && f.Deprecated == "" {
+			names = append(names, f.Name)
+		}
+	})
+	return suggest.Hint(word, names, func(n string) string { return "--" + n })
 }
 
 // outFlag registers --out as the results root of a command that writes run directories.
@@ -71,10 +119,24 @@ func (c *cmdLine) outFlagP(p *string, retiredShorthand string) {
 	}
 }
 
-// outDirFlag registers --out for a command that writes its files straight into a directory, without a run
-// directory.
-func (c *cmdLine) outDirFlag(p *string, def string) {
-	c.StringVar(p, "out", def, "directory the files are written into (no timestamped run directory)")
+// filesDir says where a writing command puts its files, "" for nowhere: nowhere with --no-files, else --out
+// when it can hold them. An --out that cannot is a usage error when it was given, or when the command would then
+// print nothing; left at its default, say in a read-only working directory, the files are skipped with a warning
+// and the command prints its report (reported), so a report asked for on stdout is not lost for files nobody
+// named.
+func (c *cmdLine) filesDir(out string, noFiles, reported bool, stderr io.Writer) (string, error) {
+	if noFiles {
+		return "", nil
+	}
+	err := checkOutDir(out)
+	switch {
+	case err == nil:
+		return out, nil
+	case c.Changed("out") || !reported:
+		return "", usageErrorf("%s: --out %s: %v", c.Name(), out, err)
+	}
+	fmt.Fprintf(stderr, "memscan: warning: %s: writing no files: the default --out %s %v (give --out DIR, or --no-files)\n", c.Name(), out, err)
+	return "", nil
 }
 
 // formatFlag registers --format, what the command prints (or writes): one of values; def "" makes it required.
@@ -148,7 +210,7 @@ func (c *cmdLine) printHelp(w io.Writer) {
 	}
 	b.WriteString("\nExit status:\n")
 	for _, e := range c.help.exits {
-		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.meaning)
+		fmt.Fprintf(&b, "  %3d  %s\n", e.code, e.meaning)
 	}
 	io.WriteString(w, b.String())
 }

@@ -186,15 +186,7 @@ func TestCompareFragmentingRun(t *testing.T) {
 	for _, r := range list {
 		measured[r.Name] = r.PeakReserved
 	}
-	code, stdout, stderr := runCLI(t, "compare", "--out", t.TempDir(), "--no-plots", "--format", "json",
-		filepath.Join(dir, healthy+".pickle.gz"), filepath.Join(dir, varlen+".pickle.gz"))
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var c compare.Comparison
-	if err := json.Unmarshal([]byte(stdout), &c); err != nil {
-		t.Fatal(err)
-	}
+	c := compareJSON(t, filepath.Join(dir, healthy+".pickle.gz"), filepath.Join(dir, varlen+".pickle.gz"))
 	d := c.Diffs[0]
 	rows := 0
 	for _, row := range d.Totals {

@@ -41,6 +41,8 @@ Write an allocator snapshot (pickle, or its JSON rendition) in a format other to
 		{exitOK, "the export was written"},
 		{exitUsage, "usage error (bad flag, a flag the format does not take, unreadable rule file, a binary format to a terminal, ...)"},
 		{exitFailed, "the input could not be read or exported"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 

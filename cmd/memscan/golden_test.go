@@ -106,6 +106,7 @@ func TestCLIGolden(t *testing.T) {
 		args   []string
 	}{
 		{"analyze_example.txt", analyzeArgs("text", in("example"))},
+		{"analyze_example_verbose.txt", append(analyzeArgs("text", "--verbose", "--name", "verbose"), in("example"))}, // its own run name: a third rank0 directory would take a suffix that depends on the clock
 		{"analyze_example.md", analyzeArgs("md", in("example"))},
 		{"analyze_tracer.txt", analyzeArgs("text", in("tracer"))},
 		{"analyze_tracer.md", analyzeArgs("md", in("tracer"))},
@@ -165,6 +166,11 @@ func TestCLIFailureGolden(t *testing.T) {
 	if err := os.WriteFile(badConfig, []byte(`{"model": {"hidden_size": 4096, "no_such_key": 1}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A torch.profiler trace, the file people most often take for a memory dump.
+	profTrace := filepath.Join(tmp, "trace.json")
+	if err := os.WriteFile(profTrace, []byte(`{"schemaVersion": 1, "deviceProperties": [], "traceEvents": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	empty := filepath.Join(tmp, "empty")
 	if err := os.MkdirAll(empty, 0o755); err != nil {
 		t.Fatal(err)
@@ -179,6 +185,9 @@ func TestCLIFailureGolden(t *testing.T) {
 		{"help_top.txt", []string{"--help"}},
 		{"help_help.txt", []string{"help"}},
 		{"version.txt", []string{"version"}},
+		{"version_flag.txt", []string{"--version"}},
+		{"help_command_merge.txt", []string{"help", "merge"}},
+		{"fail_help_unknown.txt", []string{"help", "analyse"}},
 		{"help_analyze.txt", []string{"analyze", "--help"}},
 		{"help_static.txt", []string{"static", "--help"}},
 		{"help_gpus.txt", []string{"gpus", "--help"}},
@@ -186,11 +195,13 @@ func TestCLIFailureGolden(t *testing.T) {
 		{"help_compare.txt", []string{"compare", "--help"}},
 		{"help_export.txt", []string{"export", "--help"}},
 		{"help_merge.txt", []string{"merge", "--help"}},
+		{"help_view.txt", []string{"view", "--help"}},
 		{"fail_analyze_no_input.txt", []string{"analyze", "--out", out}},
 		{"fail_analyze_bad_flag.txt", []string{"analyze", "--no-plot", in("example")}},
 		{"fail_analyze_bad_format.txt", []string{"analyze", "--format", "xml", "--out", out, in("example")}},
 		{"fail_analyze_missing.txt", []string{"analyze", "--progress", "never", "--out", out, filepath.Join(tmp, "missing.pickle")}},
 		{"fail_analyze_truncated.txt", []string{"analyze", "--progress", "never", "--no-plots", "--out", out, truncated}},
+		{"fail_analyze_profiler_trace.txt", []string{"analyze", "--progress", "never", "--no-plots", "--out", out, profTrace}},
 		{"fail_analyze_bad_alloc_conf.txt", []string{"analyze", "--alloc-conf", "expandable_segment:True", "--out", out, in("example")}},
 		{"fail_analyze_bad_gpu.txt", []string{"analyze", "--gpu", "h9000", "--out", out, in("example")}},
 		{"fail_static_no_config.txt", []string{"static", "--no-files"}},

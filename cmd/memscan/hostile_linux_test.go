@@ -25,7 +25,12 @@ const childEnv = "MEMSCAN_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		applyChildLimits()
+		// As main does: signals cancel the command, a second one ends the process.
+		ctx, stop := notifySignals(context.Background(), os.Stderr, os.Exit)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -33,7 +38,10 @@ func TestMain(m *testing.M) {
 // runChild runs memscan with args in a child process and returns its exit code, stderr and peak RSS in bytes.
 func runChild(t *testing.T, args ...string) (int, string, int64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	// A deadline, so that a bound that no longer stops the input fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.BoundTimeout())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

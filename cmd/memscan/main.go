@@ -11,7 +11,8 @@
 //	memscan export --format F INPUT      write pprof, Perfetto, collapsed stacks, JSON or a sliced pickle
 //	memscan merge SUMMARIES...|DIR       join per-rank summaries into one cross-rank report
 //
-// Exit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed (the rest were analyzed).
+// Exit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed (the rest were analyzed);
+// 4 the results could not be written; 130 interrupted by SIGINT, 143 by SIGTERM.
 package main
 
 import (
@@ -20,16 +21,27 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
+
+	"github.com/memscan/memscan/internal/atomicfile"
+	"github.com/memscan/memscan/internal/suggest"
+	"github.com/memscan/memscan/internal/units"
 )
 
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand; an interrupted command exits with 128 + the signal's number.
 const (
-	exitOK      = 0
-	exitUsage   = 1
-	exitFailed  = 2
-	exitPartial = 3
+	exitOK          = 0
+	exitUsage       = 1
+	exitFailed      = 2
+	exitPartial     = 3
+	exitWriteFailed = 4
+	exitInterrupted = 130 // SIGINT; SIGTERM gives 143
+)
+
+// Exit statuses every command documents besides its own.
+var (
+	writeFailedDoc = exitDoc{exitWriteFailed, "the results could not be written (a full disk, a folder that vanished); nothing partial is left under a final name"}
+	interruptedDoc = exitDoc{exitInterrupted, "interrupted by SIGINT (143: by SIGTERM); what was being written is removed"}
 )
 
 // exitError carries an exit code with the error that caused it.
@@ -61,6 +73,7 @@ func commands() []command {
 		{"compare", "diff two runs (snapshots, tracer JSON or run directories)", runCompare},
 		{"export", "export to pprof, Perfetto, collapsed stacks, JSON or a sliced pickle", runExport},
 		{"merge", "merge per-rank summaries into one cross-rank report", runMerge},
+		{"view", "serve the interactive page of a snapshot or run directory on a local HTTP server", runView},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -68,7 +81,7 @@ func commands() []command {
 const version = "0.1.0"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := notifySignals(context.Background(), os.Stderr, os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -76,37 +89,86 @@ func main() {
 
 // run executes memscan with args and returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		printUsage(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help":
+		printUsage(stdout)
 		return exitOK
+	case "help":
+		return exitCode(ctx, runHelp(ctx, args[1:], stdout, stderr), stderr)
+	case "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		return exitCode(err, stderr)
+	c, err := lookupCommand(args[0])
+	if err != nil {
+		return exitCode(ctx, err, stderr)
 	}
-	fmt.Fprintf(stderr, "memscan: unknown command %q (see memscan --help)\n", args[0])
-	return exitUsage
+	return exitCode(ctx, c.run(ctx, args[1:], stdout, stderr), stderr)
 }
 
-func exitCode(err error, stderr io.Writer) int {
+// lookupCommand finds the command name; an unknown one is a usage error that offers the closest names.
+func lookupCommand(name string) (command, error) {
+	names := []string{"help"}
+	for _, c := range commands() {
+		if c.name == name {
+			return c, nil
+		}
+		names = append(names, c.name)
+	}
+	if strings.HasPrefix(name, "-") {
+		return command{}, usageErrorf("%s is not a command: flags go after the command, as in memscan COMMAND [flags] (see memscan --help)", name)
+	}
+	return command{}, usageErrorf("unknown command %q%s (see memscan --help)", name, suggest.Hint(name, names, suggest.Quoted))
+}
+
+// runHelp is `memscan help [COMMAND]`: the overview, or the help of one command as COMMAND --help prints it.
+func runHelp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) == 0:
+		printUsage(stdout)
+		return nil
+	case len(args) > 1:
+		return usageErrorf("help: want one command, got %d arguments (memscan help COMMAND)", len(args))
+	case args[0] == "help":
+		printUsage(stdout)
+		return nil
+	}
+	c, err := lookupCommand(args[0])
+	if err != nil {
+		return err
+	}
+	return c.run(ctx, []string{"--help"}, stdout, stderr)
+}
+
+// exitCode prints err and returns the exit status it means: an interruption's (128 + the signal), a usage
+// error's, a write failure's, or the code the command chose.
+func exitCode(ctx context.Context, err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil && ee.code != exitOK {
-			fmt.Fprintf(stderr, "memscan: %v\n", ee.err)
-		}
-		return ee.code
+	var sig *interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		fmt.Fprintf(stderr, "memscan: %v\n", sig)
+		return sig.exitCode()
 	}
-	fmt.Fprintf(stderr, "memscan: %v\n", err)
-	return exitFailed
+	var ee *exitError
+	code := exitFailed
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err == nil || code == exitOK {
+			return code
+		}
+	}
+	var we *atomicfile.Error
+	if code != exitUsage && errors.As(err, &we) {
+		code = exitWriteFailed
+	}
+	// Errors name files, and a file name may hold what a terminal acts on (an ESC): shown escaped.
+	fmt.Fprintf(stderr, "memscan: %s\n", units.Terminal(err.Error()))
+	return code
 }
 
 func printUsage(w io.Writer) {
@@ -116,13 +178,14 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-10s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nRun 'memscan COMMAND --help' for the flags of a command.\n")
-	b.WriteString("\nExit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed.\n")
+	b.WriteString("\nRun 'memscan help COMMAND' (or 'memscan COMMAND --help') for the flags of a command;\n'memscan --version' prints the version.\n")
+	b.WriteString("\nExit status: 0 ok; 1 usage error; 2 no input could be analyzed; 3 some inputs failed; 4 the results\n")
+	b.WriteString("could not be written; 130 interrupted (143 by SIGTERM).\n")
 	io.WriteString(w, b.String())
 }
 
 var versionHelp = helpDoc{
-	usage:       []string{"memscan version"},
+	usage:       []string{"memscan version", "memscan --version"},
 	description: "Print the version of memscan.",
 	examples:    []string{"memscan version"},
 	exits: []exitDoc{

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/merge"
 	"github.com/memscan/memscan/internal/results"
 	"github.com/memscan/memscan/internal/units"
@@ -18,29 +20,35 @@ import (
 )
 
 var mergeHelp = helpDoc{
-	usage: []string{"memscan merge [flags] SUMMARIES...|DIR"},
+	usage: []string{"memscan merge [flags] SUMMARIES...|DIR", "memscan merge [flags] --files-from LIST"},
 	description: `
-Join per-rank summaries (memscan analyze --summary-only output, or report.msgpack files) into one
-cross-rank report: per-rank table, imbalance, outlier ranks, per-stage view.`,
+Join per-rank summaries (memscan analyze --summary-only output, report.msgpack files, or the
+cross_rank.msgpack of earlier merges, so that per-node merges merge again) into one cross-rank report:
+per-rank table, p50/p90/p99, imbalance, outlier ranks against their stage, missing and repeated
+ranks, per-stage view. A file that is not a valid summary fails alone; the others are merged.`,
 	examples: []string{
 		"memscan merge /dump/summaries                       # every *.msgpack below it",
-		"memscan merge --stages 8 --iteration 10 /dump/summaries",
+		"memscan merge --stages 8 --world 1024 --iteration 10 /dump/summaries",
+		"memscan merge --files-from ranks.txt --world 100000     # one path per line; - reads standard input",
 		"memscan merge --no-files --format json /dump/summaries > ranks.json",
 	},
 	exits: []exitDoc{
 		{exitOK, "every summary was merged"},
 		{exitUsage, "usage error (bad flag, no input, --out not a directory, ...)"},
-		{exitFailed, "no summary could be read, or the run directory could not be written"},
-		{exitPartial, "some files or folders could not be read; the others were merged"},
+		{exitFailed, "no summary could be read, or the sums pass what 64 bits hold"},
+		{exitPartial, "some files or folders could not be read or hold invalid summaries; the others were merged"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 
 // mergeFlags are the parsed flags of memscan merge.
 type mergeFlags struct {
-	out, name, format         string
-	stages, world, jobs, rows int
-	noFiles                   bool
-	iteration                 merge.IterationFilter
+	out, name, format, filesFrom string
+	stages, world, jobs, rows    int
+	noFiles                      bool
+	writeTo                      string // results root of the run directory; "" writes none
+	iteration                    merge.IterationFilter
 }
 
 // runMerge joins per-rank summaries (rank summary msgpack files, or report.msgpack files of earlier runs) into
@@ -50,7 +58,13 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if helped || err != nil {
 		return err
 	}
-	files, unreadable, err := merge.SummaryFiles(paths)
+	var listed []string
+	if f.filesFrom != "" {
+		if listed, err = readFileList(f.filesFrom); err != nil {
+			return usageErrorf("merge: --files-from: %v", err)
+		}
+	}
+	files, unreadable, err := merge.SummaryFiles(paths, listed)
 	if err != nil {
 		return usageErrorf("merge: %v", err)
 	}
@@ -58,10 +72,11 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		for _, u := range unreadable {
 			fmt.Fprintf(stderr, "memscan: merge: %v\n", u)
 		}
-		return &exitError{code: exitFailed, err: fmt.Errorf("merge: no .msgpack files under %s", strings.Join(paths, ", "))}
+		return &exitError{code: exitFailed, err: fmt.Errorf("merge: no .msgpack files under %s", strings.Join(append(paths, listed...), ", "))}
 	}
 	res, failures, err := merge.MergeFiles(ctx, files, merge.FilesOptions{
-		Options: merge.Options{Stages: f.stages, World: f.world}, Jobs: f.jobs, Iterations: f.iteration})
+		Options: merge.Options{Stages: f.stages, World: f.world}, ReadOptions: merge.ReadOptions{RunOf: input.RunOf},
+		Jobs: f.jobs, Iterations: f.iteration})
 	if err != nil {
 		return err
 	}
@@ -76,7 +91,11 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return &exitError{code: exitFailed, err: errors.New("merge: no summary could be read")}
 	}
-	if err := writeMerge(res, f, paths[0], stdout, stderr); err != nil {
+	first := f.filesFrom
+	if len(paths) > 0 {
+		first = paths[0]
+	}
+	if err := writeMerge(res, f, first, stdout, stderr); err != nil {
 		return err
 	}
 	if len(failures) > 0 {
@@ -92,7 +111,8 @@ func parseMergeFlags(args []string, stdout, stderr io.Writer) (*mergeFlags, []st
 	c.outFlag(&f.out)
 	c.nameFlag(&f.name, "the first argument's name and the rank count, e.g. summaries_merge_8ranks")
 	c.IntVar(&f.stages, "stages", 0, "pipeline stages: derive each rank's stage from its rank (ranks split into contiguous groups)")
-	c.IntVar(&f.world, "world", 0, "world size for --stages (default: the highest rank found + 1)")
+	c.IntVar(&f.world, "world", 0, "world size: ranks 0 to world−1 are expected, and split into --stages (default: the highest rank found + 1)")
+	c.StringVar(&f.filesFrom, "files-from", "", "read more summary files or folders from this list, one path per line (- for standard input)")
 	c.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "summaries read in parallel")
 	c.describeDefault("jobs", "one per CPU")
 	c.IntVar(&f.rows, "rows", report.DefaultMergeRows, "per-rank rows printed on stdout (0 = all; the files always hold all)")
@@ -103,7 +123,7 @@ func parseMergeFlags(args []string, stdout, stderr io.Writer) (*mergeFlags, []st
 	if helped, err := c.parse(args, stdout); helped || err != nil {
 		return nil, nil, helped, err
 	}
-	if c.NArg() == 0 {
+	if c.NArg() == 0 && f.filesFrom == "" {
 		c.printHelp(stderr)
 		return nil, nil, false, usageErrorf("merge: give summary files or a directory")
 	}
@@ -117,18 +137,32 @@ func parseMergeFlags(args []string, stdout, stderr io.Writer) (*mergeFlags, []st
 	if f.stages < 0 || f.world < 0 || f.jobs < 1 {
 		return nil, nil, false, usageErrorf("merge: --stages, --world must be ≥ 0 and --jobs ≥ 1")
 	}
-	if !f.noFiles {
-		if err := checkOutDir(f.out); err != nil {
-			return nil, nil, false, usageErrorf("merge: --out %s: %v", f.out, err)
-		}
+	if f.world > merge.MaxWorld || f.stages > merge.MaxWorld {
+		return nil, nil, false, usageErrorf("merge: --stages and --world must be at most %d", merge.MaxWorld)
+	}
+	if f.writeTo, err = c.filesDir(f.out, f.noFiles, true, stderr); err != nil {
+		return nil, nil, false, err
 	}
 	return f, c.Args(), false, nil
 }
 
+// readFileList reads --files-from: a file, or standard input for "-".
+func readFileList(name string) ([]string, error) {
+	if name == "-" {
+		return merge.ReadFileList("standard input", os.Stdin)
+	}
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return merge.ReadFileList(name, fh)
+}
+
 // writeMerge writes the run directory (unless --no-files) and prints the report in --format.
 func writeMerge(res *merge.CrossRank, f *mergeFlags, firstArg string, stdout, stderr io.Writer) error {
-	if !f.noFiles {
-		dir, err := writeMergeRun(f.out, f.name, firstArg, res, stderr)
+	if f.writeTo != "" {
+		dir, err := writeMergeRun(f.writeTo, f.name, firstArg, res, stderr)
 		if err != nil {
 			return &exitError{code: exitFailed, err: fmt.Errorf("merge: %w", err)}
 		}

@@ -20,8 +20,9 @@ var staticHelp = helpDoc{
 	description: `
 Predict per-GPU memory (weights, gradients, optimizer states, activations, temporaries, allocator and runtime
 overheads) for a training or inference configuration, for every pipeline stage, with the fit verdict, training
-time, roofline and recommendations. Writes static_report.json, static_report.md and PNG charts to --out and
-prints the console view (or --format json|md) to stdout.
+time, roofline and recommendations. Prints the console view (or --format json|md) to stdout and writes
+<out>/<YYYYMMDD_HHMMSS>_<name>/ with static_report.json, static_report.md, the PNG charts and, with
+--calibration, static_calibrated.json, and points <out>/latest at it (--no-files: print only).
 
 Flags given on the command line override the config file; without --config the flags alone describe the run.`,
 	examples: []string{
@@ -35,15 +36,18 @@ Flags given on the command line override the config file; without --config the f
 	exits: []exitDoc{
 		{exitOK, "the prediction was printed (and written)"},
 		{exitUsage, "usage error (bad flag, unreadable or invalid config, unknown model or GPU, --out not a directory, ...)"},
-		{exitFailed, "a search, the corrections or the files could not be completed"},
+		{exitFailed, "a search or the corrections could not be completed"},
+		writeFailedDoc,
+		interruptedDoc,
 	},
 }
 
 // staticFlags are the parsed flags of memscan static; o holds the flags that override the config's values.
 type staticFlags struct {
-	config, out, format, gpusFile, framework, calibration string
-	noPlots, noFiles, maxBatch, maxSeq, compare           bool
-	o                                                     static.Overrides
+	config, out, name, format, gpusFile, framework, calibration string
+	noPlots, noFiles, maxBatch, maxSeq, compare                 bool
+	writeTo                                                     string // results root of the run directory; "" writes none
+	o                                                           static.Overrides
 }
 
 // runStatic implements `memscan static`.
@@ -76,7 +80,8 @@ func parseStaticFlags(args []string, stdout, stderr io.Writer) (*staticFlags, *c
 	f := &staticFlags{o: static.Overrides{Set: map[string]bool{}}}
 	c := newCmdLine("static", staticHelp, stderr)
 	c.StringVar(&f.config, "config", "", "config file (JSON, or YAML by extension/content); see testdata/static/")
-	c.outDirFlag(&f.out, "outputs")
+	c.outFlag(&f.out)
+	c.nameFlag(&f.name, "static_ and the config file's name, or the model's")
 	c.formatFlag(&f.format, "text", "text", "json", "md")
 	c.noPlotsFlag(&f.noPlots)
 	c.noFilesFlag(&f.noFiles)
@@ -96,10 +101,9 @@ func parseStaticFlags(args []string, stdout, stderr io.Writer) (*staticFlags, *c
 	case !c.formatOK(f.format):
 		return nil, nil, false, usageErrorf("static: --format %q (must be text, json or md)", f.format)
 	}
-	if !f.noFiles {
-		if err := checkOutDir(f.out); err != nil {
-			return nil, nil, false, usageErrorf("static: --out %s: %v", f.out, err)
-		}
+	var err error
+	if f.writeTo, err = c.filesDir(f.out, f.noFiles, true, stderr); err != nil {
+		return nil, nil, false, err
 	}
 	return f, c, false, nil
 }
@@ -116,7 +120,7 @@ func staticConfig(f *staticFlags, c *cmdLine) (static.Config, error) {
 	if f.config != "" {
 		loaded, err := static.LoadConfigFramework(f.config, f.framework)
 		if err != nil {
-			return cfg, usageErrorf("%v", err)
+			return cfg, usageErrorf("static: --config: %v", err)
 		}
 		cfg = *loaded
 	} else {
@@ -133,7 +137,7 @@ func staticConfig(f *staticFlags, c *cmdLine) (static.Config, error) {
 	if f.gpusFile != "" {
 		specs, err := gpu.LoadFile(f.gpusFile)
 		if err != nil {
-			return cfg, usageErrorf("%v", err)
+			return cfg, usageErrorf("static: --gpus-file: %v", err)
 		}
 		o.CustomGPUs = specs
 	}
@@ -188,18 +192,38 @@ func writeStatic(rep *static.Report, applied *calibrate.Applied, f *staticFlags,
 			return err
 		}
 	}
-	if f.noFiles {
+	if f.writeTo == "" {
 		return nil
 	}
-	if err := results.WriteStaticFiles(f.out, rep, !f.noPlots); err != nil {
-		var charts *results.ChartError
-		if !errors.As(err, &charts) {
-			return fmt.Errorf("static: %w", err)
+	dir, err := writeRun(f.writeTo, staticRunName(f), stderr, func(dir string) error {
+		if err := results.WriteStaticFiles(dir, rep, !f.noPlots); err != nil {
+			var charts *results.ChartError
+			if !errors.As(err, &charts) {
+				return err
+			}
+			fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
 		}
-		fmt.Fprintf(stderr, "memscan: warning: %v\n", err)
+		return writeStaticCalibration(dir, applied)
+	})
+	if err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("static: %w", err)}
 	}
-	fmt.Fprintf(stderr, "wrote %s\n", f.out)
-	return writeStaticCalibration(f.out, applied)
+	fmt.Fprintf(stderr, "wrote %s\n", dir)
+	return nil
+}
+
+// staticRunName is the run directory's name: --name, else static_ and the config file's stem, the model preset
+// or the model size.
+func staticRunName(f *staticFlags) string {
+	switch {
+	case f.name != "":
+		return f.name
+	case f.config != "":
+		return "static_" + results.Stem(f.config)
+	case f.o.Preset != "":
+		return "static_" + f.o.Preset
+	}
+	return fmt.Sprintf("static_%gB", f.o.SizeBillions)
 }
 
 // overrideFlags declares the flags that override a config's values, bound to o; runStatic records which were

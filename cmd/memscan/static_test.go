@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memscan/memscan/internal/results"
 )
 
 func TestStaticCommand(t *testing.T) {
@@ -21,8 +23,9 @@ func TestStaticCommand(t *testing.T) {
 			t.Errorf("console output lacks %q", want)
 		}
 	}
+	run := filepath.Join(dir, results.LatestName)
 	for _, f := range []string{"static_report.json", "static_report.md", "memory_breakdown.png", "peak_per_stage.png", "strategy_comparison.png", "roofline.png"} {
-		b, err := os.ReadFile(filepath.Join(dir, f))
+		b, err := os.ReadFile(filepath.Join(run, f))
 		if err != nil {
 			t.Errorf("missing %s: %v", f, err)
 			continue
@@ -35,7 +38,7 @@ func TestStaticCommand(t *testing.T) {
 		Summary map[string]any   `json:"summary"`
 		Ops     []map[string]any `json:"operators"`
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, "static_report.json"))
+	b, _ := os.ReadFile(filepath.Join(run, "static_report.json"))
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -138,5 +141,40 @@ func TestStaticLayoutFlagKeepsGlobalBatch(t *testing.T) {
 	}
 	if !strings.Contains(out, "global batch 32 (32 micro-batches)") {
 		t.Errorf("global batch not kept:\n%s", out)
+	}
+}
+
+// TestStaticWritesRunDirectories: each run of memscan static writes a run directory of its own, named from the
+// config, and points latest at the newest, as analyze, compare, calibrate and merge do; it used to write into
+// outputs/ and overwrite the previous run.
+func TestStaticWritesRunDirectories(t *testing.T) {
+	out := t.TempDir()
+	cfg := fixture(t, goldenFixtures["llama3"])
+	var dirs []string
+	for range 2 {
+		code, _, stderr := runCLI(t, "static", "--no-plots", "--out", out, "--config", cfg)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		dir, ok := strings.CutPrefix(strings.TrimSpace(stderr), "wrote ")
+		if !ok || filepath.Dir(dir) != out || !runStamp.MatchString(filepath.Base(dir)) || !strings.Contains(filepath.Base(dir), "_static_llama3-8b-fsdp8") {
+			t.Fatalf("stderr %q does not name a run directory in %s", stderr, out)
+		}
+		dirs = append(dirs, dir)
+	}
+	if dirs[0] == dirs[1] {
+		t.Fatalf("both runs wrote %s", dirs[0])
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "static_report.json")); err != nil {
+			t.Error(err)
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(out, results.LatestName)); err != nil || target != filepath.Base(dirs[1]) {
+		t.Errorf("latest -> %q (%v), want %s", target, err, filepath.Base(dirs[1]))
+	}
+	code, _, stderr := runCLI(t, "static", "--no-plots", "--out", out, "--model", "llama3-8b", "--name", "mine")
+	if code != exitOK || !strings.HasSuffix(strings.TrimSpace(stderr), "_mine") {
+		t.Errorf("--name: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -440,7 +440,7 @@ func loadMegatron(t *testing.T) *Calibration {
 // model fitted without a run must predict it better, in median and in the worst case, than the raw estimator.
 func TestMegatronCorrectionsReduceHeldOutError(t *testing.T) {
 	cal := loadMegatron(t)
-	samples := cal.Samples()
+	samples := cal.Samples(false)
 	if len(samples) < 10 {
 		t.Fatalf("%d samples, want the whole benchmark", len(samples))
 	}

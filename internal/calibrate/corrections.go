@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/memscan/memscan/internal/configfile"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/static"
 )
@@ -87,11 +87,12 @@ type Sample struct {
 }
 
 // Samples returns the fitting samples of a calibration's runs: those with a measured peak allocated, except runs
-// that ran out of memory (their peak is where the step failed, not the step's peak the corrections scale).
-func (c *Calibration) Samples() []Sample {
+// that ran out of memory (their peak is where the step failed, not the step's peak the corrections scale) and,
+// unless leaking says to keep them, runs whose measurement leaks (their peak grows with the run's length).
+func (c *Calibration) Samples(leaking bool) []Sample {
 	var out []Sample
 	for _, r := range c.Runs {
-		if r.Measured.PeakAllocatedBytes > 0 && !r.Measured.OOM {
+		if r.Measured.PeakAllocatedBytes > 0 && !r.Measured.OOM && (leaking || r.Measured.Leak == "") {
 			out = append(out, Sample{ID: r.ID, Config: r.cfg, Stage: r.Prediction.Stage, Measured: r.Measured})
 		}
 	}
@@ -538,13 +539,13 @@ func (m *Model) Validate() error {
 
 // LoadModel reads and validates a corrections file, strictly (unknown keys are errors).
 func LoadModel(path string) (*Model, error) {
-	b, err := os.ReadFile(path)
+	doc, err := configfile.ReadFile(path, "a corrections file", fileLimits)
 	if err != nil {
 		return nil, fmt.Errorf("corrections: %w", err)
 	}
 	var m Model
-	if err := decodeStrictJSON("corrections", path, b, &m); err != nil {
-		return nil, err
+	if err := doc.Decode(&m); err != nil {
+		return nil, fmt.Errorf("corrections: %w", err)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -105,6 +105,10 @@ func EvaluateReports(id string, cfg static.Config, stage string, reports []*repo
 			res.Notes = append(res.Notes, "the run ran out of memory but the estimate fits the GPU: the measured peak is only a lower bound")
 		}
 	}
+	if m.Leak != "" {
+		res.Notes = append(res.Notes, "analyze finds a leak in the measurement: "+m.Leak+
+			"; the measured figures hold what leaked, so their errors are not the estimator's, and the run is kept out of fitted corrections unless asked (--fit-leaking)")
+	}
 	res.Measured = m
 	var from *report.Report
 	for _, r := range reports { // the first report with a breakdown

@@ -1,15 +1,11 @@
 package calibrate
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/memscan/memscan/internal/configfile"
 )
 
 // Manifest lists runs to evaluate together. Relative paths are relative to the manifest's directory.
@@ -21,45 +17,23 @@ type Manifest struct {
 	Runs   []RunSpec `json:"runs" yaml:"runs"`
 }
 
-// decodeStrictJSON decodes data into v, rejecting unknown keys; errors read "<what> <path>: byte N: …" where the
-// decoder tells an offset.
-func decodeStrictJSON(what, path string, data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		return nil
-	}
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Errorf("%s %s: byte %d: %w", what, path, se.Offset, err)
-	case errors.As(err, &te):
-		return fmt.Errorf("%s %s: byte %d: field %s: %w", what, path, te.Offset, te.Field, err)
-	}
-	return fmt.Errorf("%s %s: %w", what, path, err)
-}
+// fileLimits bound a manifest or corrections file as it is parsed.
+var fileLimits = configfile.Limits{MaxBytes: 16 << 20, MaxDepth: 8, MaxItems: maxRuns, MaxValues: 1 << 20}
 
-// LoadManifest reads a JSON or YAML manifest strictly: unknown keys, duplicate ids and runs without a config are
-// errors naming the run.
+// maxRuns bounds the runs of a manifest (and the lists of a corrections file): each run is an estimate and
+// possibly several runtime files.
+const maxRuns = 10000
+
+// LoadManifest reads a JSON or YAML manifest strictly (see package configfile): unknown keys, duplicate ids and
+// runs without a config are errors naming the run.
 func LoadManifest(path string) (*Manifest, error) {
-	data, err := os.ReadFile(path)
+	doc, err := configfile.ReadFile(path, "a calibration manifest", fileLimits)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
 	var m Manifest
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) > 0 && trimmed[0] == '{' {
-		if err := decodeStrictJSON("manifest", path, data, &m); err != nil {
-			return nil, err
-		}
-	} else {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&m); err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", path, err)
-		}
+	if err := doc.Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
 	}
 	if m.Version != 1 {
 		return nil, fmt.Errorf("manifest %s: version %d, want 1", path, m.Version)

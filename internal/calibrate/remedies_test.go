@@ -2,6 +2,7 @@ package calibrate_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,8 +18,11 @@ const oomConfig = `{"model":{"preset":"llama3-8b"},
   "attention":"flash","kernels":"eager","loss":"standard","recompute":"none"},
  "hardware":{"gpu":"h200-sxm","num_gpus":1}}`
 
-// TestRemedies: the configuration that ran out of memory is predicted not to fit; the micro-batch remedy is the
-// largest micro-batch the estimator says fits (one more does not); every tried change is reported.
+// TestRemedies: the configuration that ran out of memory is predicted not to fit; every change is tried alone, in
+// the order of their cost; the combinations listed after them fit and hold no smaller fitting change (a micro-batch
+// shrunk further holds a lesser shrink), fewer changes first. A smaller micro-batch keeps the global batch by
+// accumulation, whose gradients — 2 bytes a parameter in bf16 — the later micro-batches hold: they are added to
+// the estimator's one-micro-batch peak.
 func TestRemedies(t *testing.T) {
 	cfg, err := static.ParseConfig([]byte(oomConfig), false)
 	if err != nil {
@@ -28,35 +32,52 @@ func TestRemedies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%+v", rs)
-	if len(rs) != 4 || rs[0].Change != "as configured" || rs[0].Fits {
-		t.Fatalf("remedies %+v: want the failing base and three changes", rs)
+	singles := []string{"as configured", findings.RemedyExpandable, findings.RemedyChunkedLoss, findings.RemedyRecompute,
+		findings.RemedyMicroBatch(8, 4, 2), findings.RemedyMicroBatch(8, 2, 4), findings.RemedyMicroBatch(8, 1, 8)}
+	if len(rs) <= len(singles) || rs[0].Fits {
+		t.Fatalf("remedies %+v: want the failing base, six single changes and fitting combinations", rs)
 	}
-	var mb findings.Remedy
-	for _, r := range rs[1:] {
-		if r.PeakAllocatedBytes >= rs[0].PeakAllocatedBytes {
-			t.Errorf("%s does not lower the peak: %d ≥ %d", r.Change, r.PeakAllocatedBytes, rs[0].PeakAllocatedBytes)
+	for i, name := range singles {
+		if rs[i].Change != name {
+			t.Errorf("remedy %d is %q, want %q", i, rs[i].Change, name)
 		}
-		if strings.HasPrefix(r.Change, "micro_batch_size") {
-			mb = r
+		if i > 0 && rs[i].PeakReservedBytes >= rs[0].PeakReservedBytes {
+			t.Errorf("%s does not lower the peak reserved: %d ≥ %d", rs[i].Change, rs[i].PeakReservedBytes, rs[0].PeakReservedBytes)
 		}
 	}
-	if !mb.Fits {
-		t.Fatalf("no micro-batch fits: %+v", rs)
+	parts := func(r findings.Remedy) []string { return strings.Split(r.Change, " + ") }
+	for i, r := range rs[len(singles):] {
+		if !r.Fits || len(parts(r)) < 2 {
+			t.Errorf("%s listed among the combinations: fits %v", r.Change, r.Fits)
+		}
+		if i > 0 && len(parts(r)) < len(parts(rs[len(singles)+i-1])) {
+			t.Errorf("%s after a larger combination", r.Change)
+		}
+		for _, smaller := range rs[1 : len(singles)+i] {
+			if smaller.Fits && holds(parts(r), parts(smaller)) {
+				t.Errorf("%s holds %s, which fits already", r.Change, smaller.Change)
+			}
+		}
 	}
-	var b int
-	if _, err := fmtSscan(mb.Change, &b); err != nil {
+	// Accumulation over 8 micro-batches of 1: the estimate of that configuration plus every bf16 gradient.
+	one := *cfg
+	one.Training.MicroBatchSize, one.Parallel.NumMicrobatches = 1, 0
+	est, err := static.Estimate(one)
+	if err != nil {
 		t.Fatal(err)
 	}
-	next := *cfg
-	next.Training.MicroBatchSize, next.Training.GlobalBatchSize = b+1, 0
-	if r, err := static.Estimate(next); err != nil || r.Fit.Fits {
-		t.Errorf("micro-batch %d chosen but %d fits too (%v)", b, b+1, err)
+	mb1 := rs[len(singles)-1]
+	if grads := 2 * est.Summary.ParamCount; mb1.AccumulatedGradientBytes != grads || mb1.PeakAllocatedBytes != est.Summary.PeakMemoryBytes+grads {
+		t.Errorf("micro-batch 1 with 8 accumulation steps: %d allocated (%d of gradients), want %d + 2·%d parameters",
+			mb1.PeakAllocatedBytes, mb1.AccumulatedGradientBytes, est.Summary.PeakMemoryBytes, est.Summary.ParamCount)
 	}
-	// A device of 1 PiB fits every change.
+	// A device of 1 PiB fits every change alone: nothing is combined.
 	all, err := calibrate.Remedies(*cfg, 1<<50)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(all) != len(singles) {
+		t.Errorf("%d remedies on a 1 PiB device, want the %d single ones", len(all), len(singles))
 	}
 	for _, r := range all {
 		if !r.Fits {
@@ -65,7 +86,21 @@ func TestRemedies(t *testing.T) {
 	}
 }
 
-// fmtSscan reads the new micro-batch from "micro_batch_size 8 -> N".
-func fmtSscan(change string, b *int) (int, error) {
-	return fmt.Sscanf(change[strings.LastIndex(change, " ")+1:], "%d", b)
+// holds reports whether the changes x include every change of y, a micro-batch shrunk at least as far.
+func holds(x, y []string) bool {
+	for _, c := range y {
+		if !slices.Contains(x, c) && !(strings.HasPrefix(c, "micro_batch_size") && slices.ContainsFunc(x, func(d string) bool {
+			return strings.HasPrefix(d, "micro_batch_size") && microBatch(d) <= microBatch(c)
+		})) {
+			return false
+		}
+	}
+	return true
+}
+
+// microBatch reads the new micro-batch from "micro_batch_size 8 -> N (...)".
+func microBatch(change string) int {
+	var from, to int
+	fmt.Sscanf(change, "micro_batch_size %d -> %d", &from, &to)
+	return to
 }

@@ -17,8 +17,8 @@ type Plan struct {
 	// Corrections, when set, is applied to every run instead of fitting (a corrections file).
 	Corrections *Model
 	// Fit fits corrections, cross-validated leave-one-out, when no Corrections are given and at least two runs
-	// measured a peak.
-	Fit bool
+	// measured a peak; FitLeaking fits on runs whose measurement leaks too.
+	Fit, FitLeaking bool
 }
 
 // Run evaluates every run of p and then applies the given corrections or fits new ones; the model used ends up
@@ -31,7 +31,7 @@ func Run(ctx context.Context, p Plan) (cal *Calibration, warnings []string, err 
 	}
 	model := p.Corrections
 	if model == nil && p.Fit {
-		samples := cal.Samples()
+		samples := cal.Samples(p.FitLeaking)
 		if len(samples) < 2 {
 			warnings = append(warnings, units.Plural(len(samples), "run", "runs")+" with a measured peak; at least 2 are needed to fit corrections")
 		} else {

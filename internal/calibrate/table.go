@@ -99,6 +99,9 @@ type Measured struct {
 	// OOM says the run ran out of memory (a runtime input with an OOM event says so too): its peak is the
 	// allocation that failed, compared with the estimator's failure point, and no step ended.
 	OOM bool `json:"oom,omitempty" yaml:"oom"`
+	// Leak names memory that grew every iteration of a runtime input (analyze's leak suspects), "" for none:
+	// the measured peak holds what leaked by then, which no configuration predicts.
+	Leak string `json:"leak,omitempty" yaml:"leak"`
 	// Source names where the figures come from (a file and series, a log line).
 	Source string `json:"source,omitempty" yaml:"source"`
 }
@@ -118,6 +121,9 @@ func (m *Measured) merge(o Measured) {
 		m.Source = o.Source
 	}
 	m.OOM = m.OOM || o.OOM
+	if m.Leak == "" {
+		m.Leak = o.Leak
+	}
 }
 
 // MeasuredOf reads the totals of runtime reports. With several reports of one run (ranks, or a snapshot next to
@@ -154,6 +160,10 @@ func MeasuredOf(reports []*report.Report) Measured {
 				}
 			}
 			m.OOM = m.OOM || len(p.OOMs) > 0
+			if l := p.LeakSuspects; len(l) > 0 && m.Leak == "" {
+				m.Leak = fmt.Sprintf("%s (%s) grows by %s per iteration over %d iterations in %s", l[0].Site, l[0].Category,
+					units.Bytes(l[0].PerIterationBytes), l[0].Markers, r.File)
+			}
 		}
 		m.PeakAllocatedBytes = max(m.PeakAllocatedBytes, pa)
 		m.PeakReservedBytes = max(m.PeakReservedBytes, pr)

@@ -93,6 +93,19 @@ func TestDecideDefaults(t *testing.T) {
 			category: Gradient, rule: "autograd-engine-native", site: "??:0:torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)", pass: "native",
 		},
 		{
+			// stacks="all" on the H200: nll_loss's backward allocates its fp32 gradient on autograd's thread; the
+			// loss's kernel decides before the engine's generic frames.
+			name: "nll_loss backward from the autograd thread (C++ only)",
+			frames: fr("??:0:torch::unwind::unwind()", "??:0:torch::CapturedTraceback::gather(bool, bool, bool)",
+				"CUDACachingAllocator.cpp:0:c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long, CUstream_st*)",
+				"??:0:at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)",
+				"RegisterCUDA_0.cpp:0:at::(anonymous namespace)::structured_nll_loss_backward_out_cuda_functional::set_output_raw_strided(long)",
+				"Functions.cpp:0:torch::autograd::generated::NllLossBackward0_apply_functional(std::vector<at::Tensor>&&)",
+				"??:0:torch::autograd::generated::NllLossBackward0::apply(std::vector<at::Tensor>&&)",
+				"??:0:torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"),
+			category: LossLogits, rule: "loss-native", site: "RegisterCUDA_0.cpp:0:at::(anonymous namespace)::structured_nll_loss_backward_out_cuda_functional::set_output_raw_strided(long)", pass: "native",
+		},
+		{
 			name:     "attention in user code",
 			frames:   fr(sp+"torch/nn/functional.py:5500:scaled_dot_product_attention", user+"layers/attention.py:33:forward", modCall, user+"model.py:12:forward"),
 			category: Attention, rule: "attention-files", site: user + "layers/attention.py:33:forward", pass: "user",
@@ -229,19 +242,21 @@ func TestUserRules(t *testing.T) {
 	}{
 		{"yaml add rule", `
 version: 1
+new_categories: [Routing]
 rules:
   - name: my-router
     category: Routing
     priority: 100
     file: [router_net]
 `, "Routing", "my-router"},
-		{"json override default by name", `{"rules":[{"name":"linear-files","category":"Dense","file":["linear.py"]}]}`, "Dense", "linear-files"},
+		{"json override default by name", `{"new_categories":["Dense"],"rules":[{"name":"linear-files","category":"Dense","file":["linear.py"]}]}`, "Dense", "linear-files"},
 		{"disable default", `
 rules:
   - name: linear-files
     disabled: true
 `, Activation, "forward-intermediate"},
 		{"function regexp", `
+new_categories: [Mine]
 rules:
   - name: fwd
     category: Mine
@@ -301,21 +316,34 @@ func TestBadRuleFiles(t *testing.T) {
 	tests := []struct {
 		name, data, want string
 	}{
-		{"empty", "  \n", "empty rule file"},
+		{"empty", "  \n", "bad.rules: empty file"},
 		{"bad json", `{"rules": [}`, "invalid JSON"},
 		{"unknown json field", `{"rulez": []}`, "rulez"},
 		{"unknown yaml field", "rules:\n  - name: a\n    categroy: X\n    file: [x]\n", "categroy"},
 		{"missing name", "rules:\n  - category: X\n    file: [x]\n", "rules[0].name"},
-		{"missing category", "rules:\n  - name: a\n    file: [x]\n", `rules[0] ("a").category`},
+		{"missing category", "rules:\n  - name: a\n    file: [x]\n", `bad.rules:2:5: rules[0].category: "a": missing category`},
 		{"nothing to match", "rules:\n  - name: a\n    category: X\n", "no file, function, module"},
 		{"bad regexp", "rules:\n  - name: a\n    category: X\n    function_regexp: '(('\n", "function_regexp"},
 		{"empty pattern", "rules:\n  - name: a\n    category: X\n    file: ['']\n", "file[0]: empty pattern"},
-		{"duplicate", "rules:\n  - {name: a, category: X, file: [x]}\n  - {name: a, category: Y, file: [y]}\n", "duplicate rule name"},
+		{"duplicate", "rules:\n  - {name: a, category: Attention, file: [x]}\n  - {name: a, category: Gradient, file: [y]}\n", "bad.rules:3:12: rules[1].name: duplicate rule name"},
 		{"version", "version: 7\n", "version"},
-		{"native and fallback", "rules:\n  - {name: a, category: X, file: [x], native: true, fallback: true}\n", "native and fallback"},
-		{"calls_back on a fallback rule", "rules:\n  - {name: a, category: X, file: [x], fallback: true, calls_back: true}\n", "calls_back applies"},
-		{"plumbing without a pattern", "plumbing:\n  - {name: p}\n", `plumbing[0] ("p")`},
-		{"wrong type", "rules: 3\n", "cannot unmarshal"},
+		{"native and fallback", "rules:\n  - {name: a, category: Attention, file: [x], native: true, fallback: true}\n", "native and fallback"},
+		{"calls_back on a fallback rule", "rules:\n  - {name: a, category: Attention, file: [x], fallback: true, calls_back: true}\n", "calls_back applies"},
+		{"plumbing without a pattern", "plumbing:\n  - {name: p}\n", `bad.rules:2:5: plumbing[0]: "p": no file`},
+		{"wrong type", "rules: 3\n", "bad.rules:1:8: rules: expected an array, got 3"},
+		// Strict parsing: what used to be ignored, truncated or taken silently.
+		{"trailing data after a JSON object", `{"rules": []} {"rules": [{"name": "a"}]}`, "bad.rules:1:15: trailing data after the top-level value"},
+		{"a second YAML document", "rules: []\n---\nrules:\n  - {name: a}\n", "bad.rules:2:1: a second YAML document"},
+		{"version 1.5", "version: 1.5\n", "bad.rules:1:10: version: expected an integer, got 1.5"},
+		{"version 0.9", `{"version": 0.9}`, "bad.rules:1:13: version: expected an integer, got 0.9"},
+		{"duplicate YAML key", "rules: []\nversion: 1\nrules: []\n", `bad.rules:3:1: duplicate key "rules" (first at line 1)`},
+		{"duplicate JSON key", "{\"version\": 1,\n \"version\": 1}", `bad.rules:2:2: duplicate key "version" (first at line 1)`},
+		{"a field name misspelt", "rules:\n  - name: a\n    category: Attention\n    fle: [x]\n", `bad.rules:4:5: rules[0].fle: unknown key (did you mean "file"?)`},
+		{"a category misspelt", "rules:\n  - {name: a, category: Atention, file: [x]}\n", `bad.rules:2:25: rules[0].category: "a": unknown category "Atention" (did you mean "Attention"?`},
+		{"a new category not declared", "rules:\n  - {name: a, category: Rollout, file: [x]}\n", `unknown category "Rollout" (a new category must be listed under new_categories`},
+		{"a control character in a new category", "new_categories: [\"Evil\\e[2J\"]\n", `bad.rules:1:18: new_categories[0]: "Evil\x1b[2J" holds a control character (U+001B)`},
+		{"a line break in a category", "new_categories: [\"Fake\\nrow\"]\n", `new_categories[0]: category name "Fake\nrow" holds a control character`},
+		{"a declared category that exists", "new_categories: [Attention]\n", `new_categories[0]: "Attention" is already a category`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -332,7 +360,7 @@ func TestBadRuleFiles(t *testing.T) {
 
 func TestLoadFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "rules.json")
-	if err := os.WriteFile(p, []byte(`{"version":1,"rules":[{"name":"x","category":"X","function":["zzz"]}]}`), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(`{"version":1,"new_categories":["X"],"rules":[{"name":"x","category":"X","function":["zzz"]}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r, err := LoadFile(p, nil)

@@ -9,6 +9,9 @@ import (
 const (
 	DecidedByStack    = "stack"
 	DecidedByLifetime = "lifetime"
+	// DecidedByLoss is the loss's own pattern in a trace: the logits by their size beside the cross-entropy's
+	// tensors, its gradients by their size and place at the start of the backward (internal/detect).
+	DecidedByLoss = "loss pattern"
 )
 
 // Lifetime rule names, recorded on every attribution the lifetime informed.
@@ -56,13 +59,18 @@ var lifecycleCategories = map[string]bool{
 	Gradient: true, OptimizerState: true, Parameters: true, Autograd: true, Temporary: true, Unknown: true,
 }
 
+// Lifecycle reports whether category names a role in the training step (see lifecycleCategories) rather than
+// an operator: such a decision says which machinery allocated, and other evidence may say what the memory is.
+func Lifecycle(category string) bool { return lifecycleCategories[category] }
+
 // LifeClass is all the lifetime rules read of one allocation's lifetime on a timeline: the phases of its alloc
 // and free and how the iterations of the two relate. Allocations of one stack and one class get the same
 // attribution, so a trace of millions of blocks is attributed once per (stack, class).
 type LifeClass struct {
 	// Timeline is false when no phases are known (no lifetime rule applies).
 	Timeline bool
-	// Alloc and Free are the phases of the alloc and of the free (None when alive at the end).
+	// Alloc is the phase of the alloc; Free that of the free (None when alive at the end), an inference prefill
+	// or decode read as a forward.
 	Alloc, Free phases.Phase
 	// AliveAtEnd: still live at the end of the trace, or freed by an out-of-memory error's unwinding.
 	AliveAtEnd bool
@@ -88,14 +96,22 @@ func ClassifyLife(life Life, tl *phases.Timeline) LifeClass {
 	if !aliveAtEnd {
 		fi, fp = tl.At(life.End)
 	}
+	// An inference iteration's prefill and decode are forwards to the lifetime rules.
+	if fp.IsForward() {
+		fp = phases.Forward
+	}
 	return LifeClass{Timeline: true, Alloc: ap, Free: fp, AliveAtEnd: aliveAtEnd, SameIteration: fi == ai && !aliveAtEnd,
-		FreedLater: fi > ai, NoBackward: ap == phases.Forward && aliveAtEnd && ai >= 0 && tl.Iterations[ai].Backward.Empty()}
+		FreedLater: fi > ai, NoBackward: ap.IsForward() && aliveAtEnd && ai >= 0 && tl.Iterations[ai].Backward.Empty()}
 }
 
 // lifetimeVerdict applies the lifetime rules: the category and component the lifetime implies, and the rule name
 // (LifeInconclusive when it implies nothing).
 func lifetimeVerdict(c LifeClass) (string, components.Component, string) {
-	switch c.Alloc {
+	ap := c.Alloc
+	if ap.IsForward() {
+		ap = phases.Forward
+	}
+	switch ap {
 	case phases.Setup:
 		if c.AliveAtEnd {
 			return Parameters, components.Weights, LifeSetupKept

@@ -34,15 +34,15 @@ package categorize
 
 import (
 	_ "embed"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"unicode"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/memscan/memscan/internal/configfile"
+	"github.com/memscan/memscan/internal/suggest"
 )
 
 // Category names used by the default rules. User rules may introduce others.
@@ -80,9 +80,12 @@ var defaultRulesYAML []byte
 
 // File is the on-disk form of a rule file (JSON or YAML).
 type File struct {
-	Version   int           `json:"version" yaml:"version"`
-	Noise     []MatcherSpec `json:"noise,omitempty" yaml:"noise,omitempty"`
-	Framework []MatcherSpec `json:"framework,omitempty" yaml:"framework,omitempty"`
+	Version int `json:"version" yaml:"version"`
+	// NewCategories declares the categories this file's rules introduce; a rule's category must be a known one
+	// or be declared here, so that a misspelt "Atention" is an error rather than a new category.
+	NewCategories []string      `json:"new_categories,omitempty" yaml:"new_categories,omitempty"`
+	Noise         []MatcherSpec `json:"noise,omitempty" yaml:"noise,omitempty"`
+	Framework     []MatcherSpec `json:"framework,omitempty" yaml:"framework,omitempty"`
 	// Plumbing lists training-loop frameworks whose frames never decide (see the package documentation).
 	Plumbing []MatcherSpec `json:"plumbing,omitempty" yaml:"plumbing,omitempty"`
 	Rules    []RuleSpec    `json:"rules,omitempty" yaml:"rules,omitempty"`
@@ -170,100 +173,150 @@ func Default() *Rules {
 	return r
 }
 
+// Limits of a rule file, checked while it is parsed. A rule is tried against every distinct frame of an input,
+// so the number of rules multiplies the categorization's cost (a million rules once took 43 s and 1.3 GB on a
+// 20 MB snapshot).
+const (
+	maxRuleFileBytes = 4 << 20
+	// MaxRules bounds the entries of each section of a rule file (rules, noise, framework, plumbing).
+	MaxRules        = 4096
+	maxPatternBytes = 4096 // one substring or regular expression
+	maxNameBytes    = 256  // a rule or category name
+)
+
+var ruleLimits = configfile.Limits{MaxBytes: maxRuleFileBytes, MaxDepth: 8, MaxItems: MaxRules, MaxValues: 1 << 20}
+
 // LoadFile reads a user rule file (JSON or YAML) and merges it over base (Default() when base is nil).
 func LoadFile(path string, base *Rules) (*Rules, error) {
-	data, err := os.ReadFile(path)
+	doc, err := configfile.ReadFile(path, "a rule file", ruleLimits)
 	if err != nil {
-		return nil, fmt.Errorf("rules: %w", err)
+		return nil, err
 	}
-	return Parse(path, data, base)
+	return parseDoc(doc, base)
 }
 
 // Parse parses a user rule file and merges it over base (Default() when base is nil). An entry whose name matches
-// a base entry replaces it (or, with disabled: true, removes it); other entries are added, user rules first.
+// a base entry replaces it (or, with disabled: true, removes it); other entries are added, user rules first. A
+// rule's category must be one of base's categories or be listed under new_categories.
 func Parse(name string, data []byte, base *Rules) (*Rules, error) {
+	doc, err := configfile.Parse(name, data, configfile.IsYAML(name, data), ruleLimits)
+	if err != nil {
+		return nil, err
+	}
+	return parseDoc(doc, base)
+}
+
+func parseDoc(doc *configfile.Doc, base *Rules) (*Rules, error) {
 	if base == nil {
 		base = Default()
 	}
-	f, err := parseFile(name, data)
+	f, err := decodeFile(doc, base.Categories())
 	if err != nil {
 		return nil, err
 	}
 	merged := File{
-		Version:   f.Version,
-		Noise:     mergeByName(f.Noise, base.specs.Noise),
-		Framework: mergeByName(f.Framework, base.specs.Framework),
-		Plumbing:  mergeByName(f.Plumbing, base.specs.Plumbing),
-		Rules:     mergeByName(f.Rules, base.specs.Rules),
+		Version:       f.Version,
+		NewCategories: mergeNames(base.specs.NewCategories, f.NewCategories),
+		Noise:         mergeByName(f.Noise, base.specs.Noise),
+		Framework:     mergeByName(f.Framework, base.specs.Framework),
+		Plumbing:      mergeByName(f.Plumbing, base.specs.Plumbing),
+		Rules:         mergeByName(f.Rules, base.specs.Rules),
 	}
-	return compile(name, merged)
+	return compile(doc.Name, merged)
 }
 
-// parseFile decodes and validates one rule file. JSON is recognised by its first character; YAML otherwise.
+// parseFile decodes and validates the embedded defaults.
 func parseFile(name string, data []byte) (File, error) {
-	var f File
-	trimmed := strings.TrimLeft(string(data), " \t\r\n\ufeff")
-	if trimmed == "" {
-		return f, fmt.Errorf("%s: empty rule file", name)
+	doc, err := configfile.Parse(name, data, true, ruleLimits)
+	if err != nil {
+		return File{}, err
 	}
-	if trimmed[0] == '{' {
-		dec := json.NewDecoder(strings.NewReader(trimmed))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				return f, fmt.Errorf("%s: byte %d: invalid JSON: %w", name, se.Offset, err)
-			}
-			return f, fmt.Errorf("%s: %w", name, err)
-		}
-	} else {
-		dec := yaml.NewDecoder(strings.NewReader(string(data)))
-		dec.KnownFields(true)
-		if err := dec.Decode(&f); err != nil {
-			return f, fmt.Errorf("%s: %w", name, err)
-		}
+	return decodeFile(doc, DefaultCategories())
+}
+
+// decodeFile decodes and validates one rule file; known are the categories its rules may use besides those it
+// declares under new_categories.
+func decodeFile(doc *configfile.Doc, known []string) (File, error) {
+	var f File
+	if doc.Root.Kind != configfile.Object {
+		return f, doc.Errorf(doc.Root, "", "a rule file is an object with version, rules, noise, framework and plumbing; got %s", doc.Root.Kind)
+	}
+	if err := doc.Decode(&f); err != nil {
+		return f, err
 	}
 	if f.Version != 0 && f.Version != 1 {
-		return f, fmt.Errorf("%s: version: unsupported rule file version %d (want 1)", name, f.Version)
+		return f, doc.ErrorAt("version", "unsupported rule file version %d (want 1)", f.Version)
 	}
-	if err := validate(name, f); err != nil {
+	if err := validate(doc, f, known); err != nil {
 		return f, err
 	}
 	return f, nil
 }
 
 // validate checks names, categories and that every enabled entry has something to match on.
-func validate(name string, f File) error {
-	checkMatcher := func(field string, i int, m MatcherSpec) error {
-		at := fmt.Sprintf("%s: %s[%d]", name, field, i)
-		if strings.TrimSpace(m.Name) == "" {
-			return fmt.Errorf("%s.name: missing rule name", at)
+func validate(doc *configfile.Doc, f File, known []string) error {
+	checkText := func(at, what, s string, limit int) error {
+		if len(s) > limit {
+			return doc.ErrorAt(at, "%s is %d bytes long; at most %d", what, len(s), limit)
 		}
-		at = fmt.Sprintf("%s: %s[%d] (%q)", name, field, i, m.Name)
+		for _, r := range s {
+			if unicode.IsControl(r) {
+				return doc.ErrorAt(at, "%s %q holds a control character", what, s)
+			}
+		}
+		return nil
+	}
+	categories := slices.Clone(known)
+	for i, c := range f.NewCategories {
+		at := fmt.Sprintf("new_categories[%d]", i)
+		if strings.TrimSpace(c) == "" {
+			return doc.ErrorAt(at, "empty category name")
+		}
+		if err := checkText(at, "category name", c, maxNameBytes); err != nil {
+			return err
+		}
+		if slices.Contains(categories, c) {
+			return doc.ErrorAt(at, "%q is already a category", c)
+		}
+		categories = append(categories, c)
+	}
+	checkMatcher := func(field string, i int, m MatcherSpec) error {
+		at := fmt.Sprintf("%s[%d]", field, i)
+		if strings.TrimSpace(m.Name) == "" {
+			return doc.ErrorAt(at+".name", "missing rule name")
+		}
+		if err := checkText(at+".name", "name", m.Name, maxNameBytes); err != nil {
+			return err
+		}
 		if m.Disabled {
 			return nil
 		}
 		if len(m.File) == 0 && len(m.Function) == 0 && len(m.Module) == 0 && m.FileRegexp == "" && m.FunctionRegexp == "" {
-			return fmt.Errorf("%s: no file, function, module, file_regexp or function_regexp to match on", at)
+			return doc.ErrorAt(at, "%q: no file, function, module, file_regexp or function_regexp to match on", m.Name)
 		}
 		for _, list := range []struct {
 			field string
 			v     []string
 		}{{"file", m.File}, {"function", m.Function}, {"module", m.Module}, {"exclude_file", m.ExcludeFile}} {
 			for j, s := range list.v {
+				p := fmt.Sprintf("%s.%s[%d]", at, list.field, j)
 				if s == "" {
-					return fmt.Errorf("%s.%s[%d]: empty pattern matches everything", at, list.field, j)
+					return doc.ErrorAt(p, "empty pattern matches everything")
+				}
+				if len(s) > maxPatternBytes {
+					return doc.ErrorAt(p, "pattern is %d bytes long; at most %d", len(s), maxPatternBytes)
 				}
 			}
 		}
-		if m.FileRegexp != "" {
-			if _, err := regexp.Compile(m.FileRegexp); err != nil {
-				return fmt.Errorf("%s.file_regexp: %w", at, err)
+		for _, re := range []struct{ field, v string }{{"file_regexp", m.FileRegexp}, {"function_regexp", m.FunctionRegexp}} {
+			if re.v == "" {
+				continue
 			}
-		}
-		if m.FunctionRegexp != "" {
-			if _, err := regexp.Compile(m.FunctionRegexp); err != nil {
-				return fmt.Errorf("%s.function_regexp: %w", at, err)
+			if len(re.v) > maxPatternBytes {
+				return doc.ErrorAt(at+"."+re.field, "regular expression is %d bytes long; at most %d", len(re.v), maxPatternBytes)
+			}
+			if _, err := regexp.Compile(re.v); err != nil {
+				return doc.ErrorAt(at+"."+re.field, "%v", err)
 			}
 		}
 		return nil
@@ -278,31 +331,52 @@ func validate(name string, f File) error {
 				return err
 			}
 			if seen[m.Name] {
-				return fmt.Errorf("%s: %s[%d].name: duplicate name %q", name, sec.field, i, m.Name)
+				return doc.ErrorAt(fmt.Sprintf("%s[%d].name", sec.field, i), "duplicate name %q", m.Name)
 			}
 			seen[m.Name] = true
 		}
 	}
 	seen := map[string]bool{}
 	for i, r := range f.Rules {
+		at := fmt.Sprintf("rules[%d]", i)
 		if err := checkMatcher("rules", i, r.MatcherSpec); err != nil {
 			return err
 		}
 		if seen[r.Name] {
-			return fmt.Errorf("%s: rules[%d].name: duplicate rule name %q", name, i, r.Name)
+			return doc.ErrorAt(at+".name", "duplicate rule name %q", r.Name)
 		}
 		seen[r.Name] = true
-		if !r.Disabled && strings.TrimSpace(r.Category) == "" {
-			return fmt.Errorf("%s: rules[%d] (%q).category: missing category", name, i, r.Name)
+		if r.Disabled {
+			continue
 		}
-		if r.Native && r.Fallback {
-			return fmt.Errorf("%s: rules[%d] (%q): native and fallback cannot both be set", name, i, r.Name)
-		}
-		if r.CallsBack && (r.Native || r.Fallback) {
-			return fmt.Errorf("%s: rules[%d] (%q): calls_back applies to ordinary Python rules, not native or fallback ones", name, i, r.Name)
+		switch {
+		case strings.TrimSpace(r.Category) == "":
+			return doc.ErrorAt(at+".category", "%q: missing category", r.Name)
+		case !slices.Contains(categories, r.Category):
+			hint := strings.TrimPrefix(suggest.Hint(r.Category, categories, suggest.Quoted), "; ")
+			if hint != "" {
+				hint += " "
+			}
+			return doc.ErrorAt(at+".category", "%q: unknown category %q (%sa new category must be listed under new_categories; known: %s)",
+				r.Name, r.Category, hint, strings.Join(categories, ", "))
+		case r.Native && r.Fallback:
+			return doc.ErrorAt(at, "%q: native and fallback cannot both be set", r.Name)
+		case r.CallsBack && (r.Native || r.Fallback):
+			return doc.ErrorAt(at, "%q: calls_back applies to ordinary Python rules, not native or fallback ones", r.Name)
 		}
 	}
 	return nil
+}
+
+// mergeNames is base followed by the names of user it does not hold.
+func mergeNames(base, user []string) []string {
+	out := slices.Clone(base)
+	for _, n := range user {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // key is the name that user entries replace base entries by.

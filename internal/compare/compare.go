@@ -30,8 +30,8 @@ type Input struct {
 	Segments []SegmentID // nil when unknown
 }
 
-// SegmentID identifies a segment across two snapshots the way _memory_viz compare does: by address and size
-// (plus the device, since addresses repeat across devices).
+// SegmentID is one segment of a snapshot. Two snapshots' segments are paired by device and size, in address order
+// (diffSegments), not by address as _memory_viz compare does: two processes share no addresses.
 type SegmentID struct {
 	Device  int    `json:"device" msgpack:"device"`
 	Address uint64 `json:"address" msgpack:"address"`
@@ -45,6 +45,45 @@ type Comparison struct {
 	Tool     string `json:"tool" msgpack:"tool"`
 	Baseline string `json:"baseline" msgpack:"baseline"`
 	Diffs    []Diff `json:"diffs" msgpack:"diffs"`
+	// Granularity is how the site tables key code: GranularityFunctions or GranularityLines.
+	Granularity string `json:"granularity,omitempty" msgpack:"granularity,omitempty"`
+}
+
+// Granularities of the site tables, as pprof names them: a function (file and function, pprof's default) is the
+// same code in two versions of a script whose lines moved; a line is one statement.
+const (
+	GranularityFunctions = "functions"
+	GranularityLines     = "lines"
+)
+
+// Options control a comparison.
+type Options struct {
+	// Granularity keys the site tables: GranularityFunctions ("" too) or GranularityLines.
+	Granularity string
+}
+
+// SiteKey is site ("file:line:function") at granularity: without its line for functions, whole for lines. The
+// line is the first ":<digits>:" (a Windows drive's colon is followed by no digits, a C++ function's "::" by
+// none either); sites without one ("<no stack recorded>") stay as they are.
+func SiteKey(site, granularity string) string {
+	if granularity == GranularityLines {
+		return site
+	}
+	for i := strings.IndexByte(site, ':'); i >= 0; {
+		j := i + 1
+		for j < len(site) && site[j] >= '0' && site[j] <= '9' {
+			j++
+		}
+		if j > i+1 && j < len(site) && site[j] == ':' {
+			return site[:i] + site[j:]
+		}
+		k := strings.IndexByte(site[i+1:], ':')
+		if k < 0 {
+			break
+		}
+		i += 1 + k
+	}
+	return site
 }
 
 // Delta is one row of a side-by-side table: the value before and after and the change.
@@ -151,22 +190,31 @@ func diffFindings(before, after []findings.Finding) []FindingChange {
 	return out
 }
 
-// Compare diffs every other input against the baseline.
+// Compare diffs every other input against the baseline, keying code by function.
 func Compare(tool string, baseline Input, others []Input) (*Comparison, error) {
+	return CompareWith(tool, baseline, others, Options{})
+}
+
+// CompareWith diffs every other input against the baseline under opts.
+func CompareWith(tool string, baseline Input, others []Input, opts Options) (*Comparison, error) {
 	if baseline.Report == nil {
 		return nil, fmt.Errorf("compare: baseline has no report")
 	}
-	c := &Comparison{Version: Version, Tool: tool, Baseline: baseline.Report.File}
+	g := cmp.Or(opts.Granularity, GranularityFunctions)
+	if g != GranularityFunctions && g != GranularityLines {
+		return nil, fmt.Errorf("compare: granularity %q (want %s or %s)", g, GranularityFunctions, GranularityLines)
+	}
+	c := &Comparison{Version: Version, Tool: tool, Baseline: baseline.Report.File, Granularity: g}
 	for i, o := range others {
 		if o.Report == nil {
 			return nil, fmt.Errorf("compare: input %d has no report", i+1)
 		}
-		c.Diffs = append(c.Diffs, diffReports(baseline, o))
+		c.Diffs = append(c.Diffs, diffReports(baseline, o, g))
 	}
 	return c, nil
 }
 
-func diffReports(b, a Input) Diff {
+func diffReports(b, a Input, granularity string) Diff {
 	rb, ra := b.Report, a.Report
 	d := Diff{Before: rb.File, After: ra.File, BeforeFormat: rb.Format, AfterFormat: ra.Format, Warnings: []string{}}
 	tot := func(name string, x, y int64) {
@@ -197,14 +245,14 @@ func diffReports(b, a Input) Diff {
 		basis = basis + " before, " + sa.basis + " after"
 	}
 	d.Categories = buildTable(basis, sb.total, sa.total, catRows(sb.categories), catRows(sa.categories), Uncategorized)
-	d.Sites = buildTable(basis, sb.total, sa.total, siteRows(rb.Sites), siteRows(ra.Sites), OtherSites)
+	d.Sites = buildTable(basis, sb.total, sa.total, siteRows(rb.Sites, granularity), siteRows(ra.Sites, granularity), OtherSites)
 	d.Modules = buildTable(basis, sb.total, sa.total, moduleRows(rb), moduleRows(ra), OtherModules)
 	if len(rb.Sites) > 0 && d.Sites.rowBytesMissing() {
 		d.Warnings = append(d.Warnings, "the site tables cover only the largest sites of each input; the rest is one "+OtherSites+" row")
 	}
 	if rb.Peak != nil && ra.Peak != nil {
 		pc := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, catRows(sb.peakCategories), catRows(sa.peakCategories), Uncategorized)
-		ps := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, siteRows(rb.Peak.Sites), siteRows(ra.Peak.Sites), OtherSites)
+		ps := buildTable(PeakBytesBasis, rb.Peak.Bytes, ra.Peak.Bytes, siteRows(rb.Peak.Sites, granularity), siteRows(ra.Peak.Sites, granularity), OtherSites)
 		d.PeakCategories, d.PeakSites = &pc, &ps
 		if rb.Peak.Device != ra.Peak.Device {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("the peaks are on different devices (%d before, %d after)", rb.Peak.Device, ra.Peak.Device))
@@ -286,10 +334,11 @@ func catRows(cs []report.CategoryStat) []row {
 	return out
 }
 
-func siteRows(ss []report.SiteStat) []row {
+// siteRows are the sites at granularity (SiteKey); buildTable adds up the lines of one function.
+func siteRows(ss []report.SiteStat, granularity string) []row {
 	out := make([]row, 0, len(ss))
 	for _, s := range ss {
-		out = append(out, row{name: s.Site, category: s.Category, bytes: s.Bytes, count: s.Count})
+		out = append(out, row{name: SiteKey(s.Site, granularity), category: s.Category, bytes: s.Bytes, count: s.Count})
 	}
 	return out
 }
@@ -411,38 +460,46 @@ func abs64(v int64) int64 {
 	return v
 }
 
+// diffSegments pairs the segments of two snapshots by device and size, in address order within each size: two
+// processes place their segments at unrelated addresses, so an address says nothing across runs, while the same
+// program makes the same cudaMallocs. What has no partner of its size is new or vanished.
 func diffSegments(before, after []SegmentID) *SegmentDiff {
 	type key struct {
 		dev  int
-		addr uint64
 		size int64
 	}
-	inB := make(map[key]bool, len(before))
-	for _, s := range before {
-		inB[key{s.Device, s.Address, s.Size}] = true
+	bySize := func(ss []SegmentID) map[key][]SegmentID {
+		m := map[key][]SegmentID{}
+		for _, s := range ss {
+			k := key{s.Device, s.Size}
+			m[k] = append(m[k], s)
+		}
+		for _, l := range m {
+			slices.SortFunc(l, func(x, y SegmentID) int { return cmp.Compare(x.Address, y.Address) })
+		}
+		return m
 	}
+	b, a := bySize(before), bySize(after)
 	d := &SegmentDiff{New: []SegmentID{}, Vanished: []SegmentID{}}
-	inA := make(map[key]bool, len(after))
-	for _, s := range after {
-		k := key{s.Device, s.Address, s.Size}
-		inA[k] = true
-		if inB[k] {
-			d.Common++
-		} else {
+	for k, la := range a {
+		lb := b[k]
+		n := min(len(la), len(lb))
+		d.Common += n
+		for _, s := range la[n:] {
 			d.New = append(d.New, s)
 			d.NewBytes += s.Size
 		}
 	}
-	for _, s := range before {
-		if !inA[key{s.Device, s.Address, s.Size}] {
+	for k, lb := range b {
+		for _, s := range lb[min(len(lb), len(a[k])):] {
 			d.Vanished = append(d.Vanished, s)
 			d.VanishedBytes += s.Size
 		}
 	}
-	bySize := func(x, y SegmentID) int {
+	order := func(x, y SegmentID) int {
 		return cmp.Or(cmp.Compare(y.Size, x.Size), cmp.Compare(x.Device, y.Device), cmp.Compare(x.Address, y.Address))
 	}
-	slices.SortFunc(d.New, bySize)
-	slices.SortFunc(d.Vanished, bySize)
+	slices.SortFunc(d.New, order)
+	slices.SortFunc(d.Vanished, order)
 	return d
 }

@@ -82,10 +82,12 @@ func TestCompareFixture(t *testing.T) {
 	if pc["Activation"].Delta != 200 || pc["Optimizer"].Delta != 400 || d.PeakCategories.Total.Delta != 600 {
 		t.Errorf("peak categories %v", pc)
 	}
-	if ps["/src/model.py:10:forward"].Delta != 200 || ps[compare.OtherSites].After != 800 || ps["/src/init.py:5:build"].Delta != -400 {
+	// Sites are keyed by function (file and function) by default.
+	if ps["/src/model.py:forward"].Delta != 200 || ps[compare.OtherSites].After != 800 || ps["/src/init.py:build"].Delta != -400 {
 		t.Errorf("peak sites %v", ps)
 	}
-	// Segments keyed by (device, address, size): 0x2000 changed size, so it vanished and a new one appeared.
+	// Segments paired by device and size: one 2048-byte segment of device 0 on both sides, the other vanished; a
+	// 4096-byte one and device 1's are new.
 	s := d.Segments
 	if s.Common != 1 || len(s.New) != 2 || len(s.Vanished) != 1 || s.NewBytes != 6144 || s.VanishedBytes != 2048 || s.New[0].Size != 4096 {
 		t.Errorf("segments %+v", s)
@@ -250,5 +252,77 @@ func TestCompareTimelineWithSnapshot(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("rows missing: %v", want)
+	}
+}
+
+// TestCompareGranularity: the same code in two versions of a script — optimizer.step() moved from line 139 to 166,
+// the forward split over two lines — is one function on both sides, so nothing moved; keyed by lines, the move
+// shows as a site that vanished and one that appeared, each of the whole 4.6 GiB.
+func TestCompareGranularity(t *testing.T) {
+	const gib = 1 << 30
+	state := int64(46 * gib / 10)
+	side := func(file string, sites ...report.SiteStat) compare.Input {
+		var total int64
+		for _, s := range sites {
+			total += s.Bytes
+		}
+		return compare.Input{Report: &report.Report{Header: report.Header{File: file, Format: "pickle-v4", Sites: sites},
+			Part: &report.SnapshotReport{Totals: report.Totals{AllocatedBytes: total}}}}
+	}
+	b := side("v1.pickle", report.SiteStat{Site: "train.py:139:main", Category: "Optimizer State", Bytes: state},
+		report.SiteStat{Site: "model.py:40:forward", Category: "Activation", Bytes: 2 * gib})
+	a := side("v2.pickle", report.SiteStat{Site: "train.py:166:main", Category: "Optimizer State", Bytes: state},
+		report.SiteStat{Site: "model.py:40:forward", Category: "Activation", Bytes: gib}, report.SiteStat{Site: "model.py:41:forward", Category: "Activation", Bytes: gib})
+	c, err := compare.Compare("memscan test", b, []compare.Input{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Granularity != compare.GranularityFunctions {
+		t.Errorf("granularity %q", c.Granularity)
+	}
+	for _, r := range c.Diffs[0].Sites.Rows {
+		if r.Delta != 0 {
+			t.Errorf("by function, %s changed by %d", r.Name, r.Delta)
+		}
+	}
+	c, err = compare.CompareWith("memscan test", b, []compare.Input{a}, compare.Options{Granularity: compare.GranularityLines})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, r := range c.Diffs[0].Sites.Rows {
+		got[r.Name] = r.Delta
+	}
+	if got["train.py:139:main"] != -state || got["train.py:166:main"] != state || got["model.py:41:forward"] != gib {
+		t.Errorf("by line: %v", got)
+	}
+	if _, err := compare.CompareWith("memscan test", b, []compare.Input{a}, compare.Options{Granularity: "files"}); err == nil {
+		t.Error("an unknown granularity was accepted")
+	}
+	for in, want := range map[string]string{"a.py:10:f": "a.py:f", `C:\x\y.py:3:g`: `C:\x\y.py:g`, "<no stack recorded>": "<no stack recorded>",
+		"a.py:x:f": "a.py:x:f", "??:0:at::mm(std::allocator<at::Tensor> >&&)": "??:at::mm(std::allocator<at::Tensor> >&&)"} {
+		if got := compare.SiteKey(in, compare.GranularityFunctions); got != want {
+			t.Errorf("SiteKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCompareSegmentsAcrossProcesses: two processes of the same program place the same cudaMallocs at unrelated
+// addresses; paired by device and size they are all common, where addresses would call every one new.
+func TestCompareSegmentsAcrossProcesses(t *testing.T) {
+	b, a := compareFixture()
+	b.Segments = []compare.SegmentID{{0, 0x7f00_0000_0000, 2 << 20, 0}, {0, 0x7f00_0020_0000, 20 << 20, 0}, {0, 0x7f00_0200_0000, 20 << 20, 0}}
+	a.Segments = []compare.SegmentID{{0, 0x7e11_0000_0000, 20 << 20, 0}, {0, 0x7e11_0300_0000, 2 << 20, 0}, {0, 0x7e11_0100_0000, 20 << 20, 0}}
+	c, err := compare.Compare("memscan test", b, []compare.Input{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Diffs[0].Segments; s.Common != 3 || len(s.New) != 0 || len(s.Vanished) != 0 {
+		t.Errorf("segments %+v, want 3 common", s)
+	}
+	a.Segments = a.Segments[:2]
+	c, _ = compare.Compare("memscan test", b, []compare.Input{a})
+	if s := c.Diffs[0].Segments; s.Common != 2 || len(s.Vanished) != 1 || s.VanishedBytes != 20<<20 {
+		t.Errorf("one 20 MiB segment fewer: %+v", s)
 	}
 }

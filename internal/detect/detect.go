@@ -14,12 +14,21 @@ import (
 )
 
 // AllocatorModel replays a device's trace through a model of the caching allocator under other settings
-// (PYTORCH_CUDA_ALLOC_CONF syntax) and returns the peak reserved bytes it predicts.
+// (PYTORCH_CUDA_ALLOC_CONF syntax) and returns the peak reserved bytes it predicts, beside those of the recorded
+// settings: a saving is the difference of the two replays, the figure the report's replay section shows.
 type AllocatorModel interface {
-	PeakReserved(ctx context.Context, device int, settings string) (int64, error)
+	PeakReserved(ctx context.Context, device int, settings string) (Replayed, error)
 }
 
-// Detect runs every detector over in, in a fixed order: OOM, leak, fragmentation, cache overhead, idle cache.
+// Replayed is one what-if of an AllocatorModel: the peak reserved bytes under the recorded settings (Baseline)
+// and under the asked ones (Peak); Partial says why the replay could not follow the whole trace, "" when it did.
+type Replayed struct {
+	Baseline, Peak int64
+	Partial        string
+}
+
+// Detect runs every detector over in, in a fixed order: OOM, leak, fragmentation, cache overhead, idle cache, loss
+// and logits.
 func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
 	out := []findings.Finding{}
 	for _, d := range in.Devices {
@@ -41,6 +50,9 @@ func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
 			out = append(out, f)
 		}
 		if f, ok := IdleCache(in.Snapshot, d); ok {
+			out = append(out, f)
+		}
+		if f, ok := LossLogits(d); ok {
 			out = append(out, f)
 		}
 	}
@@ -107,13 +119,9 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 	}
 	segs := d.segments(s)
 	f := findings.FragmentationFacts{MaxReserved: at(d, resIdx), Reserved: res, Peak: at(d, peakIdx), Allocated: peak}
-	withExp, basis, notUsed, err := expandablePeak(ctx, d, segs, peakIdx, model)
-	if err != nil {
+	if err := expandablePeak(ctx, d, segs, peakIdx, model, &f); err != nil {
 		return findings.Finding{}, false, err
 	}
-	// What a user can recover is bounded by what the cache held beyond the allocated peak: no setting reserves
-	// less than the peak allocated.
-	f.WithExpandable, f.Basis, f.NotUsed = max(withExp, peak), basis, notUsed
 	if f.Saving() < findings.FragmentationMinSavingBytes {
 		return findings.Finding{}, false, nil
 	}
@@ -139,27 +147,29 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 	return findings.NewFragmentation(f), true, nil
 }
 
-// expandablePeak is the peak reserved under expandable segments and its basis: model's replay when it has one,
-// else an estimate, with why the replay was not used.
-func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, model AllocatorModel) (int64, string, string, error) {
-	var notUsed string
+// expandablePeak fills in what expandable segments would reserve: model's replay whenever it has one (partial or
+// not: the report's replay section shows the same figure), else an estimate, with why the replay was not used.
+func expandablePeak(ctx context.Context, d *Device, segs []segment, peakIdx int, model AllocatorModel, f *findings.FragmentationFacts) error {
 	if model != nil {
 		v, err := model.PeakReserved(ctx, d.Device, "expandable_segments:True")
 		switch {
 		case ctx.Err() != nil:
-			return 0, "", "", ctx.Err()
+			return ctx.Err()
 		case err == nil:
-			return v, findings.BasisReplay, "", nil
+			f.WithExpandable, f.Replayed, f.Basis, f.Partial = v.Peak, v.Baseline, findings.BasisReplay, v.Partial
+			return nil
 		default:
-			// A replay the model could not follow falls back to the estimate, saying why.
-			notUsed = err.Error()
+			// A replay the model could not run falls back to the estimate, saying why.
+			f.NotUsed = err.Error()
 		}
 	}
 	// Expandable segments map large blocks page by page into one growing range per stream, so at the peak they
-	// reserve the live large blocks rounded to 2 MiB pages, and the small pool as before.
+	// reserve the live large blocks rounded to 2 MiB pages, and the small pool as before. What a user can recover
+	// is bounded by what the cache held beyond the allocated peak: no setting reserves less than that.
 	pk := d.cacheAt(segs, peakIdx)
 	withExp := (pk.largeLiveRounded+smallSegment-1)/smallSegment*smallSegment + pk.smallPoolBytes
-	return withExp, findings.BasisEstimate, notUsed, nil
+	f.WithExpandable, f.Basis = max(withExp, f.Allocated), findings.BasisEstimate
+	return nil
 }
 
 // cudaMalloc is one segment the trace created, with the alloc at its base (−1 when the trace never shows it).
@@ -420,16 +430,25 @@ func Leak(d *Device) (findings.Finding, bool) {
 	for _, s := range sites {
 		leaking[s.Site] = true
 	}
-	var warm int64
+	var warm, atPeak int64
 	first := d.Timeline().Iterations[0].Span
+	peakIdx, _ := d.PeakIndex()
 	for i := range d.Elements {
 		el := &d.Elements[i]
-		if first.Contains(int(el.Start)) && int(el.End) > ends[len(ends)-1] && !leaking[siteKey(d.Attr(i))] {
+		grows := leaking[siteKey(d.Attr(i))]
+		if first.Contains(int(el.Start)) && int(el.End) > ends[len(ends)-1] && !grows {
 			warm += el.Size
 		}
+		if grows && int(el.Start) <= peakIdx && peakIdx < int(el.End) {
+			atPeak += el.Size
+		}
+	}
+	// What the growing sites held after iteration 1 is what the program keeps anyway; the rest is the leak.
+	for _, s := range sites {
+		atPeak -= s.FirstBytes
 	}
 	last := ends[len(ends)-1]
-	return findings.NewLeak(findings.At{Device: d.Device, Event: last, Iteration: len(ends), Phase: "-"}, l, warm, len(sites)), true
+	return findings.NewLeak(findings.At{Device: d.Device, Event: last, Iteration: len(ends), Phase: "-"}, l, warm, len(sites), max(atPeak, 0)), true
 }
 
 // OOMs explains each out-of-memory event of the device: what was live at the failing request by phase and
@@ -456,33 +475,16 @@ func stackKey(st *snapshot.Stack) string {
 	return b.String()
 }
 
-// ExplainOOM breaks down the live memory at the oom event j and extrapolates the step: the model's layer count is
-// the most frequent repetition count among the setup's allocation stacks (every layer allocates its parameters
-// from the same lines); the failing request's stack occurred once per completed layer, and the growth of
-// allocated memory between those occurrences is the per-layer cost.
+// ExplainOOM breaks down the live memory at the oom event j and extrapolates the step: the model's layer count
+// comes from its structure (ModelLayers); the failing request's stack occurred once per completed layer, and the
+// growth of allocated memory between those occurrences is the per-layer cost.
 func ExplainOOM(d *Device, j int) findings.OOMExplained {
 	e := &d.Trace[j]
 	x := findings.OOMExplained{Event: j, RequestedBytes: e.Size, DeviceFree: e.DeviceFree, ReservedBytes: d.reservedAt(j - 1)}
 	x.Live = d.LiveAt(j-1, 10)
 	x.CapacityBytes = x.ReservedBytes + e.DeviceFree
 	x.ProjectedBytes = x.Live.Bytes + e.Size
-	counts := map[string]int{}
-	for i := 0; i < len(d.Trace) && i < j; i++ {
-		if _, ph := d.Timeline().At(i); ph == phases.Setup && d.Trace[i].Action == snapshot.ActionAlloc {
-			counts[stackKey(d.Trace[i].Stack)]++
-		}
-	}
-	byCount := map[int]int{}
-	for k, c := range counts {
-		if k != "" && c >= 2 {
-			byCount[c]++
-		}
-	}
-	for c, n := range byCount {
-		if n > byCount[x.Layers] || n == byCount[x.Layers] && c > x.Layers {
-			x.Layers = c
-		}
-	}
+	x.Layers, x.LayersEvidence = ModelLayers(d, j)
 	key := stackKey(e.Stack)
 	if x.Layers == 0 || key == "" {
 		return x

@@ -52,8 +52,9 @@ type Input struct {
 }
 
 // Prepare finds the phases of a replayed device trace and attributes every element (with cz, which must be used by
-// one goroutine at a time). Elements of one stack whose lifetimes the rules cannot tell apart (categorize.LifeClass)
-// share one attribution, decided once.
+// one goroutine at a time), then gives the loss's tensors that their stacks do not name their category
+// (attributeLoss). Elements of one stack whose lifetimes the rules cannot tell apart (categorize.LifeClass) share
+// one attribution, decided once.
 func Prepare(r *replay.DeviceTrace, cz *categorize.Categorizer) *Device {
 	d := &Device{DeviceTrace: r, attrOf: make([]int32, len(r.Elements))}
 	tl := d.Timeline()
@@ -68,17 +69,25 @@ func Prepare(r *replay.DeviceTrace, cz *categorize.Categorizer) *Device {
 		k := key{r.Stack(i), categorize.ClassifyLife(categorize.Life{Start: int(el.Start), End: int(el.End)}, tl)}
 		a, ok := byKey[k]
 		if !ok {
-			attr := categorize.AttributeClass(cz.Stack(k.stack), k.life)
-			if a, ok = byAttr[attr]; !ok {
-				a = int32(len(d.attrs))
-				d.attrs = append(d.attrs, attr)
-				byAttr[attr] = a
-			}
+			a = d.intern(byAttr, categorize.AttributeClass(cz.Stack(k.stack), k.life))
 			byKey[k] = a
 		}
 		d.attrOf[i] = a
 	}
+	attributeLoss(d, byAttr)
 	return d
+}
+
+// intern returns the index of attr among the device's attributions, adding it when new; byAttr indexes them. The
+// attributions stay distinct: tables are indexed by them.
+func (d *Device) intern(byAttr map[categorize.Attribution]int32, attr categorize.Attribution) int32 {
+	a, ok := byAttr[attr]
+	if !ok {
+		a = int32(len(d.attrs))
+		d.attrs = append(d.attrs, attr)
+		byAttr[attr] = a
+	}
+	return a
 }
 
 // Attr returns the attribution of element i (shared: do not change it).

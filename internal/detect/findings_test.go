@@ -2,6 +2,7 @@ package detect_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -69,6 +70,11 @@ func TestLeakFires(t *testing.T) {
 	}
 	if !strings.Contains(f.Evidence, "/home/user/proj/model.py:85:forward") || !strings.Contains(f.Evidence, units.Bytes(c.LogitsBytes)+" more at the end of each iteration") {
 		t.Errorf("evidence does not name the site and the growth: %s", f.Evidence)
+	}
+	// At the peak (the last iteration's backward) the logits of every iteration are live; one of them was there
+	// after iteration 1 already: a fix frees the other Iterations−1.
+	if want := int64(c.Iterations-1) * c.LogitsBytes; f.SavedBytes != want || !strings.Contains(f.Advice, "frees "+units.Bytes(want)+" at the peak") {
+		t.Errorf("saved at the peak %d, want %d: %s", f.SavedBytes, want, f.Advice)
 	}
 	// Warm-up: iteration 1 keeps 2 states per layer (and the first iteration's input until the next one).
 	if want := "warm-up is not growth: " + units.Bytes(2*int64(c.Layers)*c.WeightBytes); !strings.Contains(f.Evidence, want) {
@@ -147,37 +153,54 @@ func TestFragmentationFires(t *testing.T) {
 	}
 }
 
-// model is an allocator model that answers a fixed reserved peak.
-type model int64
+// model is an allocator model that answers fixed replayed peaks: the baseline (recorded settings) and the
+// what-if, with a partial reason.
+type model struct {
+	base, peak int64
+	partial    string
+}
 
-func (m model) PeakReserved(context.Context, int, string) (int64, error) { return int64(m), nil }
+func (m model) PeakReserved(context.Context, int, string) (detect.Replayed, error) {
+	return detect.Replayed{Baseline: m.base, Peak: m.peak, Partial: m.partial}, nil
+}
 
-// TestFragmentationUsesModel: with an allocator model the saving is its replay, not the estimate.
+// TestFragmentationUsesModel: with an allocator model the saving is its replay — the baseline's peak less the
+// what-if's, the figure the report's replay section shows — not the estimate, and it fires only from
+// FragmentationMinSavingBytes of that saving, whatever the estimate says.
 func TestFragmentationUsesModel(t *testing.T) {
 	c := healthy
 	c.Scale = []float64{1, 3, 2, 4}
 	in := prepare(t, c.Build())
 	d := in.Devices[0]
 	_, res := d.MaxReservedIndex()
-	f, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, model(res-1<<30))
-	if err != nil || !ok || f.Value != 1<<30 || f.Basis != "allocator replay" {
+	estimate, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, nil)
+	if err != nil || !ok || estimate.Value < float64(findings.FragmentationMinSavingBytes)+1<<20 {
+		t.Fatalf("the fixture's estimate is not above the threshold: %+v %v %v", estimate, ok, err)
+	}
+	f, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, model{base: res, peak: res - 1<<30})
+	if err != nil || !ok || f.Value != 1<<30 || f.SavedBytes != 1<<30 || f.Basis != "allocator replay" {
 		t.Errorf("with a model saving 1 GiB: %+v %v %v", f, ok, err)
 	}
-	if _, ok, _ := detect.Fragmentation(context.Background(), in.Snapshot, d, model(res-1)); ok {
-		t.Error("fired although the model saves one byte")
+	// The estimate crosses the threshold, the replay does not: silent.
+	if f, ok, _ := detect.Fragmentation(context.Background(), in.Snapshot, d, model{base: res, peak: res - findings.FragmentationMinSavingBytes + 1}); ok {
+		t.Errorf("fired on the estimate although the replay saves less than the threshold: %+v", f)
 	}
-	// A model that reserves less than the peak allocated cannot save more than reserved beyond that peak.
-	_, peak := d.PeakIndex()
-	if f, ok, err := detect.Fragmentation(context.Background(), in.Snapshot, d, model(peak-1<<30)); err != nil || !ok || f.Value != float64(res-peak) {
-		t.Errorf("with a model below the peak: saving %g, want reserved beyond the peak %d (%v %v)", f.Value, res-peak, ok, err)
+	// A replay whose baseline departs from the recording still states its own difference.
+	if f, ok, _ := detect.Fragmentation(context.Background(), in.Snapshot, d, model{base: res + 1<<30, peak: res}); !ok || f.Value != 1<<30 {
+		t.Errorf("saving %g, want the replay's baseline less its what-if (1 GiB)", f.Value)
+	}
+	// A partial replay is used, and says why it is partial.
+	f, ok, _ = detect.Fragmentation(context.Background(), in.Snapshot, d, model{base: res, peak: res - 1<<30, partial: "the trace starts late"})
+	if !ok || f.Value != 1<<30 || f.Basis != "allocator replay" || !strings.HasSuffix(f.Evidence, "The replay is partial, so the saving covers the recorded part of the run: the trace starts late") {
+		t.Errorf("partial replay: %+v", f)
 	}
 }
 
-// failing is an allocator model whose replay could not be followed.
+// failing is an allocator model that cannot replay the trace.
 type failing struct{}
 
-func (failing) PeakReserved(context.Context, int, string) (int64, error) {
-	return 0, detect.PartialReplayError("expandable_segments:True", "the trace starts late")
+func (failing) PeakReserved(context.Context, int, string) (detect.Replayed, error) {
+	return detect.Replayed{}, errors.New("settings \"x\": unknown key")
 }
 
 // TestFragmentationWithoutReplay: when the model cannot replay the trace, Basis is the plain "estimate" and the
@@ -192,7 +215,7 @@ func TestFragmentationWithoutReplay(t *testing.T) {
 		t.Fatalf("with a failing model: %+v %v %v", f, ok, err)
 	}
 	if !strings.HasSuffix(f.Evidence, "(estimate), saving "+units.Bytes(int64(f.Value))+" of the "+units.Bytes(res(d)-peak(d))+
-		". The allocator replay was not used: it is partial under expandable_segments:True — the trace starts late") {
+		". The allocator replay was not used: settings \"x\": unknown key") {
 		t.Errorf("evidence does not end with the saving and why the replay was not used: %s", f.Evidence)
 	}
 	if !strings.Contains(f.Advice, "saves "+units.Bytes(int64(f.Value))+" by estimate") {
@@ -211,7 +234,7 @@ func TestIdleCacheFires(t *testing.T) {
 	c.SetupScratchBytes = 1536 * mib
 	_, got := runDetect(t, c)
 	f, ok := got["idle-cache"]
-	if !ok || f.Value != float64(c.SetupScratchBytes) || f.Phase != "setup" {
+	if !ok || f.Value != float64(c.SetupScratchBytes) || f.SavedBytes != c.SetupScratchBytes || f.Phase != "setup" {
 		t.Fatalf("idle cache %+v (ok %v), want the 1.5 GiB setup buffer", f, ok)
 	}
 }
@@ -301,5 +324,35 @@ func TestPeakIndex(t *testing.T) {
 		if j, b := d.MaxReservedIndex(); j != c.idx || b != c.bytes {
 			t.Errorf("%s: MaxReservedIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)
 		}
+	}
+}
+
+// TestOOMLayersFromStructure: a model built on the CPU and moved with .to(device) allocates its 8 layers' 3
+// tensors each from one stack (module.py's _apply); a stack's repetitions count 24 tensors, the parameter sizes
+// repeat a 3-tensor pattern 8 times: 8 layers, and the projection is the layers' own weights, the input and 8
+// activations. A setup of one tensor shows no repeated layer and projects nothing.
+func TestOOMLayersFromStructure(t *testing.T) {
+	c := healthy
+	c.Layers, c.OOMAtLayer, c.Iterations, c.LayerTensors, c.MovedToDevice = 8, 5, 1, 3, true
+	in, got := runDetect(t, c)
+	f, ok := got["oom"]
+	if !ok {
+		t.Fatalf("findings %v, want an oom", got)
+	}
+	x := detect.ExplainOOM(in.Devices[0], f.Event)
+	layer := c.WeightBytes + c.WeightBytes/2 + c.WeightBytes/4
+	if x.Layers != 8 || x.LayersDone != 4 || x.PerLayerBytes != c.ActivationBytes {
+		t.Errorf("layers %d done %d per layer %d, want 8, 4, %d", x.Layers, x.LayersDone, x.PerLayerBytes, c.ActivationBytes)
+	}
+	if want := 8*layer + 2*mib + 8*c.ActivationBytes; x.ProjectedBytes != want {
+		t.Errorf("projected %d, want %d", x.ProjectedBytes, want)
+	}
+	if want := "8 layers: the setup's allocations repeat a pattern of 3 tensors, " + units.Bytes(layer) + " each, 8 times"; !strings.Contains(f.Evidence, want) {
+		t.Errorf("evidence does not say what the layer count was read from (%q): %s", want, f.Evidence)
+	}
+	c.Layers, c.OOMAtLayer, c.LayerTensors = 1, 1, 1
+	in, got = runDetect(t, c)
+	if x := detect.ExplainOOM(in.Devices[0], got["oom"].Event); x.Layers != 0 || x.PerLayerBytes != 0 || strings.Contains(got["oom"].Evidence, "layers had passed") {
+		t.Errorf("a one-tensor model extrapolated: %+v", x)
 	}
 }

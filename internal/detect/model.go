@@ -16,27 +16,19 @@ type Replayer struct {
 	Snapshot *snapshot.Snapshot
 }
 
-// PeakReserved returns the peak reserved bytes of device dev's trace replayed under settings. A replay the model
-// could not follow everywhere is an error naming why, so a saving is never stated from a partial replay.
-func (r Replayer) PeakReserved(ctx context.Context, dev int, settings string) (int64, error) {
+// PeakReserved replays device dev's trace under the recorded settings and under settings. A replay the model
+// could not follow everywhere (a trace that starts late, frees it never saw allocated) still answers, saying why
+// in Partial: its figure is the one the report's replay section shows, and the finding states it with the reason.
+func (r Replayer) PeakReserved(ctx context.Context, dev int, settings string) (Replayed, error) {
 	recorded, _, _ := allocator.ConfigFromSettings(r.Snapshot.AllocatorSettings)
 	conf := strings.Trim(recorded.String()+","+settings, ",")
 	cfg, err := allocator.ParseConf(conf)
 	if err != nil {
-		return 0, fmt.Errorf("settings %q: %w", conf, err)
+		return Replayed{}, fmt.Errorf("settings %q: %w", conf, err)
 	}
 	rep, err := allocator.ReplaySnapshot(ctx, r.Snapshot, dev, &cfg, allocator.ReplayOptions{})
 	if err != nil {
-		return 0, err
+		return Replayed{}, err
 	}
-	if rep.WhatIf.Partial {
-		return 0, PartialReplayError(conf, rep.WhatIf.PartialReason())
-	}
-	return rep.WhatIf.PeakReserved, nil
-}
-
-// PartialReplayError is what an AllocatorModel answers for a replay under settings that it could not follow
-// everywhere, worded to complete "the allocator replay was not used: …".
-func PartialReplayError(settings, reason string) error {
-	return fmt.Errorf("it is partial under %s — %s", settings, reason)
+	return Replayed{Baseline: rep.Baseline.PeakReserved, Peak: rep.WhatIf.PeakReserved, Partial: rep.WhatIf.PartialReason()}, nil
 }

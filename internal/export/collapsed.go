@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -30,7 +31,7 @@ func WriteCollapsed(ctx context.Context, w io.Writer, s *snapshot.Snapshot) erro
 		var parts []string
 		for i := len(st.Frames) - 1; i >= 0; i-- {
 			if KeepFrame(st.Frames[i]) {
-				parts = append(parts, shortFrame(st.Frames[i]))
+				parts = append(parts, foldedFrame(shortFrame(st.Frames[i])))
 			}
 		}
 		f := strings.Join(parts, ";")
@@ -87,4 +88,29 @@ func WriteCollapsed(ctx context.Context, w io.Writer, s *snapshot.Snapshot) erro
 		}
 	}
 	return bw.Flush()
+}
+
+// foldedFrame escapes what would change a folded-stacks line's meaning: ';' separates frames and a line break
+// ends the line, so a frame named "f;g" or "f\n1 999" read as two frames, or as a fake stack with a count of its
+// own. They become \x3b and \n (other control characters \xNN), which flame graph tools show as written.
+func foldedFrame(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == ';' || r < 0x20 || r == 0x7f }) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == ';':
+			b.WriteString(`\x3b`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

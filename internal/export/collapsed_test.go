@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"testing"
+
+	"github.com/memscan/memscan/snapshot"
 )
 
 func TestWriteCollapsedFixture(t *testing.T) {
@@ -58,4 +60,27 @@ func foldedTotal(t *testing.T, b []byte) int64 {
 		total += n
 	}
 	return total
+}
+
+// TestCollapsedHostileFrameNames: a frame name holding ';' or a line break stays one frame on one line. With the
+// names written raw, "evil;fake" read as two frames and "f\n stream_0;x 999999" as a stack of its own with a
+// count of 999999.
+func TestCollapsedHostileFrameNames(t *testing.T) {
+	st := &snapshot.Stack{Frames: []snapshot.Frame{
+		{Filename: "/src/model.py", Line: 3, Name: "evil;fake_frame"},
+		{Filename: "/src/train\r.py", Line: 1, Name: "f\nstream_0;active_allocated;x 999999\x1b[2J"},
+	}}
+	s := &snapshot.Snapshot{Segments: []snapshot.Segment{{TotalSize: 4096, Blocks: []snapshot.Block{
+		{Size: 4096, RequestedSize: 4096, State: snapshot.BlockActiveAllocated, Stack: st}}}}}
+	var buf bytes.Buffer
+	if err := WriteCollapsed(context.Background(), &buf, s); err != nil {
+		t.Fatal(err)
+	}
+	want := `stream_0;active_allocated;train\r.py:1:f\nstream_0\x3bactive_allocated\x3bx 999999\x1b[2J;model.py:3:evil\x3bfake_frame 4096` + "\n"
+	if got := buf.String(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := foldedTotal(t, buf.Bytes()); got != 4096 {
+		t.Errorf("folded total %d, want 4096", got)
+	}
 }

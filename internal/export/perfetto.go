@@ -88,13 +88,11 @@ type categoryStep struct {
 // it back at its End. The category set is fixed per device (sorted names) so every counter event carries every
 // series; initial holds what was live before the first event, steps are in event order.
 func categorySteps(r *replay.DeviceTrace, category func(*snapshot.Stack) string) (names []string, initial []int64, steps []categoryStep) {
-	lifetimes := r.Lifetimes()
-	lifeCat := make([]string, len(lifetimes))
+	ls := r.Lifetimes()
+	lifeCat := replayedCategories(r, ls, category)
 	catIdx := make(map[string]int)
-	for k := range lifetimes {
-		l := &lifetimes[k]
-		lifeCat[k] = replayedCategory(r, l, category(l.Stack))
-		catIdx[lifeCat[k]] = 0
+	for _, c := range lifeCat {
+		catIdx[c] = 0
 	}
 	names = make([]string, 0, len(catIdx))
 	for c := range catIdx {
@@ -105,10 +103,10 @@ func categorySteps(r *replay.DeviceTrace, category func(*snapshot.Stack) string)
 		catIdx[c] = k
 	}
 	initial = make([]int64, len(names))
-	steps = make([]categoryStep, 0, 2*len(lifetimes))
+	steps = make([]categoryStep, 0, 2*len(ls))
 	n := len(r.Trace)
-	for k := range lifetimes {
-		l, c := &lifetimes[k], catIdx[lifeCat[k]]
+	for k := range ls {
+		l, c := &ls[k], catIdx[lifeCat[k]]
 		if l.Start < 0 {
 			initial[c] += l.Size
 		} else {

@@ -92,17 +92,18 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			if err != nil {
 				return nil, err
 			}
-			atEnd := map[uint64]*replay.Lifetime{}
-			for i := range r.Elements {
-				if int(r.Elements[i].End) == len(tr) {
-					l := r.Lifetime(i)
-					atEnd[l.Addr] = &l
+			ls := r.Lifetimes()
+			cats := replayedCategories(r, ls, func(st *snapshot.Stack) string { c, _ := classify(st); return c })
+			atEnd := map[uint64]int{}
+			for i := range ls {
+				if l := &ls[i]; l.End == len(tr) {
+					atEnd[l.Addr] = i
 				}
 			}
 			for i := range out {
 				smp := &out[i]
-				if l, ok := atEnd[smp.addr]; ok && smp.Device == dev {
-					smp.Category = replayedCategory(r, l, smp.Category)
+				if k, ok := atEnd[smp.addr]; ok && smp.Device == dev {
+					smp.Category = cats[k]
 				}
 			}
 		}
@@ -118,14 +119,22 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			}
 			// The live set at the peak of memscan's own replay, so the profile and the report agree; ordered
 			// live-before-the-trace first, then by alloc event.
-			live := r.LiveAfter(r.PeakIndex)
-			slices.SortStableFunc(live, func(a, b replay.Lifetime) int {
+			ls := r.Lifetimes()
+			cats := replayedCategories(r, ls, func(st *snapshot.Stack) string { c, _ := classify(st); return c })
+			var live []int
+			for k := range ls {
+				if l := &ls[k]; l.Start <= r.PeakIndex && r.PeakIndex < l.End {
+					live = append(live, k)
+				}
+			}
+			slices.SortStableFunc(live, func(x, y int) int {
+				a, b := &ls[x], &ls[y]
 				return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Addr, b.Addr))
 			})
-			for i := range live {
-				a := &live[i]
+			for _, k := range live {
+				a := &ls[k]
 				smp := add(dev, a.Addr, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
-				smp.Category = replayedCategory(r, a, smp.Category)
+				smp.Category = cats[k]
 			}
 		}
 	default:

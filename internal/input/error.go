@@ -46,3 +46,15 @@ type memscanOutputError struct{}
 
 func (memscanOutputError) Error() string { return ErrUnknownContent.Error() }
 func (memscanOutputError) Unwrap() error { return ErrUnknownContent }
+
+// WrongInputError is content recognised as something other than an input memscan reads (a profiler trace, a
+// checkpoint, JSON of another tool), with what to give memscan instead. It unwraps to ErrUnknownContent.
+type WrongInputError struct {
+	File string
+	// What says what the content is; Do what to do instead.
+	What, Do string
+}
+
+func (e *WrongInputError) Error() string { return e.File + ": " + e.What + "; " + e.Do }
+
+func (e *WrongInputError) Unwrap() error { return ErrUnknownContent }

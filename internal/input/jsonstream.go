@@ -76,6 +76,28 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Rest hands the input from Offset on to a decoder of the caller's own, through the same file and cancellation
+// bounds; the stream must not be used afterwards. A format made of millions of numbers (a memory timeline) reads
+// them many times faster than token by token through encoding/json. Read errors are worded by ReadErr.
+func (s *JSONStream) Rest() (r io.Reader, offset int64) {
+	s.lim.consumed = nil // the caller's decoder buffers what it likes; the file bound still holds
+	return io.MultiReader(s.dec.Buffered(), s.lim), s.dec.InputOffset()
+}
+
+// ReadErr words an error from reading Rest at a byte offset: a bound passed, a cancellation, a failed read.
+func (s *JSONStream) ReadErr(offset int64, path string, err error) error {
+	var le *limitError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %w", s.name, err)
+	case errors.As(err, &le):
+		return &Error{File: s.name, Offset: offset, Field: path, Msg: le.msg}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{File: s.name, Offset: offset, Field: path, Msg: "unexpected end of file"}
+	}
+	return &Error{File: s.name, Offset: offset, Field: path, Msg: "cannot read", Err: err}
+}
+
 // Offset is the byte offset the decoder has reached.
 func (s *JSONStream) Offset() int64 { return s.dec.InputOffset() }
 

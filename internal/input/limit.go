@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/memscan/memscan/internal/units"
+	"github.com/memscan/memscan/internal/inputfile"
 )
 
 // ErrInputTooLarge is wrapped by decode errors for inputs larger than the input size limit.
@@ -35,9 +35,7 @@ func (e *SizeError) Error() string {
 func (e *SizeError) Unwrap() error { return ErrInputTooLarge }
 
 // SizeWords renders a byte count as --max-input-size reads it, and exactly.
-func SizeWords(n int64) string {
-	return fmt.Sprintf("%s (%d bytes)", units.Bytes(n), n)
-}
+func SizeWords(n int64) string { return inputfile.SizeWords(n) }
 
 // CapReader fails with a *SizeError once more than its limit has been read through it: the decoders stream, so
 // a gzip bomb stops at the limit instead of being inflated whole.

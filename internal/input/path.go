@@ -1,8 +1,10 @@
 package input
 
 import (
+	"cmp"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,12 +40,25 @@ const maxPathNumber = 1 << 30
 // the usual spellings rank3, rank_3, Rank-7, _r3_, iter3, step_3. The file name is searched first, then the
 // directories from the innermost outward; the first match of each wins. Backslashes count as separators.
 func ParsePath(p string) PathInfo {
+	info, _, _ := parsePath(p)
+	return info
+}
+
+// numberAt is where ParsePath read a number: the path component and the digits' byte range in it.
+type numberAt struct{ part, from, to int }
+
+// parsePath is ParsePath, also returning the path's components and where in them the rank and the iteration
+// were read (RunOf blanks them out).
+func parsePath(p string) (PathInfo, []string, []numberAt) {
 	info := PathInfo{Rank: -1, Iteration: -1}
-	num := func(s string) int {
-		n, err := strconv.Atoi(s)
+	var at []numberAt
+	// num reads the digits m[g] of part i; a number too large to be a rank or step is none.
+	num := func(i int, part string, m []int, g int) int {
+		n, err := strconv.Atoi(part[m[2*g]:m[2*g+1]])
 		if err != nil || n > maxPathNumber {
 			return -1
 		}
+		at = append(at, numberAt{i, m[2*g], m[2*g+1]})
 		return n
 	}
 	parts := strings.Split(strings.ReplaceAll(p, `\`, "/"), "/")
@@ -53,24 +68,26 @@ func ParsePath(p string) PathInfo {
 			continue
 		}
 		if i == len(parts)-1 {
-			part = strings.TrimSuffix(part, path.Ext(part))
-			if m := pathRankStepRe.FindStringSubmatch(part); m != nil {
-				info.Rank, info.Iteration, info.IterationKind = num(m[1]), num(m[2]), "step"
+			// The extension is cut, so indices into the name are indices into the component.
+			name := strings.TrimSuffix(part, path.Ext(part))
+			if m := pathRankStepRe.FindStringSubmatchIndex(name); m != nil {
+				info.Rank, info.Iteration, info.IterationKind = num(i, name, m, 1), num(i, name, m, 2), "step"
 				continue
 			}
+			part = name
 		}
 		if info.Rank < 0 {
-			if m := pathRankRe.FindStringSubmatch(part); m != nil {
-				info.Rank = num(m[1])
-			} else if m := pathShortRankRe.FindStringSubmatch(part); m != nil {
-				info.Rank = num(m[1])
+			if m := pathRankRe.FindStringSubmatchIndex(part); m != nil {
+				info.Rank = num(i, part, m, 1)
+			} else if m := pathShortRankRe.FindStringSubmatchIndex(part); m != nil {
+				info.Rank = num(i, part, m, 1)
 			}
 		}
 		if info.Iteration < 0 {
-			if m := pathIterRe.FindStringSubmatch(part); m != nil {
-				if info.Iteration = num(m[2]); info.Iteration >= 0 {
+			if m := pathIterRe.FindStringSubmatchIndex(part); m != nil {
+				if info.Iteration = num(i, part, m, 2); info.Iteration >= 0 {
 					info.IterationKind = "iter"
-					if strings.EqualFold(m[1], "step") {
+					if strings.EqualFold(part[m[2]:m[3]], "step") {
 						info.IterationKind = "step"
 					}
 				}
@@ -80,7 +97,33 @@ func ParsePath(p string) PathInfo {
 	if info.Iteration < 0 {
 		info.IterationKind = ""
 	}
-	return info
+	return info, parts, at
+}
+
+// RunOf names the run a path belongs to: the path with the rank and the iteration it names blanked out as "*"
+// (dump/iteration_10/rank3_memory_snapshot.pickle → dump/iteration_*/rank*_memory_snapshot.pickle), so every
+// rank and iteration of one dump shares it while another run's folder or file names differ. A directory that
+// repeats the iteration (torchtitan's step_000000000010/000007_step_10.pickle) is blanked too. Paths are not
+// made absolute here; callers that compare runs written from different working directories do that first.
+func RunOf(p string) string {
+	info, parts, at := parsePath(p)
+	// Blank from the right within a component so earlier indices stay valid.
+	slices.SortFunc(at, func(a, b numberAt) int { return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(b.from, a.from)) })
+	for _, a := range at {
+		parts[a.part] = parts[a.part][:a.from] + "*" + parts[a.part][a.to:]
+	}
+	if info.Iteration >= 0 {
+		for i, part := range parts[:len(parts)-1] {
+			parts[i] = pathIterRe.ReplaceAllStringFunc(part, func(m string) string {
+				sub := pathIterRe.FindStringSubmatchIndex(m)
+				if n, err := strconv.Atoi(m[sub[4]:sub[5]]); err != nil || n != info.Iteration {
+					return m
+				}
+				return m[:sub[4]] + "*" + m[sub[5]:]
+			})
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // RankFromPath returns the rank a path names (see ParsePath); ok is false when no component names a rank.

@@ -10,13 +10,15 @@ type Kind int
 
 // The kinds Sniff tells apart.
 const (
-	KindUnknown       Kind = iota
-	KindPickle             // a pickle of protocol 2 or later (PROTO opcode)
-	KindGzip               // a gzip stream; sniff again inside it
-	KindMemscanOutput      // a file memscan wrote (JSON or msgpack)
-	KindJSON               // starts like JSON: '{' or '['; may still be a log whose lines start with '['
-	KindText               // plausibly UTF-8 text (a training log)
-	KindOldPickle          // a pickle of protocol 0 or 1 (no PROTO opcode), which no snapshot is
+	KindUnknown         Kind = iota
+	KindPickle               // a pickle of protocol 2 or later (PROTO opcode)
+	KindGzip                 // a gzip stream; sniff again inside it
+	KindMemscanOutput        // a file memscan wrote (JSON or msgpack)
+	KindJSON                 // starts like JSON: '{' or '['; may still be a log whose lines start with '['
+	KindText                 // plausibly UTF-8 text (a training log)
+	KindOldPickle            // a pickle of protocol 0 or 1 (no PROTO opcode), which no snapshot is
+	KindZip                  // a zip archive: torch.save's format since PyTorch 1.6, or any other
+	KindLegacyTorchSave      // a pickle that starts with torch.save's magic number (its format before PyTorch 1.6)
 )
 
 // SniffLen is how many leading bytes Sniff wants to see.
@@ -26,8 +28,12 @@ const SniffLen = 512
 // file name. head must not be empty.
 func Sniff(head []byte) Kind {
 	switch {
+	case isLegacyTorchSave(head):
+		return KindLegacyTorchSave
 	case head[0] == 0x80:
 		return KindPickle
+	case bytes.HasPrefix(head, zipMagic):
+		return KindZip
 	case len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b:
 		return KindGzip
 	case isMemscanOutput(head):
@@ -43,6 +49,39 @@ func Sniff(head []byte) Kind {
 		return KindText
 	}
 	return KindUnknown
+}
+
+// zipMagic starts a zip archive's first local file header.
+var zipMagic = []byte("PK\x03\x04")
+
+// legacyTorchSaveMagic is torch.save's magic number 0x1950a86a20f9469cfc6c as the pickle LONG1 opcode writes it:
+// the first value torch.save pickled before its zip format.
+var legacyTorchSaveMagic = []byte("\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19")
+
+// isLegacyTorchSave says whether head is a pickle (PROTO, then FRAME from protocol 4) whose first value is
+// torch.save's magic number.
+func isLegacyTorchSave(head []byte) bool {
+	if len(head) < 2 || head[0] != 0x80 {
+		return false
+	}
+	rest := head[2:]
+	if len(rest) > 0 && rest[0] == 0x95 && len(rest) >= 9 { // FRAME and its 8-byte length
+		rest = rest[9:]
+	}
+	return bytes.HasPrefix(rest, legacyTorchSaveMagic)
+}
+
+// ZipFirstName returns the name of the first entry of a zip archive from its first bytes (the local file header:
+// name length at byte 26, the name from byte 30), or "" when head does not hold it.
+func ZipFirstName(head []byte) string {
+	if len(head) < 30 || !bytes.HasPrefix(head, zipMagic) {
+		return ""
+	}
+	n := int(head[26]) | int(head[27])<<8
+	if len(head) < 30+n {
+		return ""
+	}
+	return string(head[30 : 30+n])
 }
 
 func firstNonSpace(b []byte) byte {

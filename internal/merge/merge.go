@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
 )
 
@@ -21,14 +22,20 @@ const SummaryVersion = 1
 // RankSummary is the compact summary of one rank's snapshot: what a cross-rank report needs, a few hundred
 // bytes, so that thousands of ranks can be summarized where their snapshots live and merged anywhere.
 type RankSummary struct {
-	Kind      string `json:"kind" msgpack:"kind"`
-	Version   int    `json:"version" msgpack:"version"`
-	File      string `json:"file" msgpack:"file"`
+	Kind    string `json:"kind" msgpack:"kind"`
+	Version int    `json:"version" msgpack:"version"`
+	File    string `json:"file" msgpack:"file"`
+	// Run names the run the snapshot came from (see Summarize): two runs of one iteration have ranks of the same
+	// numbers, and the run tells them apart. "" in summaries written before it existed.
+	Run       string `json:"run,omitempty" msgpack:"run,omitempty"`
 	Rank      int    `json:"rank" msgpack:"rank"`           // -1 when unknown
 	Iteration int    `json:"iteration" msgpack:"iteration"` // -1 when unknown
 	// Stage is the pipeline stage, -1 when unknown (the merger can derive it from the rank, see Options).
 	Stage   int   `json:"stage" msgpack:"stage"`
 	Devices []int `json:"devices" msgpack:"devices"`
+	// Source is the file the summary was read from (set by ReadFile, not stored in the summary): what to remove
+	// when a rank is given twice.
+	Source string `json:"-" msgpack:"-"`
 
 	ReservedBytes         int64 `json:"reserved_bytes" msgpack:"reserved_bytes"`
 	AllocatedBytes        int64 `json:"allocated_bytes" msgpack:"allocated_bytes"`
@@ -47,11 +54,13 @@ type RankSummary struct {
 // have far fewer, so the bound only matters for hostile input.
 const summaryCategories = 64
 
-// Summarize reduces a report to its rank summary.
-func Summarize(r *report.Report) *RankSummary {
+// Summarize reduces a report to its rank summary. run names the run its input belongs to: the caller derives it
+// from the input's path (input.RunOf of the absolute path: the dump folder with rank and iteration blanked),
+// which merge cannot read itself, as it needs only the report model.
+func Summarize(r *report.Report, run string) *RankSummary {
 	t, _ := r.AllocatorTotals() // zero for the kinds without allocator state
 	s := &RankSummary{
-		Kind: SummaryKind, Version: SummaryVersion, File: r.File, Rank: r.Rank, Iteration: r.Iteration, Stage: -1,
+		Kind: SummaryKind, Version: SummaryVersion, File: r.File, Run: run, Rank: r.Rank, Iteration: r.Iteration, Stage: -1,
 		Devices:               slices.Clone(r.Devices),
 		ReservedBytes:         t.ReservedBytes,
 		AllocatedBytes:        t.AllocatedBytes,
@@ -86,30 +95,42 @@ type Options struct {
 	// highest rank + 1 among the summaries merged, known only once all are in: such rows get their stage, and
 	// count in its statistics, when the result is taken (see Result), so one pass over the summaries suffices.
 	Stages, World int
-	// TopK is how many of the largest ranks are kept as outlier candidates; 0 means report.DefaultTopK.
-	TopK int
 }
 
-// RankRow is one rank in the cross-rank table.
+// RankRow is one rank in the cross-rank table. It keeps every measure of its summary that a merge sums, so that
+// a cross-rank report can be merged again (hierarchically) with the same result as merging the summaries.
 type RankRow struct {
-	File           string  `json:"file" msgpack:"file"`
-	Rank           int     `json:"rank" msgpack:"rank"`
-	Iteration      int     `json:"iteration" msgpack:"iteration"`
-	Stage          int     `json:"stage" msgpack:"stage"`
-	ReservedBytes  int64   `json:"reserved_bytes" msgpack:"reserved_bytes"`
-	AllocatedBytes int64   `json:"allocated_bytes" msgpack:"allocated_bytes"`
-	PeakBytes      int64   `json:"peak_bytes" msgpack:"peak_bytes"`
-	EfficiencyPct  float64 `json:"efficiency_pct" msgpack:"efficiency_pct"`
-	OOMs           int     `json:"ooms" msgpack:"ooms"`
+	File string `json:"file" msgpack:"file"`
+	// Source is the summary file the row was first read from ("" for a summary added in memory).
+	Source    string `json:"source,omitempty" msgpack:"source,omitempty"`
+	Run       string `json:"run,omitempty" msgpack:"run,omitempty"`
+	Rank      int    `json:"rank" msgpack:"rank"`
+	Iteration int    `json:"iteration" msgpack:"iteration"`
+	// Stage is the stage the merge gave the rank; SummaryStage the one its summary named (−1: none, so Stage came
+	// from the rank and --stages, and a later merge derives it again).
+	Stage             int     `json:"stage" msgpack:"stage"`
+	SummaryStage      int     `json:"summary_stage" msgpack:"summary_stage"`
+	ReservedBytes     int64   `json:"reserved_bytes" msgpack:"reserved_bytes"`
+	AllocatedBytes    int64   `json:"allocated_bytes" msgpack:"allocated_bytes"`
+	RequestedBytes    int64   `json:"requested_bytes" msgpack:"requested_bytes"`
+	InternalFreeBytes int64   `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
+	ExternalFreeBytes int64   `json:"external_free_bytes" msgpack:"external_free_bytes"`
+	PeakBytes         int64   `json:"peak_bytes" msgpack:"peak_bytes"`
+	EfficiencyPct     float64 `json:"efficiency_pct" msgpack:"efficiency_pct"`
+	OOMs              int     `json:"ooms" msgpack:"ooms"`
+}
+
+// summary is the rank summary a row was made from, less its categories (a cross-rank report keeps their sums).
+func (r RankRow) summary() *RankSummary {
+	return &RankSummary{Kind: SummaryKind, Version: SummaryVersion, File: r.File, Source: r.Source, Run: r.Run, Rank: r.Rank,
+		Iteration: r.Iteration, Stage: r.SummaryStage, ReservedBytes: r.ReservedBytes, AllocatedBytes: r.AllocatedBytes,
+		RequestedBytes: r.RequestedBytes, InternalFreeBytes: r.InternalFreeBytes, ExternalFreeBytes: r.ExternalFreeBytes,
+		PeakBytes: r.PeakBytes, OOMs: r.OOMs}
 }
 
 func rowOrder(a, b RankRow) int {
-	return cmp.Or(cmp.Compare(a.Iteration, b.Iteration), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.File, b.File))
-}
-
-// bigger orders rows by reserved bytes, largest first, with a total order so top-k is deterministic.
-func bigger(a, b RankRow) int {
-	return cmp.Or(cmp.Compare(b.ReservedBytes, a.ReservedBytes), rowOrder(a, b))
+	return cmp.Or(cmp.Compare(a.Iteration, b.Iteration), cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.File, b.File),
+		cmp.Compare(a.Source, b.Source), cmp.Compare(a.Run, b.Run))
 }
 
 // Merger joins rank summaries into a cross-rank report. It is streaming and associative: Add and Merge in any
@@ -176,9 +197,6 @@ func addTo(dst *int64, v int64) bool {
 
 // New returns an empty merger.
 func New(opts Options) *Merger {
-	if opts.TopK <= 0 {
-		opts.TopK = report.DefaultTopK
-	}
 	return &Merger{opts: opts, categories: map[string]*report.CategoryStat{}, stages: map[int]*StageStat{}, iterations: map[int]int{}}
 }
 
@@ -222,16 +240,6 @@ func (s *stat) merge(o *stat) bool {
 	return true
 }
 
-// quantile returns the value at quantile q in [0, 1] of sorted (ascending): the element at index
-// floor((n−1)·q), i.e. the lower middle one for even counts. It is exact and one of the values, so every
-// quantile lies between the minimum and the maximum.
-func quantile(sorted []int64, q float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[int(math.Floor(float64(len(sorted)-1)*q))]
-}
-
 // StageStat aggregates the ranks of one pipeline stage.
 type StageStat struct {
 	Stage          int   `json:"stage" msgpack:"stage"`
@@ -258,9 +266,16 @@ func (m *Merger) stageOf(s *RankSummary) int {
 	return -1
 }
 
-// rankStage is the stage of rank when world ranks are split into stages contiguous groups.
+// rankStage is the stage of rank when world ranks are split into stages contiguous groups of ⌈world/stages⌉.
+// Ranks and worlds are bounded (maxRank), and a world of no rank has no stages: 0, never a division by zero.
 func rankStage(rank, stages, world int) int {
-	per := (world + stages - 1) / stages
+	per := world / stages
+	if world%stages != 0 {
+		per++
+	}
+	if per <= 0 || rank < 0 {
+		return 0
+	}
 	return min(rank/per, stages-1)
 }
 
@@ -278,16 +293,22 @@ func (m *Merger) settledStage() func(RankRow) int {
 	if !m.opts.deferredStages() {
 		return func(r RankRow) int { return r.Stage }
 	}
-	world := 0
-	for _, r := range m.rows {
-		world = max(world, r.Rank+1)
-	}
+	world := m.derivedWorld()
 	return func(r RankRow) int {
 		if m.deferred(r) {
 			return rankStage(r.Rank, m.opts.Stages, world)
 		}
 		return r.Stage
 	}
+}
+
+// derivedWorld is the highest rank merged + 1 (ranks are validated, so it fits), 0 when no row names a rank.
+func (m *Merger) derivedWorld() int {
+	world := 0
+	for _, r := range m.rows {
+		world = max(world, r.Rank+1)
+	}
+	return world
 }
 
 // wide is an int128 sum of int64s: the deferred stage sums are formed in whatever order the rows were merged,
@@ -368,7 +389,8 @@ func (m *Merger) stageStats(stageOf func(RankRow) int) ([]StageStat, *OverflowEr
 // stageField names a stage's byte sum as the cross-rank report's JSON does.
 func stageField(stage int, field string) string { return fmt.Sprintf("stages[%d].%s", stage, field) }
 
-// Add merges one rank summary. A byte count whose sum over the ranks would overflow stops the merge (see Err).
+// Add merges one rank summary, which the caller has validated (Check; ReadFile and DecodeSummaries return only
+// valid ones). A byte count whose sum over the ranks would overflow stops the merge (see Err).
 func (m *Merger) Add(s *RankSummary) {
 	if m.err != nil {
 		return
@@ -377,8 +399,9 @@ func (m *Merger) Add(s *RankSummary) {
 		m.err = &OverflowError{File: s.File, Field: field}
 		return
 	}
-	row := RankRow{File: s.File, Rank: s.Rank, Iteration: s.Iteration, Stage: m.stageOf(s),
-		ReservedBytes: s.ReservedBytes, AllocatedBytes: s.AllocatedBytes, PeakBytes: s.PeakBytes, OOMs: s.OOMs}
+	row := RankRow{File: s.File, Source: s.Source, Run: s.Run, Rank: s.Rank, Iteration: s.Iteration, Stage: m.stageOf(s), SummaryStage: s.Stage,
+		ReservedBytes: s.ReservedBytes, AllocatedBytes: s.AllocatedBytes, RequestedBytes: s.RequestedBytes,
+		InternalFreeBytes: s.InternalFreeBytes, ExternalFreeBytes: s.ExternalFreeBytes, PeakBytes: s.PeakBytes, OOMs: s.OOMs}
 	if s.ReservedBytes > 0 {
 		row.EfficiencyPct = float64(s.RequestedBytes) / float64(s.ReservedBytes) * 100
 	}
@@ -426,18 +449,46 @@ func (m *Merger) checkAdd(s *RankSummary) string {
 			return stageField(i, "allocated_bytes")
 		}
 	}
-	seen := map[string]int64{} // a summary may list a category twice
-	for _, c := range s.Categories {
+	return m.checkCategories(s.Categories)
+}
+
+// checkCategories returns the first category whose byte or allocation count, summed over the ranks with cats
+// added, would pass what an int64 holds, or "".
+func (m *Merger) checkCategories(cats []report.CategoryStat) string {
+	type sums struct{ bytes, count int64 }
+	seen := map[string]*sums{} // a list may name a category twice
+	for _, c := range cats {
 		sum := seen[c.Name]
-		if cs := m.categories[c.Name]; cs != nil && sum == 0 {
-			sum = cs.Bytes
+		if sum == nil {
+			sum = &sums{}
+			if cs := m.categories[c.Name]; cs != nil {
+				sum.bytes, sum.count = cs.Bytes, int64(cs.Count)
+			}
+			seen[c.Name] = sum
 		}
-		if !addTo(&sum, c.Bytes) {
+		if !addTo(&sum.bytes, c.Bytes) {
 			return "categories[" + c.Name + "].bytes"
 		}
-		seen[c.Name] = sum
+		if !addTo(&sum.count, int64(c.Count)) {
+			return "categories[" + c.Name + "].count"
+		}
 	}
 	return ""
+}
+
+// AddCategories adds the category sums of a cross-rank report merged again: its rows come in through Add
+// without categories, and the report's sums over them through here, once.
+func (m *Merger) AddCategories(file string, cats []report.CategoryStat) {
+	if m.err != nil {
+		return
+	}
+	if field := m.checkCategories(cats); field != "" {
+		m.err = &OverflowError{File: file, Field: field}
+		return
+	}
+	for _, c := range cats {
+		m.addCategory(c)
+	}
 }
 
 // addCategory adds c's bytes and count to the category of its name.
@@ -532,18 +583,26 @@ func (m *Merger) checkMerge(o *Merger) string {
 		}
 	}
 	for name, c := range o.categories {
-		if mc := m.categories[name]; mc != nil && !fits(mc.Bytes, c.Bytes) {
-			return "categories[" + name + "].bytes"
+		if mc := m.categories[name]; mc != nil {
+			if !fits(mc.Bytes, c.Bytes) {
+				return "categories[" + name + "].bytes"
+			}
+			if !fits(int64(mc.Count), int64(c.Count)) {
+				return "categories[" + name + "].count"
+			}
 		}
 	}
 	return ""
 }
 
-// CrossRank is the merged cross-rank report.
+// CrossRank is the merged cross-rank report. Every field is a function of the rows, the category sums and the
+// options, so a cross-rank report read back as an input (its rows and categories) merges to the same report as
+// the summaries it came from.
 type CrossRank struct {
 	Kind    string `json:"kind" msgpack:"kind"`
 	Version int    `json:"version" msgpack:"version"`
-	Ranks   int    `json:"ranks" msgpack:"ranks"`
+	// Ranks counts the summaries merged (rows); RankSet says how many distinct ranks they are.
+	Ranks int `json:"ranks" msgpack:"ranks"`
 	// Rows is the per-rank table, sorted by iteration, rank and file.
 	Rows      []RankRow   `json:"rows" msgpack:"rows"`
 	Reserved  MetricStats `json:"reserved" msgpack:"reserved"`
@@ -556,12 +615,17 @@ type CrossRank struct {
 	EfficiencyPct     float64 `json:"efficiency_pct" msgpack:"efficiency_pct"`
 	InternalFreeBytes int64   `json:"internal_free_bytes" msgpack:"internal_free_bytes"`
 	ExternalFreeBytes int64   `json:"external_free_bytes" msgpack:"external_free_bytes"`
-	// Outliers are ranks reserving more than OutlierPct above the median, largest first (at most TopK).
-	Outliers        []RankRow             `json:"outliers" msgpack:"outliers"`
-	Stages          []StageStat           `json:"stages" msgpack:"stages"`
+	// Outliers are all the ranks reserving more than findings.OutlierPct above the median of their group (their
+	// iteration and pipeline stage), the largest gap first; PeakOutliers the same by peak.
+	Outliers     []Outlier   `json:"outliers" msgpack:"outliers"`
+	PeakOutliers []Outlier   `json:"peak_outliers" msgpack:"peak_outliers"`
+	Stages       []StageStat `json:"stages" msgpack:"stages"`
+	// Categories are the live bytes and allocations of every category summed over the ranks, largest first
+	// (TopCategories folds the tail for display).
 	Categories      []report.CategoryStat `json:"categories" msgpack:"categories"`
 	OOMs            int                   `json:"ooms" msgpack:"ooms"`
 	OOMRanks        int                   `json:"oom_ranks" msgpack:"oom_ranks"`
+	RankSet         RankSet               `json:"rank_set" msgpack:"rank_set"`
 	Recommendations []findings.Finding    `json:"recommendations" msgpack:"recommendations"`
 	// Iterations lists the iterations (−1: unknown) when the summaries come from more than one: then a rank
 	// appears once per iteration, Ranks counts summaries, and the statistics mix steps.
@@ -571,8 +635,12 @@ type CrossRank struct {
 // CrossRankKind marks a msgpack or JSON file as a merged cross-rank report.
 const CrossRankKind = "memscan-cross-rank"
 
-// MetricStats summarizes one metric over ranks. Median and P90 are exact (see quantile), so
-// Min ≤ Median ≤ P90 ≤ Max.
+// CrossRankVersion is bumped whenever a CrossRank field changes meaning or is removed. Version 2 keeps in each
+// row every measure a merge sums, so a cross-rank report is an input of memscan merge; version 1 did not.
+const CrossRankVersion = 2
+
+// MetricStats summarizes one metric over ranks. Median, P90 and P99 are exact percentiles by the rule of
+// units.PercentileIndex (one of the values), so Min ≤ Median ≤ P90 ≤ P99 ≤ Max.
 type MetricStats struct {
 	Sum     int64 `json:"sum" msgpack:"sum"`
 	Min     int64 `json:"min" msgpack:"min"`
@@ -582,16 +650,18 @@ type MetricStats struct {
 	Mean    int64 `json:"mean" msgpack:"mean"`
 	Median  int64 `json:"median" msgpack:"median"`
 	P90     int64 `json:"p90" msgpack:"p90"`
+	P99     int64 `json:"p99" msgpack:"p99"`
 }
 
-// stats summarizes s; values are the metric of every row merged (in any order), for the exact quantiles.
+// stats summarizes s; values are the metric of every row merged (in any order), for the exact percentiles.
 func (s *stat) stats(values []int64) MetricStats {
 	if s.N == 0 {
 		return MetricStats{MinRank: -1, MaxRank: -1}
 	}
 	slices.Sort(values)
 	return MetricStats{Sum: s.Sum, Min: s.Min, MinRank: s.MinRow.Rank, Max: s.Max, MaxRank: s.MaxRow.Rank,
-		Mean: s.Sum / int64(s.N), Median: quantile(values, 0.5), P90: quantile(values, 0.9)}
+		Mean: s.Sum / int64(s.N), Median: units.PercentileSorted(values, 50), P90: units.PercentileSorted(values, 90),
+		P99: units.PercentileSorted(values, 99)}
 }
 
 // column returns one metric of every row.
@@ -602,6 +672,9 @@ func column(rows []RankRow, metric func(RankRow) int64) []int64 {
 	}
 	return out
 }
+
+func reservedOf(r RankRow) int64 { return r.ReservedBytes }
+func peakOf(r RankRow) int64     { return r.PeakBytes }
 
 // imbalancePct is (max / median − 1) × 100: how far the largest rank is above the typical one. The median is
 // one of the values, so it is never negative; 0 when the median is 0 (nothing to compare with).
@@ -617,12 +690,12 @@ func imbalancePct(s MetricStats) float64 {
 // stage sums fit, and Result is only meaningful when Err is nil.
 func (m *Merger) Result() *CrossRank {
 	stageOf := m.settledStage()
-	c := &CrossRank{Kind: CrossRankKind, Version: SummaryVersion, Ranks: len(m.rows), Rows: slices.Clone(m.rows),
-		Reserved:          m.reserved.stats(column(m.rows, func(r RankRow) int64 { return r.ReservedBytes })),
+	c := &CrossRank{Kind: CrossRankKind, Version: CrossRankVersion, Ranks: len(m.rows), Rows: slices.Clone(m.rows),
+		Reserved:          m.reserved.stats(column(m.rows, reservedOf)),
 		Allocated:         m.allocated.stats(column(m.rows, func(r RankRow) int64 { return r.AllocatedBytes })),
-		Peak:              m.peak.stats(column(m.rows, func(r RankRow) int64 { return r.PeakBytes })),
+		Peak:              m.peak.stats(column(m.rows, peakOf)),
 		InternalFreeBytes: m.internal, ExternalFreeBytes: m.external, OOMs: m.ooms, OOMRanks: m.oomRanks,
-		Outliers: []RankRow{}, Stages: []StageStat{}, Categories: []report.CategoryStat{}, Recommendations: []findings.Finding{}}
+		Stages: []StageStat{}, Categories: []report.CategoryStat{}}
 	for i := range c.Rows {
 		c.Rows[i].Stage = stageOf(c.Rows[i])
 	}
@@ -640,18 +713,7 @@ func (m *Merger) Result() *CrossRank {
 	if m.reserved.Sum > 0 {
 		c.EfficiencyPct = float64(m.requested.Sum) / float64(m.reserved.Sum) * 100
 	}
-	// The outliers come from the table rows, which are all kept: a top-k kept as rows are added would sort
-	// it once per summary.
-	if c.Reserved.Median > 0 {
-		for _, r := range c.Rows {
-			if float64(r.ReservedBytes) > float64(c.Reserved.Median)*(1+findings.OutlierPct/100) {
-				c.Outliers = append(c.Outliers, r)
-			}
-		}
-		slices.SortFunc(c.Outliers, bigger)
-		// A copy, so the report does not keep the room of every row above the threshold.
-		c.Outliers = slices.Clone(c.Outliers[:min(len(c.Outliers), m.opts.TopK)])
-	}
+	c.Outliers, c.PeakOutliers = outliers(c.Rows, reservedOf), outliers(c.Rows, peakOf)
 	if stages, err := m.stageStats(stageOf); err == nil {
 		c.Stages = stages
 	}
@@ -661,24 +723,33 @@ func (m *Merger) Result() *CrossRank {
 	slices.SortFunc(c.Categories, func(a, b report.CategoryStat) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.Name, b.Name))
 	})
-	if len(c.Categories) > summaryCategories {
-		rest := report.CategoryStat{Name: "(other categories)"}
-		for _, cs := range c.Categories[summaryCategories-1:] {
-			rest.Bytes += cs.Bytes
-			rest.Count += cs.Count
-		}
-		c.Categories = append(c.Categories[:summaryCategories-1], rest)
-	}
-	c.Recommendations = crossRankAdvice(c)
+	c.RankSet = checkRankSet(c.Rows, m.opts)
+	c.Recommendations = crossRankAdvice(c, m.opts)
 	return c
 }
 
+// TopCategories returns the n largest categories, the rest summed as "(other categories)" in the last place
+// when there are more than n.
+func TopCategories(cats []report.CategoryStat, n int) []report.CategoryStat {
+	if n <= 0 || len(cats) <= n {
+		return cats
+	}
+	out := slices.Clone(cats[:n-1])
+	rest := report.CategoryStat{Name: "(other categories)"}
+	for _, cs := range cats[n-1:] {
+		rest.Bytes += cs.Bytes
+		rest.Count += cs.Count
+	}
+	return append(out, rest)
+}
+
 // crossRankAdvice turns the merged numbers into advice.
-func crossRankAdvice(c *CrossRank) []findings.Finding {
+func crossRankAdvice(c *CrossRank, opts Options) []findings.Finding {
 	out := []findings.Finding{}
 	if len(c.Iterations) > findings.MixedIterationsMax {
 		out = append(out, findings.NewMixedIterations(c.Ranks, len(c.Iterations), IterationList(c.Iterations), UnknownIterationHint(c.Iterations)))
 	}
+	out = append(out, c.RankSet.findings(opts)...)
 	if c.Ranks >= 2 && c.ImbalancePct > findings.OutlierPct {
 		out = append(out, findings.NewRanksImbalance(rankName(c.Reserved.MaxRank), c.Reserved.Max, c.ImbalancePct, c.Reserved.Median, c.Ranks))
 	}

@@ -92,19 +92,20 @@ func TestMergeOverflow(t *testing.T) {
 		})
 	}
 
-	// Through MergeFiles, the error names the summary file and ends the merge.
-	files := writeSummaryFiles(t, t.TempDir(), []*RankSummary{sum(0, e62), sum(1, e62)})
-	_, _, err := MergeFiles(context.Background(), files, FilesOptions{Jobs: 1, Iterations: AllIterations})
-	if err == nil || !strings.HasPrefix(err.Error(), files[1]+": rank1_memory_snapshot.pickle: reserved_bytes: the sum over ranks passes") {
-		t.Errorf("MergeFiles: err = %v", err)
-	}
-	// With --stages and no --world, a stage's sum is formed, and fails, once every file is in.
-	files = writeSummaryFiles(t, t.TempDir(), stagePasses)
+	// Through MergeFiles, a summary is validated before it is added: 2^62 bytes is past a rank's bound (16 TiB),
+	// so each such file fails alone, names the field, and the others merge; no sum over fewer than 2^19 valid
+	// summaries can pass 2^63 − 1.
+	sums := []*RankSummary{sum(0, e62), sum(1, e62), sum(2, 1<<40)}
+	files := writeSummaryFiles(t, t.TempDir(), sums)
 	for _, jobs := range []int{1, 3} {
-		_, _, err = MergeFiles(context.Background(), files, FilesOptions{Options: derived, Jobs: jobs, Iterations: AllIterations})
-		var oe *OverflowError
-		if !errors.As(err, &oe) || oe.Field != "stages[0].reserved_bytes" {
-			t.Errorf("MergeFiles with %d jobs, world derived: err = %v, want the overflow of stage 0's reserved bytes", jobs, err)
+		res, failures, err := MergeFiles(context.Background(), files, FilesOptions{Options: derived, Jobs: jobs, Iterations: AllIterations})
+		if err != nil || len(failures) != 2 || res.Ranks != 1 || res.Reserved.Sum != 1<<40 {
+			t.Fatalf("MergeFiles with %d jobs: err %v, failures %v, %+v", jobs, err, failures, res)
+		}
+		for i, f := range failures {
+			if want := files[i] + ": rank summary: reserved_bytes: 4611686018427387904: a rank's byte count must be 0 to 17592186044416"; !strings.HasPrefix(f.Error(), want) {
+				t.Errorf("failure %d: %v, want %q…", i, f, want)
+			}
 		}
 	}
 }

@@ -124,6 +124,9 @@ func Detect(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) *p
 	d.zero = annotated(trace, anns, dev, "zero_grad")
 	d.setZeroReach()
 	d.run()
+	if !d.t.Training() && d.hasStacks {
+		d.inference()
+	}
 	if !d.t.Training() && len(d.steps) == 0 {
 		if ms, src := markers(trace, anns, dev); len(ms) >= 2 {
 			d.t.Iterations = d.t.Iterations[:0]
@@ -449,5 +452,9 @@ func (d *detector) times() {
 		set(&it.Forward)
 		set(&it.Backward)
 		set(&it.Optimizer)
+		if it.Prefill != nil {
+			set(it.Prefill)
+			set(it.Decode)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -77,4 +78,28 @@ func Snapshot(ctx context.Context, path string) (*snapshot.Snapshot, error) {
 // RuntimeLoader decodes and analyzes one runtime file with opts: what calibration reads its measurements with.
 func RuntimeLoader(ctx context.Context, opts analyze.Options) func(path string) (*report.Report, error) {
 	return func(path string) (*report.Report, error) { return analyze.AnalyzeFile(ctx, path, opts) }
+}
+
+// View is what memscan view serves for target: a run directory's files, or the live page of a snapshot (or other
+// input) file analyzed with opts. what names it for the user.
+func View(ctx context.Context, target string, opts analyze.Options, tool string) (h http.Handler, what string, err error) {
+	info, err := os.Stat(target)
+	if err != nil {
+		return nil, "", err
+	}
+	if info.IsDir() {
+		if _, err := os.Stat(filepath.Join(target, results.FileHTML)); err != nil {
+			return nil, "", fmt.Errorf("%s has no %s: give a run directory of memscan analyze, or a snapshot file", target, results.FileHTML)
+		}
+		return http.FileServer(http.Dir(target)), "run directory " + target, nil
+	}
+	rep, err := analyze.AnalyzeFile(ctx, target, opts)
+	if err != nil {
+		return nil, "", WithCommandHint(err)
+	}
+	run := &report.Run{Version: report.ReportVersion, Tool: tool, Inputs: []*report.Report{rep}}
+	if h, err = results.PageHandler(run); err != nil {
+		return nil, "", err
+	}
+	return h, "the analysis of " + target, nil
 }

@@ -43,6 +43,10 @@ type Events struct {
 	Done  func()
 	// Warning is something the caller should know that fails nothing (a remedy the estimator could not compute).
 	Warning func(error)
+	// Skipped is what a directory walk passed over, and why, before any file is analyzed.
+	Skipped func(load.Skipped)
+	// Stage says that the analysis of file reached stage (analyze.Options.Stage), a few times per file.
+	Stage func(file string, stage analyze.Stage)
 }
 
 // Request is one analysis: the INPUT arguments of memscan analyze and what to do with them.
@@ -74,9 +78,13 @@ type Result struct {
 // when interrupted.
 func Analyze(ctx context.Context, req Request) (*Result, error) {
 	ev := req.Events.serialized()
-	files, missed := load.Discover(req.Inputs, req.Discover)
+	found := load.Discover(req.Inputs, req.Discover)
+	files := found.Files
+	for _, sk := range found.Skipped {
+		ev.skipped(sk)
+	}
 	var failures []report.Failure
-	for _, f := range missed {
+	for _, f := range found.Failures {
 		failures = append(failures, report.Failure(f))
 		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
 	}
@@ -85,7 +93,7 @@ func Analyze(ctx context.Context, req Request) (*Result, error) {
 	}
 	res := &Result{Files: files, Total: len(files) + len(failures)}
 	reports := make([]*report.Report, len(files))
-	more := analyzeFiles(ctx, files, req.Options, req.Jobs, ev, func(i int, r *report.Report) { reports[i] = r })
+	more := analyzeFiles(ctx, files, detailBudget(req.Options, len(files)), req.Jobs, ev, func(i int, r *report.Report) { reports[i] = r })
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -128,16 +136,20 @@ type Streamed struct {
 }
 
 // Stream finds, decodes and analyzes the inputs of req in the pool Analyze uses, but keeps no report: each is handed
-// to handle as soon as it is finished, one call at a time and never during an event, in the order they finish. At most req.Jobs reports are
-// then in memory however many inputs there are, and what handle writes outlives an interrupted batch. The static
-// join and the cross-input view, which need every report at once, are not made. An error of handle stops the
-// batch and is returned; otherwise Stream fails like Analyze (*RankError, *NothingAnalyzedError, the context's
-// error).
+// to handle as soon as it is finished, one call at a time and never during an event, in the order they finish. At
+// most req.Jobs reports are then in memory however many inputs there are, and what handle writes outlives an
+// interrupted batch. The static join and the cross-input view, which need every report at once, are not made. An
+// error of handle stops the batch and is returned; otherwise Stream fails like Analyze (*RankError,
+// *NothingAnalyzedError, the context's error).
 func Stream(ctx context.Context, req Request, handle func(*report.Report) error) (*Streamed, error) {
 	ev := req.Events.serialized()
-	files, missed := load.Discover(req.Inputs, req.Discover)
-	out := &Streamed{Files: files, Total: len(files) + len(missed)}
-	for _, f := range missed {
+	found := load.Discover(req.Inputs, req.Discover)
+	files := found.Files
+	for _, sk := range found.Skipped {
+		ev.skipped(sk)
+	}
+	out := &Streamed{Files: files, Total: len(files) + len(found.Failures)}
+	for _, f := range found.Failures {
 		out.Failures = append(out.Failures, report.Failure(f))
 		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
 	}
@@ -148,7 +160,7 @@ func Stream(ctx context.Context, req Request, handle func(*report.Report) error)
 	defer cancel()
 	var handleErr error
 	analyzed := 0
-	more := analyzeFiles(ctx, files, req.Options, req.Jobs, ev, func(_ int, r *report.Report) {
+	more := analyzeFiles(ctx, files, detailBudget(req.Options, len(files)), req.Jobs, ev, func(_ int, r *report.Report) {
 		if req.Rank >= 0 {
 			r.Rank = req.Rank
 		}
@@ -177,6 +189,13 @@ func Stream(ctx context.Context, req Request, handle func(*report.Report) error)
 	return out, nil
 }
 
+// detailBudget gives each of n inputs its share of the full-resolution timelines a run keeps, so many inputs do
+// not multiply it.
+func detailBudget(opts analyze.Options, n int) analyze.Options {
+	opts.MaxTimelineDetailEvents = analyze.DetailEventsPerInput(n)
+	return opts
+}
+
 // analyzeFiles decodes and analyzes files in a pool of jobs, handing each report to done with its index in files
 // from the goroutine that made it (done is then the report's only keeper). Failures are reported as they happen
 // and returned in input order.
@@ -190,7 +209,11 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, job
 			if ctx.Err() != nil {
 				return nil
 			}
-			r, err := analyze.AnalyzeFile(ctx, path, opts)
+			o := opts
+			if ev.e.Stage != nil {
+				o.Stage = func(s analyze.Stage) { ev.stage(path, s) }
+			}
+			r, err := analyze.AnalyzeFile(ctx, path, o)
 			if errs[i] = WithCommandHint(err); errs[i] != nil {
 				if ctx.Err() == nil {
 					ev.failure(errs[i])
@@ -251,6 +274,20 @@ func (ev *events) done() {
 		defer ev.mu.Unlock()
 		ev.e.Done()
 	}
+}
+
+func (ev *events) skipped(s load.Skipped) {
+	if ev.e.Skipped != nil {
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		ev.e.Skipped(s)
+	}
+}
+
+func (ev *events) stage(file string, s analyze.Stage) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.e.Stage(file, s)
 }
 
 func (ev *events) warning(err error) {

@@ -92,13 +92,17 @@ func compareBarPairs(c CompareChart, unit Unit) []bar {
 	for i := range c.Labels {
 		pos := float64(n - 1 - i)
 		b, a := c.Before[i], c.After[i]
-		col, sign := color.Color(ColorGrew), "+"
-		if a < b {
-			col, sign = ColorShrank, "−"
+		// Only a real change is coloured: an unchanged row keeps the baseline's grey and says so.
+		col, change := color.Color(ColorGrew), "+"+units.Bytes(int64(a-b))
+		switch {
+		case a < b:
+			col, change = ColorShrank, "−"+units.Bytes(int64(b-a))
+		case a == b:
+			col, change = ColorBefore, "unchanged"
 		}
 		bars = append(bars,
 			bar{pos: pos + 0.19, value: b / unit.Bytes, color: ColorBefore, note: units.Bytes(int64(b))},
-			bar{pos: pos - 0.19, value: a / unit.Bytes, color: col, note: units.Bytes(int64(a)) + "  (" + sign + units.Bytes(int64(math.Abs(a-b))) + ")"})
+			bar{pos: pos - 0.19, value: a / unit.Bytes, color: col, note: units.Bytes(int64(a)) + "  (" + change + ")"})
 	}
 	return bars
 }

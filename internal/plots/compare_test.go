@@ -54,7 +54,7 @@ func TestCompareBarPairs(t *testing.T) {
 		{2.19, 3, ColorBefore, "3.0 GiB"},
 		{1.81, 2, ColorShrank, "2.0 GiB  (−1.0 GiB)"},
 		{1.19, 1, ColorBefore, "1.0 GiB"},
-		{0.81, 1, ColorGrew, "1.0 GiB  (+0 B)"}, // unchanged counts as not shrinking
+		{0.81, 1, ColorBefore, "1.0 GiB  (unchanged)"}, // no change, no colour of one
 		{0.19, 0, ColorBefore, "0 B"},
 		{-0.19, 5.0 / 1024, ColorGrew, "5.0 MiB  (+5.0 MiB)"},
 	}

@@ -48,6 +48,7 @@ func LogMemory(path, title, xLabel string, lines []LogLine) error {
 		plotArea, legendArea := splitLegend(dc, 210)
 		p := memoryPlot(unit)
 		p.X.Label.Text = xLabel
+		p.X.Tick.Marker = integerTicks{} // iterations and record indexes are whole numbers
 		p.Add(plotter.NewGrid())
 		var legend []legendItem
 		for _, l := range lines {

@@ -1,18 +1,17 @@
 // Package plots draws every PNG chart of memscan with gonum.org/v1/plot. Every function takes plain data
 // (labels, byte counts, colours) and a file path; the mapping from reports to chart data lives in results.
 //
-// It imports only gonum.org/v1/plot, the standard library and units; it is the only package that imports
+// It imports only gonum.org/v1/plot, the standard library, units and atomicfile; it is the only package that imports
 // gonum.org/v1/plot, and only results (and the CLI) import it.
 package plots
 
 import (
-	"bufio"
 	"fmt"
 	"hash/fnv"
 	"image"
 	"image/color"
 	"image/png"
-	"os"
+	"io"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -21,6 +20,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/memscan/memscan/internal/atomicfile"
 )
 
 // dpi is the resolution of every PNG; sizes below are in points (1/72 inch), so 900 points are 1200 pixels.
@@ -179,34 +180,20 @@ func render(path string, w, h vg.Length, title string, body func(c draw.Canvas) 
 	if err := body(dc); err != nil {
 		return err
 	}
-	if created, err := writePNG(path, img.Image()); err != nil {
-		if !created {
-			return fmt.Errorf("writing chart: %w", err) // os.Create's error names the path
-		}
-		return fmt.Errorf("writing chart %s: %w", path, err)
+	if err := writePNG(path, img.Image()); err != nil {
+		return fmt.Errorf("chart: %w", err) // an *atomicfile.Error, which names the path
 	}
 	return nil
 }
 
-// writePNG writes img to path as PNG, the one way every chart is written. Charts are flat colours: the fastest
-// zlib level costs little in size and a sizeable share of the chart time on large runs. created reports whether
-// the file was created, so callers can word a failure to create it (whose error names the path) apart from a
-// failure to write it.
-func writePNG(path string, img image.Image) (created bool, err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return false, err
-	}
-	bw := bufio.NewWriter(f)
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	err = enc.Encode(bw, img)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return true, err
+// writePNG writes img to path as PNG, the one way every chart is written, atomically (package atomicfile): a
+// full disk used to leave a truncated PNG. Charts are flat colours: the fastest zlib level costs little in size
+// and a sizeable share of the chart time on large runs.
+func writePNG(path string, img image.Image) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		enc := png.Encoder{CompressionLevel: png.BestSpeed}
+		return enc.Encode(w, img)
+	})
 }
 
 // fitText shortens txt from the left ("…tail") until it fits in width, keeping the most specific end of file

@@ -166,7 +166,7 @@ func TestChartErrors(t *testing.T) {
 		{"timeline empty", MemoryOverTime(p, TimeChart{}), "no points"},
 		{"grouped empty", GroupedBars(p, GroupedBarChart{}), "no data"},
 		{"pies empty", Pies(p, "t"), "no panels"},
-		{"unwritable", Bars(filepath.Join(dir, "missing", "x.png"), BarChart{Labels: []string{"a"}, Values: []float64{1}}), "writing chart"},
+		{"unwritable", Bars(filepath.Join(dir, "missing", "x.png"), BarChart{Labels: []string{"a"}, Values: []float64{1}}), "chart: writing " + filepath.Join(dir, "missing", "x.png") + ": no such file or directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/memscan/memscan/internal/units"
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -66,6 +65,11 @@ func StackedBars(path string, c StackedBarChart) error {
 			top = math.Max(top, c.Measured[k])
 		}
 	}
+	// One bar far above the rest (a strategy that does not shard anything) would flatten every other bar: the
+	// axis stops above the others and the limit, and that bar is drawn cut with its total written on it.
+	if clip := offScale(totals, c.Limit); clip > 0 {
+		top = clip
+	}
 	unit := UnitFor(top)
 	w := vg.Length(math.Max(640, math.Min(1400, 330+110*float64(len(c.Groups)))))
 	return render(path, w, 480, c.Title, func(dc draw.Canvas) error {
@@ -104,7 +108,10 @@ func StackedBars(path string, c StackedBarChart) error {
 		for k := range c.Measured {
 			above[k] = math.Max(above[k], c.Measured[k])
 		}
-		p.Add(&stackTotals{totals: totals, at: above, unit: unit})
+		for k := range above {
+			above[k] = math.Min(above[k], top) // a cut bar's total sits at the top of the axis
+		}
+		p.Add(&stackTotals{totals: totals, at: above, unit: unit, cut: top})
 		if c.Limit > 0 {
 			p.Add(&refLine{y: c.Limit / unit.Bytes})
 			legend = append(legend, legendItem{label: fmt.Sprintf("%s (%s)", c.LimitLabel, units.Bytes(int64(c.Limit))),
@@ -141,6 +148,7 @@ func slantLabels(p *plot.Plot, groups []string, area draw.Canvas) {
 type stackTotals struct {
 	totals, at []float64
 	unit       Unit
+	cut        float64 // totals above it are off the scale
 }
 
 func (s *stackTotals) Plot(c draw.Canvas, p *plot.Plot) {
@@ -149,9 +157,21 @@ func (s *stackTotals) Plot(c draw.Canvas, p *plot.Plot) {
 	sty.XAlign = draw.XCenter
 	sty.YAlign = draw.YBottom
 	for k, t := range s.totals {
-		if t > 0 {
-			c.FillText(sty, vg.Point{X: trX(float64(k)), Y: trY(s.at[k]/s.unit.Bytes) + 4}, units.Bytes(int64(t)))
+		if t <= 0 {
+			continue
 		}
+		label := units.Bytes(int64(t))
+		y := trY(s.at[k]/s.unit.Bytes) + 4
+		if t > s.cut {
+			label += " (off scale)"
+			y = trY(s.cut/s.unit.Bytes) - 14
+			// Two white strokes across the bar mark where it is cut.
+			x := trX(float64(k))
+			for _, dy := range []vg.Length{-30, -24} {
+				c.StrokeLine2(draw.LineStyle{Color: color.White, Width: 2.5}, x-40, y+dy-4, x+40, y+dy+4)
+			}
+		}
+		c.FillText(sty, vg.Point{X: trX(float64(k)), Y: y}, label)
 	}
 }
 
@@ -242,16 +262,7 @@ func StaticRoofline(path, title string, peakTFLOPS, bandwidthTBs float64, pts []
 		sc.GlyphStyle.Shape = draw.CircleGlyph{}
 		p.Add(sc)
 		legend = append(legend, legendItem{label: map[bool]string{false: "operators", true: "decode operators"}[mem], box: stackPalette[k+1]})
-		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: labels})
-		if err != nil {
-			return fmt.Errorf("roofline: %w", err)
-		}
-		for i := range lb.TextStyle {
-			lb.TextStyle[i].Font = font.From(sansFont, 7)
-			lb.TextStyle[i].XAlign = draw.XLeft
-		}
-		lb.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(2)}
-		p.Add(lb)
+		p.Add(&spreadLabels{xy: xy, labels: labels})
 	}
 	ymin := peakTFLOPS
 	for _, pt := range pts {
@@ -267,4 +278,19 @@ func StaticRoofline(path, title string, peakTFLOPS, bandwidthTBs float64, pts []
 		drawLegendColumn(legendArea, legend)
 		return nil
 	})
+}
+
+// offScale returns where to cut the value axis of bars when one total dwarfs the others: 1.25 times the largest
+// of the others and the limit, when the biggest bar is more than 4 times that; 0 when no cut is needed.
+func offScale(totals []float64, limit float64) float64 {
+	if len(totals) < 2 {
+		return 0
+	}
+	s := slices.Clone(totals)
+	slices.Sort(s)
+	rest := math.Max(s[len(s)-2], limit)
+	if rest <= 0 || s[len(s)-1] <= 4*rest {
+		return 0
+	}
+	return rest * 1.25
 }

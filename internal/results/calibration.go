@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/internal/calibrate"
 	"github.com/memscan/memscan/internal/plots"
 	"github.com/memscan/memscan/internal/units"
@@ -45,6 +45,7 @@ func absPctOrDash(s calibrate.Stat, v float64, width int) string {
 
 // WriteCalibrationText renders the console table: one line per row, then the summary and the cross-validation.
 func WriteCalibrationText(w io.Writer, c *calibrate.Calibration) error {
+	w = printable(w)
 	var b strings.Builder
 	fmt.Fprintf(&b, "memscan calibrate — %s: %s", c.Name, units.Plural(len(c.Runs), "run", "runs"))
 	if len(c.Failures) > 0 {
@@ -144,6 +145,7 @@ func clipLeft(s string, n int) string {
 
 // WriteCalibrationMarkdown renders calibration.md.
 func WriteCalibrationMarkdown(w io.Writer, c *calibrate.Calibration) error {
+	w = printable(w)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# memscan calibration — %s\n\n", c.Name)
 	fmt.Fprintf(&b, "%s evaluated", units.Plural(len(c.Runs), "run", "runs"))
@@ -289,6 +291,7 @@ func mdPct(v *float64) string {
 
 // WriteAppliedText renders the raw and corrected prediction side by side (memscan static --calibration).
 func WriteAppliedText(w io.Writer, a *calibrate.Applied) error {
+	w = printable(w)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nCalibrated prediction (%s)\n", a.Corrections)
 	for _, w := range a.Warnings {
@@ -332,8 +335,8 @@ func WriteCalibrationFiles(dir string, c *calibrate.Calibration, noPlots bool) (
 			return written, fmt.Errorf("rendering %s: %w", f.name, err)
 		}
 		p := filepath.Join(dir, f.name)
-		if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
-			return written, fmt.Errorf("writing %s: %w", f.name, err)
+		if err := atomicfile.WriteBytes(p, b.Bytes()); err != nil {
+			return written, err
 		}
 		written = append(written, p)
 	}
@@ -386,10 +389,7 @@ func WriteCalibrationFiles(dir string, c *calibrate.Calibration, noPlots bool) (
 			written = append(written, p)
 		}
 	}
-	if len(errs) > 0 {
-		return written, &ChartError{Err: errors.Join(errs...)}
-	}
-	return written, nil
+	return written, chartFailures(errs)
 }
 
 // maxBreakdownRuns bounds the runs the breakdown chart draws (two bars each), so it stays readable.
@@ -448,8 +448,8 @@ func WriteCorrections(path string, m *calibrate.Model) error {
 	if err := units.WriteJSON(&b, m); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing corrections: %w", err)
+	if err := atomicfile.WriteBytes(path, b.Bytes()); err != nil {
+		return err
 	}
 	return nil
 }

@@ -643,7 +643,7 @@ func ranksChart(c *report.Cross) (chartJob, bool) {
 // snapshots counts the rows with allocator totals.
 func ranksReference(c *report.Cross, snapshots int) (float64, string) {
 	switch {
-	case snapshots > 1:
+	case snapshots > 1 && c.NotRankSet == "":
 		if c.Iterations > 1 && c.ImbalanceIteration >= 0 {
 			return float64(c.MedianReservedBytes), fmt.Sprintf("median reserved, iteration %d", c.ImbalanceIteration)
 		}

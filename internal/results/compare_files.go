@@ -43,7 +43,7 @@ func WriteCompareFiles(dir string, c *compare.Comparison, opt CompareFilesOption
 }
 
 // writeCompareCharts draws compare_categories.png and compare_sites.png for diff i (suffixed _<i+1> after the
-// first) and returns the names of the files drawn.
+// first), at the peak when both inputs have one, and returns the names of the files drawn.
 func writeCompareCharts(dir string, i int, d *compare.Diff) ([]string, error) {
 	suffix := ""
 	if i > 0 {
@@ -51,13 +51,14 @@ func writeCompareCharts(dir string, i int, d *compare.Diff) ([]string, error) {
 	}
 	var files []string
 	var errs []error
+	cats, sites, when := compareChartTables(d)
 	for _, c := range []struct {
 		file, title string
 		t           compare.Table
 		site        bool
 	}{
-		{"compare_categories" + suffix + ".png", "Live memory by category", d.Categories, false},
-		{"compare_sites" + suffix + ".png", "Live memory by creation site (largest changes)", d.Sites, true},
+		{"compare_categories" + suffix + ".png", "Live memory by category" + when, cats, false},
+		{"compare_sites" + suffix + ".png", "Live memory by creation site" + when + " (largest changes)", sites, true},
 	} {
 		ch := compareChart(c.title, d, c.t, c.site)
 		if len(ch.Labels) == 0 {
@@ -70,6 +71,15 @@ func writeCompareCharts(dir string, i int, d *compare.Diff) ([]string, error) {
 		files = append(files, c.file)
 	}
 	return files, errors.Join(errs...)
+}
+
+// compareChartTables are the tables the compare charts draw and when they were measured: the peak is what a run
+// must fit, so its change is charted when both sides have one, else the dump's.
+func compareChartTables(d *compare.Diff) (cats, sites compare.Table, when string) {
+	if d.PeakCategories != nil && d.PeakSites != nil {
+		return *d.PeakCategories, *d.PeakSites, " at the peak"
+	}
+	return d.Categories, d.Sites, " at the dump"
 }
 
 // compareChart maps one table of a diff to before/after bars: the first compareChartRows rows, leaving out rows

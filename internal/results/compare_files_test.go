@@ -81,3 +81,18 @@ func TestWriteCompareFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareChartTables: with a peak on both sides the charts draw the change of the peak; with one on one side
+// only, or none, the dump's.
+func TestCompareChartTables(t *testing.T) {
+	dump := compare.Table{Basis: compare.AllocatedBasis}
+	peak := compare.Table{Basis: compare.PeakBytesBasis}
+	d := &compare.Diff{Categories: dump, Sites: dump, PeakCategories: &peak, PeakSites: &peak}
+	if c, s, when := compareChartTables(d); c.Basis != compare.PeakBytesBasis || s.Basis != compare.PeakBytesBasis || when != " at the peak" {
+		t.Errorf("with peaks: %s, %s, %q", c.Basis, s.Basis, when)
+	}
+	d.PeakCategories, d.PeakSites = nil, nil
+	if c, s, when := compareChartTables(d); c.Basis != compare.AllocatedBasis || s.Basis != compare.AllocatedBasis || when != " at the dump" {
+		t.Errorf("without peaks: %s, %s, %q", c.Basis, s.Basis, when)
+	}
+}

@@ -26,7 +26,8 @@ func WriteCompareMarkdown(w io.Writer, c *compare.Comparison, opt CompareMarkdow
 		opt.Rows = 25
 	}
 	bw := bufio.NewWriter(w)
-	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	out := printable(bw) // above the buffer, so that it sees whole strings, never a character cut in two
+	p := func(format string, args ...any) { fmt.Fprintf(out, format, args...) }
 	p("# memscan compare\n\n")
 	p("Baseline: `%s`. Δ is after − baseline; every table's rows add up to its total row (a residual row holds what the inputs' own rows do not cover).\n\n", mdCell(mdCode(c.Baseline)))
 	for i, d := range c.Diffs {
@@ -75,7 +76,7 @@ func WriteCompareMarkdown(w io.Writer, c *compare.Comparison, opt CompareMarkdow
 			writeCompareTable(p, "Peak by source line", "site", *d.PeakSites, opt.Rows, true)
 		}
 		if s := d.Segments; s != nil {
-			p("### Segments\n\n%d segments in both (same device, address and size); %d new (%s); %d vanished (%s).\n\n",
+			p("### Segments\n\n%d segments in both (same device and size, paired in address order); %d new (%s); %d vanished (%s).\n\n",
 				s.Common, len(s.New), units.Bytes(s.NewBytes), len(s.Vanished), units.Bytes(s.VanishedBytes))
 			for _, part := range []struct {
 				title string

@@ -62,3 +62,36 @@ func TestWriteCrossRankTextUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteCrossRankTextOutlierCount: the text says how many ranks are outliers, shows at most maxRows of them
+// on stdout, and the file (maxRows 0) lists them all. Ranks 0-59 reserve 10 GiB, ranks 60-99 20 GiB: the median
+// is 10 GiB and the 40 larger ranks are outliers, 100 % above it.
+func TestWriteCrossRankTextOutlierCount(t *testing.T) {
+	m := merge.New(merge.Options{})
+	for r := range 100 {
+		res := int64(10) << 30
+		if r >= 60 {
+			res *= 2
+		}
+		m.Add(&merge.RankSummary{Kind: merge.SummaryKind, Version: merge.SummaryVersion, Rank: r, Iteration: 1, Stage: -1,
+			File: fmt.Sprintf("rank%d.pickle", r), ReservedBytes: res, PeakBytes: 1 << 30})
+	}
+	c := m.Result()
+	for _, tc := range []struct{ maxRows, lines int }{{10, 10}, {0, 40}} {
+		var b bytes.Buffer
+		if err := WriteCrossRankText(&b, c, tc.maxRows); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.Contains(out, "Outlier ranks by reserved: 40 of 100 ranks are more than 10% above the median") ||
+			strings.Contains(out, "Outlier ranks by peak") {
+			t.Errorf("maxRows %d:\n%s", tc.maxRows, out)
+		}
+		if shownNote := strings.Contains(out, "(the 10 largest shown; all in the report files)"); shownNote != (tc.maxRows > 0) {
+			t.Errorf("maxRows %d: note of the rows not shown: %v", tc.maxRows, shownNote)
+		}
+		if n := strings.Count(out, "+100.0%"); n != tc.lines {
+			t.Errorf("maxRows %d: %d outlier lines, want %d", tc.maxRows, n, tc.lines)
+		}
+	}
+}

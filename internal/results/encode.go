@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/memscan/memscan/findings"
+	"github.com/memscan/memscan/internal/inputfile"
+	"github.com/memscan/memscan/internal/msgpackcheck"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
 )
@@ -71,23 +72,12 @@ func WriteMsgpack(w io.Writer, run *report.Run) error {
 // maxMsgpackSize bounds what ReadMsgpack loads; real reports are a few MB even for thousands of ranks.
 const maxMsgpackSize = 1 << 30
 
-// ReadMsgpack reads a report.msgpack written by WriteMsgpack.
+// ReadMsgpack reads a report.msgpack written by WriteMsgpack. Only a regular file is read, through the size
+// limit: a link to /dev/zero or a pipe in a run directory is refused, not read until memory runs out.
 func ReadMsgpack(path string) (*report.Run, error) {
-	f, err := os.Open(path)
+	data, err := inputfile.ReadFile(path, "a report", maxMsgpackSize)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if fi.Size() > maxMsgpackSize {
-		return nil, fmt.Errorf("%s: %d bytes is larger than the %d-byte limit for a report", path, fi.Size(), maxMsgpackSize)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: reading: %w", path, err)
 	}
 	return DecodeMsgpack(path, data)
 }
@@ -96,6 +86,11 @@ func ReadMsgpack(path string) (*report.Run, error) {
 func DecodeMsgpack(name string, data []byte) (*report.Run, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%s: empty file", name)
+	}
+	// The decoder recurses on nesting and trusts declared lengths: a file of ten million nested arrays would
+	// overflow its stack, so the structure is checked first.
+	if _, err := msgpackcheck.Value(bytes.NewReader(data), 0, msgpackcheck.MaxDepth); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r := bytes.NewReader(data)
 	dec := msgpack.NewDecoder(r)

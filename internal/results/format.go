@@ -53,7 +53,14 @@ func newTable(aligns []align, header ...string) *table {
 	return &table{header: header, aligns: aligns}
 }
 
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+// add appends a row; each cell is kept on one line (oneLine), since names come from the inputs.
+func (t *table) add(cells ...string) {
+	row := make([]string, len(cells))
+	for i, c := range cells {
+		row[i] = oneLine(c)
+	}
+	t.rows = append(t.rows, row)
+}
 
 // write prints the table indented by indent spaces, columns separated by two spaces.
 func (t *table) write(w io.Writer, indent int) {

@@ -12,6 +12,7 @@ import (
 
 // WriteGPUTable renders the GPU catalogue (memscan gpus): memory, bandwidth, dense peaks and interconnect.
 func WriteGPUTable(w io.Writer, list []gpu.Spec) error {
+	w = printable(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tNAME\tMEM GiB\tBW TB/s\tBF16\tFP16\tFP8\tTF32\tFP32\tRIDGE\tINTERCONNECT")
 	dash := func(v float64) string {

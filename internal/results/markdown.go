@@ -31,7 +31,7 @@ type MarkdownOptions struct {
 // recommendations with their evidence, the main tables, and the charts embedded by relative link.
 func WriteMarkdown(w io.Writer, run *report.Run, opts MarkdownOptions) error {
 	bw := bufio.NewWriter(w)
-	m := &mdWriter{w: bw, opts: opts}
+	m := &mdWriter{w: printable(bw), opts: opts}
 	if m.opts.Top <= 0 {
 		m.opts.Top = 10
 	}
@@ -44,7 +44,7 @@ type mdWriter struct {
 	opts MarkdownOptions
 }
 
-func (m *mdWriter) printf(format string, args ...any) { fmt.Fprintf(m.w, format, args...) }
+func (m *mdWriter) printf(format string, args ...any) { fmt.Fprintf(m.w, format, oneLineArgs(args)...) }
 
 func (m *mdWriter) run(run *report.Run) {
 	m.printf("# memscan findings\n\n")
@@ -56,7 +56,12 @@ func (m *mdWriter) run(run *report.Run) {
 	if len(run.Failures) > 0 {
 		m.printf(", %d failed", len(run.Failures))
 	}
-	m.printf(". The full text report is `analysis_report.txt`; machine-readable numbers are in `summary.json` " +
+	m.printf(".")
+	if hasTrace(run) {
+		m.printf(" Open `index.html` in a browser for the interactive timeline (zoom, hover for the live blocks and " +
+			"their stacks).")
+	}
+	m.printf(" The full text report is `analysis_report.txt`; machine-readable numbers are in `summary.json` " +
 		"(integer bytes) and `report.msgpack` (the whole report, readable back by memscan).\n")
 
 	if run.Cross != nil {
@@ -203,7 +208,9 @@ func (m *mdWriter) cross(run *report.Run) {
 	c := run.Cross
 	v := newCrossView(c)
 	m.printf("\n## Across inputs\n")
-	if v.Snapshots > 1 {
+	if c.NotRankSet != "" {
+		m.printf("\nNot compared as ranks: %s.\n", mdCell(c.NotRankSet))
+	} else if v.Snapshots > 1 {
 		m.printf("\nReserved memory%s: max %s, median %s, imbalance **%.1f %%** (max / median - 1). Allocated: max %s, median %s.\n",
 			ImbalanceScope(c), units.Bytes(c.MaxReservedBytes), units.Bytes(c.MedianReservedBytes), c.ImbalancePct, units.Bytes(c.MaxAllocatedBytes), units.Bytes(c.MedianAllocatedBytes))
 	}
@@ -253,9 +260,9 @@ func mdCode(s string) string {
 	return strings.NewReplacer("`", "'", "\n", " ").Replace(s)
 }
 
-// mdCell escapes the table separator, which even code spans do not protect.
+// mdCell escapes the table separator, which even code spans do not protect, and keeps the cell on its line.
 func mdCell(s string) string {
-	return strings.ReplaceAll(s, "|", "\\|")
+	return strings.ReplaceAll(oneLine(s), "|", "\\|")
 }
 
 // mdLink escapes what would end or break a relative link target.

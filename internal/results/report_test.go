@@ -203,7 +203,8 @@ func TestReadMsgpackErrors(t *testing.T) {
 		{"missing", filepath.Join(dir, "nope.msgpack"), "no such file"},
 		{"empty", write("empty", nil), "empty file"},
 		{"truncated", write("trunc", good.Bytes()[:good.Len()/2]), "byte "},
-		{"garbage", write("garbage", []byte("\xc1\xc1\xc1 not msgpack")), "decoding report msgpack"},
+		{"garbage", write("garbage", []byte("\xc1\xc1\xc1 not msgpack")), "byte 0: 0xc1 is not a msgpack type"},
+		{"nested", write("nested", bytes.Repeat([]byte{0x91}, 1<<20)), "byte 32: nested deeper than 32 levels"},
 		{"foreign", write("foreign", fb.Bytes()), "not a memscan report"},
 		{"future version", write("future", vb.Bytes()), "version"},
 	}

@@ -15,6 +15,8 @@ package results
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/internal/input"
 )
 
@@ -39,7 +42,7 @@ const TimestampLayout = "20060102_150405"
 func NewRunDir(root, name string, now time.Time) (string, error) {
 	name = SanitizeName(name)
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("creating results root: %w", err)
+		return "", &atomicfile.Error{Op: "creating results root", Err: err}
 	}
 	base := filepath.Join(root, now.Format(TimestampLayout)+"_"+name)
 	for i := 1; i <= maxRunDirSuffix; i++ {
@@ -52,47 +55,57 @@ func NewRunDir(root, name string, now time.Time) (string, error) {
 			return dir, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("creating run directory: %w", err)
+			return "", &atomicfile.Error{Op: "creating run directory", Err: err}
 		}
 	}
-	return "", fmt.Errorf("creating run directory %s: %d names already taken", base, maxRunDirSuffix)
+	return "", &atomicfile.Error{Op: "creating run directory", Path: base, Err: fmt.Errorf("%d names already taken", maxRunDirSuffix)}
 }
 
 // StagedRunDir is a run directory written under a hidden temporary name in the results root and given its
 // final name (that of NewRunDir) only once complete, so that neither a reader listing the root nor `latest`
 // ever meets a half-written run (a full disk used to leave a truncated report.msgpack and no README.md).
+//
+// While it is written the directory is locked (flock, where the platform has it); a run killed before it could
+// remove its staging directory (SIGKILL, a node lost, an OOM kill) leaves it unlocked, and the next run in the
+// same root removes it (CleanStale).
 type StagedRunDir struct {
 	// Dir is where the run's files are written until Commit.
 	Dir  string
 	root string
 	name string
 	now  time.Time
+	lock io.Closer // the held lock, nil where none could be taken
 }
 
 // stagePrefix starts the names of run directories being written; walks skip them as hidden.
 const stagePrefix = ".partial-"
 
-// NewStagedRunDir creates the temporary directory of a run named name in root.
+// NewStagedRunDir creates the temporary directory of a run named name in root, after removing the staging
+// directories that runs no longer alive left there.
 func NewStagedRunDir(root, name string, now time.Time) (*StagedRunDir, error) {
 	name = SanitizeName(name)
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("creating results root: %w", err)
+		return nil, &atomicfile.Error{Op: "creating results root", Err: err}
 	}
+	CleanStale(root, now)
 	tmp, err := os.MkdirTemp(root, stagePrefix+now.Format(TimestampLayout)+"_"+name+"-")
 	if err != nil {
-		return nil, fmt.Errorf("creating run directory: %w", err)
+		return nil, &atomicfile.Error{Op: "creating run directory", Err: err}
 	}
+	lock := lockDir(tmp)                         // before anything else, so that a cleaner never sees this one unlocked for long
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private; run directories are not
+		closeLock(lock)
 		os.Remove(tmp)
-		return nil, fmt.Errorf("creating run directory: %w", err)
+		return nil, &atomicfile.Error{Op: "creating run directory", Err: err}
 	}
-	return &StagedRunDir{Dir: tmp, root: root, name: name, now: now}, nil
+	return &StagedRunDir{Dir: tmp, root: root, name: name, now: now, lock: lock}, nil
 }
 
 // Commit moves the complete run to its final name and returns it. The name is reserved by NewRunDir's exclusive
 // create, and the run renamed onto that empty directory, so concurrent runs still get distinct names. On
 // failure the run is discarded.
 func (s *StagedRunDir) Commit() (string, error) {
+	defer closeLock(s.lock)
 	dir, err := NewRunDir(s.root, s.name, s.now)
 	if err != nil {
 		s.Discard()
@@ -103,14 +116,65 @@ func (s *StagedRunDir) Commit() (string, error) {
 	if err := syscall.Rename(s.Dir, dir); err != nil {
 		os.Remove(dir)
 		s.Discard()
-		return "", fmt.Errorf("moving the finished run to %s: %w", dir, err)
+		return "", &atomicfile.Error{Op: "moving the finished run to", Path: dir, Err: err}
 	}
 	s.Dir = dir
 	return dir, nil
 }
 
 // Discard removes the unfinished run.
-func (s *StagedRunDir) Discard() { os.RemoveAll(s.Dir) }
+func (s *StagedRunDir) Discard() {
+	os.RemoveAll(s.Dir)
+	closeLock(s.lock)
+	s.lock = nil
+}
+
+// staleUnlocked is how old an unlocked staging directory must be before CleanStale removes it: a run creates its
+// directory and locks it at once, so this only closes that instant; where no lock can be taken at all, a
+// staging directory is taken for abandoned after staleUnlockable.
+const (
+	staleUnlocked   = 10 * time.Second
+	staleUnlockable = 24 * time.Hour
+)
+
+// CleanStale removes the staging directories in root that no live run holds: those it can lock (their run has
+// ended without removing them: killed, or its machine lost) once older than a few seconds, and, where locks are
+// not available, those older than a day. It returns the directories removed; failures are left for the next run.
+func CleanStale(root string, now time.Time) []string {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), stagePrefix) {
+			continue
+		}
+		p := filepath.Join(root, e.Name())
+		info, err := e.Info()
+		if err != nil || now.Sub(info.ModTime()) < staleUnlocked {
+			continue
+		}
+		held, lockable := tryLockDir(p)
+		if !lockable && now.Sub(info.ModTime()) < staleUnlockable {
+			continue
+		}
+		if held == nil && lockable {
+			continue // a live run holds it
+		}
+		if os.RemoveAll(p) == nil {
+			removed = append(removed, p)
+		}
+		closeLock(held)
+	}
+	return removed
+}
+
+func closeLock(c io.Closer) {
+	if c != nil {
+		c.Close()
+	}
+}
 
 // LatestName is the name of the symlink in the results root that points at the most recent run.
 const LatestName = "latest"
@@ -212,10 +276,12 @@ func InputName(path string) string {
 	return SanitizeName(strings.Join(parts, "_"))
 }
 
-// SummaryName is the file name of an input's rank summary in a folder of summaries: the input's base name with
-// ".summary.msgpack" after it, preceded by what its directories say about iteration and rank that the base name
-// does not (iteration_2/rank0_memory_snapshot.pickle → iter2_rank0_memory_snapshot.pickle.summary.msgpack), so
-// that the ranks and iterations of one dump do not collide and nothing is said twice.
+// SummaryName is the file name of an input's rank summary in a folder of summaries: the input's base name,
+// preceded by what its directories say about iteration and rank that the base name does not
+// (iteration_2/rank0_memory_snapshot.pickle → iter2_rank0_memory_snapshot.pickle…), then a digest of the
+// input's absolute path and ".summary.msgpack". The digest keeps inputs of one base name from different folders
+// (two runs' iteration_2/rank0_memory_snapshot.pickle) from writing one summary over the other, while the same
+// input summarized again (a retried job) replaces its own summary.
 func SummaryName(path string) string {
 	base := filepath.Base(path)
 	full, own := input.ParsePath(path), input.ParsePath(base)
@@ -227,7 +293,21 @@ func SummaryName(path string) string {
 		parts = append(parts, "rank"+strconv.Itoa(full.Rank))
 	}
 	parts = append(parts, base)
-	return SanitizeName(strings.Join(parts, "_")) + SummarySuffix
+	h := fnv.New64a()
+	h.Write([]byte(absPath(path)))
+	return fmt.Sprintf("%s.%016x%s", SanitizeName(strings.Join(parts, "_")), h.Sum64(), SummarySuffix)
+}
+
+// SummaryRun names the run of a summarized input (merge.RankSummary.Run): input.RunOf of its absolute path,
+// so that summaries written from different working directories name one dump alike.
+func SummaryRun(path string) string { return input.RunOf(absPath(path)) }
+
+// absPath is path made absolute, or as given when the working directory cannot be read.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // SummarySuffix ends the rank-summary files that analyze --summary-only writes and memscan merge reads.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -217,17 +218,32 @@ func bytesOf(c byte, n int) []byte {
 	return b
 }
 
-// TestSummaryName: a summary's name adds only what the directories say and the base name does not.
+// TestSummaryName: a summary's name adds only what the directories say and the base name does not, then a
+// digest of the input's absolute path: inputs of one base name in two folders (two runs of one iteration) get
+// two names, and the same input, however it is spelled, gets its own name again.
 func TestSummaryName(t *testing.T) {
+	digest := regexp.MustCompile(`^(.*)\.([0-9a-f]{16})\.summary\.msgpack$`)
 	for _, tc := range []struct{ path, want string }{
-		{"dump/iteration_2/rank0_memory_snapshot.pickle", "iter2_rank0_memory_snapshot.pickle.summary.msgpack"},
-		{"rank3_memory_snapshot.pickle", "rank3_memory_snapshot.pickle.summary.msgpack"},
-		{"snapshots/rank_5/snap.pickle.gz", "rank5_snap.pickle.gz.summary.msgpack"},
-		{"step_000000000010/000007_step_10.pickle", "000007_step_10.pickle.summary.msgpack"}, // the base name says both
-		{"llama1b-bf16-b4-s2048-snap.pickle.gz", "llama1b-bf16-b4-s2048-snap.pickle.gz.summary.msgpack"},
+		{"dump/iteration_2/rank0_memory_snapshot.pickle", "iter2_rank0_memory_snapshot.pickle"},
+		{"rank3_memory_snapshot.pickle", "rank3_memory_snapshot.pickle"},
+		{"snapshots/rank_5/snap.pickle.gz", "rank5_snap.pickle.gz"},
+		{"step_000000000010/000007_step_10.pickle", "000007_step_10.pickle"}, // the base name says both
+		{"llama1b-bf16-b4-s2048-snap.pickle.gz", "llama1b-bf16-b4-s2048-snap.pickle.gz"},
 	} {
-		if got := SummaryName(tc.path); got != tc.want {
-			t.Errorf("SummaryName(%q) = %q, want %q", tc.path, got, tc.want)
+		m := digest.FindStringSubmatch(SummaryName(tc.path))
+		if m == nil || m[1] != tc.want {
+			t.Errorf("SummaryName(%q) = %q, want %q.<16 hex digits>.summary.msgpack", tc.path, SummaryName(tc.path), tc.want)
 		}
+	}
+	a, b := SummaryName("runA/iteration_2/rank0_memory_snapshot.pickle"), SummaryName("runB/iteration_2/rank0_memory_snapshot.pickle")
+	if a == b {
+		t.Errorf("two runs' rank 0 of iteration 2 share the summary name %s", a)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if abs := SummaryName(filepath.Join(wd, "runA", ".", "iteration_2", "rank0_memory_snapshot.pickle")); abs != a {
+		t.Errorf("one input, two spellings: %s and %s", a, abs)
 	}
 }

@@ -22,8 +22,12 @@ import (
 func (t *textWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	t.printf("  segments:   %d   blocks: %d\n", snap.Segments, snap.Blocks)
 	t.traceActions(snap)
-	t.section("Totals")
-	t.totals(snap.Totals)
+	if r.Peak != nil {
+		t.section("Totals at the dump (when the snapshot was taken; the peak follows)")
+	} else {
+		t.section("Totals")
+	}
+	t.totals(snap.Totals, r.Peak)
 
 	t.groups("Per device", "device", snap.PerDevice)
 	t.groups("Per stream", "stream", snap.PerStream)
@@ -34,6 +38,7 @@ func (t *textWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
 	if r.Peak != nil {
 		t.peak(r.Peak)
 		t.iterations(snap.Iterations)
+		t.iterationMemory(snap.IterationTable)
 		dump, categories = " at the dump", "Categories at the dump (active allocated memory when the snapshot was taken)"
 	}
 	t.categories(categories, r.Categories)
@@ -83,7 +88,9 @@ func (t *textWriter) fragmentation(f report.Fragmentation, dump string) {
 	t.printf("  fragmentation: %.2f %% of free memory lies outside the largest free block\n", f.FragmentationPct)
 }
 
-func (t *textWriter) totals(x report.Totals) {
+// totals writes the allocator totals at the dump. With a trace the efficiency there is labelled as the dump's,
+// beside the peak's: a cache that kept what the peak needed is not inefficient at the dump.
+func (t *textWriter) totals(x report.Totals, p *report.Peak) {
 	tb := newTable([]align{alignLeft, alignRight, alignRight, alignRight}, "measure", "size", "bytes", "of reserved")
 	row := func(name string, v int64) {
 		tb.add(name, units.Bytes(v), GroupDigits(v), units.Percent(v, x.ReservedBytes))
@@ -102,7 +109,12 @@ func (t *textWriter) totals(x report.Totals) {
 		t.printf("  efficiency: - (nothing reserved)\n")
 		return
 	}
-	t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
+	if p == nil || p.ReservedBytes <= 0 {
+		t.printf("  efficiency: %.2f %% (requested / reserved)\n", x.EfficiencyPct)
+		return
+	}
+	t.printf("  efficiency at the peak: %.2f %% (requested / reserved at %s); at the dump: %.2f %%, the rest cached free memory\n",
+		p.EfficiencyPct, findings.EventName(p.EventIndex), x.EfficiencyPct)
 }
 
 func (t *textWriter) groups(title, keyName string, gs []report.GroupTotals) {
@@ -187,9 +199,13 @@ func (t *textWriter) traceActions(snap *report.SnapshotReport) {
 // snapshot writes the Markdown findings and tables of an allocator snapshot. With a trace the live set at the
 // peak comes first; the dump's tables follow, labelled.
 func (m *mdWriter) snapshot(r *report.Report, snap *report.SnapshotReport) {
+	m.answer(r)
 	m.findings(r, append(snapshotFindings(r, snap), replayFindings(snap)...))
+	if r.Peak != nil {
+		m.printf("\n**Totals at the dump**\n")
+	}
 	m.totals(snap.Totals)
-	m.inputRecommendations(r.Recommendations)
+	m.inputRecommendations(rankFindings(r.Recommendations))
 	dump := ""
 	if p := r.Peak; p != nil && len(p.Categories) > 0 {
 		m.peak(p)
@@ -229,8 +245,8 @@ func (m *mdWriter) peak(p *report.Peak) {
 	if w := peakWhere(p); w != "" {
 		where = ", " + w
 	}
-	m.printf("\n**Live at the peak** (%s on device %d, event %d%s)\n\n| category | size | share |\n|---|---:|---:|\n",
-		units.Bytes(p.Bytes), p.Device, p.EventIndex, where)
+	m.printf("\n**Live at the peak** (%s on device %d, %s%s)\n\n| category | size | share |\n|---|---:|---:|\n",
+		units.Bytes(p.Bytes), p.Device, findings.EventName(p.EventIndex), where)
 	for _, c := range p.Categories {
 		m.printf("| %s | %s | %s |\n", mdCell(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
 	}
@@ -245,16 +261,24 @@ func (m *mdWriter) peak(p *report.Peak) {
 
 // snapshotFindings are the headline numbers of an allocator snapshot.
 func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
-	var out []string
-	out = append(out, fmt.Sprintf("PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
-		units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
+	var out, atDump []string
+	when := ""
+	if r.Peak != nil {
+		when = "At the dump, "
+	}
+	atDump = append(atDump, fmt.Sprintf("%sPyTorch reserved **%s** and tensors asked for **%s**: %.1f %% of reserved requested.",
+		when, units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
 	if free := snap.ExternalFreeBytes + snap.InternalFreeBytes; free > 0 && snap.ReservedBytes > 0 {
-		out = append(out, fmt.Sprintf("%s (%s of reserved) is cached but not in use: %s in free blocks, %s rounding inside allocations; the largest free block is %s.",
-			units.Bytes(free), units.Percent(free, snap.ReservedBytes), units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes)))
+		s := fmt.Sprintf("%s (%s of reserved) is cached but not in use%s: %s in free blocks, %s rounding inside allocations; the largest free block is %s",
+			units.Bytes(free), units.Percent(free, snap.ReservedBytes), strings.ToLower(strings.TrimSuffix(" "+when, ", ")), units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes))
+		if needed := cacheNeededAtPeak(r, snap); needed > 0 {
+			s += fmt.Sprintf("; %s of it was in use at the peak", units.Bytes(needed))
+		}
+		atDump = append(atDump, s+".")
 	}
 	dump := ""
 	if p := r.Peak; p != nil {
-		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (event %d", units.Bytes(p.Bytes), p.Device, p.EventIndex)
+		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (%s", units.Bytes(p.Bytes), p.Device, findings.EventName(p.EventIndex))
 		if p.TimeUS != 0 {
 			s += ", " + FormatTimeUS(p.TimeUS)
 		}
@@ -267,8 +291,15 @@ func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 			s += fmt.Sprintf("; the largest category there is **%s** with %s (%s)", mdText(c.Name), units.Bytes(c.Bytes), units.Percent(c.Bytes, p.Bytes))
 		}
 		out = append(out, s+".")
+		// Efficiency is judged at the peak when a trace shows it: at the dump a cache that kept what the peak
+		// needed holds mostly free memory, which is the allocator doing its job.
+		if p.ReservedBytes > 0 {
+			out = append(out, fmt.Sprintf("At the peak PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
+				units.Bytes(p.ReservedBytes), units.Bytes(p.Bytes), p.EfficiencyPct))
+		}
 		dump = " at the dump"
 	}
+	out = append(out, atDump...)
 	if len(r.Categories) > 0 {
 		sum := categorySum(r.Categories)
 		c := r.Categories[0]
@@ -366,10 +397,14 @@ func snapshotCharts(r *report.Report, snap *report.SnapshotReport) []chartJob {
 				Requested:     float64(snap.RequestedBytes),
 				Wasted:        float64(snap.ReservedBytes - snap.RequestedBytes),
 				EfficiencyPct: snap.EfficiencyPct,
+				PeakAllocated: peakAllocated(r), PeakReserved: peakReserved(r),
 			})
 		}))
 	}
 
+	if len(snap.Details) > 0 {
+		return append(jobs, envelopeCharts(r, snap)...)
+	}
 	for k, s := range timelineOrder(snap.Timeline, r.Peak) {
 		if len(s.Index) == 0 {
 			continue

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/internal/plots"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/static"
@@ -37,6 +38,7 @@ func WriteStaticJSON(w io.Writer, r *static.Report) error {
 
 // WriteStaticText renders the console view of memscan static.
 func WriteStaticText(w io.Writer, r *static.Report) error {
+	w = printable(w)
 	var b strings.Builder
 	for _, section := range []func(*strings.Builder, *static.Report){
 		writeStaticHeader, writeStaticMemory, writeStaticTime, writeStaticRoofline, writeStaticFindings,
@@ -216,6 +218,7 @@ func writeStaticStrategies(b *strings.Builder, rows []static.StrategyRow) {
 
 // WriteStaticMarkdown renders static_report.md.
 func WriteStaticMarkdown(w io.Writer, r *static.Report) error {
+	w = printable(w)
 	var b strings.Builder
 	s := r.Summary
 	c := r.Config
@@ -302,8 +305,35 @@ type ChartError struct{ Err error }
 func (e *ChartError) Error() string { return "charts: " + e.Err.Error() }
 func (e *ChartError) Unwrap() error { return e.Err }
 
+// chartFailures sorts the failures of charts: one that could not be written (a full disk, a vanished folder)
+// fails the command as any file does; the others, charts that could not be drawn, are a *ChartError that
+// callers report as a warning after the other files.
+func chartFailures(errs []error) error {
+	var writes, draws []error
+	for _, err := range errs {
+		if isWriteFailure(err) {
+			writes = append(writes, err)
+		} else {
+			draws = append(draws, err)
+		}
+	}
+	switch {
+	case len(writes) > 0:
+		return errors.Join(writes...)
+	case len(draws) > 0:
+		return &ChartError{Err: errors.Join(draws...)}
+	}
+	return nil
+}
+
+func isWriteFailure(err error) bool {
+	var we *atomicfile.Error
+	return errors.As(err, &we)
+}
+
 // WriteStaticFiles writes static_report.json, static_report.md and, when withPlots, the charts of rep into dir
-// (created if needed). Charts that cannot be drawn are returned as a *ChartError after the reports are written.
+// (created if needed), each atomically. Charts that cannot be drawn are returned as a *ChartError after the
+// reports are written; a file that cannot be written (a full disk) is an *atomicfile.Error.
 func WriteStaticFiles(dir string, rep *static.Report, withPlots bool) error {
 	if err := mkdirAll(dir); err != nil {
 		return err
@@ -326,10 +356,7 @@ func WriteStaticFiles(dir string, rep *static.Report, withPlots bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return &ChartError{err}
-	}
-	return nil
+	return chartFailures(errs)
 }
 
 type staticChart struct {

@@ -22,10 +22,13 @@ type TextOptions struct {
 // maxSiteWidth keeps table rows readable; the full site is in summary.json.
 const maxSiteWidth = 90
 
-// WriteText renders run as the plain-text report (analysis_report.txt, and stdout with --format text).
+// WriteText renders run as the full plain-text report (analysis_report.txt, and stdout with --verbose): the
+// summary of WriteSummary, then every section.
 func WriteText(w io.Writer, run *report.Run, opts TextOptions) error {
 	bw := bufio.NewWriter(w)
-	tw := &textWriter{w: bw, opts: opts}
+	tw := &textWriter{w: printable(bw), opts: opts}
+	tw.summary(run) // the answer first, as on the console
+	tw.printf("\n\n")
 	tw.run(run)
 	return bw.Flush()
 }
@@ -35,7 +38,9 @@ type textWriter struct {
 	opts TextOptions
 }
 
-func (t *textWriter) printf(format string, args ...any) { fmt.Fprintf(t.w, format, args...) }
+func (t *textWriter) printf(format string, args ...any) {
+	fmt.Fprintf(t.w, format, oneLineArgs(args)...)
+}
 
 func (t *textWriter) section(title string) {
 	t.printf("\n%s\n%s\n", title, strings.Repeat("-", len([]rune(title))))
@@ -181,7 +186,10 @@ func (t *textWriter) cross(c *report.Cross) {
 		tb.add(append([]string{truncate(r.File, 60)}, r.Cells...)...)
 	}
 	tb.write(t.w, 2)
-	if v.Snapshots > 1 {
+	switch {
+	case c.NotRankSet != "":
+		t.printf("\n  Not compared as ranks: %s.\n", c.NotRankSet)
+	case v.Snapshots > 1:
 		t.imbalance(c)
 	}
 	t.tracerCross(c.Tracer)

@@ -2,7 +2,9 @@ package results
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	memfind "github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/units"
@@ -14,11 +16,23 @@ import (
 // estimator's terms) and by site.
 func (t *textWriter) peak(p *report.Peak) {
 	t.section("Peak (from the allocator trace)")
-	t.printf("  peak allocated: %s (%s bytes) on device %d at event %d", units.Bytes(p.Bytes), GroupDigits(p.Bytes), p.Device, p.EventIndex)
+	// Two units: the bytes the tensors requested, and the allocator's blocks (torch.cuda.max_memory_allocated's).
+	shown, unit := p.Bytes, "requested by the tensors"
+	if p.AllocatedBytes > 0 {
+		shown, unit = p.AllocatedBytes, "in allocator blocks, as torch.cuda.max_memory_allocated counts"
+	}
+	t.printf("  peak allocated: %s (%s bytes %s) on device %d at %s", units.Bytes(shown), GroupDigits(shown), unit, p.Device, memfind.EventName(p.EventIndex))
 	if p.TimeUS != 0 {
 		t.printf(", %s", FormatTimeUS(p.TimeUS))
 	}
 	t.printf("\n")
+	if p.AllocatedBytes > 0 {
+		t.printf("  requested:      %s (%s bytes the tensors asked for; the live set below counts these)\n", units.Bytes(p.Bytes), GroupDigits(p.Bytes))
+	}
+	if p.ReservedBytes > 0 {
+		t.printf("  reserved then:  %s (%s bytes); efficiency at the peak %.2f %% (requested / reserved)\n", units.Bytes(p.ReservedBytes),
+			GroupDigits(p.ReservedBytes), p.EfficiencyPct)
+	}
 	if w := peakWhere(p); w != "" {
 		t.printf("  when:           %s\n", w)
 	}
@@ -79,7 +93,13 @@ func (t *textWriter) iterations(tls []phases.Timeline) {
 		if tl.Setup.Empty() {
 			t0 = tl.Iterations[0].Span.StartUS
 		}
-		tb := newTable([]align{alignRight, alignLeft, alignLeft, alignLeft, alignLeft}, "iter", "span", "forward", "backward", "optimizer")
+		// A generate call's phases are prefill and decode; a trace of them names its columns so.
+		cols := [3]string{"forward", "backward", "optimizer"}
+		inference := slices.ContainsFunc(tl.Iterations, func(it phases.Iteration) bool { return it.Prefill != nil })
+		if inference {
+			cols = [3]string{"prefill", "decode", "forward"}
+		}
+		tb := newTable([]align{alignRight, alignLeft, alignLeft, alignLeft, alignLeft}, "iter", "span", cols[0], cols[1], cols[2])
 		for k, it := range tl.Iterations {
 			// A long run lists its first and last iterations; summary.json holds them all.
 			if n := len(tl.Iterations); n > maxIterationRows && k >= maxIterationRows/2 && k < n-maxIterationRows/2 {
@@ -92,11 +112,59 @@ func (t *textWriter) iterations(tls []phases.Timeline) {
 			if !it.Complete {
 				name += "*"
 			}
-			tb.add(name, spanText(it.Span, t0), spanText(it.Forward, t0), spanText(it.Backward, t0), spanText(it.Optimizer, t0))
+			switch {
+			case it.Prefill != nil:
+				tb.add(name, spanText(it.Span, t0), spanText(*it.Prefill, t0), spanText(*it.Decode, t0), "-")
+			case inference:
+				tb.add(name, spanText(it.Span, t0), "-", "-", spanText(it.Forward, t0))
+			default:
+				tb.add(name, spanText(it.Span, t0), spanText(it.Forward, t0), spanText(it.Backward, t0), spanText(it.Optimizer, t0))
+			}
 		}
 		tb.write(t.w, 4)
 	}
 	t.printf("  (events [start, end) and seconds from the first event; * the trace ended or failed inside it)\n")
+}
+
+// iterationMemory writes each iteration's peak and the memory allocated when each of its phases ended, in block
+// bytes (torch.cuda.memory_allocated's unit) where the allocator replay measured them, else requested bytes.
+func (t *textWriter) iterationMemory(rows []report.IterationRow) {
+	if len(rows) == 0 {
+		return
+	}
+	t.section("Memory per iteration")
+	unit := "allocator blocks, as torch.cuda.memory_allocated and max_memory_allocated count them"
+	if rows[0].PeakAllocatedBytes == 0 {
+		unit = "bytes requested by the tensors"
+	}
+	tb := newTable([]align{alignRight, alignRight, alignRight, alignRight, alignLeft, alignLeft}, "device", "iter", "peak allocated", "peak reserved", "peak at", "allocated at the end of")
+	for k, r := range rows {
+		if n := len(rows); n > maxIterationRows && k >= maxIterationRows/2 && k < n-maxIterationRows/2 {
+			if k == maxIterationRows/2 {
+				tb.add("", "...", fmt.Sprintf("%d more in summary.json", n-maxIterationRows), "", "", "")
+			}
+			continue
+		}
+		peak := r.PeakAllocatedBytes
+		if peak == 0 {
+			peak = r.PeakRequestedBytes
+		}
+		var ends []string
+		for _, p := range r.Phases {
+			v := p.AllocatedBytes
+			if v == 0 {
+				v = p.RequestedBytes
+			}
+			ends = append(ends, p.Phase+" "+units.Bytes(v))
+		}
+		name := strconv.Itoa(r.Iteration)
+		if !r.Complete {
+			name += "*"
+		}
+		tb.add(strconv.Itoa(r.Device), name, units.Bytes(peak), units.Bytes(r.PeakReservedBytes), memfind.EventName(r.PeakEvent)+", "+r.PeakPhase, strings.Join(ends, ", "))
+	}
+	tb.write(t.w, 2)
+	t.printf("  (%s; peak reserved is the highest reserved memory in the iteration)\n", unit)
 }
 
 // maxIterationRows bounds the iterations listed per device in the text report.
@@ -142,7 +210,7 @@ func (t *textWriter) oomExplained(o report.OOM) {
 		t.printf("    %s\n", p)
 	}
 	if len(o.Remedies) > 0 {
-		t.printf("    single changes to the --static configuration, against %s:\n", units.Bytes(x.CapacityBytes))
+		t.printf("    changes to the --static configuration, each alone and the smallest combinations that fit, against %s:\n", units.Bytes(x.CapacityBytes))
 		tb := newTable([]align{alignLeft, alignRight, alignRight, alignLeft}, "change", "peak allocated", "peak reserved", "fits")
 		for _, rm := range o.Remedies {
 			fits := "no"

@@ -1,14 +1,13 @@
 package results
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/report"
 )
 
@@ -52,6 +51,10 @@ func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) 
 		set, err := WritePlots(ctx, dir, run, opts.Jobs)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			drawn <- ctxErr
+			return
+		}
+		if isWriteFailure(err) {
+			drawn <- err // a chart that could not be written (a full disk) fails the run like any file
 			return
 		}
 		out.Charts, out.ChartErr = set, err
@@ -110,59 +113,19 @@ func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) 
 	return out, nil
 }
 
-// WriteFile creates path and fills it through a buffer, reporting the first write or close error with the path.
-func WriteFile(path string, fill func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<16)
-	if err := fill(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
+// WriteFile writes path atomically (package atomicfile): through a temporary file renamed over path when
+// complete, so a full disk or a kill never leaves a truncated report, summary or chart under the final name.
+// Every file memscan writes goes through it; a failure is an *atomicfile.Error naming the path.
+func WriteFile(path string, fill func(io.Writer) error) error { return atomicfile.Write(path, fill) }
 
 func mkdirAll(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
+		return &atomicfile.Error{Path: dir, Err: err}
 	}
 	return nil
 }
 
-// WriteFileAtomic writes path through a temporary file in the same directory, so a failed or interrupted write
-// (memscan export) never leaves a truncated file under the final name.
+// WriteFileAtomic is WriteFile (every writer is atomic now), kept for the callers that name it so.
 func WriteFileAtomic(path string, fill func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<16)
-	if err := fill(bw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil { // CreateTemp makes 0600; exports are ordinary files
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, fill)
 }

@@ -33,6 +33,16 @@ type TrainingLoop struct {
 	OOMAtLayer int
 	// Annotations records the optimizer's record_function marks; without them the optimizer is told by its frames.
 	Annotations bool
+	// LayerTensors is the parameter tensors of one layer (0 or 1: one of WeightBytes); the k-th of the others holds
+	// WeightBytes/2^k. MovedToDevice allocates every parameter from one stack, module.py's _apply, as a model built
+	// on the CPU and moved with .to(device) does.
+	LayerTensors  int
+	MovedToDevice bool
+	// LossVocab > 0 ends each forward with a Hugging Face causal-LM cross-entropy over the logits, read as bf16
+	// b·s·V with V = LossVocab: the int64 labels (8 bytes a token), the fp32 upcast and log-probabilities (twice
+	// the logits each, the upcast freed once the log-probabilities exist); the backward then starts with
+	// autograd's fp32 gradients of nll_loss and log_softmax and the bf16 gradient of the logits, without stacks.
+	LossVocab int
 }
 
 // Stacks of the synthetic run, innermost first, as PyTorch records them with stacks="python".
@@ -52,6 +62,17 @@ var (
 		"/venv/lib/python3.12/site-packages/torch/optim/adamw.py:210:step", "/home/user/proj/train.py:104:main")
 	TrainOptTmpStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/optim/adamw.py:500:_multi_tensor_adamw",
 		"/venv/lib/python3.12/site-packages/torch/optim/adamw.py:230:step", "/home/user/proj/train.py:104:main")
+	TrainMovedStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1340:convert",
+		"/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:915:_apply", "/venv/lib/python3.12/site-packages/torch/nn/modules/module.py:1355:to",
+		"/home/user/proj/train.py:31:build", "/home/user/proj/train.py:90:main")
+	TrainLabelsStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/transformers/loss/loss_utils.py:64:ForCausalLMLoss",
+		"/home/user/proj/model.py:88:forward", "/home/user/proj/train.py:101:main")
+	TrainUpcastStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/transformers/loss/loss_utils.py:59:ForCausalLMLoss",
+		"/home/user/proj/model.py:88:forward", "/home/user/proj/train.py:101:main")
+	TrainLogProbsStack = snapbuild.Stack("/venv/lib/python3.12/site-packages/torch/nn/functional.py:3504:cross_entropy",
+		"/venv/lib/python3.12/site-packages/transformers/loss/loss_utils.py:40:fixed_cross_entropy",
+		"/venv/lib/python3.12/site-packages/transformers/loss/loss_utils.py:70:ForCausalLMLoss",
+		"/home/user/proj/model.py:88:forward", "/home/user/proj/train.py:101:main")
 )
 
 // trainAlloc is the fixture's allocator: one segment per block, a freed segment reused only by a request of
@@ -124,8 +145,15 @@ func (c TrainingLoop) Build() *snapshot.Snapshot {
 	b.S.AllocatorSettings = &snapshot.AllocatorSettings{MaxSplitSize: -1}
 	a := &trainAlloc{b: b, next: 0x7f0000000000, free: map[int64][]uint64{}, sizeOf: map[uint64]int64{}, stack: map[uint64]*snapshot.Stack{}, live: map[uint64]bool{}}
 	weights := make([]uint64, c.Layers)
+	wst := TrainWeightStack
+	if c.MovedToDevice {
+		wst = TrainMovedStack
+	}
 	for l := range weights {
-		weights[l] = a.alloc(c.WeightBytes, TrainWeightStack)
+		weights[l] = a.alloc(c.WeightBytes, wst)
+		for k := 1; k < c.LayerTensors; k++ {
+			a.alloc(c.WeightBytes>>k, wst)
+		}
 	}
 	if c.SetupScratchBytes > 0 {
 		a.release(a.alloc(c.SetupScratchBytes, TrainScratchStack))
@@ -156,13 +184,33 @@ func (c TrainingLoop) Build() *snapshot.Snapshot {
 			acts[l] = a.alloc(mib2(float64(c.ActivationBytes)*scale), TrainActStack)
 			a.release(a.alloc(mib2(float64(c.ActivationBytes)*scale/2), TrainTmpStack))
 		}
-		logits := a.alloc(mib2(float64(c.LogitsBytes)*scale), TrainLogitsStack)
+		lb := mib2(float64(c.LogitsBytes) * scale)
+		logits := a.alloc(lb, TrainLogitsStack)
+		var labels, logProbs, dLogits uint64
+		if c.LossVocab > 0 {
+			labels = a.alloc(8*lb/2/int64(c.LossVocab), TrainLabelsStack)
+			upcast := a.alloc(2*lb, TrainUpcastStack)
+			logProbs = a.alloc(2*lb, TrainLogProbsStack)
+			a.release(upcast)
+			// The backward's first nodes: NllLossBackward0, LogSoftmaxBackward0, then ToCopyBackward0's bf16.
+			nll := a.alloc(2*lb, nil)
+			a.release(labels)
+			ls := a.alloc(2*lb, nil)
+			a.release(logProbs)
+			a.release(nll)
+			dLogits = a.alloc(lb, nil)
+			a.release(ls)
+		}
 		grads := make([]uint64, c.Layers)
 		for l := c.Layers - 1; l >= 0; l-- {
 			g := a.alloc(mib2(float64(c.ActivationBytes)*scale), nil) // activation gradient
 			grads[l] = a.alloc(c.WeightBytes, nil)
 			a.release(acts[l])
 			a.release(g)
+			if dLogits != 0 {
+				a.release(dLogits)
+				dLogits = 0
+			}
 		}
 		if !c.Keep {
 			a.release(logits)

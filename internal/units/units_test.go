@@ -2,9 +2,8 @@ package units
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"math"
+	"math/big"
 	"testing"
 )
 
@@ -143,34 +142,51 @@ func TestPyTorchBytes(t *testing.T) {
 	}
 }
 
-func TestIsYAML(t *testing.T) {
-	for _, tc := range []struct {
-		path, data string
-		want       bool
-	}{
-		{"a.yaml", "{}", true}, {"a.YML", "{}", true}, {"a.json", "x: 1", false},
-		{"a", " {\"x\": 1}", false}, {"a", "x: 1", true}, {"a", "", true}, {"a.cfg", "- 1", true},
+func TestTerminalEscapes(t *testing.T) {
+	for _, tc := range []struct{ in, terminal, oneLine string }{
+		{"model.py:10:forward", "model.py:10:forward", "model.py:10:forward"},
+		{"a\x1b[2Jb", `a\x1b[2Jb`, `a\x1b[2Jb`},
+		{"x\u009b31my", `x\u009b31my`, `x\u009b31my`},
+		{"bell\a del\x7f", `bell\x07 del\x7f`, `bell\x07 del\x7f`},
+		{"bad\xffbyte", `bad\xffbyte`, `bad\xffbyte`},
+		{"two\nlines\tand\rcr", "two\nlines\tand\\rcr", `two\nlines\tand\rcr`},
+		{"ünïcode ✓", "ünïcode ✓", "ünïcode ✓"},
 	} {
-		if got := IsYAML(tc.path, []byte(tc.data)); got != tc.want {
-			t.Errorf("IsYAML(%q, %q) = %v, want %v", tc.path, tc.data, got, tc.want)
+		if got := Terminal(tc.in); got != tc.terminal {
+			t.Errorf("Terminal(%q) = %q, want %q", tc.in, got, tc.terminal)
+		}
+		if got := OneLine(tc.in); got != tc.oneLine {
+			t.Errorf("OneLine(%q) = %q, want %q", tc.in, got, tc.oneLine)
 		}
 	}
 }
 
-func TestJSONError(t *testing.T) {
-	var v struct {
-		N int `json:"n"`
-	}
-	for _, tc := range []struct{ doc, want string }{
-		{`{"n": 1,}`, "invalid JSON at byte offset 8: invalid character '}' looking for beginning of object key string"},
-		{`{"n": "x"}`, "n: expected int, got JSON string (byte offset 9)"},
-	} {
-		err := json.Unmarshal([]byte(tc.doc), &v)
-		if got := JSONError(err).Error(); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.doc, got, tc.want)
+// TestPercentile: the p-th percentile is the sorted value at index ⌊(n−1)·p/100⌋, checked against exact
+// rational arithmetic for counts up to 2^50, where float64 products round; always one of the values.
+func TestPercentile(t *testing.T) {
+	v := []int64{70, 10, 200, 40, 30, 60, 20, 50} // sorted: 10 20 30 40 50 60 70 200
+	for _, tc := range []struct {
+		p    int
+		want int64
+	}{{0, 10}, {50, 40}, {90, 70}, {99, 70}, {100, 200}, {-5, 10}, {150, 200}} {
+		if got := Percentile(v, tc.p); got != tc.want {
+			t.Errorf("p%d = %d, want %d", tc.p, got, tc.want)
 		}
 	}
-	if got := JSONError(errors.New("boom")).Error(); got != "invalid config: boom" {
-		t.Errorf("other error: %q", got)
+	if v[0] != 70 {
+		t.Error("Percentile sorted its argument")
+	}
+	if Percentile(nil, 50) != 0 || PercentileIndex(0, 50) != -1 {
+		t.Error("no values: want 0 and index −1")
+	}
+	for _, n := range []int{1, 2, 3, 99, 100, 101, 100000, 100001, 1 << 40, 1<<50 + 7} {
+		for p := 0; p <= 100; p++ {
+			want := big.NewInt(int64(n - 1))
+			want.Mul(want, big.NewInt(int64(p)))
+			want.Div(want, big.NewInt(100))
+			if got := PercentileIndex(n, p); int64(got) != want.Int64() || got < 0 || got >= n {
+				t.Fatalf("PercentileIndex(%d, %d) = %d, want %s", n, p, got, want)
+			}
+		}
 	}
 }

@@ -1,0 +1,65 @@
+package allocator
+
+import (
+	"context"
+	"testing"
+
+	"github.com/memscan/memscan/snapshot"
+)
+
+// TestPeakAllocatedBlockBytes checks the replay's peak in torch.cuda.max_memory_allocated's unit against
+// CUDACachingAllocator.cpp's rules worked by hand: a request is rounded up to 512 bytes (kMinBlockSize), and a
+// large-pool block is split only when more than 1 MiB (kSmallSize) would remain, else the request holds the whole
+// block; small-pool blocks split whenever 512 bytes remain.
+func TestPeakAllocatedBlockBytes(t *testing.T) {
+	sa := snapshot.ActionSegmentAlloc
+	cases := []struct {
+		name  string
+		trace []snapshot.TraceEntry
+		want  int64
+	}{
+		// 1000 B rounds to 1024 B in a 2 MiB small segment, which splits.
+		{"small request rounded", trace(tSeg(sa, segA, 2*MiB), tAlloc(segA, 1000)), 1024},
+		// 19 MiB + 1 B: rounded to 19 MiB + 512 B; a request of 10 MiB or more gets a segment rounded to 2 MiB,
+		// 20 MiB; the 1 MiB − 512 B left is not more than 1 MiB, so the block stays whole: 20 MiB allocated.
+		{"large remainder too small to split", trace(tSeg(sa, segA, 20*MiB), tAlloc(segA, 19*MiB+1)), 20 * MiB},
+		// 5 MiB in a 20 MiB segment leaves 15 MiB: split, 5 MiB allocated; freed, then 3 MiB: the peak stays 5 MiB.
+		{"split, and the peak kept after a free", trace(tSeg(sa, segA, 20*MiB), tAlloc(segA, 5*MiB), tFree(segA, 5*MiB),
+			tAlloc(segA, 3*MiB)), 5 * MiB},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := Record(tc.trace, RecordOptions{})
+			res, err := Replay(context.Background(), rec, Config{}, ReplayOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.PeakAllocated != tc.want {
+				t.Errorf("peak allocated %d, want %d", res.PeakAllocated, tc.want)
+			}
+		})
+	}
+}
+
+// TestAllocatedSeries: with AllocatedSeries the replay keeps the block bytes after every event, whose maximum is
+// PeakAllocated: 5 MiB, 5 MiB (free requested), 0 after the free, then a 3 MiB block split from the cached 20 MiB.
+func TestAllocatedSeries(t *testing.T) {
+	sa := snapshot.ActionSegmentAlloc
+	rec := Record(trace(tSeg(sa, segA, 20*MiB), tAlloc(segA, 5*MiB), tFree(segA, 5*MiB), tAlloc(segA, 3*MiB)), RecordOptions{})
+	res, err := Replay(context.Background(), rec, Config{}, ReplayOptions{AllocatedSeries: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{0, 5 * MiB, 5 * MiB, 0, 3 * MiB}
+	if len(res.Allocated) != len(want) {
+		t.Fatalf("series %v, want %v", res.Allocated, want)
+	}
+	for i := range want {
+		if res.Allocated[i] != want[i] {
+			t.Errorf("after event %d: %d, want %d", i, res.Allocated[i], want[i])
+		}
+	}
+	if res2, _ := Replay(context.Background(), rec, Config{}, ReplayOptions{}); res2.Allocated != nil || res2.PeakAllocated != 5*MiB {
+		t.Errorf("without the option: series %v, peak %d", res2.Allocated, res2.PeakAllocated)
+	}
+}

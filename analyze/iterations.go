@@ -1,0 +1,86 @@
+package analyze
+
+import (
+	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/phases"
+	"github.com/memscan/memscan/report"
+)
+
+// iterationTable is, for each iteration of device d, its peak and the memory when each of its phases ended. blocks
+// (nil: not replayed) is the block bytes allocated after every event: with it the peak and the phase ends are in
+// torch.cuda's unit, and the peak is where the block bytes were highest; the requested bytes come from the trace
+// replay either way. The iteration's window includes the moment before its first event, as a peak-statistics
+// reset at its start would.
+func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
+	tl := d.Timeline()
+	if len(blocks) != len(d.Trace) {
+		blocks = nil
+	}
+	out := make([]report.IterationRow, 0, len(tl.Iterations))
+	at := func(series []int64, initial int64, j int) int64 {
+		if j < 0 {
+			return initial
+		}
+		return series[j]
+	}
+	measure := func(j int) int64 {
+		if blocks != nil {
+			return at(blocks, 0, j)
+		}
+		return at(d.Allocated, d.InitialAllocated, j)
+	}
+	for _, it := range tl.Iterations {
+		sp := it.Span
+		if sp.Empty() {
+			continue
+		}
+		row := report.IterationRow{Device: d.Device, Iteration: it.Index, Complete: it.Complete, PeakEvent: sp.Start}
+		best := measure(sp.Start)
+		row.PeakReservedBytes = at(d.Reserved, d.InitialReserved, sp.Start-1)
+		if sp.Start > 0 {
+			if v := measure(sp.Start - 1); v > best {
+				best, row.PeakEvent = v, sp.Start-1
+			}
+		}
+		for j := sp.Start; j < sp.End && j < len(d.Trace); j++ {
+			if v := measure(j); v > best {
+				best, row.PeakEvent = v, j
+			}
+			row.PeakReservedBytes = max(row.PeakReservedBytes, d.Reserved[j])
+		}
+		row.PeakRequestedBytes = at(d.Allocated, d.InitialAllocated, row.PeakEvent)
+		if blocks != nil {
+			row.PeakAllocatedBytes = best
+		}
+		_, ph := tl.At(row.PeakEvent)
+		row.PeakPhase = ph.String()
+		for _, p := range iterationPhases(&it) {
+			if p.span.Empty() {
+				continue
+			}
+			end := min(p.span.End, len(d.Trace)) - 1
+			pe := report.PhaseEnd{Phase: p.name, Span: p.span, RequestedBytes: d.Allocated[end], ReservedBytes: d.Reserved[end]}
+			if blocks != nil {
+				pe.AllocatedBytes = blocks[end]
+			}
+			row.Phases = append(row.Phases, pe)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// namedSpan is a phase of an iteration and its name.
+type namedSpan struct {
+	name string
+	span phases.Span
+}
+
+// iterationPhases are the phases of it in order: prefill and decode for a generate call, else forward, backward
+// and optimizer.
+func iterationPhases(it *phases.Iteration) []namedSpan {
+	if it.Prefill != nil {
+		return []namedSpan{{phases.Prefill.String(), *it.Prefill}, {phases.Decode.String(), *it.Decode}}
+	}
+	return []namedSpan{{phases.Forward.String(), it.Forward}, {phases.Backward.String(), it.Backward}, {phases.Optimizer.String(), it.Optimizer}}
+}

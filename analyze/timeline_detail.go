@@ -1,0 +1,132 @@
+package analyze
+
+import (
+	"strings"
+
+	"github.com/memscan/memscan/internal/categorize"
+	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/report"
+	"github.com/memscan/memscan/snapshot"
+)
+
+// maxDetailFrames bounds the frames kept of one stack: deeper frames are interpreter start-up that no one reads.
+const maxDetailFrames = 48
+
+// detail builds the replay's TimelineDetail from the judged device d, whose elements are r's.
+func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
+	n := len(r.Events)
+	t := report.TimelineDetail{Device: r.Device, Events: n, InitialAllocated: r.Initial, InitialReserved: r.InitialReserved,
+		Categories: append([]string(nil), r.catNames...), Sites: append([]string(nil), r.siteName...)}
+	t.SiteCategory = make([]int32, len(r.siteCat))
+	for i, c := range r.siteCat {
+		t.SiteCategory[i] = int32(c)
+	}
+	if r.Events[0].HasTime {
+		t.TimeUS = make([]int64, n)
+		for j := range r.Events {
+			t.TimeUS[j] = r.Events[j].TimeUS
+		}
+	}
+	var prev int64
+	for j, res := range r.Reserved {
+		if res != prev || (j == 0 && res != r.InitialReserved) {
+			base := prev
+			if j == 0 {
+				base = r.InitialReserved
+			}
+			t.ReservedEvent = append(t.ReservedEvent, int32(j))
+			t.ReservedDelta = append(t.ReservedDelta, res-base)
+		}
+		prev = res
+	}
+	m := len(r.Elements)
+	t.Start, t.End, t.Size = make([]int32, m), make([]int32, m), make([]int64, m)
+	t.Site, t.Stack, t.Reason = make([]int32, m), make([]int32, m), make([]int32, m)
+	stacks := map[*snapshot.Stack]int32{}
+	frames := map[string]int32{}
+	reasons := map[string]int32{}
+	t.StackStart = []int32{0}
+	// Elements share attributions: each attribution's reason is worded and interned once.
+	reasonOf := make([]int32, len(d.Attrs()))
+	for k := range reasonOf {
+		reasonOf[k] = -1
+	}
+	for i, el := range r.Elements {
+		t.Start[i], t.End[i], t.Size[i], t.Site[i] = el.Start, el.End, el.Size, r.site[i]
+		t.Stack[i] = internStack(&t, d.Stack(i), stacks, frames)
+		a := d.AttrIndex(i)
+		if reasonOf[a] < 0 {
+			why := reasonText(d.Attr(i))
+			k, ok := reasons[why]
+			if !ok {
+				k = int32(len(t.Reasons))
+				reasons[why] = k
+				t.Reasons = append(t.Reasons, why)
+			}
+			reasonOf[a] = k
+		}
+		t.Reason[i] = reasonOf[a]
+	}
+	return t
+}
+
+// internStack interns s (shared stacks decode to one pointer) and returns its index, −1 for no stack.
+func internStack(t *report.TimelineDetail, s *snapshot.Stack, stacks map[*snapshot.Stack]int32, frames map[string]int32) int32 {
+	if s == nil || len(s.Frames) == 0 {
+		return -1
+	}
+	if k, ok := stacks[s]; ok {
+		return k
+	}
+	python := false
+	for i := range s.Frames {
+		python = python || strings.HasSuffix(s.Frames[i].Filename, ".py")
+	}
+	kept := 0
+	for i := range s.Frames {
+		f := &s.Frames[i]
+		if (python && !strings.HasSuffix(f.Filename, ".py")) || kept == maxDetailFrames {
+			continue
+		}
+		name := categorize.Site(f)
+		k, ok := frames[name]
+		if !ok {
+			k = int32(len(t.Frames))
+			frames[name] = k
+			t.Frames = append(t.Frames, name)
+		}
+		t.StackFrames = append(t.StackFrames, k)
+		kept++
+	}
+	k := int32(len(t.StackStart) - 1)
+	t.StackStart = append(t.StackStart, int32(len(t.StackFrames)))
+	stacks[s] = k
+	return k
+}
+
+// reasonText says what decided an attribution's category.
+func reasonText(a *categorize.Attribution) string {
+	if a == nil {
+		return "no rule"
+	}
+	if a.DecidedBy == categorize.DecidedByLifetime {
+		return "lifetime: " + a.Lifetime
+	}
+	if a.Rule != "" {
+		return "stack rule " + a.Rule
+	}
+	return "no rule matched the stack"
+}
+
+// setWhatIf takes the what-if's reserved memory of t's device from the allocator replays, when there is one.
+func setWhatIf(t *report.TimelineDetail, reps []report.AllocatorReplay) {
+	for _, r := range reps {
+		if r.Device != t.Device || !r.WhatIf {
+			continue
+		}
+		for _, s := range r.WhatIfTimeline {
+			t.WhatIfEvent = append(t.WhatIfEvent, int32(s.Index))
+			t.WhatIfReserved = append(t.WhatIfReserved, s.Reserved)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package detect
+
+import "testing"
+
+// TestRoundBlock: the caching allocator's round_size, from c10/cuda/CUDACachingAllocator.cpp: a request under
+// kMinBlockSize (512 B) takes 512 B, any other rounds up to a multiple of 512 B.
+func TestRoundBlock(t *testing.T) {
+	for _, tc := range []struct{ n, want int64 }{
+		{1, 512}, {511, 512}, {512, 512}, {513, 1024}, {700, 1024}, {1024, 1024}, {1025, 1536}, {10_000_000, 10_000_384},
+	} {
+		if got := roundBlock(tc.n); got != tc.want {
+			t.Errorf("roundBlock(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestCacheOfRounding rebuilds by hand a cache of two segments: a 2 MiB small-pool segment holding two 700-byte
+// requests at offsets 0 and 1024 (each a 1024-byte block), and a 20 MiB large-pool segment holding two
+// 10,000,000-byte requests back to back (each a 10,000,384-byte block). Every figure is counted in blocks, as the
+// allocator holds them, never in requested bytes.
+func TestCacheOfRounding(t *testing.T) {
+	const (
+		small = uint64(0x7f0000000000)
+		large = uint64(0x7f0000200000)
+		mib   = 1 << 20
+	)
+	segs := []segment{{addr: small, size: 2 * mib, start: -1, end: 10}, {addr: large, size: 20 * mib, start: -1, end: 10}}
+	block := func(addr uint64, size int64) liveBlock { return liveBlock{addr: addr, size: size} }
+	used := map[int][]liveBlock{
+		0: {block(small+1024, 700), block(small, 700)}, // out of address order on purpose
+		1: {block(large, 10_000_000), block(large+10_000_384, 10_000_000)},
+	}
+	got := cacheOf(segs, 5, used)
+	want := cacheState{
+		segments:         2,
+		reserved:         22 * mib,
+		live:             2*1024 + 2*10_000_384,
+		free:             (2*mib - 2048) + (20*mib - 20_000_768),
+		largestFree:      2*mib - 2048, // the small segment's tail; the large one keeps 20 MiB − 20,000,768 = 971,008 B
+		smallPoolBytes:   2 * mib,
+		largeLiveRounded: 20_000_768,
+		freeInPartlyUsed: (2*mib - 2048) + (20*mib - 20_000_768),
+		mostlyFree:       1, // the small segment; the large one is 95 % used
+	}
+	if got != want {
+		t.Errorf("cacheOf = %+v\nwant      %+v", got, want)
+	}
+}

@@ -1,0 +1,121 @@
+package results
+
+import (
+	"cmp"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"slices"
+	"strings"
+
+	"github.com/memscan/memscan/internal/units"
+	"github.com/memscan/memscan/report"
+)
+
+// The interactive timeline's script and style, embedded in every page (the page loads nothing).
+var (
+	//go:embed viewer/viewer.js
+	viewerJS string
+	//go:embed viewer/viewer.css
+	viewerCSS string
+)
+
+// maxPageTimelineBytes bounds the timeline data one page embeds (base64 text, all devices of all inputs), so
+// that the page stays under about 10 MB; a trace beyond it is shown by memscan view, which sends it on demand.
+const maxPageTimelineBytes = 9 << 20
+
+// maxPageDataBytes bounds the timelines and the embedded charts of a page together, so that with its tables,
+// script and style it stays under 10 MB (10^7 bytes).
+const maxPageDataBytes = 8<<20 + 512<<10
+
+// pageOptions tune renderHTML: served pages (memscan view) fetch each timeline from the server that sent
+// them instead of embedding it, and have no chart files beside them.
+type pageOptions struct {
+	served bool
+	// remoteAbove is the trace length beyond which a served page leaves the trace on the server and asks for
+	// each zoom's columns instead (0: never).
+	remoteAbove int
+}
+
+// maxSentEvents is the longest trace memscan view sends whole to the page; a longer one stays on the server,
+// which answers each zoom and each hovered moment (a browser tab holds about 60 bytes per event of a trace it
+// has whole).
+const maxSentEvents = 8_000_000
+
+// pageTimelines encodes the full-resolution timeline of every traced device of snapshot p (input i) while
+// *budget lasts; note says what was left out and how to see it. A served page only names where each timeline
+// is fetched from.
+func pageTimelines(i int, r *report.Report, p *report.SnapshotReport, budget *int, opts pageOptions) (tls []pageTimeline, note string, err error) {
+	for k := range p.Details {
+		d := &p.Details[k]
+		if opts.served {
+			tl := pageTimeline{ID: timelineID(i, d.Device)}
+			if src := fmt.Sprintf("timeline/%d/%d", i, d.Device); opts.remoteAbove > 0 && d.Events > opts.remoteAbove {
+				tl.Remote = src
+			} else {
+				tl.Src = src
+			}
+			tls = append(tls, tl)
+			continue
+		}
+		tl, err := newPageTimeline(i, p, d)
+		if err != nil {
+			return nil, "", err
+		}
+		size := len(tl.Blob) + len(tl.Meta)
+		if size > *budget {
+			note = fmt.Sprintf("The timeline of device %d (%d events, %s of data) is too large to embed in this page; `memscan view %s` serves it with every detail.",
+				d.Device, d.Events, units.Bytes(int64(size)), r.File)
+			continue
+		}
+		*budget -= size
+		tls = append(tls, tl)
+	}
+	// A trace the analysis did not keep at full resolution (a run of many inputs shares a bound) is not drawn here.
+	for _, ts := range p.Timeline {
+		if !slices.ContainsFunc(p.Details, func(d report.TimelineDetail) bool { return d.Device == ts.Device }) {
+			note = fmt.Sprintf("The trace of device %d was not kept at full resolution in a run of this many inputs; `memscan view %s` draws it.", ts.Device, r.File)
+		}
+	}
+	return tls, note, nil
+}
+
+// pageAssets are the viewer's script and style for the template; they are memscan's own constant text.
+func pageAssets() (template.JS, template.CSS) {
+	return template.JS(viewerJS), template.CSS(viewerCSS)
+}
+
+// chartRank orders a page's charts by what a reader needs first: the live set at the peak, the timeline, the
+// overview and efficiency, sizes, then the views at the dump; charts it does not name follow by file name.
+var chartRank = []string{ChartCategories, ChartTopConsumers, ChartTimeline, ChartOverview, ChartEfficiency, ChartSizes,
+	ChartCategoriesDump, ChartTopConsumersDump}
+
+// pageImages orders imgs by chartRank.
+func pageImages(imgs []htmlImage) []htmlImage {
+	rank := func(im htmlImage) int {
+		for k, name := range chartRank {
+			if chartTitleOf(name) == im.Title {
+				return k
+			}
+		}
+		return len(chartRank)
+	}
+	out := slices.Clone(imgs)
+	slices.SortStableFunc(out, func(a, b htmlImage) int { return cmp.Compare(rank(a), rank(b)) })
+	return out
+}
+
+// chartTitleOf is the caption embedPNGs gives a chart file ("memory timeline" for memory_timeline.png).
+func chartTitleOf(file string) string {
+	return strings.ReplaceAll(strings.TrimSuffix(file, ".png"), "_", " ")
+}
+
+// hasTrace says whether an input of run has a replayed device trace, which the page draws as its timeline.
+func hasTrace(run *report.Run) bool {
+	for _, r := range run.Inputs {
+		if p, ok := r.Part.(*report.SnapshotReport); ok && (len(p.Details) > 0 || len(p.Timeline) > 0) {
+			return true
+		}
+	}
+	return false
+}

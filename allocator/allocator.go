@@ -178,8 +178,12 @@ type Allocator struct {
 
 	events    []SegmentEvent
 	keepEvent bool
-	spare     *block // blocks merged away, linked through left, for reuse
+	spare     *block  // blocks merged away, linked through left, for reuse
+	slab      []block // blocks not handed out yet
 }
+
+// blockSlab is how many blocks one slab holds.
+const blockSlab = 256
 
 // syntheticTop is where synthetic segment addresses start (they descend from it); it is far above the
 // addresses a 48-bit GPU virtual address space hands out in traces, so synthetic segments never meet real ones.
@@ -329,6 +333,17 @@ func (a *Allocator) MallocIn(id uint64, size int64, stream uint64, poolID PoolID
 	if _, ok := a.live[id]; ok {
 		return ErrLive
 	}
+	b, err := a.malloc(size, stream, poolID)
+	if err != nil {
+		return err
+	}
+	a.live[id] = b
+	return nil
+}
+
+// malloc is MallocIn without the id: it returns the allocated block, which the caller keeps (in the live map, or
+// in a trace replay's table of addresses). size must be positive.
+func (a *Allocator) malloc(size int64, stream uint64, poolID PoolID) (*block, error) {
 	s := RoundSize(a.cfg, size)
 	p := a.poolFor(s, poolID)
 	alloc := SegmentSize(a.cfg, s)
@@ -348,7 +363,7 @@ func (a *Allocator) MallocIn(id uint64, size int64, stream uint64, poolID PoolID
 		}
 		if b == nil {
 			a.notePeak()
-			return &OOMError{Size: size, Rounded: s, Alloc: alloc, Reserved: a.reserved, Allocated: a.allocated,
+			return nil, &OOMError{Size: size, Rounded: s, Alloc: alloc, Reserved: a.reserved, Allocated: a.allocated,
 				Capacity: a.capacity, LimitBytes: a.allowed}
 		}
 	}
@@ -362,9 +377,8 @@ func (a *Allocator) MallocIn(id uint64, size int64, stream uint64, poolID PoolID
 	b.seg.allocated++
 	a.allocated += b.size
 	a.requested += size
-	a.live[id] = b
 	a.notePeak()
-	return nil
+	return b, nil
 }
 
 // notePeak records the breakdown after a request that raised the peak.
@@ -469,7 +483,12 @@ func (a *Allocator) newBlock(addr uint64, size int64, stream uint64, p *pool, se
 	if b != nil {
 		a.spare = b.left
 	} else {
-		b = new(block)
+		// Blocks come from slabs, not one heap allocation each: a replay whose live set keeps growing makes
+		// millions of them.
+		if len(a.slab) == 0 {
+			a.slab = make([]block, blockSlab)
+		}
+		b, a.slab = &a.slab[0], a.slab[1:]
 	}
 	*b = block{addr: addr, size: size, stream: stream, pool: p, seg: seg, mapped: true, prio: a.rng * 2685821657736338717}
 	return b
@@ -566,6 +585,12 @@ func (a *Allocator) Free(id uint64) error {
 		return ErrUnknown
 	}
 	delete(a.live, id)
+	a.release(b)
+	return nil
+}
+
+// release frees the allocated block b (Free without the id).
+func (a *Allocator) release(b *block) {
 	a.allocated -= b.size
 	a.requested -= b.requested
 	b.allocated, b.requested = false, 0
@@ -574,7 +599,6 @@ func (a *Allocator) Free(id uint64) error {
 		a.emptyBytes += b.seg.size
 	}
 	a.freeBlock(b)
-	return nil
 }
 
 // freeBlock merges b with its free neighbours and inserts it into its pool.

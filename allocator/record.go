@@ -43,6 +43,13 @@ type Recording struct {
 	initial    []seedSegment
 	// ignore holds ids whose frees are expected not to find a block (allocations the start state could not place).
 	ignore map[uint64]bool
+	// slot gives each alloc and free event the index of its address among the trace's distinct addresses (−1 for
+	// the other events), and addrs lists the addresses by slot. A replay keeps its live blocks in a table indexed
+	// by slot: the addresses are hashed once here, not once per replay and event.
+	slot  []int32
+	addrs []uint64
+	// ignoreSlots are the slots of ignore's ids that the trace frees.
+	ignoreSlots []int32
 }
 
 // Issue is one thing a trace or its replay could not explain. Index is the trace event, −1 for the trace as a whole.
@@ -105,9 +112,52 @@ func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
 	if !hasCompleted && hasRequested {
 		r.freeAction = snapshot.ActionFreeRequested
 	}
-	r.rebuildStart(opt)
+	of := r.numberAddresses()
+	r.rebuildStart(opt, of)
 	r.scan(opt)
+	r.slotSeeds(of)
 	return r
+}
+
+// numberAddresses numbers the addresses the trace allocates and frees (see Recording.slot) and returns the numbers
+// by address.
+func (r *Recording) numberAddresses() map[uint64]int32 {
+	r.slot = make([]int32, len(r.Trace))
+	of := map[uint64]int32{}
+	for i := range r.Trace {
+		e := &r.Trace[i]
+		if e.Action != snapshot.ActionAlloc && e.Action != r.freeAction {
+			r.slot[i] = -1
+			continue
+		}
+		k, ok := of[e.Addr]
+		if !ok {
+			k = int32(len(r.addrs))
+			of[e.Addr] = k
+			r.addrs = append(r.addrs, e.Addr)
+		}
+		r.slot[i] = k
+	}
+	return of
+}
+
+// slotSeeds gives the start state's live blocks and the ignored ids their slots (−1 for an address the trace never
+// names).
+func (r *Recording) slotSeeds(of map[uint64]int32) {
+	for i := range r.initial {
+		for j := range r.initial[i].live {
+			b := &r.initial[i].live[j]
+			b.slot = -1
+			if k, ok := of[b.id]; ok {
+				b.slot = k
+			}
+		}
+	}
+	for id := range r.ignore {
+		if k, ok := of[id]; ok {
+			r.ignoreSlots = append(r.ignoreSlots, k)
+		}
+	}
 }
 
 // netSegmentBytes is what the trace's segment events add to reserved.
@@ -135,10 +185,19 @@ type startSeg struct {
 
 // rebuildStart works backwards from the final segments through the trace to the state before its first event:
 // which segments existed and which allocations were live. A complete trace starts empty.
-func (r *Recording) rebuildStart(opt RecordOptions) {
+func (r *Recording) rebuildStart(opt RecordOptions, of map[uint64]int32) {
 	trace := r.Trace
 	segs := map[uint64]startSeg{}
-	live := map[uint64]seedBlock{}
+	// What is live, walking backwards, by address slot (of): absent, live in the final state (finals says how), or
+	// freed by trace event at (its alloc not met yet). The final state's live blocks at addresses the trace never
+	// names stay live all along (untouched).
+	const absent, final = -2, -1
+	at := make([]int32, len(r.addrs))
+	for k := range at {
+		at[k] = absent
+	}
+	finals := map[int32]seedBlock{}
+	untouched := map[uint64]seedBlock{}
 	var finalReserved int64
 	for _, s := range opt.Final {
 		if s.Device != opt.Device {
@@ -148,11 +207,16 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		segs[s.Address] = startSeg{size: s.TotalSize, stream: s.Stream, pool: PoolID(s.Pool), small: s.Type == snapshot.SegmentSmall, freedAt: -1}
 		for _, b := range s.Blocks {
 			if b.State.Active() {
-				live[b.Address] = seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1}
+				sb := seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1}
+				if k, ok := of[b.Address]; ok {
+					at[k], finals[k] = final, sb
+				} else {
+					untouched[b.Address] = sb
+				}
 			}
 		}
 	}
-	finalLive := len(live)
+	finalLive := len(finals) + len(untouched)
 	if opt.Final != nil {
 		r.InitialReserved = finalReserved - netSegmentBytes(trace)
 	}
@@ -163,9 +227,9 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		e := &trace[i]
 		switch e.Action {
 		case snapshot.ActionAlloc:
-			delete(live, e.Addr)
+			at[r.slot[i]] = absent
 		case r.freeAction:
-			live[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0), freedAt: i}
+			at[r.slot[i]] = int32(i)
 		case snapshot.ActionSegmentAlloc:
 			delete(segs, e.Addr)
 		case snapshot.ActionSegmentFree:
@@ -181,11 +245,16 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 		}
 	}
 	firstFreedBefore := -1
-	for _, b := range live {
-		if b.freedAt >= 0 {
+	liveSlots := 0
+	for _, i := range at {
+		if i == absent {
+			continue
+		}
+		liveSlots++
+		if i >= 0 {
 			freedBefore++
-			if firstFreedBefore < 0 || b.freedAt < firstFreedBefore {
-				firstFreedBefore = b.freedAt
+			if firstFreedBefore < 0 || int(i) < firstFreedBefore {
+				firstFreedBefore = int(i)
 			}
 		}
 	}
@@ -197,7 +266,21 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 			}
 		}
 	}
-	liveBefore := len(live) - freedBefore
+	// live is the start state's allocations by address, built only for a trace that does not start empty.
+	live := func() map[uint64]seedBlock {
+		m := maps.Clone(untouched)
+		for k, i := range at {
+			switch {
+			case i == final:
+				m[r.addrs[k]] = finals[int32(k)]
+			case i >= 0:
+				e := &trace[i]
+				m[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0), freedAt: int(i)}
+			}
+		}
+		return m
+	}
+	liveBefore := liveSlots + len(untouched) - freedBefore
 	switch {
 	case r.InitialReserved < 0:
 		r.Issues = addIssue(r.Issues, -1, "the trace's segment events release %d bytes more than the final segments hold", -r.InitialReserved)
@@ -227,7 +310,7 @@ func (r *Recording) rebuildStart(opt RecordOptions) {
 	if expandable {
 		r.Issues = addIssue(r.Issues, -1, "expandable pages mapped before the trace began are replayed as fixed segments")
 	}
-	r.placeStart(segs, live)
+	r.placeStart(segs, live())
 }
 
 // rewindMapping undoes one segment_map / segment_unmap on the start segments (walking backwards): a mapping

@@ -112,12 +112,18 @@ type ReplayOptions struct {
 // must fail. It fails only for a configuration the model cannot run or a cancelled context; what the trace
 // cannot explain makes the result partial.
 func Replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) (*Result, error) {
-	res, _, err := replay(ctx, rec, cfg, opt)
+	res, _, err := replayModel(ctx, rec, cfg, opt, false)
 	return res, err
 }
 
-// replay is Replay, also returning the model in its final state (for tests of its structure).
+// replay is Replay, also returning the model in its final state (for tests of its structure), its live blocks in
+// the live map under their addresses.
 func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) (*Result, *Allocator, error) {
+	return replayModel(ctx, rec, cfg, opt, true)
+}
+
+// replayModel is Replay; keep puts the model's live blocks in its live map at the end.
+func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions, keep bool) (*Result, *Allocator, error) {
 	res := &Result{Settings: cfg.String(), PeakIndex: -1, FirstAddressMismatch: -1, FirstDivergence: -1, CapacitySource: "none (unlimited)"}
 	switch {
 	case rec.Capacity > 0 && opt.Capacity <= 0:
@@ -140,22 +146,32 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 		return nil, nil, err
 	}
 	res.Issues = append(res.Issues, rec.Issues...)
-	ignore := map[uint64]bool{}
-	for id := range rec.ignore {
-		ignore[id] = true
+	// The live blocks by address slot (Recording.slot), and per slot whether its next free is to be skipped: its
+	// alloc failed (a what-if out of memory) or it was live at the start where the model could not place it.
+	live := make([]*block, len(rec.addrs))
+	failed, ignore := make([]bool, len(rec.addrs)), make([]bool, len(rec.addrs))
+	for _, k := range rec.ignoreSlots {
+		ignore[k] = true
+	}
+	place := func(lb seedBlock, b *block) {
+		if lb.slot >= 0 {
+			live[lb.slot] = b
+		} else {
+			a.live[lb.id] = b // never freed by the trace
+		}
 	}
 	for _, s := range rec.initial {
-		for _, b := range a.seed(s) {
-			ignore[b.id] = true
+		for _, b := range a.seed(s, place) {
+			if b.slot >= 0 {
+				ignore[b.slot] = true
+			}
 			res.Issues = addIssue(res.Issues, -1, "allocation at 0x%x live at the start overlaps another; its free is skipped", b.addr)
 		}
 	}
 	startFrag := a.Fragmentation()
 	res.Timeline = append(res.Timeline, Sample{Index: -1, Reserved: a.reserved})
 	res.PeakReserved, res.PeakAllocated = a.reserved, a.allocated
-	failed := map[uint64]bool{}
 	nextEmpty := 0
-	const oomID = ^uint64(0) // the id of an oom event's request; no trace address is all ones
 	trace := rec.Trace
 	recorded := rec.InitialReserved
 	if opt.AllocatedSeries {
@@ -180,24 +196,22 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 				res.Issues = addIssue(res.Issues, i, "alloc of %d bytes", e.Size)
 				continue
 			}
-			if _, ok := a.live[e.Addr]; ok {
+			k := rec.slot[i]
+			if old := live[k]; old != nil {
 				res.Issues = addIssue(res.Issues, i, "alloc at 0x%x, which is still allocated (its free is missing); the old block is freed first", e.Addr)
-				_ = a.Free(e.Addr)
+				live[k] = nil
+				a.release(old)
 			}
-			if len(failed) > 0 {
-				delete(failed, e.Addr)
-			}
-			if len(ignore) > 0 {
-				delete(ignore, e.Addr)
-			}
-			switch err := a.MallocIn(e.Addr, e.Size, e.Stream, PoolID(e.Pool())); {
+			failed[k], ignore[k] = false, false
+			switch b, err := a.malloc(e.Size, e.Stream, PoolID(e.Pool())); {
 			case isOOM(err):
-				failed[e.Addr] = true
+				failed[k] = true
 				res.Failed = append(res.Failed, Failure{Index: i, Size: e.Size, Reserved: a.reserved})
 			case err != nil:
 				return nil, nil, fmt.Errorf("event %d: %w", i, err)
-			case !diverged:
-				if got, _ := a.AddressOf(e.Addr); got != e.Addr {
+			default:
+				live[k] = b
+				if !diverged && b.addr != e.Addr {
 					if res.AddressMismatches == 0 {
 						res.FirstAddressMismatch = i
 					}
@@ -205,12 +219,15 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 				}
 			}
 		case rec.freeAction:
-			if (len(failed) > 0 && failed[e.Addr]) || (len(ignore) > 0 && ignore[e.Addr]) {
-				delete(failed, e.Addr)
-				delete(ignore, e.Addr)
+			k := rec.slot[i]
+			if failed[k] || ignore[k] {
+				failed[k], ignore[k] = false, false
 				continue
 			}
-			if err := a.Free(e.Addr); err != nil {
+			if b := live[k]; b != nil {
+				live[k] = nil
+				a.release(b)
+			} else {
 				res.Issues = addIssue(res.Issues, i, "%s of 0x%x, which was never allocated", e.Action, e.Addr)
 			}
 		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
@@ -220,10 +237,10 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 				a.EmptyCache()
 			}
 		case snapshot.ActionOOM:
-			err := a.MallocIn(oomID, max(e.Size, 1), e.Stream, PoolID(e.Pool()))
+			b, err := a.malloc(max(e.Size, 1), e.Stream, PoolID(e.Pool()))
 			res.OOMs = append(res.OOMs, OOMCheck{Index: i, Size: e.Size, Reproduced: err != nil})
 			if err == nil {
-				_ = a.Free(oomID) // the real request failed: nothing stays allocated
+				a.release(b) // the real request failed: nothing stays allocated
 			}
 		}
 		recorded += segDelta(e)
@@ -264,6 +281,13 @@ func replay(ctx context.Context, rec *Recording, cfg Config, opt ReplayOptions) 
 		}
 	}
 	res.Partial = rec.Partial || len(res.Issues) > 0
+	if keep {
+		for k, b := range live {
+			if b != nil {
+				a.live[rec.addrs[k]] = b
+			}
+		}
+	}
 	return res, a, nil
 }
 

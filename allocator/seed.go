@@ -6,7 +6,8 @@ type seedBlock struct {
 	addr      uint64
 	size      int64
 	requested int64
-	freedAt   int // the trace event that frees it, −1 when it is still live at the end
+	freedAt   int   // the trace event that frees it, −1 when it is still live at the end
+	slot      int32 // its address's slot in the recording (Recording.slot), −1 when the trace never names it
 }
 
 // seedSegment is a segment that existed before a replay began, with the allocations live in it.
@@ -21,9 +22,9 @@ type seedSegment struct {
 
 // seed installs a segment that predates the replay: its live blocks (sorted by address) at their addresses and
 // free blocks in the gaps. It records no event (the segment was not created by the replay) but counts as reserved.
-// Blocks that overlap an earlier one are dropped and returned. s is only read: replays of one recording run side
-// by side and share it.
-func (a *Allocator) seed(s seedSegment) (dropped []seedBlock) {
+// Blocks that overlap an earlier one are dropped and returned; place receives the others with their blocks (the
+// caller keeps them). s is only read: replays of one recording run side by side and share it.
+func (a *Allocator) seed(s seedSegment, place func(seedBlock, *block)) (dropped []seedBlock) {
 	var p *pool
 	if s.small {
 		p = a.poolFor(smallSize, s.pool)
@@ -66,7 +67,7 @@ func (a *Allocator) seed(s seedSegment) (dropped []seedBlock) {
 		seg.allocated++
 		a.allocated += b.size
 		a.requested += b.requested
-		a.live[lb.id] = b
+		place(lb, b)
 		cur = lb.addr + uint64(size)
 	}
 	if cur < end {

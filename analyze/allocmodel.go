@@ -10,29 +10,57 @@ import (
 // expandableSettings is what the fragmentation finding asks the allocator model for.
 const expandableSettings = "expandable_segments:True"
 
-// replayAllocatorModel replays every device trace through the caching-allocator model once, before the detectors
-// run, so that the fragmentation finding and the report's replay section read the same replays instead of each
-// recording and replaying the trace on its own.
+// replayAllocatorModel starts the replay of every device trace through the caching-allocator model, once for the
+// fragmentation finding and the report's replay section alike. It runs alongside the trace replay, which it does
+// not depend on; allocatorReplays waits for it.
 func (a *analysis) replayAllocatorModel() error {
 	if a.opts.Allocator.Skip {
 		return nil
 	}
-	reps, blocks, err := replayAllocator(a.ctx, a.snap, a.opts.Allocator, true)
-	if err != nil {
-		return err
-	}
-	a.allocReps, a.blockSeries = reps, blocks
+	r := &pendingReplays{done: make(chan struct{})}
+	a.allocRun = r
+	go func() {
+		defer close(r.done)
+		r.reps, r.blocks, r.err = replayAllocator(a.ctx, a.snap, a.opts.Allocator, true)
+	}()
 	return nil
+}
+
+// pendingReplays is the allocator replays while they run: reps, blocks (each device's block bytes allocated after
+// every event of its baseline replay, torch.cuda.memory_allocated's unit) and err are set when done is closed.
+type pendingReplays struct {
+	done   chan struct{}
+	reps   []report.AllocatorReplay
+	blocks map[int][]int64
+	err    error
+}
+
+// allocatorReplays waits for the allocator replays (nil when skipped).
+func (a *analysis) allocatorReplays() ([]report.AllocatorReplay, error) {
+	if a.allocRun == nil {
+		return nil, nil
+	}
+	<-a.allocRun.done
+	return a.allocRun.reps, a.allocRun.err
+}
+
+// blockSeries waits for the allocator replays and returns device dev's baseline block bytes after every event (nil
+// without a replay).
+func (a *analysis) blockSeries(dev int) []int64 {
+	if _, err := a.allocatorReplays(); err != nil || a.allocRun == nil {
+		return nil
+	}
+	return a.allocRun.blocks[dev]
 }
 
 // allocModel is the detectors' allocator model: the replays already made, falling back to a fresh replay for a
 // device or settings they do not cover (rank summaries skip the replay section).
 func (a *analysis) allocModel() detect.AllocatorModel {
-	return replayedModel{reps: a.allocReps, fallback: detect.Replayer{Snapshot: a.snap}}
+	return replayedModel{reps: a.allocatorReplays, fallback: detect.Replayer{Snapshot: a.snap}}
 }
 
 type replayedModel struct {
-	reps     []report.AllocatorReplay
+	reps     func() ([]report.AllocatorReplay, error)
 	fallback detect.Replayer
 }
 
@@ -40,7 +68,11 @@ type replayedModel struct {
 // that the fragmentation finding and the section state one saving.
 func (m replayedModel) PeakReserved(ctx context.Context, dev int, settings string) (detect.Replayed, error) {
 	if settings == expandableSettings {
-		for _, r := range m.reps {
+		reps, err := m.reps()
+		if err != nil {
+			return detect.Replayed{}, err
+		}
+		for _, r := range reps {
 			if r.Device == dev && r.ExpandablePeakReservedBytes > 0 {
 				return detect.Replayed{Baseline: r.BaselinePeakReservedBytes, Peak: r.ExpandablePeakReservedBytes, Partial: r.PartialReason}, nil
 			}

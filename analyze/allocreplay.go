@@ -119,7 +119,10 @@ func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt Alloca
 // main device's replay for the report, overlays the what-if on the timeline and warns where the model and the
 // recording part.
 func (a *analysis) allocatorReplay() error {
-	reps := a.allocReps
+	reps, err := a.allocatorReplays()
+	if err != nil {
+		return err
+	}
 	if w := a.opts.Allocator.WhatIf; w != nil && len(reps) == 0 && !a.opts.Allocator.Skip {
 		a.warns.add("alloc-conf-no-trace", fmt.Sprintf("the what-if under %s was not replayed: the snapshot has no allocation trace (record one with torch.cuda.memory._record_memory_history before the run allocates)",
 			settingsName(w.String())))

@@ -42,6 +42,10 @@ type Options struct {
 	// MaxInputSize bounds the bytes AnalyzeFile decodes from one file after decompression; 0 means
 	// load.DefaultMaxInputSize.
 	MaxInputSize int64
+	// SummaryOnly computes, for a snapshot, only what a rank summary reads (see summarySteps): the totals, the
+	// devices, each trace's peak, its out-of-memory events and the categories of the live blocks. The report's
+	// other parts stay empty, so it is for summaries only (memscan analyze --summary-only).
+	SummaryOnly bool
 	// NoTimelineDetail leaves SnapshotReport.Details empty, for callers that draw no timeline (rank summaries for
 	// memscan merge): it costs about 20 bytes per allocation and 8 per trace event.
 	NoTimelineDetail bool
@@ -133,10 +137,9 @@ type analysis struct {
 	// the trace held enough history for them to replace the dump-time cache checks.
 	findings     []findings.Finding
 	judgedAtPeak bool
-	// allocReps are the caching-allocator replays of every device trace (nil when skipped); blockSeries the block
-	// bytes allocated after every event of each device's baseline replay (torch.cuda.memory_allocated's unit).
-	allocReps   []report.AllocatorReplay
-	blockSeries map[int][]int64
+	// allocRun is the caching-allocator replays of every device trace, running alongside the rest (nil when
+	// skipped); allocatorReplays and blockSeries wait for them.
+	allocRun *pendingReplays
 	// endCategory is the category the trace replay gave each allocation still live at the end, by device and
 	// address, so that the views at the dump agree with those at the peak where a lifetime decided (the
 	// weights a module's __init__ allocated are Parameters/Weights in both, not Unknown at the dump).
@@ -190,12 +193,12 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		part: part,
 	}
 	// liveBlocks follows replayAll, whose lifetimes decide the categories of stackless blocks.
-	steps := []struct {
-		stage Stage
-		run   func() error
-	}{
+	steps := []analysisStep{
 		{StageTotals, a.checkSizes}, {StageTotals, a.totals}, {StageTotals, a.histograms}, {StageTotals, a.fragmentation},
 		{StageAllocator, a.replayAllocatorModel}, {StageTrace, a.replayAll}, {StageCategories, a.liveBlocks}, {StageAllocator, a.allocatorReplay},
+	}
+	if opts.SummaryOnly {
+		steps = a.summarySteps()
 	}
 	var last Stage
 	for _, step := range steps {
@@ -204,12 +207,23 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			last = step.stage
 		}
 		if err := step.run(); err != nil {
+			// The allocator replays run alongside the later steps: none outlives the call, and their error
+			// comes first, as when they ran before the trace replay.
+			if _, rerr := a.allocatorReplays(); rerr != nil {
+				return nil, rerr
+			}
 			return nil, err
 		}
 	}
 	a.rep.Recommendations = recommend(a.part, s, a.findings, !a.judgedAtPeak)
 	a.rep.Warnings = a.warns.lines()
 	return a.rep, nil
+}
+
+// analysisStep is one step of AnalyzeSnapshot and the stage it belongs to.
+type analysisStep struct {
+	stage Stage
+	run   func() error
 }
 
 // addBlock adds block b to t. Totals follow PyTorch's _memory_viz stats exactly: an active_allocated block

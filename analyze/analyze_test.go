@@ -252,17 +252,37 @@ func TestReservedReplayWithMapUnmap(t *testing.T) {
 func TestSampleIndicesKeepsBucketMax(t *testing.T) {
 	v := []int64{1, 9, 2, 3, 4, 5, 8, 6, 7, 0}
 	// 10 points into at most 3: buckets of 4 → [0,4) max at 1, [4,8) max at 6, [8,10) max at 8.
-	if got := sampleIndices(v, 3); !slices.Equal(got, []int{1, 6, 8}) {
-		t.Errorf("got %v", got)
+	if got, bucket := sampleIndices(v, 3); !slices.Equal(got, []int{1, 6, 8}) || bucket != 4 {
+		t.Errorf("got %v, buckets of %d", got, bucket)
 	}
-	if got := sampleIndices(v, 10); len(got) != 10 {
+	if got, _ := sampleIndices(v, 10); len(got) != 10 {
 		t.Errorf("no downsampling expected: %v", got)
 	}
 	big := make([]int64, 100001)
 	big[77777] = 5
-	idx := sampleIndices(big, DefaultMaxTimelinePoints)
+	idx, _ := sampleIndices(big, DefaultMaxTimelinePoints)
 	if len(idx) > DefaultMaxTimelinePoints || !slices.Contains(idx, 77777) {
 		t.Errorf("%d points, peak kept: %v", len(idx), slices.Contains(idx, 77777))
+	}
+}
+
+// TestFirstSample: firstSample finds the first sample at or after an event as a search of the samples does, for
+// every event of traces of many lengths and any bucket contents.
+func TestFirstSample(t *testing.T) {
+	for n := 1; n <= 60; n++ {
+		v := make([]int64, n)
+		for j := range v {
+			v[j] = int64((j * 7919) % 13)
+		}
+		for _, points := range []int{1, 2, 3, 7, 10, 60} {
+			idx, bucket := sampleIndices(v, points)
+			for j := -1; j <= n; j++ {
+				want, _ := slices.BinarySearch(idx, j)
+				if got := firstSample(idx, bucket, j); got != want {
+					t.Fatalf("n %d, %d points (%v, buckets of %d): first sample at or after %d is %d, want %d", n, points, idx, bucket, j, got, want)
+				}
+			}
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package analyze
 import (
 	"cmp"
 	"slices"
-	"sort"
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
@@ -66,29 +65,16 @@ func (r *devTrace) siteIndex(name string, cat int) int {
 // replayAll replays every non-empty device trace: timeline series, peaks, OOMs; then finds the iterations and
 // phases, attributes every allocation by stack and lifetime, and runs the detectors of package findings.
 func (a *analysis) replayAll() error {
+	a.countActions()
 	var best *report.Peak
 	var devices []*detect.Device
-	for dev, trace := range a.snap.DeviceTraces {
-		for _, e := range trace {
-			if a.part.TraceActions == nil {
-				a.part.TraceActions = map[string]int{}
-			}
-			a.part.TraceActions[e.ActionName()]++
-		}
-		if len(trace) == 0 {
-			continue
-		}
-		t, err := replay.Run(a.ctx, a.snap, dev, a.warns.add)
-		if err != nil {
-			return err
-		}
+	err := a.eachTrace(func(dev int, t *replay.Trace) {
 		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}, byStack: map[*snapshot.Stack][2]int{}}
 		r.ooms()
 		r.classifyAll()
 		d := r.judge()
 		devices = append(devices, d)
 		a.part.Iterations = append(a.part.Iterations, *d.Timeline())
-		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries[dev])...)
 		peak, peakCats := r.peak(d)
 		if j, ok := d.IterationPeak(0); ok {
 			_, ph := d.Timeline().At(j)
@@ -99,7 +85,7 @@ func (a *analysis) replayAll() error {
 			best = &a.part.DevicePeaks[len(a.part.DevicePeaks)-1]
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
-		if !a.opts.NoTimelineDetail && (a.opts.MaxTimelineDetailEvents <= 0 || len(trace) <= a.opts.MaxTimelineDetailEvents) {
+		if !a.opts.NoTimelineDetail && (a.opts.MaxTimelineDetailEvents <= 0 || len(t.Events) <= a.opts.MaxTimelineDetailEvents) {
 			a.part.Details = append(a.part.Details, r.detail(d))
 		}
 		for _, l := range detect.Leaks(d) {
@@ -113,6 +99,13 @@ func (a *analysis) replayAll() error {
 				o.Explained = &x
 			}
 		}
+	})
+	if err != nil {
+		return err
+	}
+	// The iteration tables read the allocator model's block bytes, which it was replaying meanwhile.
+	for _, d := range devices {
+		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries(d.Device))...)
 	}
 	if best != nil {
 		p := *best
@@ -136,27 +129,71 @@ func (a *analysis) replayAll() error {
 	return nil
 }
 
+// eachTrace replays every non-empty device trace (package replay) and hands it to f with its device.
+func (a *analysis) eachTrace(f func(dev int, t *replay.Trace)) error {
+	for dev, trace := range a.snap.DeviceTraces {
+		if len(trace) == 0 {
+			continue
+		}
+		t, err := replay.Run(a.ctx, a.snap, dev, a.warns.add)
+		if err != nil {
+			return err
+		}
+		f(dev, t)
+	}
+	return nil
+}
+
+// countActions counts the trace events of every device by action: by the action's code, and by name only for
+// actions memscan does not know (a map update per event would be a tenth of the replay's cost).
+func (a *analysis) countActions() {
+	var byCode [256]int
+	var other map[string]int
+	any := false
+	for _, trace := range a.snap.DeviceTraces {
+		for i := range trace {
+			any = true
+			if e := &trace[i]; e.Action == snapshot.ActionOther {
+				if other == nil {
+					other = map[string]int{}
+				}
+				other[e.ActionName()]++
+			} else {
+				byCode[e.Action]++
+			}
+		}
+	}
+	if !any {
+		return
+	}
+	a.part.TraceActions = map[string]int{}
+	for code, n := range byCode {
+		if n > 0 {
+			a.part.TraceActions[snapshot.Action(code).String()] += n
+		}
+	}
+	for name, n := range other {
+		a.part.TraceActions[name] += n
+	}
+}
+
 // judge prepares the replayed device for the detectors and gives every element the category its attribution
 // chose: where the stack is missing or names only generic machinery (autograd's engine, optimizer code), the
 // lifetime decides. Categories the trace itself carries (profile_plot snapshots) are kept.
 func (r *devTrace) judge() *detect.Device {
-	d := detect.Prepare(r.Trace.WithLifetimes(), r.a.cat)
+	d := detect.Prepare(r.Trace.DeviceTrace(), r.a.cat)
 	n := int32(len(r.Events))
 	// Blocks share their attribution and a site fixes its category, so (attribution, site) decides the new
 	// category and site: looked up once per pair, not once per element (a name joined per element otherwise).
-	type pair struct {
-		attr *categorize.Attribution
-		site int32
-	}
-	moved := map[pair][2]int32{}
+	moved := map[uint64][2]int32{}
 	for i := range r.Elements {
 		el := &r.Elements[i]
 		if el.Origin < 0 || r.Events[el.Origin].Category() == "" {
-			k := pair{d.Blocks[i].Attr, r.site[i]}
+			k := uint64(d.AttrIndex(i))<<32 | uint64(uint32(r.site[i]))
 			to, ok := moved[k]
 			if !ok {
 				to = [2]int32{r.cat[i], r.site[i]}
-				if c := k.attr.Category; c != r.catNames[r.cat[i]] {
+				if c := d.Attr(i).Category; c != r.catNames[r.cat[i]] {
 					to[0] = int32(r.category(c))
 					to[1] = int32(r.siteIndex(r.siteName[r.site[i]], int(to[0])))
 				}
@@ -169,7 +206,7 @@ func (r *devTrace) judge() *detect.Device {
 			if r.a.endCategory == nil {
 				r.a.endCategory = map[deviceAddr]string{}
 			}
-			r.a.endCategory[deviceAddr{r.Device, d.Blocks[i].Addr}] = r.catNames[r.cat[i]]
+			r.a.endCategory[deviceAddr{r.Device, r.Addr(i)}] = r.catNames[r.cat[i]]
 		}
 	}
 	return d
@@ -237,7 +274,8 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	// the bytes the lifetime categorized from each block's attribution.
 	cats, sites := make([]int64, len(r.catNames)), make([]int64, len(r.siteName))
 	counts, siteCounts := make([]int, len(r.catNames)), make([]int, len(r.siteName))
-	comps := map[string]*report.CategoryStat{}
+	attrs := d.Attrs()
+	attrBytes, attrCounts := make([]int64, len(attrs)), make([]int, len(attrs))
 	for i, el := range r.Elements {
 		if int(el.Start) <= p.EventIndex && p.EventIndex < int(el.End) {
 			cat, site := r.cat[i], r.site[i]
@@ -245,17 +283,26 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 			sites[site] += el.Size
 			counts[cat]++
 			siteCounts[site]++
-			attr := d.Blocks[i].Attr
-			c := comps[string(attr.Component)]
-			if c == nil {
-				c = &report.CategoryStat{Name: string(attr.Component)}
-				comps[c.Name] = c
-			}
-			c.Bytes += el.Size
-			c.Count++
-			if attr.DecidedBy == categorize.DecidedByLifetime {
-				p.LifetimeDecidedBytes += el.Size
-			}
+			k := d.AttrIndex(i)
+			attrBytes[k] += el.Size
+			attrCounts[k]++
+		}
+	}
+	comps := map[string]*report.CategoryStat{}
+	for k := range attrs {
+		if attrCounts[k] == 0 {
+			continue
+		}
+		attr := &attrs[k]
+		c := comps[string(attr.Component)]
+		if c == nil {
+			c = &report.CategoryStat{Name: string(attr.Component)}
+			comps[c.Name] = c
+		}
+		c.Bytes += attrBytes[k]
+		c.Count += attrCounts[k]
+		if attr.DecidedBy == categorize.DecidedByLifetime {
+			p.LifetimeDecidedBytes += attrBytes[k]
 		}
 	}
 	if len(comps) > 0 {
@@ -278,18 +325,18 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	return p, cats
 }
 
-// sampleIndices downsamples n points to at most max, keeping the index of the largest value in each bucket
-// (so the peak always survives) plus the peak index itself.
-func sampleIndices(values []int64, maxPoints int) []int {
+// sampleIndices downsamples n points to at most maxPoints, keeping the index of the largest value in each bucket
+// of consecutive points (so the peak always survives). Bucket k holds points [k·bucket, (k+1)·bucket).
+func sampleIndices(values []int64, maxPoints int) (idx []int, bucket int) {
 	n := len(values)
 	if n <= maxPoints {
 		out := make([]int, n)
 		for i := range out {
 			out[i] = i
 		}
-		return out
+		return out, 1
 	}
-	bucket := (n + maxPoints - 1) / maxPoints
+	bucket = (n + maxPoints - 1) / maxPoints
 	out := make([]int, 0, maxPoints)
 	for lo := 0; lo < n; lo += bucket {
 		hi := min(n, lo+bucket)
@@ -301,13 +348,26 @@ func sampleIndices(values []int64, maxPoints int) []int {
 		}
 		out = append(out, best)
 	}
-	return out
+	return out, bucket
+}
+
+// firstSample returns the first k with idx[k] ≥ j (len(idx) when none), for idx from sampleIndices with bucket:
+// idx[k] lies in bucket k, so the answer is j's bucket or the next one.
+func firstSample(idx []int, bucket, j int) int {
+	if j <= 0 {
+		return 0
+	}
+	k := min(j/bucket, len(idx))
+	if k < len(idx) && idx[k] < j {
+		k++
+	}
+	return k
 }
 
 // series builds the downsampled timeline with per-category stacks; peakCats are the live bytes per category at
 // the peak.
 func (r *devTrace) series(peakCats []int64) report.TimelineSeries {
-	idx := sampleIndices(r.Allocated, r.a.opts.MaxTimelinePoints)
+	idx, bucket := sampleIndices(r.Allocated, r.a.opts.MaxTimelinePoints)
 	ts := report.TimelineSeries{Device: r.Device, Index: idx, Allocated: make([]int64, len(idx)), Reserved: make([]int64, len(idx))}
 	hasTime := r.Events[0].HasTime
 	if hasTime {
@@ -337,28 +397,23 @@ func (r *devTrace) series(peakCats []int64) report.TimelineSeries {
 	for p := range ts.ByCategory {
 		ts.ByCategory[p] = make([]int64, len(idx))
 	}
-	// Sweep the sample indices with the elements sorted by start and by end.
-	els := r.Elements
-	byStart := make([]int, len(els))
-	byEnd := make([]int, len(els))
-	for i := range els {
-		byStart[i], byEnd[i] = i, i
+	// An element is live at sample k when Start ≤ idx[k] < End: it adds its size from the first sample at or after
+	// its start to the first at or after its end. Each category's row holds those changes, then their running sum.
+	for i := range r.Elements {
+		el := &r.Elements[i]
+		from, to := firstSample(idx, bucket, int(el.Start)), firstSample(idx, bucket, int(el.End))
+		if from >= to {
+			continue
+		}
+		row := ts.ByCategory[pos[r.cat[i]]]
+		row[from] += el.Size
+		if to < len(row) {
+			row[to] -= el.Size
+		}
 	}
-	sort.SliceStable(byStart, func(x, y int) bool { return els[byStart[x]].Start < els[byStart[y]].Start })
-	sort.SliceStable(byEnd, func(x, y int) bool { return els[byEnd[x]].End < els[byEnd[y]].End })
-	cur := make([]int64, len(order))
-	si, ei := 0, 0
-	for k, j := range idx {
-		for si < len(byStart) && int(els[byStart[si]].Start) <= j {
-			cur[pos[r.cat[byStart[si]]]] += els[byStart[si]].Size
-			si++
-		}
-		for ei < len(byEnd) && int(els[byEnd[ei]].End) <= j {
-			cur[pos[r.cat[byEnd[ei]]]] -= els[byEnd[ei]].Size
-			ei++
-		}
-		for p := range cur {
-			ts.ByCategory[p][k] = cur[p]
+	for _, row := range ts.ByCategory {
+		for k := 1; k < len(row); k++ {
+			row[k] += row[k-1]
 		}
 	}
 	return ts

@@ -12,7 +12,7 @@ import (
 // maxDetailFrames bounds the frames kept of one stack: deeper frames are interpreter start-up that no one reads.
 const maxDetailFrames = 48
 
-// detail builds the replay's TimelineDetail from the judged device d, whose Blocks are the elements in order.
+// detail builds the replay's TimelineDetail from the judged device d, whose elements are r's.
 func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	n := len(r.Events)
 	t := report.TimelineDetail{Device: r.Device, Events: n, InitialAllocated: r.Initial, InitialReserved: r.InitialReserved,
@@ -46,17 +46,26 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	frames := map[string]int32{}
 	reasons := map[string]int32{}
 	t.StackStart = []int32{0}
+	// Elements share attributions: each attribution's reason is worded and interned once.
+	reasonOf := make([]int32, len(d.Attrs()))
+	for k := range reasonOf {
+		reasonOf[k] = -1
+	}
 	for i, el := range r.Elements {
 		t.Start[i], t.End[i], t.Size[i], t.Site[i] = el.Start, el.End, el.Size, r.site[i]
-		t.Stack[i] = internStack(&t, d.Blocks[i].Stack, stacks, frames)
-		why := reasonText(d.Blocks[i].Attr)
-		k, ok := reasons[why]
-		if !ok {
-			k = int32(len(t.Reasons))
-			reasons[why] = k
-			t.Reasons = append(t.Reasons, why)
+		t.Stack[i] = internStack(&t, d.Stack(i), stacks, frames)
+		a := d.AttrIndex(i)
+		if reasonOf[a] < 0 {
+			why := reasonText(d.Attr(i))
+			k, ok := reasons[why]
+			if !ok {
+				k = int32(len(t.Reasons))
+				reasons[why] = k
+				t.Reasons = append(t.Reasons, why)
+			}
+			reasonOf[a] = k
 		}
-		t.Reason[i] = k
+		t.Reason[i] = reasonOf[a]
 	}
 	return t
 }

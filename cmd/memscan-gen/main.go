@@ -11,6 +11,7 @@
 //	memscan-gen --entries 1000000 --stacks all --unshared -o all.pickle
 //	memscan-gen --ranks 16 --stages 4 --entries 20000 --dir ranks/  # four pipeline stages of different sizes
 //	memscan-gen --training 5 --leak -o leak.pickle                  # a training loop that keeps every step's logits
+//	memscan-gen --entries 4000000 --grow 0.1 -o grow4m.pickle        # a tenth of the allocations never freed
 //	memscan-gen --summaries 100000 --per-dir 100 --dir sums/        # rank summaries to measure memscan merge on
 //
 // The snapshot comes from simulating a caching allocator, so traces, segments and blocks are consistent (see
@@ -55,6 +56,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	generation := fs.String("generation", "2.10", "torch generation of the keys: 2.0, 2.1, 2.2, 2.3, 2.5, 2.8, 2.10 or list")
 	expandable := fs.Bool("expandable", false, "expandable segments")
 	oom := fs.Bool("oom", false, "end device 0's trace with an OOM")
+	grow := fs.Float64("grow", 0, "share of allocations never freed, so the live set keeps growing (a leak-like trace), e.g. 0.1")
 	seed := fs.Int64("seed", 1, "random seed")
 	ranks := fs.Int("ranks", 0, "write a rank set of this many snapshots (needs --dir)")
 	stages := fs.Int("stages", 4, "pipeline stages of the rank set (earlier stages hold more memory)")
@@ -80,6 +82,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *training > 0 {
 		return writeTraining(*out, *training, *leak, *varlen, stdout)
 	}
+	if *grow < 0 || *grow >= 1 {
+		return fmt.Errorf("--grow must be at least 0 and below 1, not %v", *grow)
+	}
 	cfg := gen.Config{
 		Seed:       *seed,
 		Generation: gen.Generation(*generation),
@@ -89,6 +94,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		ShareStack: !*unshared,
 		Expandable: *expandable,
 		OOM:        *oom,
+		Grow:       *grow,
 	}
 	switch cfg.Stacks {
 	case gen.StacksNone, gen.StacksPython, gen.StacksAll:

@@ -228,13 +228,18 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if helped || err != nil {
 		return err
 	}
-	run, files, total, err := analyzeInputs(ctx, inputs, flags, stderr)
+	var mem memoryGovernor
+	defer mem.stop()
+	if flags.summaryOnly {
+		return summarizeInputs(ctx, inputs, flags, &mem, stdout, stderr)
+	}
+	run, files, total, err := analyzeInputs(ctx, inputs, flags, &mem, stderr)
 	if err != nil {
 		return err
 	}
-	if flags.summaryOnly {
-		return writeRankSummaries(run, run.Failures, total, flags, stdout, stderr)
-	}
+	// The decoded inputs are garbage now, and the limit has let the heap grow near its bound: collect them before
+	// rendering allocates on top (a cheap cycle, since little is still live).
+	runtime.GC()
 	var dir string
 	if flags.writeTo != "" {
 		if dir, err = writeAnalyzeRun(ctx, run, files, flags, stderr); err != nil {
@@ -272,7 +277,9 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 	if opts.Allocator, err = allocatorOptions(flags); err != nil {
 		return opts, nil, err
 	}
-	// Rank summaries carry no allocator replay; thousands of ranks need not pay for it.
+	// Rank summaries carry only totals, the peak, OOMs and categories; thousands of ranks need not pay for more
+	// (no allocator replay, no full-resolution timeline).
+	opts.SummaryOnly = flags.summaryOnly
 	opts.Allocator.Skip = flags.summaryOnly
 	opts.NoTimelineDetail = flags.summaryOnly
 	if opts.Rules, err = c.loadRules(flags.rules); err != nil {
@@ -291,13 +298,28 @@ func analyzeOptions(c *cmdLine, flags *analyzeFlags) (analyze.Options, *static.C
 // analyzeInputs finds the inputs, analyzes them and gathers the run (package pipeline): the reports of the
 // inputs that could be analyzed and the failures of the others, with progress and failures on stderr. total counts
 // the inputs, with the arguments that yielded none.
-func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
-	bar := newProgress(flags, stderr)
+func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, mem *memoryGovernor, stderr io.Writer) (run *report.Run, files []string, total int, err error) {
+	req, bar := pipelineRequest(inputs, flags, mem, stderr)
+	if bar != nil {
+		defer bar.end()
+	}
+	res, err := pipeline.Analyze(ctx, req)
+	if err != nil {
+		return nil, nil, 0, pipelineError(ctx, err)
+	}
+	return res.Run, res.Files, res.Total, nil
+}
+
+// pipelineRequest is the pipeline request of memscan analyze: the inputs and options from the flags, and events
+// that start the memory governor and print failures, warnings and notes on stderr, above the progress line bar when
+// one is shown (nil otherwise; the caller ends it).
+func pipelineRequest(inputs []string, flags *analyzeFlags, mem *memoryGovernor, stderr io.Writer) (req pipeline.Request, bar *progress) {
+	bar = newProgress(flags, stderr)
 	// say prints a line on stderr, above the progress line while there is one.
 	say := func(format string, args ...any) { fmt.Fprintf(stderr, format, args...) }
 	opts := flags.opts
 	events := pipeline.Events{
-		Start: func(files []string) { applyMemoryLimit(files, flags.jobs) },
+		Start: func(files []string) { mem.start(files, flags.jobs) },
 		// Failures and warnings name files, which may hold what a terminal acts on (an ESC): shown escaped.
 		Failure: func(err error) { say("memscan: %s\n", units.Terminal(err.Error())) },
 		Warning: func(err error) { say("memscan: warning: %s\n", units.Terminal(err.Error())) },
@@ -308,11 +330,10 @@ func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, st
 		},
 	}
 	if bar != nil {
-		defer bar.end()
 		say = bar.printf
 		opts.Read = &bar.read
 		events.Start = func(files []string) {
-			applyMemoryLimit(files, flags.jobs)
+			mem.start(files, flags.jobs)
 			bar.begin(files)
 		}
 		events.Done = bar.fileDone
@@ -322,22 +343,25 @@ func analyzeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, st
 	if flags.rankSet {
 		rank = flags.rank
 	}
-	res, err := pipeline.Analyze(ctx, pipeline.Request{Inputs: inputs, Discover: load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir},
-		Options: opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Bare: flags.summaryOnly, Tool: "memscan " + version,
-		Events: events})
+	return pipeline.Request{Inputs: inputs, Discover: load.DiscoverOptions{OutRoot: flags.out, SkipDir: results.IsRunDir},
+		Options: opts, Jobs: flags.jobs, Rank: rank, Static: flags.staticCfg, Tool: "memscan " + version,
+		Events: events}, bar
+}
+
+// pipelineError maps an error of package pipeline to the command's: a usage error for --rank with several inputs,
+// exit status 2 when nothing could be analyzed.
+func pipelineError(ctx context.Context, err error) error {
 	var rankErr *pipeline.RankError
 	var noneErr *pipeline.NothingAnalyzedError
 	switch {
 	case errors.As(err, &rankErr):
-		return nil, nil, 0, usageErrorf("analyze: --rank applies to a single input, but %d were found", rankErr.Found)
+		return usageErrorf("analyze: --rank applies to a single input, but %d were found", rankErr.Found)
 	case errors.As(err, &noneErr):
-		return nil, nil, 0, &exitError{code: exitFailed, err: fmt.Errorf("analyze: %w", noneErr)}
-	case err != nil && ctx.Err() != nil:
-		return nil, nil, 0, fmt.Errorf("analyze: interrupted: %w", ctx.Err())
-	case err != nil:
-		return nil, nil, 0, fmt.Errorf("analyze: %w", err)
+		return &exitError{code: exitFailed, err: fmt.Errorf("analyze: %w", noneErr)}
+	case ctx.Err() != nil:
+		return fmt.Errorf("analyze: interrupted: %w", ctx.Err())
 	}
-	return res.Run, res.Files, res.Total, nil
+	return fmt.Errorf("analyze: %w", err)
 }
 
 // writeAnalyzeRun writes the run directory (named by --name or from the inputs) and points latest at it; chart
@@ -387,38 +411,53 @@ func printAnalyzeReport(stdout io.Writer, run *report.Run, flags *analyzeFlags) 
 // summarySuffix names the rank-summary files that --summary-only writes and memscan merge reads.
 const summarySuffix = results.SummarySuffix
 
-// writeRankSummaries is the --summary-only path: one compact merge.RankSummary per input, written beside the
-// input (or into --out), so that each rank can be summarized where its snapshot lives and merged anywhere.
-func writeRankSummaries(run *report.Run, failures []report.Failure, total int, flags *analyzeFlags, stdout, stderr io.Writer) error {
+// summarizeInputs is the --summary-only path: one compact merge.RankSummary per input, written beside the input (or
+// into --out) as soon as its analysis ends, so that each rank can be summarized where its snapshot lives and merged
+// anywhere, a batch interrupted midway keeps what it finished, and no more than --jobs reports are held at once.
+func summarizeInputs(ctx context.Context, inputs []string, flags *analyzeFlags, mem *memoryGovernor, stdout, stderr io.Writer) error {
 	if flags.summaryDir != "" {
 		if err := os.MkdirAll(flags.summaryDir, 0o755); err != nil {
 			return fmt.Errorf("analyze: --out: %w", err)
 		}
 	}
-	for _, r := range run.Inputs {
-		path := r.File + summarySuffix
-		if flags.summaryDir != "" {
-			// Inputs from several folders may share a base name (rank0_memory_snapshot.pickle in every
-			// iteration_N), so the name also carries what the directories say about rank and iteration.
-			path = filepath.Join(flags.summaryDir, results.SummaryName(r.File))
-		}
-		s := merge.Summarize(r, results.SummaryRun(r.File))
-		// Through a temporary file renamed into place: a full disk or an interrupt never leaves a cut-short or
-		// empty summary (or one over the last good one) for a later merge to meet.
-		if err := results.WriteFileAtomic(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
-			return fmt.Errorf("analyze: %w", err) // WriteFile's error names the path
-		}
-		if !flags.quiet {
-			rank := "-" // the path names no rank
-			if r.Rank >= 0 {
-				rank = strconv.Itoa(r.Rank)
-			}
-			fmt.Fprintf(stdout, "%s: rank %s, %s\n", r.File, rank, summaryMeasures(r, s))
-			fmt.Fprintf(stderr, "wrote %s\n", path)
-		}
+	req, bar := pipelineRequest(inputs, flags, mem, stderr)
+	res, err := pipeline.Stream(ctx, req, func(r *report.Report) (err error) {
+		bar.above(func() { err = writeRankSummary(r, flags, stdout, stderr) })
+		return err
+	})
+	if bar != nil {
+		bar.end()
 	}
-	if len(failures) > 0 {
-		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed", len(failures), total)}
+	if err != nil {
+		return pipelineError(ctx, err)
+	}
+	if len(res.Failures) > 0 {
+		return &exitError{code: exitPartial, err: fmt.Errorf("analyze: %d of %d input(s) failed", len(res.Failures), res.Total)}
+	}
+	return nil
+}
+
+// writeRankSummary writes the rank summary of one report and says so.
+func writeRankSummary(r *report.Report, flags *analyzeFlags, stdout, stderr io.Writer) error {
+	path := r.File + summarySuffix
+	if flags.summaryDir != "" {
+		// Inputs from several folders may share a base name (rank0_memory_snapshot.pickle in every
+		// iteration_N), so the name also carries what the directories say about rank and iteration.
+		path = filepath.Join(flags.summaryDir, results.SummaryName(r.File))
+	}
+	s := merge.Summarize(r, results.SummaryRun(r.File))
+	// Through a temporary file renamed into place: a full disk or an interrupt never leaves a cut-short or
+	// empty summary (or one over the last good one) for a later merge to meet.
+	if err := results.WriteFileAtomic(path, func(w io.Writer) error { return merge.WriteSummary(w, s) }); err != nil {
+		return err // WriteFileAtomic's error names the path
+	}
+	if !flags.quiet {
+		rank := "-" // the path names no rank
+		if r.Rank >= 0 {
+			rank = strconv.Itoa(r.Rank)
+		}
+		fmt.Fprintf(stdout, "%s: rank %s, %s\n", r.File, rank, summaryMeasures(r, s))
+		fmt.Fprintf(stderr, "wrote %s\n", path)
 	}
 	return nil
 }

@@ -128,6 +128,20 @@ func (p *progress) printf(format string, args ...any) {
 	p.draw()
 }
 
+// above runs print, which writes whole lines on stdout or stderr, with the progress line taken off the screen and
+// drawn again after it; without a progress line (p nil) it only runs print.
+func (p *progress) above(print func()) {
+	if p == nil {
+		print()
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	print()
+	p.draw()
+}
+
 // end removes the line; nothing is drawn after it.
 func (p *progress) end() {
 	if p.stop != nil {

@@ -63,9 +63,30 @@ var lifecycleCategories = map[string]bool{
 // an operator: such a decision says which machinery allocated, and other evidence may say what the memory is.
 func Lifecycle(category string) bool { return lifecycleCategories[category] }
 
-// lifetimeVerdict applies the lifetime rules: the category and component the lifetime implies, and the rule name
-// (LifeInconclusive when it implies nothing).
-func lifetimeVerdict(a *Attribution, life Life, tl *phases.Timeline) (string, components.Component, string) {
+// LifeClass is all the lifetime rules read of one allocation's lifetime on a timeline: the phases of its alloc
+// and free and how the iterations of the two relate. Allocations of one stack and one class get the same
+// attribution, so a trace of millions of blocks is attributed once per (stack, class).
+type LifeClass struct {
+	// Timeline is false when no phases are known (no lifetime rule applies).
+	Timeline bool
+	// Alloc is the phase of the alloc; Free that of the free (None when alive at the end), an inference prefill
+	// or decode read as a forward.
+	Alloc, Free phases.Phase
+	// AliveAtEnd: still live at the end of the trace, or freed by an out-of-memory error's unwinding.
+	AliveAtEnd bool
+	// SameIteration: freed in the iteration it was allocated in (or both outside every iteration).
+	SameIteration bool
+	// FreedLater: freed in a later iteration than it was allocated in, or alive at the end.
+	FreedLater bool
+	// NoBackward: allocated in a forward whose iteration has no backward, and alive at the end.
+	NoBackward bool
+}
+
+// ClassifyLife returns the class of life on tl (nil: no phases known).
+func ClassifyLife(life Life, tl *phases.Timeline) LifeClass {
+	if tl == nil {
+		return LifeClass{}
+	}
 	n := len(tl.Iterations)
 	// What is freed after an out-of-memory error is freed by the exception unwinding: it was live when the step
 	// failed, which is all its lifetime says.
@@ -75,41 +96,47 @@ func lifetimeVerdict(a *Attribution, life Life, tl *phases.Timeline) (string, co
 	if !aliveAtEnd {
 		fi, fp = tl.At(life.End)
 	}
-	a.AllocPhase = ap
 	// An inference iteration's prefill and decode are forwards to the lifetime rules.
-	if ap.IsForward() {
-		ap = phases.Forward
-	}
 	if fp.IsForward() {
 		fp = phases.Forward
 	}
-	sameIter := fi == ai && !aliveAtEnd
+	return LifeClass{Timeline: true, Alloc: ap, Free: fp, AliveAtEnd: aliveAtEnd, SameIteration: fi == ai && !aliveAtEnd,
+		FreedLater: fi > ai, NoBackward: ap.IsForward() && aliveAtEnd && ai >= 0 && tl.Iterations[ai].Backward.Empty()}
+}
+
+// lifetimeVerdict applies the lifetime rules: the category and component the lifetime implies, and the rule name
+// (LifeInconclusive when it implies nothing).
+func lifetimeVerdict(c LifeClass) (string, components.Component, string) {
+	ap := c.Alloc
+	if ap.IsForward() {
+		ap = phases.Forward
+	}
 	switch ap {
 	case phases.Setup:
-		if aliveAtEnd {
+		if c.AliveAtEnd {
 			return Parameters, components.Weights, LifeSetupKept
 		}
 	case phases.Forward:
 		switch {
-		case sameIter && fp == phases.Backward:
+		case c.SameIteration && c.Free == phases.Backward:
 			return Activation, components.Activations, LifeSavedForBackward
-		case sameIter && fp == phases.Forward:
+		case c.SameIteration && c.Free == phases.Forward:
 			return Temporary, components.Temporaries, LifeForwardTransient
-		case aliveAtEnd && tl.Iterations[ai].Backward.Empty():
+		case c.NoBackward:
 			return Activation, components.Activations, LifeForwardKept
 		}
 	case phases.Backward:
 		switch {
-		case sameIter && fp == phases.Backward:
+		case c.SameIteration && c.Free == phases.Backward:
 			return Temporary, components.Temporaries, LifeBackwardTransient
-		case sameIter && fp == phases.Optimizer, fi > ai:
+		case c.SameIteration && c.Free == phases.Optimizer, c.FreedLater:
 			return Gradient, components.Gradients, LifeKeptAfterBackward
 		}
 	case phases.Optimizer:
-		if sameIter && fp == phases.Optimizer {
+		if c.SameIteration && c.Free == phases.Optimizer {
 			return Temporary, components.Temporaries, LifeOptimizerTransient
 		}
-		if fi > ai {
+		if c.FreedLater {
 			return OptimizerState, components.OptimizerStates, LifeOptimizerKept
 		}
 	}
@@ -149,15 +176,21 @@ var weakLifetime = map[string]bool{LifeSetupKept: true, LifeForwardKept: true}
 //   - otherwise the stack keeps the category, and the lifetime still gives the component, except where the stack
 //     names a role (lifecycle categories, the KV cache) and the lifetime is weak.
 func Attribute(d Decision, life Life, tl *phases.Timeline) Attribution {
+	return AttributeClass(d, ClassifyLife(life, tl))
+}
+
+// AttributeClass is Attribute for a lifetime already classified (ClassifyLife).
+func AttributeClass(d Decision, c LifeClass) Attribution {
 	a := Attribution{Category: d.Category, Component: CategoryComponent(d.Category), DecidedBy: DecidedByStack, Rule: d.Rule,
 		Site: d.Site}
 	if d.Category == Unknown {
 		a.DecidedBy = ""
 	}
-	if tl == nil {
+	if !c.Timeline {
 		return a
 	}
-	cat, comp, rule := lifetimeVerdict(&a, life, tl)
+	a.AllocPhase = c.Alloc
+	cat, comp, rule := lifetimeVerdict(c)
 	a.Lifetime = rule
 	weak := weakLifetime[rule]
 	switch {

@@ -226,31 +226,44 @@ func (d *Device) categorise(cs []cudaMalloc) {
 			at[cs[i].allocEvent] = i
 		}
 	}
-	for i := range d.Blocks {
-		if k, ok := at[d.Blocks[i].Event]; ok && d.Blocks[i].Attr != nil {
-			cs[k].Category = d.Blocks[i].Attr.Category
+	for i := range d.Elements {
+		if o := d.Elements[i].Origin; o >= 0 {
+			if k, ok := at[int(o)]; ok {
+				cs[k].Category = d.Attr(i).Category
+			}
 		}
 	}
 }
 
-// fragmentMaxExamined bounds the cudaMallocs whose cache is rebuilt (each rebuild reads every block): the last ones
-// before the maximum are those that set it.
-const fragmentMaxExamined = 16
+// fragmentMaxExamined bounds the fragmenting cudaMallocs found: the last ones before the maximum are those that set
+// it. fragmentMaxRebuilt bounds the cudaMallocs whose cache is rebuilt to find them (each rebuild reads every
+// block): a trace whose cache keeps large free ranges while it grows (a leak) has thousands of cudaMallocs that
+// fragmentation did not cause, and reading every block for each of them made the detector quadratic. The real
+// traces at hand rebuild at most 17.
+const (
+	fragmentMaxExamined = 16
+	fragmentMaxRebuilt  = 4 * fragmentMaxExamined
+)
 
 // fragmentingMallocs are the last large-pool cudaMallocs up to event last (at most fragmentMaxExamined, oldest
-// first) made while the cache already held at least the request free, but in no range large enough: the segments
-// fragmentation cost.
+// first, among the last fragmentMaxRebuilt that found the cache holding the request) made while the cache already
+// held at least the request free, but in no range large enough: the segments fragmentation cost.
 func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
 	var out []cudaMalloc
-	for j := min(last, len(d.Trace)-1); j >= 0 && len(out) < fragmentMaxExamined; j-- {
+	var sweep *cacheSweep
+	rebuilt := 0
+	for j := min(last, len(d.Trace)-1); j >= 0 && len(out) < fragmentMaxExamined && rebuilt < fragmentMaxRebuilt; j-- {
 		c, ok := d.cudaMallocAt(j)
 		if !ok || c.Pool != "large" || c.Request <= 0 || c.FreeBefore < c.Request {
 			continue
 		}
-		used := d.usedAt(segs, j-1)
-		if before := cacheOf(segs, j-1, used); before.largestFree < c.Request {
-			c.LargestBefore, c.KnownLargest = before.largestFree, true
-			c.Pinned = pinnedBy(segs, used)
+		rebuilt++
+		if sweep == nil {
+			sweep = newCacheSweep(d, segs)
+		}
+		if largest := sweep.largestFreeAfter(j - 1); largest < c.Request {
+			c.LargestBefore, c.KnownLargest = largest, true
+			c.Pinned = d.pinnedBy(segs, sweep.used())
 			out = append(out, c)
 		}
 	}
@@ -274,10 +287,10 @@ func IdleCache(s *snapshot.Snapshot, d *Device) (findings.Finding, bool) {
 		lastUse[i] = segs[i].start
 	}
 	n := len(d.Trace)
-	for i := range d.Blocks {
-		b := &d.Blocks[i]
-		if k := segmentOf(segs, b.Addr, max(b.Start, 0)); k >= 0 {
-			lastUse[k] = max(lastUse[k], min(b.End, n))
+	_, seg := d.blockPlaces(segs)
+	for i := range d.Elements {
+		if k := seg[i]; k >= 0 {
+			lastUse[k] = max(lastUse[k], min(int(d.Elements[i].End), n))
 		}
 	}
 	var idle int64
@@ -347,49 +360,55 @@ func leaks(d *Device) []findings.LeakSite {
 	for k, i := range idx {
 		ends[k] = all[i]
 	}
-	// One sweep over the blocks sorted by start and by end gives every site's live bytes at each iteration end.
+	// Every site's live bytes at each iteration end, from one pass over the blocks: a block adds its size to the
+	// samples from the first end at or after its start to the last before its end (a difference array per site).
 	// Blocks share a few thousand attributions: each is named (siteKey joins strings) once, not once per block.
-	keys, byAttr := map[string]int{}, map[*categorize.Attribution]int{}
+	keys := map[string]int{}
+	attrs := d.Attrs()
+	siteOf := make([]int, len(attrs))
 	var names, cats []string
-	site := make([]int, len(d.Blocks))
-	for i := range d.Blocks {
-		j, ok := byAttr[d.Blocks[i].Attr]
+	for a := range attrs {
+		k := siteKey(&attrs[a])
+		j, ok := keys[k]
 		if !ok {
-			k := siteKey(d.Blocks[i].Attr)
-			if j, ok = keys[k]; !ok {
-				j = len(names)
-				keys[k] = j
-				names = append(names, k)
-				cats = append(cats, "")
-			}
-			byAttr[d.Blocks[i].Attr] = j
+			j = len(names)
+			keys[k] = j
+			names = append(names, k)
+			cats = append(cats, "")
 		}
+		siteOf[a] = j
+	}
+	// firstEnd is the first sample at or after event j (len(ends) when none): ends ascend.
+	firstEnd := func(j int32) int {
+		k, _ := slices.BinarySearch(ends, int(j))
+		return k
+	}
+	diff := make([][]int64, len(names))
+	for i := range d.Elements {
+		el := &d.Elements[i]
+		j := siteOf[d.attrOf[i]]
 		// The site's category is its latest block's: a leaking site's first block may predate the first
 		// iteration, where its lifetime alone would call it a weight.
-		cats[j] = d.Blocks[i].Attr.Category
-		site[i] = j
+		cats[j] = attrs[d.attrOf[i]].Category
+		from, to := firstEnd(el.Start), firstEnd(el.End)
+		if from >= to {
+			continue
+		}
+		if diff[j] == nil {
+			diff[j] = make([]int64, len(ends)+1)
+		}
+		diff[j][from] += el.Size
+		diff[j][to] -= el.Size
 	}
-	byStart, byEnd := make([]int, len(d.Blocks)), make([]int, len(d.Blocks))
-	for i := range byStart {
-		byStart[i], byEnd[i] = i, i
-	}
-	slices.SortFunc(byStart, func(x, y int) int { return d.Blocks[x].Start - d.Blocks[y].Start })
-	slices.SortFunc(byEnd, func(x, y int) int { return d.Blocks[x].End - d.Blocks[y].End })
-	live := make([]int64, len(names))
 	series := make([][]int64, len(names))
-	for i := range series {
-		series[i] = make([]int64, len(ends))
-	}
-	si, ei := 0, 0
-	for k, e := range ends {
-		for ; si < len(byStart) && d.Blocks[byStart[si]].Start <= e; si++ {
-			live[site[byStart[si]]] += d.Blocks[byStart[si]].Size
-		}
-		for ; ei < len(byEnd) && d.Blocks[byEnd[ei]].End <= e; ei++ {
-			live[site[byEnd[ei]]] -= d.Blocks[byEnd[ei]].Size
-		}
-		for j := range live {
-			series[j][k] = live[j]
+	for j := range series {
+		series[j] = make([]int64, len(ends))
+		var live int64
+		for k := range ends {
+			if diff[j] != nil {
+				live += diff[j][k]
+			}
+			series[j][k] = live
 		}
 	}
 	var out []findings.LeakSite
@@ -430,14 +449,14 @@ func Leak(d *Device) (findings.Finding, bool) {
 	var warm, atPeak int64
 	first := d.Timeline().Iterations[0].Span
 	peakIdx, _ := d.PeakIndex()
-	for i := range d.Blocks {
-		b := &d.Blocks[i]
-		grows := leaking[siteKey(b.Attr)]
-		if first.Contains(b.Start) && b.End > ends[len(ends)-1] && !grows {
-			warm += b.Size
+	for i := range d.Elements {
+		el := &d.Elements[i]
+		grows := leaking[siteKey(d.Attr(i))]
+		if first.Contains(int(el.Start)) && int(el.End) > ends[len(ends)-1] && !grows {
+			warm += el.Size
 		}
-		if grows && b.Start <= peakIdx && peakIdx < b.End {
-			atPeak += b.Size
+		if grows && int(el.Start) <= peakIdx && peakIdx < int(el.End) {
+			atPeak += el.Size
 		}
 	}
 	// What the growing sites held after iteration 1 is what the program keeps anyway; the rest is the leak.

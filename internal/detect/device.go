@@ -19,22 +19,28 @@ import (
 	"github.com/memscan/memscan/snapshot"
 )
 
-// Block is a lifetime with its attribution. Attr is shared by every block with the same attribution and must not
-// be changed: a long trace has millions of blocks and few distinct attributions, so a copy in each would be the
-// largest thing analysis keeps (136 bytes a block against 16).
+// Block is one allocation of the trace with its attribution, as the detectors read it. Device keeps blocks as the
+// replay's pointer-free elements and an attribution index each (Device.Block builds a Block when asked): a long
+// trace has millions of blocks and few distinct attributions. Attr is shared and must not be changed.
 type Block struct {
-	*replay.Lifetime
+	replay.Lifetime
 	Attr *categorize.Attribution
 }
 
 // Device is one device's trace, prepared for the detectors.
 type Device struct {
 	*replay.DeviceTrace
-	Blocks []Block
+	// attrs are the distinct attributions; attrOf[i] is the index of element i's.
+	attrs  []categorize.Attribution
+	attrOf []int32
 
 	// leakSites memoizes Leaks: the report lists every growing site and the finding names the first.
 	leakSites []findings.LeakSite
 	leaksDone bool
+	// segs memoizes segments; addrs and seg blockPlaces.
+	segs  []segment
+	addrs []uint64
+	seg   []int32
 }
 
 // Input is everything the detectors read about one snapshot.
@@ -45,27 +51,56 @@ type Input struct {
 	Model AllocatorModel
 }
 
-// Prepare finds the phases of a replayed device trace and attributes every lifetime (with cz, which must be used by
+// Prepare finds the phases of a replayed device trace and attributes every element (with cz, which must be used by
 // one goroutine at a time), then gives the loss's tensors that their stacks do not name their category
-// (attributeLoss).
+// (attributeLoss). Elements of one stack whose lifetimes the rules cannot tell apart (categorize.LifeClass) share
+// one attribution, decided once.
 func Prepare(r *replay.DeviceTrace, cz *categorize.Categorizer) *Device {
-	d := &Device{DeviceTrace: r}
-	d.Blocks = make([]Block, len(r.Lifetimes))
-	shared := map[categorize.Attribution]*categorize.Attribution{}
-	for i := range r.Lifetimes {
-		// A pointer into Lifetimes, not a copy: a long trace has millions of blocks.
-		l := &r.Lifetimes[i]
-		a := categorize.Attribute(cz.Stack(l.Stack), categorize.Life{Start: l.Start, End: l.End}, d.Timeline())
-		p, ok := shared[a]
-		if !ok {
-			p = &a
-			shared[a] = p
-		}
-		d.Blocks[i] = Block{Lifetime: l, Attr: p}
+	d := &Device{DeviceTrace: r, attrOf: make([]int32, len(r.Elements))}
+	tl := d.Timeline()
+	type key struct {
+		stack *snapshot.Stack
+		life  categorize.LifeClass
 	}
-	attributeLoss(d)
+	byKey := map[key]int32{}
+	byAttr := map[categorize.Attribution]int32{}
+	for i := range r.Elements {
+		el := &r.Elements[i]
+		k := key{r.Stack(i), categorize.ClassifyLife(categorize.Life{Start: int(el.Start), End: int(el.End)}, tl)}
+		a, ok := byKey[k]
+		if !ok {
+			a = d.intern(byAttr, categorize.AttributeClass(cz.Stack(k.stack), k.life))
+			byKey[k] = a
+		}
+		d.attrOf[i] = a
+	}
+	attributeLoss(d, byAttr)
 	return d
 }
+
+// intern returns the index of attr among the device's attributions, adding it when new; byAttr indexes them. The
+// attributions stay distinct: tables are indexed by them.
+func (d *Device) intern(byAttr map[categorize.Attribution]int32, attr categorize.Attribution) int32 {
+	a, ok := byAttr[attr]
+	if !ok {
+		a = int32(len(d.attrs))
+		d.attrs = append(d.attrs, attr)
+		byAttr[attr] = a
+	}
+	return a
+}
+
+// Attr returns the attribution of element i (shared: do not change it).
+func (d *Device) Attr(i int) *categorize.Attribution { return &d.attrs[d.attrOf[i]] }
+
+// AttrIndex returns the index of element i's attribution among Attrs, for tables indexed by attribution.
+func (d *Device) AttrIndex(i int) int { return int(d.attrOf[i]) }
+
+// Attrs returns the distinct attributions of the device's elements (shared: do not change them).
+func (d *Device) Attrs() []categorize.Attribution { return d.attrs }
+
+// Block returns element i with its attribution.
+func (d *Device) Block(i int) Block { return Block{Lifetime: d.Lifetime(i), Attr: d.Attr(i)} }
 
 // allocatedAt is the live bytes after event j (before the first event when j is −1).
 func (d *Device) allocatedAt(j int) int64 {
@@ -105,11 +140,11 @@ func (d *Device) PeakIndex() (int, int64) { return argmax(d.InitialAllocated, d.
 func (d *Device) MaxReservedIndex() (int, int64) { return argmax(d.InitialReserved, d.Reserved) }
 
 // live returns the blocks live after event j.
-func (d *Device) live(j int) []*Block {
-	var out []*Block
-	for i := range d.Blocks {
-		if b := &d.Blocks[i]; b.Start <= j && j < b.End {
-			out = append(out, b)
+func (d *Device) live(j int) []Block {
+	var out []Block
+	for i := range d.Elements {
+		if el := &d.Elements[i]; int(el.Start) <= j && j < int(el.End) {
+			out = append(out, d.Block(i))
 		}
 	}
 	return out

@@ -317,8 +317,8 @@ func TestPeakIndex(t *testing.T) {
 		{"returns to the start", 30, []int64{20, 30, 10}, 1, 30},
 		{"no events", 7, nil, -1, 7},
 	} {
-		d := &detect.Device{DeviceTrace: &replay.DeviceTrace{InitialAllocated: c.initial, Allocated: c.allocated,
-			InitialReserved: c.initial, Reserved: c.allocated}}
+		d := &detect.Device{DeviceTrace: &replay.DeviceTrace{Series: replay.Series{InitialAllocated: c.initial, Allocated: c.allocated,
+			InitialReserved: c.initial, Reserved: c.allocated}}}
 		if j, b := d.PeakIndex(); j != c.idx || b != c.bytes {
 			t.Errorf("%s: PeakIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)
 		}

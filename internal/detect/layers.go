@@ -31,9 +31,9 @@ func ModelLayers(d *Device, until int) (int, string) {
 	}
 	from := findings.LayersFromSetup
 	if len(sizes) == 0 {
-		for i := range d.Blocks {
-			if b := &d.Blocks[i]; b.Start < 0 && len(sizes) < layerMaxTensors {
-				sizes = append(sizes, b.Size)
+		for i := range d.Elements {
+			if el := &d.Elements[i]; el.Start < 0 && len(sizes) < layerMaxTensors {
+				sizes = append(sizes, el.Size)
 			}
 		}
 		from = findings.LayersFromLiveBlocks

@@ -12,23 +12,24 @@ import (
 const RuleLossPattern = "loss-pattern"
 
 // attributeLoss gives the Loss/Logits category to the blocks categorize.LossPattern finds: the logits and the
-// loss's gradients that their stacks do not name. Only the blocks it moves get new attributions, shared per old one.
-func attributeLoss(d *Device) {
-	idx := categorize.LossPattern(d.Timeline(), len(d.Blocks), func(i int) categorize.LossBlock {
-		b := &d.Blocks[i]
-		return categorize.LossBlock{Start: b.Start, Size: b.Size, Category: b.Attr.Category}
+// loss's gradients that their stacks do not name. Only the blocks it moves get new attributions, shared per old one
+// (byAttr indexes the device's attributions).
+func attributeLoss(d *Device, byAttr map[categorize.Attribution]int32) {
+	idx := categorize.LossPattern(d.Timeline(), len(d.Elements), func(i int) categorize.LossBlock {
+		el := &d.Elements[i]
+		return categorize.LossBlock{Start: int(el.Start), Size: el.Size, Category: d.Attr(i).Category}
 	})
-	moved := map[*categorize.Attribution]*categorize.Attribution{}
+	moved := map[int32]int32{}
 	for _, i := range idx {
-		old := d.Blocks[i].Attr
+		old := d.attrOf[i]
 		a, ok := moved[old]
 		if !ok {
-			c := *old
+			c := d.attrs[old]
 			c.Category, c.DecidedBy, c.Rule = categorize.LossLogits, categorize.DecidedByLoss, RuleLossPattern
-			a = &c
+			a = d.intern(byAttr, c)
 			moved[old] = a
 		}
-		d.Blocks[i].Attr = a
+		d.attrOf[i] = a
 	}
 }
 
@@ -50,11 +51,11 @@ func LossLogits(d *Device) (findings.Finding, bool) {
 		bytes int64
 	}
 	var starts, ends []change
-	for i := range d.Blocks {
-		b := &d.Blocks[i]
-		if b.Attr.Category != categorize.LossLogits {
+	for i := range d.Elements {
+		if d.Attr(i).Category != categorize.LossLogits {
 			continue
 		}
+		b := d.Block(i)
 		k, _ := tl.At(b.Start)
 		keep := b.Size / findings.LossChunksUnknownTokens
 		if k >= 0 && tokens[k] > 0 {
@@ -110,20 +111,21 @@ func lossTokens(d *Device) []int {
 	tl := d.Timeline()
 	out := make([]int, len(tl.Iterations))
 	largest := make([]int64, len(tl.Iterations))
-	for i := range d.Blocks {
-		b := &d.Blocks[i]
-		if b.Attr.Category != categorize.LossLogits || b.Attr.AllocPhase != phases.Forward {
+	for i := range d.Elements {
+		if a := d.Attr(i); a.Category != categorize.LossLogits || a.AllocPhase != phases.Forward {
 			continue
 		}
+		b := d.Block(i)
 		if k, _ := tl.At(b.Start); k >= 0 {
 			largest[k] = max(largest[k], b.Size)
 		}
 	}
-	for i := range d.Blocks {
-		b := &d.Blocks[i]
-		if b.Attr.Category != categorize.LossLogits || b.Attr.AllocPhase != phases.Forward || b.Size%8 != 0 || b.Size >= categorize.LossMinBytes {
+	for i := range d.Elements {
+		a, el := d.Attr(i), &d.Elements[i]
+		if a.Category != categorize.LossLogits || a.AllocPhase != phases.Forward || el.Size%8 != 0 || el.Size >= categorize.LossMinBytes {
 			continue
 		}
+		b := d.Block(i)
 		k, _ := tl.At(b.Start)
 		if k < 0 || largest[k] == 0 {
 			continue

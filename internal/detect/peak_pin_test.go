@@ -94,7 +94,9 @@ func TestLlamaPeakBreakdown(t *testing.T) {
 	j, _ := r.in.Devices[0].PeakIndex()
 	var rotBytes, rotBlocks int64
 	byCat := map[string]int64{}
-	for _, bl := range r.in.Devices[0].Blocks {
+	dev := r.in.Devices[0]
+	for i := range dev.Elements {
+		bl := dev.Block(i)
 		if bl.Start <= j && j < bl.End && bl.Stack != nil && len(bl.Stack.Frames) > 0 && bl.Stack.Frames[0].Name == "apply_rotary_pos_emb" {
 			rotBytes += bl.Size
 			rotBlocks++

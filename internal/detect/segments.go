@@ -17,13 +17,20 @@ type segment struct {
 func (s *segment) contains(addr uint64) bool { return s.addr <= addr && addr < s.addr+uint64(s.size) }
 
 // segments rebuilds the device's segments over time from its segment events and the final state: segments the
-// trace never created were there before it began.
+// trace never created were there before it began. It is computed once per device.
 func (d *Device) segments(s *snapshot.Snapshot) []segment {
-	n := len(d.Trace)
-	var out []segment
+	if d.segs == nil {
+		d.segs = buildSegments(s, d.Device, d.Trace)
+	}
+	return d.segs
+}
+
+func buildSegments(s *snapshot.Snapshot, dev int, trace []snapshot.TraceEntry) []segment {
+	n := len(trace)
+	out := []segment{}
 	open := map[uint64]int{}
-	for j := range d.Trace {
-		e := &d.Trace[j]
+	for j := range trace {
+		e := &trace[j]
 		switch e.Action {
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
 			open[e.Addr] = len(out)
@@ -33,23 +40,24 @@ func (d *Device) segments(s *snapshot.Snapshot) []segment {
 				out[i].end = j
 				delete(open, e.Addr)
 			} else {
-				out = append(out, segment{addr: e.Addr, size: e.Size, start: -1, end: j})
+				out = append(out, segment{addr: e.Addr, size: e.Size, start: -1, end: n})
 			}
 		}
 	}
+	// A final-state segment is new unless a segment the trace left open starts inside it: the open segments'
+	// addresses, sorted, answer that by binary search.
+	openAddrs := make([]uint64, 0, len(open))
+	for _, k := range open {
+		openAddrs = append(openAddrs, out[k].addr)
+	}
+	slices.Sort(openAddrs)
 	for i := range s.Segments {
 		seg := &s.Segments[i]
-		if seg.Device != d.Device {
+		if seg.Device != dev {
 			continue
 		}
-		covered := false
-		for _, k := range open {
-			if seg.Address <= out[k].addr && out[k].addr < seg.Address+uint64(seg.TotalSize) {
-				covered = true
-				break
-			}
-		}
-		if !covered {
+		k, _ := slices.BinarySearch(openAddrs, seg.Address)
+		if covered := k < len(openAddrs) && openAddrs[k] < seg.Address+uint64(seg.TotalSize); !covered {
 			out = append(out, segment{addr: seg.Address, size: seg.TotalSize, start: -1, end: n})
 		}
 	}
@@ -63,6 +71,19 @@ func (d *Device) segments(s *snapshot.Snapshot) []segment {
 		return a.start - b.start
 	})
 	return out
+}
+
+// blockPlaces returns every element's address and the segment holding it when it was allocated (segmentOf at its
+// start, −1 when none), computed once per device: the cache is rebuilt at many events, each reading every block.
+func (d *Device) blockPlaces(segs []segment) (addrs []uint64, seg []int32) {
+	if d.addrs == nil {
+		d.addrs, d.seg = make([]uint64, len(d.Elements)), make([]int32, len(d.Elements))
+		for i := range d.Elements {
+			d.addrs[i] = d.Addr(i)
+			d.seg[i] = int32(segmentOf(segs, d.addrs[i], max(int(d.Elements[i].Start), 0)))
+		}
+	}
+	return d.addrs, d.seg
 }
 
 // segmentOf returns the index of the segment holding addr while event j is live, −1 when none does (a trace that
@@ -100,12 +121,29 @@ type cacheState struct {
 	freeInEmpty          int64 // bytes of segments holding nothing
 }
 
-// usedAt groups the blocks live after event j by the segment (index into segs) that holds them.
-func (d *Device) usedAt(segs []segment, j int) map[int][]*Block {
-	used := map[int][]*Block{}
-	for _, b := range d.live(j) {
-		if k := segmentOf(segs, b.Addr, j); k >= 0 {
-			used[k] = append(used[k], b)
+// liveBlock is a block live at some event: its address, size and element index.
+type liveBlock struct {
+	addr uint64
+	size int64
+	i    int
+}
+
+// usedAt groups the blocks live after event j by the segment (index into segs) that holds them: the one that held
+// them when allocated while it is still there, else the one segmentOf finds.
+func (d *Device) usedAt(segs []segment, j int) map[int][]liveBlock {
+	addrs, seg := d.blockPlaces(segs)
+	used := map[int][]liveBlock{}
+	for i := range d.Elements {
+		el := &d.Elements[i]
+		if !(int(el.Start) <= j && j < int(el.End)) {
+			continue
+		}
+		k := int(seg[i])
+		if k < 0 || !(segs[k].start <= j && j < segs[k].end) {
+			k = segmentOf(segs, addrs[i], j)
+		}
+		if k >= 0 {
+			used[k] = append(used[k], liveBlock{addrs[i], el.Size, i})
 		}
 	}
 	return used
@@ -117,7 +155,7 @@ func (d *Device) cacheAt(segs []segment, j int) cacheState {
 }
 
 // cacheOf is cacheAt from the live blocks already grouped by usedAt(segs, j); it sorts each group by address.
-func cacheOf(segs []segment, j int, used map[int][]*Block) cacheState {
+func cacheOf(segs []segment, j int, used map[int][]liveBlock) cacheState {
 	var cs cacheState
 	for k := range segs {
 		sg := &segs[k]
@@ -127,28 +165,8 @@ func cacheOf(segs []segment, j int, used map[int][]*Block) cacheState {
 		cs.segments++
 		cs.reserved += sg.size
 		blocks := used[k]
-		slices.SortFunc(blocks, func(a, b *Block) int {
-			if a.Addr < b.Addr {
-				return -1
-			}
-			if a.Addr > b.Addr {
-				return 1
-			}
-			return 0
-		})
-		var inUse int64
-		cursor := sg.addr
-		for _, b := range blocks {
-			if b.Addr > cursor {
-				cs.largestFree = max(cs.largestFree, int64(b.Addr-cursor))
-			}
-			sz := roundBlock(b.Size)
-			inUse += sz
-			cursor = max(cursor, b.Addr+uint64(sz))
-		}
-		if end := sg.addr + uint64(sg.size); end > cursor {
-			cs.largestFree = max(cs.largestFree, int64(end-cursor))
-		}
+		inUse, largest := layoutOf(sg, blocks)
+		cs.largestFree = max(cs.largestFree, largest)
 		free := max(sg.size-inUse, 0)
 		cs.live += inUse
 		cs.free += free
@@ -170,29 +188,207 @@ func cacheOf(segs []segment, j int, used map[int][]*Block) cacheState {
 	return cs
 }
 
+// layoutOf sorts the live blocks of segment sg by address and returns the bytes they take at block granularity and
+// the largest free range between them and the segment's ends.
+func layoutOf(sg *segment, blocks []liveBlock) (inUse, largestFree int64) {
+	slices.SortFunc(blocks, func(a, b liveBlock) int {
+		if a.addr < b.addr {
+			return -1
+		}
+		if a.addr > b.addr {
+			return 1
+		}
+		return 0
+	})
+	cursor := sg.addr
+	for _, b := range blocks {
+		if b.addr > cursor {
+			largestFree = max(largestFree, int64(b.addr-cursor))
+		}
+		sz := roundBlock(b.size)
+		inUse += sz
+		cursor = max(cursor, b.addr+uint64(sz))
+	}
+	if end := sg.addr + uint64(sg.size); end > cursor {
+		largestFree = max(largestFree, int64(end-cursor))
+	}
+	return inUse, largestFree
+}
+
 // pinnedBy sums, by category, the live blocks (grouped by usedAt) that sit in segments also holding at least
 // smallSegment free: the allocations that keep the cache's free memory in pieces.
-func pinnedBy(segs []segment, used map[int][]*Block) []findings.Share {
+func (d *Device) pinnedBy(segs []segment, used map[int][]liveBlock) []findings.Share {
 	out := map[string]*findings.Share{}
 	for k, blocks := range used {
 		var inUse int64
 		for _, b := range blocks {
-			inUse += roundBlock(b.Size)
+			inUse += roundBlock(b.size)
 		}
 		if segs[k].size-inUse < smallSegment {
 			continue
 		}
 		for _, b := range blocks {
-			if b.Attr != nil {
-				s := out[b.Attr.Category]
-				if s == nil {
-					s = &findings.Share{Name: b.Attr.Category}
-					out[b.Attr.Category] = s
-				}
-				s.Bytes += b.Size
-				s.Count++
+			cat := d.Attr(b.i).Category
+			s := out[cat]
+			if s == nil {
+				s = &findings.Share{Name: cat}
+				out[cat] = s
 			}
+			s.Bytes += b.size
+			s.Count++
 		}
 	}
 	return sorted(out, 0)
+}
+
+// cacheSweep rebuilds the cache's free ranges after events taken in decreasing order, applying only the blocks
+// allocated or freed in between and re-reading only the segments they touched: the fragmentation detector rebuilds
+// the cache before dozens of cudaMallocs, and reading every block for each made it quadratic on a growing trace.
+type cacheSweep struct {
+	d     *Device
+	segs  []segment
+	addrs []uint64
+	seg   []int32
+	at    int // the state is the cache after event at; len(trace) before the first move
+	// members are the live elements per segment (in no order); where is each element's segment while live
+	// (−1: in none, −2: not live) and slot its index in members[where].
+	members     [][]int32
+	where, slot []int32
+	// largest is each segment's largest free range, up to date unless dirty.
+	largest []int64
+	dirty   []bool
+	// starts lists the elements allocated in the trace (ascending start); byEnd the elements freed in it, by the
+	// event that frees them: byEnd[endOff[j]:endOff[j+1]] end at event j.
+	starts []int32
+	byEnd  []int32
+	endOff []int32
+	buf    []liveBlock
+}
+
+func newCacheSweep(d *Device, segs []segment) *cacheSweep {
+	n := len(d.Trace)
+	s := &cacheSweep{d: d, segs: segs, at: n, members: make([][]int32, len(segs)), largest: make([]int64, len(segs)), dirty: make([]bool, len(segs))}
+	s.addrs, s.seg = d.blockPlaces(segs)
+	for k := range s.dirty {
+		s.dirty[k] = true // an empty segment is one free range: read every segment once
+	}
+	s.where, s.slot = make([]int32, len(d.Elements)), make([]int32, len(d.Elements))
+	s.endOff = make([]int32, n+2)
+	for i := range d.Elements {
+		el := &d.Elements[i]
+		s.where[i] = -2
+		if el.Start >= 0 {
+			s.starts = append(s.starts, int32(i))
+		}
+		if int(el.End) < n {
+			s.endOff[el.End+1]++
+		}
+	}
+	for j := 1; j < len(s.endOff); j++ {
+		s.endOff[j] += s.endOff[j-1]
+	}
+	s.byEnd = make([]int32, s.endOff[n])
+	next := slices.Clone(s.endOff[:n])
+	for i := range d.Elements {
+		if e := d.Elements[i].End; int(e) < n {
+			s.byEnd[next[e]] = int32(i)
+			next[e]++
+		}
+	}
+	return s
+}
+
+// moveTo brings the state to the cache after event j (j < s.at).
+func (s *cacheSweep) moveTo(j int) {
+	els := s.d.Elements
+	if s.at == len(s.d.Trace) {
+		for i := range els {
+			if int(els[i].Start) <= j && j < int(els[i].End) {
+				s.add(i, j)
+			}
+		}
+		s.at = j
+		return
+	}
+	// Allocated after j: not live yet.
+	lo, _ := slices.BinarySearchFunc(s.starts, j+1, func(i int32, t int) int { return int(els[i].Start) - t })
+	for _, i := range s.starts[lo:] {
+		if int(els[i].Start) > s.at {
+			break
+		}
+		s.remove(int(i))
+	}
+	// Freed after j, allocated by then: live again.
+	for _, i := range s.byEnd[s.endOff[j+1]:s.endOff[s.at+1]] {
+		if int(els[i].Start) <= j {
+			s.add(int(i), j)
+		}
+	}
+	s.at = j
+}
+
+// add makes element i live at event j, in the segment usedAt would put it in.
+func (s *cacheSweep) add(i, j int) {
+	k := int(s.seg[i])
+	if k < 0 || !(s.segs[k].start <= j && j < s.segs[k].end) {
+		k = segmentOf(s.segs, s.addrs[i], j)
+	}
+	s.where[i] = int32(k)
+	if k >= 0 {
+		s.slot[i] = int32(len(s.members[k]))
+		s.members[k] = append(s.members[k], int32(i))
+		s.dirty[k] = true
+	}
+}
+
+func (s *cacheSweep) remove(i int) {
+	k := s.where[i]
+	s.where[i] = -2
+	if k < 0 {
+		return
+	}
+	m := s.members[k]
+	last := m[len(m)-1]
+	m[s.slot[i]] = last
+	s.slot[last] = s.slot[i]
+	s.members[k] = m[:len(m)-1]
+	s.dirty[k] = true
+}
+
+// largestFreeAfter is cacheOf's largestFree for the cache after event j; calls come with decreasing j.
+func (s *cacheSweep) largestFreeAfter(j int) int64 {
+	s.moveTo(j)
+	var best int64
+	for k := range s.segs {
+		sg := &s.segs[k]
+		if !(sg.start <= j && j < sg.end) {
+			continue
+		}
+		if s.dirty[k] {
+			s.buf = s.blocks(k, s.buf[:0])
+			_, s.largest[k] = layoutOf(sg, s.buf)
+			s.dirty[k] = false
+		}
+		best = max(best, s.largest[k])
+	}
+	return best
+}
+
+// blocks appends segment k's live blocks to dst.
+func (s *cacheSweep) blocks(k int, dst []liveBlock) []liveBlock {
+	for _, i := range s.members[k] {
+		dst = append(dst, liveBlock{s.addrs[i], s.d.Elements[i].Size, int(i)})
+	}
+	return dst
+}
+
+// used is usedAt(segs, j) for the current state (j the event moved to last).
+func (s *cacheSweep) used() map[int][]liveBlock {
+	out := map[int][]liveBlock{}
+	for k := range s.segs {
+		if sg := &s.segs[k]; len(s.members[k]) > 0 && sg.start <= s.at && s.at < sg.end {
+			out[k] = s.blocks(k, nil)
+		}
+	}
+	return out
 }

@@ -1,10 +1,6 @@
 package detect
 
-import (
-	"testing"
-
-	"github.com/memscan/memscan/internal/replay"
-)
+import "testing"
 
 // TestRoundBlock: the caching allocator's round_size, from c10/cuda/CUDACachingAllocator.cpp: a request under
 // kMinBlockSize (512 B) takes 512 B, any other rounds up to a multiple of 512 B.
@@ -29,10 +25,8 @@ func TestCacheOfRounding(t *testing.T) {
 		mib   = 1 << 20
 	)
 	segs := []segment{{addr: small, size: 2 * mib, start: -1, end: 10}, {addr: large, size: 20 * mib, start: -1, end: 10}}
-	block := func(addr uint64, size int64) *Block {
-		return &Block{Lifetime: &replay.Lifetime{Addr: addr, Size: size, Start: -1, End: 10}}
-	}
-	used := map[int][]*Block{
+	block := func(addr uint64, size int64) liveBlock { return liveBlock{addr: addr, size: size} }
+	used := map[int][]liveBlock{
 		0: {block(small+1024, 700), block(small, 700)}, // out of address order on purpose
 		1: {block(large, 10_000_000), block(large+10_000_384, 10_000_000)},
 	}

@@ -161,16 +161,16 @@ func replayedCategory(r *replay.DeviceTrace, l *replay.Lifetime, category string
 	return categorize.Attribute(d, categorize.Life{Start: l.Start, End: l.End}, r.Timeline()).Category
 }
 
-// replayedCategories is replayedCategory for every lifetime of r (in order), classify naming each stack's
+// replayedCategories is replayedCategory for every lifetime ls of r (in order), classify naming each stack's
 // category, with the loss's tensors that their stacks do not name made Loss/Logits (categorize.LossPattern), as
 // the analysis makes them.
-func replayedCategories(r *replay.DeviceTrace, classify func(*snapshot.Stack) string) []string {
-	cats := make([]string, len(r.Lifetimes))
-	for k := range r.Lifetimes {
-		cats[k] = replayedCategory(r, &r.Lifetimes[k], classify(r.Lifetimes[k].Stack))
+func replayedCategories(r *replay.DeviceTrace, ls []replay.Lifetime, classify func(*snapshot.Stack) string) []string {
+	cats := make([]string, len(ls))
+	for k := range ls {
+		cats[k] = replayedCategory(r, &ls[k], classify(ls[k].Stack))
 	}
 	for _, k := range categorize.LossPattern(r.Timeline(), len(cats), func(i int) categorize.LossBlock {
-		return categorize.LossBlock{Start: r.Lifetimes[i].Start, Size: r.Lifetimes[i].Size, Category: cats[i]}
+		return categorize.LossBlock{Start: ls[i].Start, Size: ls[i].Size, Category: cats[i]}
 	}) {
 		cats[k] = categorize.LossLogits
 	}

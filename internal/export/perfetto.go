@@ -88,7 +88,8 @@ type categoryStep struct {
 // it back at its End. The category set is fixed per device (sorted names) so every counter event carries every
 // series; initial holds what was live before the first event, steps are in event order.
 func categorySteps(r *replay.DeviceTrace, category func(*snapshot.Stack) string) (names []string, initial []int64, steps []categoryStep) {
-	lifeCat := replayedCategories(r, category)
+	ls := r.Lifetimes()
+	lifeCat := replayedCategories(r, ls, category)
 	catIdx := make(map[string]int)
 	for _, c := range lifeCat {
 		catIdx[c] = 0
@@ -102,10 +103,10 @@ func categorySteps(r *replay.DeviceTrace, category func(*snapshot.Stack) string)
 		catIdx[c] = k
 	}
 	initial = make([]int64, len(names))
-	steps = make([]categoryStep, 0, 2*len(r.Lifetimes))
+	steps = make([]categoryStep, 0, 2*len(ls))
 	n := len(r.Trace)
-	for k := range r.Lifetimes {
-		l, c := &r.Lifetimes[k], catIdx[lifeCat[k]]
+	for k := range ls {
+		l, c := &ls[k], catIdx[lifeCat[k]]
 		if l.Start < 0 {
 			initial[c] += l.Size
 		} else {

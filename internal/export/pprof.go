@@ -92,10 +92,11 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			if err != nil {
 				return nil, err
 			}
-			cats := replayedCategories(r, func(st *snapshot.Stack) string { c, _ := classify(st); return c })
+			ls := r.Lifetimes()
+			cats := replayedCategories(r, ls, func(st *snapshot.Stack) string { c, _ := classify(st); return c })
 			atEnd := map[uint64]int{}
-			for i := range r.Lifetimes {
-				if l := &r.Lifetimes[i]; l.End == len(tr) {
+			for i := range ls {
+				if l := &ls[i]; l.End == len(tr) {
 					atEnd[l.Addr] = i
 				}
 			}
@@ -118,19 +119,20 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			}
 			// The live set at the peak of memscan's own replay, so the profile and the report agree; ordered
 			// live-before-the-trace first, then by alloc event.
-			cats := replayedCategories(r, func(st *snapshot.Stack) string { c, _ := classify(st); return c })
+			ls := r.Lifetimes()
+			cats := replayedCategories(r, ls, func(st *snapshot.Stack) string { c, _ := classify(st); return c })
 			var live []int
-			for k := range r.Lifetimes {
-				if l := &r.Lifetimes[k]; l.Start <= r.PeakIndex && r.PeakIndex < l.End {
+			for k := range ls {
+				if l := &ls[k]; l.Start <= r.PeakIndex && r.PeakIndex < l.End {
 					live = append(live, k)
 				}
 			}
 			slices.SortStableFunc(live, func(x, y int) int {
-				a, b := &r.Lifetimes[x], &r.Lifetimes[y]
+				a, b := &ls[x], &ls[y]
 				return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Addr, b.Addr))
 			})
 			for _, k := range live {
-				a := &r.Lifetimes[k]
+				a := &ls[k]
 				smp := add(dev, a.Addr, a.Stream, snapshot.BlockActiveAllocated.String(), a.Size, a.Size, a.Stack)
 				smp.Category = cats[k]
 			}

@@ -71,6 +71,9 @@ type Config struct {
 	OOM         bool   // end device 0's trace with an OOM
 	// LiveScale scales how much stays allocated (1 = default); rank sets use it to make pipeline stages differ.
 	LiveScale float64
+	// Grow is the share of allocations never freed (0 = none): the live set, and the segments those
+	// allocations pin, keep growing through the trace, as in a leaking run.
+	Grow float64
 }
 
 // Stats describes what was written.
@@ -169,6 +172,7 @@ type allocation struct {
 	size, req int64
 	stack     int32
 	live      bool
+	kept      bool // never freed (Config.Grow)
 }
 
 type segment struct {
@@ -314,7 +318,8 @@ func (s *sim) runDevice(dev, budget int) {
 	next := base
 	streams := []uint64{0, 0, 0, 0x5600_0000_1000 + uint64(dev)<<8}
 	var open [2]*segment // current small and large segment
-	var live []int32
+	var live []int32     // freeable allocations
+	kept := 0            // allocations never freed (Config.Grow)
 	var idle []*segment
 	peak := int(float64(200+s.rng.IntN(300)) * s.cfg.LiveScale)
 	keep := int(float64(peak) * 0.3)
@@ -395,12 +400,24 @@ func (s *sim) runDevice(dev, budget int) {
 		seg.allocs = append(seg.allocs, ai)
 		seg.used += size
 		seg.liveN++
-		live = append(live, ai)
+		if s.cfg.Grow > 0 && s.rng.Float64() < s.cfg.Grow {
+			s.allocs[ai].kept = true
+			kept++
+		} else {
+			live = append(live, ai)
+		}
 		tr = append(tr, event{action: aAlloc, addr: s.allocs[ai].addr, size: req, stream: seg.stream, time: s.tick(), stack: stack})
 	}
 	var allocated int64
 	for _, ai := range live {
 		allocated += s.allocs[ai].size
+	}
+	if kept > 0 {
+		for i := range s.allocs {
+			if a := &s.allocs[i]; a.kept && a.seg.dev == dev {
+				allocated += a.size
+			}
+		}
 	}
 	if s.cfg.OOM && dev == 0 {
 		tr = append(tr, event{action: aOOM, size: 8 << 30, time: s.tick(), stack: s.pickStack(), devFree: 300 << 20})

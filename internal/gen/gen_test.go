@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/gen"
+	"github.com/memscan/memscan/internal/replay"
+	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -129,5 +131,42 @@ func TestRankSetStages(t *testing.T) {
 	}
 	if paths[3] != gen.RankPath(dir, 3) {
 		t.Errorf("path %s, want %s", paths[3], gen.RankPath(dir, 3))
+	}
+}
+
+// TestGrowKeepsTheLiveSetGrowing: with Grow, the live requested bytes replayed from the trace rise from quarter to
+// quarter of it, and the final state holds many more live blocks than the same run without; the trace still replays
+// to the final state's live bytes.
+func TestGrowKeepsTheLiveSetGrowing(t *testing.T) {
+	liveBlocks := func(s *snapshot.Snapshot) (n int, requested int64) {
+		for _, sg := range s.Segments {
+			for _, b := range sg.Blocks {
+				if b.State == snapshot.BlockActiveAllocated {
+					n++
+					requested += b.RequestedSize
+				}
+			}
+		}
+		return n, requested
+	}
+	base := testutil.Generated(t, gen.Config{Seed: 9, Entries: 16000}).Snapshot
+	grow := testutil.Generated(t, gen.Config{Seed: 9, Entries: 16000, Grow: 0.1}).Snapshot
+	nBase, _ := liveBlocks(base)
+	nGrow, reqGrow := liveBlocks(grow)
+	if nGrow < 3*nBase {
+		t.Errorf("%d live blocks at the end with Grow, %d without; want far more", nGrow, nBase)
+	}
+	r, err := replay.Run(context.Background(), grow, 0, func(kind, ex string) { t.Errorf("replay: %s: %s", kind, ex) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(r.Allocated)
+	for q := 1; q < 4; q++ {
+		if a, b := r.Allocated[q*n/4-1], r.Allocated[(q+1)*n/4-1]; b <= a {
+			t.Errorf("live bytes %d at quarter %d, %d at quarter %d: not growing", a, q, b, q+1)
+		}
+	}
+	if r.Allocated[n-1] != reqGrow {
+		t.Errorf("replayed live bytes %d at the end, the final state holds %d", r.Allocated[n-1], reqGrow)
 	}
 }

@@ -106,9 +106,12 @@ func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int,
 			open = -1
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	sortWindows(out)
 	return out
 }
+
+// sortWindows orders windows by start.
+func sortWindows(w []window) { sort.Slice(w, func(i, j int) bool { return w[i].start < w[j].start }) }
 
 // Detect finds the iterations and phases of device dev's trace; anns are the snapshot's external annotations.
 func Detect(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) *phases.Timeline {
@@ -119,6 +122,7 @@ func Detect(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) *p
 	}
 	d.steps = annotated(trace, anns, dev, "Optimizer.step")
 	d.zero = annotated(trace, anns, dev, "zero_grad")
+	d.setZeroReach()
 	d.run()
 	if !d.t.Training() && d.hasStacks {
 		d.inference()
@@ -148,7 +152,10 @@ type detector struct {
 	trace       []snapshot.TraceEntry
 	t           *phases.Timeline
 	steps, zero []window
-	hasStacks   bool
+	// zeroReach[i] is the latest end among zero[:i+1], so the first window ending after an event is found by
+	// binary search: a run of thousands of iterations has as many zero_grad windows.
+	zeroReach []int
+	hasStacks bool
 }
 
 // state of the walk.
@@ -362,6 +369,17 @@ func closeSpan(s *phases.Span, j int) {
 	}
 }
 
+// setZeroReach fills zeroReach from zero (in start order).
+func (d *detector) setZeroReach() {
+	d.zeroReach = make([]int, len(d.zero))
+	for i, z := range d.zero {
+		d.zeroReach[i] = z.end
+		if i > 0 {
+			d.zeroReach[i] = max(z.end, d.zeroReach[i-1])
+		}
+	}
+}
+
 // extendZeroGrad returns the end of the optimizer phase whose step window ends at end: the end of a zero_grad
 // window that begins before the next allocation, else end itself.
 func (d *detector) extendZeroGrad(end int) int {
@@ -369,10 +387,10 @@ func (d *detector) extendZeroGrad(end int) int {
 	for next < len(d.trace) && d.trace[next].Action != snapshot.ActionAlloc {
 		next++
 	}
-	for _, z := range d.zero {
-		if z.start <= next && z.end > end {
-			return z.end
-		}
+	// The first window (in start order) that begins by next and ends after end.
+	begun := sort.Search(len(d.zero), func(i int) bool { return d.zero[i].start > next })
+	if i := sort.Search(len(d.zeroReach), func(i int) bool { return d.zeroReach[i] > end }); i < begun {
+		return d.zero[i].end
 	}
 	return end
 }

@@ -1,7 +1,6 @@
 package phasedetect_test
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strconv"
@@ -10,6 +9,7 @@ import (
 	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/internal/phasedetect"
 	"github.com/memscan/memscan/internal/realsnap"
+	"github.com/memscan/memscan/internal/testutil"
 	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/phases"
@@ -189,14 +189,7 @@ func TestPeriodicGenerated(t *testing.T) {
 		{Seed: 5, Entries: 40_000, Stacks: gen.StacksNone, Generation: gen.Gen21},
 	} {
 		t.Run("random seed "+strconv.FormatInt(cfg.Seed, 10), func(t *testing.T) {
-			var buf bytes.Buffer
-			if _, err := gen.Write(&buf, cfg); err != nil {
-				t.Fatal(err)
-			}
-			in, err := load.Decode(context.Background(), "gen.pickle", &buf)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in := testutil.Generated(t, cfg)
 			for dev, tr := range in.Snapshot.DeviceTraces {
 				checkSilent(t, tr, dev)
 			}

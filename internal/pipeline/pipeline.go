@@ -60,8 +60,6 @@ type Request struct {
 	Rank int
 	// Static, when set, is joined with the reports: remedies for every explained OOM.
 	Static *static.Config
-	// Bare skips the static join and the cross-input view: rank summaries need neither.
-	Bare bool
 	// Tool names the program in the run ("memscan 0.1.0").
 	Tool   string
 	Events Events
@@ -94,10 +92,8 @@ func Analyze(ctx context.Context, req Request) (*Result, error) {
 		return nil, &RankError{Found: len(files)}
 	}
 	res := &Result{Files: files, Total: len(files) + len(failures)}
-	opts := req.Options
-	// The full-resolution timelines of a run share one budget, so many inputs do not multiply it.
-	opts.MaxTimelineDetailEvents = analyze.DetailEventsPerInput(len(files))
-	reports, more := analyzeFiles(ctx, files, opts, req.Jobs, ev)
+	reports := make([]*report.Report, len(files))
+	more := analyzeFiles(ctx, files, detailBudget(req.Options, len(files)), req.Jobs, ev, func(i int, r *report.Report) { reports[i] = r })
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -112,10 +108,6 @@ func Analyze(ctx context.Context, req Request) (*Result, error) {
 	}
 	if len(run.Inputs) == 0 {
 		return nil, &NothingAnalyzedError{Total: res.Total}
-	}
-	if req.Bare {
-		res.Run = run
-		return res, nil
 	}
 	if req.Static != nil {
 		// An OOM explained against the static configuration: which single change fits.
@@ -135,11 +127,79 @@ func Analyze(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// analyzeFiles decodes and analyzes files in a pool of jobs. Results land in slots indexed like files, so the
-// output order is the input order whatever the scheduling; failures are reported as they happen and returned in
-// input order.
-func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, jobs int, ev *events) ([]*report.Report, []report.Failure) {
-	reports := make([]*report.Report, len(files))
+// Streamed is what Stream leaves once every input has gone by: the files found in input order, how many inputs
+// there were (files plus the arguments that yielded none), and the failures in input order.
+type Streamed struct {
+	Files    []string
+	Total    int
+	Failures []report.Failure
+}
+
+// Stream finds, decodes and analyzes the inputs of req in the pool Analyze uses, but keeps no report: each is handed
+// to handle as soon as it is finished, one call at a time and never during an event, in the order they finish. At
+// most req.Jobs reports are then in memory however many inputs there are, and what handle writes outlives an
+// interrupted batch. The static join and the cross-input view, which need every report at once, are not made. An
+// error of handle stops the batch and is returned; otherwise Stream fails like Analyze (*RankError,
+// *NothingAnalyzedError, the context's error).
+func Stream(ctx context.Context, req Request, handle func(*report.Report) error) (*Streamed, error) {
+	ev := req.Events.serialized()
+	found := load.Discover(req.Inputs, req.Discover)
+	files := found.Files
+	for _, sk := range found.Skipped {
+		ev.skipped(sk)
+	}
+	out := &Streamed{Files: files, Total: len(files) + len(found.Failures)}
+	for _, f := range found.Failures {
+		out.Failures = append(out.Failures, report.Failure(f))
+		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
+	}
+	if req.Rank >= 0 && len(files) != 1 {
+		return nil, &RankError{Found: len(files)}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var handleErr error
+	analyzed := 0
+	more := analyzeFiles(ctx, files, detailBudget(req.Options, len(files)), req.Jobs, ev, func(_ int, r *report.Report) {
+		if req.Rank >= 0 {
+			r.Rank = req.Rank
+		}
+		// Under the events' lock: handle may print between the progress events.
+		ev.mu.Lock()
+		defer ev.mu.Unlock()
+		if handleErr != nil {
+			return
+		}
+		if handleErr = handle(r); handleErr != nil {
+			cancel()
+			return
+		}
+		analyzed++
+	})
+	if handleErr != nil {
+		return nil, handleErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out.Failures = append(out.Failures, more...)
+	if analyzed == 0 {
+		return nil, &NothingAnalyzedError{Total: out.Total}
+	}
+	return out, nil
+}
+
+// detailBudget gives each of n inputs its share of the full-resolution timelines a run keeps, so many inputs do
+// not multiply it.
+func detailBudget(opts analyze.Options, n int) analyze.Options {
+	opts.MaxTimelineDetailEvents = analyze.DetailEventsPerInput(n)
+	return opts
+}
+
+// analyzeFiles decodes and analyzes files in a pool of jobs, handing each report to done with its index in files
+// from the goroutine that made it (done is then the report's only keeper). Failures are reported as they happen
+// and returned in input order.
+func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, jobs int, ev *events, done func(i int, r *report.Report)) []report.Failure {
 	errs := make([]error, len(files))
 	ev.start(files)
 	var g errgroup.Group
@@ -153,10 +213,13 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, job
 			if ev.e.Stage != nil {
 				o.Stage = func(s analyze.Stage) { ev.stage(path, s) }
 			}
-			reports[i], errs[i] = analyze.AnalyzeFile(ctx, path, o)
-			errs[i] = WithCommandHint(errs[i])
-			if errs[i] != nil && ctx.Err() == nil {
-				ev.failure(errs[i])
+			r, err := analyze.AnalyzeFile(ctx, path, o)
+			if errs[i] = WithCommandHint(err); errs[i] != nil {
+				if ctx.Err() == nil {
+					ev.failure(errs[i])
+				}
+			} else {
+				done(i, r)
 			}
 			ev.done()
 			return nil
@@ -169,7 +232,7 @@ func analyzeFiles(ctx context.Context, files []string, opts analyze.Options, job
 			failures = append(failures, report.Failure{File: files[i], Error: err.Error()})
 		}
 	}
-	return reports, failures
+	return failures
 }
 
 // WithCommandHint adds, to the error about a file memscan itself wrote, which command reads such files (the

@@ -22,62 +22,106 @@ type Lifetime struct {
 	Start, End int
 }
 
-// Lifetimes lists the replay's elements as Lifetimes, in element order.
-func (t *Trace) Lifetimes() []Lifetime {
-	out := make([]Lifetime, len(t.Elements))
-	for i, el := range t.Elements {
-		l := Lifetime{Size: el.Size, Event: int(el.Origin), Start: int(el.Start), End: int(el.End)}
-		if el.Origin >= 0 {
-			e := &t.Events[el.Origin]
-			l.Addr, l.Stream, l.Stack = e.Addr, e.Stream, e.Stack
-		} else {
-			b, seg := t.Block(el.Origin)
-			l.Addr, l.Stream, l.Stack, l.Event = b.Address, seg.Stream, b.Stack, -1
-		}
-		out[i] = l
+// Lifetime returns element i of the replay as a Lifetime.
+func (t *Trace) Lifetime(i int) Lifetime {
+	el := &t.Elements[i]
+	l := Lifetime{Size: el.Size, Event: int(el.Origin), Start: int(el.Start), End: int(el.End)}
+	if el.Origin >= 0 {
+		e := &t.Events[el.Origin]
+		l.Addr, l.Stream, l.Stack = e.Addr, e.Stream, e.Stack
+	} else {
+		b, seg := t.Block(el.Origin)
+		l.Addr, l.Stream, l.Stack, l.Event = b.Address, seg.Stream, b.Stack, -1
 	}
-	return out
+	return l
 }
 
-// DeviceTrace is one device trace replayed, as the detectors and the exports read it: every allocation's lifetime and
-// the allocated and reserved series.
+// Addr returns the address of element i: its trace event's, or its final-state block's.
+func (t *Trace) Addr(i int) uint64 {
+	if o := t.Elements[i].Origin; o >= 0 {
+		return t.Events[o].Addr
+	}
+	b, _ := t.Block(t.Elements[i].Origin)
+	return b.Address
+}
+
+// Event returns the trace event that introduced element i (its alloc, or a free whose alloc predates the trace),
+// −1 for a live block of the final state that the trace never allocated.
+func (t *Trace) Event(i int) int { return max(int(t.Elements[i].Origin), -1) }
+
+// Series is a replayed trace at full resolution: the live requested bytes (Allocated) and segment bytes
+// (Reserved) after every event, and both before the first. It holds no pointers, 16 bytes per event.
+type Series struct {
+	InitialAllocated, InitialReserved int64
+	Allocated, Reserved               []int64
+}
+
+// Series returns the replay's allocated and reserved series (the Trace's own slices, not copies).
+func (t *Trace) Series() Series {
+	return Series{InitialAllocated: t.Initial, InitialReserved: t.InitialReserved, Allocated: t.Allocated, Reserved: t.Reserved}
+}
+
+// DeviceTrace is one device trace replayed, as the detectors and the exports read it: every allocation (the
+// replay's Elements, pointer-free; Lifetime, Addr, Stack and Event of the Trace describe one) and the allocated
+// and reserved series.
 type DeviceTrace struct {
 	Device int
 	Trace  []snapshot.TraceEntry
-	// Lifetimes are in the order the replay met them: trace order, then the final-state blocks live all along.
-	Lifetimes []Lifetime
-	// InitialAllocated and InitialReserved are the live requested bytes and segment bytes before the first event;
-	// Allocated and Reserved the same after each event.
-	InitialAllocated, InitialReserved int64
-	Allocated, Reserved               []int64
+	// Elements are in the order the replay met them: trace order, then the final-state blocks live all along.
+	Elements []Element
+	Series
 	// PeakIndex is the first event after which Allocated is highest, −1 only when the state before the first event
 	// is higher than ever after (as the report's peak); PeakBytes that value.
 	PeakIndex int
 	PeakBytes int64
 
+	replay      *Trace
 	annotations []snapshot.Annotation
 	timeline    *phases.Timeline
 }
 
-// WithLifetimes returns the replay as a DeviceTrace, its lifetimes listed.
-func (t *Trace) WithLifetimes() *DeviceTrace {
-	d := &DeviceTrace{Device: t.Device, Trace: t.Events, Lifetimes: t.Lifetimes(), InitialAllocated: t.Initial, InitialReserved: t.InitialReserved,
-		Allocated: t.Allocated, Reserved: t.Reserved, annotations: t.snap.ExternalAnnotations}
+// DeviceTrace returns the replay as a DeviceTrace.
+func (t *Trace) DeviceTrace() *DeviceTrace {
+	d := &DeviceTrace{Device: t.Device, Trace: t.Events, Elements: t.Elements, Series: t.Series(), replay: t,
+		annotations: t.snap.ExternalAnnotations}
 	d.PeakIndex, d.PeakBytes = t.PeakIndex()
 	return d
 }
 
+// Lifetime returns element i as a Lifetime.
+func (d *DeviceTrace) Lifetime(i int) Lifetime { return d.replay.Lifetime(i) }
+
+// Addr returns the address of element i.
+func (d *DeviceTrace) Addr(i int) uint64 { return d.replay.Addr(i) }
+
+// Stack returns the stack of element i.
+func (d *DeviceTrace) Stack(i int) *snapshot.Stack { return d.replay.Stack(i) }
+
+// Event returns the trace event that introduced element i, −1 for a final-state block the trace never allocated.
+func (d *DeviceTrace) Event(i int) int { return d.replay.Event(i) }
+
+// Lifetimes lists every element as a Lifetime, in element order. It allocates the list: the analysis reads the
+// elements instead, the exports this.
+func (d *DeviceTrace) Lifetimes() []Lifetime {
+	out := make([]Lifetime, len(d.Elements))
+	for i := range out {
+		out[i] = d.Lifetime(i)
+	}
+	return out
+}
+
 // ReplayDevice replays the trace of device dev against the final state in s. A device without trace events has
-// no Lifetimes and empty series.
+// no elements and empty series.
 func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceTrace, error) {
 	if dev < 0 || dev >= len(s.DeviceTraces) || len(s.DeviceTraces[dev]) == 0 {
-		return &DeviceTrace{Device: dev, PeakIndex: -1, Allocated: []int64{}, Reserved: []int64{}, Lifetimes: []Lifetime{}}, nil
+		return &DeviceTrace{Device: dev, PeakIndex: -1, Series: Series{Allocated: []int64{}, Reserved: []int64{}}, Elements: []Element{},
+			replay: &Trace{Device: dev, snap: s}}, nil
 	}
 	t, err := Run(ctx, s, dev, nil)
 	if err != nil {
 		return nil, err
 	}
-	return t.WithLifetimes(), nil
+	return t.DeviceTrace(), nil
 }
 
 // Timeline returns the trace's iterations and phases, which the lifetime attribution reads. They are found on
@@ -92,12 +136,12 @@ func (d *DeviceTrace) Timeline() *phases.Timeline {
 // SetTimeline gives the device the iterations and phases found already.
 func (d *DeviceTrace) SetTimeline(t *phases.Timeline) { d.timeline = t }
 
-// LiveAfter returns the lifetimes live after event idx (before the first event when idx is −1), in Lifetimes order.
+// LiveAfter returns the lifetimes live after event idx (before the first event when idx is −1), in element order.
 func (d *DeviceTrace) LiveAfter(idx int) []Lifetime {
 	var out []Lifetime
-	for _, l := range d.Lifetimes {
-		if l.Start <= idx && idx < l.End {
-			out = append(out, l)
+	for i := range d.Elements {
+		if el := &d.Elements[i]; int(el.Start) <= idx && idx < int(el.End) {
+			out = append(out, d.Lifetime(i))
 		}
 	}
 	return out

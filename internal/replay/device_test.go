@@ -37,8 +37,8 @@ func TestReplayDevice(t *testing.T) {
 		{Addr: b.BlockAddr(0, 2), Size: 400, Stack: stW, Event: 6, Start: 6, End: 7},        // W
 		{Addr: x0, Size: 1000, Stack: stX0, Event: -1, Start: -1, End: 9},                   // X0
 	}
-	if !slices.Equal(d.Lifetimes, want) {
-		t.Errorf("lifetimes\n%+v\nwant\n%+v", d.Lifetimes, want)
+	if !slices.Equal(d.Lifetimes(), want) {
+		t.Errorf("lifetimes\n%+v\nwant\n%+v", d.Lifetimes(), want)
 	}
 	sizes := func(ls []Lifetime) (out []int64) {
 		for _, l := range ls {
@@ -52,7 +52,7 @@ func TestReplayDevice(t *testing.T) {
 	if got := sizes(d.LiveAfter(2)); !slices.Equal(got, []int64{2000, 3000, 700, 1000}) {
 		t.Errorf("live at the peak %v, want X1, Y, Z, X0", got)
 	}
-	if none, err := ReplayDevice(context.Background(), b.S, 3); err != nil || len(none.Lifetimes) != 0 || none.PeakIndex != -1 {
+	if none, err := ReplayDevice(context.Background(), b.S, 3); err != nil || len(none.Elements) != 0 || none.PeakIndex != -1 {
 		t.Errorf("device without a trace: %+v, %v", none, err)
 	}
 }

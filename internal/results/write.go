@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/report"
@@ -33,48 +34,77 @@ type Written struct {
 	ChartErr error
 }
 
-// Write renders run into dir (normally a fresh directory from NewRunDir): the charts first, so README.md can
-// embed exactly the ones that exist, then analysis_report.txt, README.md, summary.json and report.msgpack.
+// Write renders run into dir (normally a fresh directory from NewRunDir): analysis_report.txt, summary.json and
+// report.msgpack while the charts are drawn, then README.md and index.html, which embed exactly the charts that
+// exist. Files lists the charts first, then analysis_report.txt, README.md, summary.json, report.msgpack and
+// index.html.
 func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) (*Written, error) {
 	out := &Written{}
-	if opts.Plots {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	drawn := make(chan error, 1)
+	go func() {
+		if !opts.Plots {
+			drawn <- nil
+			return
+		}
 		set, err := WritePlots(ctx, dir, run, opts.Jobs)
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return out, ctxErr
+			drawn <- ctxErr
+			return
 		}
 		if isWriteFailure(err) {
-			return out, err // a chart that could not be written (a full disk) fails the run like any file
+			drawn <- err // a chart that could not be written (a full disk) fails the run like any file
+			return
 		}
 		out.Charts, out.ChartErr = set, err
-		for _, fs := range set.Inputs {
-			for _, f := range fs {
-				out.Files = append(out.Files, f.Path)
-			}
-		}
-		for _, f := range set.Cross {
-			out.Files = append(out.Files, f.Path)
-		}
-	}
-	steps := []struct {
+		drawn <- nil
+	}()
+	text := []struct {
 		name  string
 		write func(io.Writer) error
 	}{
 		{FileTextReport, func(w io.Writer) error { return WriteText(w, run, TextOptions{Top: opts.Top}) }},
-		{FileReadme, func(w io.Writer) error {
-			return WriteMarkdown(w, run, MarkdownOptions{InputPlots: out.Charts.Inputs, CrossPlots: out.Charts.Cross})
-		}},
 		{FileSummary, func(w io.Writer) error { return WriteJSON(w, run) }},
 		{FileMsgpack, func(w io.Writer) error { return WriteMsgpack(w, run) }},
 	}
-	for _, s := range steps {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		if err := WriteFile(filepath.Join(dir, s.name), s.write); err != nil {
-			return out, err
-		}
-		out.Files = append(out.Files, s.name)
+	// The reports are independent too: each is written on its own (a long trace's summary.json alone takes a
+	// while), and the first error in their order is returned.
+	errs := make([]error, len(text))
+	var wg sync.WaitGroup
+	for i, s := range text {
+		wg.Go(func() {
+			if errs[i] = ctx.Err(); errs[i] == nil {
+				errs[i] = WriteFile(filepath.Join(dir, s.name), s.write)
+			}
+		})
 	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			cancel()
+			<-drawn
+			return out, err
+		}
+	}
+	if err := <-drawn; err != nil {
+		return out, err
+	}
+	for _, fs := range out.Charts.Inputs {
+		for _, f := range fs {
+			out.Files = append(out.Files, f.Path)
+		}
+	}
+	for _, f := range out.Charts.Cross {
+		out.Files = append(out.Files, f.Path)
+	}
+	readme := func(w io.Writer) error {
+		return WriteMarkdown(w, run, MarkdownOptions{InputPlots: out.Charts.Inputs, CrossPlots: out.Charts.Cross})
+	}
+	if err := WriteFile(filepath.Join(dir, FileReadme), readme); err != nil {
+		return out, err
+	}
+	out.Files = append(out.Files, FileTextReport, FileReadme, FileSummary, FileMsgpack)
 	// The page embeds the charts, so it comes last.
 	if err := WriteHTML(dir, run); err != nil {
 		return out, err

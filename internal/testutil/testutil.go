@@ -2,10 +2,12 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
 
+	"github.com/memscan/memscan/internal/gen"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/load"
@@ -38,4 +40,18 @@ func DecodeGPURun(t testing.TB, name string) *load.Input {
 // Input wraps a built snapshot as a decoded input named path.
 func Input(b *snapbuild.SnapBuilder, path string) *load.Input {
 	return &load.Input{Path: path, Format: "pickle-v4", Snapshot: b.S}
+}
+
+// Generated writes the snapshot cfg describes (package gen) and decodes it, as memscan reads a file.
+func Generated(t testing.TB, cfg gen.Config) *load.Input {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := gen.Write(&buf, cfg); err != nil {
+		t.Fatal(err)
+	}
+	in, err := load.Decode(context.Background(), "gen.pickle", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
 }

@@ -8,9 +8,100 @@ import (
 // WriteJSON writes v as two-space indented JSON followed by a newline, the layout of every JSON file and
 // --format json output of memscan. HTML characters are not escaped: the files are read by people and scripts,
 // never embedded in a page unquoted.
+//
+// The indentation is added while the compact encoding is written out, byte for byte what the encoder's own
+// SetIndent gives, without the indented copy SetIndent builds in memory first: a trace's summary.json with its
+// timeline detail runs to tens of megabytes, and that copy to as many more.
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	iw := &indentWriter{w: w, buf: make([]byte, 0, indentChunk)}
+	enc := json.NewEncoder(iw)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return iw.flush()
+}
+
+// indentChunk is how much indented output indentWriter gathers before writing it on.
+const indentChunk = 64 << 10
+
+// indentWriter indents the compact JSON written to it as encoding/json's Indent does with no prefix and two spaces:
+// a newline and the depth's indentation after every opening bracket, comma and before every closing bracket, a
+// space after every colon, and empty objects and arrays kept as {} and []. The encoder's output holds no
+// whitespace outside strings but the final newline, which is copied as is.
+type indentWriter struct {
+	w   io.Writer
+	buf []byte
+	// The state between writes: inside a string, after its backslash, after an opening bracket whose line break
+	// waits for the next byte, and the depth.
+	inString, escaped, needIndent bool
+	depth                         int
+	err                           error
+}
+
+func (iw *indentWriter) Write(p []byte) (int, error) {
+	for _, c := range p {
+		if iw.inString {
+			iw.buf = append(iw.buf, c)
+			switch {
+			case iw.escaped:
+				iw.escaped = false
+			case c == '\\':
+				iw.escaped = true
+			case c == '"':
+				iw.inString = false
+			}
+			continue
+		}
+		if iw.needIndent && c != '}' && c != ']' {
+			iw.needIndent = false
+			iw.depth++
+			iw.newline()
+		}
+		switch c {
+		case '"':
+			iw.inString = true
+			iw.buf = append(iw.buf, c)
+		case '{', '[':
+			iw.needIndent = true
+			iw.buf = append(iw.buf, c)
+		case ',':
+			iw.buf = append(iw.buf, c)
+			iw.newline()
+		case ':':
+			iw.buf = append(iw.buf, c, ' ')
+		case '}', ']':
+			if iw.needIndent {
+				iw.needIndent = false
+			} else {
+				iw.depth--
+				iw.newline()
+			}
+			iw.buf = append(iw.buf, c)
+		default:
+			iw.buf = append(iw.buf, c)
+		}
+		if len(iw.buf) >= indentChunk-256 {
+			if err := iw.flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (iw *indentWriter) newline() {
+	iw.buf = append(iw.buf, '\n')
+	for range iw.depth {
+		iw.buf = append(iw.buf, ' ', ' ')
+	}
+}
+
+// flush writes what is gathered on.
+func (iw *indentWriter) flush() error {
+	if iw.err == nil && len(iw.buf) > 0 {
+		_, iw.err = iw.w.Write(iw.buf)
+	}
+	iw.buf = iw.buf[:0]
+	return iw.err
 }

@@ -2,6 +2,7 @@ package units
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"math/big"
 	"testing"
@@ -92,6 +93,65 @@ func TestWriteJSON(t *testing.T) {
 	want := "{\n  \"a\": [\n    1\n  ],\n  \"b\": \"<x>\"\n}\n"
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+// rawJSON is a json.Marshaler whose output holds whitespace, which the encoder compacts before WriteJSON indents it.
+type rawJSON string
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
+// TestWriteJSONAsEncoder: WriteJSON's output is byte for byte encoding/json's Encoder with SetIndent("", "  "), on
+// values whose strings hold brackets, commas, colons, quotes and backslashes, with empty and nested objects and
+// arrays, a Marshaler's spaced output, and one long enough to be written in several chunks.
+func TestWriteJSONAsEncoder(t *testing.T) {
+	long := make([]map[string]any, 5000)
+	for i := range long {
+		long[i] = map[string]any{"i": i, "s": `a "quoted" \ [x], {y}: z`}
+	}
+	for name, v := range map[string]any{
+		"scalars":   []any{nil, true, false, 0, -1.5e300, "", "ü\u2028"},
+		"empty":     map[string]any{"a": []int{}, "b": map[string]int{}, "c": [][]int{{}}, "d": ""},
+		"strings":   map[string]string{`k"1`: `v\"[{,:}]`, "\\": "\\\"", "<&>": "\n\t"},
+		"nested":    map[string]any{"x": []any{map[string]any{"y": []any{[]any{1, 2}, map[string]any{}}}}},
+		"marshaler": map[string]any{"r": rawJSON(` { "a" : [ 1 , 2 ] , "b" : { } } `)},
+		"long":      long,
+		"top array": []int{1, 2, 3},
+		"top empty": map[string]int{},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := WriteJSON(&got, v); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("got %d bytes, want %d:\n%.300q\nwant\n%.300q", got.Len(), want.Len(), got.String(), want.String())
+			}
+			// The state carries across writes: one byte at a time gives the same.
+			var compact bytes.Buffer
+			cenc := json.NewEncoder(&compact)
+			cenc.SetEscapeHTML(false)
+			if err := cenc.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+			var bytewise bytes.Buffer
+			iw := &indentWriter{w: &bytewise}
+			for _, c := range compact.Bytes() {
+				if _, err := iw.Write([]byte{c}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := iw.flush(); err != nil || !bytes.Equal(bytewise.Bytes(), want.Bytes()) {
+				t.Errorf("written a byte at a time: %v, %d bytes, want %d", err, bytewise.Len(), want.Len())
+			}
+		})
 	}
 }
 

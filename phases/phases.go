@@ -112,15 +112,15 @@ func (it Iteration) MarshalJSON() ([]byte, error) {
 		key string
 		sp  Span
 	}{{`,"span":`, it.Span}, {`,"forward":`, it.Forward}, {`,"backward":`, it.Backward}, {`,"optimizer":`, it.Optimizer}} {
-		b = f.sp.appendJSON(append(b, f.key...))
+		b = f.sp.AppendJSON(append(b, f.key...))
 	}
 	b = append(b, `,"complete":`...)
 	b = strconv.AppendBool(b, it.Complete)
 	return append(b, '}'), nil
 }
 
-// appendJSON appends s as encoding/json writes it.
-func (s Span) appendJSON(b []byte) []byte {
+// AppendJSON appends s as encoding/json writes it, for the hand-written encoders of long lists of spans.
+func (s Span) AppendJSON(b []byte) []byte {
 	b = append(b, `{"start_event":`...)
 	b = strconv.AppendInt(b, int64(s.Start), 10)
 	b = append(b, `,"end_event":`...)

@@ -172,3 +172,30 @@ func (a actionCounts) EncodeMsgpack(enc *msgpack.Encoder) error {
 	}
 	return nil
 }
+
+// runJSON is a Run as summary.json holds it: Run's own fields, in its order, with each input as its flat wire
+// object, so that one encoder writes the whole run. Encoding a Run directly calls Report.MarshalJSON per input,
+// which writes the input into a buffer of its own that the outer encoder then validates and copies again: three
+// copies of a long trace's summary instead of one.
+type runJSON struct {
+	Version  int           `json:"version"`
+	Tool     string        `json:"tool"`
+	Inputs   []*reportWire `json:"inputs"`
+	Failures []Failure     `json:"failures,omitempty"`
+	Cross    *Cross        `json:"cross,omitempty"`
+}
+
+// JSONForm returns run in the form encoding/json writes as summary.json, byte for byte what encoding run itself
+// gives, without the per-input buffers.
+func (run *Run) JSONForm() any {
+	out := &runJSON{Version: run.Version, Tool: run.Tool, Failures: run.Failures, Cross: run.Cross}
+	if run.Inputs != nil {
+		out.Inputs = make([]*reportWire, len(run.Inputs))
+		for i, r := range run.Inputs {
+			if r != nil {
+				out.Inputs[i] = r.wire()
+			}
+		}
+	}
+	return out
+}

@@ -142,8 +142,8 @@ func (d *envelopeDrawing) Plot(cv draw.Canvas, p *plot.Plot) {
 		}
 		cv.FillPolygon(col, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
 	}
-	for _, b := range c.Bands {
-		rect(b.Color, trX(b.X0), trX(b.X1), cv.Min.Y, cv.Max.Y)
+	for _, b := range bandsAtResolution(c.Bands, trX, cv.Min.X, cv.Max.X) {
+		rect(b.Color, b.X0, b.X1, cv.Min.Y, cv.Max.Y)
 	}
 	nb := len(c.X) - 1
 	// The stack as one polygon per layer, filled from zero to the layer's cumulative top and drawn from the top

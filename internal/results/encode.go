@@ -18,7 +18,7 @@ import (
 // WriteJSON renders run as summary.json: indented, integer bytes, and empty lists as [] rather than null so
 // scripts can iterate without checks.
 func WriteJSON(w io.Writer, run *report.Run) error {
-	if err := units.WriteJSON(w, normalized(run)); err != nil {
+	if err := units.WriteJSON(w, normalized(run).JSONForm()); err != nil {
 		return fmt.Errorf("encoding summary JSON: %w", err)
 	}
 	return nil

@@ -315,7 +315,8 @@ type fastDecoder struct {
 
 	strs    []string
 	strID   map[string]int32
-	strKey  []uint8 // field id of each interned string used as a dict key
+	strKey  []uint8  // field id of each interned string used as a dict key
+	strAct  []Action // the action each interned string names (ActionOther when none), parsed once per string
 	frames  []Frame
 	frameID map[frameKey]int32
 	stacks  map[string]*Stack
@@ -775,6 +776,8 @@ func (d *fastDecoder) str(n int) error {
 		id = int32(len(d.strs))
 		d.strs = append(d.strs, s)
 		d.strKey = append(d.strKey, fieldOf[s])
+		a, _ := ParseAction(s)
+		d.strAct = append(d.strAct, a)
 		d.strID[s] = id
 	}
 	return d.push(val{k: vStr, n: int64(id)})

@@ -127,6 +127,7 @@ func (d *fastDecoder) harmless(v val) bool {
 // stored in (-1 if none), updated to what the dict became.
 func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 	var present uint64
+	unknown := false // a key that is no field: its value must be checked below
 	for i := 0; i < len(pairs); i += 2 {
 		k := pairs[i]
 		if k.k != vStr {
@@ -135,6 +136,8 @@ func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 		if f := d.strKey[k.n]; f != fNone {
 			present |= bit(f)
 			d.fields[f] = pairs[i+1]
+		} else {
+			unknown = true
 		}
 	}
 	role := -1
@@ -146,7 +149,9 @@ func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 			role = i
 		}
 	}
-	if role >= 0 && roleReads[role] != ^uint64(0) {
+	// Only keys outside what the record reads can hold a dropped value; most dicts (every trace entry of a real
+	// snapshot) have none, and skip the second pass.
+	if role >= 0 && roleReads[role] != ^uint64(0) && (unknown || present&^roleReads[role] != 0) {
 		for i := 0; i < len(pairs); i += 2 {
 			if f := d.strKey[pairs[i].n]; (f == fNone || roleReads[role]&bit(f) == 0) && !d.harmless(pairs[i+1]) {
 				return val{}, d.unsupported("key %q holding a %s", d.sOf(pairs[i]), kindWord(pairs[i+1].k))
@@ -343,6 +348,9 @@ func (d *fastDecoder) convertFrame(present uint64) (val, error) {
 	return val{k: vFrame, n: int64(id)}, nil
 }
 
+// entryExtraFields are the trace entry keys kept in TraceExtra.
+const entryExtraFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID
+
 func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	if err := d.required(present, "trace entry", fAction, fSize, fStream); err != nil {
 		return val{}, err
@@ -350,13 +358,15 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	var e TraceEntry
 	var x TraceExtra
 	var err error
-	var action string
-	if action, err = d.fStr(fAction); err != nil {
-		return val{}, err
+	av := d.fields[fAction]
+	if av.k != vStr {
+		return val{}, d.unsupported("%s of type %s", fieldName(fAction), kindWord(av.k))
 	}
-	var known bool
-	if e.Action, known = ParseAction(action); !known {
-		x.OtherAction = action
+	// extra says whether any rare field is set, so that the common entry skips interning an empty TraceExtra.
+	extra := present&entryExtraFields != 0
+	if e.Action = d.strAct[av.n]; e.Action == ActionOther {
+		x.OtherAction = d.sOf(av)
+		extra = true
 	}
 	if has(present, fAddr) {
 		if e.Addr, err = d.fUint(fAddr); err != nil {
@@ -417,7 +427,9 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 			return val{}, err
 		}
 	}
-	e.Extra = d.extras.Intern(x)
+	if extra {
+		e.Extra = d.extras.Intern(x)
+	}
 	d.pEntries = append(d.pEntries, e)
 	d.live++
 	return val{k: vEntry, n: int64(len(d.pEntries) - 1)}, nil

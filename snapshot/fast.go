@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/memscan/memscan/internal/input"
@@ -463,12 +464,17 @@ func (d *fastDecoder) needSlow(n int) ([]byte, error) {
 	return b, nil
 }
 
+// byte1 reads one byte; the fast path inlines into the opcode loop, which calls it tens of millions of times.
 func (d *fastDecoder) byte1() (byte, error) {
 	if d.pos < d.lim {
 		c := d.buf[d.pos]
 		d.pos++
 		return c, nil
 	}
+	return d.byte1Slow()
+}
+
+func (d *fastDecoder) byte1Slow() (byte, error) {
 	b, err := d.needSlow(1)
 	if err != nil {
 		return 0, err
@@ -476,7 +482,18 @@ func (d *fastDecoder) byte1() (byte, error) {
 	return b[0], nil
 }
 
+// push pushes v; the fast path (a value above the stack's first, with room) inlines. The stack's capacity
+// never exceeds fastMaxStack (see pushSlow), so room below the capacity is within the limit.
 func (d *fastDecoder) push(v val) error {
+	if n := len(d.stack); n > 0 && n < cap(d.stack) {
+		d.stack = d.stack[:n+1]
+		d.stack[n] = v
+		return nil
+	}
+	return d.pushSlow(v)
+}
+
+func (d *fastDecoder) pushSlow(v val) error {
 	if len(d.stack) >= fastMaxStack || len(d.stack) == 0 {
 		if len(d.stack) == 0 && len(d.marks) == 0 && v.k != vDict && v.k != vList {
 			d.shape.wrong(d.opStart, withArticle(kindWord(v.k)))
@@ -484,6 +501,9 @@ func (d *fastDecoder) push(v val) error {
 		if len(d.stack) >= fastMaxStack {
 			return d.fail("%s", stackOverflowMsg)
 		}
+	}
+	if len(d.stack) == cap(d.stack) {
+		d.stack = slices.Grow(d.stack, min(max(2*cap(d.stack), 64), fastMaxStack)-len(d.stack))
 	}
 	d.stack = append(d.stack, v)
 	return nil
@@ -870,21 +890,24 @@ func (d *fastDecoder) getMemo(idx uint64) uint64 {
 func (d *fastDecoder) memoGet(idx uint64) error {
 	c := d.getMemo(idx)
 	p := c &^ cellKind
+	var v val
 	switch c & cellKind {
 	case cellStr:
-		return d.push(val{k: vStr, n: int64(p)})
+		v = val{k: vStr, n: int64(p)}
 	case cellFrame:
-		return d.push(val{k: vFrame, n: int64(p)})
+		v = val{k: vFrame, n: int64(p)}
 	case cellList:
-		return d.push(val{k: vList, n: int64(p)})
+		v = val{k: vList, n: int64(p)}
 	case cellVal:
-		return d.push(d.memoVals[p])
+		v = d.memoVals[p]
 	case cellPending:
 		return d.unsupported("reference to a dict that is still being built")
 	case cellGone:
 		return d.unsupported("a record referenced twice through the memo")
+	default:
+		return d.unsupported("memo key %d was never stored", idx)
 	}
-	return d.unsupported("memo key %d was never stored", idx)
+	return d.push(v)
 }
 
 // setItems fills the dict at stack[m-1] with the key/value pairs stack[m:].

@@ -81,7 +81,7 @@ const (
 type val struct {
 	k  vkind
 	n  int64 // the int, bool or float bits; the string id (vStr); the list id (vList, vTuple, vGenDict); ...
-	n2 int64
+	n2 int64 // vPair: the second int; vList: 1 + the stackTab index of a sealed frames list read from the memo
 }
 
 // sOf returns the string of a vStr value.
@@ -118,6 +118,7 @@ const (
 type listObj struct {
 	kind   lkind
 	sealed bool    // consumed by a parent: later appends are not snapshot shape
+	memo   uint64  // 1 + the memo index the list was last stored at (0: none), see fastDecoder.stackCell
 	idx    []int32 // frame ids of a frames list until sealed
 	st     *Stack  // the frames list once sealed (nil when empty)
 	more   *listMore
@@ -276,6 +277,7 @@ const (
 	cellVal     uint64 = 4 << 56 // any other value, in memoVals
 	cellPending uint64 = 5 << 56 // a dict that is still being filled
 	cellGone    uint64 = 6 << 56 // a dict already converted into a record
+	cellStack   uint64 = 7 << 56 // a sealed frames list: its list id << stackShift | its stackTab index
 	cellKind    uint64 = 0xff << 56
 )
 
@@ -321,8 +323,10 @@ type fastDecoder struct {
 	frames  []Frame
 	frameID map[frameKey]int32
 	stacks  map[string]*Stack
-	extras  ExtraInterner
-	keyBuf  []byte
+	// stackTab holds the stacks of the frames lists that a memo cell refers to (see stackCell).
+	stackTab []*Stack
+	extras   ExtraInterner
+	keyBuf   []byte
 
 	// Records converted from dicts wait here until a list takes them; live counts those still on the stack so
 	// the buffers can be reused once all have been taken.
@@ -841,6 +845,7 @@ func (d *fastDecoder) memoStore(idx uint64) error {
 		c = cellFrame | uint64(top.n)
 	case vList:
 		c = cellList | uint64(top.n)
+		d.lists[top.n].memo = idx + 1
 	case vDict:
 		if top.n >= 0 {
 			return d.unsupported("a dict stored twice in the memo")
@@ -898,6 +903,8 @@ func (d *fastDecoder) memoGet(idx uint64) error {
 		v = val{k: vFrame, n: int64(p)}
 	case cellList:
 		v = val{k: vList, n: int64(p)}
+	case cellStack:
+		v = val{k: vList, n: int64(p >> stackShift), n2: int64(p&stackMask) + 1}
 	case cellVal:
 		v = d.memoVals[p]
 	case cellPending:

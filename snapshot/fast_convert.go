@@ -294,6 +294,10 @@ func (d *fastDecoder) fList(f uint8, want lkind) (*listObj, error) {
 // fStack returns the stack in field f. Lists shared through the memo are one listObj and so one *Stack; lists
 // that are equal but not shared are interned by content, which keeps stacks='all' snapshots small.
 func (d *fastDecoder) fStack(f uint8) (*Stack, error) {
+	v := d.fields[f]
+	if v.k == vList && v.n2 != 0 {
+		return d.stackTab[v.n2-1], nil // sealed already, and of frames
+	}
 	l, err := d.fList(f, lFrames)
 	if err != nil {
 		return nil, err
@@ -301,6 +305,7 @@ func (d *fastDecoder) fStack(f uint8) (*Stack, error) {
 	if l.kind == lEmpty || l.st != nil {
 		return l.st, nil
 	}
+	defer d.stackCell(l, v.n)
 	key := d.keyBuf[:0]
 	for _, id := range l.idx {
 		key = binary.LittleEndian.AppendUint32(key, uint32(id))
@@ -317,6 +322,27 @@ func (d *fastDecoder) fStack(f uint8) (*Stack, error) {
 	}
 	l.st, l.idx = st, nil
 	return st, nil
+}
+
+// Bits of a cellStack payload.
+const (
+	stackShift = 28
+	stackMask  = 1<<stackShift - 1
+)
+
+// stackCell turns the memo cell of frames list l (list id id), just sealed with its stack, into a cellStack, so
+// that the entries that share the list through the memo take its stack without reading the list: at millions of
+// entries that is a cache miss each. Ids beyond the cell's bits, and cells stored again since, stay as they are.
+func (d *fastDecoder) stackCell(l *listObj, id int64) {
+	if l.memo == 0 || l.st == nil || id > stackMask || len(d.stackTab) > stackMask {
+		return
+	}
+	idx := l.memo - 1
+	if idx >= uint64(len(d.memo)) || d.memo[idx] != cellList|uint64(id) {
+		return
+	}
+	d.memo[idx] = cellStack | uint64(id)<<stackShift | uint64(len(d.stackTab))
+	d.stackTab = append(d.stackTab, l.st)
 }
 
 func has(present uint64, f uint8) bool { return present&bit(f) != 0 }

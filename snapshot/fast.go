@@ -310,7 +310,7 @@ type fastDecoder struct {
 	stack []val
 	marks []int
 
-	memo     []uint64
+	memo     memoCells
 	sparse   map[uint64]uint64 // memo cells far beyond len(memo) (only hand-made pickles have them)
 	memoN    uint64            // cells set, which MEMOIZE uses as its index (Python's len(memo))
 	memoVals []val
@@ -868,26 +868,26 @@ func (d *fastDecoder) setMemo(idx, c uint64) {
 	if d.getMemo(idx) == cellEmpty {
 		d.memoN++
 	}
-	if idx < uint64(len(d.memo)) {
-		d.memo[idx] = c
+	if idx < d.memo.len() {
+		d.memo.set(idx, c)
 		return
 	}
-	if idx > uint64(len(d.memo))+fastMaxMemoGap {
+	if idx > d.memo.len()+fastMaxMemoGap {
 		if d.sparse == nil {
 			d.sparse = make(map[uint64]uint64)
 		}
 		d.sparse[idx] = c
 		return
 	}
-	for uint64(len(d.memo)) < idx {
-		d.memo = append(d.memo, cellEmpty)
+	for d.memo.len() < idx {
+		d.memo.push(cellEmpty)
 	}
-	d.memo = append(d.memo, c)
+	d.memo.push(c)
 }
 
 func (d *fastDecoder) getMemo(idx uint64) uint64 {
-	if idx < uint64(len(d.memo)) {
-		return d.memo[idx]
+	if idx < d.memo.len() {
+		return d.memo.at(idx)
 	}
 	return d.sparse[idx]
 }

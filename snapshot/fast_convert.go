@@ -338,10 +338,10 @@ func (d *fastDecoder) stackCell(l *listObj, id int64) {
 		return
 	}
 	idx := l.memo - 1
-	if idx >= uint64(len(d.memo)) || d.memo[idx] != cellList|uint64(id) {
+	if idx >= d.memo.len() || d.memo.at(idx) != cellList|uint64(id) {
 		return
 	}
-	d.memo[idx] = cellStack | uint64(id)<<stackShift | uint64(len(d.stackTab))
+	d.memo.set(idx, cellStack|uint64(id)<<stackShift|uint64(len(d.stackTab)))
 	d.stackTab = append(d.stackTab, l.st)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/memscan/memscan/internal/input"
@@ -80,7 +81,7 @@ const (
 type val struct {
 	k  vkind
 	n  int64 // the int, bool or float bits; the string id (vStr); the list id (vList, vTuple, vGenDict); ...
-	n2 int64
+	n2 int64 // vPair: the second int; vList: 1 + the stackTab index of a sealed frames list read from the memo
 }
 
 // sOf returns the string of a vStr value.
@@ -117,6 +118,7 @@ const (
 type listObj struct {
 	kind   lkind
 	sealed bool    // consumed by a parent: later appends are not snapshot shape
+	memo   uint64  // 1 + the memo index the list was last stored at (0: none), see fastDecoder.stackCell
 	idx    []int32 // frame ids of a frames list until sealed
 	st     *Stack  // the frames list once sealed (nil when empty)
 	more   *listMore
@@ -275,6 +277,7 @@ const (
 	cellVal     uint64 = 4 << 56 // any other value, in memoVals
 	cellPending uint64 = 5 << 56 // a dict that is still being filled
 	cellGone    uint64 = 6 << 56 // a dict already converted into a record
+	cellStack   uint64 = 7 << 56 // a sealed frames list: its list id << stackShift | its stackTab index
 	cellKind    uint64 = 0xff << 56
 )
 
@@ -307,7 +310,7 @@ type fastDecoder struct {
 	stack []val
 	marks []int
 
-	memo     []uint64
+	memo     memoCells
 	sparse   map[uint64]uint64 // memo cells far beyond len(memo) (only hand-made pickles have them)
 	memoN    uint64            // cells set, which MEMOIZE uses as its index (Python's len(memo))
 	memoVals []val
@@ -315,12 +318,15 @@ type fastDecoder struct {
 
 	strs    []string
 	strID   map[string]int32
-	strKey  []uint8 // field id of each interned string used as a dict key
+	strKey  []uint8  // field id of each interned string used as a dict key
+	strAct  []Action // the action each interned string names (ActionOther when none), parsed once per string
 	frames  []Frame
 	frameID map[frameKey]int32
 	stacks  map[string]*Stack
-	extras  ExtraInterner
-	keyBuf  []byte
+	// stackTab holds the stacks of the frames lists that a memo cell refers to (see stackCell).
+	stackTab []*Stack
+	extras   ExtraInterner
+	keyBuf   []byte
 
 	// Records converted from dicts wait here until a list takes them; live counts those still on the stack so
 	// the buffers can be reused once all have been taken.
@@ -462,12 +468,17 @@ func (d *fastDecoder) needSlow(n int) ([]byte, error) {
 	return b, nil
 }
 
+// byte1 reads one byte; the fast path inlines into the opcode loop, which calls it tens of millions of times.
 func (d *fastDecoder) byte1() (byte, error) {
 	if d.pos < d.lim {
 		c := d.buf[d.pos]
 		d.pos++
 		return c, nil
 	}
+	return d.byte1Slow()
+}
+
+func (d *fastDecoder) byte1Slow() (byte, error) {
 	b, err := d.needSlow(1)
 	if err != nil {
 		return 0, err
@@ -475,7 +486,18 @@ func (d *fastDecoder) byte1() (byte, error) {
 	return b[0], nil
 }
 
+// push pushes v; the fast path (a value above the stack's first, with room) inlines. The stack's capacity
+// never exceeds fastMaxStack (see pushSlow), so room below the capacity is within the limit.
 func (d *fastDecoder) push(v val) error {
+	if n := len(d.stack); n > 0 && n < cap(d.stack) {
+		d.stack = d.stack[:n+1]
+		d.stack[n] = v
+		return nil
+	}
+	return d.pushSlow(v)
+}
+
+func (d *fastDecoder) pushSlow(v val) error {
 	if len(d.stack) >= fastMaxStack || len(d.stack) == 0 {
 		if len(d.stack) == 0 && len(d.marks) == 0 && v.k != vDict && v.k != vList {
 			d.shape.wrong(d.opStart, withArticle(kindWord(v.k)))
@@ -483,6 +505,9 @@ func (d *fastDecoder) push(v val) error {
 		if len(d.stack) >= fastMaxStack {
 			return d.fail("%s", stackOverflowMsg)
 		}
+	}
+	if len(d.stack) == cap(d.stack) {
+		d.stack = slices.Grow(d.stack, min(max(2*cap(d.stack), 64), fastMaxStack)-len(d.stack))
 	}
 	d.stack = append(d.stack, v)
 	return nil
@@ -775,6 +800,8 @@ func (d *fastDecoder) str(n int) error {
 		id = int32(len(d.strs))
 		d.strs = append(d.strs, s)
 		d.strKey = append(d.strKey, fieldOf[s])
+		a, _ := ParseAction(s)
+		d.strAct = append(d.strAct, a)
 		d.strID[s] = id
 	}
 	return d.push(val{k: vStr, n: int64(id)})
@@ -818,6 +845,7 @@ func (d *fastDecoder) memoStore(idx uint64) error {
 		c = cellFrame | uint64(top.n)
 	case vList:
 		c = cellList | uint64(top.n)
+		d.lists[top.n].memo = idx + 1
 	case vDict:
 		if top.n >= 0 {
 			return d.unsupported("a dict stored twice in the memo")
@@ -840,26 +868,26 @@ func (d *fastDecoder) setMemo(idx, c uint64) {
 	if d.getMemo(idx) == cellEmpty {
 		d.memoN++
 	}
-	if idx < uint64(len(d.memo)) {
-		d.memo[idx] = c
+	if idx < d.memo.len() {
+		d.memo.set(idx, c)
 		return
 	}
-	if idx > uint64(len(d.memo))+fastMaxMemoGap {
+	if idx > d.memo.len()+fastMaxMemoGap {
 		if d.sparse == nil {
 			d.sparse = make(map[uint64]uint64)
 		}
 		d.sparse[idx] = c
 		return
 	}
-	for uint64(len(d.memo)) < idx {
-		d.memo = append(d.memo, cellEmpty)
+	for d.memo.len() < idx {
+		d.memo.push(cellEmpty)
 	}
-	d.memo = append(d.memo, c)
+	d.memo.push(c)
 }
 
 func (d *fastDecoder) getMemo(idx uint64) uint64 {
-	if idx < uint64(len(d.memo)) {
-		return d.memo[idx]
+	if idx < d.memo.len() {
+		return d.memo.at(idx)
 	}
 	return d.sparse[idx]
 }
@@ -867,21 +895,26 @@ func (d *fastDecoder) getMemo(idx uint64) uint64 {
 func (d *fastDecoder) memoGet(idx uint64) error {
 	c := d.getMemo(idx)
 	p := c &^ cellKind
+	var v val
 	switch c & cellKind {
 	case cellStr:
-		return d.push(val{k: vStr, n: int64(p)})
+		v = val{k: vStr, n: int64(p)}
 	case cellFrame:
-		return d.push(val{k: vFrame, n: int64(p)})
+		v = val{k: vFrame, n: int64(p)}
 	case cellList:
-		return d.push(val{k: vList, n: int64(p)})
+		v = val{k: vList, n: int64(p)}
+	case cellStack:
+		v = val{k: vList, n: int64(p >> stackShift), n2: int64(p&stackMask) + 1}
 	case cellVal:
-		return d.push(d.memoVals[p])
+		v = d.memoVals[p]
 	case cellPending:
 		return d.unsupported("reference to a dict that is still being built")
 	case cellGone:
 		return d.unsupported("a record referenced twice through the memo")
+	default:
+		return d.unsupported("memo key %d was never stored", idx)
 	}
-	return d.unsupported("memo key %d was never stored", idx)
+	return d.push(v)
 }
 
 // setItems fills the dict at stack[m-1] with the key/value pairs stack[m:].

@@ -127,6 +127,7 @@ func (d *fastDecoder) harmless(v val) bool {
 // stored in (-1 if none), updated to what the dict became.
 func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 	var present uint64
+	unknown := false // a key that is no field: its value must be checked below
 	for i := 0; i < len(pairs); i += 2 {
 		k := pairs[i]
 		if k.k != vStr {
@@ -135,6 +136,8 @@ func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 		if f := d.strKey[k.n]; f != fNone {
 			present |= bit(f)
 			d.fields[f] = pairs[i+1]
+		} else {
+			unknown = true
 		}
 	}
 	role := -1
@@ -146,7 +149,9 @@ func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 			role = i
 		}
 	}
-	if role >= 0 && roleReads[role] != ^uint64(0) {
+	// Only keys outside what the record reads can hold a dropped value; most dicts (every trace entry of a real
+	// snapshot) have none, and skip the second pass.
+	if role >= 0 && roleReads[role] != ^uint64(0) && (unknown || present&^roleReads[role] != 0) {
 		for i := 0; i < len(pairs); i += 2 {
 			if f := d.strKey[pairs[i].n]; (f == fNone || roleReads[role]&bit(f) == 0) && !d.harmless(pairs[i+1]) {
 				return val{}, d.unsupported("key %q holding a %s", d.sOf(pairs[i]), kindWord(pairs[i+1].k))
@@ -289,6 +294,10 @@ func (d *fastDecoder) fList(f uint8, want lkind) (*listObj, error) {
 // fStack returns the stack in field f. Lists shared through the memo are one listObj and so one *Stack; lists
 // that are equal but not shared are interned by content, which keeps stacks='all' snapshots small.
 func (d *fastDecoder) fStack(f uint8) (*Stack, error) {
+	v := d.fields[f]
+	if v.k == vList && v.n2 != 0 {
+		return d.stackTab[v.n2-1], nil // sealed already, and of frames
+	}
 	l, err := d.fList(f, lFrames)
 	if err != nil {
 		return nil, err
@@ -296,6 +305,7 @@ func (d *fastDecoder) fStack(f uint8) (*Stack, error) {
 	if l.kind == lEmpty || l.st != nil {
 		return l.st, nil
 	}
+	defer d.stackCell(l, v.n)
 	key := d.keyBuf[:0]
 	for _, id := range l.idx {
 		key = binary.LittleEndian.AppendUint32(key, uint32(id))
@@ -312,6 +322,27 @@ func (d *fastDecoder) fStack(f uint8) (*Stack, error) {
 	}
 	l.st, l.idx = st, nil
 	return st, nil
+}
+
+// Bits of a cellStack payload.
+const (
+	stackShift = 28
+	stackMask  = 1<<stackShift - 1
+)
+
+// stackCell turns the memo cell of frames list l (list id id), just sealed with its stack, into a cellStack, so
+// that the entries that share the list through the memo take its stack without reading the list: at millions of
+// entries that is a cache miss each. Ids beyond the cell's bits, and cells stored again since, stay as they are.
+func (d *fastDecoder) stackCell(l *listObj, id int64) {
+	if l.memo == 0 || l.st == nil || id > stackMask || len(d.stackTab) > stackMask {
+		return
+	}
+	idx := l.memo - 1
+	if idx >= d.memo.len() || d.memo.at(idx) != cellList|uint64(id) {
+		return
+	}
+	d.memo.set(idx, cellStack|uint64(id)<<stackShift|uint64(len(d.stackTab)))
+	d.stackTab = append(d.stackTab, l.st)
 }
 
 func has(present uint64, f uint8) bool { return present&bit(f) != 0 }
@@ -343,6 +374,9 @@ func (d *fastDecoder) convertFrame(present uint64) (val, error) {
 	return val{k: vFrame, n: int64(id)}, nil
 }
 
+// entryExtraFields are the trace entry keys kept in TraceExtra.
+const entryExtraFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID
+
 func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	if err := d.required(present, "trace entry", fAction, fSize, fStream); err != nil {
 		return val{}, err
@@ -350,13 +384,15 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	var e TraceEntry
 	var x TraceExtra
 	var err error
-	var action string
-	if action, err = d.fStr(fAction); err != nil {
-		return val{}, err
+	av := d.fields[fAction]
+	if av.k != vStr {
+		return val{}, d.unsupported("%s of type %s", fieldName(fAction), kindWord(av.k))
 	}
-	var known bool
-	if e.Action, known = ParseAction(action); !known {
-		x.OtherAction = action
+	// extra says whether any rare field is set, so that the common entry skips interning an empty TraceExtra.
+	extra := present&entryExtraFields != 0
+	if e.Action = d.strAct[av.n]; e.Action == ActionOther {
+		x.OtherAction = d.sOf(av)
+		extra = true
 	}
 	if has(present, fAddr) {
 		if e.Addr, err = d.fUint(fAddr); err != nil {
@@ -417,7 +453,9 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 			return val{}, err
 		}
 	}
-	e.Extra = d.extras.Intern(x)
+	if extra {
+		e.Extra = d.extras.Intern(x)
+	}
 	d.pEntries = append(d.pEntries, e)
 	d.live++
 	return val{k: vEntry, n: int64(len(d.pEntries) - 1)}, nil

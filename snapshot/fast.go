@@ -154,20 +154,10 @@ const maxSegDevices = 1024
 // instead of guessing large once.
 const entryEstimateSlack = 1.25
 
-// estimateSlack is the slack at checkpoint batch b: entryEstimateSlack at the first checkpoints, less as the
-// bytes per entry are measured over more of the file (a training-like trace's projection at batch 8 is within 4%
-// of its final length, and the full slack left a third of the list unused).
-func estimateSlack(b int) float64 {
-	switch {
-	case b <= 8:
-		return entryEstimateSlack
-	case b <= 32:
-		return 1.15
-	case b <= 128:
-		return 1.08
-	}
-	return 1.04
-}
+// firstReserveSlack is the slack of the list's full reservation at batch 32: the projection there was within 5%
+// of a generated training-like trace's length and 6% short of a Python-stack trace's, whose first entries write
+// their stacks out in full.
+const firstReserveSlack = 1.10
 
 // minEntryBytes is a lower bound on the pickle bytes of one trace entry: an empty dict, a mark, three keys and
 // three values fetched from the memo or written inline, and SETITEMS take at least 15.
@@ -208,21 +198,23 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 			// segments first, so their devices say how many lists share it.
 			rest := max(0, d.size-cur) / int64(max(1, len(d.segDevices)-d.traceLists+1))
 			proj := have + int(rest/per) + entryChunk
-			est := have + int(float64(rest/per)*estimateSlack(b)) + entryChunk
-			if b == 2 {
-				// Two batches measure the bytes per entry poorly, and a list sized on them and shrunk at the next
-				// checkpoint held both lists at once: the peak of a single-device decode. Room for 32 times the
-				// entries so far defers the full reservation to the better estimate.
+			slack := entryEstimateSlack
+			if b == 32 {
+				slack = firstReserveSlack
+			}
+			est := have + int(float64(rest/per)*slack) + entryChunk
+			if b <= 8 {
+				// Eight batches still measure the bytes per entry poorly, and a list sized on them and replaced
+				// later held both lists at once: the peak of a single-device decode, and a live heap the memory
+				// governor then keeps room for. Room for 32 times the entries so far defers the full reservation
+				// to batch 32, when copying the entries so far costs little.
 				est = min(est, 32*have+entryChunk)
 				proj = min(proj, est)
 			}
 			m.mark, m.markLen = cur, have
 			// Grow only when even the bare projection no longer fits: every reallocation leaves the old list
 			// to the collector, and the slack absorbs the usual drift.
-			// Shrink too while few entries are in it when the better estimate leaves a sixteenth of the room
-			// unused: that room stays in the live heap to the end, which the memory limit counts.
-			c := cap(m.entries)
-			if m.entries == nil || proj > c || b <= 8 && est < c*3/4 || b > 8 && est < c-c/16 {
+			if m.entries == nil || proj > cap(m.entries) || b <= 8 && est < cap(m.entries)*3/4 {
 				grown := make([]TraceEntry, 0, est)
 				grown = append(grown, m.entries...)
 				for _, c := range m.chunks {

@@ -415,11 +415,12 @@ func (a *Allocator) getFreeBlock(p *pool, s int64, stream uint64) *block {
 	if a.gcActive {
 		p.lookups++
 	}
-	b := p.blocks.lowerBound(key{stream: stream, size: s})
+	b, at := p.blocks.lowerBoundAt(key{stream: stream, size: s})
 	if b == nil || b.stream != stream {
 		return nil
 	}
 	if b.seg.expandable {
+		at = nil // b may move on below
 		if a.cfg.ExpandableSegments {
 			for n := p.blocks.next(b); n != nil && b.seg.expandable && n.stream == stream &&
 				expandableSize(n) < expandableSize(b); n = p.blocks.next(b) {
@@ -441,7 +442,11 @@ func (a *Allocator) getFreeBlock(p *pool, s int64, stream uint64) *block {
 	if s >= ms && b.size >= s+a.cfg.nonSplitRounding() {
 		return nil
 	}
-	p.blocks.remove(b)
+	if at != nil && *at == b {
+		p.blocks.removeAt(at) // the common case: no second search
+	} else {
+		p.blocks.remove(b)
+	}
 	return b
 }
 

@@ -121,19 +121,17 @@ func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
 
 // numberAddresses numbers the addresses the trace allocates and frees (see Recording.slot) and returns the numbers
 // by address.
-func (r *Recording) numberAddresses() map[uint64]int32 {
+func (r *Recording) numberAddresses() *addrIndex {
 	r.slot = make([]int32, len(r.Trace))
-	of := map[uint64]int32{}
+	of := newAddrIndex()
 	for i := range r.Trace {
 		e := &r.Trace[i]
 		if e.Action != snapshot.ActionAlloc && e.Action != r.freeAction {
 			r.slot[i] = -1
 			continue
 		}
-		k, ok := of[e.Addr]
-		if !ok {
-			k = int32(len(r.addrs))
-			of[e.Addr] = k
+		k, added := of.getOrAdd(e.Addr, int32(len(r.addrs)))
+		if added {
 			r.addrs = append(r.addrs, e.Addr)
 		}
 		r.slot[i] = k
@@ -143,18 +141,18 @@ func (r *Recording) numberAddresses() map[uint64]int32 {
 
 // slotSeeds gives the start state's live blocks and the ignored ids their slots (−1 for an address the trace never
 // names).
-func (r *Recording) slotSeeds(of map[uint64]int32) {
+func (r *Recording) slotSeeds(of *addrIndex) {
 	for i := range r.initial {
 		for j := range r.initial[i].live {
 			b := &r.initial[i].live[j]
 			b.slot = -1
-			if k, ok := of[b.id]; ok {
+			if k, ok := of.get(b.id); ok {
 				b.slot = k
 			}
 		}
 	}
 	for id := range r.ignore {
-		if k, ok := of[id]; ok {
+		if k, ok := of.get(id); ok {
 			r.ignoreSlots = append(r.ignoreSlots, k)
 		}
 	}
@@ -185,7 +183,7 @@ type startSeg struct {
 
 // rebuildStart works backwards from the final segments through the trace to the state before its first event:
 // which segments existed and which allocations were live. A complete trace starts empty.
-func (r *Recording) rebuildStart(opt RecordOptions, of map[uint64]int32) {
+func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 	trace := r.Trace
 	segs := map[uint64]startSeg{}
 	// What is live, walking backwards, by address slot (of): absent, live in the final state (finals says how), or
@@ -208,7 +206,7 @@ func (r *Recording) rebuildStart(opt RecordOptions, of map[uint64]int32) {
 		for _, b := range s.Blocks {
 			if b.State.Active() {
 				sb := seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1}
-				if k, ok := of[b.Address]; ok {
+				if k, ok := of.get(b.Address); ok {
 					at[k], finals[k] = final, sb
 				} else {
 					untouched[b.Address] = sb

@@ -57,9 +57,7 @@ func (t *tree) remove(b *block) {
 			link = &n.right
 		}
 	}
-	*link = merge(b.left, b.right)
-	b.left, b.right, b.inTree = nil, nil, false
-	t.n--
+	t.removeAt(link)
 }
 
 // split divides n into the nodes ordered before k and the rest.
@@ -95,15 +93,32 @@ func merge(l, r *block) *block {
 
 // lowerBound returns the first block not ordered before k, nil when there is none.
 func (t *tree) lowerBound(k key) *block {
+	b, _ := t.lowerBoundAt(k)
+	return b
+}
+
+// lowerBoundAt is lowerBound, also returning the link that points at the block (for removeAt), nil with it.
+func (t *tree) lowerBoundAt(k key) (*block, **block) {
 	var best *block
-	for n := t.root; n != nil; {
+	var at **block
+	for link := &t.root; *link != nil; {
+		n := *link
 		if t.less(t.keyOf(n), k) {
-			n = n.right
+			link = &n.right
 		} else {
-			best, n = n, n.left
+			best, at, link = n, link, &n.left
 		}
 	}
-	return best
+	return best, at
+}
+
+// removeAt takes out the block that link (from lowerBoundAt, with no change to the tree since) points at,
+// without searching for it again.
+func (t *tree) removeAt(link **block) {
+	b := *link
+	*link = merge(b.left, b.right)
+	b.left, b.right, b.inTree = nil, nil, false
+	t.n--
 }
 
 // next returns the block after b in order (b need not be in the tree), nil at the end.

@@ -22,6 +22,20 @@ func WriteJSON(w io.Writer, v any) error {
 	return iw.flush()
 }
 
+// IndentWriter indents compact JSON written to it in any pieces, as WriteJSON lays its files out, for writers that
+// stream their JSON rather than encode one value. Flush writes out what is left.
+type IndentWriter struct{ iw indentWriter }
+
+// NewIndentWriter returns an IndentWriter writing to w.
+func NewIndentWriter(w io.Writer) *IndentWriter {
+	return &IndentWriter{indentWriter{w: w, buf: make([]byte, 0, indentChunk)}}
+}
+
+func (w *IndentWriter) Write(p []byte) (int, error) { return w.iw.Write(p) }
+
+// Flush writes what is gathered on and returns the first error writing met.
+func (w *IndentWriter) Flush() error { return w.iw.flush() }
+
 // indentChunk is how much indented output indentWriter gathers before writing it on.
 const indentChunk = 64 << 10
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/binary"
+	"io"
 	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -24,32 +25,54 @@ const msgpackChunk = 64 << 10
 
 // EncodeMsgpack writes the timelines as the library would.
 func (ts timelines) EncodeMsgpack(enc *msgpack.Encoder) error {
-	return writeMsgpackList(enc, ts == nil, len(ts), func(b []byte, i int) []byte { return appendTimelineMsgpack(b, &ts[i]) })
+	if ts == nil {
+		return enc.EncodeNil()
+	}
+	s := newMsgpackStream(enc, len(ts))
+	for i := range ts {
+		s.timeline(&ts[i])
+	}
+	return s.flush()
 }
 
 // EncodeMsgpack writes the rows as the library would.
 func (rs iterationRows) EncodeMsgpack(enc *msgpack.Encoder) error {
-	return writeMsgpackList(enc, rs == nil, len(rs), func(b []byte, i int) []byte { return appendIterationRowMsgpack(b, &rs[i]) })
-}
-
-// writeMsgpackList writes a list of n entries appended by entry, in chunks, to the encoder's writer.
-func writeMsgpackList(enc *msgpack.Encoder, isNil bool, n int, entry func(b []byte, i int) []byte) error {
-	if isNil {
+	if rs == nil {
 		return enc.EncodeNil()
 	}
-	w := enc.Writer()
-	b := appendMsgpackArrayLen(make([]byte, 0, msgpackChunk), n)
-	for i := range n {
-		b = entry(b, i)
-		if len(b) >= msgpackChunk {
-			if _, err := w.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
-		}
+	s := newMsgpackStream(enc, len(rs))
+	for i := range rs {
+		s.b = appendIterationRowMsgpack(s.b, &rs[i])
+		s.spill()
 	}
-	_, err := w.Write(b)
-	return err
+	return s.flush()
+}
+
+// msgpackStream gathers a hand-written list and writes it on to the encoder's writer in chunks; the first error
+// sticks.
+type msgpackStream struct {
+	w   io.Writer
+	b   []byte
+	err error
+}
+
+// newMsgpackStream starts a list of n entries.
+func newMsgpackStream(enc *msgpack.Encoder, n int) *msgpackStream {
+	return &msgpackStream{w: enc.Writer(), b: appendMsgpackArrayLen(make([]byte, 0, msgpackChunk), n)}
+}
+
+func (s *msgpackStream) spill() {
+	if len(s.b) >= msgpackChunk {
+		s.flush()
+	}
+}
+
+func (s *msgpackStream) flush() error {
+	if s.err == nil && len(s.b) > 0 {
+		_, s.err = s.w.Write(s.b)
+	}
+	s.b = s.b[:0]
+	return s.err
 }
 
 func appendIterationRowMsgpack(b []byte, r *IterationRow) []byte {
@@ -91,10 +114,10 @@ func appendIterationRowMsgpack(b []byte, r *IterationRow) []byte {
 	return b
 }
 
-// appendTimelineMsgpack appends t; phases.Timeline, Iteration and Span carry no msgpack tags (but Iteration's
-// prefill and decode), so their keys are the Go field names.
-func appendTimelineMsgpack(b []byte, t *phases.Timeline) []byte {
-	b = appendMsgpackMapLen(b, 6)
+// timeline appends t, its iterations (all of one device's trace) one by one. phases.Timeline, Iteration and Span
+// carry no msgpack tags (but Iteration's prefill and decode), so their keys are the Go field names.
+func (s *msgpackStream) timeline(t *phases.Timeline) {
+	b := appendMsgpackMapLen(s.b, 6)
 	b = appendMsgpackInt(appendMsgpackString(b, "Device"), int64(t.Device))
 	b = appendMsgpackInt(appendMsgpackString(b, "Events"), int64(t.Events))
 	b = appendMsgpackString(appendMsgpackString(b, "Source"), t.Source)
@@ -105,10 +128,13 @@ func appendTimelineMsgpack(b []byte, t *phases.Timeline) []byte {
 	} else {
 		b = appendMsgpackArrayLen(b, len(t.Iterations))
 		for i := range t.Iterations {
-			b = appendIterationMsgpack(b, &t.Iterations[i])
+			s.b = appendIterationMsgpack(b, &t.Iterations[i])
+			s.spill()
+			b = s.b
 		}
 	}
-	return appendMsgpackInt(appendMsgpackString(b, "OOM"), int64(t.OOM))
+	s.b = appendMsgpackInt(appendMsgpackString(b, "OOM"), int64(t.OOM))
+	s.spill()
 }
 
 func appendIterationMsgpack(b []byte, it *phases.Iteration) []byte {

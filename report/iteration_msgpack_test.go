@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,6 +69,7 @@ func TestIterationListsMsgpackByHand(t *testing.T) {
 		{Device: 1},
 		{Device: math.MaxInt32, Events: math.MaxInt, Source: strings.Repeat("s", 300), Iterations: []phases.Iteration{}, OOM: 5},
 		{Device: 2, Iterations: append(append([]phases.Iteration{}, its...), its...)},
+		{Device: 3, Iterations: slices.Repeat(its, 400)}, // many write chunks inside one timeline
 	}
 	for _, tc := range []struct {
 		name        string

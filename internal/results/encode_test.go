@@ -41,25 +41,6 @@ func iterationsRun() *report.Run {
 		Failures: []report.Failure{{File: "x", Error: "bad <input>"}}}
 }
 
-// longIterationsRun is iterationsRun with thousands of iterations and rows, so that the streamed summary crosses
-// many of its write chunks inside both lists.
-func longIterationsRun() *report.Run {
-	run := iterationsRun()
-	p := run.Inputs[0].Part.(*report.SnapshotReport)
-	tl, rows := p.Iterations[0], p.IterationTable
-	for i := range 6000 {
-		it := tl.Iterations[i%len(tl.Iterations)]
-		it.Index = i + 1
-		tl.Iterations = append(tl.Iterations, it)
-		r := rows[i%len(rows)]
-		r.Iteration = i + 1
-		rows = append(rows, r)
-	}
-	p.Iterations = append([]phases.Timeline{tl}, p.Iterations[1:]...)
-	p.IterationTable = rows
-	return run
-}
-
 // TestJSONFormIdentical: the summary streamed by Run.EncodeJSON is byte for byte what encoding the run itself, each
 // input through Report.MarshalJSON, writes.
 func TestJSONFormIdentical(t *testing.T) {
@@ -74,7 +55,7 @@ func TestJSONFormIdentical(t *testing.T) {
 		{"tracer only", tracerOnlyRun()},
 		{"html", htmlSampleRun()},
 		{"iterations", iterationsRun()},
-		{"long trace", longIterationsRun()},
+		{"long trace", longIterationsRun(6000)},
 		{"empty", &report.Run{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/binary"
-	"io"
 	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -20,9 +19,6 @@ type (
 	iterationRows []IterationRow
 )
 
-// msgpackChunk is how much a hand-written list gathers before writing it on.
-const msgpackChunk = 64 << 10
-
 // EncodeMsgpack writes the timelines as the library would.
 func (ts timelines) EncodeMsgpack(enc *msgpack.Encoder) error {
 	if ts == nil {
@@ -30,7 +26,7 @@ func (ts timelines) EncodeMsgpack(enc *msgpack.Encoder) error {
 	}
 	s := newMsgpackStream(enc, len(ts))
 	for i := range ts {
-		s.timeline(&ts[i])
+		s.msgpackTimeline(&ts[i])
 	}
 	return s.flush()
 }
@@ -42,37 +38,15 @@ func (rs iterationRows) EncodeMsgpack(enc *msgpack.Encoder) error {
 	}
 	s := newMsgpackStream(enc, len(rs))
 	for i := range rs {
-		s.b = appendIterationRowMsgpack(s.b, &rs[i])
+		s.buf = appendIterationRowMsgpack(s.buf, &rs[i])
 		s.spill()
 	}
 	return s.flush()
 }
 
-// msgpackStream gathers a hand-written list and writes it on to the encoder's writer in chunks; the first error
-// sticks.
-type msgpackStream struct {
-	w   io.Writer
-	b   []byte
-	err error
-}
-
-// newMsgpackStream starts a list of n entries.
-func newMsgpackStream(enc *msgpack.Encoder, n int) *msgpackStream {
-	return &msgpackStream{w: enc.Writer(), b: appendMsgpackArrayLen(make([]byte, 0, msgpackChunk), n)}
-}
-
-func (s *msgpackStream) spill() {
-	if len(s.b) >= msgpackChunk {
-		s.flush()
-	}
-}
-
-func (s *msgpackStream) flush() error {
-	if s.err == nil && len(s.b) > 0 {
-		_, s.err = s.w.Write(s.b)
-	}
-	s.b = s.b[:0]
-	return s.err
+// newMsgpackStream starts a list of n entries on the encoder's writer.
+func newMsgpackStream(enc *msgpack.Encoder, n int) *chunkWriter {
+	return &chunkWriter{w: enc.Writer(), buf: appendMsgpackArrayLen(make([]byte, 0, writeChunk), n)}
 }
 
 func appendIterationRowMsgpack(b []byte, r *IterationRow) []byte {
@@ -114,10 +88,10 @@ func appendIterationRowMsgpack(b []byte, r *IterationRow) []byte {
 	return b
 }
 
-// timeline appends t, its iterations (all of one device's trace) one by one. phases.Timeline, Iteration and Span
+// msgpackTimeline appends t, its iterations (all of one device's trace) one by one. phases.Timeline, Iteration and Span
 // carry no msgpack tags (but Iteration's prefill and decode), so their keys are the Go field names.
-func (s *msgpackStream) timeline(t *phases.Timeline) {
-	b := appendMsgpackMapLen(s.b, 6)
+func (s *chunkWriter) msgpackTimeline(t *phases.Timeline) {
+	b := appendMsgpackMapLen(s.buf, 6)
 	b = appendMsgpackInt(appendMsgpackString(b, "Device"), int64(t.Device))
 	b = appendMsgpackInt(appendMsgpackString(b, "Events"), int64(t.Events))
 	b = appendMsgpackString(appendMsgpackString(b, "Source"), t.Source)
@@ -128,12 +102,12 @@ func (s *msgpackStream) timeline(t *phases.Timeline) {
 	} else {
 		b = appendMsgpackArrayLen(b, len(t.Iterations))
 		for i := range t.Iterations {
-			s.b = appendIterationMsgpack(b, &t.Iterations[i])
+			s.buf = appendIterationMsgpack(b, &t.Iterations[i])
 			s.spill()
-			b = s.b
+			b = s.buf
 		}
 	}
-	s.b = appendMsgpackInt(appendMsgpackString(b, "OOM"), int64(t.OOM))
+	s.buf = appendMsgpackInt(appendMsgpackString(b, "OOM"), int64(t.OOM))
 	s.spill()
 }
 

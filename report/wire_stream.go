@@ -9,15 +9,12 @@ import (
 	"github.com/memscan/memscan/phases"
 )
 
-// streamChunk is how much of summary.json EncodeJSON gathers before writing it on.
-const streamChunk = 64 << 10
-
 // EncodeJSON writes run as compact JSON to w, byte for byte what encoding/json writes for the run with HTML
 // escaping off (its inputs through Report.MarshalJSON), without the final newline. It writes in pieces: the
 // per-iteration lists of a long trace (tens of thousands of entries) go out entry by entry, so the whole summary
 // is never held in memory; everything else is small and goes through encoding/json.
 func (run *Run) EncodeJSON(w io.Writer) error {
-	s := &jsonStream{w: w, buf: make([]byte, 0, streamChunk)}
+	s := &jsonStream{chunkWriter: chunkWriter{w: w, buf: make([]byte, 0, writeChunk)}}
 	s.object(struct {
 		Version int    `json:"version"`
 		Tool    string `json:"tool"`
@@ -46,12 +43,10 @@ func (run *Run) EncodeJSON(w io.Writer) error {
 	return s.flush()
 }
 
-// jsonStream gathers compact JSON and writes it on in chunks; the first error sticks.
+// jsonStream gathers compact JSON and writes it on in chunks.
 type jsonStream struct {
-	w   io.Writer
-	buf []byte
-	enc bytes.Buffer
-	err error
+	chunkWriter
+	enc bytes.Buffer // encoding/json's output for the small parts
 }
 
 func (s *jsonStream) raw(t string) { s.buf = append(s.buf, t...) }
@@ -107,21 +102,6 @@ func (s *jsonStream) object(v any, continued, open bool) {
 	}
 	s.buf = append(s.buf, b...)
 	s.spill()
-}
-
-// spill writes the gathered bytes on once they fill a chunk.
-func (s *jsonStream) spill() {
-	if len(s.buf) >= streamChunk {
-		s.flush()
-	}
-}
-
-func (s *jsonStream) flush() error {
-	if s.err == nil && len(s.buf) > 0 {
-		_, s.err = s.w.Write(s.buf)
-	}
-	s.buf = s.buf[:0]
-	return s.err
 }
 
 // timeline appends t as encoding/json writes a phases.Timeline, its iterations (all of one device's trace) one

@@ -17,6 +17,9 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 		blocks = nil
 	}
 	out := make([]report.IterationRow, 0, len(tl.Iterations))
+	// The rows' phases share one array (at most three per iteration), not an allocation or three per row; a row
+	// without phases keeps nil.
+	ends := make([]report.PhaseEnd, 0, 3*len(tl.Iterations))
 	at := func(series []int64, initial int64, j int) int64 {
 		if j < 0 {
 			return initial
@@ -54,6 +57,7 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 		}
 		_, ph := tl.At(row.PeakEvent)
 		row.PeakPhase = ph.String()
+		first := len(ends)
 		for _, p := range iterationPhases(&it) {
 			if p.span.Empty() {
 				continue
@@ -63,7 +67,10 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 			if blocks != nil {
 				pe.AllocatedBytes = blocks[end]
 			}
-			row.Phases = append(row.Phases, pe)
+			ends = append(ends, pe)
+		}
+		if len(ends) > first {
+			row.Phases = ends[first:len(ends):len(ends)]
 		}
 		out = append(out, row)
 	}

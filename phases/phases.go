@@ -103,9 +103,17 @@ func (it Iteration) MarshalJSON() ([]byte, error) {
 	if it.Prefill != nil {
 		return json.Marshal(inferenceJSON{it.Index, it.Span, it.Prefill, it.Decode, it.Complete})
 	}
-	// Written by hand: a long run has tens of thousands of iterations, and encoding/json's reflection took
-	// most of the summary's time on them. The bytes are those of json.Marshal(plainIteration(it)).
-	b := make([]byte, 0, 320)
+	return it.AppendJSON(make([]byte, 0, 320)), nil
+}
+
+// AppendJSON appends a training iteration's JSON to b by hand: a long run has tens of thousands of iterations,
+// and encoding/json's reflection took most of the summary's time on them. The bytes are those of
+// json.Marshal(plainIteration(it)); an inference iteration goes through MarshalJSON's other form.
+func (it Iteration) AppendJSON(b []byte) []byte {
+	if it.Prefill != nil {
+		j, _ := it.MarshalJSON() // spans and integers always encode
+		return append(b, j...)
+	}
 	b = append(b, `{"iteration":`...)
 	b = strconv.AppendInt(b, int64(it.Index), 10)
 	for _, f := range []struct {
@@ -116,7 +124,7 @@ func (it Iteration) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, `,"complete":`...)
 	b = strconv.AppendBool(b, it.Complete)
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
 // AppendJSON appends s as encoding/json writes it, for the hand-written encoders of long lists of spans.

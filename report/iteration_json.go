@@ -10,7 +10,11 @@ import (
 // reflection over them took most of summary.json's time. The bytes are those encoding/json writes for the
 // row's fields with HTML escaping off, as the summary writer sets it.
 func (r IterationRow) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 256+200*len(r.Phases))
+	return r.appendJSON(make([]byte, 0, 256+200*len(r.Phases))), nil
+}
+
+// appendJSON appends the row's JSON (MarshalJSON's bytes) to b.
+func (r IterationRow) appendJSON(b []byte) []byte {
 	b = append(b, `{"device":`...)
 	b = strconv.AppendInt(b, int64(r.Device), 10)
 	b = append(b, `,"iteration":`...)
@@ -31,7 +35,7 @@ func (r IterationRow) MarshalJSON() ([]byte, error) {
 	b = appendJSONString(b, r.PeakPhase)
 	b = append(b, `,"phases":`...)
 	if r.Phases == nil {
-		return append(b, `null}`...), nil
+		return append(b, `null}`...)
 	}
 	b = append(b, '[')
 	for i, p := range r.Phases {
@@ -51,7 +55,7 @@ func (r IterationRow) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, p.ReservedBytes, 10)
 		b = append(b, '}')
 	}
-	return append(b, "]}"...), nil
+	return append(b, "]}"...)
 }
 
 // appendJSONString appends s quoted as encoding/json writes it without HTML escaping: plain ASCII as it is,

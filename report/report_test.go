@@ -22,12 +22,12 @@ func TestWirePartByField(t *testing.T) {
 		want string
 	}{
 		{"empty", reportWire{}, KindSnapshot},
-		{"totals only", reportWire{Totals: Totals{ReservedBytes: 1}}, KindSnapshot},
-		{"tracer view", reportWire{Tracer: &TracerView{}}, KindTracer},
-		{"tracer numbers without a view", reportWire{PeakBytes: 5}, KindSnapshot},
-		{"memory timeline", reportWire{MemoryTimeline: &TimelineView{}}, KindTimeline},
-		{"log", reportWire{Log: &LogView{}}, KindLog},
-		{"tracer before timeline and log", reportWire{Tracer: &TracerView{}, MemoryTimeline: &TimelineView{}, Log: &LogView{}}, KindTracer},
+		{"totals only", reportWire{wireHead: wireHead{Totals: Totals{ReservedBytes: 1}}}, KindSnapshot},
+		{"tracer view", reportWire{wireTail: wireTail{Tracer: &TracerView{}}}, KindTracer},
+		{"tracer numbers without a view", reportWire{wireTail: wireTail{PeakBytes: 5}}, KindSnapshot},
+		{"memory timeline", reportWire{wireTail: wireTail{MemoryTimeline: &TimelineView{}}}, KindTimeline},
+		{"log", reportWire{wireTail: wireTail{Log: &LogView{}}}, KindLog},
+		{"tracer before timeline and log", reportWire{wireTail: wireTail{Tracer: &TracerView{}, MemoryTimeline: &TimelineView{}, Log: &LogView{}}}, KindTracer},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,18 @@ import (
 // rules are those of summary.json inputs[] and report.msgpack (contracts, see the design doc). The per-kind
 // parts of Report regroup these fields; this struct keeps their order, which interleaves the groups.
 type reportWire struct {
+	wireHead `msgpack:",inline"`
+
+	// The two lists that grow with a trace's length sit between the head and the tail, so that summary.json can
+	// be streamed around them (Run.EncodeJSON) without changing the field order.
+	Iterations     timelines     `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
+	IterationTable iterationRows `json:"iteration_table,omitempty" msgpack:"iteration_table,omitempty"`
+
+	wireTail `msgpack:",inline"`
+}
+
+// wireHead is the wire form's fields before the per-iteration lists.
+type wireHead struct {
 	File        string `json:"file" msgpack:"file"`
 	Format      string `json:"format" msgpack:"format"`
 	TorchFormat string `json:"torch_format" msgpack:"torch_format"`
@@ -37,14 +49,16 @@ type reportWire struct {
 	FreeSizes     []SizeBucket   `json:"free_size_histogram,omitempty" msgpack:"free_size_histogram,omitempty"`
 	Fragmentation Fragmentation  `json:"fragmentation" msgpack:"fragmentation"`
 
-	Timeline       []TimelineSeries  `json:"-" msgpack:"timeline,omitempty"`
-	Peak           *Peak             `json:"peak,omitempty" msgpack:"peak,omitempty"`
-	DevicePeaks    []Peak            `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
-	OOMs           []OOM             `json:"ooms" msgpack:"ooms"`
-	Iterations     []phases.Timeline `json:"iterations,omitempty" msgpack:"iterations,omitempty"`
-	IterationTable []IterationRow    `json:"iteration_table,omitempty" msgpack:"iteration_table,omitempty"`
-	LeakSuspects   []LeakSuspect     `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
-	TraceActions   actionCounts      `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
+	Timeline    []TimelineSeries `json:"-" msgpack:"timeline,omitempty"`
+	Peak        *Peak            `json:"peak,omitempty" msgpack:"peak,omitempty"`
+	DevicePeaks []Peak           `json:"device_peaks,omitempty" msgpack:"device_peaks,omitempty"`
+	OOMs        []OOM            `json:"ooms" msgpack:"ooms"`
+}
+
+// wireTail is the wire form's fields after the per-iteration lists.
+type wireTail struct {
+	LeakSuspects []LeakSuspect `json:"leak_suspects,omitempty" msgpack:"leak_suspects,omitempty"`
+	TraceActions actionCounts  `json:"trace_actions,omitempty" msgpack:"trace_actions,omitempty"`
 
 	AllocatorReplay        *AllocatorReplay  `json:"allocator_replay,omitempty" msgpack:"allocator_replay,omitempty"`
 	AllocatorReplayDevices []AllocatorReplay `json:"allocator_replay_devices,omitempty" msgpack:"allocator_replay_devices,omitempty"`
@@ -64,19 +78,19 @@ type reportWire struct {
 func (r *Report) wire() *reportWire {
 	h := &r.Header
 	w := &reportWire{
-		File: h.File, Format: h.Format, TorchFormat: h.TorchFormat, Rank: h.Rank, Iteration: h.Iteration, Devices: h.Devices,
-		Categories: h.Categories, Top: h.Top, Sites: h.Sites, Peak: h.Peak,
-		Recommendations: h.Recommendations, Warnings: h.Warnings,
-		// Inputs without a device trace have always written "ooms": [] (an empty msgpack array, not nil).
-		OOMs: []OOM{},
+		wireHead: wireHead{File: h.File, Format: h.Format, TorchFormat: h.TorchFormat, Rank: h.Rank, Iteration: h.Iteration,
+			Devices: h.Devices, Categories: h.Categories, Top: h.Top, Sites: h.Sites, Peak: h.Peak,
+			// Inputs without a device trace have always written "ooms": [] (an empty msgpack array, not nil).
+			OOMs: []OOM{}},
+		wireTail: wireTail{Recommendations: h.Recommendations, Warnings: h.Warnings},
 	}
 	switch p := r.Part.(type) {
 	case *SnapshotReport:
 		w.Totals = p.Totals
 		w.PerDevice, w.PerStream, w.PerPool, w.PerSegmentType = p.PerDevice, p.PerStream, p.PerPool, p.PerSegmentType
 		w.ActiveSizes, w.FreeSizes, w.Fragmentation = p.ActiveSizes, p.FreeSizes, p.Fragmentation
-		w.Timeline, w.DevicePeaks, w.OOMs, w.Iterations = p.Timeline, p.DevicePeaks, p.OOMs, p.Iterations
-		w.LeakSuspects, w.TraceActions, w.IterationTable = p.LeakSuspects, actionCounts(p.TraceActions), p.IterationTable
+		w.Timeline, w.DevicePeaks, w.OOMs, w.Iterations = p.Timeline, p.DevicePeaks, p.OOMs, timelines(p.Iterations)
+		w.LeakSuspects, w.TraceActions, w.IterationTable = p.LeakSuspects, actionCounts(p.TraceActions), iterationRows(p.IterationTable)
 		w.AllocatorReplay, w.AllocatorReplayDevices = p.AllocatorReplay, p.AllocatorReplayDevices
 	case *TracerReport:
 		w.PeakBytes, w.ListedBytes, w.Phases, w.Modules, w.Tracer = p.PeakBytes, p.ListedBytes, p.Phases, p.Modules, p.Tracer
@@ -106,8 +120,8 @@ func (w *reportWire) report() *Report {
 		r.Part = &SnapshotReport{Totals: w.Totals,
 			PerDevice: w.PerDevice, PerStream: w.PerStream, PerPool: w.PerPool, PerSegmentType: w.PerSegmentType,
 			ActiveSizes: w.ActiveSizes, FreeSizes: w.FreeSizes, Fragmentation: w.Fragmentation,
-			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: w.Iterations,
-			LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions), IterationTable: w.IterationTable,
+			Timeline: w.Timeline, DevicePeaks: w.DevicePeaks, OOMs: w.OOMs, Iterations: []phases.Timeline(w.Iterations),
+			LeakSuspects: w.LeakSuspects, TraceActions: map[string]int(w.TraceActions), IterationTable: []IterationRow(w.IterationTable),
 			AllocatorReplay: w.AllocatorReplay, AllocatorReplayDevices: w.AllocatorReplayDevices}
 	}
 	return r
@@ -171,31 +185,4 @@ func (a actionCounts) EncodeMsgpack(enc *msgpack.Encoder) error {
 		}
 	}
 	return nil
-}
-
-// runJSON is a Run as summary.json holds it: Run's own fields, in its order, with each input as its flat wire
-// object, so that one encoder writes the whole run. Encoding a Run directly calls Report.MarshalJSON per input,
-// which writes the input into a buffer of its own that the outer encoder then validates and copies again: three
-// copies of a long trace's summary instead of one.
-type runJSON struct {
-	Version  int           `json:"version"`
-	Tool     string        `json:"tool"`
-	Inputs   []*reportWire `json:"inputs"`
-	Failures []Failure     `json:"failures,omitempty"`
-	Cross    *Cross        `json:"cross,omitempty"`
-}
-
-// JSONForm returns run in the form encoding/json writes as summary.json, byte for byte what encoding run itself
-// gives, without the per-input buffers.
-func (run *Run) JSONForm() any {
-	out := &runJSON{Version: run.Version, Tool: run.Tool, Failures: run.Failures, Cross: run.Cross}
-	if run.Inputs != nil {
-		out.Inputs = make([]*reportWire, len(run.Inputs))
-		for i, r := range run.Inputs {
-			if r != nil {
-				out.Inputs[i] = r.wire()
-			}
-		}
-	}
-	return out
 }

@@ -17,8 +17,19 @@ import (
 
 // WriteJSON renders run as summary.json: indented, integer bytes, and empty lists as [] rather than null so
 // scripts can iterate without checks.
+//
+// The run is streamed (report.Run.EncodeJSON) through the indentation: a long trace's per-iteration lists run to
+// tens of megabytes and are never held whole.
 func WriteJSON(w io.Writer, run *report.Run) error {
-	if err := units.WriteJSON(w, normalized(run).JSONForm()); err != nil {
+	iw := units.NewIndentWriter(w)
+	err := normalized(run).EncodeJSON(iw)
+	if err == nil {
+		_, err = iw.Write([]byte("\n"))
+	}
+	if err == nil {
+		err = iw.Flush()
+	}
+	if err != nil {
 		return fmt.Errorf("encoding summary JSON: %w", err)
 	}
 	return nil

@@ -41,7 +41,7 @@ func iterationsRun() *report.Run {
 		Failures: []report.Failure{{File: "x", Error: "bad <input>"}}}
 }
 
-// TestJSONFormIdentical: the summary written from Run.JSONForm is byte for byte what encoding the run itself, each
+// TestJSONFormIdentical: the summary streamed by Run.EncodeJSON is byte for byte what encoding the run itself, each
 // input through Report.MarshalJSON, writes.
 func TestJSONFormIdentical(t *testing.T) {
 	for _, tc := range []struct {
@@ -55,6 +55,7 @@ func TestJSONFormIdentical(t *testing.T) {
 		{"tracer only", tracerOnlyRun()},
 		{"html", htmlSampleRun()},
 		{"iterations", iterationsRun()},
+		{"long trace", longIterationsRun(6000)},
 		{"empty", &report.Run{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,20 @@ func WriteJSON(w io.Writer, v any) error {
 	return iw.flush()
 }
 
+// IndentWriter indents compact JSON written to it in any pieces, as WriteJSON lays its files out, for writers that
+// stream their JSON rather than encode one value. Flush writes out what is left.
+type IndentWriter struct{ iw indentWriter }
+
+// NewIndentWriter returns an IndentWriter writing to w.
+func NewIndentWriter(w io.Writer) *IndentWriter {
+	return &IndentWriter{indentWriter{w: w, buf: make([]byte, 0, indentChunk)}}
+}
+
+func (w *IndentWriter) Write(p []byte) (int, error) { return w.iw.Write(p) }
+
+// Flush writes what is gathered on and returns the first error writing met.
+func (w *IndentWriter) Flush() error { return w.iw.flush() }
+
 // indentChunk is how much indented output indentWriter gathers before writing it on.
 const indentChunk = 64 << 10
 
@@ -40,19 +54,39 @@ type indentWriter struct {
 }
 
 func (iw *indentWriter) Write(p []byte) (int, error) {
-	for _, c := range p {
+	n := len(p)
+	for len(p) > 0 {
+		if len(iw.buf) >= indentChunk-256 {
+			if err := iw.flush(); err != nil {
+				return 0, err
+			}
+		}
 		if iw.inString {
-			iw.buf = append(iw.buf, c)
-			switch {
-			case iw.escaped:
+			// A string's bytes go out as they are up to its closing quote; a backslash makes the next byte plain.
+			if iw.escaped {
 				iw.escaped = false
-			case c == '\\':
+				iw.buf = append(iw.buf, p[0])
+				p = p[1:]
+				continue
+			}
+			k := 0
+			for k < len(p) && p[k] != '"' && p[k] != '\\' {
+				k++
+			}
+			if k == len(p) {
+				iw.buf = append(iw.buf, p...)
+				break
+			}
+			iw.buf = append(iw.buf, p[:k+1]...)
+			if p[k] == '\\' {
 				iw.escaped = true
-			case c == '"':
+			} else {
 				iw.inString = false
 			}
+			p = p[k+1:]
 			continue
 		}
+		c := p[0]
 		if iw.needIndent && c != '}' && c != ']' {
 			iw.needIndent = false
 			iw.depth++
@@ -79,15 +113,32 @@ func (iw *indentWriter) Write(p []byte) (int, error) {
 			}
 			iw.buf = append(iw.buf, c)
 		default:
-			iw.buf = append(iw.buf, c)
-		}
-		if len(iw.buf) >= indentChunk-256 {
-			if err := iw.flush(); err != nil {
-				return 0, err
+			// A number, literal or newline: copied up to the next byte that lays out.
+			k := 1
+			for k < len(p) && !layoutByte(p[k]) {
+				k++
 			}
+			iw.buf = append(iw.buf, p[:k]...)
+			p = p[k:]
+			continue
+		}
+		p = p[1:]
+	}
+	if len(iw.buf) >= indentChunk-256 {
+		if err := iw.flush(); err != nil {
+			return 0, err
 		}
 	}
-	return len(p), nil
+	return n, nil
+}
+
+// layoutByte reports whether indentWriter acts on c outside strings.
+func layoutByte(c byte) bool {
+	switch c {
+	case '"', '{', '[', ',', ':', '}', ']':
+		return true
+	}
+	return false
 }
 
 func (iw *indentWriter) newline() {

@@ -137,9 +137,13 @@ func (a *analysis) replayAll() error {
 		fs = slices.DeleteFunc(fs, func(f findings.Finding) bool { return f.ID == findings.CacheOverhead || f.ID == findings.Fragmentation })
 	}
 	a.findings, a.judgedAtPeak = fs, history
-	// The details wait for the detectors: built beside them, they set the analysis's peak memory.
-	for _, x := range detailed {
+	// The details wait for the detectors: built beside them, they set the analysis's peak memory. Each device's
+	// replay is let go once its detail is built, so that the next device's detail is not built beside it.
+	clear(devices)
+	for i := range detailed {
+		x := &detailed[i]
 		a.part.Details = append(a.part.Details, x.r.detail(x.d))
+		x.r, x.d = nil, nil
 	}
 	return nil
 }

@@ -68,6 +68,10 @@ func (a *analysis) replayAll() error {
 	a.countActions()
 	var best *report.Peak
 	var devices []*detect.Device
+	var detailed []struct {
+		r *devTrace
+		d *detect.Device
+	}
 	err := a.eachTrace(func(dev int, t *replay.Trace) {
 		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}, byStack: map[*snapshot.Stack][2]int{}}
 		r.ooms()
@@ -86,7 +90,10 @@ func (a *analysis) replayAll() error {
 		}
 		a.part.Timeline = append(a.part.Timeline, r.series(peakCats))
 		if !a.opts.NoTimelineDetail && (a.opts.MaxTimelineDetailEvents <= 0 || len(t.Events) <= a.opts.MaxTimelineDetailEvents) {
-			a.part.Details = append(a.part.Details, r.detail(d))
+			detailed = append(detailed, struct {
+				r *devTrace
+				d *detect.Device
+			}{r, d})
 		}
 		for _, l := range detect.Leaks(d) {
 			a.part.LeakSuspects = append(a.part.LeakSuspects, report.LeakSuspect{Device: dev, Site: l.Site, Category: l.Category,
@@ -107,6 +114,10 @@ func (a *analysis) replayAll() error {
 	for _, d := range devices {
 		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries(d.Device))...)
 	}
+	// The block series had no other reader: dropped before the detectors' working sets (8 bytes an event).
+	if a.allocRun != nil {
+		a.allocRun.blocks = nil
+	}
 	if best != nil {
 		p := *best
 		a.rep.Peak = &p
@@ -126,6 +137,14 @@ func (a *analysis) replayAll() error {
 		fs = slices.DeleteFunc(fs, func(f findings.Finding) bool { return f.ID == findings.CacheOverhead || f.ID == findings.Fragmentation })
 	}
 	a.findings, a.judgedAtPeak = fs, history
+	// The details wait for the detectors: built beside them, they set the analysis's peak memory. Each device's
+	// replay is let go once its detail is built, so that the next device's detail is not built beside it.
+	clear(devices)
+	for i := range detailed {
+		x := &detailed[i]
+		a.part.Details = append(a.part.Details, x.r.detail(x.d))
+		x.r, x.d = nil, nil
+	}
 	return nil
 }
 

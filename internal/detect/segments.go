@@ -273,7 +273,11 @@ func newCacheSweep(d *Device, segs []segment) *cacheSweep {
 		s.dirty[k] = true // an empty segment is one free range: read every segment once
 	}
 	s.where, s.slot = make([]int32, len(d.Elements)), make([]int32, len(d.Elements))
-	s.endOff = make([]int32, n+2)
+	s.starts = make([]int32, 0, len(d.Elements))
+	// A counting sort by end event that fills each bucket from its end, elements in descending order: endOff
+	// ends up holding the buckets' starts (in ascending element order) without a second array of one int32 per
+	// event, which set the analysis's peak heap.
+	s.endOff = make([]int32, n+1)
 	for i := range d.Elements {
 		el := &d.Elements[i]
 		s.where[i] = -2
@@ -281,18 +285,17 @@ func newCacheSweep(d *Device, segs []segment) *cacheSweep {
 			s.starts = append(s.starts, int32(i))
 		}
 		if int(el.End) < n {
-			s.endOff[el.End+1]++
+			s.endOff[el.End]++
 		}
 	}
 	for j := 1; j < len(s.endOff); j++ {
 		s.endOff[j] += s.endOff[j-1]
 	}
 	s.byEnd = make([]int32, s.endOff[n])
-	next := slices.Clone(s.endOff[:n])
-	for i := range d.Elements {
+	for i := len(d.Elements) - 1; i >= 0; i-- {
 		if e := d.Elements[i].End; int(e) < n {
-			s.byEnd[next[e]] = int32(i)
-			next[e]++
+			s.endOff[e]--
+			s.byEnd[s.endOff[e]] = int32(i)
 		}
 	}
 	return s

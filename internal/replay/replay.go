@@ -70,7 +70,7 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	t := &Trace{Device: dev, Events: events, snap: s, warn: warn}
 	n32 := int32(n)
 	open := map[uint64]int{} // address → element still allocated
-	t.Elements = make([]Element, 0, n/2+16)
+	t.Elements = make([]Element, 0, elementBound(s, dev, events))
 	resDelta := make([]int64, n)
 	for jj := range events {
 		// Poll the context every few thousand events: long loops stay cancellable at negligible cost.
@@ -135,6 +135,35 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	finalRes := t.addFinalBlocks(open)
 	t.series(resDelta, finalRes)
 	return t, nil
+}
+
+// elementBound is the capacity that holds the elements of the device's replay without a reallocation on
+// ordinary traces: one per alloc, one per free beyond the allocs (frees of blocks allocated before the trace
+// window), one per block live in the final state. A fixed share of the events reserved half as much again on
+// traces of alloc, free_requested and free_completed, a tenth of the replay's memory.
+func elementBound(s *snapshot.Snapshot, dev int, events []snapshot.TraceEntry) int {
+	var allocs, freeReq, freeDone int
+	for i := range events {
+		switch events[i].Action {
+		case snapshot.ActionAlloc:
+			allocs++
+		case snapshot.ActionFreeRequested:
+			freeReq++
+		case snapshot.ActionFreeCompleted:
+			freeDone++
+		}
+	}
+	n := allocs + max(0, max(freeReq, freeDone)-allocs)
+	for i := range s.Segments {
+		if seg := &s.Segments[i]; seg.Device == dev {
+			for j := range seg.Blocks {
+				if seg.Blocks[j].State == snapshot.BlockActiveAllocated {
+					n++
+				}
+			}
+		}
+	}
+	return n + 16
 }
 
 // addFinalBlocks adds the live blocks of the final state whose alloc is not in the trace (they were live all

@@ -114,9 +114,14 @@ func (a *analysis) replayAll() error {
 	for _, d := range devices {
 		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries(d.Device))...)
 	}
-	// The block series had no other reader: dropped before the detectors' working sets (8 bytes an event).
+	// The block series had no other reader: dropped before the detectors' working sets (8 bytes an event). Only
+	// once the replays are done: without a device trace nothing above waited for them, and they still write it.
 	if a.allocRun != nil {
-		a.allocRun.blocks = nil
+		select {
+		case <-a.allocRun.done:
+			a.allocRun.blocks = nil
+		default:
+		}
 	}
 	if best != nil {
 		p := *best

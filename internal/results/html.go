@@ -288,7 +288,7 @@ imbalance {{pct .ImbalancePct}} %.</p>{{end}}
 {{range .Inputs}}{{$in := .}}{{with .R}}
 <section data-input="{{$in.Index}}" id="input-{{$in.Index}}">
 <details class="input" open><summary>{{.File}}</summary>
-<p class="meta">format {{.Format}}{{if .TorchFormat}} · torch {{.TorchFormat}}{{end}}{{if ge .Rank 0}} · rank {{.Rank}}{{end}}{{if ge .Iteration 0}} · iteration {{.Iteration}}{{end}}{{if .Devices}} · devices {{range $k, $d := .Devices}}{{if $k}}, {{end}}{{$d}}{{end}}{{end}}{{with $in.Snapshot}} · {{.Segments}} segments, {{.Blocks}} blocks{{end}}</p>
+<p class="meta">format {{.Format}}{{if .TorchFormat}} · torch {{.TorchFormat}}{{end}}{{if ge .Rank 0}} · rank {{.Rank}}{{end}}{{if ge .Iteration 0}} · iteration {{.Iteration}}{{end}}{{if .Devices}} · {{if eq (len .Devices) 1}}device{{else}}devices{{end}} {{range $k, $d := .Devices}}{{if $k}}, {{end}}{{$d}}{{end}}{{end}}{{with $in.Snapshot}} · {{.Segments}} segments, {{.Blocks}} blocks{{end}}</p>
 {{with $in.Answer}}{{if or .Peak .OOMs}}<div class="answer" id="answer-{{$in.Index}}">
 {{with .Peak}}<p class="lead" data-answer="peak" data-value="{{.Bytes}}">{{peakSentence .}}</p>{{end}}
 {{if .MaxReserved}}<p>The allocator reserved at most {{human .MaxReserved}} over the trace.</p>{{end}}

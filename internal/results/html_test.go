@@ -189,6 +189,10 @@ func TestWriteHTMLMatchesSummary(t *testing.T) {
 	if n := strings.Count(s, `src="data:image/png;base64,`); n < 1 {
 		t.Errorf("%d embedded charts, want at least the cross chart", n)
 	}
+	// The sample inputs ran on one device each: "device 0", not "devices 0", which reads as none.
+	if !strings.Contains(s, " · device 0 · ") || strings.Contains(s, "devices 0") {
+		t.Error("a single device is not named as one")
+	}
 }
 
 // TestWriteHTMLRealSnapshot renders the page of a real snapshot analysis with its charts and checks its numbers.

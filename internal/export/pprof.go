@@ -79,6 +79,8 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			}
 		}
 	}
+	// category is classify without the site, what the replayed categories start from.
+	category := func(st *snapshot.Stack) string { c, _ := classify(st); return c }
 	switch at {
 	case AtSnapshot, "":
 		addBlocks(-1)
@@ -93,7 +95,7 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 				return nil, err
 			}
 			ls := r.Lifetimes()
-			cats := replayedCategories(r, ls, func(st *snapshot.Stack) string { c, _ := classify(st); return c })
+			cats := replayedCategories(r, ls, category)
 			atEnd := map[uint64]int{}
 			for i := range ls {
 				if l := &ls[i]; l.End == len(tr) {
@@ -120,7 +122,7 @@ func LiveSet(ctx context.Context, s *snapshot.Snapshot, at At, classify Classifi
 			// The live set at the peak of memscan's own replay, so the profile and the report agree; ordered
 			// live-before-the-trace first, then by alloc event.
 			ls := r.Lifetimes()
-			cats := replayedCategories(r, ls, func(st *snapshot.Stack) string { c, _ := classify(st); return c })
+			cats := replayedCategories(r, ls, category)
 			var live []int
 			for k := range ls {
 				if l := &ls[k]; l.Start <= r.PeakIndex && r.PeakIndex < l.End {

@@ -97,6 +97,11 @@ func checkRankSet(rows []RankRow, opts Options) RankSet {
 			rs.MissingRanks += rs.World - next
 		}
 	}
+	// addDuplicates walks its runs in map order: put the list in (iteration, rank, run) order once, here, rather
+	// than re-sorting it for every repeated rank.
+	slices.SortFunc(rs.Duplicates, func(a, b Duplicate) int {
+		return cmp.Or(cmp.Compare(a.Iteration, b.Iteration), cmp.Compare(a.Rank, b.Rank), strings.Compare(a.Run, b.Run))
+	})
 	if len(mixed) > 0 {
 		counts := map[string]int{}
 		for _, r := range rows {
@@ -128,10 +133,6 @@ func (rs *RankSet) addDuplicates(same []RankRow) (runs bool) {
 			rs.Duplicates = append(rs.Duplicates, d)
 		}
 	}
-	// Map order is random: keep the list in (iteration, rank, run) order whatever the merge order.
-	slices.SortFunc(rs.Duplicates, func(a, b Duplicate) int {
-		return cmp.Or(cmp.Compare(a.Iteration, b.Iteration), cmp.Compare(a.Rank, b.Rank), strings.Compare(a.Run, b.Run))
-	})
 	return len(byRun) > 1
 }
 

@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/memscan/memscan/snapshot"
@@ -61,5 +62,28 @@ func TestAllocatedSeries(t *testing.T) {
 	}
 	if res2, _ := Replay(context.Background(), rec, Config{}, ReplayOptions{}); res2.Allocated != nil || res2.PeakAllocated != 5*MiB {
 		t.Errorf("without the option: series %v, peak %d", res2.Allocated, res2.PeakAllocated)
+	}
+}
+
+// TestStartBlockOutsideSegments: a free whose alloc predates the trace, at an address no segment covers, cannot be
+// placed in the start state; its free is skipped (one record issue), not reported again as never allocated, and
+// a later alloc at the address is replayed as usual.
+func TestStartBlockOutsideSegments(t *testing.T) {
+	rec := Record(trace(tFree(segA, 4*MiB), tAlloc(segA, 4*MiB)), RecordOptions{})
+	res, err := Replay(context.Background(), rec, Config{}, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, never := 0, 0
+	for _, is := range res.Issues {
+		if strings.Contains(is.Reason, "outside every segment") {
+			outside++
+		}
+		if strings.Contains(is.Reason, "which was never allocated") {
+			never++
+		}
+	}
+	if outside != 1 || never != 0 || res.FinalAllocated != 4*MiB {
+		t.Errorf("issues %+v, final allocated %d; want the free skipped once and 4 MiB allocated", res.Issues, res.FinalAllocated)
 	}
 }

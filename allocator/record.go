@@ -41,14 +41,13 @@ type Recording struct {
 
 	freeAction snapshot.Action
 	initial    []seedSegment
-	// ignore holds ids whose frees are expected not to find a block (allocations the start state could not place).
-	ignore map[uint64]bool
 	// slot gives each alloc and free event the index of its address among the trace's distinct addresses (−1 for
 	// the other events), and addrs lists the addresses by slot. A replay keeps its live blocks in a table indexed
 	// by slot: the addresses are hashed once here, not once per replay and event.
 	slot  []int32
 	addrs []uint64
-	// ignoreSlots are the slots of ignore's ids that the trace frees.
+	// ignoreSlots are the slots whose next free is to be skipped: allocations live at the start that the start state
+	// could not place.
 	ignoreSlots []int32
 }
 
@@ -102,7 +101,7 @@ func ignorable(a snapshot.Action) bool {
 
 // Record reads one device trace.
 func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
-	r := &Recording{Trace: trace, PeakIndex: -1, freeAction: snapshot.ActionFreeCompleted, ignore: map[uint64]bool{}}
+	r := &Recording{Trace: trace, PeakIndex: -1, freeAction: snapshot.ActionFreeCompleted}
 	// Traces older than free_completed (or filtered ones) only say free_requested.
 	hasCompleted, hasRequested := false, false
 	for i := range trace {
@@ -115,7 +114,6 @@ func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
 	of := r.numberAddresses()
 	r.rebuildStart(opt, of)
 	r.scan(opt)
-	r.slotSeeds(of)
 	return r
 }
 
@@ -137,25 +135,6 @@ func (r *Recording) numberAddresses() *addrIndex {
 		r.slot[i] = k
 	}
 	return of
-}
-
-// slotSeeds gives the start state's live blocks and the ignored ids their slots (−1 for an address the trace never
-// names).
-func (r *Recording) slotSeeds(of *addrIndex) {
-	for i := range r.initial {
-		for j := range r.initial[i].live {
-			b := &r.initial[i].live[j]
-			b.slot = -1
-			if k, ok := of.get(b.id); ok {
-				b.slot = k
-			}
-		}
-	}
-	for id := range r.ignore {
-		if k, ok := of.get(id); ok {
-			r.ignoreSlots = append(r.ignoreSlots, k)
-		}
-	}
 }
 
 // netSegmentBytes is what the trace's segment events add to reserved.
@@ -205,8 +184,9 @@ func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 		segs[s.Address] = startSeg{size: s.TotalSize, stream: s.Stream, pool: PoolID(s.Pool), small: s.Type == snapshot.SegmentSmall, freedAt: -1}
 		for _, b := range s.Blocks {
 			if b.State.Active() {
-				sb := seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1}
+				sb := seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1, slot: -1}
 				if k, ok := of.get(b.Address); ok {
+					sb.slot = k
 					at[k], finals[k] = final, sb
 				} else {
 					untouched[b.Address] = sb
@@ -273,7 +253,7 @@ func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 				m[r.addrs[k]] = finals[int32(k)]
 			case i >= 0:
 				e := &trace[i]
-				m[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0), freedAt: int(i)}
+				m[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0), freedAt: int(i), slot: int32(k)}
 			}
 		}
 		return m
@@ -356,7 +336,9 @@ func (r *Recording) placeStart(segs map[uint64]startSeg, live map[uint64]seedBlo
 		}
 		if i < 0 || b.addr >= r.initial[i].addr+uint64(r.initial[i].size) {
 			outside++
-			r.ignore[b.id] = true
+			if b.slot >= 0 {
+				r.ignoreSlots = append(r.ignoreSlots, b.slot)
+			}
 			continue
 		}
 		r.initial[i].live = append(r.initial[i].live, b)

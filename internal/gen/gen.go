@@ -172,7 +172,6 @@ type allocation struct {
 	size, req int64
 	stack     int32
 	live      bool
-	kept      bool // never freed (Config.Grow)
 }
 
 type segment struct {
@@ -319,7 +318,7 @@ func (s *sim) runDevice(dev, budget int) {
 	streams := []uint64{0, 0, 0, 0x5600_0000_1000 + uint64(dev)<<8}
 	var open [2]*segment // current small and large segment
 	var live []int32     // freeable allocations
-	kept := 0            // allocations never freed (Config.Grow)
+	var keptBytes int64  // bytes of the allocations never freed (Config.Grow)
 	var idle []*segment
 	peak := int(float64(200+s.rng.IntN(300)) * s.cfg.LiveScale)
 	keep := int(float64(peak) * 0.3)
@@ -401,23 +400,15 @@ func (s *sim) runDevice(dev, budget int) {
 		seg.used += size
 		seg.liveN++
 		if s.cfg.Grow > 0 && s.rng.Float64() < s.cfg.Grow {
-			s.allocs[ai].kept = true
-			kept++
+			keptBytes += size
 		} else {
 			live = append(live, ai)
 		}
 		tr = append(tr, event{action: aAlloc, addr: s.allocs[ai].addr, size: req, stream: seg.stream, time: s.tick(), stack: stack})
 	}
-	var allocated int64
+	allocated := keptBytes
 	for _, ai := range live {
 		allocated += s.allocs[ai].size
-	}
-	if kept > 0 {
-		for i := range s.allocs {
-			if a := &s.allocs[i]; a.kept && a.seg.dev == dev {
-				allocated += a.size
-			}
-		}
 	}
 	if s.cfg.OOM && dev == 0 {
 		tr = append(tr, event{action: aOOM, size: 8 << 30, time: s.tick(), stack: s.pickStack(), devFree: 300 << 20})

@@ -271,7 +271,7 @@ func (r *devTrace) ooms() {
 }
 
 // peak finds the highest live allocated memory and the live set at that point, with its iteration and phase from
-// the judged device d (whose Blocks are the elements, in order); it also returns the live bytes per category index
+// the judged device d (whose attributions are indexed by element); it also returns the live bytes per category index
 // there, which order the timeline's categories.
 func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	p := report.Peak{Device: r.Device}
@@ -280,10 +280,6 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 		p.TimeUS = r.Events[t].TimeUS
 	} else if t < 0 && r.Events[0].HasTime {
 		p.TimeUS = r.Events[0].TimeUS
-	}
-	p.ReservedBytes = r.InitialReserved
-	if p.EventIndex >= 0 {
-		p.ReservedBytes = r.Reserved[p.EventIndex]
 	}
 	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()

@@ -444,17 +444,23 @@ func Leak(d *Device) (findings.Finding, bool) {
 	}
 	l := sites[0]
 	ends := iterationEnds(d.Timeline())
-	// Warm-up: what iteration 1 created and every later iteration kept, the leaking sites aside.
+	// Warm-up: what iteration 1 created and every later iteration kept, the leaking sites aside. Whether a site
+	// grows is decided per attribution, not per element: a long trace has millions of elements and few attributions.
 	leaking := map[string]bool{}
 	for _, s := range sites {
 		leaking[s.Site] = true
+	}
+	attrs := d.Attrs()
+	growsAt := make([]bool, len(attrs))
+	for a := range attrs {
+		growsAt[a] = leaking[siteKey(&attrs[a])]
 	}
 	var warm, atPeak int64
 	first := d.Timeline().Iterations[0].Span
 	peakIdx, _ := d.PeakIndex()
 	for i := range d.Elements {
 		el := &d.Elements[i]
-		grows := leaking[siteKey(d.Attr(i))]
+		grows := growsAt[d.attrOf[i]]
 		if first.Contains(int(el.Start)) && int(el.End) > ends[len(ends)-1] && !grows {
 			warm += el.Size
 		}

@@ -86,6 +86,15 @@ func (d *Device) blockPlaces(segs []segment) (addrs []uint64, seg []int32) {
 	return d.addrs, d.seg
 }
 
+// placeAt is the segment holding a block at addr while event j is live: home, the one that held it when allocated
+// (blockPlaces), while that is still there, else the one segmentOf finds (−1: none).
+func placeAt(segs []segment, addr uint64, home int32, j int) int {
+	if k := int(home); k >= 0 && segs[k].start <= j && j < segs[k].end {
+		return k
+	}
+	return segmentOf(segs, addr, j)
+}
+
 // segmentOf returns the index of the segment holding addr while event j is live, −1 when none does (a trace that
 // misses segment events).
 func segmentOf(segs []segment, addr uint64, j int) int {
@@ -138,11 +147,7 @@ func (d *Device) usedAt(segs []segment, j int) map[int][]liveBlock {
 		if !(int(el.Start) <= j && j < int(el.End)) {
 			continue
 		}
-		k := int(seg[i])
-		if k < 0 || !(segs[k].start <= j && j < segs[k].end) {
-			k = segmentOf(segs, addrs[i], j)
-		}
-		if k >= 0 {
+		if k := placeAt(segs, addrs[i], seg[i], j); k >= 0 {
 			used[k] = append(used[k], liveBlock{addrs[i], el.Size, i})
 		}
 	}
@@ -332,10 +337,7 @@ func (s *cacheSweep) moveTo(j int) {
 
 // add makes element i live at event j, in the segment usedAt would put it in.
 func (s *cacheSweep) add(i, j int) {
-	k := int(s.seg[i])
-	if k < 0 || !(s.segs[k].start <= j && j < s.segs[k].end) {
-		k = segmentOf(s.segs, s.addrs[i], j)
-	}
+	k := placeAt(s.segs, s.addrs[i], s.seg[i], j)
 	s.where[i] = int32(k)
 	if k >= 0 {
 		s.slot[i] = int32(len(s.members[k]))

@@ -78,18 +78,9 @@ type Result struct {
 // when interrupted.
 func Analyze(ctx context.Context, req Request) (*Result, error) {
 	ev := req.Events.serialized()
-	found := load.Discover(req.Inputs, req.Discover)
-	files := found.Files
-	for _, sk := range found.Skipped {
-		ev.skipped(sk)
-	}
-	var failures []report.Failure
-	for _, f := range found.Failures {
-		failures = append(failures, report.Failure(f))
-		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
-	}
-	if req.Rank >= 0 && len(files) != 1 {
-		return nil, &RankError{Found: len(files)}
+	files, failures, err := discover(req, ev)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{Files: files, Total: len(files) + len(failures)}
 	reports := make([]*report.Report, len(files))
@@ -127,6 +118,24 @@ func Analyze(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
+// discover finds the inputs of req (Analyze and Stream alike): the files to analyze and the arguments that yielded
+// none, each told to ev as found, or a *RankError when --rank names a single input and there is not one.
+func discover(req Request, ev *events) ([]string, []report.Failure, error) {
+	found := load.Discover(req.Inputs, req.Discover)
+	for _, sk := range found.Skipped {
+		ev.skipped(sk)
+	}
+	var failures []report.Failure
+	for _, f := range found.Failures {
+		failures = append(failures, report.Failure(f))
+		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
+	}
+	if req.Rank >= 0 && len(found.Files) != 1 {
+		return nil, nil, &RankError{Found: len(found.Files)}
+	}
+	return found.Files, failures, nil
+}
+
 // Streamed is what Stream leaves once every input has gone by: the files found in input order, how many inputs
 // there were (files plus the arguments that yielded none), and the failures in input order.
 type Streamed struct {
@@ -143,19 +152,11 @@ type Streamed struct {
 // *NothingAnalyzedError, the context's error).
 func Stream(ctx context.Context, req Request, handle func(*report.Report) error) (*Streamed, error) {
 	ev := req.Events.serialized()
-	found := load.Discover(req.Inputs, req.Discover)
-	files := found.Files
-	for _, sk := range found.Skipped {
-		ev.skipped(sk)
+	files, failures, err := discover(req, ev)
+	if err != nil {
+		return nil, err
 	}
-	out := &Streamed{Files: files, Total: len(files) + len(found.Failures)}
-	for _, f := range found.Failures {
-		out.Failures = append(out.Failures, report.Failure(f))
-		ev.failure(fmt.Errorf("%s: %s", f.File, f.Error))
-	}
-	if req.Rank >= 0 && len(files) != 1 {
-		return nil, &RankError{Found: len(files)}
-	}
+	out := &Streamed{Files: files, Total: len(files) + len(failures), Failures: failures}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var handleErr error

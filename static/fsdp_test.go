@@ -48,8 +48,8 @@ func TestFSDPSequence(t *testing.T) {
 	if len(rsInputs) != 4 {
 		t.Errorf("%d layer reduce-scatter inputs of %d B, want 4 (2 layers × 2 steps)", len(rsInputs), 4*layer)
 	}
-	if len(rsOutputs) == 0 {
-		t.Errorf("no sharded gradient of %d B", 2*layer)
+	if len(rsOutputs) != 4 {
+		t.Errorf("%d sharded layer gradients of %d B, want 4 (one per reduce-scatter)", len(rsOutputs), 2*layer)
 	}
 	if r.Summary.ReservedSource != ReservedByReplay {
 		t.Errorf("reserved from %s, want the allocator replay", r.Summary.ReservedSource)

@@ -84,13 +84,31 @@ func TestScheduleInflight(t *testing.T) {
 		if got := count(ops, tc.release); got != tc.want || len(ops) != tc.opsLen {
 			t.Errorf("%s pp %d v %d m %d rank %d: %d in flight over %d ops, want %d over %d", tc.schedule, tc.pp, tc.v, tc.m, tc.r, got, len(ops), tc.want, tc.opsLen)
 		}
-		// Every chunk runs every micro-batch forward and backward exactly once, forward first.
-		seen := map[[3]int]bool{}
+		// Every chunk runs every micro-batch forward and backward exactly once, forward first (and, under zero
+		// bubble, its weight gradient once, after the backward).
+		seen := map[[3]int]int{}
 		for _, op := range ops {
-			if op.kind == 'B' && !seen[[3]int{'F', op.chunk, op.mb}] {
-				t.Errorf("%s rank %d: backward of chunk %d micro-batch %d before its forward", tc.schedule, tc.r, op.chunk, op.mb)
+			before := map[byte]byte{'B': 'F', 'W': 'B'}[op.kind]
+			if before != 0 && seen[[3]int{int(before), op.chunk, op.mb}] == 0 {
+				t.Errorf("%s rank %d: %c of chunk %d micro-batch %d before its %c", tc.schedule, tc.r, op.kind, op.chunk, op.mb, before)
 			}
-			seen[[3]int{int(op.kind), op.chunk, op.mb}] = true
+			seen[[3]int{int(op.kind), op.chunk, op.mb}]++
+		}
+		kinds := "FB"
+		if tc.schedule == "zero_bubble" {
+			kinds = "FBW"
+		}
+		for chunk := 0; chunk < tc.v; chunk++ {
+			for mb := 0; mb < tc.m; mb++ {
+				for _, k := range kinds {
+					if n := seen[[3]int{int(k), chunk, mb}]; n != 1 {
+						t.Errorf("%s rank %d: %c of chunk %d micro-batch %d runs %d times, want once", tc.schedule, tc.r, k, chunk, mb, n)
+					}
+				}
+			}
+		}
+		if len(seen) > len(kinds)*tc.v*tc.m {
+			t.Errorf("%s rank %d: ops name chunks or micro-batches outside %d × %d", tc.schedule, tc.r, tc.v, tc.m)
 		}
 	}
 	c := DefaultConfig()

@@ -178,20 +178,24 @@ func addLossEstimate(r *report.Report, cfg static.Config) error {
 	if cfg.Mode != "" && cfg.Mode != "train" || cfg.Training.Loss == "chunked" {
 		return nil
 	}
+	// The two estimates depend on cfg alone: made once, at the first loss-logits finding (one per device may
+	// come).
+	var base, chunked *static.Report
 	for j := range r.Recommendations {
 		f := &r.Recommendations[j]
 		if f.ID != findings.LossLogits {
 			continue
 		}
-		base, err := static.Estimate(cfg)
-		if err != nil {
-			return fmt.Errorf("%s: static estimate (as configured): %w", r.File, err)
-		}
-		c := cfg
-		c.Training.Loss = "chunked"
-		chunked, err := static.Estimate(c)
-		if err != nil {
-			return fmt.Errorf("%s: static estimate (%s): %w", r.File, findings.RemedyChunkedLoss, err)
+		if base == nil {
+			var err error
+			if base, err = static.Estimate(cfg); err != nil {
+				return fmt.Errorf("%s: static estimate (as configured): %w", r.File, err)
+			}
+			c := cfg
+			c.Training.Loss = "chunked"
+			if chunked, err = static.Estimate(c); err != nil {
+				return fmt.Errorf("%s: static estimate (%s): %w", r.File, findings.RemedyChunkedLoss, err)
+			}
 		}
 		findings.WithLossEstimate(f, base.Summary.PeakMemoryBytes, chunked.Summary.PeakMemoryBytes)
 	}

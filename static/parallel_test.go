@@ -126,7 +126,6 @@ func TestRingAttention(t *testing.T) {
 // 2 · 36,992 = 73,984 B for bf16 or the rowwise recipe (bf16 all-gather). Under op-selective recomputation the
 // saved activations do not change: the policy saves the matmul outputs, which float8 linears return in bf16.
 func TestFloat8AllGather(t *testing.T) {
-	c := DefaultConfig()
 	for _, tc := range []struct {
 		recipe string
 		want   int64
@@ -134,7 +133,7 @@ func TestFloat8AllGather(t *testing.T) {
 		r := tinyTitan(t, func(c *Config) {
 			c.Training.Float8, c.Training.Float8Recipe, c.Training.Recompute = true, tc.recipe, "op_selective"
 		})
-		c = r.Config
+		c := r.Config
 		e := newEst(&c)
 		var got int64
 		for _, p := range layerParams(e.x) {

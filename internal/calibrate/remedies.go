@@ -141,10 +141,10 @@ func Remedies(cfg static.Config, capacity int64) ([]findings.Remedy, error) {
 	return out, nil
 }
 
-// AddRemedies answers, for every explained OOM of r, which single change to the static configuration cfg fits the
-// memory the allocator could have had there (its reserved bytes plus the free memory the OOM reported): the
-// largest smaller micro-batch, activation checkpointing, a chunked loss, each with its predicted peak. The OOM
-// finding's advice then names the changes that fit. A loss-logits finding gets the estimator's saving for a
+// AddRemedies answers, for every explained OOM of r, which changes to the static configuration cfg (Remedies:
+// smaller micro-batches that keep the global batch by accumulation, activation checkpointing, a chunked loss,
+// alone and combined) fit the memory the allocator could have had there (its reserved bytes plus the free memory
+// the OOM reported), each with its predicted peak. The OOM finding's advice then names the changes that fit. A loss-logits finding gets the estimator's saving for a
 // chunked loss beside the trace's. Only a snapshot's trace records OOMs and losses: other reports are left as
 // they are.
 func AddRemedies(r *report.Report, cfg static.Config) error {

@@ -405,14 +405,11 @@ func snapshotCharts(r *report.Report, snap *report.SnapshotReport) []chartJob {
 	if len(snap.Details) > 0 {
 		return append(jobs, envelopeCharts(r, snap)...)
 	}
-	for k, s := range timelineOrder(snap.Timeline, r.Peak) {
+	for k, s := range peakFirst(snap.Timeline, func(s *report.TimelineSeries) int { return s.Device }, r.Peak) {
 		if len(s.Index) == 0 {
 			continue
 		}
-		name := ChartTimeline
-		if k > 0 {
-			name = fmt.Sprintf("memory_timeline_device%d.png", s.Device)
-		}
+		name := timelineChartName(k, s.Device)
 		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
 		jobs = append(jobs, newChartJob(name, title, func(p string) error {
 			c := timeChart(title, s, r.Peak, whatIfName(snap, s.Device))

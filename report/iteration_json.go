@@ -15,22 +15,16 @@ func (r IterationRow) MarshalJSON() ([]byte, error) {
 
 // appendJSON appends the row's JSON (MarshalJSON's bytes) to b.
 func (r IterationRow) appendJSON(b []byte) []byte {
-	b = append(b, `{"device":`...)
-	b = strconv.AppendInt(b, int64(r.Device), 10)
-	b = append(b, `,"iteration":`...)
-	b = strconv.AppendInt(b, int64(r.Iteration), 10)
+	b = appendIntField(b, `{"device":`, int64(r.Device))
+	b = appendIntField(b, `,"iteration":`, int64(r.Iteration))
 	b = append(b, `,"complete":`...)
 	b = strconv.AppendBool(b, r.Complete)
 	if r.PeakAllocatedBytes != 0 {
-		b = append(b, `,"peak_allocated_bytes":`...)
-		b = strconv.AppendInt(b, r.PeakAllocatedBytes, 10)
+		b = appendIntField(b, `,"peak_allocated_bytes":`, r.PeakAllocatedBytes)
 	}
-	b = append(b, `,"peak_requested_bytes":`...)
-	b = strconv.AppendInt(b, r.PeakRequestedBytes, 10)
-	b = append(b, `,"peak_reserved_bytes":`...)
-	b = strconv.AppendInt(b, r.PeakReservedBytes, 10)
-	b = append(b, `,"peak_event":`...)
-	b = strconv.AppendInt(b, int64(r.PeakEvent), 10)
+	b = appendIntField(b, `,"peak_requested_bytes":`, r.PeakRequestedBytes)
+	b = appendIntField(b, `,"peak_reserved_bytes":`, r.PeakReservedBytes)
+	b = appendIntField(b, `,"peak_event":`, int64(r.PeakEvent))
 	b = append(b, `,"peak_phase":`...)
 	b = appendJSONString(b, r.PeakPhase)
 	b = append(b, `,"phases":`...)
@@ -46,16 +40,18 @@ func (r IterationRow) appendJSON(b []byte) []byte {
 		b = appendJSONString(b, p.Phase)
 		b = p.Span.AppendJSON(append(b, `,"span":`...))
 		if p.AllocatedBytes != 0 {
-			b = append(b, `,"allocated_bytes":`...)
-			b = strconv.AppendInt(b, p.AllocatedBytes, 10)
+			b = appendIntField(b, `,"allocated_bytes":`, p.AllocatedBytes)
 		}
-		b = append(b, `,"requested_bytes":`...)
-		b = strconv.AppendInt(b, p.RequestedBytes, 10)
-		b = append(b, `,"reserved_bytes":`...)
-		b = strconv.AppendInt(b, p.ReservedBytes, 10)
+		b = appendIntField(b, `,"requested_bytes":`, p.RequestedBytes)
+		b = appendIntField(b, `,"reserved_bytes":`, p.ReservedBytes)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
+}
+
+// appendIntField appends key (with its opening bracket or comma and its colon) and the number v.
+func appendIntField(b []byte, key string, v int64) []byte {
+	return strconv.AppendInt(append(b, key...), v, 10)
 }
 
 // appendJSONString appends s quoted as encoding/json writes it without HTML escaping: plain ASCII as it is,

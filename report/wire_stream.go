@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"strconv"
 
 	"github.com/memscan/memscan/phases"
 )
@@ -107,10 +106,8 @@ func (s *jsonStream) object(v any, continued, open bool) {
 // timeline appends t as encoding/json writes a phases.Timeline, its iterations (all of one device's trace) one
 // by one through their own AppendJSON.
 func (s *jsonStream) timeline(t *phases.Timeline) {
-	b := append(s.buf, `{"device":`...)
-	b = strconv.AppendInt(b, int64(t.Device), 10)
-	b = append(b, `,"events":`...)
-	b = strconv.AppendInt(b, int64(t.Events), 10)
+	b := appendIntField(s.buf, `{"device":`, int64(t.Device))
+	b = appendIntField(b, `,"events":`, int64(t.Events))
 	b = append(b, `,"source":`...)
 	b = appendJSONString(b, t.Source)
 	b = t.Setup.AppendJSON(append(b, `,"setup":`...))
@@ -129,8 +126,7 @@ func (s *jsonStream) timeline(t *phases.Timeline) {
 		}
 		b = append(b, ']')
 	}
-	b = append(b, `,"oom_event":`...)
-	b = strconv.AppendInt(b, int64(t.OOM), 10)
+	b = appendIntField(b, `,"oom_event":`, int64(t.OOM))
 	s.buf = append(b, '}')
 	s.spill()
 }

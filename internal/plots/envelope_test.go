@@ -97,15 +97,8 @@ func BenchmarkEnvelopeSpiky(b *testing.B) {
 	for i := range nb + 1 {
 		c.X[i] = float64(i * 1000)
 	}
-	alloc := make([]float64, nb)
-	for s := range k {
-		v := make([]float64, nb)
-		for i := range nb {
-			v[i] = float64(rng.IntN(1 << 30))
-			alloc[i] += v[i]
-		}
-		c.Stacked = append(c.Stacked, Series{Name: "s", Values: v, Color: color.RGBA{uint8(30 * s), 100, 100, 255}})
-	}
+	var alloc []float64
+	c.Stacked, alloc = spikyStack(rng, k, nb)
 	for i := range nb {
 		c.AllocMax = append(c.AllocMax, alloc[i])
 		c.AllocMin = append(c.AllocMin, alloc[i]*float64(rng.IntN(100))/100)

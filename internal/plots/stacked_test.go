@@ -83,18 +83,11 @@ func BenchmarkMemoryOverTimeSpiky(b *testing.B) {
 	const n, k = 4000, 8
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := TimeChart{Title: "spiky", X: make([]float64, n), PeakIndex: -1}
-	alloc := make([]float64, n)
 	for i := range n {
 		c.X[i] = float64(i)
 	}
-	for s := range k {
-		v := make([]float64, n)
-		for i := range n {
-			v[i] = float64(rng.IntN(1 << 30))
-			alloc[i] += v[i]
-		}
-		c.Stacked = append(c.Stacked, Series{Name: "s", Values: v, Color: color.RGBA{uint8(30 * s), 100, 100, 255}})
-	}
+	var alloc []float64
+	c.Stacked, alloc = spikyStack(rng, k, n)
 	reserved := make([]float64, n)
 	for i := range n {
 		reserved[i] = alloc[i] * 1.2
@@ -105,4 +98,19 @@ func BenchmarkMemoryOverTimeSpiky(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// spikyStack returns k categories of n random values each, every one changing at every point, and their sum.
+func spikyStack(rng *rand.Rand, k, n int) ([]Series, []float64) {
+	sum := make([]float64, n)
+	stacked := make([]Series, 0, k)
+	for s := range k {
+		v := make([]float64, n)
+		for i := range n {
+			v[i] = float64(rng.IntN(1 << 30))
+			sum[i] += v[i]
+		}
+		stacked = append(stacked, Series{Name: "s", Values: v, Color: color.RGBA{uint8(30 * s), 100, 100, 255}})
+	}
+	return stacked, sum
 }

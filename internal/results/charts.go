@@ -386,13 +386,21 @@ func shortSite(site string) string {
 	return "…/" + strings.Join(parts[len(parts)-3:], "/")
 }
 
-// timelineOrder puts the series of the peak's device first so it gets the main chart name.
-func timelineOrder(series []report.TimelineSeries, peak *report.Peak) []report.TimelineSeries {
-	out := append([]report.TimelineSeries(nil), series...)
+// peakFirst returns a copy of xs with the peak's device's entries first, so its chart gets the main chart name.
+func peakFirst[T any](xs []T, device func(*T) int, peak *report.Peak) []T {
+	out := append([]T(nil), xs...)
 	if peak != nil {
-		sort.SliceStable(out, func(i, j int) bool { return out[i].Device == peak.Device && out[j].Device != peak.Device })
+		sort.SliceStable(out, func(i, j int) bool { return device(&out[i]) == peak.Device && device(&out[j]) != peak.Device })
 	}
 	return out
+}
+
+// timelineChartName names the k-th timeline chart (the peak's device's first): the main name, then one per device.
+func timelineChartName(k, device int) string {
+	if k == 0 {
+		return ChartTimeline
+	}
+	return fmt.Sprintf("memory_timeline_device%d.png", device)
 }
 
 // timeChart maps a replayed trace to the chart: seconds since the first event when the trace has times (else

@@ -16,18 +16,7 @@ import (
 // TestPageTimelinesBudget: a timeline that does not fit the page's budget is left out with a note that names
 // memscan view, one that fits is embedded and takes its size from the budget, and a served page embeds none.
 func TestPageTimelinesBudget(t *testing.T) {
-	var buf bytes.Buffer
-	if _, err := gen.Write(&buf, gen.Config{Seed: 2, Entries: 4000, Stacks: gen.StacksPython, ShareStack: true}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := snapshot.DecodePickle(context.Background(), "gen", bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := genReport(t, 2, 4000, analyze.Options{})
 	r.File = "gen.pickle"
 	p := r.Part.(*report.SnapshotReport)
 
@@ -85,18 +74,7 @@ func TestFoldTextFits(t *testing.T) {
 // trace's page stays under 10 MB with its charts (bench/page.sh measures the real file and its load time).
 func TestPageDataPerEvent(t *testing.T) {
 	const events, maxBlobPerEvent = 150_000, 5.2
-	var buf bytes.Buffer
-	if _, err := gen.Write(&buf, gen.Config{Seed: 1, Entries: events, Stacks: gen.StacksPython, ShareStack: true}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := snapshot.DecodePickle(context.Background(), "gen", bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := genReport(t, 1, events, analyze.Options{})
 	d := &r.Part.(*report.SnapshotReport).Details[0]
 	tl, err := newPageTimeline(0, r.Part.(*report.SnapshotReport), d)
 	if err != nil {
@@ -139,22 +117,30 @@ func TestSummaryFitsWidth(t *testing.T) {
 
 // TestPageNotesTracesWithoutDetail: a trace the analysis kept only downsampled gets a note naming memscan view.
 func TestPageNotesTracesWithoutDetail(t *testing.T) {
-	var buf bytes.Buffer
-	if _, err := gen.Write(&buf, gen.Config{Seed: 2, Entries: 3000, Stacks: gen.StacksPython, ShareStack: true}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := snapshot.DecodePickle(context.Background(), "gen", bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := analyze.AnalyzeSnapshot(context.Background(), s, analyze.Options{MaxTimelineDetailEvents: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := genReport(t, 2, 3000, analyze.Options{MaxTimelineDetailEvents: 10})
 	r.File = "big.pickle"
 	budget := 1 << 20
 	tls, note, err := pageTimelines(0, r, r.Part.(*report.SnapshotReport), &budget, pageOptions{})
 	if err != nil || len(tls) != 0 || !strings.Contains(note, "memscan view big.pickle") {
 		t.Errorf("%d timelines, note %q, %v", len(tls), note, err)
 	}
+}
+
+// genReport analyzes a generated snapshot of the given size (Python stacks, as memscan-gen writes the benchmark
+// file).
+func genReport(t *testing.T, seed int64, entries int, opts analyze.Options) *report.Report {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := gen.Write(&buf, gen.Config{Seed: seed, Entries: entries, Stacks: gen.StacksPython, ShareStack: true}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := snapshot.DecodePickle(context.Background(), "gen", bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analyze.AnalyzeSnapshot(context.Background(), s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -262,21 +262,20 @@ func (m *mdWriter) peak(p *report.Peak) {
 // snapshotFindings are the headline numbers of an allocator snapshot.
 func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 	var out, atDump []string
-	when := ""
+	when, dump := "", "" // the dump's numbers are labelled as such when a trace shows the peak
 	if r.Peak != nil {
-		when = "At the dump, "
+		when, dump = "At the dump, ", " at the dump"
 	}
 	atDump = append(atDump, fmt.Sprintf("%sPyTorch reserved **%s** and tensors asked for **%s**: %.1f %% of reserved requested.",
 		when, units.Bytes(snap.ReservedBytes), units.Bytes(snap.RequestedBytes), snap.EfficiencyPct))
 	if free := snap.ExternalFreeBytes + snap.InternalFreeBytes; free > 0 && snap.ReservedBytes > 0 {
 		s := fmt.Sprintf("%s (%s of reserved) is cached but not in use%s: %s in free blocks, %s rounding inside allocations; the largest free block is %s",
-			units.Bytes(free), units.Percent(free, snap.ReservedBytes), strings.ToLower(strings.TrimSuffix(" "+when, ", ")), units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes))
+			units.Bytes(free), units.Percent(free, snap.ReservedBytes), dump, units.Bytes(snap.ExternalFreeBytes), units.Bytes(snap.InternalFreeBytes), units.Bytes(snap.LargestFreeBlockBytes))
 		if needed := cacheNeededAtPeak(r, snap); needed > 0 {
 			s += fmt.Sprintf("; %s of it was in use at the peak", units.Bytes(needed))
 		}
 		atDump = append(atDump, s+".")
 	}
-	dump := ""
 	if p := r.Peak; p != nil {
 		s := fmt.Sprintf("The trace peaks at **%s** allocated on device %d (%s", units.Bytes(p.Bytes), p.Device, findings.EventName(p.EventIndex))
 		if p.TimeUS != 0 {
@@ -297,7 +296,6 @@ func snapshotFindings(r *report.Report, snap *report.SnapshotReport) []string {
 			out = append(out, fmt.Sprintf("At the peak PyTorch reserved **%s** and tensors asked for **%s**: %.1f %% efficiency.",
 				units.Bytes(p.ReservedBytes), units.Bytes(p.Bytes), p.EfficiencyPct))
 		}
-		dump = " at the dump"
 	}
 	out = append(out, atDump...)
 	if len(r.Categories) > 0 {
@@ -405,14 +403,11 @@ func snapshotCharts(r *report.Report, snap *report.SnapshotReport) []chartJob {
 	if len(snap.Details) > 0 {
 		return append(jobs, envelopeCharts(r, snap)...)
 	}
-	for k, s := range timelineOrder(snap.Timeline, r.Peak) {
+	for k, s := range peakFirst(snap.Timeline, func(s *report.TimelineSeries) int { return s.Device }, r.Peak) {
 		if len(s.Index) == 0 {
 			continue
 		}
-		name := ChartTimeline
-		if k > 0 {
-			name = fmt.Sprintf("memory_timeline_device%d.png", s.Device)
-		}
+		name := timelineChartName(k, s.Device)
 		title := fmt.Sprintf("Memory over time: %s, device %d", titleFile(r.File), s.Device)
 		jobs = append(jobs, newChartJob(name, title, func(p string) error {
 			c := timeChart(title, s, r.Peak, whatIfName(snap, s.Device))

@@ -18,35 +18,20 @@ const envelopeBuckets = 900
 // envelopeCharts draws memory_timeline.png (and memory_timeline_deviceN.png) from the full-resolution trace:
 // by allocation event, every bucket's true extremes, so the peak and every spike show at their height.
 func envelopeCharts(r *report.Report, snap *report.SnapshotReport) []chartJob {
-	details := slices.Clone(snap.Details)
-	if r.Peak != nil {
-		slices.SortStableFunc(details, func(a, b report.TimelineDetail) int {
-			return cmp.Compare(boolRank(a.Device != r.Peak.Device), boolRank(b.Device != r.Peak.Device))
-		})
-	}
+	details := peakFirst(snap.Details, func(d *report.TimelineDetail) int { return d.Device }, r.Peak)
 	var jobs []chartJob
 	for k := range details {
 		d := &details[k]
 		if d.Events == 0 {
 			continue
 		}
-		name := ChartTimeline
-		if k > 0 {
-			name = fmt.Sprintf("memory_timeline_device%d.png", d.Device)
-		}
+		name := timelineChartName(k, d.Device)
 		title := fmt.Sprintf("Memory over the trace: %s, device %d", titleFile(r.File), d.Device)
 		jobs = append(jobs, newChartJob(name, title, func(p string) error {
 			return plots.Envelope(p, envelopeChart(title, r, snap, d))
 		}))
 	}
 	return jobs
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // envelopeChart maps device d's trace to the chart.

@@ -90,23 +90,33 @@ func (a *analysis) endCategories(t *replay.Trace) {
 
 // endLoss returns the blocks live at the end of t that the loss's pattern moves to Loss/Logits: only looked for
 // when such a block could be one (live at the end, allocated in the trace, as large as the pattern's tensors,
-// without a category of the trace's own), since it reads the attribution of every large block.
+// without a category of the trace's own). The pattern is found within one iteration at a time, from the
+// categories of its large blocks: only the iterations where such a block was allocated can name one, so only
+// their blocks are attributed (the others keep their place in the scan, which starts afresh at each iteration).
 func (a *analysis) endLoss(t *replay.Trace, n int32, own func(int) string, timeline func() *phases.Timeline, attribute func(int) string) map[int]bool {
-	could := false
+	var inIter []bool // by iteration: a block that could be the loss's was allocated in it
 	for i := range t.Elements {
 		if el := &t.Elements[i]; el.End == n && el.Start >= 0 && el.Size >= categorize.LossMinBytes && own(i) == "" {
-			could = true
-			break
+			tl := timeline()
+			if k, _ := tl.At(int(el.Start)); k >= 0 {
+				if inIter == nil {
+					inIter = make([]bool, len(tl.Iterations))
+				}
+				inIter[k] = true
+			}
 		}
 	}
-	if !could {
+	if inIter == nil {
 		return nil
 	}
-	idx := categorize.LossPattern(timeline(), len(t.Elements), func(i int) categorize.LossBlock {
+	tl := timeline()
+	idx := categorize.LossPattern(tl, len(t.Elements), func(i int) categorize.LossBlock {
 		el := &t.Elements[i]
 		b := categorize.LossBlock{Start: int(el.Start), Size: el.Size}
 		if el.Start >= 0 && el.Size >= categorize.LossMinBytes { // the only blocks the pattern reads the category of
-			b.Category = attribute(i)
+			if k, _ := tl.At(b.Start); k >= 0 && inIter[k] {
+				b.Category = attribute(i)
+			}
 		}
 		return b
 	})

@@ -22,12 +22,6 @@ type TimelineEnvelope struct {
 	ByCategory [][]int64
 }
 
-// Envelope cuts events [from, to) of t into at most buckets buckets (one event each when there are fewer); see
-// TimelineIndex.Envelope, which answers repeated requests without rebuilding the index.
-func (t *TimelineDetail) Envelope(from, to, buckets int) TimelineEnvelope {
-	return t.Index().Envelope(from, to, buckets)
-}
-
 // indexCheckpoint is the distance in events between two stored category vectors of a TimelineIndex: a question
 // about any moment replays at most this many events.
 const indexCheckpoint = 1024
@@ -50,15 +44,7 @@ type TimelineIndex struct {
 // Index builds the TimelineIndex of t.
 func (t *TimelineDetail) Index() *TimelineIndex {
 	n, m, nc := t.Events, len(t.Start), len(t.Categories)
-	x := &TimelineIndex{d: t, alloc: t.Allocated(), res: make([]int64, n), cat: make([]int32, m)}
-	res, rk := t.InitialReserved, 0
-	for j := range n {
-		for rk < len(t.ReservedEvent) && int(t.ReservedEvent[rk]) <= j {
-			res += t.ReservedDelta[rk]
-			rk++
-		}
-		x.res[j] = res
-	}
+	x := &TimelineIndex{d: t, alloc: t.Allocated(), res: t.reserved(), cat: make([]int32, m)}
 	x.sOff, x.eOff = make([]int32, n+1), make([]int32, n+1)
 	cur := make([]int64, nc)
 	for i := range t.Start {
@@ -121,13 +107,15 @@ func (x *TimelineIndex) Allocated(j int) int64 { return x.alloc[j] }
 func (x *TimelineIndex) Reserved(j int) int64 { return x.res[j] }
 
 // WhatIf is the what-if's reserved bytes after event j, false without a what-if.
-func (x *TimelineIndex) WhatIf(j int) (int64, bool) {
-	ev := x.d.WhatIfEvent
+func (x *TimelineIndex) WhatIf(j int) (int64, bool) { return x.d.whatIf(j) }
+
+func (t *TimelineDetail) whatIf(j int) (int64, bool) {
+	ev := t.WhatIfEvent
 	k := sort.Search(len(ev), func(i int) bool { return int(ev[i]) > j })
 	if k == 0 {
 		return 0, false
 	}
-	return x.d.WhatIfReserved[k-1], true
+	return t.WhatIfReserved[k-1], true
 }
 
 // CategoriesAt returns the live bytes per category (TimelineDetail.Categories) after event j.
@@ -167,6 +155,24 @@ func (x *TimelineIndex) LiveAt(j, count int) []int {
 // from) plus, per bucket, one category vector replayed from its checkpoint.
 func (x *TimelineIndex) Envelope(from, to, buckets int) TimelineEnvelope {
 	t := x.d
+	e := t.extremes(x.alloc, x.res, from, to, buckets)
+	if len(e.Peak) == 0 {
+		return e
+	}
+	e.ByCategory = make([][]int64, len(t.Categories))
+	for c := range e.ByCategory {
+		e.ByCategory[c] = make([]int64, len(e.Peak))
+	}
+	for k, j := range e.Peak {
+		for c, v := range x.CategoriesAt(j) {
+			e.ByCategory[c][k] = v
+		}
+	}
+	return e
+}
+
+// extremes is an envelope without its categories, from the allocated and reserved bytes after every event.
+func (t *TimelineDetail) extremes(alloc, res []int64, from, to, buckets int) TimelineEnvelope {
 	from, to = max(0, from), min(t.Events, to)
 	e := TimelineEnvelope{From: from, To: to}
 	n := to - from
@@ -187,31 +193,22 @@ func (x *TimelineIndex) Envelope(from, to, buckets int) TimelineEnvelope {
 	for j := from; j < to; j++ {
 		if k+1 < nb && j == e.Start[k+1] {
 			k++
-			e.AllocMin[k], e.AllocMax[k], e.Peak[k], e.ReservedMax[k] = x.alloc[j], x.alloc[j], j, x.res[j]
+			e.AllocMin[k], e.AllocMax[k], e.Peak[k], e.ReservedMax[k] = alloc[j], alloc[j], j, res[j]
 		}
-		a := x.alloc[j]
+		a := alloc[j]
 		e.AllocMin[k] = min(e.AllocMin[k], a)
 		if a > e.AllocMax[k] {
 			e.AllocMax[k], e.Peak[k] = a, j
 		}
-		e.ReservedMax[k] = max(e.ReservedMax[k], x.res[j])
-		e.ReservedEnd[k] = x.res[j]
+		e.ReservedMax[k] = max(e.ReservedMax[k], res[j])
+		e.ReservedEnd[k] = res[j]
 	}
 	for k := range e.WhatIfEnd {
 		end := to
 		if k+1 < nb {
 			end = e.Start[k+1]
 		}
-		e.WhatIfEnd[k], _ = x.WhatIf(end - 1)
-	}
-	e.ByCategory = make([][]int64, len(t.Categories))
-	for c := range e.ByCategory {
-		e.ByCategory[c] = make([]int64, nb)
-	}
-	for k, j := range e.Peak {
-		for c, v := range x.CategoriesAt(j) {
-			e.ByCategory[c][k] = v
-		}
+		e.WhatIfEnd[k], _ = t.whatIf(end - 1)
 	}
 	return e
 }

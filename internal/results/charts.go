@@ -52,6 +52,9 @@ type chartJob struct {
 	input int // -1 for the cross-input charts
 	file  PlotFile
 	draw  func(path string) error
+	// long marks a chart that takes several times as long as the others (a trace's timeline): the pool starts
+	// those first, so that none is left to run alone at the end.
+	long bool
 }
 
 // WritePlots draws every chart of run into dir, at most jobs at a time. Inputs of a several-input run get a
@@ -95,7 +98,16 @@ func WritePlots(ctx context.Context, dir string, run *report.Run, jobs int) (Cha
 	var errs []error
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(jobs)
-	for k, j := range all {
+	order := make([]int, 0, len(all))
+	for _, long := range []bool{true, false} {
+		for k, j := range all {
+			if j.long == long {
+				order = append(order, k)
+			}
+		}
+	}
+	for _, k := range order {
+		j := all[k]
 		g.Go(func() error {
 			if err := gctx.Err(); err != nil {
 				return err

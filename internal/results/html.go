@@ -37,7 +37,12 @@ const htmlRows = 30
 // count is shown exactly, and tagged with data-field (the summary.json key) and data-value (integer bytes) so tools
 // and tests can read the numbers back.
 func WriteHTML(dir string, run *report.Run) error {
-	page, err := renderHTML(dir, run, pageOptions{})
+	return writeHTML(dir, run, nil)
+}
+
+// writeHTML is WriteHTML with the page's timelines already encoded (nil: encoded here).
+func writeHTML(dir string, run *report.Run, tls *pageTimelineSet) error {
+	page, err := renderHTML(dir, run, pageOptions{timelines: tls})
 	if err != nil {
 		return err
 	}
@@ -89,7 +94,13 @@ type htmlField struct {
 
 func renderHTML(dir string, run *report.Run, opts pageOptions) ([]byte, error) {
 	subdirs := inputSubdirs(run)
-	tlBudget := maxPageTimelineBytes
+	tls := opts.timelines
+	if tls == nil {
+		var err error
+		if tls, err = newPageTimelineSet(run, opts); err != nil {
+			return nil, err
+		}
+	}
 	var inputs []htmlInput
 	for i, r := range run.Inputs {
 		if r == nil {
@@ -102,10 +113,7 @@ func renderHTML(dir string, run *report.Run, opts pageOptions) ([]byte, error) {
 		switch p := r.Part.(type) {
 		case *report.SnapshotReport:
 			in.snapshot(r, p)
-			var err error
-			if in.Timelines, in.TimelineNote, err = pageTimelines(i, r, p, &tlBudget, opts); err != nil {
-				return nil, err
-			}
+			in.Timelines, in.TimelineNote = tls.inputs[i].tls, tls.inputs[i].note
 		case *report.TracerReport:
 			in.Tracer, in.Categories = p.Tracer.Primary(), "listed tensors alive at the peak"
 		case *report.TimelineReport:
@@ -117,7 +125,7 @@ func renderHTML(dir string, run *report.Run, opts pageOptions) ([]byte, error) {
 	}
 	// The charts get what the timelines leave of the page's budget, the cross-input ones first as they come first;
 	// beyond it they are linked (they lie beside the page).
-	budget := min(int64(maxEmbeddedTotal), int64(maxPageDataBytes-(maxPageTimelineBytes-tlBudget)))
+	budget := min(int64(maxEmbeddedTotal), int64(maxPageDataBytes-(maxPageTimelineBytes-tls.left)))
 	var cross []htmlImage
 	if len(run.Inputs) > 1 && dir != "" {
 		var err error

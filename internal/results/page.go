@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
@@ -31,7 +32,9 @@ const maxPageDataBytes = 8<<20 + 512<<10
 // pageOptions tune renderHTML: served pages (memscan view) fetch each timeline from the server that sent
 // them instead of embedding it, and have no chart files beside them.
 type pageOptions struct {
-	served bool
+	// timelines, when set, are the page's timelines already encoded (newPageTimelineSet).
+	timelines *pageTimelineSet
+	served    bool
 	// remoteAbove is the trace length beyond which a served page leaves the trace on the server and asks for
 	// each zoom's columns instead (0: never).
 	remoteAbove int
@@ -42,10 +45,54 @@ type pageOptions struct {
 // has whole).
 const maxSentEvents = 8_000_000
 
+// pageTimelineSet is the timelines of every input of a page (indexed like run.Inputs), encoded in input order
+// while the page's budget lasts; left is what they leave of maxPageTimelineBytes. Encoding them is most of a
+// page's work and needs no chart, so Write does it while the charts are drawn.
+type pageTimelineSet struct {
+	inputs []inputTimelines
+	left   int
+}
+
+// inputTimelines are one input's page timelines, and the note on those left out.
+type inputTimelines struct {
+	tls  []pageTimeline
+	note string
+}
+
+// newPageTimelineSet encodes the timelines of every snapshot input of run (pageTimelines).
+func newPageTimelineSet(run *report.Run, opts pageOptions) (*pageTimelineSet, error) {
+	set := &pageTimelineSet{inputs: make([]inputTimelines, len(run.Inputs)), left: maxPageTimelineBytes}
+	for i, r := range run.Inputs {
+		if r == nil {
+			continue
+		}
+		p, ok := r.Part.(*report.SnapshotReport)
+		if !ok {
+			continue
+		}
+		tls, note, err := pageTimelines(i, r, p, &set.left, opts)
+		if err != nil {
+			return nil, err
+		}
+		set.inputs[i] = inputTimelines{tls: tls, note: note}
+	}
+	return set, nil
+}
+
 // pageTimelines encodes the full-resolution timeline of every traced device of snapshot p (input i) while
 // *budget lasts; note says what was left out and how to see it. A served page only names where each timeline
 // is fetched from.
 func pageTimelines(i int, r *report.Report, p *report.SnapshotReport, budget *int, opts pageOptions) (tls []pageTimeline, note string, err error) {
+	// The devices are encoded at once (each is a compression of its own), then kept in order while the budget lasts.
+	encoded := make([]pageTimeline, len(p.Details))
+	errs := make([]error, len(p.Details))
+	if !opts.served {
+		var wg sync.WaitGroup
+		for k := range p.Details {
+			wg.Go(func() { encoded[k], errs[k] = newPageTimeline(i, p, &p.Details[k]) })
+		}
+		wg.Wait()
+	}
 	for k := range p.Details {
 		d := &p.Details[k]
 		if opts.served {
@@ -58,7 +105,7 @@ func pageTimelines(i int, r *report.Report, p *report.SnapshotReport, budget *in
 			tls = append(tls, tl)
 			continue
 		}
-		tl, err := newPageTimeline(i, p, d)
+		tl, err := encoded[k], errs[k]
 		if err != nil {
 			return nil, "", err
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"html/template"
 
 	"github.com/memscan/memscan/internal/plots"
 	"github.com/memscan/memscan/phases"
@@ -183,7 +184,9 @@ func encodeDetail(d *report.TimelineDetail) (string, error) {
 type pageTimeline struct {
 	ID   string
 	Meta string // JSON of pageMeta
-	Blob string // base64 of the gzip-compressed columns
+	// Blob is the URL-safe base64 of the gzip-compressed columns: letters, digits, '-', '_' and '=', none of which
+	// the page escapes, so the template takes it as it is rather than scanning megabytes for what to escape.
+	Blob template.HTML
 	// Src is where a served page fetches Meta (Src/meta) and Blob (Src/data) instead; Remote where it asks for
 	// Remote/meta and then each zoom's columns (Remote/env) and each hovered moment (Remote/at), for a trace
 	// too large to send whole.
@@ -203,5 +206,5 @@ func newPageTimeline(i int, p *report.SnapshotReport, d *report.TimelineDetail) 
 	if err != nil {
 		return pageTimeline{}, err
 	}
-	return pageTimeline{ID: timelineID(i, d.Device), Meta: string(meta), Blob: blob}, nil
+	return pageTimeline{ID: timelineID(i, d.Device), Meta: string(meta), Blob: template.HTML(blob)}, nil
 }

@@ -27,9 +27,11 @@ func envelopeCharts(r *report.Report, snap *report.SnapshotReport) []chartJob {
 		}
 		name := timelineChartName(k, d.Device)
 		title := fmt.Sprintf("Memory over the trace: %s, device %d", titleFile(r.File), d.Device)
-		jobs = append(jobs, newChartJob(name, title, func(p string) error {
+		j := newChartJob(name, title, func(p string) error {
 			return plots.Envelope(p, envelopeChart(title, r, snap, d))
-		}))
+		})
+		j.long = true
+		jobs = append(jobs, j)
 	}
 	return jobs
 }

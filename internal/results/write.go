@@ -42,6 +42,22 @@ func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) 
 	out := &Written{}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The page's timelines need no chart: they are encoded while the charts are drawn, and the page itself, which
+	// embeds the charts, is all that is left once they are.
+	type encoded struct {
+		set *pageTimelineSet
+		err error
+	}
+	timelines := make(chan encoded, 1)
+	go func() {
+		set, err := newPageTimelineSet(run, pageOptions{})
+		timelines <- encoded{set, err}
+	}()
+	defer func() {
+		if timelines != nil {
+			<-timelines // no goroutine outlives the call
+		}
+	}()
 	drawn := make(chan error, 1)
 	go func() {
 		if !opts.Plots {
@@ -106,7 +122,12 @@ func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) 
 	}
 	out.Files = append(out.Files, FileTextReport, FileReadme, FileSummary, FileMsgpack)
 	// The page embeds the charts, so it comes last.
-	if err := WriteHTML(dir, run); err != nil {
+	tls := <-timelines
+	timelines = nil
+	if tls.err != nil {
+		return out, tls.err
+	}
+	if err := writeHTML(dir, run, tls.set); err != nil {
 		return out, err
 	}
 	out.Files = append(out.Files, FileHTML)

@@ -36,12 +36,13 @@ func TestMemoryLimitFor(t *testing.T) {
 		want   int64
 		wantOK bool
 	}{
-		// 2 × the bytes analyzed at once, by hand: 2 × 200 MiB; 2 × 300 MiB.
-		{"one file", []string{big}, 1, noEnv, 400 * mb, true},
-		{"two jobs take the two largest", []string{small, mid, big}, 2, noEnv, 600 * mb, true},
-		{"one job takes the largest", []string{small, mid, big}, 1, noEnv, 400 * mb, true},
+		// 2 × the bytes analyzed at once less the 24 MiB reserve, by hand: 2 × 200 − 24 MiB; 2 × 300 − 24 MiB.
+		{"one file", []string{big}, 1, noEnv, 376 * mb, true},
+		{"two jobs take the two largest", []string{small, mid, big}, 2, noEnv, 576 * mb, true},
+		{"one job takes the largest", []string{small, mid, big}, 1, noEnv, 376 * mb, true},
 		{"small inputs get the floor", []string{small}, 4, noEnv, minMemoryLimit, true},
-		{"missing files are skipped", []string{filepath.Join(dir, "none"), big}, 1, noEnv, 400 * mb, true},
+		{"missing files are skipped", []string{filepath.Join(dir, "none"), big}, 1, noEnv, 376 * mb, true},
+		{"the floor below the reserve", []string{sized("tiny.pickle", 70*mb)}, 1, noEnv, minMemoryLimit, true},
 		{"gzip: no limit", []string{big, gz}, 1, noEnv, 0, false},
 		{"GOMEMLIMIT wins", []string{big}, 1, func(k string) string {
 			if k == "GOMEMLIMIT" {
@@ -61,14 +62,15 @@ func TestMemoryLimitFor(t *testing.T) {
 	}
 }
 
-// TestNextMemoryLimit: the limit holds while the live heap leaves a fifth of it free, and moves to a quarter above
+// TestNextMemoryLimit: the limit holds while the live heap leaves an eighth of it free, and moves to a quarter above
 // the live heap once it does not (hand-computed).
 func TestNextMemoryLimit(t *testing.T) {
 	const mb = 1 << 20
 	for _, c := range []struct{ limit, live, want int64 }{
 		{200 * mb, 100 * mb, 200 * mb},
-		{200 * mb, 160 * mb, 200 * mb}, // exactly four fifths
-		{200 * mb, 161 * mb, 161*mb + 161*mb/4},
+		{200 * mb, 160 * mb, 200 * mb},
+		{200 * mb, 175 * mb, 200 * mb}, // exactly seven eighths
+		{200 * mb, 176 * mb, 220 * mb},
 		{200 * mb, 300 * mb, 375 * mb},
 	} {
 		if got := nextMemoryLimit(c.limit, c.live); got != c.want {

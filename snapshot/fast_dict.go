@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"encoding/binary"
+	"math"
 )
 
 // The flat-dict shortcut. Most of a large snapshot is trace entries, and nearly all of those (and the frames
@@ -26,13 +27,17 @@ type memoWrite struct{ idx, cell uint64 }
 
 // flatState is the shortcut's scratch state for the dict being read.
 type flatState struct {
-	writes []memoWrite // the memo stores read so far, in order
-	memoN  uint64      // the VM's count of memo cells set (MEMOIZE's index) once writes are applied
+	self   uint64      // the memo cell of the dict itself (pending while it is read), noCell when none
+	writes []memoWrite // the other memo stores read so far, in order
+	memoN  uint64      // the VM's count of memo cells set (MEMOIZE's index) once these are applied
 }
 
-// flatCell returns memo cell idx as it will be once the pending writes are applied.
+// noCell is no memo index: indexes come from 4-byte operands or the count of cells set.
+const noCell = ^uint64(0)
+
+// flatCell returns memo cell idx as it will be once the pending stores are applied.
 func (d *fastDecoder) flatCell(idx uint64) uint64 {
-	if len(d.flat.writes) == 0 && idx < d.memo.n {
+	if len(d.flat.writes) == 0 && idx < d.memo.n && idx != d.flat.self {
 		return d.memo.at(idx)
 	}
 	return d.flatCellSlow(idx)
@@ -44,6 +49,9 @@ func (d *fastDecoder) flatCellSlow(idx uint64) uint64 {
 		if w[j].idx == idx {
 			return w[j].cell
 		}
+	}
+	if idx == d.flat.self {
+		return cellPending
 	}
 	return d.getMemo(idx)
 }
@@ -71,12 +79,16 @@ func (d *fastDecoder) flatDict() (ops int, err error) {
 	b := d.buf[d.pos:d.lim]
 	d.flat.writes = d.flat.writes[:0]
 	d.flat.memoN = d.memoN
+	d.flat.self = noCell
 	dictIdx := int64(-1)
 	i := 0
-	// The dict's own memo store: the VM marks the cell pending until SETITEMS converts the dict.
-	if idx, n := memoIndex(b, i, d.flat.memoN); n > 0 {
-		dictIdx = int64(idx)
-		d.flatStore(idx, cellPending)
+	// The dict's own memo store: the VM marks the cell pending until SETITEMS converts the dict. (An index
+	// beyond int64 is left to the VM, as converted takes the index as an int64.)
+	if idx, n := memoIndex(b, i, d.flat.memoN); n > 0 && idx <= math.MaxInt64 {
+		if d.getMemo(idx) == cellEmpty {
+			d.flat.memoN++
+		}
+		d.flat.self, dictIdx = idx, int64(idx)
 		i += n
 	}
 	if i >= len(b) || b[i] != opMark {
@@ -154,6 +166,9 @@ items:
 		return 0, nil
 	}
 	// The dict is read: from here on, the VM's effects in its order.
+	if dictIdx >= 0 {
+		d.setMemo(uint64(dictIdx), cellPending)
+	}
 	for _, w := range d.flat.writes {
 		d.setMemo(w.idx, w.cell)
 	}
@@ -236,6 +251,14 @@ func (d *fastDecoder) flatValue(b []byte, i int) (val, int) {
 		}
 		v = val{k: vInt, n: int64(int32(binary.LittleEndian.Uint32(b[i+1:])))}
 	case opLong1:
+		// Addresses and times are 6 to 8 bytes: one load, sign-extended by shifts, when 8 bytes are there.
+		if n+9 <= len(b) && b[i+1]-1 < 8 {
+			l := 8 * uint(b[i+1])
+			u := binary.LittleEndian.Uint64(b[n+1:])
+			v = val{k: vInt, n: int64(u<<(64-l)) >> (64 - l)}
+			n += 1 + int(b[i+1])
+			break
+		}
 		if n+1 > len(b) || int(b[i+1]) > fastMaxLongBytes || n+1+int(b[i+1]) > len(b) {
 			return val{}, 0
 		}

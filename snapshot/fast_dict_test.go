@@ -243,6 +243,17 @@ func TestFlatDictCases(t *testing.T) {
 			entry(str("action"), str("alloc"), []byte{opBinPut, 6}, alloc(1)[len(str("action"))+len(str("alloc")):],
 				[]byte{opBinGet, 6, opBinInt1, 1}),
 			entry(str("action"), []byte{opBinGet, 6}, alloc(2)[len(str("action"))+len(str("alloc")):]))), 2, ""},
+		// LONG1 of every length the decoder reads, signed, read by one load or (at the end) byte by byte.
+		{"long integers", entrySnap(cat(
+			entry(alloc(1), str("time_us"), []byte{opLong1, 7, 1, 2, 3, 4, 5, 6, 7}),
+			entry(alloc(2), str("time_us"), []byte{opLong1, 0}),
+			entry(alloc(3), str("time_us"), []byte{opLong1, 1, 0xff}),
+			entry(alloc(4), str("time_us"), []byte{opLong1, 3, 0x00, 0x00, 0x80}),
+			entry(alloc(5), str("time_us"), []byte{opLong1, 8, 1, 2, 3, 4, 5, 6, 7, 0xf0}),
+			entry(str("action"), str("alloc"), str("size"), []byte{opBinInt1, 1}, str("stream"),
+				[]byte{opLong1, 9, 1, 2, 3, 4, 5, 6, 7, 0xf0, 0}),
+			entry(str("action"), str("alloc"), str("size"), []byte{opBinInt1, 1}, str("stream"),
+				[]byte{opLong1, 6, 1, 2, 3, 4, 5, 0x86}))), 7, ""},
 		{"two record kinds", entrySnap(entry(alloc(1), str("filename"), str("a.py"))), 0, "two record kinds"},
 		{"size of the wrong type", entrySnap(entry(str("action"), str("alloc"), str("size"), str("big"),
 			str("stream"), []byte{opBinInt1, 0})), 0, "size of type str"},

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 )
 
 // The flat-dict shortcut. Most of a large snapshot is trace entries, and nearly all of those (and the frames
@@ -30,14 +31,17 @@ type flatState struct {
 	self   uint64      // the memo cell of the dict itself (pending while it is read), noCell when none
 	writes []memoWrite // the other memo stores read so far, in order
 	memoN  uint64      // the VM's count of memo cells set (MEMOIZE's index) once these are applied
+	// below is an index below which the memo holds its cells as they will be: none is pending, none written.
+	below uint64
 }
 
 // noCell is no memo index: indexes come from 4-byte operands or the count of cells set.
 const noCell = ^uint64(0)
 
-// flatCell returns memo cell idx as it will be once the pending stores are applied.
+// flatCell returns memo cell idx as it will be once the pending stores are applied. The hot callers test
+// below themselves and call flatCellSlow.
 func (d *fastDecoder) flatCell(idx uint64) uint64 {
-	if len(d.flat.writes) == 0 && idx < d.memo.n && idx != d.flat.self {
+	if idx < d.flat.below {
 		return d.memo.at(idx)
 	}
 	return d.flatCellSlow(idx)
@@ -62,6 +66,7 @@ func (d *fastDecoder) flatStore(idx uint64, c uint64) {
 		d.flat.memoN++
 	}
 	d.flat.writes = append(d.flat.writes, memoWrite{idx, c})
+	d.flat.below = 0
 }
 
 // flatDict reads the dict whose EMPTY_DICT opcode was just read, if it has the flat shape and is a record that
@@ -80,6 +85,7 @@ func (d *fastDecoder) flatDict() (ops int, err error) {
 	d.flat.writes = d.flat.writes[:0]
 	d.flat.memoN = d.memoN
 	d.flat.self = noCell
+	d.flat.below = d.memo.n
 	dictIdx := int64(-1)
 	i := 0
 	// The dict's own memo store: the VM marks the cell pending until SETITEMS converts the dict. (An index
@@ -89,6 +95,7 @@ func (d *fastDecoder) flatDict() (ops int, err error) {
 			d.flat.memoN++
 		}
 		d.flat.self, dictIdx = idx, int64(idx)
+		d.flat.below = min(d.flat.below, idx)
 		i += n
 	}
 	if i >= len(b) || b[i] != opMark {
@@ -97,8 +104,9 @@ func (d *fastDecoder) flatDict() (ops int, err error) {
 	i++
 	// Items go straight into the fields convertDict would fill. What convertDict checks item by item is summed
 	// up instead: a field given twice, and a value that is not harmless under a key the record may not read (the
-	// VM words those cases, which no snapshot has).
-	var present, unread uint64
+	// VM words those cases, which no snapshot has). Only lists can be harmful; a sealed frames list read from
+	// the memo (n2 set) is not.
+	var present, lists uint64
 	pairs := 0
 items:
 	for ; ; pairs++ {
@@ -106,20 +114,25 @@ items:
 			return 0, nil
 		}
 		// The key: a string, nearly always from the memo.
-		var c uint64
+		var c, idx uint64
 		switch b[i] {
-		case opBinGet:
-			if i+2 > len(b) {
-				return 0, nil
+		case opBinGet, opLongBinGet:
+			if b[i] == opBinGet {
+				if i+2 > len(b) {
+					return 0, nil
+				}
+				idx, i = uint64(b[i+1]), i+2
+			} else {
+				if i+5 > len(b) {
+					return 0, nil
+				}
+				idx, i = uint64(binary.LittleEndian.Uint32(b[i+1:])), i+5
 			}
-			c = d.flatCell(uint64(b[i+1]))
-			i += 2
-		case opLongBinGet:
-			if i+5 > len(b) {
-				return 0, nil
+			if idx < d.flat.below { // flatCell, inlined by hand
+				c = d.memo.at(idx)
+			} else {
+				c = d.flatCellSlow(idx)
 			}
-			c = d.flatCell(uint64(binary.LittleEndian.Uint32(b[i+1:])))
-			i += 5
 		case opSetItems:
 			break items
 		default:
@@ -140,7 +153,7 @@ items:
 		i = n
 		f := d.strKey[c&^cellKind]
 		if f == fNone {
-			if v.k == vList && !d.harmless(v) {
+			if v.k == vList && v.n2 == 0 && !d.harmless(v) {
 				return 0, nil
 			}
 			continue
@@ -150,8 +163,8 @@ items:
 		}
 		present |= bit(f)
 		d.fields[f] = v
-		if v.k == vList && !d.harmless(v) {
-			unread |= bit(f)
+		if v.k == vList && v.n2 == 0 {
+			lists |= bit(f)
 		}
 	}
 	role := roleEntry
@@ -162,8 +175,10 @@ items:
 			return 0, nil
 		}
 	}
-	if unread&^roleReads[role] != 0 {
-		return 0, nil
+	for m := lists &^ roleReads[role]; m != 0; m &= m - 1 {
+		if !d.harmless(d.fields[bits.TrailingZeros64(m)]) {
+			return 0, nil
+		}
 	}
 	// The dict is read: from here on, the VM's effects in its order.
 	if dictIdx >= 0 {
@@ -229,7 +244,13 @@ func (d *fastDecoder) flatValue(b []byte, i int) (val, int) {
 			}
 			idx = uint64(binary.LittleEndian.Uint32(b[i+1:]))
 		}
-		v, ok := d.cellValue(d.flatCell(idx))
+		var c uint64
+		if idx < d.flat.below { // flatCell, inlined by hand
+			c = d.memo.at(idx)
+		} else {
+			c = d.flatCellSlow(idx)
+		}
+		v, ok := d.cellValue(c)
 		if !ok {
 			return val{}, 0
 		}

@@ -415,8 +415,9 @@ func (d *fastDecoder) convertFrame(present uint64) (val, error) {
 const entryExtraFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID
 
 func (d *fastDecoder) convertEntry(present uint64) (val, error) {
-	if err := d.required(present, "trace entry", fAction, fSize, fStream); err != nil {
-		return val{}, err
+	const needs = 1<<fAction | 1<<fSize | 1<<fStream
+	if present&needs != needs {
+		return val{}, d.required(present, "trace entry", fAction, fSize, fStream)
 	}
 	var e TraceEntry
 	var x TraceExtra

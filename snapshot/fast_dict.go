@@ -146,12 +146,44 @@ items:
 		if c&cellKind != cellStr || i >= len(b) {
 			return 0, nil
 		}
-		v, n := d.flatValue(b, i)
-		if n == 0 {
-			return 0, nil
+		key := c &^ cellKind
+		// The value: the common opcodes here, the others (and those near the end of the buffer) in flatValue.
+		var v val
+		switch op := b[i]; {
+		case op == opBinGet && i+2 < len(b) || op == opLongBinGet && i+5 < len(b):
+			if op == opBinGet {
+				idx, i = uint64(b[i+1]), i+2
+			} else {
+				idx, i = uint64(binary.LittleEndian.Uint32(b[i+1:])), i+5
+			}
+			if idx < d.flat.below {
+				c = d.memo.at(idx)
+			} else {
+				c = d.flatCellSlow(idx)
+			}
+			var ok bool
+			if v, ok = d.cellValue(c); !ok {
+				return 0, nil
+			}
+		case op == opBinInt1 && i+2 < len(b) && !isMemoStore(b[i+2]):
+			v, i = val{k: vInt, n: int64(b[i+1])}, i+2
+		case op == opBinInt2 && i+3 < len(b) && !isMemoStore(b[i+3]):
+			v, i = val{k: vInt, n: int64(binary.LittleEndian.Uint16(b[i+1:]))}, i+3
+		case op == opBinInt && i+5 < len(b) && !isMemoStore(b[i+5]):
+			v, i = val{k: vInt, n: int64(int32(binary.LittleEndian.Uint32(b[i+1:])))}, i+5
+		case op == opLong1 && i+10 < len(b) && b[i+1]-1 < 8 && !isMemoStore(b[i+2+int(b[i+1])]):
+			// Addresses and times: one load, sign-extended by shifts.
+			l := 8 * uint(b[i+1])
+			u := binary.LittleEndian.Uint64(b[i+2:])
+			v, i = val{k: vInt, n: int64(u<<(64-l)) >> (64 - l)}, i+2+int(b[i+1])
+		default:
+			var n int
+			if v, n = d.flatValue(b, i); n == 0 {
+				return 0, nil
+			}
+			i = n
 		}
-		i = n
-		f := d.strKey[c&^cellKind]
+		f := d.strKey[key]
 		if f == fNone {
 			if v.k == vList && v.n2 == 0 && !d.harmless(v) {
 				return 0, nil
@@ -272,14 +304,6 @@ func (d *fastDecoder) flatValue(b []byte, i int) (val, int) {
 		}
 		v = val{k: vInt, n: int64(int32(binary.LittleEndian.Uint32(b[i+1:])))}
 	case opLong1:
-		// Addresses and times are 6 to 8 bytes: one load, sign-extended by shifts, when 8 bytes are there.
-		if n+9 <= len(b) && b[i+1]-1 < 8 {
-			l := 8 * uint(b[i+1])
-			u := binary.LittleEndian.Uint64(b[n+1:])
-			v = val{k: vInt, n: int64(u<<(64-l)) >> (64 - l)}
-			n += 1 + int(b[i+1])
-			break
-		}
 		if n+1 > len(b) || int(b[i+1]) > fastMaxLongBytes || n+1+int(b[i+1]) > len(b) {
 			return val{}, 0
 		}
@@ -305,7 +329,7 @@ func (d *fastDecoder) flatValue(b []byte, i int) (val, int) {
 		return val{}, 0
 	}
 	// A memo store after a number is not what CPython writes; the VM keeps such values apart (memoVals).
-	if n < len(b) && (b[n] == opMemoize || b[n] == opBinPut || b[n] == opLongBinPut) {
+	if n < len(b) && isMemoStore(b[n]) {
 		return val{}, 0
 	}
 	return v, n
@@ -346,3 +370,6 @@ func (d *fastDecoder) flatStr(b []byte, i int) (val, int) {
 		n += m
 	}
 }
+
+// isMemoStore reports whether op stores the top of the stack in the memo.
+func isMemoStore(op byte) bool { return op == opMemoize || op == opBinPut || op == opLongBinPut }

@@ -267,6 +267,10 @@ func TestFlatDictCases(t *testing.T) {
 			if read != tc.wantRead {
 				t.Errorf("the shortcut read %d dicts, want %d", read, tc.wantRead)
 			}
+			// Every way the buffer can end inside a dict.
+			for n := 1; n <= 16; n++ {
+				flatOutcome(t, tc.name, tc.data, chunkReader{bytes.NewReader(tc.data), n})
+			}
 		})
 	}
 }

@@ -132,6 +132,7 @@ type listMore struct {
 	chunks  [][]TraceEntry
 	batches int
 	mark    int64 // file offset at the last estimate checkpoint
+	start   int64 // file offset after the first batch
 	markLen int   // entries at the last checkpoint
 	segs    []Segment
 	blocks  []Block
@@ -184,7 +185,7 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 		cur := d.base + int64(d.pos)
 		switch b := m.batches; {
 		case b == 1:
-			m.mark, m.markLen = cur, len(items)
+			m.mark, m.markLen, m.start = cur, len(items), cur
 		case b == 2 || b == 8 || b == 32 || b == 128 || b == 512:
 			have := len(m.entries) + len(items)
 			for _, c := range m.chunks {
@@ -194,9 +195,14 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 			// better than the average from the start. No entry takes fewer than minEntryBytes of pickle (three
 			// keys and their values), which bounds the reservation by the file size whatever the input.
 			per := max(minEntryBytes, (cur-m.mark)/int64(max(1, have-m.markLen)))
-			// The rest of the file holds this list and those of the devices still to come: PyTorch writes the
-			// segments first, so their devices say how many lists share it.
-			rest := max(0, d.size-cur) / int64(max(1, len(d.segDevices)-d.traceLists+1))
+			// The rest of the file holds the rest of this list and the lists of the devices still to come:
+			// PyTorch writes the segments first, so their devices say how many lists share it. Each list is taken
+			// to be as long as this one will be, so this list's rest is its share of what it has read and the
+			// rest of the file, less what it has read (without that, the first of two lists projected its rest as
+			// half the file at every checkpoint and was regrown twice and trimmed by a third).
+			lists := int64(max(1, len(d.segDevices)-d.traceLists+1))
+			read := cur - m.start
+			rest := max(0, (max(0, d.size-cur)+read)/lists-read)
 			proj := have + int(rest/per) + entryChunk
 			slack := entryEstimateSlack
 			if b == 32 {

@@ -199,8 +199,13 @@ items:
 			lists |= bit(f)
 		}
 	}
-	role := roleEntry
-	if present&maskAnyRole != maskEntry {
+	var role int
+	switch present & maskAnyRole {
+	case maskEntry:
+		role = roleEntry
+	case maskFrame:
+		role = roleFrame
+	default:
 		role = dictRole(present)
 		switch role {
 		case roleNone, roleConflict, roleAnn, roleSettings:

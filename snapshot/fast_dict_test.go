@@ -274,3 +274,28 @@ func TestFlatDictCases(t *testing.T) {
 		})
 	}
 }
+
+// FuzzFlatDict holds the shortcut to the VM on arbitrary pickles: the same model or the same error, whether the
+// input is read whole or a few bytes at a time.
+func FuzzFlatDict(f *testing.F) {
+	f.Add(entrySnap(cat(entry(alloc(1)), entry(alloc(2)))))
+	f.Add(entrySnap(cat([]byte{opEmptyDict, opMemoize, opMark}, alloc(1), []byte{opSetItems},
+		entry(str("action"), []byte{opLong1, 6, 1, 2, 3, 4, 5, 0x86}, str("frames"), []byte{opBinGet, 50}))))
+	for i, cfg := range flatGenerated() {
+		if i%7 != 0 {
+			continue // a few small seeds keep the fuzzer fast
+		}
+		cfg.Entries, cfg.Devices = 8, 1
+		var buf bytes.Buffer
+		if _, err := gen.Write(&buf, cfg); err == nil {
+			f.Add(buf.Bytes())
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 || data[0] != 0x80 {
+			return
+		}
+		flatOutcome(t, "fuzz.pickle", data, bytes.NewReader(data))
+		flatOutcome(t, "fuzz.pickle", data, chunkReader{bytes.NewReader(data), 1 + len(data)%13})
+	})
+}

@@ -132,6 +132,7 @@ type listMore struct {
 	chunks  [][]TraceEntry
 	batches int
 	mark    int64 // file offset at the last estimate checkpoint
+	start   int64 // file offset after the first batch
 	markLen int   // entries at the last checkpoint
 	segs    []Segment
 	blocks  []Block
@@ -184,7 +185,7 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 		cur := d.base + int64(d.pos)
 		switch b := m.batches; {
 		case b == 1:
-			m.mark, m.markLen = cur, len(items)
+			m.mark, m.markLen, m.start = cur, len(items), cur
 		case b == 2 || b == 8 || b == 32 || b == 128 || b == 512:
 			have := len(m.entries) + len(items)
 			for _, c := range m.chunks {
@@ -194,9 +195,14 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 			// better than the average from the start. No entry takes fewer than minEntryBytes of pickle (three
 			// keys and their values), which bounds the reservation by the file size whatever the input.
 			per := max(minEntryBytes, (cur-m.mark)/int64(max(1, have-m.markLen)))
-			// The rest of the file holds this list and those of the devices still to come: PyTorch writes the
-			// segments first, so their devices say how many lists share it.
-			rest := max(0, d.size-cur) / int64(max(1, len(d.segDevices)-d.traceLists+1))
+			// The rest of the file holds the rest of this list and the lists of the devices still to come:
+			// PyTorch writes the segments first, so their devices say how many lists share it. Each list is taken
+			// to be as long as this one will be, so this list's rest is its share of what it has read and the
+			// rest of the file, less what it has read (without that, the first of two lists projected its rest as
+			// half the file at every checkpoint and was regrown twice and trimmed by a third).
+			lists := int64(max(1, len(d.segDevices)-d.traceLists+1))
+			read := cur - m.start
+			rest := max(0, (max(0, d.size-cur)+read)/lists-read)
 			proj := have + int(rest/per) + entryChunk
 			slack := entryEstimateSlack
 			if b == 32 {
@@ -361,6 +367,11 @@ type fastDecoder struct {
 	fields  [fieldCount]val
 	extra   []int
 	scratch []int32
+
+	// noFlat turns the flat-dict shortcut off (see flatDict), so that tests can hold it to the VM alone.
+	noFlat   bool
+	flat     flatState
+	flatRead int // dicts the shortcut read
 }
 
 // formatFlags collects the keys that tell format generations apart.
@@ -376,7 +387,11 @@ func decodeFastPickle(ctx context.Context, name string, r io.Reader) (*Snapshot,
 
 // decodeFastPickleSized is decodeFastPickle with the input's size in bytes (0 if unknown).
 func decodeFastPickleSized(ctx context.Context, name string, r io.Reader, size int64) (*Snapshot, error) {
-	d := &fastDecoder{
+	return newFastDecoder(ctx, name, r, size).run()
+}
+
+func newFastDecoder(ctx context.Context, name string, r io.Reader, size int64) *fastDecoder {
+	return &fastDecoder{
 		size:    size,
 		ctx:     ctx,
 		name:    name,
@@ -386,7 +401,6 @@ func decodeFastPickleSized(ctx context.Context, name string, r io.Reader, size i
 		frameID: make(map[frameKey]int32, 1024),
 		stacks:  make(map[string]*Stack, 1024),
 	}
-	return d.run()
 }
 
 func (d *fastDecoder) fail(msg string, args ...any) error {
@@ -544,8 +558,9 @@ func (d *fastDecoder) stackFloor() int {
 func (d *fastDecoder) run() (*Snapshot, error) {
 	ops := 0
 	for {
-		ops++
-		if ops&(fastCheckEvery-1) == 0 {
+		// ops counts the opcodes read since the last check, those the flat-dict shortcut reads included.
+		if ops++; ops >= fastCheckEvery {
+			ops = 0
 			if err := d.ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -585,7 +600,11 @@ func (d *fastDecoder) run() (*Snapshot, error) {
 				d.setLim()
 			}
 		case opEmptyDict:
-			err = d.push(val{k: vDict, n: -1})
+			var n int
+			if n, err = d.flatDict(); n == 0 && err == nil {
+				err = d.push(val{k: vDict, n: -1})
+			}
+			ops += n
 		case opEmptyList:
 			err = d.push(d.newList(vList, &listObj{}))
 		case opEmptyTuple:
@@ -761,10 +780,20 @@ func (d *fastDecoder) long(n int) error {
 	if err != nil {
 		return err
 	}
-	if n == 0 {
-		return d.push(val{k: vInt})
+	v, ok := longVal(b)
+	if !ok {
+		return d.unsupported("integer beyond 64 bits")
 	}
-	// Little-endian two's complement.
+	return d.push(v)
+}
+
+// longVal decodes the payload of a LONG1 or LONG4 of at most fastMaxLongBytes bytes (little-endian two's
+// complement); false when the value needs more than 64 bits.
+func longVal(b []byte) (val, bool) {
+	n := len(b)
+	if n == 0 {
+		return val{k: vInt}, true
+	}
 	var u uint64
 	for i := min(n, 8) - 1; i >= 0; i-- {
 		u = u<<8 | uint64(b[i])
@@ -772,17 +801,17 @@ func (d *fastDecoder) long(n int) error {
 	neg := b[n-1]&0x80 != 0
 	if n == 9 {
 		if b[8] != 0 {
-			return d.unsupported("integer beyond 64 bits")
+			return val{}, false
 		}
 		if u > math.MaxInt64 {
-			return d.push(val{k: vUint, n: int64(u)})
+			return val{k: vUint, n: int64(u)}, true
 		}
-		return d.push(val{k: vInt, n: int64(u)})
+		return val{k: vInt, n: int64(u)}, true
 	}
 	if neg && n < 8 {
 		u |= ^uint64(0) << (8 * uint(n)) // sign-extend
 	}
-	return d.push(val{k: vInt, n: int64(u)})
+	return val{k: vInt, n: int64(u)}, true
 }
 
 // strLen pushes a string of a 4- or 8-byte length prefix, refusing one longer than any snapshot string as the
@@ -801,10 +830,19 @@ func (d *fastDecoder) str(n int) error {
 	if err != nil {
 		return err
 	}
+	id, ok := d.intern(b)
+	if !ok {
+		return d.unsupported("string that is not valid UTF-8")
+	}
+	return d.push(val{k: vStr, n: int64(id)})
+}
+
+// intern returns the id of string b, adding it to the string table when new; false when b is not valid UTF-8.
+func (d *fastDecoder) intern(b []byte) (int32, bool) {
 	id, ok := d.strID[string(b)]
 	if !ok {
 		if !utf8.Valid(b) {
-			return d.unsupported("string that is not valid UTF-8")
+			return 0, false
 		}
 		s := string(b)
 		id = int32(len(d.strs))
@@ -814,7 +852,7 @@ func (d *fastDecoder) str(n int) error {
 		d.strAct = append(d.strAct, a)
 		d.strID[s] = id
 	}
-	return d.push(val{k: vStr, n: int64(id)})
+	return id, true
 }
 
 func (d *fastDecoder) tupleN(n int) error {
@@ -904,27 +942,37 @@ func (d *fastDecoder) getMemo(idx uint64) uint64 {
 
 func (d *fastDecoder) memoGet(idx uint64) error {
 	c := d.getMemo(idx)
-	p := c &^ cellKind
-	var v val
-	switch c & cellKind {
-	case cellStr:
-		v = val{k: vStr, n: int64(p)}
-	case cellFrame:
-		v = val{k: vFrame, n: int64(p)}
-	case cellList:
-		v = val{k: vList, n: int64(p)}
-	case cellStack:
-		v = val{k: vList, n: int64(p >> stackShift), n2: int64(p&stackMask) + 1}
-	case cellVal:
-		v = d.memoVals[p]
-	case cellPending:
-		return d.unsupported("reference to a dict that is still being built")
-	case cellGone:
-		return d.unsupported("a record referenced twice through the memo")
-	default:
-		return d.unsupported("memo key %d was never stored", idx)
+	v, ok := d.cellValue(c)
+	if !ok {
+		switch c & cellKind {
+		case cellPending:
+			return d.unsupported("reference to a dict that is still being built")
+		case cellGone:
+			return d.unsupported("a record referenced twice through the memo")
+		default:
+			return d.unsupported("memo key %d was never stored", idx)
+		}
 	}
 	return d.push(v)
+}
+
+// cellValue returns the value a memo cell holds; false for a cell that no value can be read from (empty, a dict
+// being built, a record already converted).
+func (d *fastDecoder) cellValue(c uint64) (val, bool) {
+	p := c &^ cellKind
+	switch c & cellKind {
+	case cellStr:
+		return val{k: vStr, n: int64(p)}, true
+	case cellFrame:
+		return val{k: vFrame, n: int64(p)}, true
+	case cellList:
+		return val{k: vList, n: int64(p)}, true
+	case cellStack:
+		return val{k: vList, n: int64(p >> stackShift), n2: int64(p&stackMask) + 1}, true
+	case cellVal:
+		return d.memoVals[p], true
+	}
+	return val{}, false
 }
 
 // setItems fills the dict at stack[m-1] with the key/value pairs stack[m:].

@@ -92,6 +92,34 @@ const (
 
 var roleMasks = [...]uint64{maskEntry, maskFrame, maskBlock, maskHist, maskAnn, maskSegment, maskTop, maskSettings}
 
+// Record kinds, as indexes into roleMasks and roleReads.
+const (
+	roleEntry = iota
+	roleFrame
+	roleBlock
+	roleHist
+	roleAnn
+	roleSegment
+	roleTop
+	roleSettings
+	roleNone     = -1 // no key of any record kind: a plain dict
+	roleConflict = -2 // keys of two record kinds
+)
+
+// dictRole returns the record kind that the keys in present make a dict.
+func dictRole(present uint64) int {
+	role := roleNone
+	for i, m := range roleMasks {
+		if present&m != 0 {
+			if role >= 0 {
+				return roleConflict
+			}
+			role = i
+		}
+	}
+	return role
+}
+
 // roleReads are the keys each record kind reads; any other key's value must be harmless (see harmless).
 // Annotations and settings account for every key themselves.
 var roleReads = [...]uint64{
@@ -140,14 +168,9 @@ func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 			unknown = true
 		}
 	}
-	role := -1
-	for i, m := range roleMasks {
-		if present&m != 0 {
-			if role >= 0 {
-				return val{}, d.unsupported("dict with the keys of two record kinds")
-			}
-			role = i
-		}
+	role := dictRole(present)
+	if role == roleConflict {
+		return val{}, d.unsupported("dict with the keys of two record kinds")
 	}
 	// Only keys outside what the record reads can hold a dropped value; most dicts (every trace entry of a real
 	// snapshot) have none, and skip the second pass.
@@ -161,23 +184,11 @@ func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 	var v val
 	var err error
 	switch role {
-	case 0:
-		v, err = d.convertEntry(present)
-	case 1:
-		v, err = d.convertFrame(present)
-	case 2:
-		v, err = d.convertBlock(present)
-	case 3:
-		v, err = d.convertHist(present)
-	case 4:
+	case roleAnn:
 		v, err = d.convertAnnotation(pairs, present)
-	case 5:
-		v, err = d.convertSegment(present)
-	case 6:
-		v, err = d.convertTop(present)
-	case 7:
+	case roleSettings:
 		v, err = d.convertSettings(pairs, present)
-	default:
+	case roleNone:
 		if len(pairs) > 2*fastMaxGeneric {
 			return val{}, d.unsupported("dict of %d items", len(pairs)/2)
 		}
@@ -189,10 +200,37 @@ func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 		l := &listObj{kind: lDictItems}
 		l.m().items = append([]val(nil), pairs...)
 		v = d.newList(vGenDict, l)
+	default:
+		v, err = d.convertRecord(role, present)
 	}
 	if err != nil {
 		return val{}, err
 	}
+	d.converted(memoIdx, v)
+	return v, nil
+}
+
+// convertRecord converts a dict of a record kind that reads only its fields (not annotations and settings).
+func (d *fastDecoder) convertRecord(role int, present uint64) (val, error) {
+	switch role {
+	case roleEntry:
+		return d.convertEntry(present)
+	case roleFrame:
+		return d.convertFrame(present)
+	case roleBlock:
+		return d.convertBlock(present)
+	case roleHist:
+		return d.convertHist(present)
+	case roleSegment:
+		return d.convertSegment(present)
+	case roleTop:
+		return d.convertTop(present)
+	}
+	return val{}, d.unsupported("record kind %d converted from its fields alone", role)
+}
+
+// converted updates memo cell memoIdx (-1: none) of a dict that became v.
+func (d *fastDecoder) converted(memoIdx int64, v val) {
 	if memoIdx >= 0 {
 		switch v.k {
 		case vFrame:
@@ -204,7 +242,6 @@ func (d *fastDecoder) convertDict(pairs []val, memoIdx int64) (val, error) {
 			d.setMemo(uint64(memoIdx), cellGone)
 		}
 	}
-	return v, nil
 }
 
 // Typed field access. A field of an unexpected type sends the file to the reference decoder, which words the
@@ -378,8 +415,9 @@ func (d *fastDecoder) convertFrame(present uint64) (val, error) {
 const entryExtraFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID
 
 func (d *fastDecoder) convertEntry(present uint64) (val, error) {
-	if err := d.required(present, "trace entry", fAction, fSize, fStream); err != nil {
-		return val{}, err
+	const needs = 1<<fAction | 1<<fSize | 1<<fStream
+	if present&needs != needs {
+		return val{}, d.required(present, "trace entry", fAction, fSize, fStream)
 	}
 	var e TraceEntry
 	var x TraceExtra

@@ -10,7 +10,7 @@ const (
 // every dict and list, so a large trace makes millions of cells; a slice grown by append would copy them at every
 // doubling and hold the old and the new array at once, about 20 MB of peak heap on a 122 MB snapshot.
 type memoCells struct {
-	chunks [][]uint64
+	chunks []*[memoChunk]uint64 // arrays, so that the index within a chunk needs no bounds check
 	n      uint64
 }
 
@@ -25,7 +25,7 @@ func (m *memoCells) set(i, c uint64) { m.chunks[i>>memoChunkBits][i&(memoChunk-1
 // push appends a cell.
 func (m *memoCells) push(c uint64) {
 	if m.n&(memoChunk-1) == 0 {
-		m.chunks = append(m.chunks, make([]uint64, memoChunk))
+		m.chunks = append(m.chunks, new([memoChunk]uint64))
 	}
 	m.set(m.n, c)
 	m.n++

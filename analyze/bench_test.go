@@ -104,3 +104,19 @@ func BenchmarkDecodeAnalyzeFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnalyzeFile decodes the file named by MEMSCAN_BENCH_FILE once and runs only the analysis each time:
+// what to profile (-cpuprofile) when the analysis, not the decoder, is the question.
+func BenchmarkAnalyzeFile(b *testing.B) {
+	path := realsnap.BenchFile(b)
+	in, err := load.DecodeFile(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Analyze(context.Background(), in, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

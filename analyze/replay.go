@@ -23,7 +23,6 @@ type devTrace struct {
 	siteName []string
 	siteCat  []int
 	siteIdx  map[string]int
-	byStack  map[*snapshot.Stack][2]int // category and site index per shared stack
 }
 
 func (r *devTrace) category(name string) int {
@@ -36,12 +35,6 @@ func (r *devTrace) category(name string) int {
 }
 
 func (r *devTrace) classify(s *snapshot.Stack, traceCategory string) (cat, site int) {
-	if traceCategory == "" {
-		if cs, ok := r.byStack[s]; ok {
-			return cs[0], cs[1]
-		}
-		defer func() { r.byStack[s] = [2]int{cat, site} }()
-	}
 	d := r.a.cat.Stack(s)
 	if traceCategory != "" { // snapshots synthesised by profile_plot carry the profiler's category
 		d.Category = traceCategory
@@ -73,7 +66,7 @@ func (a *analysis) replayAll() error {
 		d *detect.Device
 	}
 	err := a.eachTrace(func(dev int, t *replay.Trace) {
-		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}, byStack: map[*snapshot.Stack][2]int{}}
+		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}}
 		r.ooms()
 		r.classifyAll()
 		d := r.judge()
@@ -212,7 +205,7 @@ func (r *devTrace) judge() *detect.Device {
 	moved := map[uint64][2]int32{}
 	for i := range r.Elements {
 		el := &r.Elements[i]
-		if el.Origin < 0 || r.Events[el.Origin].Category() == "" {
+		if r.TraceCategory(i) == "" {
 			k := uint64(d.AttrIndex(i))<<32 | uint64(uint32(r.site[i]))
 			to, ok := moved[k]
 			if !ok {
@@ -236,19 +229,23 @@ func (r *devTrace) judge() *detect.Device {
 	return d
 }
 
-// classifyAll sets every element's category and site, in the order the elements were seen.
+// classifyAll sets every element's category and site, in the order the elements were seen. Elements without a
+// category of the trace's own are classified once per stack.
 func (r *devTrace) classifyAll() {
 	r.cat, r.site = make([]int32, len(r.Elements)), make([]int32, len(r.Elements))
-	for i, el := range r.Elements {
-		var cat, site int
-		if el.Origin >= 0 {
-			e := &r.Events[el.Origin]
-			cat, site = r.classify(e.Stack, e.Category())
-		} else {
-			b, _ := r.Block(el.Origin)
-			cat, site = r.classify(b.Stack, "")
+	byStack := make([][2]int32, len(r.Stacks)) // category and site + 1 per stack; 0: not classified yet
+	for i := range r.Elements {
+		k := r.Elements[i].Stack
+		if tc := r.TraceCategory(i); tc != "" {
+			cat, site := r.classify(r.Stacks[k], tc)
+			r.cat[i], r.site[i] = int32(cat), int32(site)
+			continue
 		}
-		r.cat[i], r.site[i] = int32(cat), int32(site)
+		if byStack[k][1] == 0 {
+			cat, site := r.classify(r.Stacks[k], "")
+			byStack[k] = [2]int32{int32(cat), int32(site) + 1}
+		}
+		r.cat[i], r.site[i] = byStack[k][0], byStack[k][1]-1
 	}
 }
 

@@ -42,7 +42,8 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	m := len(r.Elements)
 	t.Start, t.End, t.Size = make([]int32, m), make([]int32, m), make([]int64, m)
 	t.Site, t.Stack, t.Reason = make([]int32, m), make([]int32, m), make([]int32, m)
-	stacks := map[*snapshot.Stack]int32{}
+	// Each stack of the replay is interned once: stackOf[k] is stack k's index in t + 2, 0 before it is met.
+	stackOf := make([]int32, len(r.Stacks))
 	frames := map[string]int32{}
 	reasons := map[string]int32{}
 	t.StackStart = []int32{0}
@@ -53,7 +54,10 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	}
 	for i, el := range r.Elements {
 		t.Start[i], t.End[i], t.Size[i], t.Site[i] = el.Start, el.End, el.Size, r.site[i]
-		t.Stack[i] = internStack(&t, d.Stack(i), stacks, frames)
+		if stackOf[el.Stack] == 0 {
+			stackOf[el.Stack] = internStack(&t, r.Stacks[el.Stack], frames) + 2
+		}
+		t.Stack[i] = stackOf[el.Stack] - 2
 		a := d.AttrIndex(i)
 		if reasonOf[a] < 0 {
 			why := reasonText(d.Attr(i))
@@ -70,13 +74,10 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	return t
 }
 
-// internStack interns s (shared stacks decode to one pointer) and returns its index, −1 for no stack.
-func internStack(t *report.TimelineDetail, s *snapshot.Stack, stacks map[*snapshot.Stack]int32, frames map[string]int32) int32 {
+// internStack adds s, which t does not hold yet, and returns its index, −1 for no stack.
+func internStack(t *report.TimelineDetail, s *snapshot.Stack, frames map[string]int32) int32 {
 	if s == nil || len(s.Frames) == 0 {
 		return -1
-	}
-	if k, ok := stacks[s]; ok {
-		return k
 	}
 	python := false
 	for i := range s.Frames {
@@ -100,7 +101,6 @@ func internStack(t *report.TimelineDetail, s *snapshot.Stack, stacks map[*snapsh
 	}
 	k := int32(len(t.StackStart) - 1)
 	t.StackStart = append(t.StackStart, int32(len(t.StackFrames)))
-	stacks[s] = k
 	return k
 }
 

@@ -69,6 +69,8 @@ type DeviceTrace struct {
 	Trace  []snapshot.TraceEntry
 	// Elements are in the order the replay met them: trace order, then the final-state blocks live all along.
 	Elements []Element
+	// Stacks are the elements' distinct stacks, indexed by Element.Stack.
+	Stacks []*snapshot.Stack
 	Series
 	// PeakIndex is the first event after which Allocated is highest, −1 only when the state before the first event
 	// is higher than ever after (as the report's peak); PeakBytes that value.
@@ -82,7 +84,7 @@ type DeviceTrace struct {
 
 // DeviceTrace returns the replay as a DeviceTrace.
 func (t *Trace) DeviceTrace() *DeviceTrace {
-	d := &DeviceTrace{Device: t.Device, Trace: t.Events, Elements: t.Elements, Series: t.Series(), replay: t,
+	d := &DeviceTrace{Device: t.Device, Trace: t.Events, Elements: t.Elements, Stacks: t.Stacks, Series: t.Series(), replay: t,
 		annotations: t.snap.ExternalAnnotations}
 	d.PeakIndex, d.PeakBytes = t.PeakIndex()
 	return d
@@ -96,6 +98,9 @@ func (d *DeviceTrace) Addr(i int) uint64 { return d.replay.Addr(i) }
 
 // Stack returns the stack of element i.
 func (d *DeviceTrace) Stack(i int) *snapshot.Stack { return d.replay.Stack(i) }
+
+// TraceCategory returns the category element i's origin event carries, "" when none (Trace.TraceCategory).
+func (d *DeviceTrace) TraceCategory(i int) string { return d.replay.TraceCategory(i) }
 
 // Event returns the trace event that introduced element i, −1 for a final-state block the trace never allocated.
 func (d *DeviceTrace) Event(i int) int { return d.replay.Event(i) }

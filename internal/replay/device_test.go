@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/memscan/memscan/internal/snapbuild"
+	"github.com/memscan/memscan/internal/traingen"
+	"github.com/memscan/memscan/snapshot"
 )
 
 // The five allocations of snapbuild.ReplayRules, each with its own stack.
@@ -54,5 +56,50 @@ func TestReplayDevice(t *testing.T) {
 	}
 	if none, err := ReplayDevice(context.Background(), b.S, 3); err != nil || len(none.Elements) != 0 || none.PeakIndex != -1 {
 		t.Errorf("device without a trace: %+v, %v", none, err)
+	}
+}
+
+// TestElementStacks: each element's Stack indexes the stack of the event or final-state block it came from (as
+// Lifetime reads it there), the stacks are distinct, and TraceCategory is the origin event's own category.
+func TestElementStacks(t *testing.T) {
+	b, _ := snapbuild.ReplayRules(stX0, stX1, stY, stZ, stW)
+	loop := traingen.TrainingLoop{Iterations: 3, Layers: 3, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20, Annotations: true}.Build()
+	for name, s := range map[string]*snapshot.Snapshot{"replay rules": b.S, "training loop": loop} {
+		d, err := ReplayDevice(context.Background(), s, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[*snapshot.Stack]bool{}
+		for _, st := range d.Stacks {
+			if seen[st] {
+				t.Errorf("%s: stack %p listed twice", name, st)
+			}
+			seen[st] = true
+		}
+		for i := range d.Elements {
+			if got, want := d.Stack(i), d.Lifetime(i).Stack; got != want {
+				t.Errorf("%s: element %d has stack %p, its origin %p", name, i, got, want)
+			}
+			if d.TraceCategory(i) != "" {
+				t.Errorf("%s: element %d has category %q; no event carries one", name, i, d.TraceCategory(i))
+			}
+		}
+	}
+	// A profile_plot snapshot's category is its event's.
+	s := b.S
+	e := &s.DeviceTraces[0][2]
+	e.Extra = &snapshot.TraceExtra{Category: "ACTIVATION"}
+	d, err := ReplayDevice(context.Background(), s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Elements {
+		want := ""
+		if d.Event(i) == 2 {
+			want = "ACTIVATION"
+		}
+		if got := d.TraceCategory(i); got != want {
+			t.Errorf("element %d (event %d): category %q, want %q", i, d.Event(i), got, want)
+		}
 	}
 }

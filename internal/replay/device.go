@@ -37,13 +37,7 @@ func (t *Trace) Lifetime(i int) Lifetime {
 }
 
 // Addr returns the address of element i: its trace event's, or its final-state block's.
-func (t *Trace) Addr(i int) uint64 {
-	if o := t.Elements[i].Origin; o >= 0 {
-		return t.Events[o].Addr
-	}
-	b, _ := t.Block(t.Elements[i].Origin)
-	return b.Address
-}
+func (t *Trace) Addr(i int) uint64 { return t.addrs[i] }
 
 // Event returns the trace event that introduced element i (its alloc, or a free whose alloc predates the trace),
 // −1 for a live block of the final state that the trace never allocated.
@@ -95,6 +89,9 @@ func (d *DeviceTrace) Lifetime(i int) Lifetime { return d.replay.Lifetime(i) }
 
 // Addr returns the address of element i.
 func (d *DeviceTrace) Addr(i int) uint64 { return d.replay.Addr(i) }
+
+// Addrs returns every element's address, indexed as Elements (the replay's own slice: do not change it).
+func (d *DeviceTrace) Addrs() []uint64 { return d.replay.addrs }
 
 // Stack returns the stack of element i.
 func (d *DeviceTrace) Stack(i int) *snapshot.Stack { return d.replay.Stack(i) }

@@ -60,7 +60,7 @@ func TestReplayDevice(t *testing.T) {
 }
 
 // TestElementStacks: each element's Stack indexes the stack of the event or final-state block it came from (as
-// Lifetime reads it there), the stacks are distinct, and TraceCategory is the origin event's own category.
+// Lifetime reads it there), its address is the origin's too, the stacks are distinct, and TraceCategory is the origin event's own category.
 func TestElementStacks(t *testing.T) {
 	b, _ := snapbuild.ReplayRules(stX0, stX1, stY, stZ, stW)
 	loop := traingen.TrainingLoop{Iterations: 3, Layers: 3, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20, Annotations: true}.Build()
@@ -79,6 +79,9 @@ func TestElementStacks(t *testing.T) {
 		for i := range d.Elements {
 			if got, want := d.Stack(i), d.Lifetime(i).Stack; got != want {
 				t.Errorf("%s: element %d has stack %p, its origin %p", name, i, got, want)
+			}
+			if got, want := d.Addrs()[i], d.Lifetime(i).Addr; got != want || d.Addr(i) != want {
+				t.Errorf("%s: element %d has address 0x%x (Addr 0x%x), its origin 0x%x", name, i, got, d.Addr(i), want)
 			}
 			if d.TraceCategory(i) != "" {
 				t.Errorf("%s: element %d has category %q; no event carries one", name, i, d.TraceCategory(i))

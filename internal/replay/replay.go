@@ -53,6 +53,9 @@ type Trace struct {
 	// Stacks are the distinct stacks of the elements (nil among them when some have none), in the order first met;
 	// Element.Stack indexes them.
 	Stacks []*snapshot.Stack
+	// addrs are the elements' addresses, noted as the replay meets them: the detectors place every element in
+	// its segment, which would otherwise read its origin event again.
+	addrs []uint64
 	// Categorized is true when some element's origin event carries a category of its own (snapshots synthesised
 	// by profile_plot): without one, TraceCategory is "" for every element and need not be asked.
 	Categorized bool
@@ -84,7 +87,8 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	t := &Trace{Device: dev, Events: events, snap: s, warn: warn, stackIdx: map[*snapshot.Stack]int32{}}
 	n32 := int32(n)
 	open := map[uint64]openElement{} // address → element still allocated
-	t.Elements = make([]Element, 0, elementBound(s, dev, events))
+	bound := elementBound(s, dev, events)
+	t.Elements, t.addrs = make([]Element, 0, bound), make([]uint64, 0, bound)
 	resDelta := make([]int64, n)
 	for jj := range events {
 		// Poll the context every few thousand events: long loops stay cancellable at negligible cost.
@@ -157,7 +161,7 @@ func (t *Trace) addEvent(e *snapshot.TraceEntry, el Element) {
 	if !t.Categorized && e.Extra != nil && e.Category() != "" {
 		t.Categorized = true
 	}
-	t.Elements = append(t.Elements, el)
+	t.Elements, t.addrs = append(t.Elements, el), append(t.addrs, e.Addr)
 }
 
 // stackIndex returns the index of s in t.Stacks, adding it when new. Stacks shared by many events decode to one
@@ -222,6 +226,7 @@ func (t *Trace) addFinalBlocks(open map[uint64]openElement) int64 {
 				continue
 			}
 			t.Elements = append(t.Elements, Element{Size: b.RequestedSize, Start: -1, End: n32, Origin: int32(-1 - len(t.preBlocks)), Stack: t.stackIndex(b.Stack)})
+			t.addrs = append(t.addrs, b.Address)
 			t.preBlocks = append(t.preBlocks, blockRef{i, j})
 		}
 	}

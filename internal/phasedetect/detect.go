@@ -82,10 +82,19 @@ func stackKind(s *snapshot.Stack) kind {
 type window struct{ start, end int }
 
 // annotated maps the START/END pairs of annotations whose name contains sub (on device dev) to event windows:
-// an event belongs to the window when its time lies in [START, END].
-func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int, sub string) []window {
+// an event belongs to the window when its time lies in [START, END]. ordered says the trace's times never
+// decrease: then each search starts from the window found last (searchNear), as annotations come in time order.
+func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int, sub string, ordered bool) []window {
 	if len(trace) == 0 || !trace[0].HasTime {
 		return nil
+	}
+	near := 0
+	search := func(f func(i int) bool) int {
+		if !ordered {
+			return sort.Search(len(trace), f)
+		}
+		near = searchNear(len(trace), near, f)
+		return near
 	}
 	var out []window
 	open := int64(-1)
@@ -100,8 +109,8 @@ func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int,
 			if open < 0 {
 				continue
 			}
-			s := sort.Search(len(trace), func(i int) bool { return trace[i].TimeUS >= open })
-			e := sort.Search(len(trace), func(i int) bool { return trace[i].TimeUS > a.TimeUS })
+			s := search(func(i int) bool { return trace[i].TimeUS >= open })
+			e := search(func(i int) bool { return trace[i].TimeUS > a.TimeUS })
 			out = append(out, window{s, e})
 			open = -1
 		}
@@ -110,18 +119,46 @@ func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int,
 	return out
 }
 
+// searchNear returns the first i in [0, n) at which f is true (n when none), for f false then true, as
+// sort.Search does; it starts at near and steps outwards in doubling steps, so that an answer close to near costs a
+// few calls of f (each a trace event's cache line) instead of a search of the whole range.
+func searchNear(n, near int, f func(i int) bool) int {
+	near = min(max(near, 0), n)
+	at := func(i int) bool { return i >= n || f(i) }
+	lo, hi := near-1, near // f is false at lo (or lo is −1) and true at hi (or hi is n)
+	if at(near) {
+		for step := 1; lo >= 0 && at(lo); step *= 2 {
+			hi, lo = lo, lo-step
+		}
+		lo = max(lo, -1)
+	} else {
+		lo, hi = near, near+1
+		for step := 1; !at(hi); step *= 2 {
+			lo, hi = hi, min(hi+step, n)
+		}
+	}
+	return lo + 1 + sort.Search(hi-lo-1, func(i int) bool { return at(lo + 1 + i) })
+}
+
 // sortWindows orders windows by start.
 func sortWindows(w []window) { sort.Slice(w, func(i, j int) bool { return w[i].start < w[j].start }) }
 
 // Detect finds the iterations and phases of device dev's trace; anns are the snapshot's external annotations.
 func Detect(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) *phases.Timeline {
+	return DetectOrdered(trace, anns, dev, false)
+}
+
+// DetectOrdered is Detect for a caller that knows whether the trace's times never decrease (package replay notes it
+// as it replays): then the annotations are placed by searches that start from the last one's place, not from the
+// whole trace each time (a run of 40,000 iterations has twice as many annotated windows). The answers are the same.
+func DetectOrdered(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int, timesOrdered bool) *phases.Timeline {
 	d := &detector{trace: trace, t: &phases.Timeline{Device: dev, Events: len(trace), Setup: phases.NoSpan, Iterations: []phases.Iteration{}, OOM: -1}}
 	if len(trace) == 0 {
 		d.t.Source = "empty trace"
 		return d.t
 	}
-	d.steps = annotated(trace, anns, dev, "Optimizer.step")
-	d.zero = annotated(trace, anns, dev, "zero_grad")
+	d.steps = annotated(trace, anns, dev, "Optimizer.step", timesOrdered)
+	d.zero = annotated(trace, anns, dev, "zero_grad", timesOrdered)
 	d.setZeroReach()
 	d.run()
 	if !d.t.Training() && d.hasStacks {

@@ -130,7 +130,7 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceTr
 // first use, since not every caller needs them (about a tenth of a replay's cost); not safe for concurrent use.
 func (d *DeviceTrace) Timeline() *phases.Timeline {
 	if d.timeline == nil {
-		d.timeline = phasedetect.Detect(d.Trace, d.annotations, d.Device)
+		d.timeline = phasedetect.DetectOrdered(d.Trace, d.annotations, d.Device, d.replay.timesOrdered)
 	}
 	return d.timeline
 }

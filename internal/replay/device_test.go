@@ -106,3 +106,23 @@ func TestElementStacks(t *testing.T) {
 		}
 	}
 }
+
+// TestTimesOrdered: the replay notes whether its trace's times never decrease, which lets the phase detector search
+// near its last answer; a trace whose times step back once is searched in full.
+func TestTimesOrdered(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 3, Layers: 2, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20, Annotations: true}.Build()
+	tr, err := Run(context.Background(), s, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.timesOrdered {
+		t.Error("a trace in time order is not noted as ordered")
+	}
+	s.DeviceTraces[0][5].TimeUS = s.DeviceTraces[0][4].TimeUS - 1
+	if tr, err = Run(context.Background(), s, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tr.timesOrdered {
+		t.Error("a trace whose times step back at event 5 is noted as ordered")
+	}
+}

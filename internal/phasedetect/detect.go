@@ -120,11 +120,26 @@ func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int,
 }
 
 // searchNear returns the first i in [0, n) at which f is true (n when none), for f false then true, as
-// sort.Search does; it starts at near and steps outwards in doubling steps, so that an answer close to near costs a
-// few calls of f (each a trace event's cache line) instead of a search of the whole range.
+// sort.Search does. It starts at near and walks up to nearWalk steps one at a time (events in a row are read at
+// the memory's streaming speed, where each probe of a search waits for its own cache line), then steps outwards in
+// doubling steps and searches between: an answer close to near costs a short walk instead of a search of the
+// whole range.
 func searchNear(n, near int, f func(i int) bool) int {
 	near = min(max(near, 0), n)
 	at := func(i int) bool { return i >= n || f(i) }
+	if at(near) {
+		for i := near; i > max(near-nearWalk, 0); i-- {
+			if !at(i - 1) {
+				return i
+			}
+		}
+	} else {
+		for i := near + 1; i <= min(near+nearWalk, n); i++ {
+			if at(i) {
+				return i
+			}
+		}
+	}
 	lo, hi := near-1, near // f is false at lo (or lo is −1) and true at hi (or hi is n)
 	if at(near) {
 		for step := 1; lo >= 0 && at(lo); step *= 2 {
@@ -139,6 +154,10 @@ func searchNear(n, near int, f func(i int) bool) int {
 	}
 	return lo + 1 + sort.Search(hi-lo-1, func(i int) bool { return at(lo + 1 + i) })
 }
+
+// nearWalk is how far searchNear walks before it searches: a training iteration's annotated windows lie tens to
+// hundreds of events apart.
+const nearWalk = 256
 
 // sortWindows orders windows by start.
 func sortWindows(w []window) { sort.Slice(w, func(i, j int) bool { return w[i].start < w[j].start }) }

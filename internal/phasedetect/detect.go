@@ -246,6 +246,11 @@ func (d *detector) run() {
 		d.t.Source = "no iteration evidence"
 		return
 	}
+	if len(d.steps) > 0 {
+		// An iteration per annotated optimizer step, give or take one: tens of thousands in a long run, grown in
+		// one allocation instead of a copy at each doubling.
+		d.t.Iterations = make([]phases.Iteration, 0, len(d.steps)+1)
+	}
 	st := inSetup
 	var cur *phases.Iteration
 	bwdAllocs := 0 // autograd allocations of the current backward

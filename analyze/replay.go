@@ -58,7 +58,6 @@ func (r *devTrace) siteIndex(name string, cat int) int {
 // replayAll replays every non-empty device trace: timeline series, peaks, OOMs; then finds the iterations and
 // phases, attributes every allocation by stack and lifetime, and runs the detectors of package findings.
 func (a *analysis) replayAll() error {
-	a.countActions()
 	var best *report.Peak
 	var devices []*detect.Device
 	var detailed []struct {
@@ -66,6 +65,7 @@ func (a *analysis) replayAll() error {
 		d *detect.Device
 	}
 	err := a.eachTrace(func(dev int, t *replay.Trace) {
+		a.countActions(t)
 		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}}
 		r.ooms()
 		r.classifyAll()
@@ -161,35 +161,21 @@ func (a *analysis) eachTrace(f func(dev int, t *replay.Trace)) error {
 	return nil
 }
 
-// countActions counts the trace events of every device by action: by the action's code, and by name only for
-// actions memscan does not know (a map update per event would be a tenth of the replay's cost).
-func (a *analysis) countActions() {
-	var byCode [256]int
-	var other map[string]int
-	any := false
-	for _, trace := range a.snap.DeviceTraces {
-		for i := range trace {
-			any = true
-			if e := &trace[i]; e.Action == snapshot.ActionOther {
-				if other == nil {
-					other = map[string]int{}
-				}
-				other[e.ActionName()]++
-			} else {
-				byCode[e.Action]++
-			}
-		}
-	}
-	if !any {
+// countActions adds the action counts of a replayed trace to the report's (the replay counts them as it sizes
+// itself, a pass over the trace this would otherwise make again).
+func (a *analysis) countActions(t *replay.Trace) {
+	if len(t.Events) == 0 {
 		return
 	}
-	a.part.TraceActions = map[string]int{}
-	for code, n := range byCode {
-		if n > 0 {
+	if a.part.TraceActions == nil {
+		a.part.TraceActions = map[string]int{}
+	}
+	for code, n := range t.Actions {
+		if n > 0 && snapshot.Action(code) != snapshot.ActionOther { // counted by name below
 			a.part.TraceActions[snapshot.Action(code).String()] += n
 		}
 	}
-	for name, n := range other {
+	for name, n := range t.OtherActions {
 		a.part.TraceActions[name] += n
 	}
 }

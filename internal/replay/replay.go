@@ -50,6 +50,10 @@ type Trace struct {
 	Allocated, Reserved      []int64
 	// OOMs are the indices of the trace's out-of-memory events, in order.
 	OOMs []int
+	// Actions counts the events by action code; OtherActions those of actions memscan does not know
+	// (snapshot.ActionOther) by the name the file gave, nil when there are none.
+	Actions      [256]int
+	OtherActions map[string]int
 	// Stacks are the distinct stacks of the elements (nil among them when some have none), in the order first met;
 	// Element.Stack indexes them.
 	Stacks []*snapshot.Stack
@@ -90,7 +94,8 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	t := &Trace{Device: dev, Events: events, snap: s, warn: warn, stackIdx: map[*snapshot.Stack]int32{}}
 	n32 := int32(n)
 	open := map[uint64]openElement{} // address → element still allocated
-	bound := elementBound(s, dev, events)
+	t.countActions()
+	bound := t.elementBound()
 	t.Elements, t.addrs = make([]Element, 0, bound), make([]uint64, 0, bound)
 	resDelta := make([]int64, n)
 	t.timesOrdered = true
@@ -185,25 +190,29 @@ func (t *Trace) stackIndex(s *snapshot.Stack) int32 {
 	return k
 }
 
+// countActions counts the events by action (one pass, which also sizes the replay: elementBound).
+func (t *Trace) countActions() {
+	for i := range t.Events {
+		e := &t.Events[i]
+		t.Actions[e.Action]++
+		if e.Action == snapshot.ActionOther {
+			if t.OtherActions == nil {
+				t.OtherActions = map[string]int{}
+			}
+			t.OtherActions[e.ActionName()]++
+		}
+	}
+}
+
 // elementBound is the capacity that holds the elements of the device's replay without a reallocation on
 // ordinary traces: one per alloc, one per free beyond the allocs (frees of blocks allocated before the trace
 // window), one per block live in the final state. A fixed share of the events reserved half as much again on
 // traces of alloc, free_requested and free_completed, a tenth of the replay's memory.
-func elementBound(s *snapshot.Snapshot, dev int, events []snapshot.TraceEntry) int {
-	var allocs, freeReq, freeDone int
-	for i := range events {
-		switch events[i].Action {
-		case snapshot.ActionAlloc:
-			allocs++
-		case snapshot.ActionFreeRequested:
-			freeReq++
-		case snapshot.ActionFreeCompleted:
-			freeDone++
-		}
-	}
+func (t *Trace) elementBound() int {
+	allocs, freeReq, freeDone := t.Actions[snapshot.ActionAlloc], t.Actions[snapshot.ActionFreeRequested], t.Actions[snapshot.ActionFreeCompleted]
 	n := allocs + max(0, max(freeReq, freeDone)-allocs)
-	for i := range s.Segments {
-		if seg := &s.Segments[i]; seg.Device == dev {
+	for i := range t.snap.Segments {
+		if seg := &t.snap.Segments[i]; seg.Device == t.Device {
 			for j := range seg.Blocks {
 				if seg.Blocks[j].State == snapshot.BlockActiveAllocated {
 					n++

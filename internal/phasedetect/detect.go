@@ -385,7 +385,9 @@ func (d *detector) run() {
 		d.t.Source = "optimizer annotations + stacks"
 	case len(d.t.Iterations) >= minMixedIterations && n/len(d.t.Iterations) < minEventsPerIteration:
 		// Phases flipping every few events are not a training loop's: the stacks are too mixed to tell.
-		d.t.Iterations, d.t.Setup = d.t.Iterations[:0], phases.NoSpan
+		// The walk built up to one iteration per minEventsPerIteration events: let their array go rather than keep
+		// it, empty, for as long as the timeline lives (megabytes on a trace of millions of events).
+		d.t.Iterations, d.t.Setup = []phases.Iteration{}, phases.NoSpan
 		d.t.Source = "stacks too mixed for iterations"
 	case len(d.t.Iterations) > 0:
 		d.t.Source = "stacks"

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memscan/memscan/internal/snapbuild"
@@ -124,5 +125,42 @@ func TestTimesOrdered(t *testing.T) {
 	}
 	if tr.timesOrdered {
 		t.Error("a trace whose times step back at event 5 is noted as ordered")
+	}
+}
+
+// TestWarnFirstWorded: every inconsistency reaches warn, the first of each kind with its example and the rest of
+// that kind without one (wording each would cost more than the replay on a damaged trace).
+func TestWarnFirstWorded(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 2, Layers: 2, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20}.Build()
+	tr := s.DeviceTraces[0]
+	// Each alloc repeated at once: an alloc over a block still live, as many times as the trace allocates.
+	var doubled []snapshot.TraceEntry
+	allocs := 0
+	for _, e := range tr {
+		doubled = append(doubled, e)
+		if e.Action == snapshot.ActionAlloc {
+			doubled = append(doubled, e)
+			allocs++
+		}
+	}
+	s.DeviceTraces[0] = doubled
+	var examples []string
+	if _, err := Run(context.Background(), s, 0, func(kind, example string) {
+		if kind == "alloc-over-live" {
+			examples = append(examples, example)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(examples) != allocs {
+		t.Fatalf("%d alloc-over-live warnings, want one per doubled alloc (%d)", len(examples), allocs)
+	}
+	if !strings.Contains(examples[0], "still allocated since event") {
+		t.Errorf("first example %q is not worded", examples[0])
+	}
+	for i, ex := range examples[1:] {
+		if ex != "" {
+			t.Errorf("warning %d has example %q, want none after the first", i+2, ex)
+		}
 	}
 }

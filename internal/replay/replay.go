@@ -36,6 +36,8 @@ type openElement struct{ i, freeReq int32 }
 type blockRef struct{ seg, blk int }
 
 // Warn receives an inconsistency of the trace: its kind (for grouping) and one example, worded for the report.
+// Only the first of each kind is worded: later ones come with an empty example, since a damaged trace can have
+// one per event and wording each cost more than replaying it.
 type Warn func(kind, example string)
 
 // Trace is one device's trace replayed.
@@ -74,6 +76,8 @@ type Trace struct {
 	// sorted; built at the first free of an address the trace never allocated (see phantomFree).
 	spans [][2]uint64
 	warn  Warn
+	// warnedOf are the kinds warned of already (Trace.warned).
+	warnedOf map[string]bool
 }
 
 // Run replays device dev's trace of s. An alloc adds its requested size; free_completed removes it (a
@@ -119,7 +123,9 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 					// Its free_completed was not recorded: the free_requested ended it.
 					el.End = o.freeReq
 				} else {
-					warn("alloc-over-live", fmt.Sprintf("device %d trace event %d: alloc at 0x%x, which is still allocated since event %d", dev, j, e.Addr, el.Start))
+					if !t.warned("alloc-over-live") {
+						warn("alloc-over-live", fmt.Sprintf("device %d trace event %d: alloc at 0x%x, which is still allocated since event %d", dev, j, e.Addr, el.Start))
+					}
 					el.End = j
 				}
 			}
@@ -167,6 +173,20 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	t.series(resDelta, finalRes)
 	t.stackIdx = nil
 	return t, nil
+}
+
+// warned reports whether kind was warned of already, and if so tells warn of this one without an example (see
+// Warn); the caller words the first.
+func (t *Trace) warned(kind string) bool {
+	if t.warnedOf[kind] {
+		t.warn(kind, "")
+		return true
+	}
+	if t.warnedOf == nil {
+		t.warnedOf = map[string]bool{}
+	}
+	t.warnedOf[kind] = true
+	return false
 }
 
 // addEvent appends el, seen at trace event e, with e's stack.

@@ -81,12 +81,14 @@ func stackKind(s *snapshot.Stack) kind {
 // window is an annotated range of events.
 type window struct{ start, end int }
 
-// annotated maps the START/END pairs of annotations whose name contains sub (on device dev) to event windows:
-// an event belongs to the window when its time lies in [START, END]. ordered says the trace's times never
-// decrease: then each search starts from the window found last (searchNear), as annotations come in time order.
-func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int, sub string, ordered bool) []window {
+// annotated maps, for each of subs, the START/END pairs of annotations whose name contains it (on device dev) to
+// event windows: an event belongs to the window when its time lies in [START, END]. ordered says the trace's times
+// never decrease: then each search starts from the one before (searchNear), as annotations come in time order, and
+// the subs share one walk through the trace instead of one each.
+func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int, ordered bool, subs ...string) [][]window {
+	out := make([][]window, len(subs))
 	if len(trace) == 0 || !trace[0].HasTime {
-		return nil
+		return out
 	}
 	near := 0
 	search := func(f func(i int) bool) int {
@@ -96,26 +98,36 @@ func annotated(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int,
 		near = searchNear(len(trace), near, f)
 		return near
 	}
-	var out []window
-	open := int64(-1)
+	open := make([]int64, len(subs))
+	for k := range open {
+		open[k] = -1
+	}
 	for _, a := range anns {
-		if a.Device != dev || !strings.Contains(a.Name, sub) {
+		if a.Device != dev {
 			continue
 		}
-		switch a.Stage {
-		case "START":
-			open = a.TimeUS
-		case "END":
-			if open < 0 {
+		for k, sub := range subs {
+			if !strings.Contains(a.Name, sub) {
 				continue
 			}
-			s := search(func(i int) bool { return trace[i].TimeUS >= open })
-			e := search(func(i int) bool { return trace[i].TimeUS > a.TimeUS })
-			out = append(out, window{s, e})
-			open = -1
+			switch a.Stage {
+			case "START":
+				open[k] = a.TimeUS
+			case "END":
+				if open[k] < 0 {
+					continue
+				}
+				from := open[k]
+				s := search(func(i int) bool { return trace[i].TimeUS >= from })
+				e := search(func(i int) bool { return trace[i].TimeUS > a.TimeUS })
+				out[k] = append(out[k], window{s, e})
+				open[k] = -1
+			}
 		}
 	}
-	sortWindows(out)
+	for _, w := range out {
+		sortWindows(w)
+	}
 	return out
 }
 
@@ -176,8 +188,8 @@ func DetectOrdered(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev 
 		d.t.Source = "empty trace"
 		return d.t
 	}
-	d.steps = annotated(trace, anns, dev, "Optimizer.step", timesOrdered)
-	d.zero = annotated(trace, anns, dev, "zero_grad", timesOrdered)
+	w := annotated(trace, anns, dev, timesOrdered, "Optimizer.step", "zero_grad")
+	d.steps, d.zero = w[0], w[1]
 	d.setZeroReach()
 	d.run()
 	if !d.t.Training() && d.hasStacks {

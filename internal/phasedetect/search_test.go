@@ -36,6 +36,12 @@ func TestSearchNear(t *testing.T) {
 // window finds the windows and phases the whole-trace search finds, with annotations in time order or shuffled.
 func TestDetectOrderedAsDetect(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
+	windows := 0
+	defer func() {
+		if windows == 0 {
+			t.Error("no annotated windows in any fixture")
+		}
+	}()
 	for _, c := range []traingen.TrainingLoop{
 		{Iterations: 6, Layers: 3, WeightBytes: 2 << 20, ActivationBytes: 8 << 20, LogitsBytes: 16 << 20, Annotations: true},
 		{Iterations: 5, Layers: 2, WeightBytes: 2 << 20, ActivationBytes: 8 << 20, LogitsBytes: 16 << 20, Annotations: true, Keep: true, Scale: []float64{1, 2, 1, 3, 1}},
@@ -64,9 +70,16 @@ func TestDetectOrderedAsDetect(t *testing.T) {
 			if got := DetectOrdered(tr, a, 0, true); !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: ordered search found %+v, want %+v", name, got, want)
 			}
-			for _, sub := range []string{"Optimizer.step", "zero_grad"} {
-				if got, want := annotated(tr, a, 0, sub, true), annotated(tr, a, 0, sub, false); !reflect.DeepEqual(got, want) {
+			// Both kinds found in one walk are those found one kind at a time, by either search.
+			both := annotated(tr, a, 0, true, "Optimizer.step", "zero_grad")
+			for k, sub := range []string{"Optimizer.step", "zero_grad"} {
+				want := annotated(tr, a, 0, false, sub)[0]
+				windows += len(want)
+				if got := annotated(tr, a, 0, true, sub)[0]; !reflect.DeepEqual(got, want) {
 					t.Errorf("%s %s: windows %v, want %v", name, sub, got, want)
+				}
+				if !reflect.DeepEqual(both[k], want) {
+					t.Errorf("%s %s: windows found beside the other kind's %v, want %v", name, sub, both[k], want)
 				}
 			}
 		}

@@ -279,3 +279,17 @@ func TestGPURunsOOMOnAnotherDevice(t *testing.T) {
 			what.Capacity, what.CapacitySource, what.PeakReserved, len(what.Failed), what.Failed, base.OOMs[0].Index)
 	}
 }
+
+// netSegmentBytes is what the trace's segment events add to reserved.
+func netSegmentBytes(trace []snapshot.TraceEntry) int64 {
+	var n int64
+	for i := range trace {
+		switch trace[i].Action {
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			n += trace[i].Size
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			n -= trace[i].Size
+		}
+	}
+	return n
+}

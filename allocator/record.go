@@ -104,8 +104,8 @@ func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
 	r := &Recording{Trace: trace, PeakIndex: -1, freeAction: snapshot.ActionFreeCompleted}
 	// Traces older than free_completed (or filtered ones) only say free_requested.
 	hasCompleted, hasRequested := false, false
-	for i := range trace {
-		hasCompleted = hasCompleted || trace[i].Action == snapshot.ActionFreeCompleted
+	for i := 0; i < len(trace) && !hasCompleted; i++ {
+		hasCompleted = trace[i].Action == snapshot.ActionFreeCompleted
 		hasRequested = hasRequested || trace[i].Action == snapshot.ActionFreeRequested
 	}
 	if !hasCompleted && hasRequested {
@@ -135,20 +135,6 @@ func (r *Recording) numberAddresses() *addrIndex {
 		r.slot[i] = k
 	}
 	return of
-}
-
-// netSegmentBytes is what the trace's segment events add to reserved.
-func netSegmentBytes(trace []snapshot.TraceEntry) int64 {
-	var n int64
-	for i := range trace {
-		switch trace[i].Action {
-		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-			n += trace[i].Size
-		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-			n -= trace[i].Size
-		}
-	}
-	return n
 }
 
 // startSeg is a segment of the start state while it is rebuilt.
@@ -195,14 +181,18 @@ func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 		}
 	}
 	finalLive := len(finals) + len(untouched)
-	if opt.Final != nil {
-		r.InitialReserved = finalReserved - netSegmentBytes(trace)
-	}
+	var net int64 // what the segment events add to reserved (netSegmentBytes), summed on the way back
 	expandable := false
 	freedBefore := 0
 	firstSegFree, segFreedBefore := -1, 0 // segment frees of segments the trace never allocated
 	for i := len(trace) - 1; i >= 0; i-- {
 		e := &trace[i]
+		switch e.Action {
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			net += e.Size
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			net -= e.Size
+		}
 		switch e.Action {
 		case snapshot.ActionAlloc:
 			at[r.slot[i]] = absent
@@ -221,6 +211,9 @@ func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 				r.rewindMapping(segs, e)
 			}
 		}
+	}
+	if opt.Final != nil {
+		r.InitialReserved = finalReserved - net
 	}
 	firstFreedBefore := -1
 	liveSlots := 0

@@ -149,9 +149,11 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 	// The live blocks by address slot (Recording.slot), and per slot whether its next free is to be skipped: its
 	// alloc failed (a what-if out of memory) or it was live at the start where the model could not place it.
 	live := make([]*block, len(rec.addrs))
-	failed, ignore := make([]bool, len(rec.addrs)), make([]bool, len(rec.addrs))
+	// One flag for both reasons: they are only ever read together, and one array is one cache miss per event
+	// where two were two (the slots are met in no order).
+	skip := make([]bool, len(rec.addrs))
 	for _, k := range rec.ignoreSlots {
-		ignore[k] = true
+		skip[k] = true
 	}
 	place := func(lb seedBlock, b *block) {
 		if lb.slot >= 0 {
@@ -163,7 +165,7 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 	for _, s := range rec.initial {
 		for _, b := range a.seed(s, place) {
 			if b.slot >= 0 {
-				ignore[b.slot] = true
+				skip[b.slot] = true
 			}
 			res.Issues = addIssue(res.Issues, -1, "allocation at 0x%x live at the start overlaps another; its free is skipped", b.addr)
 		}
@@ -202,10 +204,10 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 				live[k] = nil
 				a.release(old)
 			}
-			failed[k], ignore[k] = false, false
+			skip[k] = false
 			switch b, err := a.malloc(e.Size, e.Stream, PoolID(e.Pool())); {
 			case isOOM(err):
-				failed[k] = true
+				skip[k] = true
 				res.Failed = append(res.Failed, Failure{Index: i, Size: e.Size, Reserved: a.reserved})
 			case err != nil:
 				return nil, nil, fmt.Errorf("event %d: %w", i, err)
@@ -220,8 +222,8 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 			}
 		case rec.freeAction:
 			k := rec.slot[i]
-			if failed[k] || ignore[k] {
-				failed[k], ignore[k] = false, false
+			if skip[k] {
+				skip[k] = false
 				continue
 			}
 			if b := live[k]; b != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -622,5 +623,33 @@ func TestNoHistorySaysHowToRecord(t *testing.T) {
 	}
 	if !strings.Contains(rec.Advice, "torch.cuda.memory._record_memory_history(max_entries=100000)") || !strings.Contains(rec.Advice, "_dump_snapshot") {
 		t.Errorf("advice %q does not say how to record the history", rec.Advice)
+	}
+}
+
+// TestTraceActionsCounted: the report counts every trace event by action, summed over the devices, with an action
+// memscan does not know counted under the name the file gave it.
+func TestTraceActionsCounted(t *testing.T) {
+	b, _ := replaySnapshot()
+	s := b.S
+	tr := s.DeviceTraces[0]
+	// A second device with a copy of the trace, one of whose events is an action of a later PyTorch.
+	second := append([]snapshot.TraceEntry(nil), tr...)
+	second[0] = snapshot.TraceEntry{Action: snapshot.ActionOther, Extra: &snapshot.TraceExtra{OtherAction: "future_action"}}
+	s.DeviceTraces = append(s.DeviceTraces, second)
+	want := map[string]int{"future_action": 1}
+	for i, dev := range [][]snapshot.TraceEntry{tr, second} {
+		for j := range dev {
+			if i == 1 && j == 0 {
+				continue
+			}
+			want[dev[j].Action.String()]++
+		}
+	}
+	r, err := AnalyzeSnapshot(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := partOf[*report.SnapshotReport](t, r).TraceActions; !maps.Equal(got, want) {
+		t.Errorf("trace actions %v, want %v", got, want)
 	}
 }

@@ -32,7 +32,9 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 		}
 		return at(d.Allocated, d.InitialAllocated, j)
 	}
-	for _, it := range tl.Iterations {
+	var named []namedSpan
+	for k := range tl.Iterations {
+		it := &tl.Iterations[k]
 		sp := it.Span
 		if sp.Empty() {
 			continue
@@ -58,7 +60,8 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 		_, ph := tl.At(row.PeakEvent)
 		row.PeakPhase = ph.String()
 		first := len(ends)
-		for _, p := range iterationPhases(&it) {
+		named = iterationPhases(named[:0], it)
+		for _, p := range named {
 			if p.span.Empty() {
 				continue
 			}
@@ -83,11 +86,12 @@ type namedSpan struct {
 	span phases.Span
 }
 
-// iterationPhases are the phases of it in order: prefill and decode for a generate call, else forward, backward
-// and optimizer.
-func iterationPhases(it *phases.Iteration) []namedSpan {
+// iterationPhases appends the phases of it to buf in order: prefill and decode for a generate call, else forward,
+// backward and optimizer (a table of tens of thousands of iterations reuses one buf).
+func iterationPhases(buf []namedSpan, it *phases.Iteration) []namedSpan {
 	if it.Prefill != nil {
-		return []namedSpan{{phases.Prefill.String(), *it.Prefill}, {phases.Decode.String(), *it.Decode}}
+		return append(buf, namedSpan{phases.Prefill.String(), *it.Prefill}, namedSpan{phases.Decode.String(), *it.Decode})
 	}
-	return []namedSpan{{phases.Forward.String(), it.Forward}, {phases.Backward.String(), it.Backward}, {phases.Optimizer.String(), it.Optimizer}}
+	return append(buf, namedSpan{phases.Forward.String(), it.Forward}, namedSpan{phases.Backward.String(), it.Backward},
+		namedSpan{phases.Optimizer.String(), it.Optimizer})
 }

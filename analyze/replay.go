@@ -23,7 +23,6 @@ type devTrace struct {
 	siteName []string
 	siteCat  []int
 	siteIdx  map[string]int
-	byStack  map[*snapshot.Stack][2]int // category and site index per shared stack
 }
 
 func (r *devTrace) category(name string) int {
@@ -36,12 +35,6 @@ func (r *devTrace) category(name string) int {
 }
 
 func (r *devTrace) classify(s *snapshot.Stack, traceCategory string) (cat, site int) {
-	if traceCategory == "" {
-		if cs, ok := r.byStack[s]; ok {
-			return cs[0], cs[1]
-		}
-		defer func() { r.byStack[s] = [2]int{cat, site} }()
-	}
 	d := r.a.cat.Stack(s)
 	if traceCategory != "" { // snapshots synthesised by profile_plot carry the profiler's category
 		d.Category = traceCategory
@@ -65,7 +58,6 @@ func (r *devTrace) siteIndex(name string, cat int) int {
 // replayAll replays every non-empty device trace: timeline series, peaks, OOMs; then finds the iterations and
 // phases, attributes every allocation by stack and lifetime, and runs the detectors of package findings.
 func (a *analysis) replayAll() error {
-	a.countActions()
 	var best *report.Peak
 	var devices []*detect.Device
 	var detailed []struct {
@@ -73,7 +65,8 @@ func (a *analysis) replayAll() error {
 		d *detect.Device
 	}
 	err := a.eachTrace(func(dev int, t *replay.Trace) {
-		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}, byStack: map[*snapshot.Stack][2]int{}}
+		a.countActions(t)
+		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}}
 		r.ooms()
 		r.classifyAll()
 		d := r.judge()
@@ -168,35 +161,21 @@ func (a *analysis) eachTrace(f func(dev int, t *replay.Trace)) error {
 	return nil
 }
 
-// countActions counts the trace events of every device by action: by the action's code, and by name only for
-// actions memscan does not know (a map update per event would be a tenth of the replay's cost).
-func (a *analysis) countActions() {
-	var byCode [256]int
-	var other map[string]int
-	any := false
-	for _, trace := range a.snap.DeviceTraces {
-		for i := range trace {
-			any = true
-			if e := &trace[i]; e.Action == snapshot.ActionOther {
-				if other == nil {
-					other = map[string]int{}
-				}
-				other[e.ActionName()]++
-			} else {
-				byCode[e.Action]++
-			}
-		}
-	}
-	if !any {
+// countActions adds the action counts of a replayed trace to the report's (the replay counts them as it sizes
+// itself, a pass over the trace this would otherwise make again).
+func (a *analysis) countActions(t *replay.Trace) {
+	if len(t.Events) == 0 {
 		return
 	}
-	a.part.TraceActions = map[string]int{}
-	for code, n := range byCode {
-		if n > 0 {
+	if a.part.TraceActions == nil {
+		a.part.TraceActions = map[string]int{}
+	}
+	for code, n := range t.Actions {
+		if n > 0 && snapshot.Action(code) != snapshot.ActionOther { // counted by name below
 			a.part.TraceActions[snapshot.Action(code).String()] += n
 		}
 	}
-	for name, n := range other {
+	for name, n := range t.OtherActions {
 		a.part.TraceActions[name] += n
 	}
 }
@@ -212,7 +191,7 @@ func (r *devTrace) judge() *detect.Device {
 	moved := map[uint64][2]int32{}
 	for i := range r.Elements {
 		el := &r.Elements[i]
-		if el.Origin < 0 || r.Events[el.Origin].Category() == "" {
+		if r.TraceCategory(i) == "" {
 			k := uint64(d.AttrIndex(i))<<32 | uint64(uint32(r.site[i]))
 			to, ok := moved[k]
 			if !ok {
@@ -236,19 +215,23 @@ func (r *devTrace) judge() *detect.Device {
 	return d
 }
 
-// classifyAll sets every element's category and site, in the order the elements were seen.
+// classifyAll sets every element's category and site, in the order the elements were seen. Elements without a
+// category of the trace's own are classified once per stack.
 func (r *devTrace) classifyAll() {
 	r.cat, r.site = make([]int32, len(r.Elements)), make([]int32, len(r.Elements))
-	for i, el := range r.Elements {
-		var cat, site int
-		if el.Origin >= 0 {
-			e := &r.Events[el.Origin]
-			cat, site = r.classify(e.Stack, e.Category())
-		} else {
-			b, _ := r.Block(el.Origin)
-			cat, site = r.classify(b.Stack, "")
+	byStack := make([][2]int32, len(r.Stacks)) // category and site + 1 per stack; 0: not classified yet
+	for i := range r.Elements {
+		k := r.Elements[i].Stack
+		if tc := r.TraceCategory(i); tc != "" {
+			cat, site := r.classify(r.Stacks[k], tc)
+			r.cat[i], r.site[i] = int32(cat), int32(site)
+			continue
 		}
-		r.cat[i], r.site[i] = int32(cat), int32(site)
+		if byStack[k][1] == 0 {
+			cat, site := r.classify(r.Stacks[k], "")
+			byStack[k] = [2]int32{int32(cat), int32(site) + 1}
+		}
+		r.cat[i], r.site[i] = byStack[k][0], byStack[k][1]-1
 	}
 }
 

@@ -12,7 +12,10 @@ import (
 // maxDetailFrames bounds the frames kept of one stack: deeper frames are interpreter start-up that no one reads.
 const maxDetailFrames = 48
 
-// detail builds the replay's TimelineDetail from the judged device d, whose elements are r's.
+// detail builds the replay's TimelineDetail from the judged device d, whose elements are r's. It is the last reader
+// of r and d, and the analysis's peak memory: the arrays of r that it no longer needs hold the detail's own (the
+// allocated series, which the detail does not carry, its times; the elements' sites its sites; their categories
+// its stacks), so the caller must not read r's Allocated, cat or site after it.
 func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	n := len(r.Events)
 	t := report.TimelineDetail{Device: r.Device, Events: n, InitialAllocated: r.Initial, InitialReserved: r.InitialReserved,
@@ -22,7 +25,7 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 		t.SiteCategory[i] = int32(c)
 	}
 	if r.Events[0].HasTime {
-		t.TimeUS = make([]int64, n)
+		t.TimeUS = r.Allocated[:n:n]
 		for j := range r.Events {
 			t.TimeUS[j] = r.Events[j].TimeUS
 		}
@@ -41,8 +44,9 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	}
 	m := len(r.Elements)
 	t.Start, t.End, t.Size = make([]int32, m), make([]int32, m), make([]int64, m)
-	t.Site, t.Stack, t.Reason = make([]int32, m), make([]int32, m), make([]int32, m)
-	stacks := map[*snapshot.Stack]int32{}
+	t.Site, t.Stack, t.Reason = r.site[:m:m], r.cat[:m:m], make([]int32, m)
+	// Each stack of the replay is interned once: stackOf[k] is stack k's index in t + 2, 0 before it is met.
+	stackOf := make([]int32, len(r.Stacks))
 	frames := map[string]int32{}
 	reasons := map[string]int32{}
 	t.StackStart = []int32{0}
@@ -52,8 +56,11 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 		reasonOf[k] = -1
 	}
 	for i, el := range r.Elements {
-		t.Start[i], t.End[i], t.Size[i], t.Site[i] = el.Start, el.End, el.Size, r.site[i]
-		t.Stack[i] = internStack(&t, d.Stack(i), stacks, frames)
+		t.Start[i], t.End[i], t.Size[i] = el.Start, el.End, el.Size
+		if stackOf[el.Stack] == 0 {
+			stackOf[el.Stack] = internStack(&t, r.Stacks[el.Stack], frames) + 2
+		}
+		t.Stack[i] = stackOf[el.Stack] - 2
 		a := d.AttrIndex(i)
 		if reasonOf[a] < 0 {
 			why := reasonText(d.Attr(i))
@@ -70,13 +77,10 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	return t
 }
 
-// internStack interns s (shared stacks decode to one pointer) and returns its index, −1 for no stack.
-func internStack(t *report.TimelineDetail, s *snapshot.Stack, stacks map[*snapshot.Stack]int32, frames map[string]int32) int32 {
+// internStack adds s, which t does not hold yet, and returns its index, −1 for no stack.
+func internStack(t *report.TimelineDetail, s *snapshot.Stack, frames map[string]int32) int32 {
 	if s == nil || len(s.Frames) == 0 {
 		return -1
-	}
-	if k, ok := stacks[s]; ok {
-		return k
 	}
 	python := false
 	for i := range s.Frames {
@@ -100,7 +104,6 @@ func internStack(t *report.TimelineDetail, s *snapshot.Stack, stacks map[*snapsh
 	}
 	k := int32(len(t.StackStart) - 1)
 	t.StackStart = append(t.StackStart, int32(len(t.StackFrames)))
-	stacks[s] = k
 	return k
 }
 

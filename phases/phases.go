@@ -190,7 +190,11 @@ func (t *Timeline) At(j int) (iter int, ph Phase) {
 	if t.Setup.Contains(j) {
 		return -1, Setup
 	}
-	k := sort.Search(len(t.Iterations), func(i int) bool { return t.Iterations[i].Span.End > j })
+	return t.in(sort.Search(len(t.Iterations), func(i int) bool { return t.Iterations[i].Span.End > j }), j)
+}
+
+// in is At for an event j ≥ 0 outside the setup, given k: the first iteration that ends after j.
+func (t *Timeline) in(k, j int) (iter int, ph Phase) {
 	if k == len(t.Iterations) || !t.Iterations[k].Span.Contains(j) {
 		return -1, None
 	}
@@ -218,4 +222,62 @@ func (t *Timeline) Training() bool {
 		}
 	}
 	return false
+}
+
+// Cursor answers At for a sequence of events that mostly lie near each other (the elements of a replay in trace
+// order, and their frees), faster than At's search of every iteration: it searches outwards from the iteration of
+// its last answer, in steps that double. The answers are At's.
+type Cursor struct {
+	t *Timeline
+	k int // the iteration found last: the first that ends after that event (len(Iterations) when none does)
+	// ordered is true when the iterations' ends never decrease, as the detector makes them; otherwise each
+	// answer is At's own search, whose result on such a list only At defines.
+	ordered bool
+}
+
+// Cursor returns a cursor on t, at its first iteration.
+func (t *Timeline) Cursor() Cursor {
+	c := Cursor{t: t, ordered: true}
+	for i := 1; i < len(t.Iterations); i++ {
+		if t.Iterations[i].Span.End < t.Iterations[i-1].Span.End {
+			c.ordered = false
+			break
+		}
+	}
+	return c
+}
+
+// At returns t.At(j).
+func (c *Cursor) At(j int) (iter int, ph Phase) {
+	t := c.t
+	if j < 0 || t.Setup.Contains(j) || !c.ordered {
+		return t.At(j)
+	}
+	its := t.Iterations
+	n := len(its)
+	// after(i): iteration i ends after j; true past the last iteration. It never turns false again as i grows.
+	after := func(i int) bool { return i >= n || its[i].Span.End > j }
+	k := c.k
+	if after(k) {
+		// The answer is at k or below: step down until an iteration ends at or before j, then search between.
+		hi, step := k, 1
+		lo := hi - step
+		for lo >= 0 && after(lo) {
+			hi, step = lo, step*2
+			lo = hi - step
+		}
+		lo = max(lo, -1)
+		k = lo + 1 + sort.Search(hi-lo-1, func(i int) bool { return after(lo + 1 + i) })
+	} else {
+		// The answer is above k: step up until an iteration ends after j.
+		lo, step := k, 1
+		hi := lo + step
+		for !after(hi) {
+			lo, step = hi, step*2
+			hi = min(lo+step, n)
+		}
+		k = lo + 1 + sort.Search(hi-lo-1, func(i int) bool { return after(lo + 1 + i) })
+	}
+	c.k = k
+	return t.in(k, j)
 }

@@ -87,15 +87,55 @@ func ClassifyLife(life Life, tl *phases.Timeline) LifeClass {
 	if tl == nil {
 		return LifeClass{}
 	}
-	n := len(tl.Iterations)
-	// What is freed after an out-of-memory error is freed by the exception unwinding: it was live when the step
-	// failed, which is all its lifetime says.
-	aliveAtEnd := life.End >= tl.Events || tl.OOM >= 0 && life.End > tl.OOM
+	aliveAtEnd := endsAlive(life, tl)
 	ai, ap := tl.At(life.Start)
-	fi, fp := n, phases.None
+	fi, fp := len(tl.Iterations), phases.None
 	if !aliveAtEnd {
 		fi, fp = tl.At(life.End)
 	}
+	return lifeClass(tl, aliveAtEnd, ai, ap, fi, fp)
+}
+
+// LifeClassifier classifies the lifetimes of one timeline's allocations, asked in trace order (a replay's
+// elements): each end of a lifetime is placed by its own phases.Cursor, so that neither searches every iteration
+// again. Its classes are ClassifyLife's.
+type LifeClassifier struct {
+	tl         *phases.Timeline
+	start, end phases.Cursor
+}
+
+// NewLifeClassifier returns a classifier on tl (nil: no phases known).
+func NewLifeClassifier(tl *phases.Timeline) *LifeClassifier {
+	c := &LifeClassifier{tl: tl}
+	if tl != nil {
+		c.start, c.end = tl.Cursor(), tl.Cursor()
+	}
+	return c
+}
+
+// Classify returns ClassifyLife(life, tl).
+func (c *LifeClassifier) Classify(life Life) LifeClass {
+	if c.tl == nil {
+		return LifeClass{}
+	}
+	aliveAtEnd := endsAlive(life, c.tl)
+	ai, ap := c.start.At(life.Start)
+	fi, fp := len(c.tl.Iterations), phases.None
+	if !aliveAtEnd {
+		fi, fp = c.end.At(life.End)
+	}
+	return lifeClass(c.tl, aliveAtEnd, ai, ap, fi, fp)
+}
+
+// endsAlive reports whether life is still live at the end of tl's trace. What is freed after an out-of-memory
+// error is freed by the exception unwinding: it was live when the step failed, which is all its lifetime says.
+func endsAlive(life Life, tl *phases.Timeline) bool {
+	return life.End >= tl.Events || tl.OOM >= 0 && life.End > tl.OOM
+}
+
+// lifeClass is the class of a lifetime whose alloc is in iteration ai and phase ap and whose free in fi and fp
+// (len(tl.Iterations) and None when aliveAtEnd).
+func lifeClass(tl *phases.Timeline, aliveAtEnd bool, ai int, ap phases.Phase, fi int, fp phases.Phase) LifeClass {
 	// An inference iteration's prefill and decode are forwards to the lifetime rules.
 	if fp.IsForward() {
 		fp = phases.Forward

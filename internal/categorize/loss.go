@@ -34,12 +34,13 @@ func LossPattern(tl *phases.Timeline, n int, block func(i int) LossBlock) []int 
 	var out []int
 	var st lossScan
 	cur := -1
+	starts := tl.Cursor() // blocks come in the order of their allocs
 	for i := range n {
 		b := block(i)
 		if b.Start < 0 || b.Size < LossMinBytes {
 			continue
 		}
-		k, ph := tl.At(b.Start)
+		k, ph := starts.At(b.Start)
 		if k < 0 {
 			continue
 		}

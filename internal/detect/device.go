@@ -57,20 +57,27 @@ type Input struct {
 // one attribution, decided once.
 func Prepare(r *replay.DeviceTrace, cz *categorize.Categorizer) *Device {
 	d := &Device{DeviceTrace: r, attrOf: make([]int32, len(r.Elements))}
-	tl := d.Timeline()
-	type key struct {
-		stack *snapshot.Stack
-		life  categorize.LifeClass
+	lives := categorize.NewLifeClassifier(d.Timeline())
+	// The attributions decided so far, per stack (Element.Stack): a stack has a handful of lifetime classes.
+	type decided struct {
+		life categorize.LifeClass
+		attr int32
 	}
-	byKey := map[key]int32{}
+	byStack := make([][]decided, len(r.Stacks))
 	byAttr := map[categorize.Attribution]int32{}
 	for i := range r.Elements {
 		el := &r.Elements[i]
-		k := key{r.Stack(i), categorize.ClassifyLife(categorize.Life{Start: int(el.Start), End: int(el.End)}, tl)}
-		a, ok := byKey[k]
-		if !ok {
-			a = d.intern(byAttr, categorize.AttributeClass(cz.Stack(k.stack), k.life))
-			byKey[k] = a
+		life := lives.Classify(categorize.Life{Start: int(el.Start), End: int(el.End)})
+		a := int32(-1)
+		for _, x := range byStack[el.Stack] {
+			if x.life == life {
+				a = x.attr
+				break
+			}
+		}
+		if a < 0 {
+			a = d.intern(byAttr, categorize.AttributeClass(cz.Stack(r.Stacks[el.Stack]), life))
+			byStack[el.Stack] = append(byStack[el.Stack], decided{life, a})
 		}
 		d.attrOf[i] = a
 	}

@@ -77,9 +77,8 @@ func buildSegments(s *snapshot.Snapshot, dev int, trace []snapshot.TraceEntry) [
 // start, −1 when none), computed once per device: the cache is rebuilt at many events, each reading every block.
 func (d *Device) blockPlaces(segs []segment) (addrs []uint64, seg []int32) {
 	if d.addrs == nil {
-		d.addrs, d.seg = make([]uint64, len(d.Elements)), make([]int32, len(d.Elements))
+		d.addrs, d.seg = d.Addrs(), make([]int32, len(d.Elements))
 		for i := range d.Elements {
-			d.addrs[i] = d.Addr(i)
 			d.seg[i] = int32(segmentOf(segs, d.addrs[i], max(int(d.Elements[i].Start), 0)))
 		}
 	}

@@ -30,9 +30,11 @@ func TestAnnotatedWindowEdges(t *testing.T) {
 		{"between events", 115, 125, window{2, 3}},
 		{"ends on the last event", 100, 140, window{0, 5}},
 	} {
-		got := annotated(trace, ann(tc.start, tc.end), 0, "Optimizer.step")
-		if !slices.Equal(got, []window{tc.want}) {
-			t.Errorf("%s: [%d, %d] µs covers events %v, want %v", tc.name, tc.start, tc.end, got, []window{tc.want})
+		for _, ordered := range []bool{false, true} {
+			got := annotated(trace, ann(tc.start, tc.end), 0, ordered, "Optimizer.step")[0]
+			if !slices.Equal(got, []window{tc.want}) {
+				t.Errorf("%s (ordered %v): [%d, %d] µs covers events %v, want %v", tc.name, ordered, tc.start, tc.end, got, []window{tc.want})
+			}
 		}
 	}
 }

@@ -37,13 +37,7 @@ func (t *Trace) Lifetime(i int) Lifetime {
 }
 
 // Addr returns the address of element i: its trace event's, or its final-state block's.
-func (t *Trace) Addr(i int) uint64 {
-	if o := t.Elements[i].Origin; o >= 0 {
-		return t.Events[o].Addr
-	}
-	b, _ := t.Block(t.Elements[i].Origin)
-	return b.Address
-}
+func (t *Trace) Addr(i int) uint64 { return t.addrs[i] }
 
 // Event returns the trace event that introduced element i (its alloc, or a free whose alloc predates the trace),
 // −1 for a live block of the final state that the trace never allocated.
@@ -69,6 +63,8 @@ type DeviceTrace struct {
 	Trace  []snapshot.TraceEntry
 	// Elements are in the order the replay met them: trace order, then the final-state blocks live all along.
 	Elements []Element
+	// Stacks are the elements' distinct stacks, indexed by Element.Stack.
+	Stacks []*snapshot.Stack
 	Series
 	// PeakIndex is the first event after which Allocated is highest, −1 only when the state before the first event
 	// is higher than ever after (as the report's peak); PeakBytes that value.
@@ -82,7 +78,7 @@ type DeviceTrace struct {
 
 // DeviceTrace returns the replay as a DeviceTrace.
 func (t *Trace) DeviceTrace() *DeviceTrace {
-	d := &DeviceTrace{Device: t.Device, Trace: t.Events, Elements: t.Elements, Series: t.Series(), replay: t,
+	d := &DeviceTrace{Device: t.Device, Trace: t.Events, Elements: t.Elements, Stacks: t.Stacks, Series: t.Series(), replay: t,
 		annotations: t.snap.ExternalAnnotations}
 	d.PeakIndex, d.PeakBytes = t.PeakIndex()
 	return d
@@ -94,8 +90,14 @@ func (d *DeviceTrace) Lifetime(i int) Lifetime { return d.replay.Lifetime(i) }
 // Addr returns the address of element i.
 func (d *DeviceTrace) Addr(i int) uint64 { return d.replay.Addr(i) }
 
+// Addrs returns every element's address, indexed as Elements (the replay's own slice: do not change it).
+func (d *DeviceTrace) Addrs() []uint64 { return d.replay.addrs }
+
 // Stack returns the stack of element i.
 func (d *DeviceTrace) Stack(i int) *snapshot.Stack { return d.replay.Stack(i) }
+
+// TraceCategory returns the category element i's origin event carries, "" when none (Trace.TraceCategory).
+func (d *DeviceTrace) TraceCategory(i int) string { return d.replay.TraceCategory(i) }
 
 // Event returns the trace event that introduced element i, −1 for a final-state block the trace never allocated.
 func (d *DeviceTrace) Event(i int) int { return d.replay.Event(i) }
@@ -128,7 +130,7 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceTr
 // first use, since not every caller needs them (about a tenth of a replay's cost); not safe for concurrent use.
 func (d *DeviceTrace) Timeline() *phases.Timeline {
 	if d.timeline == nil {
-		d.timeline = phasedetect.Detect(d.Trace, d.annotations, d.Device)
+		d.timeline = phasedetect.DetectOrdered(d.Trace, d.annotations, d.Device, d.replay.timesOrdered)
 	}
 	return d.timeline
 }

@@ -3,9 +3,12 @@ package replay
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memscan/memscan/internal/snapbuild"
+	"github.com/memscan/memscan/internal/traingen"
+	"github.com/memscan/memscan/snapshot"
 )
 
 // The five allocations of snapbuild.ReplayRules, each with its own stack.
@@ -54,5 +57,110 @@ func TestReplayDevice(t *testing.T) {
 	}
 	if none, err := ReplayDevice(context.Background(), b.S, 3); err != nil || len(none.Elements) != 0 || none.PeakIndex != -1 {
 		t.Errorf("device without a trace: %+v, %v", none, err)
+	}
+}
+
+// TestElementStacks: each element's Stack indexes the stack of the event or final-state block it came from (as
+// Lifetime reads it there), its address is the origin's too, the stacks are distinct, and TraceCategory is the origin event's own category.
+func TestElementStacks(t *testing.T) {
+	b, _ := snapbuild.ReplayRules(stX0, stX1, stY, stZ, stW)
+	loop := traingen.TrainingLoop{Iterations: 3, Layers: 3, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20, Annotations: true}.Build()
+	for name, s := range map[string]*snapshot.Snapshot{"replay rules": b.S, "training loop": loop} {
+		d, err := ReplayDevice(context.Background(), s, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[*snapshot.Stack]bool{}
+		for _, st := range d.Stacks {
+			if seen[st] {
+				t.Errorf("%s: stack %p listed twice", name, st)
+			}
+			seen[st] = true
+		}
+		for i := range d.Elements {
+			if got, want := d.Stack(i), d.Lifetime(i).Stack; got != want {
+				t.Errorf("%s: element %d has stack %p, its origin %p", name, i, got, want)
+			}
+			if got, want := d.Addrs()[i], d.Lifetime(i).Addr; got != want || d.Addr(i) != want {
+				t.Errorf("%s: element %d has address 0x%x (Addr 0x%x), its origin 0x%x", name, i, got, d.Addr(i), want)
+			}
+			if d.TraceCategory(i) != "" {
+				t.Errorf("%s: element %d has category %q; no event carries one", name, i, d.TraceCategory(i))
+			}
+		}
+	}
+	// A profile_plot snapshot's category is its event's.
+	s := b.S
+	e := &s.DeviceTraces[0][2]
+	e.Extra = &snapshot.TraceExtra{Category: "ACTIVATION"}
+	d, err := ReplayDevice(context.Background(), s, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Elements {
+		want := ""
+		if d.Event(i) == 2 {
+			want = "ACTIVATION"
+		}
+		if got := d.TraceCategory(i); got != want {
+			t.Errorf("element %d (event %d): category %q, want %q", i, d.Event(i), got, want)
+		}
+	}
+}
+
+// TestTimesOrdered: the replay notes whether its trace's times never decrease, which lets the phase detector search
+// near its last answer; a trace whose times step back once is searched in full.
+func TestTimesOrdered(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 3, Layers: 2, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20, Annotations: true}.Build()
+	tr, err := Run(context.Background(), s, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.timesOrdered {
+		t.Error("a trace in time order is not noted as ordered")
+	}
+	s.DeviceTraces[0][5].TimeUS = s.DeviceTraces[0][4].TimeUS - 1
+	if tr, err = Run(context.Background(), s, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tr.timesOrdered {
+		t.Error("a trace whose times step back at event 5 is noted as ordered")
+	}
+}
+
+// TestWarnFirstWorded: every inconsistency reaches warn, the first of each kind with its example and the rest of
+// that kind without one (wording each would cost more than the replay on a damaged trace).
+func TestWarnFirstWorded(t *testing.T) {
+	s := traingen.TrainingLoop{Iterations: 2, Layers: 2, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20}.Build()
+	tr := s.DeviceTraces[0]
+	// Each alloc repeated at once: an alloc over a block still live, as many times as the trace allocates.
+	var doubled []snapshot.TraceEntry
+	allocs := 0
+	for _, e := range tr {
+		doubled = append(doubled, e)
+		if e.Action == snapshot.ActionAlloc {
+			doubled = append(doubled, e)
+			allocs++
+		}
+	}
+	s.DeviceTraces[0] = doubled
+	var examples []string
+	if _, err := Run(context.Background(), s, 0, func(kind, example string) {
+		if kind == "alloc-over-live" {
+			examples = append(examples, example)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(examples) != allocs {
+		t.Fatalf("%d alloc-over-live warnings, want one per doubled alloc (%d)", len(examples), allocs)
+	}
+	if !strings.Contains(examples[0], "still allocated since event") {
+		t.Errorf("first example %q is not worded", examples[0])
+	}
+	for i, ex := range examples[1:] {
+		if ex != "" {
+			t.Errorf("warning %d has example %q, want none after the first", i+2, ex)
+		}
 	}
 }

@@ -21,6 +21,9 @@ func (t *Trace) phantomFree(j int, e *snapshot.TraceEntry) bool {
 	if i >= 0 && e.Addr < t.spans[i][1] {
 		return false
 	}
+	if t.warned("free-unknown") {
+		return true
+	}
 	t.warn("free-unknown", fmt.Sprintf("device %d trace event %d: %s of 0x%x (%d bytes), an address the trace never allocated and no segment covers; ignored",
 		t.Device, j, e.ActionName(), e.Addr, e.Size))
 	return true

@@ -19,16 +19,25 @@ type Element struct {
 	// Event indices are int32: a trace of 2^31 events would be a file of hundreds of gigabytes (Run refuses one),
 	// and half-size indices keep a million-element replay 24 MB smaller.
 	Start, End int32
-	freeReq    int32 // index of a free_requested with no free_completed yet; −1 when none
 	// Origin is the trace event the element was seen at first (its alloc, or a free whose alloc predates the
 	// trace); −1−k for the k-th live block of the final state that the trace never allocated (Trace.Block).
 	Origin int32
+	// Stack is the index of the element's stack (its origin event's, or its final-state block's) in
+	// Trace.Stacks: the passes over every element read it here, in element order, instead of following Origin into
+	// the trace (72 bytes an event, far apart), and may index tables by it instead of hashing pointers.
+	Stack int32
 }
+
+// openElement is an element still allocated during the replay, and the free_requested with no free_completed yet
+// that ends it (−1 when none); kept beside the element only while it is open.
+type openElement struct{ i, freeReq int32 }
 
 // blockRef is a block of the snapshot's segments.
 type blockRef struct{ seg, blk int }
 
 // Warn receives an inconsistency of the trace: its kind (for grouping) and one example, worded for the report.
+// Only the first of each kind is worded: later ones come with an empty example, since a damaged trace can have
+// one per event and wording each cost more than replaying it.
 type Warn func(kind, example string)
 
 // Trace is one device's trace replayed.
@@ -43,13 +52,32 @@ type Trace struct {
 	Allocated, Reserved      []int64
 	// OOMs are the indices of the trace's out-of-memory events, in order.
 	OOMs []int
+	// Actions counts the events by action code; OtherActions those of actions memscan does not know
+	// (snapshot.ActionOther) by the name the file gave, nil when there are none.
+	Actions      [256]int
+	OtherActions map[string]int
+	// Stacks are the distinct stacks of the elements (nil among them when some have none), in the order first met;
+	// Element.Stack indexes them.
+	Stacks []*snapshot.Stack
+	// addrs are the elements' addresses, noted as the replay meets them: the detectors place every element in
+	// its segment, which would otherwise read its origin event again.
+	addrs []uint64
+	// timesOrdered is true when the events' times never decrease (as the allocator records them), which lets
+	// the phase detector search them from near its last answer.
+	timesOrdered bool
+	// Categorized is true when some element's origin event carries a category of its own (snapshots synthesised
+	// by profile_plot): without one, TraceCategory is "" for every element and need not be asked.
+	Categorized bool
 
 	snap      *snapshot.Snapshot
 	preBlocks []blockRef
+	stackIdx  map[*snapshot.Stack]int32
 	// spans are the address ranges of every segment the snapshot or its trace knows on this device, merged and
 	// sorted; built at the first free of an address the trace never allocated (see phantomFree).
 	spans [][2]uint64
 	warn  Warn
+	// warnedOf are the kinds warned of already (Trace.warned).
+	warnedOf map[string]bool
 }
 
 // Run replays device dev's trace of s. An alloc adds its requested size; free_completed removes it (a
@@ -67,11 +95,15 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	if warn == nil {
 		warn = func(string, string) {}
 	}
-	t := &Trace{Device: dev, Events: events, snap: s, warn: warn}
+	t := &Trace{Device: dev, Events: events, snap: s, warn: warn, stackIdx: map[*snapshot.Stack]int32{}}
 	n32 := int32(n)
-	open := map[uint64]int{} // address → element still allocated
-	t.Elements = make([]Element, 0, elementBound(s, dev, events))
+	open := map[uint64]openElement{} // address → element still allocated
+	t.countActions()
+	bound := t.elementBound()
+	t.Elements, t.addrs = make([]Element, 0, bound), make([]uint64, 0, bound)
 	resDelta := make([]int64, n)
+	t.timesOrdered = true
+	var lastTime int64
 	for jj := range events {
 		// Poll the context every few thousand events: long loops stay cancellable at negligible cost.
 		if jj&4095 == 4095 {
@@ -80,23 +112,29 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 			}
 		}
 		j, e := int32(jj), &events[jj]
+		if e.TimeUS < lastTime && jj > 0 {
+			t.timesOrdered = false
+		}
+		lastTime = e.TimeUS
 		switch e.Action {
 		case snapshot.ActionAlloc:
-			if i, ok := open[e.Addr]; ok {
-				if el := &t.Elements[i]; el.freeReq >= 0 {
+			if o, ok := open[e.Addr]; ok {
+				if el := &t.Elements[o.i]; o.freeReq >= 0 {
 					// Its free_completed was not recorded: the free_requested ended it.
-					el.End = el.freeReq
+					el.End = o.freeReq
 				} else {
-					warn("alloc-over-live", fmt.Sprintf("device %d trace event %d: alloc at 0x%x, which is still allocated since event %d", dev, j, e.Addr, el.Start))
+					if !t.warned("alloc-over-live") {
+						warn("alloc-over-live", fmt.Sprintf("device %d trace event %d: alloc at 0x%x, which is still allocated since event %d", dev, j, e.Addr, el.Start))
+					}
 					el.End = j
 				}
 			}
-			open[e.Addr] = len(t.Elements)
-			t.Elements = append(t.Elements, Element{Size: e.Size, Start: j, End: n32, freeReq: -1, Origin: j})
+			open[e.Addr] = openElement{int32(len(t.Elements)), -1}
+			t.addEvent(e, Element{Size: e.Size, Start: j, End: n32, Origin: j})
 		case snapshot.ActionFreeRequested:
-			if i, ok := open[e.Addr]; ok {
-				if t.Elements[i].freeReq < 0 {
-					t.Elements[i].freeReq = j
+			if o, ok := open[e.Addr]; ok {
+				if o.freeReq < 0 {
+					open[e.Addr] = openElement{o.i, j}
 				}
 				continue
 			}
@@ -104,19 +142,18 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 				continue
 			}
 			// Allocated before the trace window: live from the start, stack taken from the free.
-			open[e.Addr] = len(t.Elements)
-			t.Elements = append(t.Elements, Element{Size: e.Size, Start: -1, End: n32, freeReq: j, Origin: j})
+			open[e.Addr] = openElement{int32(len(t.Elements)), j}
+			t.addEvent(e, Element{Size: e.Size, Start: -1, End: n32, Origin: j})
 		case snapshot.ActionFreeCompleted:
-			if i, ok := open[e.Addr]; ok {
-				t.Elements[i].End = j
-				t.Elements[i].freeReq = -1
+			if o, ok := open[e.Addr]; ok {
+				t.Elements[o.i].End = j
 				delete(open, e.Addr)
 				continue
 			}
 			if t.phantomFree(jj, e) {
 				continue
 			}
-			t.Elements = append(t.Elements, Element{Size: e.Size, Start: -1, End: j, freeReq: -1, Origin: j})
+			t.addEvent(e, Element{Size: e.Size, Start: -1, End: j, Origin: j})
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
 			resDelta[j] += e.Size
 		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
@@ -126,36 +163,76 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 		}
 	}
 	// A free_requested never completed within the trace ends the allocation where it was requested.
-	for addr, i := range open {
-		if t.Elements[i].freeReq >= 0 {
-			t.Elements[i].End = t.Elements[i].freeReq
+	for addr, o := range open {
+		if o.freeReq >= 0 {
+			t.Elements[o.i].End = o.freeReq
 			delete(open, addr)
 		}
 	}
 	finalRes := t.addFinalBlocks(open)
 	t.series(resDelta, finalRes)
+	t.stackIdx = nil
 	return t, nil
+}
+
+// warned reports whether kind was warned of already, and if so tells warn of this one without an example (see
+// Warn); the caller words the first.
+func (t *Trace) warned(kind string) bool {
+	if t.warnedOf[kind] {
+		t.warn(kind, "")
+		return true
+	}
+	if t.warnedOf == nil {
+		t.warnedOf = map[string]bool{}
+	}
+	t.warnedOf[kind] = true
+	return false
+}
+
+// addEvent appends el, seen at trace event e, with e's stack.
+func (t *Trace) addEvent(e *snapshot.TraceEntry, el Element) {
+	el.Stack = t.stackIndex(e.Stack)
+	if !t.Categorized && e.Extra != nil && e.Category() != "" {
+		t.Categorized = true
+	}
+	t.Elements, t.addrs = append(t.Elements, el), append(t.addrs, e.Addr)
+}
+
+// stackIndex returns the index of s in t.Stacks, adding it when new. Stacks shared by many events decode to one
+// pointer, so a trace has far fewer distinct stacks than elements.
+func (t *Trace) stackIndex(s *snapshot.Stack) int32 {
+	k, ok := t.stackIdx[s]
+	if !ok {
+		k = int32(len(t.Stacks))
+		t.stackIdx[s] = k
+		t.Stacks = append(t.Stacks, s)
+	}
+	return k
+}
+
+// countActions counts the events by action (one pass, which also sizes the replay: elementBound).
+func (t *Trace) countActions() {
+	for i := range t.Events {
+		e := &t.Events[i]
+		t.Actions[e.Action]++
+		if e.Action == snapshot.ActionOther {
+			if t.OtherActions == nil {
+				t.OtherActions = map[string]int{}
+			}
+			t.OtherActions[e.ActionName()]++
+		}
+	}
 }
 
 // elementBound is the capacity that holds the elements of the device's replay without a reallocation on
 // ordinary traces: one per alloc, one per free beyond the allocs (frees of blocks allocated before the trace
 // window), one per block live in the final state. A fixed share of the events reserved half as much again on
 // traces of alloc, free_requested and free_completed, a tenth of the replay's memory.
-func elementBound(s *snapshot.Snapshot, dev int, events []snapshot.TraceEntry) int {
-	var allocs, freeReq, freeDone int
-	for i := range events {
-		switch events[i].Action {
-		case snapshot.ActionAlloc:
-			allocs++
-		case snapshot.ActionFreeRequested:
-			freeReq++
-		case snapshot.ActionFreeCompleted:
-			freeDone++
-		}
-	}
+func (t *Trace) elementBound() int {
+	allocs, freeReq, freeDone := t.Actions[snapshot.ActionAlloc], t.Actions[snapshot.ActionFreeRequested], t.Actions[snapshot.ActionFreeCompleted]
 	n := allocs + max(0, max(freeReq, freeDone)-allocs)
-	for i := range s.Segments {
-		if seg := &s.Segments[i]; seg.Device == dev {
+	for i := range t.snap.Segments {
+		if seg := &t.snap.Segments[i]; seg.Device == t.Device {
 			for j := range seg.Blocks {
 				if seg.Blocks[j].State == snapshot.BlockActiveAllocated {
 					n++
@@ -168,7 +245,7 @@ func elementBound(s *snapshot.Snapshot, dev int, events []snapshot.TraceEntry) i
 
 // addFinalBlocks adds the live blocks of the final state whose alloc is not in the trace (they were live all
 // along) and returns the device's segment bytes in the final state. open holds the elements still allocated.
-func (t *Trace) addFinalBlocks(open map[uint64]int) int64 {
+func (t *Trace) addFinalBlocks(open map[uint64]openElement) int64 {
 	liveAtEnd := make(map[uint64]bool, len(open))
 	for addr := range open {
 		liveAtEnd[addr] = true
@@ -186,7 +263,8 @@ func (t *Trace) addFinalBlocks(open map[uint64]int) int64 {
 			if b.State != snapshot.BlockActiveAllocated || liveAtEnd[b.Address] {
 				continue
 			}
-			t.Elements = append(t.Elements, Element{Size: b.RequestedSize, Start: -1, End: n32, freeReq: -1, Origin: int32(-1 - len(t.preBlocks))})
+			t.Elements = append(t.Elements, Element{Size: b.RequestedSize, Start: -1, End: n32, Origin: int32(-1 - len(t.preBlocks)), Stack: t.stackIndex(b.Stack)})
+			t.addrs = append(t.addrs, b.Address)
 			t.preBlocks = append(t.preBlocks, blockRef{i, j})
 		}
 	}
@@ -239,12 +317,15 @@ func (t *Trace) Block(origin int32) (*snapshot.Block, *snapshot.Segment) {
 }
 
 // Stack returns the stack of element i: its trace event's, or its final-state block's.
-func (t *Trace) Stack(i int) *snapshot.Stack {
-	if o := t.Elements[i].Origin; o >= 0 {
-		return t.Events[o].Stack
+func (t *Trace) Stack(i int) *snapshot.Stack { return t.Stacks[t.Elements[i].Stack] }
+
+// TraceCategory returns the category element i's origin event carries (snapshots synthesised by profile_plot),
+// "" when it has none or is a final-state block.
+func (t *Trace) TraceCategory(i int) string {
+	if o := t.Elements[i].Origin; t.Categorized && o >= 0 {
+		return t.Events[o].Category()
 	}
-	b, _ := t.Block(t.Elements[i].Origin)
-	return b.Stack
+	return ""
 }
 
 // PeakIndex returns the first event at the highest live allocated memory and that memory; the index is −1 only

@@ -121,7 +121,7 @@ func FuzzReplay(f *testing.F) {
 				Action: actions[int(data[i])%len(actions)],
 				Addr:   0x7f0000000000 + uint64(data[i+1]%16)*32*MiB,
 				Size:   size - int64(data[i]%3), // occasionally 0 or negative
-				Stream: uint64(data[i+1] % 2), DeviceFree: size,
+				Stream: uint64(data[i+1] % 2), Extra: &snapshot.TraceExtra{DeviceFree: size},
 			})
 		}
 		cfg := propertyConfigs[len(data)%len(propertyConfigs)]

@@ -359,7 +359,7 @@ func (r *Recording) scan(opt RecordOptions) {
 			for j := 0; j < i; j++ {
 				at += segDelta(&trace[j])
 			}
-			r.Capacity = at + trace[i].DeviceFree
+			r.Capacity = at + trace[i].DeviceFree()
 			capacity = r.Capacity
 			break
 		}

@@ -105,7 +105,7 @@ func TestReplayTraces(t *testing.T) {
 			// segment and must fail.
 			name: "oom event",
 			trace: trace(tSeg(sa, segA, 20*MiB), tAlloc(segA, 5*MiB),
-				snapshot.TraceEntry{Action: so, Size: 16 * MiB, DeviceFree: 5 * MiB}),
+				snapshot.TraceEntry{Action: so, Size: 16 * MiB, Extra: &snapshot.TraceExtra{DeviceFree: 5 * MiB}}),
 			wantPeak: 20 * MiB, wantCreated: "A20M", wantCapacity: 25 * MiB, wantSource: "oom event", wantOOMs: 1,
 		},
 		{

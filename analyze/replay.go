@@ -241,7 +241,7 @@ func (r *devTrace) ooms() {
 	for _, j := range r.OOMs {
 		e := &r.Events[j]
 		d := r.a.cat.Stack(e.Stack)
-		o := report.OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree, Category: d.Category,
+		o := report.OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree(), Category: d.Category,
 			AllocatedBytes: r.Allocated[j], ReservedBytes: r.Reserved[j]}
 		if d.Site != "" {
 			o.Site = d.Site

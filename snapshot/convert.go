@@ -712,7 +712,7 @@ func (c *converter) traceEntry(e *TraceEntry, v any) error {
 			e.HasTime = true
 			e.TimeUS, err = c.signed(k, v, math.MinInt64, math.MaxInt64)
 		case "device_free":
-			e.DeviceFree, err = c.size(k, v, math.MaxInt64)
+			x.DeviceFree, err = c.size(k, v, math.MaxInt64)
 		case "frames":
 			e.Stack, err = c.stack(k, v)
 		case "compile_context":

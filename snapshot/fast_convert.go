@@ -412,7 +412,8 @@ func (d *fastDecoder) convertFrame(present uint64) (val, error) {
 }
 
 // entryExtraFields are the trace entry keys kept in TraceExtra.
-const entryExtraFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID
+const entryExtraFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID |
+	1<<fDeviceFree
 
 func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	const needs = 1<<fAction | 1<<fSize | 1<<fStream
@@ -455,7 +456,7 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		d.fmt.timeUS = true
 	}
 	if has(present, fDeviceFree) {
-		if e.DeviceFree, err = d.fSize(fDeviceFree, math.MaxInt64); err != nil {
+		if x.DeviceFree, err = d.fSize(fDeviceFree, math.MaxInt64); err != nil {
 			return val{}, err
 		}
 	}

@@ -173,17 +173,16 @@ func ParseAction(name string) (a Action, ok bool) {
 	return ActionOther, false
 }
 
-// TraceEntry is one allocator event from device_traces. It is 64 bytes: the fields nearly every event sets are
+// TraceEntry is one allocator event from device_traces. It is 56 bytes: the fields nearly every event sets are
 // inline, the rare ones sit behind Extra, which decoders intern so that equal extras share one allocation.
 type TraceEntry struct {
 	Addr uint64 // block or segment address; 0 for oom and snapshot
 	// Size: requested bytes for alloc/free, segment bytes for segment_*, requested bytes for oom,
 	// total allocated for snapshot.
-	Size       int64
-	Stream     uint64
-	TimeUS     int64 // Unix epoch microseconds; valid when HasTime
-	DeviceFree int64 // oom only: bytes cudaMemGetInfo reported free
-	Stack      *Stack
+	Size   int64
+	Stream uint64
+	TimeUS int64 // Unix epoch microseconds; valid when HasTime
+	Stack  *Stack
 	// Extra holds the rarely-set fields; nil when they are all empty.
 	Extra   *TraceExtra
 	Action  Action
@@ -198,6 +197,7 @@ type TraceExtra struct {
 	InternalMetadata string
 	Category         string // only in snapshots synthesised by profile_plot
 	Pool             PoolID
+	DeviceFree       int64 // oom only: bytes cudaMemGetInfo reported free
 }
 
 // noExtra is what the Extra accessors read when an entry has no Extra: every field empty.
@@ -230,6 +230,9 @@ func (e TraceEntry) InternalMetadata() string { return e.extra().InternalMetadat
 
 // Category returns the entry's category, "" when absent.
 func (e TraceEntry) Category() string { return e.extra().Category }
+
+// DeviceFree returns what cudaMemGetInfo reported free at an oom, 0 when absent.
+func (e TraceEntry) DeviceFree() int64 { return e.extra().DeviceFree }
 
 // Pool returns the entry's pool_id, {0, 0} when absent.
 func (e TraceEntry) Pool() PoolID { return e.extra().Pool }

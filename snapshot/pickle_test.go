@@ -133,8 +133,8 @@ func TestDecodeFixtures(t *testing.T) {
 			totals: totals{40 * mib, 40 * mib, 0, 0},
 			check: func(t *testing.T, s *Snapshot) {
 				oom := s.DeviceTraces[0][2]
-				want := TraceEntry{Action: ActionOOM, Size: 80 << 30, DeviceFree: 3 * mib, TimeUS: 1700000000000009, HasTime: true}
-				if oom.Action != want.Action || oom.Size != want.Size || oom.DeviceFree != want.DeviceFree ||
+				want := TraceEntry{Action: ActionOOM, Size: 80 << 30, Extra: &TraceExtra{DeviceFree: 3 * mib}, TimeUS: 1700000000000009, HasTime: true}
+				if oom.Action != want.Action || oom.Size != want.Size || oom.DeviceFree() != want.DeviceFree() ||
 					oom.TimeUS != want.TimeUS || !oom.HasTime || oom.Addr != 0 {
 					t.Errorf("oom = %+v, want %+v", oom, want)
 				}

@@ -36,7 +36,7 @@ func fixtureSnapshot() *snapshot.Snapshot {
 		{Action: snapshot.ActionFreeRequested, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: stackOpt},
 		{Action: snapshot.ActionFreeCompleted, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: stackOpt},
 		{Action: snapshot.ActionAlloc, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: 7, Stack: stackModel},
-		{Action: snapshot.ActionOOM, Size: 1 << 30, DeviceFree: 123, Stream: 7, Stack: stackModel},
+		{Action: snapshot.ActionOOM, Size: 1 << 30, Extra: &snapshot.TraceExtra{DeviceFree: 123}, Stream: 7, Stack: stackModel},
 		{Action: snapshot.ActionFreeRequested, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: 7, Stack: stackModel},
 		{Action: snapshot.ActionFreeRequested, Addr: preAddr, Size: 777, Stream: 0, Stack: stackModel},
 		{Action: snapshot.ActionFreeCompleted, Addr: preAddr, Size: 777, Stream: 0, Stack: stackModel},

@@ -198,7 +198,7 @@ func instantEvent(e *snapshot.TraceEntry, at int64, pid, dev int) (TraceEvent, b
 	ev := TraceEvent{Phase: "i", Scope: "p", TS: at, PID: pid, TID: dev}
 	switch e.Action {
 	case snapshot.ActionOOM:
-		ev.Name, ev.Args = "OOM", map[string]any{"requested_bytes": e.Size, "device_free_bytes": e.DeviceFree, "site": InnermostSite(e.Stack)}
+		ev.Name, ev.Args = "OOM", map[string]any{"requested_bytes": e.Size, "device_free_bytes": e.DeviceFree(), "site": InnermostSite(e.Stack)}
 	case snapshot.ActionSnapshot:
 		ev.Name, ev.Args = "snapshot", map[string]any{"allocated_bytes": e.Size}
 	case snapshot.ActionAnnotate, snapshot.ActionUserDefined:

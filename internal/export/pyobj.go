@@ -338,7 +338,7 @@ func writeTraceEntry(e encoder, t *snapshot.TraceEntry, gen int) {
 	e.str(t.ActionName())
 	if t.Action == snapshot.ActionOOM {
 		e.key("device_free")
-		e.int(t.DeviceFree)
+		e.int(t.DeviceFree())
 	} else {
 		e.key("addr")
 		e.uint(t.Addr)

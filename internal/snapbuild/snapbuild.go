@@ -122,15 +122,15 @@ func ReplayRules(x0, x1, y, z, w *snapshot.Stack) (*SnapBuilder, uint64) {
 	seg := b.Segment(SegOpts{}, Live(1024, 1000, x0), Live(2048, 2000, x1), Pending(512, 400, w), Free(4608))
 	ax1, aw := b.BlockAddr(0, 1), b.BlockAddr(0, 2)
 	b.Event(0,
-		Ev(snapshot.ActionSegmentAlloc, seg, 8192, nil),                                         // 0
-		Ev(snapshot.ActionAlloc, ax1, 2000, x1),                                                 // 1
-		Ev(snapshot.ActionAlloc, aw, 3000, y),                                                   // 2: Y, at W's address before W
-		Ev(snapshot.ActionFreeRequested, aw, 3000, y),                                           // 3
-		Ev(snapshot.ActionFreeCompleted, aw, 3000, y),                                           // 4
-		Ev(snapshot.ActionFreeCompleted, aw+512, 700, z),                                        // 5: allocated before the trace
-		Ev(snapshot.ActionAlloc, aw, 400, w),                                                    // 6
-		Ev(snapshot.ActionFreeRequested, aw, 400, w),                                            // 7: never completed (record_stream)
-		snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 100000, DeviceFree: 50, Stack: y}, // 8
+		Ev(snapshot.ActionSegmentAlloc, seg, 8192, nil),  // 0
+		Ev(snapshot.ActionAlloc, ax1, 2000, x1),          // 1
+		Ev(snapshot.ActionAlloc, aw, 3000, y),            // 2: Y, at W's address before W
+		Ev(snapshot.ActionFreeRequested, aw, 3000, y),    // 3
+		Ev(snapshot.ActionFreeCompleted, aw, 3000, y),    // 4
+		Ev(snapshot.ActionFreeCompleted, aw+512, 700, z), // 5: allocated before the trace
+		Ev(snapshot.ActionAlloc, aw, 400, w),             // 6
+		Ev(snapshot.ActionFreeRequested, aw, 400, w),     // 7: never completed (record_stream)
+		snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 100000, Extra: &snapshot.TraceExtra{DeviceFree: 50}, Stack: y}, // 8
 	)
 	return b, seg
 }

@@ -173,7 +173,7 @@ func (c TrainingLoop) Build() *snapshot.Snapshot {
 		acts := make([]uint64, c.Layers)
 		for l := range acts {
 			if it == 0 && l+1 == c.OOMAtLayer {
-				a.event(snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: mib2(float64(c.ActivationBytes) * scale), DeviceFree: 1 << 20, Stack: TrainActStack})
+				a.event(snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: mib2(float64(c.ActivationBytes) * scale), Extra: &snapshot.TraceExtra{DeviceFree: 1 << 20}, Stack: TrainActStack})
 				// The exception unwinds the forward: its activations are freed, then the handler dumps.
 				for _, x := range acts[:l] {
 					a.release(x)

@@ -149,3 +149,41 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkReplayFile decodes the snapshot named by MEMSCAN_BENCH_FILE once and replays every device trace each
+// time as memscan analyze does: Record, then the recorded settings (with the allocated series) and, unless they
+// have it already, the same settings with expandable segments, side by side.
+//
+//	MEMSCAN_BENCH_FILE=big.pickle go test -run XXX -bench ReplayFile -benchtime 5x -cpuprofile cpu.out ./allocator/
+func BenchmarkReplayFile(b *testing.B) {
+	path := realsnap.BenchFile(b)
+	in, err := load.DecodeFile(context.Background(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := in.Snapshot
+	recorded, _, _ := ConfigFromSettings(s.AllocatorSettings)
+	var extra []Config
+	if !recorded.ExpandableSegments {
+		exp := recorded
+		exp.ExpandableSegments = true
+		extra = append(extra, exp)
+	}
+	events := 0
+	for _, tr := range s.DeviceTraces {
+		events += len(tr)
+	}
+	b.ReportMetric(float64(events), "events")
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		for dev, tr := range s.DeviceTraces {
+			if len(tr) == 0 {
+				continue
+			}
+			if _, err := ReplaySnapshot(context.Background(), s, dev, nil, ReplayOptions{AllocatedSeries: true}, extra...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"hash/fnv"
 	"image"
 	"image/color"
-	"image/png"
 	"io"
 	"strings"
 
@@ -186,14 +185,10 @@ func render(path string, w, h vg.Length, title string, body func(c draw.Canvas) 
 	return nil
 }
 
-// writePNG writes img to path as PNG, the one way every chart is written, atomically (package atomicfile): a
-// full disk used to leave a truncated PNG. Charts are flat colours: the fastest zlib level costs little in size
-// and a sizeable share of the chart time on large runs.
+// writePNG writes img to path as PNG (see encodePNG), the one way every chart is written, atomically (package
+// atomicfile): a full disk used to leave a truncated PNG.
 func writePNG(path string, img image.Image) error {
-	return atomicfile.Write(path, func(w io.Writer) error {
-		enc := png.Encoder{CompressionLevel: png.BestSpeed}
-		return enc.Encode(w, img)
-	})
+	return atomicfile.Write(path, func(w io.Writer) error { return encodePNG(w, img) })
 }
 
 // fitText shortens txt from the left ("…tail") until it fits in width, keeping the most specific end of file

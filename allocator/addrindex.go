@@ -76,3 +76,14 @@ func (x *addrIndex) grow() {
 		x.slots[i] = s
 	}
 }
+
+// byNumber returns the addresses in the order of their numbers.
+func (x *addrIndex) byNumber() []uint64 {
+	out := make([]uint64, x.n)
+	for _, s := range x.slots {
+		if s.k != 0 {
+			out[s.k-1] = s.addr
+		}
+	}
+	return out
+}

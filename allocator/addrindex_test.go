@@ -33,6 +33,11 @@ func TestAddrIndex(t *testing.T) {
 			if x.n != len(want) {
 				t.Fatalf("%d addresses counted, want %d", x.n, len(want))
 			}
+			for k, a := range x.byNumber() {
+				if want[a] != int32(k) {
+					t.Fatalf("byNumber: %#x at %d, want %d", a, k, want[a])
+				}
+			}
 			for a, w := range want {
 				if k, ok := x.get(a); !ok || k != w {
 					t.Fatalf("get(%#x) = %d, %v; want %d", a, k, ok, w)

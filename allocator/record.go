@@ -111,30 +111,117 @@ func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
 	if !hasCompleted && hasRequested {
 		r.freeAction = snapshot.ActionFreeRequested
 	}
-	of := r.numberAddresses()
-	r.rebuildStart(opt, of)
-	r.scan(opt)
+	f := r.forward()
+	r.rebuildStart(opt, f)
+	r.finish(opt, f)
 	return r
 }
 
-// numberAddresses numbers the addresses the trace allocates and frees (see Recording.slot) and returns the numbers
-// by address.
-func (r *Recording) numberAddresses() *addrIndex {
-	r.slot = make([]int32, len(r.Trace))
-	of := newAddrIndex()
-	for i := range r.Trace {
-		e := &r.Trace[i]
-		if e.Action != snapshot.ActionAlloc && e.Action != r.freeAction {
-			r.slot[i] = -1
+// forwardPass is what Record's one walk forwards through the trace finds before the start state is known: the
+// trace is read once there (and its segment events once more, backwards), because reading a trace of millions of
+// events is most of Record's cost. Reserved memory is counted from 0 (rel); finish adds InitialReserved.
+type forwardPass struct {
+	of *addrIndex
+	// orphans are the slots whose first event is a free, with that event's index: allocations live at the start.
+	orphans []slotEvent
+	// segEvents are the indices of the segment events, for the walk backwards to the start state.
+	segEvents []int32
+	// firstOOM is the first oom event (−1: none) and relOOM the reserved memory before it.
+	firstOOM int
+	relOOM   int64
+	// runs are the runs of segment frees that may be empty_cache calls (retryRun decides once reserved is known).
+	runs []segRun
+	// relPeak is the highest reserved memory, relFinal the last.
+	relPeak, relFinal int64
+	// issues are the segment events without bytes.
+	issues []Issue
+}
+
+type slotEvent struct {
+	slot  int32
+	index int32
+}
+
+// segRun is a run of segment frees starting at event i with rel reserved before it, followed by event next
+// (len(trace) when the run ends the trace) after any ignorable events.
+type segRun struct {
+	i, next int32
+	rel     int64
+}
+
+// forward numbers the addresses the trace allocates and frees (see Recording.slot) and reads what rebuildStart
+// and finish need (forwardPass).
+func (r *Recording) forward() *forwardPass {
+	trace := r.Trace
+	f := &forwardPass{of: newAddrIndex(), firstOOM: -1}
+	r.slot = make([]int32, len(trace))
+	var rel int64
+	inRun := false
+	var n int32 // addresses numbered so far
+	for i := range trace {
+		e := &trace[i]
+		if e.Action == snapshot.ActionAlloc || e.Action == r.freeAction {
+			k, added := f.of.getOrAdd(e.Addr, n)
+			if added {
+				n++
+				if e.Action == r.freeAction {
+					f.orphans = append(f.orphans, slotEvent{slot: k, index: int32(i)})
+				}
+			}
+			r.slot[i] = k
+			inRun = false
 			continue
 		}
-		k, added := of.getOrAdd(e.Addr, int32(len(r.addrs)))
-		if added {
-			r.addrs = append(r.addrs, e.Addr)
+		r.slot[i] = -1
+		switch e.Action {
+		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
+			f.segEvents = append(f.segEvents, int32(i))
+			inRun = false
+		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
+			f.segEvents = append(f.segEvents, int32(i))
+			if !inRun {
+				f.runs = append(f.runs, segRun{i: int32(i), next: int32(r.runEnd(i)), rel: rel})
+			}
+			inRun = true
+		case snapshot.ActionOOM:
+			if f.firstOOM < 0 {
+				f.firstOOM, f.relOOM = i, rel
+			}
+			r.OOMs = append(r.OOMs, i)
+			inRun = false
+		default:
+			if !ignorable(e.Action) { // the free action the trace does not replay
+				inRun = false
+			}
 		}
-		r.slot[i] = k
+		d := segDelta(e)
+		if d == 0 && kindOf(e.Action) != 0 {
+			f.issues = addIssue(f.issues, i, "%s of %d bytes", e.Action, e.Size)
+		}
+		if d > 0 {
+			r.Created = append(r.Created, SegmentEvent{Kind: kindOf(e.Action), Addr: e.Addr, Size: e.Size, Stream: e.Stream, Pool: PoolID(e.Pool()), Reserved: rel + e.Size})
+		}
+		rel += d
+		if rel > f.relPeak {
+			f.relPeak, r.PeakIndex = rel, i
+		}
 	}
-	return of
+	f.relFinal = rel
+	// The addresses by slot, read off the table once it is complete: exactly sized, where appending them as
+	// they came would allocate twice their bytes.
+	r.addrs = f.of.byNumber()
+	return f
+}
+
+// runEnd is the first event after the run of segment frees starting at i that is neither a segment free nor
+// ignorable (len(trace) when there is none).
+func (r *Recording) runEnd(i int) int {
+	trace := r.Trace
+	j := i
+	for j < len(trace) && (trace[j].Action == snapshot.ActionSegmentFree || trace[j].Action == snapshot.ActionSegmentUnmap || ignorable(trace[j].Action)) {
+		j++
+	}
+	return j
 }
 
 // startSeg is a segment of the start state while it is rebuilt.
@@ -148,18 +235,23 @@ type startSeg struct {
 
 // rebuildStart works backwards from the final segments through the trace to the state before its first event:
 // which segments existed and which allocations were live. A complete trace starts empty.
-func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
+func (r *Recording) rebuildStart(opt RecordOptions, f *forwardPass) {
 	trace := r.Trace
+	of := f.of
 	segs := map[uint64]startSeg{}
-	// What is live, walking backwards, by address slot (of): absent, live in the final state (finals says how), or
-	// freed by trace event at (its alloc not met yet). The final state's live blocks at addresses the trace never
-	// names stay live all along (untouched).
-	const absent, final = -2, -1
+	// What is live at the start by address slot (of): absent, or freed by trace event at. Walking back through
+	// the allocs and frees would leave each slot as its first event says: absent after an alloc, freed by it
+	// after a free (forwardPass.orphans), whatever the final state holds there. The final state's live blocks at
+	// addresses the trace never names stay live all along (untouched).
+	const absent = -1
 	at := make([]int32, len(r.addrs))
 	for k := range at {
 		at[k] = absent
 	}
-	finals := map[int32]seedBlock{}
+	for _, o := range f.orphans {
+		at[o.slot] = o.index
+	}
+	finals := map[int32]bool{} // the slots of the final state's live blocks
 	untouched := map[uint64]seedBlock{}
 	var finalReserved int64
 	for _, s := range opt.Final {
@@ -170,12 +262,10 @@ func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 		segs[s.Address] = startSeg{size: s.TotalSize, stream: s.Stream, pool: PoolID(s.Pool), small: s.Type == snapshot.SegmentSmall, freedAt: -1}
 		for _, b := range s.Blocks {
 			if b.State.Active() {
-				sb := seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1, slot: -1}
 				if k, ok := of.get(b.Address); ok {
-					sb.slot = k
-					at[k], finals[k] = final, sb
+					finals[k] = true
 				} else {
-					untouched[b.Address] = sb
+					untouched[b.Address] = seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1, slot: -1}
 				}
 			}
 		}
@@ -185,7 +275,8 @@ func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 	expandable := false
 	freedBefore := 0
 	firstSegFree, segFreedBefore := -1, 0 // segment frees of segments the trace never allocated
-	for i := len(trace) - 1; i >= 0; i-- {
+	for x := len(f.segEvents) - 1; x >= 0; x-- {
+		i := int(f.segEvents[x])
 		e := &trace[i]
 		switch e.Action {
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
@@ -194,10 +285,6 @@ func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 			net -= e.Size
 		}
 		switch e.Action {
-		case snapshot.ActionAlloc:
-			at[r.slot[i]] = absent
-		case r.freeAction:
-			at[r.slot[i]] = int32(i)
 		case snapshot.ActionSegmentAlloc:
 			delete(segs, e.Addr)
 		case snapshot.ActionSegmentFree:
@@ -241,10 +328,7 @@ func (r *Recording) rebuildStart(opt RecordOptions, of *addrIndex) {
 	live := func() map[uint64]seedBlock {
 		m := maps.Clone(untouched)
 		for k, i := range at {
-			switch {
-			case i == final:
-				m[r.addrs[k]] = finals[int32(k)]
-			case i >= 0:
+			if i >= 0 {
 				e := &trace[i]
 				m[e.Addr] = seedBlock{id: e.Addr, addr: e.Addr, size: RoundSize(opt.Settings, e.Size), requested: max(e.Size, 0), freedAt: int(i), slot: int32(k)}
 			}
@@ -345,66 +429,38 @@ func (r *Recording) placeStart(segs map[uint64]startSeg, live map[uint64]seedBlo
 	}
 }
 
-// scan walks the trace forwards: recorded reserved, its peak, the created segments, the capacity an oom implies,
-// and which runs of segment frees were empty_cache calls.
-func (r *Recording) scan(opt RecordOptions) {
-	trace := r.Trace
-	reserved := r.InitialReserved
-	r.PeakReserved = reserved
+// finish turns the forward pass's reserved memory, counted from 0, into bytes now that InitialReserved is known
+// (recorded reserved, its peak, the created segments, the capacity an oom implies) and decides which runs of
+// segment frees were empty_cache calls.
+func (r *Recording) finish(opt RecordOptions, f *forwardPass) {
+	base := r.InitialReserved
+	r.PeakReserved, r.FinalReserved = base+f.relPeak, base+f.relFinal
+	for i := range r.Created {
+		r.Created[i].Reserved += base
+	}
 	capacity := opt.Capacity
-	for i := range trace {
-		if trace[i].Action == snapshot.ActionOOM {
-			// reserved at the oom event + what the device still had free.
-			var at int64 = r.InitialReserved
-			for j := 0; j < i; j++ {
-				at += segDelta(&trace[j])
-			}
-			r.Capacity = at + trace[i].DeviceFree()
-			capacity = r.Capacity
-			break
-		}
+	if f.firstOOM >= 0 {
+		// reserved at the oom event + what the device still had free.
+		r.Capacity = base + f.relOOM + r.Trace[f.firstOOM].DeviceFree()
+		capacity = r.Capacity
 	}
 	gc := opt.Settings.GarbageCollectionThreshold > 0 && opt.Settings.PerProcessMemoryFraction > 0 && opt.Settings.PerProcessMemoryFraction < 1
-	inRun := false
-	for i := range trace {
-		e := &trace[i]
-		switch e.Action {
-		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-			if !inRun && !r.retryRun(i, reserved, capacity, gc) {
-				r.EmptyCaches = append(r.EmptyCaches, i)
-			}
-			inRun = true
-		case snapshot.ActionOOM:
-			r.OOMs = append(r.OOMs, i)
-			inRun = false
-		default:
-			if !ignorable(e.Action) {
-				inRun = false
-			}
-		}
-		if segDelta(e) == 0 && kindOf(e.Action) != 0 {
-			r.Issues = addIssue(r.Issues, i, "%s of %d bytes", e.Action, e.Size)
-			r.Partial = true
-		}
-		if segDelta(e) > 0 {
-			r.Created = append(r.Created, SegmentEvent{Kind: kindOf(e.Action), Addr: e.Addr, Size: e.Size, Stream: e.Stream, Pool: PoolID(e.Pool()), Reserved: reserved + e.Size})
-		}
-		reserved += segDelta(e)
-		if reserved > r.PeakReserved {
-			r.PeakReserved, r.PeakIndex = reserved, i
+	for _, run := range f.runs {
+		if !r.retryRun(run, base+run.rel, capacity, gc) {
+			r.EmptyCaches = append(r.EmptyCaches, int(run.i))
 		}
 	}
-	r.FinalReserved = reserved
+	for _, is := range f.issues {
+		r.Issues = addIssue(r.Issues, is.Index, "%s", is.Reason)
+		r.Partial = true
+	}
 }
 
 // retryRun decides whether the run of segment frees starting at i is the allocator's own retry path (or GC):
 // it is when the run is directly followed by an oom, or by a new segment that would not have fit without it.
-func (r *Recording) retryRun(i int, reserved, capacity int64, gc bool) bool {
+func (r *Recording) retryRun(run segRun, reserved, capacity int64, gc bool) bool {
 	trace := r.Trace
-	j := i
-	for j < len(trace) && (trace[j].Action == snapshot.ActionSegmentFree || trace[j].Action == snapshot.ActionSegmentUnmap || ignorable(trace[j].Action)) {
-		j++
-	}
+	j := int(run.next)
 	if j == len(trace) {
 		return false
 	}

@@ -1027,6 +1027,10 @@ func (d *fastDecoder) appends(m int) error {
 	var err error
 	switch l.kind {
 	case lFrames:
+		// One APPENDS carries a whole frames list (pickle batches a thousand items): grown once, not by doubling
+		// from one frame (16 % of the analysis of a real 31 MB inference snapshot whose every event has its own
+		// list).
+		l.idx = slices.Grow(l.idx, len(items))
 		for _, it := range items {
 			if it.k != vFrame {
 				return d.unsupported("a frames list holding a %s", kindWord(it.k))
@@ -1089,6 +1093,7 @@ func (d *fastDecoder) appends(m int) error {
 // takeRecords appends the pending records that items refer to onto dst; every item must be of kind k, and
 // what names the list in the error.
 func takeRecords[T any](d *fastDecoder, items []val, k vkind, what string, pending []T, dst *[]T) error {
+	*dst = slices.Grow(*dst, len(items)) // a segment's block list arrives whole
 	for _, it := range items {
 		if it.k != k {
 			return d.unsupported("%s holding a %s", what, kindWord(it.k))

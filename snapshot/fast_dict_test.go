@@ -181,9 +181,6 @@ func entrySnap(frames ...[]byte) []byte {
 	return out
 }
 
-// opFrame is FRAME, which only these tests write.
-const opFrame = 0x95
-
 func str(s string) []byte { return append([]byte{opShortBinUni, byte(len(s))}, s...) }
 
 // entry is a trace entry dict: EMPTY_DICT, then the opcodes of its items between MARK and SETITEMS.

@@ -8,8 +8,6 @@ import (
 	"github.com/memscan/memscan/snapshot"
 )
 
-const opBinPut = 'q'
-
 // TestFastDecodeMemoStacks checks frames lists read back from the memo: an entry that takes a sealed list through
 // BINGET gets the stack of the entry that sealed it, and a memo index stored again with another list afterwards
 // gives that list, also when it was stored again before the first list was sealed, as the reference decoder reads

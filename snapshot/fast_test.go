@@ -281,6 +281,8 @@ const (
 	opShortBinUni = 0x8c
 	opStackGlobal = 0x93
 	opMemoize     = 0x94
+	opFrame       = 0x95
+	opBinPut      = 'q'
 )
 
 // declinedPickle is a valid snapshot that the fast decoder declines: an allocator setting it does not know, which

@@ -61,12 +61,7 @@ func (a *analysis) endCategories(t *replay.Trace) {
 		}
 		return c
 	}
-	own := func(i int) string {
-		if o := t.Elements[i].Origin; o >= 0 {
-			return t.Events[o].Category()
-		}
-		return ""
-	}
+	own := t.TraceCategory
 	loss := a.endLoss(t, n, own, timeline, attribute)
 	for i := range t.Elements {
 		el := &t.Elements[i]

@@ -48,13 +48,19 @@ func TestEnvelopeWithoutIndex(t *testing.T) {
 			}
 			for k, j := range got.Peak {
 				var live, stack int64
+				perCat := make([]int64, len(d.Categories))
 				for i := range d.Start {
 					if int(d.Start[i]) <= j && j < int(d.End[i]) {
 						live += d.Size[i]
+						perCat[d.SiteCategory[d.Site[i]]] += d.Size[i]
 					}
 				}
 				for c := range got.ByCategory {
 					stack += got.ByCategory[c][k]
+					// Each layer on its own, counted from the blocks rather than taken from the index alone.
+					if got.ByCategory[c][k] != perCat[c] {
+						t.Fatalf("range %v bucket %d category %d: %d, live blocks %d", rg, k, c, got.ByCategory[c][k], perCat[c])
+					}
 				}
 				if stack != live || live != got.AllocMax[k] {
 					t.Fatalf("range %v bucket %d: stack %d, live blocks %d, maximum %d", rg, k, stack, live, got.AllocMax[k])

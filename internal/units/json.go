@@ -13,13 +13,13 @@ import (
 // SetIndent gives, without the indented copy SetIndent builds in memory first: a trace's summary.json with its
 // timeline detail runs to tens of megabytes, and that copy to as many more.
 func WriteJSON(w io.Writer, v any) error {
-	iw := &indentWriter{w: w, buf: make([]byte, 0, indentChunk)}
+	iw := NewIndentWriter(w)
 	enc := json.NewEncoder(iw)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return iw.flush()
+	return iw.Flush()
 }
 
 // IndentWriter indents compact JSON written to it in any pieces, as WriteJSON lays its files out, for writers that

@@ -89,11 +89,15 @@ func (a *analysis) endCategories(t *replay.Trace) {
 // categories of its large blocks: only the iterations where such a block was allocated can name one, so only
 // their blocks are attributed (the others keep their place in the scan, which starts afresh at each iteration).
 func (a *analysis) endLoss(t *replay.Trace, n int32, own func(int) string, timeline func() *phases.Timeline, attribute func(int) string) map[int]bool {
-	var inIter []bool // by iteration: a block that could be the loss's was allocated in it
+	var inIter []bool     // by iteration: a block that could be the loss's was allocated in it
+	var cur phases.Cursor // elements come in trace order: each lookup starts from the previous one's iteration
 	for i := range t.Elements {
 		if el := &t.Elements[i]; el.End == n && el.Start >= 0 && el.Size >= categorize.LossMinBytes && own(i) == "" {
 			tl := timeline()
-			if k, _ := tl.At(int(el.Start)); k >= 0 {
+			if inIter == nil {
+				cur = tl.Cursor()
+			}
+			if k, _ := cur.At(int(el.Start)); k >= 0 {
 				if inIter == nil {
 					inIter = make([]bool, len(tl.Iterations))
 				}
@@ -105,11 +109,12 @@ func (a *analysis) endLoss(t *replay.Trace, n int32, own func(int) string, timel
 		return nil
 	}
 	tl := timeline()
+	cur = tl.Cursor()
 	idx := categorize.LossPattern(tl, len(t.Elements), func(i int) categorize.LossBlock {
 		el := &t.Elements[i]
 		b := categorize.LossBlock{Start: int(el.Start), Size: el.Size}
 		if el.Start >= 0 && el.Size >= categorize.LossMinBytes { // the only blocks the pattern reads the category of
-			if k, _ := tl.At(b.Start); k >= 0 && inIter[k] {
+			if k, _ := cur.At(b.Start); k >= 0 && inIter[k] {
 				b.Category = attribute(i)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
+	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -64,7 +65,7 @@ func (a *analysis) replayAll() error {
 		r *devTrace
 		d *detect.Device
 	}
-	err := a.eachTrace(func(dev int, t *replay.Trace) {
+	err := a.eachTrace(func(int) bool { return true }, func(dev int, t *replay.Trace) {
 		a.countActions(t)
 		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}}
 		r.ooms()
@@ -146,13 +147,27 @@ func (a *analysis) replayAll() error {
 	return nil
 }
 
-// eachTrace replays every non-empty device trace (package replay) and hands it to f with its device.
-func (a *analysis) eachTrace(f func(dev int, t *replay.Trace)) error {
+// eachTrace replays every non-empty device trace (package replay) and hands it to f with its device. The
+// iterations and phases of the devices wantPhases names are found beside the replay (Trace.UseTimeline).
+func (a *analysis) eachTrace(wantPhases func(dev int) bool, f func(dev int, t *replay.Trace)) error {
 	for dev, trace := range a.snap.DeviceTraces {
 		if len(trace) == 0 {
 			continue
 		}
+		// Finding the iterations reads only the events: it runs beside the replay, which would otherwise leave a
+		// core idle (a rank summary runs nothing else meanwhile).
+		var found chan *phases.Timeline
+		if wantPhases(dev) {
+			found = make(chan *phases.Timeline, 1)
+			go func() { found <- replay.Phases(a.snap, dev) }()
+		}
 		t, err := replay.Run(a.ctx, a.snap, dev, a.warns.add)
+		if found != nil {
+			tl := <-found // no goroutine outlives the call
+			if err == nil {
+				t.UseTimeline(tl)
+			}
+		}
 		if err != nil {
 			return err
 		}

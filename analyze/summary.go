@@ -6,6 +6,7 @@ import (
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
+	"runtime"
 )
 
 // summarySteps are the steps of Options.SummaryOnly: the checks and totals of the final state, then per device
@@ -20,7 +21,8 @@ func (a *analysis) summarySteps() []analysisStep {
 // its end.
 func (a *analysis) summaryReplay() error {
 	var best *report.Peak
-	err := a.eachTrace(a.liveAtEnd, func(dev int, t *replay.Trace) {
+	// The devices are replayed side by side: a summary holds little of each once it has its categories.
+	err := a.eachTrace(runtime.GOMAXPROCS(0), a.liveAtEnd, func(dev int, t *replay.Trace) {
 		(&devTrace{Trace: t, a: a}).ooms()
 		p := report.Peak{Device: dev}
 		p.EventIndex, p.Bytes = t.PeakIndex()

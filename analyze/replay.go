@@ -8,6 +8,7 @@ import (
 	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/internal/replay"
+	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -64,7 +65,7 @@ func (a *analysis) replayAll() error {
 		r *devTrace
 		d *detect.Device
 	}
-	err := a.eachTrace(func(dev int, t *replay.Trace) {
+	err := a.eachTrace(1, func(int) bool { return true }, func(dev int, t *replay.Trace) {
 		a.countActions(t)
 		r := &devTrace{Trace: t, a: a, catIdx: map[string]int{}, siteIdx: map[string]int{}}
 		r.ooms()
@@ -146,19 +147,75 @@ func (a *analysis) replayAll() error {
 	return nil
 }
 
-// eachTrace replays every non-empty device trace (package replay) and hands it to f with its device.
-func (a *analysis) eachTrace(f func(dev int, t *replay.Trace)) error {
+// eachTrace replays every non-empty device trace (package replay) and hands it to f with its device, in device
+// order. Up to ahead devices are replayed at once, each beside the search for its iterations and phases where
+// wantPhases names it (Trace.UseTimeline); the warnings of each replay reach the report just before f sees it,
+// so that they come in the order of a replay of one device after the other.
+func (a *analysis) eachTrace(ahead int, wantPhases func(dev int) bool, f func(dev int, t *replay.Trace)) error {
+	var devs []int
 	for dev, trace := range a.snap.DeviceTraces {
-		if len(trace) == 0 {
-			continue
+		if len(trace) > 0 {
+			devs = append(devs, dev)
 		}
-		t, err := replay.Run(a.ctx, a.snap, dev, a.warns.add)
-		if err != nil {
-			return err
+	}
+	jobs := make([]*devReplay, len(devs))
+	started := 0
+	defer func() {
+		for _, j := range jobs[:started] {
+			if j != nil {
+				<-j.done // no goroutine outlives the call
+			}
 		}
-		f(dev, t)
+	}()
+	for i, dev := range devs {
+		for ; started < min(len(devs), i+max(ahead, 1)); started++ {
+			jobs[started] = a.startReplay(devs[started], wantPhases(devs[started]))
+		}
+		j := jobs[i]
+		<-j.done
+		jobs[i] = nil
+		for _, w := range j.warns {
+			a.warns.add(w.kind, w.example)
+		}
+		if j.err != nil {
+			return j.err
+		}
+		f(dev, j.t)
 	}
 	return nil
+}
+
+// devReplay is one device's replay on its own goroutine: t, err and warns (what it warned of, in order) are set
+// when done is closed.
+type devReplay struct {
+	done  chan struct{}
+	t     *replay.Trace
+	err   error
+	warns []warning
+}
+
+type warning struct{ kind, example string }
+
+// startReplay replays device dev on another goroutine; with findPhases, the device's iterations and phases are found
+// beside it, on a third: that search reads only the events, and a rank summary runs nothing else meanwhile.
+func (a *analysis) startReplay(dev int, findPhases bool) *devReplay {
+	j := &devReplay{done: make(chan struct{})}
+	go func() {
+		defer close(j.done)
+		var found chan *phases.Timeline
+		if findPhases {
+			found = make(chan *phases.Timeline, 1)
+			go func() { found <- replay.Phases(a.snap, dev) }()
+		}
+		j.t, j.err = replay.Run(a.ctx, a.snap, dev, func(kind, example string) { j.warns = append(j.warns, warning{kind, example}) })
+		if found != nil {
+			tl := <-found
+			if j.err == nil {
+				j.t.UseTimeline(tl)
+			}
+		}
+	}()
+	return j
 }
 
 // countActions adds the action counts of a replayed trace to the report's (the replay counts them as it sizes

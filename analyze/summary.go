@@ -6,6 +6,7 @@ import (
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
+	"runtime"
 )
 
 // summarySteps are the steps of Options.SummaryOnly: the checks and totals of the final state, then per device
@@ -20,7 +21,8 @@ func (a *analysis) summarySteps() []analysisStep {
 // its end.
 func (a *analysis) summaryReplay() error {
 	var best *report.Peak
-	err := a.eachTrace(func(dev int, t *replay.Trace) {
+	// The devices are replayed side by side: a summary holds little of each once it has its categories.
+	err := a.eachTrace(runtime.GOMAXPROCS(0), a.liveAtEnd, func(dev int, t *replay.Trace) {
 		(&devTrace{Trace: t, a: a}).ooms()
 		p := report.Peak{Device: dev}
 		p.EventIndex, p.Bytes = t.PeakIndex()
@@ -31,6 +33,21 @@ func (a *analysis) summaryReplay() error {
 	})
 	a.rep.Peak = best
 	return err
+}
+
+// liveAtEnd reports whether device dev holds an allocated block in the final state: only then does the summary
+// attribute blocks (endCategories), which reads the device's iterations and phases.
+func (a *analysis) liveAtEnd(dev int) bool {
+	for i := range a.snap.Segments {
+		if seg := &a.snap.Segments[i]; seg.Device == dev {
+			for j := range seg.Blocks {
+				if seg.Blocks[j].State == snapshot.BlockActiveAllocated {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // endCategories records the category the full analysis gives each block live at the end of t (judge): the trace's

@@ -63,11 +63,11 @@ func TestDetectOrderedAsDetect(t *testing.T) {
 			shuffled[2*i+1], shuffled[2*k+1] = shuffled[2*k+1], shuffled[2*i+1]
 		}
 		for name, a := range map[string][]snapshot.Annotation{"in order": anns, "shuffled": shuffled} {
-			want := Detect(tr, a, 0)
+			want := detectOrdered(tr, a, 0, false)
 			if len(want.Iterations) == 0 {
 				t.Fatalf("%s: no iterations found; the fixture should show some", name)
 			}
-			if got := DetectOrdered(tr, a, 0, true); !reflect.DeepEqual(got, want) {
+			if got := detectOrdered(tr, a, 0, true); !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: ordered search found %+v, want %+v", name, got, want)
 			}
 			// Both kinds found in one walk are those found one kind at a time, by either search.
@@ -82,6 +82,34 @@ func TestDetectOrderedAsDetect(t *testing.T) {
 					t.Errorf("%s %s: windows found beside the other kind's %v, want %v", name, sub, both[k], want)
 				}
 			}
+		}
+	}
+}
+
+// TestTimesOrdered: a trace is searched near the last answer only when its times never decrease; equal times
+// (events within one microsecond) keep it ordered.
+func TestTimesOrdered(t *testing.T) {
+	at := func(times ...int64) []snapshot.TraceEntry {
+		tr := make([]snapshot.TraceEntry, len(times))
+		for i, us := range times {
+			tr[i].TimeUS = us
+		}
+		return tr
+	}
+	for _, c := range []struct {
+		name  string
+		trace []snapshot.TraceEntry
+		want  bool
+	}{
+		{"empty", nil, true},
+		{"one event", at(5), true},
+		{"rising", at(1, 2, 3), true},
+		{"equal times", at(1, 1, 2, 2), true},
+		{"steps back at the end", at(1, 2, 3, 2), false},
+		{"steps back at the start", at(3, 2, 4, 5), false},
+	} {
+		if got := timesOrdered(c.trace); got != c.want {
+			t.Errorf("%s: timesOrdered = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

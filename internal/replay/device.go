@@ -79,7 +79,7 @@ type DeviceTrace struct {
 // DeviceTrace returns the replay as a DeviceTrace.
 func (t *Trace) DeviceTrace() *DeviceTrace {
 	d := &DeviceTrace{Device: t.Device, Trace: t.Events, Elements: t.Elements, Stacks: t.Stacks, Series: t.Series(), replay: t,
-		annotations: t.snap.ExternalAnnotations}
+		annotations: t.snap.ExternalAnnotations, timeline: t.timeline}
 	d.PeakIndex, d.PeakBytes = t.PeakIndex()
 	return d
 }
@@ -130,10 +130,26 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceTr
 // first use, since not every caller needs them (about a tenth of a replay's cost); not safe for concurrent use.
 func (d *DeviceTrace) Timeline() *phases.Timeline {
 	if d.timeline == nil {
-		d.timeline = phasedetect.DetectOrdered(d.Trace, d.annotations, d.Device, d.replay.timesOrdered)
+		d.timeline = phasedetect.Detect(d.Trace, d.annotations, d.Device)
 	}
 	return d.timeline
 }
+
+// Phases finds the iterations and phases of device dev's trace of s, as DeviceTrace.Timeline does. It reads only
+// the events and annotations, not the replay, so a caller may run it beside Run and hand its answer to
+// UseTimeline.
+func Phases(s *snapshot.Snapshot, dev int) *phases.Timeline {
+	var events []snapshot.TraceEntry
+	if dev >= 0 && dev < len(s.DeviceTraces) {
+		events = s.DeviceTraces[dev]
+	}
+	return phasedetect.Detect(events, s.ExternalAnnotations, dev)
+}
+
+// UseTimeline gives the replay its device's iterations and phases, found already (phasedetect.Detect of its
+// events and the snapshot's annotations, which a caller may run while the trace is replayed): the DeviceTraces
+// made from it take them instead of finding them again.
+func (t *Trace) UseTimeline(tl *phases.Timeline) { t.timeline = tl }
 
 // SetTimeline gives the device the iterations and phases found already.
 func (d *DeviceTrace) SetTimeline(t *phases.Timeline) { d.timeline = t }

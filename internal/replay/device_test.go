@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -108,23 +109,25 @@ func TestElementStacks(t *testing.T) {
 	}
 }
 
-// TestTimesOrdered: the replay notes whether its trace's times never decrease, which lets the phase detector search
-// near its last answer; a trace whose times step back once is searched in full.
-func TestTimesOrdered(t *testing.T) {
+// TestUseTimeline: Phases finds what a replay's DeviceTrace finds by itself, and a replay given a timeline hands
+// that one to its DeviceTraces instead of finding its own.
+func TestUseTimeline(t *testing.T) {
 	s := traingen.TrainingLoop{Iterations: 3, Layers: 2, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20, Annotations: true}.Build()
 	tr, err := Run(context.Background(), s, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tr.timesOrdered {
-		t.Error("a trace in time order is not noted as ordered")
+	own := tr.DeviceTrace().Timeline()
+	if len(own.Iterations) != 3 {
+		t.Fatalf("the replay's own timeline has %d iterations, want 3", len(own.Iterations))
 	}
-	s.DeviceTraces[0][5].TimeUS = s.DeviceTraces[0][4].TimeUS - 1
-	if tr, err = Run(context.Background(), s, 0, nil); err != nil {
-		t.Fatal(err)
+	found := Phases(s, 0)
+	if !reflect.DeepEqual(found, own) {
+		t.Errorf("Phases = %+v, want the replay's own %+v", found, own)
 	}
-	if tr.timesOrdered {
-		t.Error("a trace whose times step back at event 5 is noted as ordered")
+	tr.UseTimeline(found)
+	if got := tr.DeviceTrace().Timeline(); got != found {
+		t.Error("a replay given a timeline found another")
 	}
 }
 

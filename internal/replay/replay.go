@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
 
@@ -62,9 +63,8 @@ type Trace struct {
 	// addrs are the elements' addresses, noted as the replay meets them: the detectors place every element in
 	// its segment, which would otherwise read its origin event again.
 	addrs []uint64
-	// timesOrdered is true when the events' times never decrease (as the allocator records them), which lets
-	// the phase detector search them from near its last answer.
-	timesOrdered bool
+	// timeline is the device's iterations and phases when the caller found them already (UseTimeline).
+	timeline *phases.Timeline
 	// Categorized is true when some element's origin event carries a category of its own (snapshots synthesised
 	// by profile_plot): without one, TraceCategory is "" for every element and need not be asked.
 	Categorized bool
@@ -102,8 +102,6 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	bound := t.elementBound()
 	t.Elements, t.addrs = make([]Element, 0, bound), make([]uint64, 0, bound)
 	resDelta := make([]int64, n)
-	t.timesOrdered = true
-	var lastTime int64
 	for jj := range events {
 		// Poll the context every few thousand events: long loops stay cancellable at negligible cost.
 		if jj&4095 == 4095 {
@@ -112,10 +110,6 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 			}
 		}
 		j, e := int32(jj), &events[jj]
-		if e.TimeUS < lastTime && jj > 0 {
-			t.timesOrdered = false
-		}
-		lastTime = e.TimeUS
 		switch e.Action {
 		case snapshot.ActionAlloc:
 			if o, ok := open[e.Addr]; ok {

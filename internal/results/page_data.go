@@ -167,6 +167,7 @@ func encodeDetail(d *report.TimelineDetail) (string, error) {
 		w.u(uint64(f))
 	}
 	var z bytes.Buffer
+	z.Grow(len(w.b) / 2) // the columns compress to a third or so: one buffer, not a doubling series
 	zw, err := gzip.NewWriterLevel(&z, gzip.BestSpeed)
 	if err != nil {
 		return "", err

@@ -40,7 +40,7 @@ func benchSnapshot(b *testing.B) *snapshot.Snapshot {
 // BenchmarkReplay2M4 measures one replay of the 2.4 M-event trace (Record once, outside the loop).
 func BenchmarkReplay2M4(b *testing.B) {
 	s := benchSnapshot(b)
-	rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments})
+	rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments, Extras: s.TraceExtras})
 	b.ReportMetric(float64(len(rec.Trace)), "events")
 	defer reportCPU(b)()
 	for b.Loop() {
@@ -82,7 +82,7 @@ func BenchmarkRecord2M4(b *testing.B) {
 	s := benchSnapshot(b)
 	defer reportCPU(b)()
 	for b.Loop() {
-		if rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments}); rec.Partial {
+		if rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments, Extras: s.TraceExtras}); rec.Partial {
 			b.Fatalf("partial: %v", rec.Issues)
 		}
 	}

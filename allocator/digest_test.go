@@ -96,7 +96,7 @@ func TestReplayDigests(t *testing.T) {
 			if len(tr) == 0 {
 				continue
 			}
-			rec := Record(tr, RecordOptions{Final: tc.s.Segments, Device: dev, Settings: recorded})
+			rec := Record(tr, RecordOptions{Final: tc.s.Segments, Device: dev, Settings: recorded, Extras: tc.s.TraceExtras})
 			var basePeak int64
 			for i, dc := range digestConfigs {
 				cfg := dc.cfg

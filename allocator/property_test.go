@@ -115,17 +115,19 @@ func FuzzReplay(f *testing.F) {
 			data = data[:4096]
 		}
 		var tr []snapshot.TraceEntry
+		extras := &snapshot.Snapshot{}
+		tab := snapshot.NewTraceTables(extras)
 		for i := 0; i+4 <= len(data); i += 4 {
 			size := int64(binary.LittleEndian.Uint16(data[i+2:])) << (data[i+1] % 24)
 			tr = append(tr, snapshot.TraceEntry{
 				Action: actions[int(data[i])%len(actions)],
 				Addr:   0x7f0000000000 + uint64(data[i+1]%16)*32*MiB,
 				Size:   size - int64(data[i]%3), // occasionally 0 or negative
-				Stream: uint64(data[i+1] % 2), Extra: &snapshot.TraceExtra{DeviceFree: size},
+				Stream: uint64(data[i+1] % 2), Extra: tab.Extra(snapshot.TraceExtra{DeviceFree: size}),
 			})
 		}
 		cfg := propertyConfigs[len(data)%len(propertyConfigs)]
-		rec := Record(tr, RecordOptions{Settings: cfg.cfg, Capacity: cfg.opt.Capacity})
+		rec := Record(tr, RecordOptions{Settings: cfg.cfg, Capacity: cfg.opt.Capacity, Extras: extras.TraceExtras})
 		res, a, err := replay(context.Background(), rec, cfg.cfg, ReplayOptions{Capacity: cfg.opt.Capacity, TotalMemory: cfg.opt.TotalMemory})
 		if err != nil {
 			t.Fatalf("replay: %v", err)

@@ -40,6 +40,7 @@ type Recording struct {
 	Issues  []Issue
 
 	freeAction snapshot.Action
+	extras     []snapshot.TraceExtra // the snapshot's TraceExtras (RecordOptions.Extras)
 	initial    []seedSegment
 	// slot gives each alloc and free event the index of its address among the trace's distinct addresses (−1 for
 	// the other events), and addrs lists the addresses by slot. A replay keeps its live blocks in a table indexed
@@ -86,6 +87,13 @@ type RecordOptions struct {
 	// Capacity is the usable capacity when known from outside the trace (an oom event overrides it); it
 	// decides whether a run of segment frees right before a new segment was empty_cache or the retry path.
 	Capacity int64
+	// Extras is the snapshot's TraceExtras, which the trace's entries index (their pools, an oom's free bytes).
+	Extras []snapshot.TraceExtra
+}
+
+// pool returns the pool of trace event e.
+func (r *Recording) pool(e *snapshot.TraceEntry) PoolID {
+	return PoolID(snapshot.ExtraOf(r.extras, e).Pool)
 }
 
 // ignorable reports events that neither allocate nor change segments.
@@ -101,7 +109,7 @@ func ignorable(a snapshot.Action) bool {
 
 // Record reads one device trace.
 func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
-	r := &Recording{Trace: trace, PeakIndex: -1, freeAction: snapshot.ActionFreeCompleted}
+	r := &Recording{Trace: trace, PeakIndex: -1, freeAction: snapshot.ActionFreeCompleted, extras: opt.Extras}
 	// Traces older than free_completed (or filtered ones) only say free_requested.
 	hasCompleted, hasRequested := false, false
 	for i := 0; i < len(trace) && !hasCompleted; i++ {
@@ -199,7 +207,7 @@ func (r *Recording) forward() *forwardPass {
 			f.issues = addIssue(f.issues, i, "%s of %d bytes", e.Action, e.Size)
 		}
 		if d > 0 {
-			r.Created = append(r.Created, SegmentEvent{Kind: kindOf(e.Action), Addr: e.Addr, Size: e.Size, Stream: e.Stream, Pool: PoolID(e.Pool()), Reserved: rel + e.Size})
+			r.Created = append(r.Created, SegmentEvent{Kind: kindOf(e.Action), Addr: e.Addr, Size: e.Size, Stream: e.Stream, Pool: r.pool(e), Reserved: rel + e.Size})
 		}
 		rel += d
 		if rel > f.relPeak {
@@ -291,7 +299,7 @@ func (r *Recording) rebuildStart(opt RecordOptions, f *forwardPass) {
 			if e.Size <= 0 {
 				continue
 			}
-			segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size == smallBuffer, freedAt: i}
+			segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: r.pool(e), small: e.Size == smallBuffer, freedAt: i}
 		case snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
 			expandable = true
 			if e.Size > 0 {
@@ -395,7 +403,7 @@ func (r *Recording) rewindMapping(segs map[uint64]startSeg, e *snapshot.TraceEnt
 		}
 	}
 	if e.Action == snapshot.ActionSegmentUnmap {
-		segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: PoolID(e.Pool()), small: e.Size%largeBuffer != 0, freedAt: -1}
+		segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: r.pool(e), small: e.Size%largeBuffer != 0, freedAt: -1}
 	}
 }
 
@@ -441,7 +449,7 @@ func (r *Recording) finish(opt RecordOptions, f *forwardPass) {
 	capacity := opt.Capacity
 	if f.firstOOM >= 0 {
 		// reserved at the oom event + what the device still had free.
-		r.Capacity = base + f.relOOM + r.Trace[f.firstOOM].DeviceFree()
+		r.Capacity = base + f.relOOM + snapshot.ExtraOf(r.extras, &r.Trace[f.firstOOM]).DeviceFree
 		capacity = r.Capacity
 	}
 	gc := opt.Settings.GarbageCollectionThreshold > 0 && opt.Settings.PerProcessMemoryFraction > 0 && opt.Settings.PerProcessMemoryFraction < 1

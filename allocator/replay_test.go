@@ -24,6 +24,9 @@ func tSeg(a snapshot.Action, addr uint64, size int64) snapshot.TraceEntry {
 	return snapshot.TraceEntry{Action: a, Addr: addr, Size: size}
 }
 
+// testExtras is the extras table of the hand-made traces: an oom event names entry 1.
+var testExtras = []snapshot.TraceExtra{{}, {DeviceFree: 5 * MiB}}
+
 func trace(parts ...any) []snapshot.TraceEntry {
 	var out []snapshot.TraceEntry
 	for _, p := range parts {
@@ -105,7 +108,7 @@ func TestReplayTraces(t *testing.T) {
 			// segment and must fail.
 			name: "oom event",
 			trace: trace(tSeg(sa, segA, 20*MiB), tAlloc(segA, 5*MiB),
-				snapshot.TraceEntry{Action: so, Size: 16 * MiB, Extra: &snapshot.TraceExtra{DeviceFree: 5 * MiB}}),
+				snapshot.TraceEntry{Action: so, Size: 16 * MiB, Extra: 1}), // testExtras[1]: 5 MiB free
 			wantPeak: 20 * MiB, wantCreated: "A20M", wantCapacity: 25 * MiB, wantSource: "oom event", wantOOMs: 1,
 		},
 		{
@@ -137,7 +140,7 @@ func TestReplayTraces(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := Record(tc.trace, RecordOptions{Capacity: tc.capacity, Settings: tc.settings})
+			rec := Record(tc.trace, RecordOptions{Capacity: tc.capacity, Settings: tc.settings, Extras: testExtras})
 			if !slices.Equal(rec.EmptyCaches, tc.wantEmpty) {
 				t.Errorf("empty_cache calls at %v, want %v", rec.EmptyCaches, tc.wantEmpty)
 			}
@@ -181,8 +184,8 @@ func TestReplayTraces(t *testing.T) {
 func TestReplayPartialStart(t *testing.T) {
 	b := snapbuild.NewSnap(1)
 	base := b.Segment(snapbuild.SegOpts{}, snapbuild.Live(4*MiB, 4*MiB, nil), snapbuild.Free(16*MiB))
-	b.Event(0, tFree(base, 5*MiB)...)
-	b.Event(0, tAlloc(base, 4*MiB))
+	b.Event(0, snapbuild.Ev(snapshot.ActionFreeRequested, base, 5*MiB, nil), snapbuild.Ev(snapshot.ActionFreeCompleted, base, 5*MiB, nil))
+	b.Event(0, snapbuild.Ev(snapshot.ActionAlloc, base, 4*MiB, nil))
 	sr, err := ReplaySnapshot(context.Background(), b.S, 0, &Config{ExpandableSegments: true}, ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)

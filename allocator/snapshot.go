@@ -70,7 +70,8 @@ func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *
 	if err != nil {
 		out.SettingsNote = err.Error()
 	}
-	out.Recording = Record(s.DeviceTraces[dev], RecordOptions{Final: s.Segments, Device: dev, Settings: out.RecordedSettings, Capacity: opt.Capacity})
+	out.Recording = Record(s.DeviceTraces[dev], RecordOptions{Final: s.Segments, Device: dev, Settings: out.RecordedSettings, Capacity: opt.Capacity,
+		Extras: s.TraceExtras})
 	cfgs := []Config{out.RecordedSettings}
 	if whatIf != nil {
 		cfgs = append(cfgs, *whatIf)

@@ -358,7 +358,7 @@ func TestOOMCachedAdvice(t *testing.T) {
 	}{{1 * MiB, true}, {1*MiB + 1, false}} {
 		b := snapbuild.NewSnap(1)
 		b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu), snapbuild.Free(1*MiB))
-		b.Event(0, snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: tc.request})
+		b.Event(0, snapbuild.Entry{TraceEntry: snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: tc.request}})
 		rec := hasRec(analyzeBuilt(t, b), "oom")
 		if rec == nil || strings.Contains(rec.Advice, "expandable_segments:True") != tc.advise {
 			t.Errorf("request %d: oom %+v, want expandable advice %v", tc.request, rec, tc.advise)
@@ -464,7 +464,7 @@ func TestRecommendationThresholds(t *testing.T) {
 		// segment plus 1 MiB free, so the step needed 9 − 2 = 7 MiB more than it had.
 		{"oom", "oom", func(b *snapbuild.SnapBuilder) {
 			b.Segment(snapbuild.SegOpts{}, snapbuild.Live(1*MiB, 1*MiB, stRelu))
-			b.Event(0, snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 8 * MiB, Extra: &snapshot.TraceExtra{DeviceFree: 1 * MiB}})
+			b.Event(0, snapbuild.Entry{TraceEntry: snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 8 * MiB}, Extra: snapshot.TraceExtra{DeviceFree: 1 * MiB}})
 		}, true, float64(7 * MiB)},
 	}
 	for _, tc := range tests {
@@ -634,7 +634,7 @@ func TestTraceActionsCounted(t *testing.T) {
 	tr := s.DeviceTraces[0]
 	// A second device with a copy of the trace, one of whose events is an action of a later PyTorch.
 	second := append([]snapshot.TraceEntry(nil), tr...)
-	second[0] = snapshot.TraceEntry{Action: snapshot.ActionOther, Extra: &snapshot.TraceExtra{OtherAction: "future_action"}}
+	second[0] = snapshot.TraceEntry{Action: snapshot.ActionOther, Extra: snapshot.NewTraceTables(s).Extra(snapshot.TraceExtra{OtherAction: "future_action"})}
 	s.DeviceTraces = append(s.DeviceTraces, second)
 	want := map[string]int{"future_action": 1}
 	for i, dev := range [][]snapshot.TraceEntry{tr, second} {

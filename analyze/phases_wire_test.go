@@ -35,7 +35,7 @@ func TestSummaryCarriesPhases(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := phasedetect.Detect(s.DeviceTraces[0], s.ExternalAnnotations, 0)
+	want := phasedetect.Detect(s.DeviceTraces[0], s.TraceStacks, s.ExternalAnnotations, 0)
 	if len(got.Iterations) != 1 || !reflect.DeepEqual(got.Iterations[0], *want) || len(want.Iterations) != 3 {
 		t.Errorf("summary iterations %+v, want %+v", got.Iterations, want)
 	}

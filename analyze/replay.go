@@ -297,8 +297,8 @@ func (r *devTrace) classifyAll() {
 func (r *devTrace) ooms() {
 	for _, j := range r.OOMs {
 		e := &r.Events[j]
-		d := r.a.cat.Stack(e.Stack)
-		o := report.OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: e.DeviceFree(), Category: d.Category,
+		d := r.a.cat.Stack(r.a.snap.EntryStack(e))
+		o := report.OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: r.a.snap.EntryExtra(e).DeviceFree, Category: d.Category,
 			AllocatedBytes: r.Allocated[j], ReservedBytes: r.Reserved[j]}
 		if d.Site != "" {
 			o.Site = d.Site

@@ -37,9 +37,9 @@ func TestSummaryOnlyAgrees(t *testing.T) {
 	stackless := traingen.TrainingLoop{Iterations: 4, Layers: 3, WeightBytes: 8 << 20, ActivationBytes: 16 << 20, LogitsBytes: 32 << 20, Annotations: true}.Build()
 	weights := map[uint64]bool{}
 	for i, e := range stackless.DeviceTraces[0] {
-		if e.Stack == traingen.TrainWeightStack {
+		if stackless.EntryStack(&e) == traingen.TrainWeightStack {
 			weights[e.Addr] = true
-			stackless.DeviceTraces[0][i].Stack = nil
+			stackless.DeviceTraces[0][i].Stack = 0
 		}
 	}
 	for i := range stackless.Segments {

@@ -51,8 +51,12 @@ type converter struct {
 	// dict once and reference it from many lists that are not themselves shared.
 	frames map[*types.Dict]Frame
 	marks  formatMarks
-	extras ExtraInterner
-	ticks  int
+	// traceTabs holds the tables the trace entries index, tables adds to them, and byFrames finds a trace stack
+	// by its frames: the fast decoder gives equal lists one stack even when the pickle does not share them.
+	traceTabs Snapshot
+	tables    *TraceTables
+	byFrames  map[string]*Stack
+	ticks     int
 	// budget is how many more model objects (segments, blocks, history entries, trace entries, annotations,
 	// frames) the conversion may create; negative means unlimited. A pickle can reference one large dict or list
 	// from many places through its memo, so without a bound a small file could expand into a huge model.
@@ -66,8 +70,14 @@ type converter struct {
 // proportional to the file size: every object of a genuine snapshot takes at least a few bytes of the file,
 // since frame lists, the only thing PyTorch's snapshots share, convert once however often they are referenced.
 func convertSnapshot(ctx context.Context, name string, v any, budget int64) (*Snapshot, error) {
-	c := &converter{ctx: ctx, name: name, stacks: make(map[any]*Stack), frames: make(map[*types.Dict]Frame), budget: budget}
-	return c.snapshot(v)
+	c := &converter{ctx: ctx, name: name, stacks: make(map[any]*Stack), frames: make(map[*types.Dict]Frame), budget: budget,
+		byFrames: map[string]*Stack{}}
+	c.tables = NewTraceTables(&c.traceTabs)
+	s, err := c.snapshot(v)
+	if s != nil {
+		s.TraceStacks, s.TraceExtras = c.traceTabs.TraceStacks, c.traceTabs.TraceExtras
+	}
+	return s, err
 }
 
 // spend charges n new model objects against the budget.
@@ -331,6 +341,27 @@ func (c *converter) stack(field string, v any) (*Stack, error) {
 	st := &Stack{Frames: frames}
 	c.stacks[id] = st
 	return st, nil
+}
+
+// traceStack returns the index in the trace tables of a trace entry's frames list v.
+func (c *converter) traceStack(field string, v any) (StackRef, error) {
+	st, err := c.stack(field, v)
+	if err != nil || st == nil {
+		return 0, err
+	}
+	var key strings.Builder
+	for _, f := range st.Frames {
+		fmt.Fprintf(&key, "%d\x00%s\x00%s\x00", f.Line, f.Filename, f.Name)
+	}
+	if first, ok := c.byFrames[key.String()]; ok {
+		st = first
+	} else {
+		c.byFrames[key.String()] = st
+	}
+	if c.tables.full() {
+		return 0, c.errf(field, "more than %d distinct trace stacks or extras", maxTableRefs)
+	}
+	return c.tables.Stack(st), nil
 }
 
 func (c *converter) frame(v any) (Frame, error) {
@@ -714,7 +745,7 @@ func (c *converter) traceEntry(e *TraceEntry, v any) error {
 		case "device_free":
 			x.DeviceFree, err = c.size(k, v, math.MaxInt64)
 		case "frames":
-			e.Stack, err = c.stack(k, v)
+			e.Stack, err = c.traceStack(k, v)
 		case "compile_context":
 			c.marks.compileCtx = true
 			x.CompileContext = c.text(v)
@@ -746,7 +777,10 @@ func (c *converter) traceEntry(e *TraceEntry, v any) error {
 	if e.Action, known = ParseAction(action); !known {
 		x.OtherAction = action
 	}
-	e.Extra = c.extras.Intern(x)
+	if c.tables.full() {
+		return c.errf("", "more than %d distinct trace stacks or extras", maxTableRefs)
+	}
+	e.Extra = c.tables.Extra(x)
 	limit := int64(maxBytes)
 	if e.Action == ActionOOM {
 		limit = math.MaxInt64

@@ -341,8 +341,13 @@ type fastDecoder struct {
 	stacks  map[string]*Stack
 	// stackTab holds the stacks of the frames lists that a memo cell refers to (see stackCell).
 	stackTab []*Stack
-	extras   ExtraInterner
-	keyBuf   []byte
+	// traceTabs holds the tables the trace entries index, tables adds to them, and stackTabRef[i] is
+	// stackTab[i]'s index there (0: not yet named by an entry), so that the entries sharing a list through the memo
+	// find it without a map.
+	traceTabs   Snapshot
+	tables      *TraceTables
+	stackTabRef []StackRef
+	keyBuf      []byte
 
 	// Records converted from dicts wait here until a list takes them; live counts those still on the stack so
 	// the buffers can be reused once all have been taken.
@@ -391,7 +396,7 @@ func decodeFastPickleSized(ctx context.Context, name string, r io.Reader, size i
 }
 
 func newFastDecoder(ctx context.Context, name string, r io.Reader, size int64) *fastDecoder {
-	return &fastDecoder{
+	d := &fastDecoder{
 		size:    size,
 		ctx:     ctx,
 		name:    name,
@@ -401,6 +406,8 @@ func newFastDecoder(ctx context.Context, name string, r io.Reader, size int64) *
 		frameID: make(map[frameKey]int32, 1024),
 		stacks:  make(map[string]*Stack, 1024),
 	}
+	d.tables = NewTraceTables(&d.traceTabs)
+	return d
 }
 
 func (d *fastDecoder) fail(msg string, args ...any) error {

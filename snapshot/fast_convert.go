@@ -361,6 +361,33 @@ func (d *fastDecoder) fStack(f uint8) (*Stack, error) {
 	return st, nil
 }
 
+// fStackRef returns the index in the trace tables of the stack in field f (an entry's frames).
+func (d *fastDecoder) fStackRef(f uint8) (StackRef, error) {
+	if v := d.fields[f]; v.k == vList && v.n2 != 0 {
+		i := v.n2 - 1
+		if int(i) < len(d.stackTabRef) && d.stackTabRef[i] != 0 {
+			return d.stackTabRef[i], nil
+		}
+		if d.tables.full() {
+			return 0, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
+		}
+		r := d.tables.Stack(d.stackTab[i])
+		if need := int(i) + 1; need > len(d.stackTabRef) {
+			d.stackTabRef = append(d.stackTabRef, make([]StackRef, need-len(d.stackTabRef))...)
+		}
+		d.stackTabRef[i] = r
+		return r, nil
+	}
+	st, err := d.fStack(f)
+	if err != nil || st == nil {
+		return 0, err
+	}
+	if d.tables.full() {
+		return 0, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
+	}
+	return d.tables.Stack(st), nil
+}
+
 // Bits of a cellStack payload.
 const (
 	stackShift = 28
@@ -461,7 +488,7 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		}
 	}
 	if has(present, fFrames) {
-		if e.Stack, err = d.fStack(fFrames); err != nil {
+		if e.Stack, err = d.fStackRef(fFrames); err != nil {
 			return val{}, err
 		}
 	}
@@ -493,7 +520,10 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		}
 	}
 	if extra {
-		e.Extra = d.extras.Intern(x)
+		if d.tables.full() {
+			return val{}, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
+		}
+		e.Extra = d.tables.Extra(x)
 	}
 	d.pEntries = append(d.pEntries, e)
 	d.live++
@@ -793,7 +823,7 @@ func (d *fastDecoder) convertTop(present uint64) (val, error) {
 	if !has(present, fSegments) {
 		return val{}, d.unsupported("snapshot dict without segments")
 	}
-	s := &Snapshot{}
+	s := &Snapshot{TraceStacks: d.traceTabs.TraceStacks, TraceExtras: d.traceTabs.TraceExtras}
 	var err error
 	if s.Segments, err = d.segments(fSegments); err != nil {
 		return val{}, err

@@ -88,7 +88,7 @@ func TestFastDecodeRealSnapshots(t *testing.T) {
 						t.Errorf("device %d: %d trace entries, want %d", i, len(tr), e.TraceLens[i])
 					}
 					for _, te := range tr {
-						actions[te.ActionName()]++
+						actions[s.ActionName(&te)]++
 					}
 				}
 				for k, n := range e.Actions {
@@ -118,19 +118,20 @@ func TestFastDecodeSharesStacks(t *testing.T) {
 	byContent := map[string]*snapshot.Stack{}
 	for _, tr := range s.DeviceTraces {
 		for _, e := range tr {
-			if e.Stack == nil {
+			st := s.EntryStack(&e)
+			if st == nil {
 				continue
 			}
 			refs++
-			distinct[e.Stack] = true
+			distinct[st] = true
 			var b strings.Builder
-			for _, fr := range e.Stack.Frames {
+			for _, fr := range st.Frames {
 				b.WriteString(fr.Filename + "\x00" + fr.Name + "\x00" + string(rune(fr.Line)) + "\x01")
 			}
-			if prev, ok := byContent[b.String()]; ok && prev != e.Stack {
+			if prev, ok := byContent[b.String()]; ok && prev != st {
 				t.Fatalf("two *snapshot.Stack values with the same frames")
 			}
-			byContent[b.String()] = e.Stack
+			byContent[b.String()] = st
 		}
 	}
 	if refs == 0 || len(distinct) >= refs {

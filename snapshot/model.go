@@ -20,6 +20,11 @@ type Snapshot struct {
 	// HostSegments and HostTraces describe pinned host memory (opt-in, 2026).
 	HostSegments []Segment
 	HostTraces   [][]TraceEntry
+	// TraceStacks are the stacks the trace entries name (TraceEntry.Stack), device and host traces alike, each
+	// once; TraceExtras their rarely-set fields (TraceEntry.Extra). Index 0 of each stands for none: nil and
+	// all empty. Both are nil when no entry names one.
+	TraceStacks []*Stack
+	TraceExtras []TraceExtra
 
 	// BareList is true when the file held a bare list of segments (torch.cuda.memory_snapshot()).
 	BareList bool
@@ -173,8 +178,10 @@ func ParseAction(name string) (a Action, ok bool) {
 	return ActionOther, false
 }
 
-// TraceEntry is one allocator event from device_traces. It is 56 bytes: the fields nearly every event sets are
-// inline, the rare ones sit behind Extra, which decoders intern so that equal extras share one allocation.
+// TraceEntry is one allocator event from device_traces. It is 48 bytes and holds no pointer: the fields nearly
+// every event sets are inline, its stack and its rarely-set fields are indices into its snapshot's TraceStacks and
+// TraceExtras (Snapshot.EntryStack, Snapshot.EntryExtra), so that the collector never traces a trace of millions of
+// events.
 type TraceEntry struct {
 	Addr uint64 // block or segment address; 0 for oom and snapshot
 	// Size: requested bytes for alloc/free, segment bytes for segment_*, requested bytes for oom,
@@ -182,12 +189,19 @@ type TraceEntry struct {
 	Size   int64
 	Stream uint64
 	TimeUS int64 // Unix epoch microseconds; valid when HasTime
-	Stack  *Stack
-	// Extra holds the rarely-set fields; nil when they are all empty.
-	Extra   *TraceExtra
+	// Stack indexes the snapshot's TraceStacks; 0 when the event has none.
+	Stack StackRef
+	// Extra indexes the snapshot's TraceExtras; 0 when the rarely-set fields are all empty.
+	Extra   ExtraRef
 	Action  Action
 	HasTime bool
 }
+
+// StackRef is a trace entry's stack: an index into Snapshot.TraceStacks, 0 for none.
+type StackRef int32
+
+// ExtraRef is a trace entry's rarely-set fields: an index into Snapshot.TraceExtras, 0 for none.
+type ExtraRef int32
 
 // TraceExtra holds the fields of a trace entry that most events leave empty, exactly as the file gave them.
 type TraceExtra struct {
@@ -200,91 +214,128 @@ type TraceExtra struct {
 	DeviceFree       int64 // oom only: bytes cudaMemGetInfo reported free
 }
 
-// noExtra is what the Extra accessors read when an entry has no Extra: every field empty.
+// noExtra is what EntryExtra returns for an entry without extras: every field empty.
 var noExtra TraceExtra
 
-// extra returns e.Extra, or the empty noExtra when it is nil.
-func (e TraceEntry) extra() *TraceExtra {
-	if e.Extra == nil {
-		return &noExtra
+// EntryStack returns the stack of trace entry e of s, nil when it has none.
+func (s *Snapshot) EntryStack(e *TraceEntry) *Stack {
+	if i := int(e.Stack); i > 0 && i < len(s.TraceStacks) {
+		return s.TraceStacks[i]
 	}
-	return e.Extra
+	return nil
 }
 
-// ActionName returns the action's name as the file wrote it.
-func (e TraceEntry) ActionName() string {
+// EntryExtra returns the rarely-set fields of trace entry e of s, all empty when it has none. The result is
+// shared: do not change it.
+func (s *Snapshot) EntryExtra(e *TraceEntry) *TraceExtra { return ExtraOf(s.TraceExtras, e) }
+
+// ExtraOf returns the rarely-set fields of trace entry e from extras, its snapshot's TraceExtras (for a caller
+// that holds the table, not the snapshot); all empty when it has none.
+func ExtraOf(extras []TraceExtra, e *TraceEntry) *TraceExtra {
+	if i := int(e.Extra); i > 0 && i < len(extras) {
+		return &extras[i]
+	}
+	return &noExtra
+}
+
+// ActionName returns the name of trace entry e's action as the file wrote it.
+func (s *Snapshot) ActionName(e *TraceEntry) string {
 	if e.Action == ActionOther {
-		return e.extra().OtherAction
+		return s.EntryExtra(e).OtherAction
 	}
 	return e.Action.String()
 }
 
-// CompileContext returns the entry's compile_context, "" when absent.
-func (e TraceEntry) CompileContext() string { return e.extra().CompileContext }
+// TraceTables adds the stacks and extras that trace entries name to a snapshot's TraceStacks and TraceExtras,
+// each once: a trace of millions of events carries far fewer distinct stacks, and a handful of distinct extras.
+type TraceTables struct {
+	s      *Snapshot
+	stacks map[*Stack]StackRef
+	extras map[TraceExtra]ExtraRef
+	// lastExtra is the previous extra's index: neighbouring events usually carry the same extras.
+	lastExtra ExtraRef
+}
 
-// UserMetadata returns the entry's user_metadata, "" when absent.
-func (e TraceEntry) UserMetadata() string { return e.extra().UserMetadata }
+// NewTraceTables returns the tables of s, knowing what they hold already. A table is created with its first
+// entry (after the 0 that stands for none), so a snapshot whose entries name none keeps nil tables.
+func NewTraceTables(s *Snapshot) *TraceTables {
+	t := &TraceTables{s: s, stacks: map[*Stack]StackRef{}, extras: map[TraceExtra]ExtraRef{}}
+	for i, st := range s.TraceStacks {
+		if _, ok := t.stacks[st]; !ok && i > 0 && st != nil {
+			t.stacks[st] = StackRef(i)
+		}
+	}
+	for i, x := range s.TraceExtras {
+		if _, ok := t.extras[x]; !ok && i > 0 {
+			t.extras[x] = ExtraRef(i)
+		}
+	}
+	return t
+}
 
-// InternalMetadata returns the entry's internal_metadata, "" when absent.
-func (e TraceEntry) InternalMetadata() string { return e.extra().InternalMetadata }
+// maxTableRefs bounds each table: its indices are int32.
+const maxTableRefs = 1<<31 - 1
 
-// Category returns the entry's category, "" when absent.
-func (e TraceEntry) Category() string { return e.extra().Category }
+// full reports whether either table has reached maxTableRefs; decoders check it before adding, so that a file
+// naming more fails with an error.
+func (t *TraceTables) full() bool {
+	return len(t.s.TraceStacks) >= maxTableRefs || len(t.s.TraceExtras) >= maxTableRefs
+}
 
-// DeviceFree returns what cudaMemGetInfo reported free at an oom, 0 when absent.
-func (e TraceEntry) DeviceFree() int64 { return e.extra().DeviceFree }
+// Stack returns the index of st in TraceStacks, adding it when new; 0 for nil. The stack is kept as it is
+// (entries that share a *Stack share its index).
+func (t *TraceTables) Stack(st *Stack) StackRef {
+	if st == nil {
+		return 0
+	}
+	if r, ok := t.stacks[st]; ok {
+		return r
+	}
+	if len(t.s.TraceStacks) >= maxTableRefs {
+		panic("snapshot: more than 2^31 distinct trace stacks") // the decoders check full first
+	}
+	if len(t.s.TraceStacks) == 0 {
+		t.s.TraceStacks = []*Stack{nil}
+	}
+	r := StackRef(len(t.s.TraceStacks))
+	t.s.TraceStacks = append(t.s.TraceStacks, st)
+	t.stacks[st] = r
+	return r
+}
 
-// Pool returns the entry's pool_id, {0, 0} when absent.
-func (e TraceEntry) Pool() PoolID { return e.extra().Pool }
+// Extra returns the index of x in TraceExtras, adding it when new; 0 when x is all empty.
+func (t *TraceTables) Extra(x TraceExtra) ExtraRef {
+	if x == (TraceExtra{}) {
+		return 0
+	}
+	if t.lastExtra > 0 && t.s.TraceExtras[t.lastExtra] == x {
+		return t.lastExtra
+	}
+	r, ok := t.extras[x]
+	if !ok {
+		if len(t.s.TraceExtras) >= maxTableRefs {
+			panic("snapshot: more than 2^31 distinct trace extras") // the decoders check full first
+		}
+		if len(t.s.TraceExtras) == 0 {
+			t.s.TraceExtras = []TraceExtra{{}}
+		}
+		r = ExtraRef(len(t.s.TraceExtras))
+		t.s.TraceExtras = append(t.s.TraceExtras, x)
+		t.extras[x] = r
+	}
+	t.lastExtra = r
+	return r
+}
 
-// SetAction sets Action from a name, keeping an unknown name in Extra (through in, which may be nil).
-func (e *TraceEntry) SetAction(name string, in *ExtraInterner) {
+// SetAction sets e's Action from a name, keeping an unknown name in its extras.
+func (t *TraceTables) SetAction(e *TraceEntry, name string) {
 	a, ok := ParseAction(name)
 	e.Action = a
 	if !ok && name != "" {
-		x := TraceExtra{}
-		if e.Extra != nil {
-			x = *e.Extra
-		}
+		x := *t.s.EntryExtra(e)
 		x.OtherAction = name
-		e.Extra = in.Intern(x)
+		e.Extra = t.Extra(x)
 	}
-}
-
-// ExtraInterner shares one *TraceExtra among entries with equal extras: a trace of millions of events carries
-// a handful of distinct compile contexts and metadata strings. The zero value is ready to use; a nil
-// *ExtraInterner still works but shares nothing.
-type ExtraInterner struct {
-	m    map[TraceExtra]*TraceExtra
-	last *TraceExtra // the previous result: neighbouring events usually carry the same extras
-}
-
-// Intern returns the shared pointer for x, nil when x is all zero.
-func (in *ExtraInterner) Intern(x TraceExtra) *TraceExtra {
-	if x == (TraceExtra{}) {
-		return nil
-	}
-	if in != nil {
-		if in.last != nil && *in.last == x {
-			return in.last
-		}
-		if q, ok := in.m[x]; ok {
-			in.last = q
-			return q
-		}
-	}
-	// A fresh copy only when one is kept, so that x itself does not escape: entries call this millions of times.
-	p := new(TraceExtra)
-	*p = x
-	if in == nil {
-		return p
-	}
-	if in.m == nil {
-		in.m = make(map[TraceExtra]*TraceExtra)
-	}
-	in.m[x] = p
-	in.last = p
-	return p
 }
 
 // AllocatorSettings is the allocator configuration recorded since torch 2.3.

@@ -39,45 +39,55 @@ func TestActionNames(t *testing.T) {
 		if a != tc.want || ok != tc.known {
 			t.Errorf("ParseAction(%q) = %v, %v; want %v, %v", tc.name, a, ok, tc.want, tc.known)
 		}
-		var in ExtraInterner
+		s := &Snapshot{}
 		var e TraceEntry
-		e.SetAction(tc.name, &in)
-		if got := e.ActionName(); got != tc.name {
+		NewTraceTables(s).SetAction(&e, tc.name)
+		if got := s.ActionName(&e); got != tc.name {
 			t.Errorf("ActionName after SetAction(%q) = %q", tc.name, got)
 		}
 		if tc.known && a.String() != tc.name {
 			t.Errorf("%v.String() = %q, want %q", a, a.String(), tc.name)
 		}
-		if (e.Extra != nil) != (!tc.known && tc.name != "") {
-			t.Errorf("SetAction(%q): Extra = %+v, want it only for a non-empty unknown name", tc.name, e.Extra)
+		if (e.Extra != 0) != (!tc.known && tc.name != "") {
+			t.Errorf("SetAction(%q): Extra = %d (table %+v), want one only for a non-empty unknown name", tc.name, e.Extra, s.TraceExtras)
 		}
 	}
 }
 
-func TestExtraInterner(t *testing.T) {
-	var in ExtraInterner
-	if p := in.Intern(TraceExtra{}); p != nil {
-		t.Errorf("all-empty extras interned to %+v, want nil", p)
+// TestTraceTables: the tables keep each stack (by pointer) and each extra (by value) once, 0 standing for none;
+// a snapshot whose entries name none keeps nil tables; the accessors read the tables, and all-empty extras for
+// an entry without any or with an index beyond them.
+func TestTraceTables(t *testing.T) {
+	s := &Snapshot{}
+	tab := NewTraceTables(s)
+	if tab.Stack(nil) != 0 || tab.Extra(TraceExtra{}) != 0 || s.TraceStacks != nil || s.TraceExtras != nil {
+		t.Fatalf("naming nothing made tables %v %v", s.TraceStacks, s.TraceExtras)
 	}
-	a := in.Intern(TraceExtra{CompileContext: "N/A", UserMetadata: ""})
-	b := in.Intern(TraceExtra{CompileContext: "N/A"})
-	c := in.Intern(TraceExtra{CompileContext: "N/A", Pool: PoolID{0, 1}})
-	if a == nil || a != b {
-		t.Errorf("equal extras not shared: %p %p", a, b)
+	st1, st2 := &Stack{Frames: []Frame{{Filename: "a.py", Line: 1, Name: "f"}}}, &Stack{Frames: []Frame{{Filename: "a.py", Line: 1, Name: "f"}}}
+	if r1, r1again, r2 := tab.Stack(st1), tab.Stack(st1), tab.Stack(st2); r1 != 1 || r1again != 1 || r2 != 2 {
+		t.Errorf("stack refs %d %d %d, want 1 1 2 (the same pointer once, another pointer apart)", r1, r1again, r2)
 	}
-	if c == a || c.Pool != (PoolID{0, 1}) || c.CompileContext != "N/A" {
-		t.Errorf("distinct extras = %+v (shared with %p: %v)", c, a, c == a)
+	a := tab.Extra(TraceExtra{CompileContext: "N/A", UserMetadata: ""})
+	b := tab.Extra(TraceExtra{CompileContext: "N/A"})
+	c := tab.Extra(TraceExtra{CompileContext: "N/A", Pool: PoolID{0, 1}})
+	if a != 1 || b != 1 || c != 2 || tab.Extra(TraceExtra{CompileContext: "N/A"}) != 1 {
+		t.Errorf("extra refs %d %d %d, want 1 1 2", a, b, c)
 	}
-	e := TraceEntry{Extra: c}
-	if e.CompileContext() != "N/A" || e.Pool() != (PoolID{0, 1}) || e.UserMetadata() != "" || e.Category() != "" || e.InternalMetadata() != "" {
-		t.Errorf("accessors on %+v", *c)
+	if len(s.TraceStacks) != 3 || s.TraceStacks[0] != nil || len(s.TraceExtras) != 3 || s.TraceExtras[0] != (TraceExtra{}) {
+		t.Fatalf("tables %v %+v, want 0 for none then each once", s.TraceStacks, s.TraceExtras)
 	}
-	var none TraceEntry
-	if none.CompileContext() != "" || none.Pool() != (PoolID{}) || none.ActionName() != "" {
-		t.Error("accessors on an entry without extras are not empty")
+	e := TraceEntry{Stack: 2, Extra: c}
+	if x := s.EntryExtra(&e); x.CompileContext != "N/A" || x.Pool != (PoolID{0, 1}) || x.UserMetadata != "" || s.EntryStack(&e) != st2 {
+		t.Errorf("accessors on %+v: %+v, stack %p", e, *x, s.EntryStack(&e))
 	}
-	var nilIn *ExtraInterner
-	if p := nilIn.Intern(TraceExtra{Category: "X"}); p == nil || p.Category != "X" {
-		t.Errorf("nil interner: %+v", p)
+	for _, none := range []TraceEntry{{}, {Stack: 9, Extra: 9}, {Stack: -1, Extra: -1}} {
+		if s.EntryStack(&none) != nil || *s.EntryExtra(&none) != (TraceExtra{}) || s.ActionName(&none) != none.Action.String() {
+			t.Errorf("accessors on %+v are not empty", none)
+		}
+	}
+	// Tables made on a snapshot that has some go on from them.
+	again := NewTraceTables(s)
+	if again.Stack(st2) != 2 || again.Extra(TraceExtra{CompileContext: "N/A", Pool: PoolID{0, 1}}) != 2 || again.Stack(&Stack{}) != 3 {
+		t.Errorf("resumed tables: %v %+v", s.TraceStacks, s.TraceExtras)
 	}
 }

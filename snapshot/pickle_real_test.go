@@ -136,7 +136,7 @@ func TestRealSnapshotsMatchManifest(t *testing.T) {
 					devices[dev] = true
 				}
 				for _, e := range tr {
-					actions[e.ActionName()]++
+					actions[s.ActionName(&e)]++
 				}
 			}
 			if want.Actions != nil && fmt.Sprint(actions) != fmt.Sprint(want.Actions) {

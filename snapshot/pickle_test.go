@@ -120,10 +120,10 @@ func TestDecodeFixtures(t *testing.T) {
 				// One frames list object is referenced by both segments, both allocated blocks and the trace
 				// entries; protocol 2 memoizes it with BINPUT.
 				st := s.Segments[0].Stack
-				if st == nil || s.Segments[1].Stack != st || s.Segments[0].Blocks[0].Stack != st || s.DeviceTraces[1][1].Stack != st {
+				if st == nil || s.Segments[1].Stack != st || s.Segments[0].Blocks[0].Stack != st || s.EntryStack(&s.DeviceTraces[1][1]) != st {
 					t.Error("shared frames list did not decode to one *Stack")
 				}
-				if free := s.DeviceTraces[0][3]; free.Action != ActionSegmentFree || free.Stack != nil || free.HasTime {
+				if free := s.DeviceTraces[0][3]; free.Action != ActionSegmentFree || free.Stack != 0 || free.HasTime {
 					t.Errorf("segment_free entry = %+v, want no frames and no time", free)
 				}
 			},
@@ -133,8 +133,8 @@ func TestDecodeFixtures(t *testing.T) {
 			totals: totals{40 * mib, 40 * mib, 0, 0},
 			check: func(t *testing.T, s *Snapshot) {
 				oom := s.DeviceTraces[0][2]
-				want := TraceEntry{Action: ActionOOM, Size: 80 << 30, Extra: &TraceExtra{DeviceFree: 3 * mib}, TimeUS: 1700000000000009, HasTime: true}
-				if oom.Action != want.Action || oom.Size != want.Size || oom.DeviceFree() != want.DeviceFree() ||
+				want := TraceEntry{Action: ActionOOM, Size: 80 << 30, TimeUS: 1700000000000009, HasTime: true}
+				if oom.Action != want.Action || oom.Size != want.Size || s.EntryExtra(&oom).DeviceFree != 3*mib ||
 					oom.TimeUS != want.TimeUS || !oom.HasTime || oom.Addr != 0 {
 					t.Errorf("oom = %+v, want %+v", oom, want)
 				}
@@ -154,7 +154,7 @@ func TestDecodeFixtures(t *testing.T) {
 				if !reflect.DeepEqual(actions, []Action{ActionSegmentMap, ActionSegmentMap, ActionAlloc, ActionSegmentUnmap}) {
 					t.Errorf("actions = %v", actions)
 				}
-				if c := s.DeviceTraces[0][2].CompileContext(); c != "Torch-Compiled Region: 0/0" {
+				if c := s.EntryExtra(&s.DeviceTraces[0][2]).CompileContext; c != "Torch-Compiled Region: 0/0" {
 					t.Errorf("compile_context = %q", c)
 				}
 				as := s.AllocatorSettings
@@ -194,11 +194,11 @@ func TestDecodeFixtures(t *testing.T) {
 					t.Errorf("windows frame = %+v", f)
 				}
 				tr := s.DeviceTraces[0]
-				if tr[1].Action != ActionAnnotate || tr[1].UserMetadata() != `{"layer": 3}` || tr[1].InternalMetadata() != "mallocWithAddress" {
+				if tr[1].Action != ActionAnnotate || s.EntryExtra(&tr[1]).UserMetadata != `{"layer": 3}` || s.EntryExtra(&tr[1]).InternalMetadata != "mallocWithAddress" {
 					t.Errorf("annotate entry = %+v", tr[1])
 				}
-				if tr[2].Action != ActionOther || tr[2].ActionName() != "future_action" || tr[2].Category() != "ACTIVATION" || tr[2].Pool() != (PoolID{}) {
-					t.Errorf("unknown action = %v %q, want it kept", tr[2].Action, tr[2].ActionName())
+				if tr[2].Action != ActionOther || s.ActionName(&tr[2]) != "future_action" || s.EntryExtra(&tr[2]).Category != "ACTIVATION" || s.EntryExtra(&tr[2]).Pool != (PoolID{}) {
+					t.Errorf("unknown action = %v %q, want it kept", tr[2].Action, s.ActionName(&tr[2]))
 				}
 				if len(s.HostSegments) != 1 || s.HostSegments[0].Device != -1 || len(s.HostTraces) != 1 || len(s.HostTraces[0]) != 1 {
 					t.Errorf("host segments/traces = %+v / %+v", s.HostSegments, s.HostTraces)
@@ -222,7 +222,7 @@ func TestDecodeFixtures(t *testing.T) {
 					distinct[b.Stack]++
 				}
 				for _, e := range s.DeviceTraces[0] {
-					distinct[e.Stack]++
+					distinct[s.EntryStack(&e)]++
 				}
 				if len(distinct) != 1 {
 					t.Fatalf("50 blocks and 50 entries sharing one frames list gave %d stacks", len(distinct))
@@ -549,7 +549,7 @@ func TestExampleSnapshot(t *testing.T) {
 			live -= e.Size
 		}
 		peak = max(peak, live)
-		if e.Stack == nil {
+		if e.Stack == 0 {
 			t.Fatalf("trace entry without a stack: %+v", e)
 		}
 	}

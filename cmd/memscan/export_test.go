@@ -34,12 +34,13 @@ func writeExportFixture(t *testing.T, dir string) string {
 				{Address: seg, Size: 1024, RequestedSize: 1000, State: snapshot.BlockActiveAllocated, Stack: st},
 				{Address: seg + 1024, Size: 2<<20 - 1024, State: snapshot.BlockInactive},
 			}}},
+		TraceStacks: []*snapshot.Stack{nil, st}, // the entries' Stack 1
 		DeviceTraces: [][]snapshot.TraceEntry{{
-			{Action: snapshot.ActionSegmentAlloc, Addr: seg, Size: 2 << 20, TimeUS: 100, HasTime: true, Stack: st},
-			{Action: snapshot.ActionAlloc, Addr: seg + 4096, Size: 4096, TimeUS: 110, HasTime: true, Stack: st},
-			{Action: snapshot.ActionFreeRequested, Addr: seg + 4096, Size: 4096, TimeUS: 120, HasTime: true, Stack: st},
-			{Action: snapshot.ActionFreeCompleted, Addr: seg + 4096, Size: 4096, TimeUS: 120, HasTime: true, Stack: st},
-			{Action: snapshot.ActionAlloc, Addr: seg, Size: 1000, TimeUS: 130, HasTime: true, Stack: st},
+			{Action: snapshot.ActionSegmentAlloc, Addr: seg, Size: 2 << 20, TimeUS: 100, HasTime: true, Stack: 1},
+			{Action: snapshot.ActionAlloc, Addr: seg + 4096, Size: 4096, TimeUS: 110, HasTime: true, Stack: 1},
+			{Action: snapshot.ActionFreeRequested, Addr: seg + 4096, Size: 4096, TimeUS: 120, HasTime: true, Stack: 1},
+			{Action: snapshot.ActionFreeCompleted, Addr: seg + 4096, Size: 4096, TimeUS: 120, HasTime: true, Stack: 1},
+			{Action: snapshot.ActionAlloc, Addr: seg, Size: 1000, TimeUS: 130, HasTime: true, Stack: 1},
 		}},
 		ExternalAnnotations: []snapshot.Annotation{},
 	}

@@ -13,7 +13,7 @@ import (
 
 // memoryLimitFactor is the soft memory limit per byte of input being analyzed at once, less rssReserve: peak RSS
 // stays within twice the input whenever what the analysis keeps live fits in it. The decoded model of a snapshot
-// holds its trace at 56 bytes per event against 45-80 bytes of pickle, and the analysis adds about 40 bytes per
+// holds its trace at 48 bytes per event against 45-80 bytes of pickle, and the analysis adds about 40 bytes per
 // event, so a file of small events (a training loop with memo-shared stacks: 47 bytes per event) keeps more than
 // that live; then the governor raises the limit (see nextMemoryLimit) instead of letting the collector run back to
 // back.

@@ -89,7 +89,7 @@ func TestLightningSnapshotForwardIsNotOptimizerState(t *testing.T) {
 				peak = cur
 				atPeak = map[string]int64{}
 				for _, a := range live {
-					atPeak[c.Stack(a.Stack).Category] += a.Size
+					atPeak[c.Stack(s.EntryStack(a)).Category] += a.Size
 				}
 			}
 		}

@@ -122,7 +122,7 @@ func TestLeakBoundaries(t *testing.T) {
 			s := c.Build()
 			// The logits each iteration keeps shrink to the growth wanted; their 2 MiB segments stay.
 			for i := range s.DeviceTraces[0] {
-				if e := &s.DeviceTraces[0][i]; e.Stack == traingen.TrainLogitsStack && e.Action != snapshot.ActionSegmentAlloc {
+				if e := &s.DeviceTraces[0][i]; s.EntryStack(e) == traingen.TrainLogitsStack && e.Action != snapshot.ActionSegmentAlloc {
 					e.Size = tc.growth
 				}
 			}

@@ -482,7 +482,7 @@ func OOMs(s *snapshot.Snapshot, d *Device) []findings.Finding {
 	var out []findings.Finding
 	for j := range d.Trace {
 		if e := &d.Trace[j]; e.Action == snapshot.ActionOOM {
-			out = append(out, findings.NewOOM(at(d, j), e.Size, e.DeviceFree(), ExplainOOM(d, j), ExpandableOn(s)))
+			out = append(out, findings.NewOOM(at(d, j), e.Size, d.EventExtra(j).DeviceFree, ExplainOOM(d, j), ExpandableOn(s)))
 		}
 	}
 	return out
@@ -505,12 +505,13 @@ func stackKey(st *snapshot.Stack) string {
 // growth of allocated memory between those occurrences is the per-layer cost.
 func ExplainOOM(d *Device, j int) findings.OOMExplained {
 	e := &d.Trace[j]
-	x := findings.OOMExplained{Event: j, RequestedBytes: e.Size, DeviceFree: e.DeviceFree(), ReservedBytes: d.reservedAt(j - 1)}
+	free := d.EventExtra(j).DeviceFree
+	x := findings.OOMExplained{Event: j, RequestedBytes: e.Size, DeviceFree: free, ReservedBytes: d.reservedAt(j - 1)}
 	x.Live = d.LiveAt(j-1, 10)
-	x.CapacityBytes = x.ReservedBytes + e.DeviceFree()
+	x.CapacityBytes = x.ReservedBytes + free
 	x.ProjectedBytes = x.Live.Bytes + e.Size
 	x.Layers, x.LayersEvidence = ModelLayers(d, j)
-	key := stackKey(e.Stack)
+	key := stackKey(d.EventStack(j))
 	if x.Layers == 0 || key == "" {
 		return x
 	}
@@ -521,7 +522,7 @@ func ExplainOOM(d *Device, j int) findings.OOMExplained {
 	}
 	var seen []int
 	for i := from; i < j; i++ {
-		if d.Trace[i].Action == snapshot.ActionAlloc && stackKey(d.Trace[i].Stack) == key {
+		if d.Trace[i].Action == snapshot.ActionAlloc && stackKey(d.EventStack(i)) == key {
 			seen = append(seen, i)
 		}
 	}

@@ -97,8 +97,8 @@ func TestLeakWithoutStack(t *testing.T) {
 	s := c.Build()
 	for dev := range s.DeviceTraces {
 		for i := range s.DeviceTraces[dev] {
-			if e := &s.DeviceTraces[dev][i]; e.Stack == traingen.TrainLogitsStack {
-				e.Stack = nil
+			if e := &s.DeviceTraces[dev][i]; s.EntryStack(e) == traingen.TrainLogitsStack {
+				e.Stack = 0
 			}
 		}
 	}

@@ -99,6 +99,7 @@ func TestPickleLoadsInPython(t *testing.T) {
 // shared between entries and frames shared between stacks.
 func largeSnapshot(n int) *snapshot.Snapshot {
 	s := fixtureSnapshot()
+	tab := snapshot.NewTraceTables(s)
 	var tr []snapshot.TraceEntry
 	stacks := make([]*snapshot.Stack, 50)
 	for i := range stacks {
@@ -109,7 +110,8 @@ func largeSnapshot(n int) *snapshot.Snapshot {
 	}
 	for i := 0; i < n; i++ {
 		tr = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(1<<40 + i*512), Size: int64(i) * 1_000_003,
-			Stream: 0xffffffffffffff00, Stack: stacks[i%len(stacks)], TimeUS: int64(i), HasTime: true, Extra: extra(strings.Repeat("m", i%300))})
+			Stream: 0xffffffffffffff00, Stack: tab.Stack(stacks[i%len(stacks)]), TimeUS: int64(i), HasTime: true,
+			Extra: tab.Extra(snapshot.TraceExtra{UserMetadata: strings.Repeat("m", i%300)})})
 	}
 	s.DeviceTraces[1] = tr
 	return s
@@ -156,9 +158,3 @@ print(json.dumps(pickle.loads(data)))
 }
 
 func bufioWriter(b *bytes.Buffer) *bufio.Writer { return bufio.NewWriter(b) }
-
-// extra is the Extra a decoder gives an entry whose only rare field is user_metadata m: nil when m is empty.
-func extra(m string) *snapshot.TraceExtra {
-	var in snapshot.ExtraInterner
-	return in.Intern(snapshot.TraceExtra{UserMetadata: m})
-}

@@ -153,7 +153,7 @@ func RulesClassifier(rules *categorize.Rules) Classifier {
 // Temporary or Gradient.
 func replayedCategory(r *replay.DeviceTrace, l *replay.Lifetime, category string) string {
 	if l.Event >= 0 {
-		if c := r.Trace[l.Event].Category(); c != "" {
+		if c := r.EventExtra(l.Event).Category; c != "" {
 			return c
 		}
 	}

@@ -19,6 +19,15 @@ var (
 	}}
 )
 
+// The fixtures' trace entries name the two stacks by these indices into fixtureStacks.
+const (
+	refOpt   snapshot.StackRef = 1
+	refModel snapshot.StackRef = 2
+)
+
+// fixtureStacks is the TraceStacks table of every fixture (computed when first used: the stacks are variables).
+var fixtureStacks = []*snapshot.Stack{nil, stackOpt, stackModel}
+
 const (
 	seg0Addr = 0x7f0000000000
 	seg1Addr = 0x7f0000200000
@@ -30,16 +39,16 @@ const (
 
 func fixtureSnapshot() *snapshot.Snapshot {
 	tr := []snapshot.TraceEntry{
-		{Action: snapshot.ActionSegmentAlloc, Addr: seg1Addr, Size: 20 * mib, Stream: 7, Stack: stackOpt},
-		{Action: snapshot.ActionAlloc, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: stackOpt},
-		{Action: snapshot.ActionAlloc, Addr: seg1Addr, Size: 10000000, Stream: 7, Stack: stackOpt},
-		{Action: snapshot.ActionFreeRequested, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: stackOpt},
-		{Action: snapshot.ActionFreeCompleted, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: stackOpt},
-		{Action: snapshot.ActionAlloc, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: 7, Stack: stackModel},
-		{Action: snapshot.ActionOOM, Size: 1 << 30, Extra: &snapshot.TraceExtra{DeviceFree: 123}, Stream: 7, Stack: stackModel},
-		{Action: snapshot.ActionFreeRequested, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: 7, Stack: stackModel},
-		{Action: snapshot.ActionFreeRequested, Addr: preAddr, Size: 777, Stream: 0, Stack: stackModel},
-		{Action: snapshot.ActionFreeCompleted, Addr: preAddr, Size: 777, Stream: 0, Stack: stackModel},
+		{Action: snapshot.ActionSegmentAlloc, Addr: seg1Addr, Size: 20 * mib, Stream: 7, Stack: refOpt},
+		{Action: snapshot.ActionAlloc, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: refOpt},
+		{Action: snapshot.ActionAlloc, Addr: seg1Addr, Size: 10000000, Stream: 7, Stack: refOpt},
+		{Action: snapshot.ActionFreeRequested, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: refOpt},
+		{Action: snapshot.ActionFreeCompleted, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: refOpt},
+		{Action: snapshot.ActionAlloc, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: 7, Stack: refModel},
+		{Action: snapshot.ActionOOM, Size: 1 << 30, Extra: 1, Stream: 7, Stack: refModel},
+		{Action: snapshot.ActionFreeRequested, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: 7, Stack: refModel},
+		{Action: snapshot.ActionFreeRequested, Addr: preAddr, Size: 777, Stream: 0, Stack: refModel},
+		{Action: snapshot.ActionFreeCompleted, Addr: preAddr, Size: 777, Stream: 0, Stack: refModel},
 		{Action: snapshot.ActionSnapshot, Size: 10001000, Stream: 0},
 	}
 	for i := range tr {
@@ -63,6 +72,8 @@ func fixtureSnapshot() *snapshot.Snapshot {
 						History: []snapshot.History{{Addr: seg2Addr, RealSize: 3000, Stack: stackOpt}, {Addr: seg2Addr + 3000, RealSize: 500}}},
 				}},
 		},
+		TraceStacks:  fixtureStacks,
+		TraceExtras:  []snapshot.TraceExtra{{}, {DeviceFree: 123}},
 		DeviceTraces: [][]snapshot.TraceEntry{tr, {}},
 		AllocatorSettings: &snapshot.AllocatorSettings{MaxSplitSize: -1, GarbageCollectionThreshold: 0.5,
 			RoundupPower2Divisions: map[string]int64{"1": 1, "16": 4, "2": 2}},

@@ -26,11 +26,12 @@ func FuzzPickleRoundTrip(f *testing.F) {
 				Blocks: []snapshot.Block{{Address: addr, Size: size, RequestedSize: size / 2, State: snapshot.BlockActiveAllocated, Stack: st}}}},
 		}
 		var tr []snapshot.TraceEntry
+		tab := snapshot.NewTraceTables(s)
 		for i := 0; i < int(n); i++ {
 			e := snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr + uint64(i), Size: size - int64(i), Stream: stream,
-				TimeUS: int64(i) * size, HasTime: i%2 == 0, Extra: extra(name)}
+				TimeUS: int64(i) * size, HasTime: i%2 == 0, Extra: tab.Extra(snapshot.TraceExtra{UserMetadata: name})}
 			if i%3 == 0 {
-				e.Stack = st
+				e.Stack = tab.Stack(st)
 			}
 			tr = append(tr, e)
 		}
@@ -58,7 +59,7 @@ func FuzzPickleRoundTrip(f *testing.F) {
 		for i, e := range got.DeviceTraces[0] {
 			w := tr[i]
 			if e.Addr != w.Addr || e.Size != w.Size || e.HasTime != w.HasTime || (w.HasTime && e.TimeUS != w.TimeUS) ||
-				e.UserMetadata() != valid(w.UserMetadata()) || (e.Stack == nil) != (w.Stack == nil) {
+				got.EntryExtra(&e).UserMetadata != valid(s.EntryExtra(&w).UserMetadata) || (e.Stack == 0) != (w.Stack == 0) {
 				t.Fatalf("event %d: %+v, want %+v", i, e, w)
 			}
 		}

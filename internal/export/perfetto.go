@@ -173,7 +173,7 @@ func (t *Trace) addDevice(ctx context.Context, r *replay.DeviceTrace, pid int, c
 				catsChanged = true
 			}
 		}
-		if ev, ok := instantEvent(&r.Trace[i], ts(i), pid, dev); ok {
+		if ev, ok := instantEvent(r, i, ts(i), pid, dev); ok {
 			t.TraceEvents = append(t.TraceEvents, ev)
 		}
 		changed := r.Allocated[i] != prevAlloc || r.Reserved[i] != prevReserved || catsChanged
@@ -194,15 +194,16 @@ func (t *Trace) addDevice(ctx context.Context, r *replay.DeviceTrace, pid int, c
 }
 
 // instantEvent is the instant marker of an OOM, a snapshot or an annotation; false for other actions.
-func instantEvent(e *snapshot.TraceEntry, at int64, pid, dev int) (TraceEvent, bool) {
+func instantEvent(r *replay.DeviceTrace, j int, at int64, pid, dev int) (TraceEvent, bool) {
+	e := &r.Trace[j]
 	ev := TraceEvent{Phase: "i", Scope: "p", TS: at, PID: pid, TID: dev}
 	switch e.Action {
 	case snapshot.ActionOOM:
-		ev.Name, ev.Args = "OOM", map[string]any{"requested_bytes": e.Size, "device_free_bytes": e.DeviceFree(), "site": InnermostSite(e.Stack)}
+		ev.Name, ev.Args = "OOM", map[string]any{"requested_bytes": e.Size, "device_free_bytes": r.EventExtra(j).DeviceFree, "site": InnermostSite(r.EventStack(j))}
 	case snapshot.ActionSnapshot:
 		ev.Name, ev.Args = "snapshot", map[string]any{"allocated_bytes": e.Size}
 	case snapshot.ActionAnnotate, snapshot.ActionUserDefined:
-		ev.Name, ev.Args = "annotate", map[string]any{"text": e.UserMetadata, "addr": e.Addr}
+		ev.Name, ev.Args = "annotate", map[string]any{"text": r.EventExtra(j).UserMetadata, "addr": e.Addr}
 	default:
 		return TraceEvent{}, false
 	}

@@ -109,7 +109,7 @@ func writeSnapshot(ctx context.Context, e encoder, s *snapshot.Snapshot) error {
 		return err
 	}
 	e.key("device_traces")
-	if err := writeTraces(ctx, e, s.DeviceTraces, gen); err != nil {
+	if err := writeTraces(ctx, e, s, s.DeviceTraces, gen); err != nil {
 		return err
 	}
 	if settings {
@@ -155,7 +155,7 @@ func writeSnapshot(ctx context.Context, e encoder, s *snapshot.Snapshot) error {
 			return err
 		}
 		e.key("host_traces")
-		if err := writeTraces(ctx, e, s.HostTraces, gen); err != nil {
+		if err := writeTraces(ctx, e, s, s.HostTraces, gen); err != nil {
 			return err
 		}
 	}
@@ -292,7 +292,7 @@ func sameStack(a, b *snapshot.Stack) bool {
 	return slices.Equal(fa, fb)
 }
 
-func writeTraces(ctx context.Context, e encoder, traces [][]snapshot.TraceEntry, gen int) error {
+func writeTraces(ctx context.Context, e encoder, s *snapshot.Snapshot, traces [][]snapshot.TraceEntry, gen int) error {
 	e.beginList(len(traces))
 	for _, tr := range traces {
 		e.beginList(len(tr))
@@ -302,7 +302,7 @@ func writeTraces(ctx context.Context, e encoder, traces [][]snapshot.TraceEntry,
 					return err
 				}
 			}
-			writeTraceEntry(e, &tr[i], gen)
+			writeTraceEntry(e, s, &tr[i], gen)
 		}
 		e.endList()
 	}
@@ -312,17 +312,18 @@ func writeTraces(ctx context.Context, e encoder, traces [][]snapshot.TraceEntry,
 
 // writeTraceEntry writes one event. From 2.8 PyTorch writes compile_context on every event, from 2.10
 // user_metadata too, empty or not; the other optional keys appear only when set.
-func writeTraceEntry(e encoder, t *snapshot.TraceEntry, gen int) {
+func writeTraceEntry(e encoder, s *snapshot.Snapshot, t *snapshot.TraceEntry, gen int) {
 	always := func(g int) bool { return gen >= g && gen != genAll }
+	x, st := s.EntryExtra(t), s.EntryStack(t)
 	n := 4
 	if t.HasTime {
 		n++
 	}
-	if t.Stack != nil {
+	if st != nil {
 		n++
 	}
-	optional := [][2]string{{"compile_context", t.CompileContext()}, {"user_metadata", t.UserMetadata()},
-		{"internal_metadata", t.InternalMetadata()}, {"category", t.Category()}}
+	optional := [][2]string{{"compile_context", x.CompileContext}, {"user_metadata", x.UserMetadata},
+		{"internal_metadata", x.InternalMetadata}, {"category", x.Category}}
 	write := [4]bool{always(gen28), always(gen210)}
 	for i, kv := range optional {
 		write[i] = write[i] || kv[1] != ""
@@ -330,15 +331,15 @@ func writeTraceEntry(e encoder, t *snapshot.TraceEntry, gen int) {
 			n++
 		}
 	}
-	if t.Pool() != (snapshot.PoolID{}) {
+	if x.Pool != (snapshot.PoolID{}) {
 		n++
 	}
 	e.beginDict(n)
 	e.key("action")
-	e.str(t.ActionName())
+	e.str(s.ActionName(t))
 	if t.Action == snapshot.ActionOOM {
 		e.key("device_free")
-		e.int(t.DeviceFree())
+		e.int(x.DeviceFree)
 	} else {
 		e.key("addr")
 		e.uint(t.Addr)
@@ -351,9 +352,9 @@ func writeTraceEntry(e encoder, t *snapshot.TraceEntry, gen int) {
 		e.key("time_us")
 		e.int(t.TimeUS)
 	}
-	if t.Stack != nil {
+	if st != nil {
 		e.key("frames")
-		e.frames(t.Stack)
+		e.frames(st)
 	}
 	for i, kv := range optional {
 		if write[i] {
@@ -361,9 +362,9 @@ func writeTraceEntry(e encoder, t *snapshot.TraceEntry, gen int) {
 			e.str(kv[1])
 		}
 	}
-	if t.Pool() != (snapshot.PoolID{}) {
+	if x.Pool != (snapshot.PoolID{}) {
 		e.key("pool_id")
-		e.tuple2(t.Pool()[0], t.Pool()[1])
+		e.tuple2(x.Pool[0], x.Pool[1])
 	}
 	e.endDict()
 }

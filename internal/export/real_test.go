@@ -226,7 +226,7 @@ func TestSliceRealDecodesBack(t *testing.T) {
 		}
 		for i, e := range got.DeviceTraces[d] {
 			o := tr[a+i]
-			if e.Action != o.Action || e.Addr != o.Addr || e.Size != o.Size || e.TimeUS != o.TimeUS || !sameFrames(e.Stack, o.Stack) {
+			if e.Action != o.Action || e.Addr != o.Addr || e.Size != o.Size || e.TimeUS != o.TimeUS || !sameFrames(got.EntryStack(&e), s.EntryStack(&o)) {
 				t.Fatalf("device %d event %d differs", d, i)
 			}
 		}
@@ -286,13 +286,13 @@ func TestPickleRoundTripReal(t *testing.T) {
 				}
 				for i := range orig.DeviceTraces[d] {
 					x, y := orig.DeviceTraces[d][i], got.DeviceTraces[d][i]
-					if !sameFrames(x.Stack, y.Stack) || (x.Stack == nil) != (y.Stack == nil) {
+					if xs, ys := orig.EntryStack(&x), got.EntryStack(&y); !sameFrames(xs, ys) || (xs == nil) != (ys == nil) {
 						t.Fatalf("device %d event %d: stacks differ", d, i)
 					}
-					if (x.Extra == nil) != (y.Extra == nil) || x.Extra != nil && *x.Extra != *y.Extra {
-						t.Fatalf("device %d event %d: extras %+v, want %+v", d, i, y.Extra, x.Extra)
+					if xe, ye := orig.EntryExtra(&x), got.EntryExtra(&y); *xe != *ye {
+						t.Fatalf("device %d event %d: extras %+v, want %+v", d, i, *ye, *xe)
 					}
-					x.Stack, y.Stack, x.Extra, y.Extra = nil, nil, nil, nil
+					x.Stack, y.Stack, x.Extra, y.Extra = 0, 0, 0, 0
 					if x != y {
 						t.Fatalf("device %d event %d: %+v, want %+v", d, i, y, x)
 					}

@@ -35,9 +35,10 @@ func TestPeakTieTakesTheEvent(t *testing.T) {
 				{Address: 0x1000, Size: 512, RequestedSize: 100, State: snapshot.BlockActiveAllocated, Stack: stackModel},
 				{Address: 0x2000, Size: 512, RequestedSize: 60, State: snapshot.BlockActiveAllocated, Stack: stackModel},
 			}}},
+		TraceStacks: fixtureStacks,
 		DeviceTraces: [][]snapshot.TraceEntry{{
-			{Action: snapshot.ActionFreeCompleted, Addr: 0x3000, Size: 60, Stack: stackOpt}, // allocated before the trace
-			{Action: snapshot.ActionAlloc, Addr: 0x2000, Size: 60, Stack: stackModel},
+			{Action: snapshot.ActionFreeCompleted, Addr: 0x3000, Size: 60, Stack: refOpt}, // allocated before the trace
+			{Action: snapshot.ActionAlloc, Addr: 0x2000, Size: 60, Stack: refModel},
 		}},
 	}
 	ctx := context.Background()
@@ -73,11 +74,12 @@ func TestNegativeStartingReservedClamps(t *testing.T) {
 	s := &snapshot.Snapshot{
 		Segments: []snapshot.Segment{{Device: 0, Address: 0x7f0000000000, TotalSize: 2 * mib, Stream: 0, Type: snapshot.SegmentLarge,
 			Blocks: []snapshot.Block{{Address: 0x7f0000000000, Size: 2 * mib, State: snapshot.BlockInactive}}}},
+		TraceStacks: fixtureStacks,
 		DeviceTraces: [][]snapshot.TraceEntry{{
-			{Action: snapshot.ActionSegmentAlloc, Addr: 0x7f0000400000, Size: 4 * mib, Stack: stackOpt},
-			{Action: snapshot.ActionAlloc, Addr: 0x7f0000400000, Size: 500, Stack: stackModel},
-			{Action: snapshot.ActionFreeRequested, Addr: 0x7f0000400000, Size: 500, Stack: stackModel},
-			{Action: snapshot.ActionFreeCompleted, Addr: 0x7f0000400000, Size: 500, Stack: stackModel},
+			{Action: snapshot.ActionSegmentAlloc, Addr: 0x7f0000400000, Size: 4 * mib, Stack: refOpt},
+			{Action: snapshot.ActionAlloc, Addr: 0x7f0000400000, Size: 500, Stack: refModel},
+			{Action: snapshot.ActionFreeRequested, Addr: 0x7f0000400000, Size: 500, Stack: refModel},
+			{Action: snapshot.ActionFreeCompleted, Addr: 0x7f0000400000, Size: 500, Stack: refModel},
 		}},
 	}
 	tr, err := BuildTrace(context.Background(), s, TraceOptions{Classify: fixtureClassifier})
@@ -108,9 +110,10 @@ func TestAllocOverLiveMovesCategory(t *testing.T) {
 	s := &snapshot.Snapshot{
 		Segments: []snapshot.Segment{{Device: 0, Address: 0x1000, TotalSize: 4096, Stream: 0, Type: snapshot.SegmentSmall,
 			Blocks: []snapshot.Block{{Address: 0x1000, Size: 512, RequestedSize: 400, State: snapshot.BlockActiveAllocated, Stack: stackModel}}}},
+		TraceStacks: fixtureStacks,
 		DeviceTraces: [][]snapshot.TraceEntry{{
-			{Action: snapshot.ActionAlloc, Addr: 0x1000, Size: 1000, Stack: stackOpt},
-			{Action: snapshot.ActionAlloc, Addr: 0x1000, Size: 400, Stack: stackModel},
+			{Action: snapshot.ActionAlloc, Addr: 0x1000, Size: 1000, Stack: refOpt},
+			{Action: snapshot.ActionAlloc, Addr: 0x1000, Size: 400, Stack: refModel},
 		}},
 	}
 	tr, err := BuildTrace(context.Background(), s, TraceOptions{Classify: fixtureClassifier})

@@ -94,7 +94,7 @@ func Slice(ctx context.Context, s *snapshot.Snapshot, opt SliceOptions) (*snapsh
 	for _, tr := range out.DeviceTraces {
 		for i := range tr {
 			if tr[i].Action == snapshot.ActionAlloc {
-				bytes[site(tr[i].Stack)] += tr[i].Size
+				bytes[site(out.EntryStack(&tr[i]))] += tr[i].Size
 			}
 		}
 	}
@@ -132,13 +132,13 @@ func Slice(ctx context.Context, s *snapshot.Snapshot, opt SliceOptions) (*snapsh
 			var k bool
 			switch e.Action {
 			case snapshot.ActionAlloc:
-				k = keep[site(e.Stack)]
+				k = keep[site(out.EntryStack(e))]
 				owner[e.Addr] = k
 			case snapshot.ActionFreeRequested, snapshot.ActionFreeCompleted:
 				var known bool
 				k, known = owner[e.Addr]
 				if !known {
-					k = keep[site(e.Stack)]
+					k = keep[site(out.EntryStack(e))]
 				}
 				if e.Action == snapshot.ActionFreeCompleted {
 					delete(owner, e.Addr)

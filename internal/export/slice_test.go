@@ -109,7 +109,7 @@ func TestSliceDecodesBack(t *testing.T) {
 	var allocBytes int64
 	for i, e := range s.DeviceTraces[0] {
 		o := orig.DeviceTraces[0][i+1]
-		if e.Action != o.Action || e.Addr != o.Addr || e.Size != o.Size || e.TimeUS != o.TimeUS || !sameFrames(e.Stack, o.Stack) {
+		if e.Action != o.Action || e.Addr != o.Addr || e.Size != o.Size || e.TimeUS != o.TimeUS || !sameFrames(s.EntryStack(&e), orig.EntryStack(&o)) {
 			t.Errorf("event %d: %+v, want %+v", i, e, o)
 		}
 		if e.Action == snapshot.ActionAlloc {

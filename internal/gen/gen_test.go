@@ -77,7 +77,7 @@ func TestWriteConsistent(t *testing.T) {
 						t.Errorf("%d devices, %d entries, Stats %d", len(s.DeviceTraces), entries, st.Entries)
 					}
 					last := s.DeviceTraces[0][len(s.DeviceTraces[0])-2]
-					if last.Action != snapshot.ActionOOM || last.DeviceFree() == 0 {
+					if last.Action != snapshot.ActionOOM || s.EntryExtra(&last).DeviceFree == 0 {
 						t.Errorf("device 0 does not end with an OOM: %+v", last)
 					}
 				}

@@ -25,7 +25,7 @@ func BenchmarkDetectPeriodicRandom(b *testing.B) {
 	tr := in.Snapshot.DeviceTraces[0]
 	b.ReportMetric(float64(len(tr)), "events")
 	for b.Loop() {
-		if tl := phasedetect.Detect(tr, nil, 0); len(tl.Iterations) != 0 {
+		if tl := phasedetect.Detect(tr, in.Snapshot.TraceStacks, nil, 0); len(tl.Iterations) != 0 {
 			b.Fatalf("%d iterations from %s", len(tl.Iterations), tl.Source)
 		}
 	}
@@ -37,11 +37,11 @@ func BenchmarkDetectPeriodicTraining(b *testing.B) {
 	s := traingen.TrainingLoop{Iterations: 300, Layers: 500, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 64 << 20}.Build()
 	tr := s.DeviceTraces[0]
 	for j := range tr {
-		tr[j].Stack = nil
+		tr[j].Stack = 0
 	}
 	b.ReportMetric(float64(len(tr)), "events")
 	for b.Loop() {
-		if tl := phasedetect.Detect(tr, nil, 0); len(tl.Iterations) != 300 {
+		if tl := phasedetect.Detect(tr, nil, nil, 0); len(tl.Iterations) != 300 {
 			b.Fatalf("%d iterations from %s", len(tl.Iterations), tl.Source)
 		}
 	}

@@ -175,12 +175,13 @@ const nearWalk = 256
 // sortWindows orders windows by start.
 func sortWindows(w []window) { sort.Slice(w, func(i, j int) bool { return w[i].start < w[j].start }) }
 
-// Detect finds the iterations and phases of device dev's trace; anns are the snapshot's external annotations.
+// Detect finds the iterations and phases of device dev's trace; stacks are the snapshot's TraceStacks, which the
+// entries index, and anns its external annotations.
 // Where the events' times never decrease (as the allocator records them), the annotations are placed by searches
 // that start from the last one's place, not from the whole trace each time (a run of 40,000 iterations has twice
 // as many annotated windows); the answers are the same either way.
-func Detect(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int) *phases.Timeline {
-	return detectOrdered(trace, anns, dev, timesOrdered(trace))
+func Detect(trace []snapshot.TraceEntry, stacks []*snapshot.Stack, anns []snapshot.Annotation, dev int) *phases.Timeline {
+	return detectOrdered(trace, stacks, anns, dev, timesOrdered(trace))
 }
 
 // timesOrdered reports whether the trace's times never decrease.
@@ -194,8 +195,8 @@ func timesOrdered(trace []snapshot.TraceEntry) bool {
 }
 
 // detectOrdered is Detect told whether the trace's times never decrease.
-func detectOrdered(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev int, timesOrdered bool) *phases.Timeline {
-	d := &detector{trace: trace, t: &phases.Timeline{Device: dev, Events: len(trace), Setup: phases.NoSpan, Iterations: []phases.Iteration{}, OOM: -1}}
+func detectOrdered(trace []snapshot.TraceEntry, stacks []*snapshot.Stack, anns []snapshot.Annotation, dev int, timesOrdered bool) *phases.Timeline {
+	d := &detector{trace: trace, stacks: stacks, t: &phases.Timeline{Device: dev, Events: len(trace), Setup: phases.NoSpan, Iterations: []phases.Iteration{}, OOM: -1}}
 	if len(trace) == 0 {
 		d.t.Source = "empty trace"
 		return d.t
@@ -230,12 +231,21 @@ func detectOrdered(trace []snapshot.TraceEntry, anns []snapshot.Annotation, dev 
 
 type detector struct {
 	trace       []snapshot.TraceEntry
+	stacks      []*snapshot.Stack // the snapshot's TraceStacks, which the entries index
 	t           *phases.Timeline
 	steps, zero []window
 	// zeroReach[i] is the latest end among zero[:i+1], so the first window ending after an event is found by
 	// binary search: a run of thousands of iterations has as many zero_grad windows.
 	zeroReach []int
 	hasStacks bool
+}
+
+// stack returns the stack of event e, nil when it has none.
+func (d *detector) stack(e *snapshot.TraceEntry) *snapshot.Stack {
+	if i := int(e.Stack); i > 0 && i < len(d.stacks) {
+		return d.stacks[i]
+	}
+	return nil
 }
 
 // state of the walk.
@@ -253,7 +263,7 @@ const (
 func (d *detector) run() {
 	trace, n := d.trace, len(d.trace)
 	for i := range trace {
-		if trace[i].Action == snapshot.ActionAlloc && trace[i].Stack != nil && len(trace[i].Stack.Frames) > 0 {
+		if st := d.stack(&trace[i]); trace[i].Action == snapshot.ActionAlloc && st != nil && len(st.Frames) > 0 {
 			d.hasStacks = true
 			break
 		}
@@ -307,7 +317,7 @@ func (d *detector) run() {
 		closeSpan(&cur.Optimizer, j)
 	}
 	step, stepEnd := 0, -1
-	byFrames := map[*snapshot.Stack]kind{}
+	byFrames := map[snapshot.StackRef]kind{}
 	for j := 0; j < n; j++ {
 		if len(d.steps) == 0 && len(d.t.Iterations) >= minMixedIterations && len(d.t.Iterations)*minEventsPerIteration > n {
 			// Already more iterations than the trace can hold at minEventsPerIteration each: the verdict below
@@ -350,10 +360,10 @@ func (d *detector) run() {
 			continue
 		}
 		k := kindStackless
-		if e.Stack != nil {
+		if st := d.stack(e); st != nil {
 			var ok bool
 			if k, ok = byFrames[e.Stack]; !ok {
-				k = stackKind(e.Stack)
+				k = stackKind(st)
 				byFrames[e.Stack] = k
 			}
 		}

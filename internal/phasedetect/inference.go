@@ -44,7 +44,7 @@ func (d *detector) inference() {
 		}
 		cur = call{start: -1, prefill: -1, decode: -1}
 	}
-	byStack := map[*snapshot.Stack][2]bool{}
+	byStack := map[snapshot.StackRef][2]bool{}
 	for j := range trace {
 		e := &trace[j]
 		if e.Action != snapshot.ActionAlloc {
@@ -53,8 +53,8 @@ func (d *detector) inference() {
 		k, ok := byStack[e.Stack]
 		if !ok {
 			// Most traces have no generate call: the frames' kind is only needed inside one.
-			gen := inGenerate(e.Stack)
-			k = [2]bool{gen, gen && stackKind(e.Stack) == kindModule}
+			gen := inGenerate(d.stack(e))
+			k = [2]bool{gen, gen && stackKind(d.stack(e)) == kindModule}
 			byStack[e.Stack] = k
 		}
 		gen, module := k[0], k[1]
@@ -87,7 +87,7 @@ func (d *detector) inference() {
 		its = append(its, it)
 	}
 	// forward is the first model forward's allocation in [from, to) (outside any generate call), to when none.
-	kinds := map[*snapshot.Stack]kind{}
+	kinds := map[snapshot.StackRef]kind{}
 	forward := func(from, to int) int {
 		for j := from; j < to; j++ {
 			e := &trace[j]
@@ -96,7 +96,7 @@ func (d *detector) inference() {
 			}
 			k, ok := kinds[e.Stack]
 			if !ok {
-				k = stackKind(e.Stack)
+				k = stackKind(d.stack(e))
 				kinds[e.Stack] = k
 			}
 			if k == kindModule {

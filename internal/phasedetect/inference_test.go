@@ -11,7 +11,7 @@ import (
 // generateTrace records what Hugging Face's generate does, with stacks="python": the weights (setup), generate's
 // own preparation, the prompt's forward inside _prefill, the loop's bookkeeping, two decode steps of one forward
 // each, then a forward outside generate. gen says whether the stacks show the generation loop's frames.
-func generateTrace(gen bool) []snapshot.TraceEntry {
+func generateTrace(gen bool) *snapshot.Snapshot {
 	const hf = "/venv/lib/python3.12/site-packages/transformers/generation/utils.py:"
 	loop := []string{hf + "3002:_sample", hf + "2802:generate", "/home/user/run.py:20:main"}
 	if !gen {
@@ -29,32 +29,39 @@ func generateTrace(gen bool) []snapshot.TraceEntry {
 	if !gen {
 		prep, prefill, book = snapbuild.Stack("/home/user/run.py:19:main"), decode, snapbuild.Stack("/home/user/run.py:21:main")
 	}
-	var tr []snapshot.TraceEntry
+	b := snapbuild.NewSnap(1)
+	// Events without times, as the fixture was written: the builder numbers only those that have none.
+	event := func(e snapbuild.Entry) {
+		e.HasTime = true
+		b.Event(0, e)
+		b.S.DeviceTraces[0][len(b.S.DeviceTraces[0])-1].HasTime = false
+	}
 	addr := uint64(0x1000)
 	alloc := func(st *snapshot.Stack) {
-		tr = append(tr, snapbuild.Ev(snapshot.ActionAlloc, addr, 512, st))
+		event(snapbuild.Ev(snapshot.ActionAlloc, addr, 512, st))
 		addr += 512
 	}
-	alloc(weights)                                                                 // 0: setup
-	alloc(prep)                                                                    // 1: generate begins
-	alloc(prefill)                                                                 // 2: prefill
-	alloc(prefill)                                                                 // 3
-	alloc(book)                                                                    // 4: decode begins
-	alloc(decode)                                                                  // 5
-	alloc(book)                                                                    // 6
-	alloc(decode)                                                                  // 7
-	alloc(book)                                                                    // 8: generate's last allocation
-	tr = append(tr, snapbuild.Ev(snapshot.ActionFreeCompleted, 0x1200, 512, prep)) // 9: generate's tail
-	alloc(plain)                                                                   // 10: a forward outside generate
-	alloc(plain)                                                                   // 11
-	return tr
+	alloc(weights)                                                            // 0: setup
+	alloc(prep)                                                               // 1: generate begins
+	alloc(prefill)                                                            // 2: prefill
+	alloc(prefill)                                                            // 3
+	alloc(book)                                                               // 4: decode begins
+	alloc(decode)                                                             // 5
+	alloc(book)                                                               // 6
+	alloc(decode)                                                             // 7
+	alloc(book)                                                               // 8: generate's last allocation
+	b.Event(0, snapbuild.Ev(snapshot.ActionFreeCompleted, 0x1200, 512, prep)) // 9: generate's tail
+	alloc(plain)                                                              // 10: a forward outside generate
+	alloc(plain)                                                              // 11
+	return b.S
 }
 
 // TestInferenceGenerateCalls: a generate call is an iteration whose prefill runs from the prompt's forward to the
 // loop's first bookkeeping and whose decode runs to the call's last allocation; the free after it is its tail, and
 // the forward after it an iteration of its own. Summary.json's form is checked in analyze.
 func TestInferenceGenerateCalls(t *testing.T) {
-	tl := Detect(generateTrace(true), nil, 0)
+	s := generateTrace(true)
+	tl := Detect(s.DeviceTraces[0], s.TraceStacks, nil, 0)
 	if len(tl.Iterations) != 2 || tl.Setup != (phases.Span{Start: 0, End: 1}) {
 		t.Fatalf("setup %+v, iterations %+v", tl.Setup, tl.Iterations)
 	}
@@ -76,7 +83,8 @@ func TestInferenceGenerateCalls(t *testing.T) {
 // TestInferenceWithoutGenerate: the same allocations without the generation loop's frames are one forward, with
 // no prefill or decode.
 func TestInferenceWithoutGenerate(t *testing.T) {
-	tl := Detect(generateTrace(false), nil, 0)
+	s := generateTrace(false)
+	tl := Detect(s.DeviceTraces[0], s.TraceStacks, nil, 0)
 	for _, it := range tl.Iterations {
 		if it.Prefill != nil || it.Decode != nil {
 			t.Errorf("prefill or decode without generate: %+v", it)

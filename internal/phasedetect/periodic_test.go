@@ -37,7 +37,7 @@ func strip(trace []snapshot.TraceEntry) []snapshot.TraceEntry {
 	out := make([]snapshot.TraceEntry, len(trace))
 	copy(out, trace)
 	for j := range out {
-		out[j].Stack = nil
+		out[j].Stack = 0
 		if out[j].Action == snapshot.ActionSnapshot {
 			out[j].Action = snapshot.ActionUserDefined
 		}
@@ -70,7 +70,7 @@ func trainingIterations(tl *phases.Timeline) int {
 // checkPattern compares the periodic split of trace (stripped) with the reference timeline want.
 func checkPattern(t *testing.T, tr []snapshot.TraceEntry, want *phases.Timeline, bwdLag int) *phases.Timeline {
 	t.Helper()
-	got := phasedetect.Detect(strip(tr), nil, want.Device)
+	got := phasedetect.Detect(strip(tr), nil, nil, want.Device)
 	if got.Source != "alloc/free pattern" || len(got.Iterations) != len(want.Iterations) {
 		t.Fatalf("%s: %d iterations, want %d", got.Source, len(got.Iterations), len(want.Iterations))
 	}
@@ -113,7 +113,7 @@ func checkPattern(t *testing.T, tr []snapshot.TraceEntry, want *phases.Timeline,
 // checkSilent asserts that the periodic split of trace finds no iterations.
 func checkSilent(t *testing.T, tr []snapshot.TraceEntry, dev int) {
 	t.Helper()
-	if got := phasedetect.Detect(strip(tr), nil, dev); len(got.Iterations) != 0 {
+	if got := phasedetect.Detect(strip(tr), nil, nil, dev); len(got.Iterations) != 0 {
 		t.Errorf("%s: %d iterations invented, the first %+v", got.Source, len(got.Iterations), got.Iterations[0])
 	}
 }
@@ -142,7 +142,7 @@ func TestPeriodicRealSnapshots(t *testing.T) {
 				t.Skip("no snapshot")
 			}
 			for dev, tr := range in.Snapshot.DeviceTraces {
-				want := phasedetect.Detect(tr, in.Snapshot.ExternalAnnotations, dev)
+				want := phasedetect.Detect(tr, in.Snapshot.TraceStacks, in.Snapshot.ExternalAnnotations, dev)
 				if trainingIterations(want) < 2 {
 					checkSilent(t, tr, dev)
 					continue
@@ -173,7 +173,7 @@ func TestPeriodicGenerated(t *testing.T) {
 			tc.run.Annotations = true
 			s := tc.run.Build()
 			tr := s.DeviceTraces[0]
-			checkPattern(t, tr, phasedetect.Detect(tr, s.ExternalAnnotations, 0), 1)
+			checkPattern(t, tr, phasedetect.Detect(tr, s.TraceStacks, s.ExternalAnnotations, 0), 1)
 		})
 	}
 	t.Run("one iteration", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/memscan/memscan/internal/phasedetect"
 	"github.com/memscan/memscan/internal/realsnap"
 	"github.com/memscan/memscan/internal/replay"
+	"github.com/memscan/memscan/internal/snapbuild"
 	"github.com/memscan/memscan/internal/traingen"
 	"github.com/memscan/memscan/load"
 	"github.com/memscan/memscan/phases"
@@ -18,9 +19,10 @@ import (
 )
 
 // firstAlloc returns the first alloc event at or after from whose stack satisfies ok, −1 when none.
-func firstAlloc(tr []snapshot.TraceEntry, from int, ok func(*snapshot.Stack) bool) int {
+func firstAlloc(s *snapshot.Snapshot, from int, ok func(*snapshot.Stack) bool) int {
+	tr := s.DeviceTraces[0]
 	for j := from; j < len(tr); j++ {
-		if tr[j].Action == snapshot.ActionAlloc && ok(tr[j].Stack) {
+		if tr[j].Action == snapshot.ActionAlloc && ok(s.EntryStack(&tr[j])) {
 			return j
 		}
 	}
@@ -39,7 +41,7 @@ func TestDetectSynthetic(t *testing.T) {
 		run := traingen.TrainingLoop{Iterations: 3, Layers: 4, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, Annotations: ann}
 		s := run.Build()
 		tr := s.DeviceTraces[0]
-		tl := phasedetect.Detect(tr, s.ExternalAnnotations, 0)
+		tl := phasedetect.Detect(tr, s.TraceStacks, s.ExternalAnnotations, 0)
 		if len(tl.Iterations) != 3 {
 			t.Fatalf("annotations=%v: %d iterations, want 3 (%+v)", ann, len(tl.Iterations), tl)
 		}
@@ -49,17 +51,19 @@ func TestDetectSynthetic(t *testing.T) {
 		}
 		from := 0
 		for k, it := range tl.Iterations {
-			fwd := firstAlloc(tr, from, is(traingen.TrainActStack))
+			fwd := firstAlloc(s, from, is(traingen.TrainActStack))
 			if k > 0 {
 				fwd = tl.Iterations[k-1].Span.End
 				// The previous iteration ends where its optimizer phase ends: right before this input's alloc
 				// (frames), or at the end of zero_grad's frees (annotations).
-				if in := firstAlloc(tr, from, is(traingen.TrainInputStack)); ann && in < fwd || !ann && in != fwd {
+				if in := firstAlloc(s, from, is(traingen.TrainInputStack)); ann && in < fwd || !ann && in != fwd {
 					t.Errorf("annotations=%v iteration %d starts at %d; its input is allocated at %d", ann, k+1, fwd, in)
 				}
 			}
-			bwd := firstAlloc(tr, fwd, func(s *snapshot.Stack) bool { return s == nil })
-			opt := firstAlloc(tr, bwd, func(s *snapshot.Stack) bool { return s == traingen.TrainStateStack || s == traingen.TrainOptTmpStack })
+			bwd := firstAlloc(s, fwd, func(st *snapshot.Stack) bool { return st == nil })
+			opt := firstAlloc(s, bwd, func(st *snapshot.Stack) bool {
+				return st == traingen.TrainStateStack || st == traingen.TrainOptTmpStack
+			})
 			if ann {
 				// The START mark is recorded at the time of the event after it, which is the optimizer's first alloc.
 				opt = sortSearchTime(tr, s.ExternalAnnotations[4*k].TimeUS)
@@ -93,7 +97,7 @@ func sortSearchTime(tr []snapshot.TraceEntry, t int64) int {
 func TestDetectOOMAndMarkers(t *testing.T) {
 	s := traingen.TrainingLoop{Iterations: 1, Layers: 6, WeightBytes: 8 << 20, ActivationBytes: 32 << 20, LogitsBytes: 64 << 20, OOMAtLayer: 4}.Build()
 	tr := s.DeviceTraces[0]
-	tl := phasedetect.Detect(tr, nil, 0)
+	tl := phasedetect.Detect(tr, s.TraceStacks, nil, 0)
 	oom := -1
 	for j := range tr {
 		if tr[j].Action == snapshot.ActionOOM {
@@ -117,11 +121,11 @@ func TestDetectOOMAndMarkers(t *testing.T) {
 		}
 		m = append(m, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(i+1) << 20, Size: 1 << 20})
 	}
-	tl = phasedetect.Detect(m, nil, 0)
+	tl = phasedetect.Detect(m, nil, nil, 0)
 	if tl.Source != "snapshot markers" || len(tl.Iterations) != 3 || tl.Iterations[1].Span != (phases.Span{Start: 3, End: 6}) {
 		t.Errorf("markers: %+v", tl)
 	}
-	if tl := phasedetect.Detect(nil, nil, 0); len(tl.Iterations) != 0 || tl.Training() {
+	if tl := phasedetect.Detect(nil, nil, nil, 0); len(tl.Iterations) != 0 || tl.Training() {
 		t.Errorf("empty trace: %+v", tl)
 	}
 }
@@ -213,15 +217,15 @@ func TestDetectRealRuns(t *testing.T) {
 // TestDetectMixedStacks: stacks that look like forward and backward in turn every other event are not a training
 // loop; no iterations are made of them.
 func TestDetectMixedStacks(t *testing.T) {
-	var tr []snapshot.TraceEntry
+	b := snapbuild.NewSnap(1)
 	for i := range 400 {
 		st := traingen.TrainActStack
 		if i%2 == 1 {
 			st = nil
 		}
-		tr = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(i+1) << 20, Size: 1 << 20, Stack: st})
+		b.Event(0, snapbuild.Ev(snapshot.ActionAlloc, uint64(i+1)<<20, 1<<20, st))
 	}
-	tl := phasedetect.Detect(tr, nil, 0)
+	tl := phasedetect.Detect(b.S.DeviceTraces[0], b.S.TraceStacks, nil, 0)
 	if len(tl.Iterations) != 0 || tl.Source != "stacks too mixed for iterations" {
 		t.Errorf("%d iterations from %s", len(tl.Iterations), tl.Source)
 	}

@@ -63,11 +63,11 @@ func TestDetectOrderedAsDetect(t *testing.T) {
 			shuffled[2*i+1], shuffled[2*k+1] = shuffled[2*k+1], shuffled[2*i+1]
 		}
 		for name, a := range map[string][]snapshot.Annotation{"in order": anns, "shuffled": shuffled} {
-			want := detectOrdered(tr, a, 0, false)
+			want := detectOrdered(tr, s.TraceStacks, a, 0, false)
 			if len(want.Iterations) == 0 {
 				t.Fatalf("%s: no iterations found; the fixture should show some", name)
 			}
-			if got := detectOrdered(tr, a, 0, true); !reflect.DeepEqual(got, want) {
+			if got := detectOrdered(tr, s.TraceStacks, a, 0, true); !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: ordered search found %+v, want %+v", name, got, want)
 			}
 			// Both kinds found in one walk are those found one kind at a time, by either search.

@@ -28,7 +28,7 @@ func (t *Trace) Lifetime(i int) Lifetime {
 	l := Lifetime{Size: el.Size, Event: int(el.Origin), Start: int(el.Start), End: int(el.End)}
 	if el.Origin >= 0 {
 		e := &t.Events[el.Origin]
-		l.Addr, l.Stream, l.Stack = e.Addr, e.Stream, e.Stack
+		l.Addr, l.Stream, l.Stack = e.Addr, e.Stream, t.snap.EntryStack(e)
 	} else {
 		b, seg := t.Block(el.Origin)
 		l.Addr, l.Stream, l.Stack, l.Event = b.Address, seg.Stream, b.Stack, -1
@@ -87,6 +87,14 @@ func (t *Trace) DeviceTrace() *DeviceTrace {
 // Lifetime returns element i as a Lifetime.
 func (d *DeviceTrace) Lifetime(i int) Lifetime { return d.replay.Lifetime(i) }
 
+// EventStack returns the stack of trace event j, nil when it has none.
+func (d *DeviceTrace) EventStack(j int) *snapshot.Stack { return d.replay.snap.EntryStack(&d.Trace[j]) }
+
+// EventExtra returns the rarely-set fields of trace event j (shared: do not change them).
+func (d *DeviceTrace) EventExtra(j int) *snapshot.TraceExtra {
+	return d.replay.snap.EntryExtra(&d.Trace[j])
+}
+
 // Addr returns the address of element i.
 func (d *DeviceTrace) Addr(i int) uint64 { return d.replay.Addr(i) }
 
@@ -130,7 +138,7 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceTr
 // first use, since not every caller needs them (about a tenth of a replay's cost); not safe for concurrent use.
 func (d *DeviceTrace) Timeline() *phases.Timeline {
 	if d.timeline == nil {
-		d.timeline = phasedetect.Detect(d.Trace, d.annotations, d.Device)
+		d.timeline = phasedetect.Detect(d.Trace, d.replay.snap.TraceStacks, d.annotations, d.Device)
 	}
 	return d.timeline
 }
@@ -143,7 +151,7 @@ func Phases(s *snapshot.Snapshot, dev int) *phases.Timeline {
 	if dev >= 0 && dev < len(s.DeviceTraces) {
 		events = s.DeviceTraces[dev]
 	}
-	return phasedetect.Detect(events, s.ExternalAnnotations, dev)
+	return phasedetect.Detect(events, s.TraceStacks, s.ExternalAnnotations, dev)
 }
 
 // UseTimeline gives the replay its device's iterations and phases, found already (phasedetect.Detect of its

@@ -93,7 +93,7 @@ func TestElementStacks(t *testing.T) {
 	// A profile_plot snapshot's category is its event's.
 	s := b.S
 	e := &s.DeviceTraces[0][2]
-	e.Extra = &snapshot.TraceExtra{Category: "ACTIVATION"}
+	e.Extra = snapshot.NewTraceTables(s).Extra(snapshot.TraceExtra{Category: "ACTIVATION"})
 	d, err := ReplayDevice(context.Background(), s, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func (t *Trace) phantomFree(j int, e *snapshot.TraceEntry) bool {
 		return true
 	}
 	t.warn("free-unknown", fmt.Sprintf("device %d trace event %d: %s of 0x%x (%d bytes), an address the trace never allocated and no segment covers; ignored",
-		t.Device, j, e.ActionName(), e.Addr, e.Size))
+		t.Device, j, t.snap.ActionName(e), e.Addr, e.Size))
 	return true
 }
 

@@ -72,6 +72,8 @@ type Trace struct {
 	snap      *snapshot.Snapshot
 	preBlocks []blockRef
 	stackIdx  map[*snapshot.Stack]int32
+	// refIdx is 1 + the index in Stacks of each trace stack (snapshot.StackRef) met so far, 0 for one not met.
+	refIdx []int32
 	// spans are the address ranges of every segment the snapshot or its trace knows on this device, merged and
 	// sorted; built at the first free of an address the trace never allocated (see phantomFree).
 	spans [][2]uint64
@@ -165,7 +167,7 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	}
 	finalRes := t.addFinalBlocks(open)
 	t.series(resDelta, finalRes)
-	t.stackIdx = nil
+	t.stackIdx, t.refIdx = nil, nil
 	return t, nil
 }
 
@@ -185,11 +187,28 @@ func (t *Trace) warned(kind string) bool {
 
 // addEvent appends el, seen at trace event e, with e's stack.
 func (t *Trace) addEvent(e *snapshot.TraceEntry, el Element) {
-	el.Stack = t.stackIndex(e.Stack)
-	if !t.Categorized && e.Extra != nil && e.Category() != "" {
+	el.Stack = t.entryStackIndex(e.Stack)
+	if !t.Categorized && e.Extra != 0 && t.snap.EntryExtra(e).Category != "" {
 		t.Categorized = true
 	}
 	t.Elements, t.addrs = append(t.Elements, el), append(t.addrs, e.Addr)
+}
+
+// entryStackIndex returns the index in t.Stacks of the trace stack r names (stackIndex), remembered by r so that
+// the events need no map.
+func (t *Trace) entryStackIndex(r snapshot.StackRef) int32 {
+	if r <= 0 || int(r) >= len(t.snap.TraceStacks) {
+		return t.stackIndex(nil)
+	}
+	if t.refIdx == nil {
+		t.refIdx = make([]int32, len(t.snap.TraceStacks))
+	}
+	if k := t.refIdx[r]; k > 0 {
+		return k - 1
+	}
+	k := t.stackIndex(t.snap.TraceStacks[r])
+	t.refIdx[r] = k + 1
+	return k
 }
 
 // stackIndex returns the index of s in t.Stacks, adding it when new. Stacks shared by many events decode to one
@@ -213,7 +232,7 @@ func (t *Trace) countActions() {
 			if t.OtherActions == nil {
 				t.OtherActions = map[string]int{}
 			}
-			t.OtherActions[e.ActionName()]++
+			t.OtherActions[t.snap.ActionName(e)]++
 		}
 	}
 }
@@ -317,7 +336,7 @@ func (t *Trace) Stack(i int) *snapshot.Stack { return t.Stacks[t.Elements[i].Sta
 // "" when it has none or is a final-state block.
 func (t *Trace) TraceCategory(i int) string {
 	if o := t.Elements[i].Origin; t.Categorized && o >= 0 {
-		return t.Events[o].Category()
+		return t.snap.EntryExtra(&t.Events[o]).Category
 	}
 	return ""
 }

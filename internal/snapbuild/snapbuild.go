@@ -13,8 +13,9 @@ import (
 // SnapBuilder assembles allocator snapshots in Go for tests: segments with consistent sizes and block addresses,
 // and device traces. Segment addresses are handed out from a counter so blocks never overlap.
 type SnapBuilder struct {
-	S    *snapshot.Snapshot
-	next uint64
+	S      *snapshot.Snapshot
+	next   uint64
+	tables *snapshot.TraceTables
 }
 
 // NewSnap starts an empty snapshot with devices device traces (all empty).
@@ -80,19 +81,32 @@ func (b *SnapBuilder) Segment(o SegOpts, blocks ...BlockSpec) uint64 {
 // BlockAddr returns the address of block j of segment i.
 func (b *SnapBuilder) BlockAddr(i, j int) uint64 { return b.S.Segments[i].Blocks[j].Address }
 
+// Entry is a trace entry as a test writes it: its stack and rarely-set fields themselves, which Event adds to the
+// snapshot's tables (the TraceEntry's own Stack and Extra are ignored).
+type Entry struct {
+	snapshot.TraceEntry
+	Stack *snapshot.Stack
+	Extra snapshot.TraceExtra
+}
+
 // Event appends trace entries to a device's trace, numbering times 1000, 1001, ... when they have none.
-func (b *SnapBuilder) Event(dev int, es ...snapshot.TraceEntry) {
-	for _, e := range es {
+func (b *SnapBuilder) Event(dev int, es ...Entry) {
+	if b.tables == nil {
+		b.tables = snapshot.NewTraceTables(b.S)
+	}
+	for _, x := range es {
+		e := x.TraceEntry
 		if !e.HasTime {
 			e.TimeUS, e.HasTime = int64(1000+len(b.S.DeviceTraces[dev])), true
 		}
+		e.Stack, e.Extra = b.tables.Stack(x.Stack), b.tables.Extra(x.Extra)
 		b.S.DeviceTraces[dev] = append(b.S.DeviceTraces[dev], e)
 	}
 }
 
 // Ev builds a trace entry.
-func Ev(a snapshot.Action, addr uint64, size int64, st *snapshot.Stack) snapshot.TraceEntry {
-	return snapshot.TraceEntry{Action: a, Addr: addr, Size: size, Stack: st}
+func Ev(a snapshot.Action, addr uint64, size int64, st *snapshot.Stack) Entry {
+	return Entry{TraceEntry: snapshot.TraceEntry{Action: a, Addr: addr, Size: size}, Stack: st}
 }
 
 var frameSpec = regexp.MustCompile(`^(.*?):(\d+):(.*)$`)
@@ -130,7 +144,7 @@ func ReplayRules(x0, x1, y, z, w *snapshot.Stack) (*SnapBuilder, uint64) {
 		Ev(snapshot.ActionFreeCompleted, aw+512, 700, z), // 5: allocated before the trace
 		Ev(snapshot.ActionAlloc, aw, 400, w),             // 6
 		Ev(snapshot.ActionFreeRequested, aw, 400, w),     // 7: never completed (record_stream)
-		snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 100000, Extra: &snapshot.TraceExtra{DeviceFree: 50}, Stack: y}, // 8
+		Entry{TraceEntry: snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: 100000}, Extra: snapshot.TraceExtra{DeviceFree: 50}, Stack: y}, // 8
 	)
 	return b, seg
 }

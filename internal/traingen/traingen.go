@@ -108,7 +108,7 @@ func (a *trainAlloc) alloc(size int64, st *snapshot.Stack) uint64 {
 }
 
 // event appends e at 10 µs after the previous event, so that annotations fall strictly between events.
-func (a *trainAlloc) event(e snapshot.TraceEntry) {
+func (a *trainAlloc) event(e snapbuild.Entry) {
 	e.TimeUS, e.HasTime = int64(1000+10*len(a.b.S.DeviceTraces[0])), true
 	a.b.Event(0, e)
 }
@@ -173,7 +173,8 @@ func (c TrainingLoop) Build() *snapshot.Snapshot {
 		acts := make([]uint64, c.Layers)
 		for l := range acts {
 			if it == 0 && l+1 == c.OOMAtLayer {
-				a.event(snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: mib2(float64(c.ActivationBytes) * scale), Extra: &snapshot.TraceExtra{DeviceFree: 1 << 20}, Stack: TrainActStack})
+				a.event(snapbuild.Entry{TraceEntry: snapshot.TraceEntry{Action: snapshot.ActionOOM, Size: mib2(float64(c.ActivationBytes) * scale)},
+					Extra: snapshot.TraceExtra{DeviceFree: 1 << 20}, Stack: TrainActStack})
 				// The exception unwinds the forward: its activations are freed, then the handler dumps.
 				for _, x := range acts[:l] {
 					a.release(x)

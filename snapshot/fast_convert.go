@@ -368,9 +368,6 @@ func (d *fastDecoder) fStackRef(f uint8) (StackRef, error) {
 		if int(i) < len(d.stackTabRef) && d.stackTabRef[i] != 0 {
 			return d.stackTabRef[i], nil
 		}
-		if d.tables.full() {
-			return 0, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
-		}
 		r := d.tables.Stack(d.stackTab[i])
 		if need := int(i) + 1; need > len(d.stackTabRef) {
 			d.stackTabRef = append(d.stackTabRef, make([]StackRef, need-len(d.stackTabRef))...)
@@ -381,9 +378,6 @@ func (d *fastDecoder) fStackRef(f uint8) (StackRef, error) {
 	st, err := d.fStack(f)
 	if err != nil || st == nil {
 		return 0, err
-	}
-	if d.tables.full() {
-		return 0, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
 	}
 	return d.tables.Stack(st), nil
 }
@@ -404,6 +398,9 @@ func (d *fastDecoder) stackCell(l *listObj, id int64) {
 	idx := l.memo - 1
 	if idx >= d.memo.len() || d.memo.at(idx) != cellList|uint64(id) {
 		return
+	}
+	if idx < uint64(len(d.keyField)) {
+		d.keyField[idx] = 0
 	}
 	d.memo.set(idx, cellStack|uint64(id)<<stackShift|uint64(len(d.stackTab)))
 	d.stackTab = append(d.stackTab, l.st)
@@ -520,9 +517,6 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		}
 	}
 	if extra {
-		if d.tables.full() {
-			return val{}, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
-		}
 		e.Extra = d.tables.Extra(x)
 	}
 	d.pEntries = append(d.pEntries, e)
@@ -822,6 +816,9 @@ func (d *fastDecoder) convertTop(present uint64) (val, error) {
 	}
 	if !has(present, fSegments) {
 		return val{}, d.unsupported("snapshot dict without segments")
+	}
+	if d.tables.overflow {
+		return val{}, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
 	}
 	s := &Snapshot{TraceStacks: d.traceTabs.TraceStacks, TraceExtras: d.traceTabs.TraceExtras}
 	var err error

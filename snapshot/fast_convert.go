@@ -435,9 +435,8 @@ func (d *fastDecoder) convertFrame(present uint64) (val, error) {
 	return val{k: vFrame, n: int64(id)}, nil
 }
 
-// entryExtraFields are the trace entry keys kept in TraceExtra.
-const entryExtraFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID |
-	1<<fDeviceFree
+// entryStringFields are the trace entry keys entryStrings reads into TraceExtra.
+const entryStringFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID
 
 func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	const needs = 1<<fAction | 1<<fSize | 1<<fStream
@@ -452,10 +451,10 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		return val{}, d.unsupported("%s of type %s", fieldName(fAction), kindWord(av.k))
 	}
 	// extra says whether any rare field is set, so that the common entry skips interning an empty TraceExtra.
-	extra := present&entryExtraFields != 0
+	extra := false
 	if e.Action = d.strAct[av.n]; e.Action == ActionOther {
 		x.OtherAction = d.sOf(av)
-		extra = true
+		extra = x.OtherAction != ""
 	}
 	if has(present, fAddr) {
 		if e.Addr, err = d.fUint(fAddr); err != nil {
@@ -483,45 +482,62 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		if x.DeviceFree, err = d.fSize(fDeviceFree, math.MaxInt64); err != nil {
 			return val{}, err
 		}
+		extra = extra || x.DeviceFree != 0
 	}
 	if has(present, fFrames) {
 		if e.Stack, err = d.fStackRef(fFrames); err != nil {
 			return val{}, err
 		}
 	}
-	if has(present, fCompileContext) {
-		if x.CompileContext, err = d.fStr(fCompileContext); err != nil {
+	if present&entryStringFields != 0 {
+		set, err := d.entryStrings(present, &x)
+		if err != nil {
 			return val{}, err
 		}
-		d.fmt.compileContext = true
+		extra = extra || set
 	}
-	if has(present, fUserMetadata) {
-		if x.UserMetadata, err = d.fStr(fUserMetadata); err != nil {
-			return val{}, err
-		}
-		d.fmt.userMetadata = true
-	}
-	if has(present, fInternalMetadata) {
-		if x.InternalMetadata, err = d.fStr(fInternalMetadata); err != nil {
-			return val{}, err
-		}
-	}
-	if has(present, fCategory) {
-		if x.Category, err = d.fStr(fCategory); err != nil {
-			return val{}, err
-		}
-	}
-	if has(present, fPoolID) {
-		if x.Pool, err = d.fPair(fPoolID); err != nil {
-			return val{}, err
-		}
-	}
+	// From 2.8 PyTorch writes compile_context (and from 2.10 user_metadata) on every event, mostly empty: an
+	// all-empty extra is no extra, known without comparing it.
 	if extra {
 		e.Extra = d.tables.Extra(x)
 	}
 	d.pEntries = append(d.pEntries, e)
 	d.live++
 	return val{k: vEntry, n: int64(len(d.pEntries) - 1)}, nil
+}
+
+// entryStrings reads a trace entry's rarely-set strings and pool into x, and says whether any is set.
+func (d *fastDecoder) entryStrings(present uint64, x *TraceExtra) (bool, error) {
+	var err error
+	if has(present, fCompileContext) {
+		if x.CompileContext, err = d.fStr(fCompileContext); err != nil {
+			return false, err
+		}
+		d.fmt.compileContext = true
+	}
+	if has(present, fUserMetadata) {
+		if x.UserMetadata, err = d.fStr(fUserMetadata); err != nil {
+			return false, err
+		}
+		d.fmt.userMetadata = true
+	}
+	if has(present, fInternalMetadata) {
+		if x.InternalMetadata, err = d.fStr(fInternalMetadata); err != nil {
+			return false, err
+		}
+	}
+	if has(present, fCategory) {
+		if x.Category, err = d.fStr(fCategory); err != nil {
+			return false, err
+		}
+	}
+	if has(present, fPoolID) {
+		if x.Pool, err = d.fPair(fPoolID); err != nil {
+			return false, err
+		}
+	}
+	return x.CompileContext != "" || x.UserMetadata != "" || x.InternalMetadata != "" || x.Category != "" ||
+		x.Pool != (PoolID{}), nil
 }
 
 func (d *fastDecoder) convertHist(present uint64) (val, error) {

@@ -74,6 +74,9 @@ func convertSnapshot(ctx context.Context, name string, v any, budget int64) (*Sn
 		byFrames: map[string]*Stack{}}
 	c.tables = NewTraceTables(&c.traceTabs)
 	s, err := c.snapshot(v)
+	if err == nil && c.tables.overflow {
+		return nil, c.errf("", "more than %d distinct trace stacks or extras", maxTableRefs)
+	}
 	if s != nil {
 		s.TraceStacks, s.TraceExtras = c.traceTabs.TraceStacks, c.traceTabs.TraceExtras
 	}
@@ -357,9 +360,6 @@ func (c *converter) traceStack(field string, v any) (StackRef, error) {
 		st = first
 	} else {
 		c.byFrames[key.String()] = st
-	}
-	if c.tables.full() {
-		return 0, c.errf(field, "more than %d distinct trace stacks or extras", maxTableRefs)
 	}
 	return c.tables.Stack(st), nil
 }
@@ -776,9 +776,6 @@ func (c *converter) traceEntry(e *TraceEntry, v any) error {
 	var known bool
 	if e.Action, known = ParseAction(action); !known {
 		x.OtherAction = action
-	}
-	if c.tables.full() {
-		return c.errf("", "more than %d distinct trace stacks or extras", maxTableRefs)
 	}
 	e.Extra = c.tables.Extra(x)
 	limit := int64(maxBytes)

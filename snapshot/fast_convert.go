@@ -368,9 +368,6 @@ func (d *fastDecoder) fStackRef(f uint8) (StackRef, error) {
 		if int(i) < len(d.stackTabRef) && d.stackTabRef[i] != 0 {
 			return d.stackTabRef[i], nil
 		}
-		if d.tables.full() {
-			return 0, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
-		}
 		r := d.tables.Stack(d.stackTab[i])
 		if need := int(i) + 1; need > len(d.stackTabRef) {
 			d.stackTabRef = append(d.stackTabRef, make([]StackRef, need-len(d.stackTabRef))...)
@@ -381,9 +378,6 @@ func (d *fastDecoder) fStackRef(f uint8) (StackRef, error) {
 	st, err := d.fStack(f)
 	if err != nil || st == nil {
 		return 0, err
-	}
-	if d.tables.full() {
-		return 0, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
 	}
 	return d.tables.Stack(st), nil
 }
@@ -404,6 +398,9 @@ func (d *fastDecoder) stackCell(l *listObj, id int64) {
 	idx := l.memo - 1
 	if idx >= d.memo.len() || d.memo.at(idx) != cellList|uint64(id) {
 		return
+	}
+	if idx < uint64(len(d.keyField)) {
+		d.keyField[idx] = 0
 	}
 	d.memo.set(idx, cellStack|uint64(id)<<stackShift|uint64(len(d.stackTab)))
 	d.stackTab = append(d.stackTab, l.st)
@@ -438,9 +435,8 @@ func (d *fastDecoder) convertFrame(present uint64) (val, error) {
 	return val{k: vFrame, n: int64(id)}, nil
 }
 
-// entryExtraFields are the trace entry keys kept in TraceExtra.
-const entryExtraFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID |
-	1<<fDeviceFree
+// entryStringFields are the trace entry keys entryStrings reads into TraceExtra.
+const entryStringFields = 1<<fCompileContext | 1<<fUserMetadata | 1<<fInternalMetadata | 1<<fCategory | 1<<fPoolID
 
 func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	const needs = 1<<fAction | 1<<fSize | 1<<fStream
@@ -455,10 +451,10 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		return val{}, d.unsupported("%s of type %s", fieldName(fAction), kindWord(av.k))
 	}
 	// extra says whether any rare field is set, so that the common entry skips interning an empty TraceExtra.
-	extra := present&entryExtraFields != 0
+	extra := false
 	if e.Action = d.strAct[av.n]; e.Action == ActionOther {
 		x.OtherAction = d.sOf(av)
-		extra = true
+		extra = x.OtherAction != ""
 	}
 	if has(present, fAddr) {
 		if e.Addr, err = d.fUint(fAddr); err != nil {
@@ -486,48 +482,62 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		if x.DeviceFree, err = d.fSize(fDeviceFree, math.MaxInt64); err != nil {
 			return val{}, err
 		}
+		extra = extra || x.DeviceFree != 0
 	}
 	if has(present, fFrames) {
 		if e.Stack, err = d.fStackRef(fFrames); err != nil {
 			return val{}, err
 		}
 	}
-	if has(present, fCompileContext) {
-		if x.CompileContext, err = d.fStr(fCompileContext); err != nil {
+	if present&entryStringFields != 0 {
+		set, err := d.entryStrings(present, &x)
+		if err != nil {
 			return val{}, err
 		}
-		d.fmt.compileContext = true
+		extra = extra || set
 	}
-	if has(present, fUserMetadata) {
-		if x.UserMetadata, err = d.fStr(fUserMetadata); err != nil {
-			return val{}, err
-		}
-		d.fmt.userMetadata = true
-	}
-	if has(present, fInternalMetadata) {
-		if x.InternalMetadata, err = d.fStr(fInternalMetadata); err != nil {
-			return val{}, err
-		}
-	}
-	if has(present, fCategory) {
-		if x.Category, err = d.fStr(fCategory); err != nil {
-			return val{}, err
-		}
-	}
-	if has(present, fPoolID) {
-		if x.Pool, err = d.fPair(fPoolID); err != nil {
-			return val{}, err
-		}
-	}
+	// From 2.8 PyTorch writes compile_context (and from 2.10 user_metadata) on every event, mostly empty: an
+	// all-empty extra is no extra, known without comparing it.
 	if extra {
-		if d.tables.full() {
-			return val{}, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
-		}
 		e.Extra = d.tables.Extra(x)
 	}
 	d.pEntries = append(d.pEntries, e)
 	d.live++
 	return val{k: vEntry, n: int64(len(d.pEntries) - 1)}, nil
+}
+
+// entryStrings reads a trace entry's rarely-set strings and pool into x, and says whether any is set.
+func (d *fastDecoder) entryStrings(present uint64, x *TraceExtra) (bool, error) {
+	var err error
+	if has(present, fCompileContext) {
+		if x.CompileContext, err = d.fStr(fCompileContext); err != nil {
+			return false, err
+		}
+		d.fmt.compileContext = true
+	}
+	if has(present, fUserMetadata) {
+		if x.UserMetadata, err = d.fStr(fUserMetadata); err != nil {
+			return false, err
+		}
+		d.fmt.userMetadata = true
+	}
+	if has(present, fInternalMetadata) {
+		if x.InternalMetadata, err = d.fStr(fInternalMetadata); err != nil {
+			return false, err
+		}
+	}
+	if has(present, fCategory) {
+		if x.Category, err = d.fStr(fCategory); err != nil {
+			return false, err
+		}
+	}
+	if has(present, fPoolID) {
+		if x.Pool, err = d.fPair(fPoolID); err != nil {
+			return false, err
+		}
+	}
+	return x.CompileContext != "" || x.UserMetadata != "" || x.InternalMetadata != "" || x.Category != "" ||
+		x.Pool != (PoolID{}), nil
 }
 
 func (d *fastDecoder) convertHist(present uint64) (val, error) {
@@ -822,6 +832,9 @@ func (d *fastDecoder) convertTop(present uint64) (val, error) {
 	}
 	if !has(present, fSegments) {
 		return val{}, d.unsupported("snapshot dict without segments")
+	}
+	if d.tables.overflow {
+		return val{}, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
 	}
 	s := &Snapshot{TraceStacks: d.traceTabs.TraceStacks, TraceExtras: d.traceTabs.TraceExtras}
 	var err error

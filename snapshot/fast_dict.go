@@ -115,6 +115,14 @@ items:
 		}
 		// The key: a string, nearly always from the memo.
 		var c, idx uint64
+		var f uint8
+		cacheable := false // the key was read from memo cell idx, below any cell this dict writes
+		if b[i] == opBinGet && i+2 < len(b) {
+			if kf := d.keyField[b[i+1]]; kf != 0 && uint64(b[i+1]) < d.flat.below {
+				f, i = kf-1, i+2
+				goto value
+			}
+		}
 		switch b[i] {
 		case opBinGet, opLongBinGet:
 			if b[i] == opBinGet {
@@ -130,6 +138,7 @@ items:
 			}
 			if idx < d.flat.below { // flatCell, inlined by hand
 				c = d.memo.at(idx)
+				cacheable = idx < uint64(len(d.keyField))
 			} else {
 				c = d.flatCellSlow(idx)
 			}
@@ -146,7 +155,11 @@ items:
 		if c&cellKind != cellStr || i >= len(b) {
 			return 0, nil
 		}
-		key := c &^ cellKind
+		f = d.strKey[c&^cellKind]
+		if cacheable {
+			d.keyField[idx] = f + 1
+		}
+	value:
 		// The value: the common opcodes here, the others (and those near the end of the buffer) in flatValue.
 		var v val
 		switch op := b[i]; {
@@ -183,7 +196,6 @@ items:
 			}
 			i = n
 		}
-		f := d.strKey[key]
 		if f == fNone {
 			if v.k == vList && v.n2 == 0 && !d.harmless(v) {
 				return 0, nil

@@ -218,6 +218,13 @@ func TestFlatDictCases(t *testing.T) {
 		{"plain entries", entrySnap(cat(entry(alloc(1)), entry(alloc(2)))), 2, ""},
 		{"keys from the memo", entrySnap(cat([]byte{opEmptyDict, opMemoize, opMark}, memoized, []byte{opSetItems},
 			entry(fromMemo))), 2, ""},
+		// Cell 4 ('addr', read as a key by the second entry) is stored again as 'size' by the third: the fourth,
+		// an oom, reads it as 'size', not as the 'addr' the second read there.
+		{"key cell stored again", entrySnap(cat([]byte{opEmptyDict, opMemoize, opMark}, memoized, []byte{opSetItems},
+			entry(fromMemo),
+			entry([]byte{opBinGet, 2, opBinGet, 3}, str("size"), []byte{opBinPut, 4, opBinInt1, 64}, str("addr"),
+				[]byte{opBinInt1, 9, opBinGet, 6, opBinInt1, 0}),
+			entry([]byte{opBinGet, 2}, str("oom"), []byte{opBinGet, 4, opBinInt1, 100, opBinGet, 6, opBinInt1, 0}))), 4, ""},
 		{"key of type int", entrySnap(cat(entry(alloc(1)), entry(alloc(2), []byte{opBinInt1, 5, opBinInt1, 6}))), 1,
 			"dict key of type int"},
 		{"key from the memo that is a list", entrySnap(cat(entry(alloc(1)), entry(alloc(2), []byte{opBinGet, 50},

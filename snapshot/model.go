@@ -254,6 +254,8 @@ type TraceTables struct {
 	extras map[TraceExtra]ExtraRef
 	// lastExtra is the previous extra's index: neighbouring events usually carry the same extras.
 	lastExtra ExtraRef
+	// overflow is set when a table was full (maxTableRefs) and an entry got 0 instead: the decoders then fail.
+	overflow bool
 }
 
 // NewTraceTables returns the tables of s, knowing what they hold already. A table is created with its first
@@ -276,13 +278,8 @@ func NewTraceTables(s *Snapshot) *TraceTables {
 // maxTableRefs bounds each table: its indices are int32.
 const maxTableRefs = 1<<31 - 1
 
-// full reports whether either table has reached maxTableRefs; decoders check it before adding, so that a file
-// naming more fails with an error.
-func (t *TraceTables) full() bool {
-	return len(t.s.TraceStacks) >= maxTableRefs || len(t.s.TraceExtras) >= maxTableRefs
-}
-
-// Stack returns the index of st in TraceStacks, adding it when new; 0 for nil. The stack is kept as it is
+// Stack returns the index of st in TraceStacks, adding it when new; 0 for nil, and for a new stack once the table
+// holds maxTableRefs (no file within memory names as many; the decoders fail on it). The stack is kept as it is
 // (entries that share a *Stack share its index).
 func (t *TraceTables) Stack(st *Stack) StackRef {
 	if st == nil {
@@ -292,7 +289,8 @@ func (t *TraceTables) Stack(st *Stack) StackRef {
 		return r
 	}
 	if len(t.s.TraceStacks) >= maxTableRefs {
-		panic("snapshot: more than 2^31 distinct trace stacks") // the decoders check full first
+		t.overflow = true
+		return 0
 	}
 	if len(t.s.TraceStacks) == 0 {
 		t.s.TraceStacks = []*Stack{nil}
@@ -314,7 +312,8 @@ func (t *TraceTables) Extra(x TraceExtra) ExtraRef {
 	r, ok := t.extras[x]
 	if !ok {
 		if len(t.s.TraceExtras) >= maxTableRefs {
-			panic("snapshot: more than 2^31 distinct trace extras") // the decoders check full first
+			t.overflow = true
+			return 0
 		}
 		if len(t.s.TraceExtras) == 0 {
 			t.s.TraceExtras = []TraceExtra{{}}

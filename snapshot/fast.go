@@ -347,10 +347,11 @@ type fastDecoder struct {
 	traceTabs   Snapshot
 	tables      *TraceTables
 	stackTabRef []StackRef
-	// keyField[i] is 1 + the field of the string in memo cell i when flatDict last read it as a key (0: not
-	// known): a record's keys are the same few strings, memoized first, so the flat reader finds their field
-	// without reading the memo. Every write to a cell below 256 clears its entry.
-	keyField [256]uint8
+	// keyField remembers the field of the string in a memo cell that flatDict read as a key: a record's keys are
+	// the same few strings, memoized where they first appear, so the flat reader finds their field without
+	// reading the memo. A direct-mapped table by cell (few keys, few collisions); every memo write clears the
+	// cell's slot if it holds that cell.
+	keyField [keySlots]keySlot
 	keyBuf   []byte
 
 	// Records converted from dicts wait here until a list takes them; live counts those still on the stack so
@@ -924,9 +925,7 @@ func (d *fastDecoder) memoStore(idx uint64) error {
 // setMemo stores a memo cell. Indexes are dense in every real pickle; one far past the end goes to a map so
 // that a hostile index cannot make the memo allocate gigabytes.
 func (d *fastDecoder) setMemo(idx, c uint64) {
-	if idx < uint64(len(d.keyField)) {
-		d.keyField[idx] = 0
-	}
+	d.forgetKey(idx)
 	if d.getMemo(idx) == cellEmpty {
 		d.memoN++
 	}

@@ -399,9 +399,7 @@ func (d *fastDecoder) stackCell(l *listObj, id int64) {
 	if idx >= d.memo.len() || d.memo.at(idx) != cellList|uint64(id) {
 		return
 	}
-	if idx < uint64(len(d.keyField)) {
-		d.keyField[idx] = 0
-	}
+	d.forgetKey(idx)
 	d.memo.set(idx, cellStack|uint64(id)<<stackShift|uint64(len(d.stackTab)))
 	d.stackTab = append(d.stackTab, l.st)
 }

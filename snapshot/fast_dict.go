@@ -118,8 +118,14 @@ items:
 		var f uint8
 		cacheable := false // the key was read from memo cell idx, below any cell this dict writes
 		if b[i] == opBinGet && i+2 < len(b) {
-			if kf := d.keyField[b[i+1]]; kf != 0 && uint64(b[i+1]) < d.flat.below {
-				f, i = kf-1, i+2
+			if s := &d.keyField[b[i+1]&(keySlots-1)]; s.cell == uint64(b[i+1])+1 && uint64(b[i+1]) < d.flat.below {
+				f, i = s.field, i+2
+				goto value
+			}
+		} else if b[i] == opLongBinGet && i+5 < len(b) {
+			idx := uint64(binary.LittleEndian.Uint32(b[i+1:]))
+			if s := &d.keyField[idx&(keySlots-1)]; s.cell == idx+1 && idx < d.flat.below {
+				f, i = s.field, i+5
 				goto value
 			}
 		}
@@ -138,7 +144,7 @@ items:
 			}
 			if idx < d.flat.below { // flatCell, inlined by hand
 				c = d.memo.at(idx)
-				cacheable = idx < uint64(len(d.keyField))
+				cacheable = true
 			} else {
 				c = d.flatCellSlow(idx)
 			}
@@ -157,7 +163,7 @@ items:
 		}
 		f = d.strKey[c&^cellKind]
 		if cacheable {
-			d.keyField[idx] = f + 1
+			d.keyField[idx&(keySlots-1)] = keySlot{idx + 1, f}
 		}
 	value:
 		// The value: the common opcodes here, the others (and those near the end of the buffer) in flatValue.
@@ -390,3 +396,19 @@ func (d *fastDecoder) flatStr(b []byte, i int) (val, int) {
 
 // isMemoStore reports whether op stores the top of the stack in the memo.
 func isMemoStore(op byte) bool { return op == opMemoize || op == opBinPut || op == opLongBinPut }
+
+// keySlots is the size of the decoder's key table (a power of two).
+const keySlots = 256
+
+// keySlot is one entry of the key table: the field of the string in memo cell cell−1 (cell 0: empty).
+type keySlot struct {
+	cell  uint64
+	field uint8
+}
+
+// forgetKey clears the key table's slot of memo cell idx, which is being written.
+func (d *fastDecoder) forgetKey(idx uint64) {
+	if s := &d.keyField[idx&(keySlots-1)]; s.cell == idx+1 {
+		s.cell = 0
+	}
+}

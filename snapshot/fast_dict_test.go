@@ -200,6 +200,20 @@ func alloc(addr byte) []byte {
 
 func cat(b ...[]byte) []byte { return bytes.Join(b, nil) }
 
+// longGets rewrites the BINGETs of items (pairs of opcode and one-byte index, and the one-byte BININT1 values
+// between them) as LONG_BINGETs.
+func longGets(items []byte) []byte {
+	var out []byte
+	for i := 0; i < len(items); i += 2 {
+		if items[i] == opBinGet {
+			out = append(out, opLongBinGet, items[i+1], 0, 0, 0)
+		} else {
+			out = append(out, items[i], items[i+1])
+		}
+	}
+	return out
+}
+
 func TestFlatDictCases(t *testing.T) {
 	memoized := cat(str("action"), []byte{opMemoize}, str("free"), []byte{opMemoize}, str("addr"), []byte{opMemoize},
 		[]byte{opBinInt1, 7}, str("size"), []byte{opMemoize}, []byte{opBinInt1, 64}, str("stream"), []byte{opMemoize},
@@ -225,6 +239,13 @@ func TestFlatDictCases(t *testing.T) {
 			entry([]byte{opBinGet, 2, opBinGet, 3}, str("size"), []byte{opBinPut, 4, opBinInt1, 64}, str("addr"),
 				[]byte{opBinInt1, 9, opBinGet, 6, opBinInt1, 0}),
 			entry([]byte{opBinGet, 2}, str("oom"), []byte{opBinGet, 4, opBinInt1, 100, opBinGet, 6, opBinInt1, 0}))), 4, ""},
+		// The same through LONG_BINGET, the form of keys memoized past cell 255.
+		{"key cell stored again, long form", entrySnap(cat([]byte{opEmptyDict, opMemoize, opMark}, memoized, []byte{opSetItems},
+			entry(longGets(fromMemo)),
+			entry([]byte{opLongBinGet, 2, 0, 0, 0, opLongBinGet, 3, 0, 0, 0}, str("size"), []byte{opBinPut, 4, opBinInt1, 64},
+				str("addr"), []byte{opBinInt1, 9, opLongBinGet, 6, 0, 0, 0, opBinInt1, 0}),
+			entry([]byte{opLongBinGet, 2, 0, 0, 0}, str("oom"), []byte{opLongBinGet, 4, 0, 0, 0, opBinInt1, 100,
+				opLongBinGet, 6, 0, 0, 0, opBinInt1, 0}))), 4, ""},
 		{"key of type int", entrySnap(cat(entry(alloc(1)), entry(alloc(2), []byte{opBinInt1, 5, opBinInt1, 6}))), 1,
 			"dict key of type int"},
 		{"key from the memo that is a list", entrySnap(cat(entry(alloc(1)), entry(alloc(2), []byte{opBinGet, 50},

@@ -273,6 +273,7 @@ const (
 	opEmptyDict   = '}'
 	opAppends     = 'e'
 	opBinGet      = 'h'
+	opLongBinGet  = 'j'
 	opEmptyList   = ']'
 	opSetItem     = 's'
 	opSetItems    = 'u'

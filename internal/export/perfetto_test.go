@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/memscan/memscan/snapshot"
 	"testing"
 )
 
@@ -143,4 +144,27 @@ func allocatedAt(evs []map[string]any, ts float64) float64 {
 		}
 	}
 	return v
+}
+
+// TestPerfettoAnnotateText: an annotate event (torch 2.10's user annotations) is an instant marker carrying its
+// user_metadata as text.
+func TestPerfettoAnnotateText(t *testing.T) {
+	s := fixtureSnapshot()
+	tr := s.DeviceTraces[0]
+	last := tr[len(tr)-1]
+	s.DeviceTraces[0] = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAnnotate, TimeUS: last.TimeUS + 10, HasTime: true,
+		Extra: snapshot.NewTraceTables(s).Extra(snapshot.TraceExtra{UserMetadata: `{"layer": 3}`})})
+	var buf bytes.Buffer
+	if err := WritePerfetto(context.Background(), &buf, s, TraceOptions{Classify: fixtureClassifier}); err != nil {
+		t.Fatal(err)
+	}
+	var texts []any
+	for _, e := range validateTraceEvents(t, buf.Bytes()) {
+		if e["name"] == "annotate" {
+			texts = append(texts, e["args"].(map[string]any)["text"])
+		}
+	}
+	if len(texts) != 1 || texts[0] != `{"layer": 3}` {
+		t.Errorf("annotate events carry %v, want one with the user metadata", texts)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // The flat-dict shortcut. Most of a large snapshot is trace entries, and nearly all of those (and the frames
@@ -33,6 +34,10 @@ type flatState struct {
 	memoN  uint64      // the VM's count of memo cells set (MEMOIZE's index) once these are applied
 	// below is an index below which the memo holds its cells as they will be: none is pending, none written.
 	below uint64
+	// list says that the dict's frames are a fresh list (flatFrames), made when the dict is: frames are its
+	// frame ids, in order.
+	list   bool
+	frames []int32
 }
 
 // noCell is no memo index: indexes come from 4-byte operands or the count of cells set.
@@ -86,6 +91,7 @@ func (d *fastDecoder) flatDict() (ops int, err error) {
 	d.flat.memoN = d.memoN
 	d.flat.self = noCell
 	d.flat.below = d.memo.n
+	d.flat.list = false
 	dictIdx := int64(-1)
 	i := 0
 	// The dict's own memo store: the VM marks the cell pending until SETITEMS converts the dict. (An index
@@ -190,6 +196,12 @@ items:
 			v, i = val{k: vInt, n: int64(binary.LittleEndian.Uint16(b[i+1:]))}, i+3
 		case op == opBinInt && i+5 < len(b) && !isMemoStore(b[i+5]):
 			v, i = val{k: vInt, n: int64(int32(binary.LittleEndian.Uint32(b[i+1:])))}, i+5
+		case op == opEmptyList && f == fFrames && !d.flat.list:
+			var n int
+			if v, n = d.flatFrames(b, i); n == 0 {
+				return 0, nil
+			}
+			i = n
 		case op == opLong1 && i+10 < len(b) && b[i+1]-1 < 8 && !isMemoStore(b[i+2+int(b[i+1])]):
 			// Addresses and times: one load, sign-extended by shifts.
 			l := 8 * uint(b[i+1])
@@ -239,7 +251,19 @@ items:
 	if dictIdx >= 0 {
 		d.setMemo(uint64(dictIdx), cellPending)
 	}
+	if d.flat.list {
+		// The list flatFrames read, as the VM builds it: EMPTY_LIST, its memo store (among the writes below,
+		// which name it by the id it gets here), then its items by one APPEND(S).
+		l := &listObj{}
+		if len(d.flat.frames) > 0 {
+			l.kind, l.idx = lFrames, slices.Clone(d.flat.frames)
+		}
+		d.lists = append(d.lists, l)
+	}
 	for _, w := range d.flat.writes {
+		if w.cell&cellKind == cellList && d.flat.list && w.cell&^cellKind == uint64(len(d.lists)-1) {
+			d.lists[len(d.lists)-1].memo = w.idx + 1
+		}
 		d.setMemo(w.idx, w.cell)
 	}
 	d.opStart = d.base + int64(d.pos+i)
@@ -392,6 +416,77 @@ func (d *fastDecoder) flatStr(b []byte, i int) (val, int) {
 		d.flatStore(idx, cellStr|uint64(id))
 		n += m
 	}
+}
+
+// flatMaxFrames bounds the frames of a fresh list the shortcut reads: the pickler hands over at most a thousand
+// items per APPENDS, and a longer list (several APPENDS) is left to the VM.
+const flatMaxFrames = 1000
+
+// flatFrames reads a fresh frames list at b[i:], as PyTorch writes an event's stack: EMPTY_LIST, at most one memo
+// store, then its frames from the memo, by MARK … APPENDS or a single APPEND (none for an empty list). It returns
+// the list's value, naming the list by the id it will get when the dict is made (flatDict makes it), or 0 when the
+// opcodes are anything else.
+func (d *fastDecoder) flatFrames(b []byte, i int) (val, int) {
+	id := uint64(len(d.lists))
+	if id > math.MaxInt32 {
+		return val{}, 0
+	}
+	n := i + 1
+	if idx, m := memoIndex(b, n, d.flat.memoN); m > 0 {
+		if idx > math.MaxInt64 || idx == d.flat.self {
+			return val{}, 0
+		}
+		d.flatStore(idx, cellList|id)
+		n += m
+	}
+	if n < len(b) && isMemoStore(b[n]) {
+		return val{}, 0 // stored twice: the VM
+	}
+	frames := d.flat.frames[:0]
+	// frame reads the memo fetch of a frame at b[n:] and moves n past it, or returns false and leaves n.
+	frame := func() bool {
+		var idx uint64
+		m := n
+		switch {
+		case m+2 <= len(b) && b[m] == opBinGet:
+			idx, m = uint64(b[m+1]), m+2
+		case m+5 <= len(b) && b[m] == opLongBinGet:
+			idx, m = uint64(binary.LittleEndian.Uint32(b[m+1:])), m+5
+		default:
+			return false
+		}
+		var c uint64
+		if idx < d.flat.below {
+			c = d.memo.at(idx)
+		} else {
+			c = d.flatCellSlow(idx)
+		}
+		if c&cellKind != cellFrame {
+			return false
+		}
+		frames, n = append(frames, int32(c&^cellKind)), m
+		return true
+	}
+	switch {
+	case n < len(b) && b[n] == opMark:
+		n++
+		for n < len(b) && b[n] != opAppends {
+			if len(frames) == flatMaxFrames || !frame() {
+				return val{}, 0
+			}
+		}
+		if n >= len(b) || len(frames) == 0 {
+			return val{}, 0 // an empty MARK … APPENDS is not what the pickler writes
+		}
+		n++
+	case frame():
+		if n >= len(b) || b[n] != opAppend {
+			return val{}, 0
+		}
+		n++
+	}
+	d.flat.frames, d.flat.list = frames, true
+	return val{k: vList, n: int64(id)}, n
 }
 
 // isMemoStore reports whether op stores the top of the stack in the memo.

@@ -200,6 +200,12 @@ func alloc(addr byte) []byte {
 
 func cat(b ...[]byte) []byte { return bytes.Join(b, nil) }
 
+// frameDict is a frame's dict, stored in the memo.
+func frameDict(file string, line byte) []byte {
+	return cat([]byte{opEmptyDict, opMemoize, opMark}, str("filename"), str(file), str("line"), []byte{opBinInt1, line},
+		str("name"), str("f"), []byte{opSetItems})
+}
+
 // longGets rewrites the BINGETs of items (pairs of opcode and one-byte index, and the one-byte BININT1 values
 // between them) as LONG_BINGETs.
 func longGets(items []byte) []byte {
@@ -257,7 +263,20 @@ func TestFlatDictCases(t *testing.T) {
 		{"reference to the entry itself", entrySnap(cat([]byte{opEmptyDict, opMemoize, opMark}, alloc(1),
 			str("self"), []byte{opBinGet, 1, opSetItems})), 0, "still being built"},
 		{"memo store after an int", entrySnap(entry(alloc(1), str("n"), []byte{opBinInt1, 5, opMemoize})), 0, ""},
-		{"fresh frames list", entrySnap(entry(alloc(1), str("frames"), []byte{opEmptyList})), 0, ""},
+		{"empty fresh frames list", entrySnap(entry(alloc(1), str("frames"), []byte{opEmptyList})), 1, ""},
+		// Fresh frames lists of frames from the memo, as PyTorch writes an event's stack: the first entry's frames
+		// are fresh dicts (the VM's, which stores them at 1 and 2), the next ones read their list whole (stored at
+		// 3 and 4), twice-stored is the VM's, and the last reads the second's list back from the memo.
+		{"fresh frames lists", entrySnap(cat(
+			entry(alloc(1), str("frames"), []byte{opEmptyList, opMark}, frameDict("a.py", 1), frameDict("b.py", 2),
+				[]byte{opAppends}),
+			entry(alloc(2), str("frames"), []byte{opEmptyList, opMemoize, opMark, opBinGet, 1, opLongBinGet, 2, 0, 0, 0,
+				opAppends}),
+			entry(alloc(3), str("frames"), []byte{opEmptyList, opMemoize, opBinGet, 2, opAppend}),
+			entry(alloc(4), str("frames"), []byte{opEmptyList, opMemoize, opMemoize, opMark, opBinGet, 1, opAppends}),
+			entry(alloc(5), str("frames"), []byte{opBinGet, 3}))), 5, ""},
+		{"fresh frames list holding a list", entrySnap(entry(alloc(1), str("frames"), []byte{opEmptyList, opMark,
+			opBinGet, 50, opAppends})), 0, "list of lists"},
 		{"empty list under an unknown key", entrySnap(cat(entry(alloc(1)), entry(alloc(2), str("seen"),
 			[]byte{opBinGet, 50}))), 2, ""},
 		// 'alloc' stored at 6 and read back as an (unknown) key in the same dict, then as the next entry's action.

@@ -326,17 +326,6 @@ func (t *TraceTables) Extra(x TraceExtra) ExtraRef {
 	return r
 }
 
-// SetAction sets e's Action from a name, keeping an unknown name in its extras.
-func (t *TraceTables) SetAction(e *TraceEntry, name string) {
-	a, ok := ParseAction(name)
-	e.Action = a
-	if !ok && name != "" {
-		x := *t.s.EntryExtra(e)
-		x.OtherAction = name
-		e.Extra = t.Extra(x)
-	}
-}
-
 // AllocatorSettings is the allocator configuration recorded since torch 2.3.
 type AllocatorSettings struct {
 	AllocConf                     string            `json:"PYTORCH_CUDA_ALLOC_CONF"`

@@ -39,17 +39,20 @@ func TestActionNames(t *testing.T) {
 		if a != tc.want || ok != tc.known {
 			t.Errorf("ParseAction(%q) = %v, %v; want %v, %v", tc.name, a, ok, tc.want, tc.known)
 		}
+		// As the decoders keep it: the action, and an unknown one's name among the extras.
 		s := &Snapshot{}
-		var e TraceEntry
-		NewTraceTables(s).SetAction(&e, tc.name)
+		e := TraceEntry{Action: a}
+		if !ok {
+			e.Extra = NewTraceTables(s).Extra(TraceExtra{OtherAction: tc.name})
+		}
 		if got := s.ActionName(&e); got != tc.name {
-			t.Errorf("ActionName after SetAction(%q) = %q", tc.name, got)
+			t.Errorf("ActionName of %q = %q", tc.name, got)
 		}
 		if tc.known && a.String() != tc.name {
 			t.Errorf("%v.String() = %q, want %q", a, a.String(), tc.name)
 		}
 		if (e.Extra != 0) != (!tc.known && tc.name != "") {
-			t.Errorf("SetAction(%q): Extra = %d (table %+v), want one only for a non-empty unknown name", tc.name, e.Extra, s.TraceExtras)
+			t.Errorf("%q: Extra = %d (table %+v), want one only for a non-empty unknown name", tc.name, e.Extra, s.TraceExtras)
 		}
 	}
 }

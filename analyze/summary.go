@@ -1,12 +1,13 @@
 package analyze
 
 import (
+	"runtime"
+
 	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/replay"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/report"
 	"github.com/memscan/memscan/snapshot"
-	"runtime"
 )
 
 // summarySteps are the steps of Options.SummaryOnly: the checks and totals of the final state, then per device

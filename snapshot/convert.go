@@ -51,11 +51,13 @@ type converter struct {
 	// dict once and reference it from many lists that are not themselves shared.
 	frames map[*types.Dict]Frame
 	marks  formatMarks
-	// traceTabs holds the tables the trace entries index, tables adds to them, and byFrames finds a trace stack
-	// by its frames: the fast decoder gives equal lists one stack even when the pickle does not share them.
+	// traceTabs holds the tables the trace entries index, tables adds to them, and byFrames finds a trace stack's
+	// index by its frames (the fast decoder gives equal lists one stack even when the pickle does not share
+	// them); traceRefs remembers it by the converted list, so that a list shared through the memo is keyed once.
 	traceTabs Snapshot
 	tables    *TraceTables
-	byFrames  map[string]*Stack
+	byFrames  map[string]StackRef
+	traceRefs map[*Stack]StackRef
 	ticks     int
 	// budget is how many more model objects (segments, blocks, history entries, trace entries, annotations,
 	// frames) the conversion may create; negative means unlimited. A pickle can reference one large dict or list
@@ -71,7 +73,7 @@ type converter struct {
 // since frame lists, the only thing PyTorch's snapshots share, convert once however often they are referenced.
 func convertSnapshot(ctx context.Context, name string, v any, budget int64) (*Snapshot, error) {
 	c := &converter{ctx: ctx, name: name, stacks: make(map[any]*Stack), frames: make(map[*types.Dict]Frame), budget: budget,
-		byFrames: map[string]*Stack{}}
+		byFrames: map[string]StackRef{}, traceRefs: map[*Stack]StackRef{}}
 	c.tables = NewTraceTables(&c.traceTabs)
 	s, err := c.snapshot(v)
 	if err == nil && c.tables.overflow {
@@ -352,16 +354,20 @@ func (c *converter) traceStack(field string, v any) (StackRef, error) {
 	if err != nil || st == nil {
 		return 0, err
 	}
+	if r, ok := c.traceRefs[st]; ok {
+		return r, nil
+	}
 	var key strings.Builder
 	for _, f := range st.Frames {
 		fmt.Fprintf(&key, "%d\x00%s\x00%s\x00", f.Line, f.Filename, f.Name)
 	}
-	if first, ok := c.byFrames[key.String()]; ok {
-		st = first
-	} else {
-		c.byFrames[key.String()] = st
+	r, ok := c.byFrames[key.String()]
+	if !ok {
+		r = c.tables.Stack(st)
+		c.byFrames[key.String()] = r
 	}
-	return c.tables.Stack(st), nil
+	c.traceRefs[st] = r
+	return r, nil
 }
 
 func (c *converter) frame(v any) (Frame, error) {

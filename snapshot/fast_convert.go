@@ -364,16 +364,11 @@ func (d *fastDecoder) fStack(f uint8) (*Stack, error) {
 // fStackRef returns the index in the trace tables of the stack in field f (an entry's frames).
 func (d *fastDecoder) fStackRef(f uint8) (StackRef, error) {
 	if v := d.fields[f]; v.k == vList && v.n2 != 0 {
-		i := v.n2 - 1
-		if int(i) < len(d.stackTabRef) && d.stackTabRef[i] != 0 {
-			return d.stackTabRef[i], nil
+		r := &d.stackTabRef[v.n2-1]
+		if *r == 0 {
+			*r = d.tables.Stack(d.stackTab[v.n2-1])
 		}
-		r := d.tables.Stack(d.stackTab[i])
-		if need := int(i) + 1; need > len(d.stackTabRef) {
-			d.stackTabRef = append(d.stackTabRef, make([]StackRef, need-len(d.stackTabRef))...)
-		}
-		d.stackTabRef[i] = r
-		return r, nil
+		return *r, nil
 	}
 	st, err := d.fStack(f)
 	if err != nil || st == nil {
@@ -401,7 +396,7 @@ func (d *fastDecoder) stackCell(l *listObj, id int64) {
 	}
 	d.forgetKey(idx)
 	d.memo.set(idx, cellStack|uint64(id)<<stackShift|uint64(len(d.stackTab)))
-	d.stackTab = append(d.stackTab, l.st)
+	d.stackTab, d.stackTabRef = append(d.stackTab, l.st), append(d.stackTabRef, 0)
 }
 
 func has(present uint64, f uint8) bool { return present&bit(f) != 0 }

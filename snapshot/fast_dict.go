@@ -35,9 +35,10 @@ type flatState struct {
 	// below is an index below which the memo holds its cells as they will be: none is pending, none written.
 	below uint64
 	// list says that the dict's frames are a fresh list (flatFrames), made when the dict is: frames are its
-	// frame ids, in order.
-	list   bool
-	frames []int32
+	// frame ids, in order, and listMemo 1 + the memo cell it is stored at (0: none).
+	list     bool
+	frames   []int32
+	listMemo uint64
 }
 
 // noCell is no memo index: indexes come from 4-byte operands or the count of cells set.
@@ -91,7 +92,7 @@ func (d *fastDecoder) flatDict() (ops int, err error) {
 	d.flat.memoN = d.memoN
 	d.flat.self = noCell
 	d.flat.below = d.memo.n
-	d.flat.list = false
+	d.flat.list, d.flat.listMemo = false, 0
 	dictIdx := int64(-1)
 	i := 0
 	// The dict's own memo store: the VM marks the cell pending until SETITEMS converts the dict. (An index
@@ -254,16 +255,13 @@ items:
 	if d.flat.list {
 		// The list flatFrames read, as the VM builds it: EMPTY_LIST, its memo store (among the writes below,
 		// which name it by the id it gets here), then its items by one APPEND(S).
-		l := &listObj{}
+		l := &listObj{memo: d.flat.listMemo}
 		if len(d.flat.frames) > 0 {
 			l.kind, l.idx = lFrames, slices.Clone(d.flat.frames)
 		}
 		d.lists = append(d.lists, l)
 	}
 	for _, w := range d.flat.writes {
-		if w.cell&cellKind == cellList && d.flat.list && w.cell&^cellKind == uint64(len(d.lists)-1) {
-			d.lists[len(d.lists)-1].memo = w.idx + 1
-		}
 		d.setMemo(w.idx, w.cell)
 	}
 	d.opStart = d.base + int64(d.pos+i)
@@ -437,7 +435,7 @@ func (d *fastDecoder) flatFrames(b []byte, i int) (val, int) {
 			return val{}, 0
 		}
 		d.flatStore(idx, cellList|id)
-		n += m
+		d.flat.listMemo, n = idx+1, n+m
 	}
 	if n < len(b) && isMemoStore(b[n]) {
 		return val{}, 0 // stored twice: the VM

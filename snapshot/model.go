@@ -218,9 +218,13 @@ type TraceExtra struct {
 var noExtra TraceExtra
 
 // EntryStack returns the stack of trace entry e of s, nil when it has none.
-func (s *Snapshot) EntryStack(e *TraceEntry) *Stack {
-	if i := int(e.Stack); i > 0 && i < len(s.TraceStacks) {
-		return s.TraceStacks[i]
+func (s *Snapshot) EntryStack(e *TraceEntry) *Stack { return StackOf(s.TraceStacks, e) }
+
+// StackOf returns the stack of trace entry e from stacks, its snapshot's TraceStacks (for a caller that holds the
+// table, not the snapshot); nil when it has none.
+func StackOf(stacks []*Stack, e *TraceEntry) *Stack {
+	if i := int(e.Stack); i > 0 && i < len(stacks) {
+		return stacks[i]
 	}
 	return nil
 }

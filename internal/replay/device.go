@@ -71,15 +71,14 @@ type DeviceTrace struct {
 	PeakIndex int
 	PeakBytes int64
 
-	replay      *Trace
-	annotations []snapshot.Annotation
-	timeline    *phases.Timeline
+	replay   *Trace
+	timeline *phases.Timeline
 }
 
 // DeviceTrace returns the replay as a DeviceTrace.
 func (t *Trace) DeviceTrace() *DeviceTrace {
 	d := &DeviceTrace{Device: t.Device, Trace: t.Events, Elements: t.Elements, Stacks: t.Stacks, Series: t.Series(), replay: t,
-		annotations: t.snap.ExternalAnnotations, timeline: t.timeline}
+		timeline: t.timeline}
 	d.PeakIndex, d.PeakBytes = t.PeakIndex()
 	return d
 }
@@ -138,7 +137,7 @@ func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceTr
 // first use, since not every caller needs them (about a tenth of a replay's cost); not safe for concurrent use.
 func (d *DeviceTrace) Timeline() *phases.Timeline {
 	if d.timeline == nil {
-		d.timeline = phasedetect.Detect(d.Trace, d.replay.snap.TraceStacks, d.annotations, d.Device)
+		d.timeline = Phases(d.replay.snap, d.Device)
 	}
 	return d.timeline
 }

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -109,21 +108,23 @@ func TestElementStacks(t *testing.T) {
 	}
 }
 
-// TestUseTimeline: Phases finds what a replay's DeviceTrace finds by itself, and a replay given a timeline hands
-// that one to its DeviceTraces instead of finding its own.
+// TestUseTimeline: Phases finds the fixture's three iterations without a replay (and none on a device without a
+// trace), and a replay given a timeline hands that one to its DeviceTraces instead of finding its own.
 func TestUseTimeline(t *testing.T) {
 	s := traingen.TrainingLoop{Iterations: 3, Layers: 2, WeightBytes: 2 << 20, ActivationBytes: 4 << 20, LogitsBytes: 8 << 20, Annotations: true}.Build()
+	found := Phases(s, 0)
+	if len(found.Iterations) != 3 || !found.Training() {
+		t.Fatalf("Phases found %d iterations (%s), want the fixture's 3 training iterations", len(found.Iterations), found.Source)
+	}
+	if none := Phases(s, 1); len(none.Iterations) != 0 || none.Source != "empty trace" {
+		t.Errorf("a device without a trace: %+v", none)
+	}
 	tr, err := Run(context.Background(), s, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := tr.DeviceTrace().Timeline()
-	if len(own.Iterations) != 3 {
-		t.Fatalf("the replay's own timeline has %d iterations, want 3", len(own.Iterations))
-	}
-	found := Phases(s, 0)
-	if !reflect.DeepEqual(found, own) {
-		t.Errorf("Phases = %+v, want the replay's own %+v", found, own)
+	if own := tr.DeviceTrace().Timeline(); own == found || len(own.Iterations) != 3 {
+		t.Errorf("a replay given no timeline: %d iterations, shared with Phases' %v", len(own.Iterations), own == found)
 	}
 	tr.UseTimeline(found)
 	if got := tr.DeviceTrace().Timeline(); got != found {

@@ -205,7 +205,7 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 				a.release(old)
 			}
 			skip[k] = false
-			switch b, err := a.malloc(e.Size, e.Stream, rec.pool(e)); {
+			switch b, err := a.malloc(e.Size, rec.stream(e), rec.pool(e)); {
 			case isOOM(err):
 				skip[k] = true
 				res.Failed = append(res.Failed, Failure{Index: i, Size: e.Size, Reserved: a.reserved})
@@ -239,7 +239,7 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 				a.EmptyCache()
 			}
 		case snapshot.ActionOOM:
-			b, err := a.malloc(max(e.Size, 1), e.Stream, rec.pool(e))
+			b, err := a.malloc(max(e.Size, 1), rec.stream(e), rec.pool(e))
 			res.OOMs = append(res.OOMs, OOMCheck{Index: i, Size: e.Size, Reproduced: err != nil})
 			if err == nil {
 				a.release(b) // the real request failed: nothing stays allocated

@@ -28,7 +28,7 @@ func (t *Trace) Lifetime(i int) Lifetime {
 	l := Lifetime{Size: el.Size, Event: int(el.Origin), Start: int(el.Start), End: int(el.End)}
 	if el.Origin >= 0 {
 		e := &t.Events[el.Origin]
-		l.Addr, l.Stream, l.Stack = e.Addr, e.Stream, t.snap.EntryStack(e)
+		l.Addr, l.Stream, l.Stack = e.Addr, t.snap.EntryStream(e), t.snap.EntryStack(e)
 	} else {
 		b, seg := t.Block(el.Origin)
 		l.Addr, l.Stream, l.Stack, l.Event = b.Address, seg.Stream, b.Stack, -1

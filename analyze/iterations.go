@@ -41,7 +41,7 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 		}
 		row := report.IterationRow{Device: d.Device, Iteration: it.Index, Complete: it.Complete, PeakEvent: sp.Start}
 		best := measure(sp.Start)
-		row.PeakReservedBytes = at(d.Reserved, d.InitialReserved, sp.Start-1)
+		row.PeakReservedBytes = d.Reserved.Max(sp.Start-1, min(sp.End, len(d.Trace)))
 		if sp.Start > 0 {
 			if v := measure(sp.Start - 1); v > best {
 				best, row.PeakEvent = v, sp.Start-1
@@ -51,7 +51,6 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 			if v := measure(j); v > best {
 				best, row.PeakEvent = v, j
 			}
-			row.PeakReservedBytes = max(row.PeakReservedBytes, d.Reserved[j])
 		}
 		row.PeakRequestedBytes = at(d.Allocated, d.InitialAllocated, row.PeakEvent)
 		if blocks != nil {
@@ -66,7 +65,7 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 				continue
 			}
 			end := min(p.span.End, len(d.Trace)) - 1
-			pe := report.PhaseEnd{Phase: p.name, Span: p.span, RequestedBytes: d.Allocated[end], ReservedBytes: d.Reserved[end]}
+			pe := report.PhaseEnd{Phase: p.name, Span: p.span, RequestedBytes: d.Allocated[end], ReservedBytes: d.Reserved.At(end)}
 			if blocks != nil {
 				pe.AllocatedBytes = blocks[end]
 			}

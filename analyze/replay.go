@@ -299,7 +299,7 @@ func (r *devTrace) ooms() {
 		e := &r.Events[j]
 		d := r.a.cat.Stack(r.a.snap.EntryStack(e))
 		o := report.OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: r.a.snap.EntryExtra(e).DeviceFree, Category: d.Category,
-			AllocatedBytes: r.Allocated[j], ReservedBytes: r.Reserved[j]}
+			AllocatedBytes: r.Allocated[j], ReservedBytes: r.Reserved.At(j)}
 		if d.Site != "" {
 			o.Site = d.Site
 		}
@@ -323,10 +323,7 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	}
 	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()
-	p.RequestedBytes, p.ReservedBytes = p.Bytes, r.InitialReserved
-	if p.EventIndex >= 0 {
-		p.ReservedBytes = r.Reserved[p.EventIndex]
-	}
+	p.RequestedBytes, p.ReservedBytes = p.Bytes, r.Reserved.At(p.EventIndex)
 	if p.ReservedBytes > 0 {
 		p.EfficiencyPct = float64(p.Bytes) / float64(p.ReservedBytes) * 100
 	}
@@ -435,7 +432,7 @@ func (r *devTrace) series(peakCats []int64) report.TimelineSeries {
 	}
 	for i, j := range idx {
 		ts.Allocated[i] = r.Allocated[j]
-		ts.Reserved[i] = r.Reserved[j]
+		ts.Reserved[i] = r.Reserved.At(j)
 		if hasTime {
 			ts.TimeUS[i] = r.Events[j].TimeUS
 		}

@@ -30,6 +30,9 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 			t.TimeUS[j] = r.Events[j].TimeUS
 		}
 	}
+	// The times were the last thing read of the trace: an analysis that decoded its snapshot itself lets it go
+	// now, so that the detail is not built beside it.
+	r.a.releaseTrace(r.Device, r.Trace, d)
 	prev := r.InitialReserved
 	for k := range r.Reserved.Changes() {
 		j, res := r.Reserved.Change(k)

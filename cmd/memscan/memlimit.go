@@ -13,10 +13,11 @@ import (
 
 // memoryLimitFactor is the soft memory limit per byte of input being analyzed at once, less rssReserve: peak RSS
 // stays within twice the input whenever what the analysis keeps live fits in it. The decoded model of a snapshot
-// holds its trace at 48 bytes per event against 45-80 bytes of pickle, and the analysis adds about 40 bytes per
-// event, so a file of small events (a training loop with memo-shared stacks: 47 bytes per event) keeps more than
-// that live; then the governor raises the limit (see nextMemoryLimit) instead of letting the collector run back to
-// back.
+// holds its trace at 40 bytes per event against 45-80 bytes of pickle, and the analysis adds about 30 bytes per
+// event while it holds the trace (a file analyzed by AnalyzeFile lets it go before the timeline detail is built),
+// so a file of small events (a training loop with memo-shared stacks: 47 bytes per event) comes close; where it
+// keeps more live, the governor raises the limit (see nextMemoryLimit) instead of letting the collector run back
+// to back.
 const memoryLimitFactor = 2.0
 
 // gcPercent lets the heap grow to five times what is live before a collection while it is below the limit (the

@@ -40,7 +40,7 @@ func benchSnapshot(b *testing.B) *snapshot.Snapshot {
 // BenchmarkReplay2M4 measures one replay of the 2.4 M-event trace (Record once, outside the loop).
 func BenchmarkReplay2M4(b *testing.B) {
 	s := benchSnapshot(b)
-	rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments, Extras: s.TraceExtras})
+	rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments, Extras: s.TraceExtras, Streams: s.TraceStreams})
 	b.ReportMetric(float64(len(rec.Trace)), "events")
 	defer reportCPU(b)()
 	for b.Loop() {
@@ -82,7 +82,7 @@ func BenchmarkRecord2M4(b *testing.B) {
 	s := benchSnapshot(b)
 	defer reportCPU(b)()
 	for b.Loop() {
-		if rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments, Extras: s.TraceExtras}); rec.Partial {
+		if rec := Record(s.DeviceTraces[0], RecordOptions{Final: s.Segments, Extras: s.TraceExtras, Streams: s.TraceStreams}); rec.Partial {
 			b.Fatalf("partial: %v", rec.Issues)
 		}
 	}
@@ -92,6 +92,9 @@ func BenchmarkRecord2M4(b *testing.B) {
 // kept to the end, the others are freed within a few dozen events, youngest first. Sizes are log-uniform from
 // 512 B to 64 MiB on two streams, so the kept blocks pin segments whose free remainders pile up in the free-block
 // index while the live blocks grow by a quarter of the allocations. kept counts the blocks live at the end.
+// growingStreams is the TraceStreams of growingTrace's events: streams 0 and 1.
+var growingStreams = []uint64{0, 1}
+
 func growingTrace(events int) (tr []snapshot.TraceEntry, kept int) {
 	rng := uint64(0x9e3779b97f4a7c15)
 	next := func() uint64 { // xorshift64*
@@ -113,7 +116,7 @@ func growingTrace(events int) (tr []snapshot.TraceEntry, kept int) {
 		size := int64(512) << (next() % 18)
 		size += int64(next() % uint64(size))
 		addr += 1 << 12
-		tr = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr, Size: size, Stream: next() % 2})
+		tr = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr, Size: size, Stream: snapshot.StreamRef(next() % 2)})
 		if next()%4 != 0 {
 			recent = append(recent, addr)
 		} else {
@@ -130,7 +133,7 @@ func BenchmarkReplayGrowing(b *testing.B) {
 	for _, n := range []int{1 << 20, 4 << 20} {
 		b.Run(fmt.Sprintf("events=%dM", n>>20), func(b *testing.B) {
 			tr, kept := growingTrace(n)
-			rec := Record(tr, RecordOptions{})
+			rec := Record(tr, RecordOptions{Streams: growingStreams})
 			cpu := cpuTime()
 			for b.Loop() {
 				if _, err := Replay(context.Background(), rec, Config{}, ReplayOptions{}); err != nil {

@@ -79,7 +79,7 @@ func digestTraces(t *testing.T) []struct {
 		out = append(out, named{c.name, c.loop.Build()})
 	}
 	tr, _ := growingTrace(60_000)
-	out = append(out, named{"growing", &snapshot.Snapshot{DeviceTraces: [][]snapshot.TraceEntry{tr}}})
+	out = append(out, named{"growing", &snapshot.Snapshot{DeviceTraces: [][]snapshot.TraceEntry{tr}, TraceStreams: growingStreams}})
 	return out
 }
 
@@ -96,7 +96,7 @@ func TestReplayDigests(t *testing.T) {
 			if len(tr) == 0 {
 				continue
 			}
-			rec := Record(tr, RecordOptions{Final: tc.s.Segments, Device: dev, Settings: recorded, Extras: tc.s.TraceExtras})
+			rec := Record(tr, RecordOptions{Final: tc.s.Segments, Device: dev, Settings: recorded, Extras: tc.s.TraceExtras, Streams: tc.s.TraceStreams})
 			var basePeak int64
 			for i, dc := range digestConfigs {
 				cfg := dc.cfg

@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,13 +53,8 @@ func TestAllocatedSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []int64{0, 5 * MiB, 5 * MiB, 0, 3 * MiB}
-	if len(res.Allocated) != len(want) {
-		t.Fatalf("series %v, want %v", res.Allocated, want)
-	}
-	for i := range want {
-		if res.Allocated[i] != want[i] {
-			t.Errorf("after event %d: %d, want %d", i, res.Allocated[i], want[i])
-		}
+	if got := res.Allocated.Values(); !slices.Equal(got, want) {
+		t.Fatalf("series %v, want %v", got, want)
 	}
 	if res2, _ := Replay(context.Background(), rec, Config{}, ReplayOptions{}); res2.Allocated != nil || res2.PeakAllocated != 5*MiB {
 		t.Errorf("without the option: series %v, peak %d", res2.Allocated, res2.PeakAllocated)

@@ -123,11 +123,11 @@ func FuzzReplay(f *testing.F) {
 				Action: actions[int(data[i])%len(actions)],
 				Addr:   0x7f0000000000 + uint64(data[i+1]%16)*32*MiB,
 				Size:   size - int64(data[i]%3), // occasionally 0 or negative
-				Stream: uint64(data[i+1] % 2), Extra: tab.Extra(snapshot.TraceExtra{DeviceFree: size}),
+				Stream: tab.Stream(uint64(data[i+1] % 2)), Extra: tab.Extra(snapshot.TraceExtra{DeviceFree: size}),
 			})
 		}
 		cfg := propertyConfigs[len(data)%len(propertyConfigs)]
-		rec := Record(tr, RecordOptions{Settings: cfg.cfg, Capacity: cfg.opt.Capacity, Extras: extras.TraceExtras})
+		rec := Record(tr, RecordOptions{Settings: cfg.cfg, Capacity: cfg.opt.Capacity, Extras: extras.TraceExtras, Streams: extras.TraceStreams})
 		res, a, err := replay(context.Background(), rec, cfg.cfg, ReplayOptions{Capacity: cfg.opt.Capacity, TotalMemory: cfg.opt.TotalMemory})
 		if err != nil {
 			t.Fatalf("replay: %v", err)

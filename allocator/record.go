@@ -41,6 +41,7 @@ type Recording struct {
 
 	freeAction snapshot.Action
 	extras     []snapshot.TraceExtra // the snapshot's TraceExtras (RecordOptions.Extras)
+	streams    []uint64              // the snapshot's TraceStreams (RecordOptions.Streams)
 	initial    []seedSegment
 	// slot gives each alloc and free event the index of its address among the trace's distinct addresses (−1 for
 	// the other events), and addrs lists the addresses by slot. A replay keeps its live blocks in a table indexed
@@ -87,14 +88,19 @@ type RecordOptions struct {
 	// Capacity is the usable capacity when known from outside the trace (an oom event overrides it); it
 	// decides whether a run of segment frees right before a new segment was empty_cache or the retry path.
 	Capacity int64
-	// Extras is the snapshot's TraceExtras, which the trace's entries index (their pools, an oom's free bytes).
-	Extras []snapshot.TraceExtra
+	// Extras is the snapshot's TraceExtras, which the trace's entries index (their pools, an oom's free bytes), and
+	// Streams its TraceStreams (their CUDA streams).
+	Extras  []snapshot.TraceExtra
+	Streams []uint64
 }
 
 // pool returns the pool of trace event e.
 func (r *Recording) pool(e *snapshot.TraceEntry) PoolID {
 	return PoolID(snapshot.ExtraOf(r.extras, e).Pool)
 }
+
+// stream returns the CUDA stream of trace event e.
+func (r *Recording) stream(e *snapshot.TraceEntry) uint64 { return snapshot.StreamOf(r.streams, e) }
 
 // ignorable reports events that neither allocate nor change segments.
 func ignorable(a snapshot.Action) bool {
@@ -109,7 +115,7 @@ func ignorable(a snapshot.Action) bool {
 
 // Record reads one device trace.
 func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
-	r := &Recording{Trace: trace, PeakIndex: -1, freeAction: snapshot.ActionFreeCompleted, extras: opt.Extras}
+	r := &Recording{Trace: trace, PeakIndex: -1, freeAction: snapshot.ActionFreeCompleted, extras: opt.Extras, streams: opt.Streams}
 	// Traces older than free_completed (or filtered ones) only say free_requested.
 	hasCompleted, hasRequested := false, false
 	for i := 0; i < len(trace) && !hasCompleted; i++ {
@@ -207,7 +213,7 @@ func (r *Recording) forward() *forwardPass {
 			f.issues = addIssue(f.issues, i, "%s of %d bytes", e.Action, e.Size)
 		}
 		if d > 0 {
-			r.Created = append(r.Created, SegmentEvent{Kind: kindOf(e.Action), Addr: e.Addr, Size: e.Size, Stream: e.Stream, Pool: r.pool(e), Reserved: rel + e.Size})
+			r.Created = append(r.Created, SegmentEvent{Kind: kindOf(e.Action), Addr: e.Addr, Size: e.Size, Stream: r.stream(e), Pool: r.pool(e), Reserved: rel + e.Size})
 		}
 		rel += d
 		if rel > f.relPeak {
@@ -299,7 +305,7 @@ func (r *Recording) rebuildStart(opt RecordOptions, f *forwardPass) {
 			if e.Size <= 0 {
 				continue
 			}
-			segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: r.pool(e), small: e.Size == smallBuffer, freedAt: i}
+			segs[e.Addr] = startSeg{size: e.Size, stream: r.stream(e), pool: r.pool(e), small: e.Size == smallBuffer, freedAt: i}
 		case snapshot.ActionSegmentMap, snapshot.ActionSegmentUnmap:
 			expandable = true
 			if e.Size > 0 {
@@ -403,7 +409,7 @@ func (r *Recording) rewindMapping(segs map[uint64]startSeg, e *snapshot.TraceEnt
 		}
 	}
 	if e.Action == snapshot.ActionSegmentUnmap {
-		segs[e.Addr] = startSeg{size: e.Size, stream: e.Stream, pool: r.pool(e), small: e.Size%largeBuffer != 0, freedAt: -1}
+		segs[e.Addr] = startSeg{size: e.Size, stream: r.stream(e), pool: r.pool(e), small: e.Size%largeBuffer != 0, freedAt: -1}
 	}
 }
 

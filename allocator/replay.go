@@ -27,7 +27,7 @@ type Result struct {
 	PeakAllocated int64
 	// Allocated is the block bytes allocated after each event, when ReplayOptions.AllocatedSeries asked for it
 	// (torch.cuda.memory_allocated at every moment): per-iteration peaks and phase boundaries in torch's unit.
-	Allocated []int64
+	Allocated *BlockSeries
 	// PeakFragmentation is what reserved memory consisted of right after the request that reached the peak.
 	PeakFragmentation Fragmentation
 	FinalReserved     int64
@@ -177,13 +177,13 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 	trace := rec.Trace
 	recorded := rec.InitialReserved
 	if opt.AllocatedSeries {
-		res.Allocated = make([]int64, len(trace))
+		res.Allocated = newBlockSeries(len(trace))
 	}
 	for i := range trace {
 		// The previous event's allocated bytes, written here so that every path through the loop (continue
 		// included) records it.
 		if res.Allocated != nil && i > 0 {
-			res.Allocated[i-1] = a.allocated
+			res.Allocated.set(i-1, a.allocated)
 		}
 		if i&0xfff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -205,7 +205,7 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 				a.release(old)
 			}
 			skip[k] = false
-			switch b, err := a.malloc(e.Size, e.Stream, rec.pool(e)); {
+			switch b, err := a.malloc(e.Size, rec.stream(e), rec.pool(e)); {
 			case isOOM(err):
 				skip[k] = true
 				res.Failed = append(res.Failed, Failure{Index: i, Size: e.Size, Reserved: a.reserved})
@@ -239,7 +239,7 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 				a.EmptyCache()
 			}
 		case snapshot.ActionOOM:
-			b, err := a.malloc(max(e.Size, 1), e.Stream, rec.pool(e))
+			b, err := a.malloc(max(e.Size, 1), rec.stream(e), rec.pool(e))
 			res.OOMs = append(res.OOMs, OOMCheck{Index: i, Size: e.Size, Reproduced: err != nil})
 			if err == nil {
 				a.release(b) // the real request failed: nothing stays allocated
@@ -257,8 +257,8 @@ func replayModel(ctx context.Context, rec *Recording, cfg Config, opt ReplayOpti
 		}
 		res.PeakAllocated = max(res.PeakAllocated, a.allocated)
 	}
-	if n := len(res.Allocated); n > 0 {
-		res.Allocated[n-1] = a.allocated
+	if n := res.Allocated.Len(); n > 0 {
+		res.Allocated.set(n-1, a.allocated)
 	}
 	// Segment events the model never matched at an alloc or free (say a segment made and freed in between)
 	// still show in the peak or the final state.

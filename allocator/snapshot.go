@@ -71,7 +71,7 @@ func ReplaySnapshot(ctx context.Context, s *snapshot.Snapshot, dev int, whatIf *
 		out.SettingsNote = err.Error()
 	}
 	out.Recording = Record(s.DeviceTraces[dev], RecordOptions{Final: s.Segments, Device: dev, Settings: out.RecordedSettings, Capacity: opt.Capacity,
-		Extras: s.TraceExtras})
+		Extras: s.TraceExtras, Streams: s.TraceStreams})
 	cfgs := []Config{out.RecordedSettings}
 	if whatIf != nil {
 		cfgs = append(cfgs, *whatIf)

@@ -3,6 +3,7 @@ package analyze
 import (
 	"context"
 
+	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/report"
 )
@@ -31,7 +32,7 @@ func (a *analysis) replayAllocatorModel() error {
 type pendingReplays struct {
 	done   chan struct{}
 	reps   []report.AllocatorReplay
-	blocks map[int][]int64
+	blocks map[int]*allocator.BlockSeries
 	err    error
 }
 
@@ -46,7 +47,7 @@ func (a *analysis) allocatorReplays() ([]report.AllocatorReplay, error) {
 
 // blockSeries waits for the allocator replays and returns device dev's baseline block bytes after every event (nil
 // without a replay).
-func (a *analysis) blockSeries(dev int) []int64 {
+func (a *analysis) blockSeries(dev int) *allocator.BlockSeries {
 	if _, err := a.allocatorReplays(); err != nil || a.allocRun == nil {
 		return nil
 	}

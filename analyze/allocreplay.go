@@ -34,9 +34,9 @@ func ReplayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOpt
 
 // replayAllocator is ReplayAllocator, also returning, when series is set, each device's block bytes allocated after
 // every event of the baseline (by device).
-func replayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions, series bool) ([]report.AllocatorReplay, map[int][]int64, error) {
+func replayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOptions, series bool) ([]report.AllocatorReplay, map[int]*allocator.BlockSeries, error) {
 	var out []report.AllocatorReplay
-	var blocks map[int][]int64
+	var blocks map[int]*allocator.BlockSeries
 	for dev, tr := range s.DeviceTraces {
 		if len(tr) == 0 {
 			continue
@@ -48,7 +48,7 @@ func replayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOpt
 		out = append(out, r)
 		if b != nil {
 			if blocks == nil {
-				blocks = map[int][]int64{}
+				blocks = map[int]*allocator.BlockSeries{}
 			}
 			blocks[dev] = b
 		}
@@ -56,7 +56,7 @@ func replayAllocator(ctx context.Context, s *snapshot.Snapshot, opt AllocatorOpt
 	return out, blocks, nil
 }
 
-func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions, series bool) (report.AllocatorReplay, []int64, error) {
+func replayDevice(ctx context.Context, s *snapshot.Snapshot, dev int, opt AllocatorOptions, series bool) (report.AllocatorReplay, *allocator.BlockSeries, error) {
 	ropt := allocator.ReplayOptions{Capacity: opt.Capacity, TotalMemory: opt.TotalMemory, AllocatedSeries: series}
 	// The fragmentation finding's fix: the recorded settings with expandable segments, replayed alongside unless
 	// they are on already or are the what-if.

@@ -57,6 +57,10 @@ type Options struct {
 	// display shows of one large input.
 	Read  *atomic.Int64
 	Stage func(Stage)
+
+	// ownsInput is set by AnalyzeFile, which decoded the snapshot and shows it to no one else: the analysis may
+	// then let each device trace go once it has read it (releaseTrace).
+	ownsInput bool
 }
 
 // TimelineDetailEvents is the trace events a run keeps at full resolution over all its inputs (about 15 bytes
@@ -120,6 +124,7 @@ func AnalyzeFile(ctx context.Context, path string, opts Options) (*report.Report
 	if err != nil {
 		return nil, err
 	}
+	opts.ownsInput = true
 	return Analyze(ctx, in, opts)
 }
 
@@ -140,6 +145,8 @@ type analysis struct {
 	// allocRun is the caching-allocator replays of every device trace, running alongside the rest (nil when
 	// skipped); allocatorReplays and blockSeries wait for them.
 	allocRun *pendingReplays
+	// traceEvents is the events of every device trace, counted before any is let go (releaseTrace).
+	traceEvents int
 	// endCategory is the category the trace replay gave each allocation still live at the end, by device and
 	// address, so that the views at the dump agree with those at the peak where a lifetime decided (the
 	// weights a module's __init__ allocated are Parameters/Weights in both, not Unknown at the dump).
@@ -192,6 +199,9 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 		},
 		part: part,
 	}
+	for _, tr := range s.DeviceTraces {
+		a.traceEvents += len(tr)
+	}
 	// liveBlocks follows replayAll, whose lifetimes decide the categories of stackless blocks.
 	steps := []analysisStep{
 		{StageTotals, a.checkSizes}, {StageTotals, a.totals}, {StageTotals, a.histograms}, {StageTotals, a.fragmentation},
@@ -215,7 +225,7 @@ func AnalyzeSnapshot(ctx context.Context, s *snapshot.Snapshot, opts Options) (*
 			return nil, err
 		}
 	}
-	a.rep.Recommendations = recommend(a.part, s, a.findings, !a.judgedAtPeak)
+	a.rep.Recommendations = recommend(a.part, s, a.traceEvents, a.findings, !a.judgedAtPeak)
 	a.rep.Warnings = a.warns.lines()
 	return a.rep, nil
 }

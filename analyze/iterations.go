@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/internal/detect"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/report"
@@ -11,9 +12,9 @@ import (
 // torch.cuda's unit, and the peak is where the block bytes were highest; the requested bytes come from the trace
 // replay either way. The iteration's window includes the moment before its first event, as a peak-statistics
 // reset at its start would.
-func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
+func iterationTable(d *detect.Device, blocks *allocator.BlockSeries) []report.IterationRow {
 	tl := d.Timeline()
-	if len(blocks) != len(d.Trace) {
+	if blocks.Len() != len(d.Trace) {
 		blocks = nil
 	}
 	out := make([]report.IterationRow, 0, len(tl.Iterations))
@@ -28,7 +29,10 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 	}
 	measure := func(j int) int64 {
 		if blocks != nil {
-			return at(blocks, 0, j)
+			if j < 0 {
+				return 0
+			}
+			return blocks.At(j)
 		}
 		return at(d.Allocated, d.InitialAllocated, j)
 	}
@@ -41,7 +45,7 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 		}
 		row := report.IterationRow{Device: d.Device, Iteration: it.Index, Complete: it.Complete, PeakEvent: sp.Start}
 		best := measure(sp.Start)
-		row.PeakReservedBytes = at(d.Reserved, d.InitialReserved, sp.Start-1)
+		row.PeakReservedBytes = d.Reserved.Max(sp.Start-1, min(sp.End, len(d.Trace)))
 		if sp.Start > 0 {
 			if v := measure(sp.Start - 1); v > best {
 				best, row.PeakEvent = v, sp.Start-1
@@ -51,7 +55,6 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 			if v := measure(j); v > best {
 				best, row.PeakEvent = v, j
 			}
-			row.PeakReservedBytes = max(row.PeakReservedBytes, d.Reserved[j])
 		}
 		row.PeakRequestedBytes = at(d.Allocated, d.InitialAllocated, row.PeakEvent)
 		if blocks != nil {
@@ -66,9 +69,9 @@ func iterationTable(d *detect.Device, blocks []int64) []report.IterationRow {
 				continue
 			}
 			end := min(p.span.End, len(d.Trace)) - 1
-			pe := report.PhaseEnd{Phase: p.name, Span: p.span, RequestedBytes: d.Allocated[end], ReservedBytes: d.Reserved[end]}
+			pe := report.PhaseEnd{Phase: p.name, Span: p.span, RequestedBytes: d.Allocated[end], ReservedBytes: d.Reserved.At(end)}
 			if blocks != nil {
-				pe.AllocatedBytes = blocks[end]
+				pe.AllocatedBytes = blocks.At(end)
 			}
 			ends = append(ends, pe)
 		}

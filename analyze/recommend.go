@@ -11,24 +11,20 @@ import (
 // recommend lists the findings of a finished snapshot report, ranked (findings.Rank: critical first, then by the
 // bytes their change saves at the peak); every one carries the number and the threshold behind it. With an allocation history the trace detectors (internal/detect) judge at the peak or the OOM: their
 // findings replace the dump-time cache checks, which only run on snapshots without history, labelled as such.
-func recommend(r *report.SnapshotReport, s *snapshot.Snapshot, judged []findings.Finding, atDump bool) []findings.Finding {
+func recommend(r *report.SnapshotReport, s *snapshot.Snapshot, events int, judged []findings.Finding, atDump bool) []findings.Finding {
 	out := append([]findings.Finding{}, judged...)
 	out = append(out, cacheRecommendations(r, detect.ExpandableOn(s), atDump)...)
 	out = append(out, layoutRecommendations(r)...)
 	if atDump {
-		out = append(out, noHistory(r, s))
+		out = append(out, noHistory(r, s, events))
 	}
 	findings.Rank(out)
 	return out
 }
 
 // noHistory says that the snapshot was dumped without allocation history, with how many trace events it holds
-// and how many of the allocated bytes that leaves without a stack.
-func noHistory(r *report.SnapshotReport, s *snapshot.Snapshot) findings.Finding {
-	events := 0
-	for _, t := range s.DeviceTraces {
-		events += len(t)
-	}
+// (events) and how many of the allocated bytes that leaves without a stack.
+func noHistory(r *report.SnapshotReport, s *snapshot.Snapshot, events int) findings.Finding {
 	var stackless int64
 	for i := range s.Segments {
 		for _, b := range s.Segments[i].Blocks {

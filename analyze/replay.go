@@ -3,6 +3,7 @@ package analyze
 import (
 	"cmp"
 	"slices"
+	"sync/atomic"
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
@@ -147,6 +148,27 @@ func (a *analysis) replayAll() error {
 	return nil
 }
 
+// dropAnnotations lets the snapshot's record_function marks go when the analysis owns it (Options.ownsInput) and
+// every device's iterations and phases have been found from them: they have no other reader, and a long training
+// run holds one per step and phase (9 MB for 39,000 steps).
+func (a *analysis) dropAnnotations() {
+	if a.opts.ownsInput {
+		a.snap.ExternalAnnotations = nil
+	}
+}
+
+// releaseTrace lets device dev's trace go when the analysis owns its snapshot (Options.ownsInput): from the snapshot,
+// the device's replay t and its judged device d, its last readers. The report needs nothing more of it, and the
+// trace is the largest thing an analysis holds (40 bytes an event).
+func (a *analysis) releaseTrace(dev int, t *replay.Trace, d *detect.Device) {
+	if !a.opts.ownsInput {
+		return
+	}
+	a.snap.DeviceTraces[dev] = nil
+	t.Events = nil
+	d.Trace = nil
+}
+
 // eachTrace replays every non-empty device trace (package replay) and hands it to f with its device, in device
 // order. Up to ahead devices are replayed at once, each beside the search for its iterations and phases where
 // wantPhases names it (Trace.UseTimeline); the warnings of each replay reach the report just before f sees it,
@@ -160,6 +182,15 @@ func (a *analysis) eachTrace(ahead int, wantPhases func(dev int) bool, f func(de
 	}
 	jobs := make([]*devReplay, len(devs))
 	started := 0
+	// The searches for iterations and phases still to finish: the last lets the annotations go (dropAnnotations),
+	// unless a device is replayed without one, whose phases may still be asked for later.
+	var searches atomic.Int32
+	for _, dev := range devs {
+		searches.Add(1)
+		if !wantPhases(dev) {
+			searches.Add(1)
+		}
+	}
 	defer func() {
 		for _, j := range jobs[:started] {
 			if j != nil {
@@ -169,7 +200,11 @@ func (a *analysis) eachTrace(ahead int, wantPhases func(dev int) bool, f func(de
 	}()
 	for i, dev := range devs {
 		for ; started < min(len(devs), i+max(ahead, 1)); started++ {
-			jobs[started] = a.startReplay(devs[started], wantPhases(devs[started]))
+			var left *atomic.Int32
+			if wantPhases(devs[started]) {
+				left = &searches
+			}
+			jobs[started] = a.startReplay(devs[started], left)
 		}
 		j := jobs[i]
 		<-j.done
@@ -196,16 +231,23 @@ type devReplay struct {
 
 type warning struct{ kind, example string }
 
-// startReplay replays device dev on another goroutine; with findPhases, the device's iterations and phases are found
-// beside it, on a third: that search reads only the events, and a rank summary runs nothing else meanwhile.
-func (a *analysis) startReplay(dev int, findPhases bool) *devReplay {
+// startReplay replays device dev on another goroutine; with searches (the count of searches not yet finished), the
+// device's iterations and phases are found beside it, on a third: that search reads only the events, and a rank
+// summary runs nothing else meanwhile.
+func (a *analysis) startReplay(dev int, searches *atomic.Int32) *devReplay {
 	j := &devReplay{done: make(chan struct{})}
 	go func() {
 		defer close(j.done)
 		var found chan *phases.Timeline
-		if findPhases {
+		if searches != nil {
 			found = make(chan *phases.Timeline, 1)
-			go func() { found <- replay.Phases(a.snap, dev) }()
+			go func() {
+				tl := replay.Phases(a.snap, dev)
+				if searches.Add(-1) == 0 {
+					a.dropAnnotations()
+				}
+				found <- tl
+			}()
 		}
 		j.t, j.err = replay.Run(a.ctx, a.snap, dev, func(kind, example string) { j.warns = append(j.warns, warning{kind, example}) })
 		if found != nil {
@@ -299,7 +341,7 @@ func (r *devTrace) ooms() {
 		e := &r.Events[j]
 		d := r.a.cat.Stack(r.a.snap.EntryStack(e))
 		o := report.OOM{Device: r.Device, EventIndex: j, RequestedBytes: e.Size, DeviceFreeBytes: r.a.snap.EntryExtra(e).DeviceFree, Category: d.Category,
-			AllocatedBytes: r.Allocated[j], ReservedBytes: r.Reserved[j]}
+			AllocatedBytes: r.Allocated[j], ReservedBytes: r.Reserved.At(j)}
 		if d.Site != "" {
 			o.Site = d.Site
 		}
@@ -323,10 +365,7 @@ func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	}
 	it, ph := d.Timeline().At(p.EventIndex)
 	p.Iteration, p.Phase = it+1, ph.String()
-	p.RequestedBytes, p.ReservedBytes = p.Bytes, r.InitialReserved
-	if p.EventIndex >= 0 {
-		p.ReservedBytes = r.Reserved[p.EventIndex]
-	}
+	p.RequestedBytes, p.ReservedBytes = p.Bytes, r.Reserved.At(p.EventIndex)
 	if p.ReservedBytes > 0 {
 		p.EfficiencyPct = float64(p.Bytes) / float64(p.ReservedBytes) * 100
 	}
@@ -435,7 +474,7 @@ func (r *devTrace) series(peakCats []int64) report.TimelineSeries {
 	}
 	for i, j := range idx {
 		ts.Allocated[i] = r.Allocated[j]
-		ts.Reserved[i] = r.Reserved[j]
+		ts.Reserved[i] = r.Reserved.At(j)
 		if hasTime {
 			ts.TimeUS[i] = r.Events[j].TimeUS
 		}

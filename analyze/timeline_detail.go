@@ -30,16 +30,14 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 			t.TimeUS[j] = r.Events[j].TimeUS
 		}
 	}
-	var prev int64
-	for j, res := range r.Reserved {
-		if res != prev || (j == 0 && res != r.InitialReserved) {
-			base := prev
-			if j == 0 {
-				base = r.InitialReserved
-			}
-			t.ReservedEvent = append(t.ReservedEvent, int32(j))
-			t.ReservedDelta = append(t.ReservedDelta, res-base)
-		}
+	// The times were the last thing read of the trace: an analysis that decoded its snapshot itself lets it go
+	// now, so that the detail is not built beside it.
+	r.a.releaseTrace(r.Device, r.Trace, d)
+	prev := r.InitialReserved
+	for k := range r.Reserved.Changes() {
+		j, res := r.Reserved.Change(k)
+		t.ReservedEvent = append(t.ReservedEvent, int32(j))
+		t.ReservedDelta = append(t.ReservedDelta, res-prev)
 		prev = res
 	}
 	m := len(r.Elements)

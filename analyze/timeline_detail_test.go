@@ -54,8 +54,8 @@ func TestTimelineDetailRebuildsTheReplay(t *testing.T) {
 					res += d.ReservedDelta[k]
 					k++
 				}
-				if alloc[j] != want.Allocated[j] || res != want.Reserved[j] {
-					t.Fatalf("event %d: detail gives allocated %d reserved %d, the replay %d and %d", j, alloc[j], res, want.Allocated[j], want.Reserved[j])
+				if alloc[j] != want.Allocated[j] || res != want.Reserved.At(j) {
+					t.Fatalf("event %d: detail gives allocated %d reserved %d, the replay %d and %d", j, alloc[j], res, want.Allocated[j], want.Reserved.At(j))
 				}
 				peak = max(peak, alloc[j])
 			}
@@ -104,12 +104,12 @@ func checkEnvelope(t *testing.T, d *report.TimelineDetail, want *replay.DeviceTr
 			if k+1 < len(e.Start) {
 				end = e.Start[k+1]
 			}
-			lo, hi, rmax := want.Allocated[e.Start[k]], want.Allocated[e.Start[k]], want.Reserved[e.Start[k]]
+			lo, hi, rmax := want.Allocated[e.Start[k]], want.Allocated[e.Start[k]], want.Reserved.At(int(e.Start[k]))
 			for j := e.Start[k]; j < end; j++ {
-				lo, hi, rmax = min(lo, want.Allocated[j]), max(hi, want.Allocated[j]), max(rmax, want.Reserved[j])
+				lo, hi, rmax = min(lo, want.Allocated[j]), max(hi, want.Allocated[j]), max(rmax, want.Reserved.At(j))
 			}
-			if e.AllocMin[k] != lo || e.AllocMax[k] != hi || e.ReservedMax[k] != rmax || e.ReservedEnd[k] != want.Reserved[end-1] {
-				t.Fatalf("range %v bucket %d: min %d max %d reserved %d/%d, the replay %d %d %d/%d", r, k, e.AllocMin[k], e.AllocMax[k], e.ReservedMax[k], e.ReservedEnd[k], lo, hi, rmax, want.Reserved[end-1])
+			if e.AllocMin[k] != lo || e.AllocMax[k] != hi || e.ReservedMax[k] != rmax || e.ReservedEnd[k] != want.Reserved.At(end-1) {
+				t.Fatalf("range %v bucket %d: min %d max %d reserved %d/%d, the replay %d %d %d/%d", r, k, e.AllocMin[k], e.AllocMax[k], e.ReservedMax[k], e.ReservedEnd[k], lo, hi, rmax, want.Reserved.At(end-1))
 			}
 			if want.Allocated[e.Peak[k]] != hi {
 				t.Fatalf("range %v bucket %d: its peak event %d is not at its maximum", r, k, e.Peak[k])
@@ -138,8 +138,8 @@ func checkIndex(t *testing.T, d *report.TimelineDetail, want *replay.DeviceTrace
 		if j < 0 || j >= d.Events {
 			continue
 		}
-		if x.Allocated(j) != want.Allocated[j] || x.Reserved(j) != want.Reserved[j] {
-			t.Fatalf("event %d: index says %d/%d, the replay %d/%d", j, x.Allocated(j), x.Reserved(j), want.Allocated[j], want.Reserved[j])
+		if x.Allocated(j) != want.Allocated[j] || x.Reserved(j) != want.Reserved.At(j) {
+			t.Fatalf("event %d: index says %d/%d, the replay %d/%d", j, x.Allocated(j), x.Reserved(j), want.Allocated[j], want.Reserved.At(j))
 		}
 		cats := make([]int64, len(d.Categories))
 		var sizes []int64

@@ -77,10 +77,10 @@ func convertSnapshot(ctx context.Context, name string, v any, budget int64) (*Sn
 	c.tables = NewTraceTables(&c.traceTabs)
 	s, err := c.snapshot(v)
 	if err == nil && c.tables.overflow {
-		return nil, c.errf("", "more than %d distinct trace stacks or extras", maxTableRefs)
+		return nil, c.errf("", "more than %d distinct trace stacks, streams or extras", maxTableRefs)
 	}
 	if s != nil {
-		s.TraceStacks, s.TraceExtras = c.traceTabs.TraceStacks, c.traceTabs.TraceExtras
+		s.TraceStacks, s.TraceExtras, s.TraceStreams = c.traceTabs.TraceStacks, c.traceTabs.TraceExtras, c.traceTabs.TraceStreams
 	}
 	return s, err
 }
@@ -743,7 +743,9 @@ func (c *converter) traceEntry(e *TraceEntry, v any) error {
 			size = v // its limit depends on the action
 		case "stream":
 			hasStream = true
-			e.Stream, err = c.handle(k, v)
+			var h uint64
+			h, err = c.handle(k, v)
+			e.Stream = c.tables.Stream(h)
 		case "time_us":
 			c.marks.timeUS = true
 			e.HasTime = true

@@ -461,9 +461,11 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	if e.Size, err = d.fSize(fSize, limit); err != nil {
 		return val{}, err
 	}
-	if e.Stream, err = d.fHandle(fStream); err != nil {
+	stream, err := d.fHandle(fStream)
+	if err != nil {
 		return val{}, err
 	}
+	e.Stream = d.tables.Stream(stream)
 	if has(present, fTimeUS) {
 		if e.TimeUS, err = d.fInt(fTimeUS); err != nil {
 			return val{}, err
@@ -827,9 +829,9 @@ func (d *fastDecoder) convertTop(present uint64) (val, error) {
 		return val{}, d.unsupported("snapshot dict without segments")
 	}
 	if d.tables.overflow {
-		return val{}, d.fail("more than %d distinct trace stacks or extras", maxTableRefs)
+		return val{}, d.fail("more than %d distinct trace stacks, streams or extras", maxTableRefs)
 	}
-	s := &Snapshot{TraceStacks: d.traceTabs.TraceStacks, TraceExtras: d.traceTabs.TraceExtras}
+	s := &Snapshot{TraceStacks: d.traceTabs.TraceStacks, TraceExtras: d.traceTabs.TraceExtras, TraceStreams: d.traceTabs.TraceStreams}
 	var err error
 	if s.Segments, err = d.segments(fSegments); err != nil {
 		return val{}, err

@@ -22,9 +22,11 @@ type Snapshot struct {
 	HostTraces   [][]TraceEntry
 	// TraceStacks are the stacks the trace entries name (TraceEntry.Stack), device and host traces alike, each
 	// once; TraceExtras their rarely-set fields (TraceEntry.Extra). Index 0 of each stands for none: nil and
-	// all empty. Both are nil when no entry names one.
-	TraceStacks []*Stack
-	TraceExtras []TraceExtra
+	// all empty. Both are nil when no entry names one. TraceStreams are the entries' CUDA streams
+	// (TraceEntry.Stream), index 0 the default stream 0; nil when every entry is on stream 0.
+	TraceStacks  []*Stack
+	TraceExtras  []TraceExtra
+	TraceStreams []uint64
 
 	// BareList is true when the file held a bare list of segments (torch.cuda.memory_snapshot()).
 	BareList bool
@@ -178,21 +180,23 @@ func ParseAction(name string) (a Action, ok bool) {
 	return ActionOther, false
 }
 
-// TraceEntry is one allocator event from device_traces. It is 48 bytes and holds no pointer: the fields nearly
-// every event sets are inline, its stack and its rarely-set fields are indices into its snapshot's TraceStacks and
-// TraceExtras (Snapshot.EntryStack, Snapshot.EntryExtra), so that the collector never traces a trace of millions of
-// events.
+// TraceEntry is one allocator event from device_traces. It is 40 bytes and holds no pointer: the fields nearly
+// every event sets are inline, its stack, its stream and its rarely-set fields are indices into its snapshot's
+// TraceStacks, TraceStreams and TraceExtras (Snapshot.EntryStack, EntryStream, EntryExtra), so that the collector
+// never traces a trace of millions of events, and a trace takes less than its file.
 type TraceEntry struct {
 	Addr uint64 // block or segment address; 0 for oom and snapshot
 	// Size: requested bytes for alloc/free, segment bytes for segment_*, requested bytes for oom,
 	// total allocated for snapshot.
 	Size   int64
-	Stream uint64
 	TimeUS int64 // Unix epoch microseconds; valid when HasTime
 	// Stack indexes the snapshot's TraceStacks; 0 when the event has none.
 	Stack StackRef
 	// Extra indexes the snapshot's TraceExtras; 0 when the rarely-set fields are all empty.
-	Extra   ExtraRef
+	Extra ExtraRef
+	// Stream indexes the snapshot's TraceStreams; 0 for stream 0. A process uses a handful of streams, each named by
+	// a 64-bit handle: an index keeps the entry at 40 bytes.
+	Stream  StreamRef
 	Action  Action
 	HasTime bool
 }
@@ -202,6 +206,9 @@ type StackRef int32
 
 // ExtraRef is a trace entry's rarely-set fields: an index into Snapshot.TraceExtras, 0 for none.
 type ExtraRef int32
+
+// StreamRef is a trace entry's CUDA stream: an index into Snapshot.TraceStreams, 0 for stream 0.
+type StreamRef int32
 
 // TraceExtra holds the fields of a trace entry that most events leave empty, exactly as the file gave them.
 type TraceExtra struct {
@@ -242,6 +249,18 @@ func ExtraOf(extras []TraceExtra, e *TraceEntry) *TraceExtra {
 	return &noExtra
 }
 
+// EntryStream returns the CUDA stream handle of trace entry e of s.
+func (s *Snapshot) EntryStream(e *TraceEntry) uint64 { return StreamOf(s.TraceStreams, e) }
+
+// StreamOf returns the stream handle of trace entry e from streams, its snapshot's TraceStreams (for a caller that
+// holds the table, not the snapshot); 0 for index 0 or one outside the table.
+func StreamOf(streams []uint64, e *TraceEntry) uint64 {
+	if i := int(e.Stream); i > 0 && i < len(streams) {
+		return streams[i]
+	}
+	return 0
+}
+
 // ActionName returns the name of trace entry e's action as the file wrote it.
 func (s *Snapshot) ActionName(e *TraceEntry) string {
 	if e.Action == ActionOther {
@@ -253,11 +272,14 @@ func (s *Snapshot) ActionName(e *TraceEntry) string {
 // TraceTables adds the stacks and extras that trace entries name to a snapshot's TraceStacks and TraceExtras,
 // each once: a trace of millions of events carries far fewer distinct stacks, and a handful of distinct extras.
 type TraceTables struct {
-	s      *Snapshot
-	stacks map[*Stack]StackRef
-	extras map[TraceExtra]ExtraRef
-	// lastExtra is the previous extra's index: neighbouring events usually carry the same extras.
-	lastExtra ExtraRef
+	s       *Snapshot
+	stacks  map[*Stack]StackRef
+	extras  map[TraceExtra]ExtraRef
+	streams map[uint64]StreamRef
+	// lastExtra is the previous extra's index: neighbouring events usually carry the same extras, and the same
+	// stream (lastStream).
+	lastExtra  ExtraRef
+	lastStream StreamRef
 	// overflow is set when a table was full (maxTableRefs) and an entry got 0 instead: the decoders then fail.
 	overflow bool
 }
@@ -265,7 +287,7 @@ type TraceTables struct {
 // NewTraceTables returns the tables of s, knowing what they hold already. A table is created with its first
 // entry (after the 0 that stands for none), so a snapshot whose entries name none keeps nil tables.
 func NewTraceTables(s *Snapshot) *TraceTables {
-	t := &TraceTables{s: s, stacks: map[*Stack]StackRef{}, extras: map[TraceExtra]ExtraRef{}}
+	t := &TraceTables{s: s, stacks: map[*Stack]StackRef{}, extras: map[TraceExtra]ExtraRef{}, streams: map[uint64]StreamRef{}}
 	for i, st := range s.TraceStacks {
 		if _, ok := t.stacks[st]; !ok && i > 0 && st != nil {
 			t.stacks[st] = StackRef(i)
@@ -274,6 +296,11 @@ func NewTraceTables(s *Snapshot) *TraceTables {
 	for i, x := range s.TraceExtras {
 		if _, ok := t.extras[x]; !ok && i > 0 {
 			t.extras[x] = ExtraRef(i)
+		}
+	}
+	for i, h := range s.TraceStreams {
+		if _, ok := t.streams[h]; !ok && i > 0 && h != 0 {
+			t.streams[h] = StreamRef(i)
 		}
 	}
 	return t
@@ -327,6 +354,32 @@ func (t *TraceTables) Extra(x TraceExtra) ExtraRef {
 		t.extras[x] = r
 	}
 	t.lastExtra = r
+	return r
+}
+
+// Stream returns the index of stream handle h in TraceStreams, adding it when new; 0 for stream 0, and for a new
+// stream once the table holds maxTableRefs (the decoders fail on it).
+func (t *TraceTables) Stream(h uint64) StreamRef {
+	if h == 0 {
+		return 0
+	}
+	if r := t.lastStream; r > 0 && t.s.TraceStreams[r] == h {
+		return r
+	}
+	r, ok := t.streams[h]
+	if !ok {
+		if len(t.s.TraceStreams) >= maxTableRefs {
+			t.overflow = true
+			return 0
+		}
+		if len(t.s.TraceStreams) == 0 {
+			t.s.TraceStreams = []uint64{0}
+		}
+		r = StreamRef(len(t.s.TraceStreams))
+		t.s.TraceStreams = append(t.s.TraceStreams, h)
+		t.streams[h] = r
+	}
+	t.lastStream = r
 	return r
 }
 

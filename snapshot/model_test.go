@@ -1,15 +1,16 @@
 package snapshot
 
 import (
+	"slices"
 	"testing"
 	"unsafe"
 )
 
-// A trace holds millions of entries, so the entry's size decides peak memory: the pickle spends 60–80 bytes on a
-// typical event, and the decoded trace must not be much larger.
+// A trace holds millions of entries, so the entry's size decides peak memory: the pickle spends 45–80 bytes on a
+// typical event, and the decoded trace must be smaller.
 func TestTraceEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(TraceEntry{}); n > 64 {
-		t.Errorf("TraceEntry is %d bytes, want at most 64", n)
+	if n := unsafe.Sizeof(TraceEntry{}); n > 40 {
+		t.Errorf("TraceEntry is %d bytes, want at most 40", n)
 	}
 }
 
@@ -88,9 +89,27 @@ func TestTraceTables(t *testing.T) {
 			t.Errorf("accessors on %+v are not empty", none)
 		}
 	}
+	// Stream 0 needs no table; other handles are numbered from 1 in the order met, each once, whether or not the
+	// previous event was on the same stream.
+	if tab.Stream(0) != 0 || s.TraceStreams != nil {
+		t.Fatalf("stream 0 made a table %v", s.TraceStreams)
+	}
+	var got []StreamRef
+	for _, h := range []uint64{7, 7, 1 << 63, 7, 0, 1 << 63, 3} {
+		got = append(got, tab.Stream(h))
+	}
+	if want := []StreamRef{1, 1, 2, 1, 0, 2, 3}; !slices.Equal(got, want) || !slices.Equal(s.TraceStreams, []uint64{0, 7, 1 << 63, 3}) {
+		t.Errorf("stream refs %v, table %v; want %v and [0 7 2^63 3]", got, s.TraceStreams, want)
+	}
+	for ref, want := range map[StreamRef]uint64{0: 0, 1: 7, 2: 1 << 63, 3: 3, 4: 0, -1: 0} {
+		if h := s.EntryStream(&TraceEntry{Stream: ref}); h != want {
+			t.Errorf("EntryStream of ref %d = %d, want %d", ref, h, want)
+		}
+	}
 	// Tables made on a snapshot that has some go on from them.
 	again := NewTraceTables(s)
-	if again.Stack(st2) != 2 || again.Extra(TraceExtra{CompileContext: "N/A", Pool: PoolID{0, 1}}) != 2 || again.Stack(&Stack{}) != 3 {
-		t.Errorf("resumed tables: %v %+v", s.TraceStacks, s.TraceExtras)
+	if again.Stack(st2) != 2 || again.Extra(TraceExtra{CompileContext: "N/A", Pool: PoolID{0, 1}}) != 2 || again.Stack(&Stack{}) != 3 ||
+		again.Stream(1<<63) != 2 || again.Stream(5) != 4 {
+		t.Errorf("resumed tables: %v %+v %v", s.TraceStacks, s.TraceExtras, s.TraceStreams)
 	}
 }

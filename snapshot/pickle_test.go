@@ -241,7 +241,7 @@ func TestDecodeFixtures(t *testing.T) {
 				if seg.Address != 0xFFFF800000000000 || seg.Stream != 0x8000000000000001 || seg.Blocks[0].Address != 0xFFFF800000000000 {
 					t.Errorf("segment address %#x stream %#x", seg.Address, seg.Stream)
 				}
-				if e := s.DeviceTraces[0][0]; e.Addr != 0xFFFF800000000000 || e.Stream != 0x8000000000000001 {
+				if e := s.DeviceTraces[0][0]; e.Addr != 0xFFFF800000000000 || s.EntryStream(&e) != 0x8000000000000001 {
 					t.Errorf("entry = %+v", e)
 				}
 			},

@@ -13,10 +13,11 @@ import (
 
 // memoryLimitFactor is the soft memory limit per byte of input being analyzed at once, less rssReserve: peak RSS
 // stays within twice the input whenever what the analysis keeps live fits in it. The decoded model of a snapshot
-// holds its trace at 48 bytes per event against 45-80 bytes of pickle, and the analysis adds about 40 bytes per
-// event, so a file of small events (a training loop with memo-shared stacks: 47 bytes per event) keeps more than
-// that live; then the governor raises the limit (see nextMemoryLimit) instead of letting the collector run back to
-// back.
+// holds its trace at 40 bytes per event against 45-80 bytes of pickle, and the analysis adds about 30 bytes per
+// event while it holds the trace (a file analyzed by AnalyzeFile lets it go before the timeline detail is built),
+// so a file of small events (a training loop with memo-shared stacks: 47 bytes per event) comes close; where it
+// keeps more live, the governor raises the limit (see nextMemoryLimit) instead of letting the collector run back
+// to back.
 const memoryLimitFactor = 2.0
 
 // gcPercent lets the heap grow to five times what is live before a collection while it is below the limit (the
@@ -77,17 +78,21 @@ func isGzip(path string) (bool, error) {
 	return bytes.Equal(magic[:], []byte{0x1f, 0x8b}), nil
 }
 
-// nextMemoryLimit is the limit the governor sets when the collector last found live bytes of heap: unchanged while
-// live is at most seven eighths of limit, else a quarter above live. Past that point each cycle frees less than an
-// eighth of the limit, so cycles would follow each other (the runtime then gives the collector up to half the
-// CPU); raising the limit trades resident memory for time only when the live set itself has outgrown the bound.
-// (At four fifths, a 135 MB two-device snapshot whose analysis keeps 1.55× the file live went past twice the
-// file; at seven eighths it stays under it for two more collections.)
-func nextMemoryLimit(limit, live int64) int64 {
-	if live <= limit/8*7 {
-		return limit
+// nextMemoryLimit is the limit the governor sets when the collector last found live bytes of heap: base, the limit
+// the input's size gave, while live is at most fifteen sixteenths of it, else an eighth above live. Past that point
+// each cycle frees less than a sixteenth of the limit, so cycles would follow each other (the runtime then gives
+// the collector up to half the CPU); raising the limit trades resident memory for time only while the live set
+// itself has outgrown the bound, and the limit comes back to base once it has shrunk again: the reports are
+// written after the analysis lets its trace go, and they would otherwise fill the raised limit with garbage.
+// A cycle is cheap since the trace holds no pointer (a training loop's analysis takes 10 cycles under these
+// bounds against 8 under seven eighths and a quarter, in the same CPU time), so the bounds are tight: with seven
+// eighths and a quarter, that loop's detectors (live 1.58× its file for a moment) raised the limit and its peak
+// RSS reached 2.0–2.1× the file; with these, 1.9×.
+func nextMemoryLimit(base, live int64) int64 {
+	if live <= base/16*15 {
+		return base
 	}
-	return live + live/4
+	return live + live/8
 }
 
 // memoryGovernor sets the soft memory limit and GC percentage of one analysis and keeps the limit ahead of the live
@@ -107,10 +112,11 @@ const governorPoll = 20 * time.Millisecond
 // Without a limit (GOMEMLIMIT set, gzip input) it changes nothing; a GOGC the user set is kept, and so is the
 // default for inputs under the limit's floor.
 func (g *memoryGovernor) start(files []string, jobs int) {
-	limit, ok := memoryLimitFor(files, jobs, os.Getenv)
+	base, ok := memoryLimitFor(files, jobs, os.Getenv)
 	if !ok {
 		return
 	}
+	limit := base
 	g.prevLimit, g.prevPercent = debug.SetMemoryLimit(limit), -2
 	// Small inputs keep the default percentage: their heap is far below the floor of the limit, which would
 	// otherwise let it grow to the floor.
@@ -132,7 +138,7 @@ func (g *memoryGovernor) start(files []string, jobs int) {
 			if sample[0].Value.Kind() != metrics.KindUint64 {
 				return // a runtime without the metric: keep the fixed limit
 			}
-			if next := nextMemoryLimit(limit, int64(sample[0].Value.Uint64())); next != limit {
+			if next := nextMemoryLimit(base, int64(sample[0].Value.Uint64())); next != limit {
 				limit = next
 				debug.SetMemoryLimit(limit)
 			}

@@ -62,16 +62,16 @@ func TestMemoryLimitFor(t *testing.T) {
 	}
 }
 
-// TestNextMemoryLimit: the limit holds while the live heap leaves an eighth of it free, and moves to a quarter above
-// the live heap once it does not (hand-computed).
+// TestNextMemoryLimit: the limit is the base while the live heap leaves a sixteenth of it free, and an eighth above
+// the live heap once it does not, down to the base again when the live heap shrinks (hand-computed).
 func TestNextMemoryLimit(t *testing.T) {
 	const mb = 1 << 20
 	for _, c := range []struct{ limit, live, want int64 }{
-		{200 * mb, 100 * mb, 200 * mb},
-		{200 * mb, 160 * mb, 200 * mb},
-		{200 * mb, 175 * mb, 200 * mb}, // exactly seven eighths
-		{200 * mb, 176 * mb, 220 * mb},
-		{200 * mb, 300 * mb, 375 * mb},
+		{160 * mb, 40 * mb, 160 * mb}, // after a raise, once the analysis has let its trace go
+		{160 * mb, 100 * mb, 160 * mb},
+		{160 * mb, 150 * mb, 160 * mb}, // exactly fifteen sixteenths
+		{160 * mb, 152 * mb, 171 * mb},
+		{160 * mb, 320 * mb, 360 * mb},
 	} {
 		if got := nextMemoryLimit(c.limit, c.live); got != c.want {
 			t.Errorf("nextMemoryLimit(%d, %d) = %d, want %d", c.limit, c.live, got, c.want)

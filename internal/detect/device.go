@@ -118,12 +118,7 @@ func (d *Device) allocatedAt(j int) int64 {
 }
 
 // reservedAt is the segment bytes after event j.
-func (d *Device) reservedAt(j int) int64 {
-	if j < 0 {
-		return d.InitialReserved
-	}
-	return d.Reserved[j]
-}
+func (d *Device) reservedAt(j int) int64 { return d.Reserved.At(j) }
 
 // argmax returns the first index of the largest value of series, −1 only when initial is larger than all of it
 // (as analyze's replay places its peak, so both name the same event when the trace returns to the initial level).
@@ -144,7 +139,7 @@ func argmax(initial int64, series []int64) (int, int64) {
 func (d *Device) PeakIndex() (int, int64) { return argmax(d.InitialAllocated, d.Allocated) }
 
 // MaxReservedIndex is the first event after which reserved memory is highest, and that memory.
-func (d *Device) MaxReservedIndex() (int, int64) { return argmax(d.InitialReserved, d.Reserved) }
+func (d *Device) MaxReservedIndex() (int, int64) { return d.Reserved.ArgMax(len(d.Allocated)) }
 
 // live returns the blocks live after event j.
 func (d *Device) live(j int) []Block {

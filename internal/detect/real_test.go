@@ -257,7 +257,7 @@ func TestRealInferFragmentation(t *testing.T) {
 		t.Errorf("the cudaMalloc that set the maximum (%d bytes) is not named as a small-pool one: %s", e.Size, f.Evidence)
 	}
 	peakIdx, _ := d.PeakIndex()
-	freeAtPeak := d.Reserved[peakIdx] - r.run.PeakAllocated
+	freeAtPeak := d.Reserved.At(peakIdx) - r.run.PeakAllocated
 	if want := "reserved) held " + units.Bytes(freeAtPeak) + " free"; !strings.Contains(f.Evidence, want) {
 		t.Errorf("evidence lacks the free memory at the allocated peak %q: %s", want, f.Evidence)
 	}

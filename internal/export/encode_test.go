@@ -110,7 +110,7 @@ func largeSnapshot(n int) *snapshot.Snapshot {
 	}
 	for i := 0; i < n; i++ {
 		tr = append(tr, snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: uint64(1<<40 + i*512), Size: int64(i) * 1_000_003,
-			Stream: 0xffffffffffffff00, Stack: tab.Stack(stacks[i%len(stacks)]), TimeUS: int64(i), HasTime: true,
+			Stream: tab.Stream(0xffffffffffffff00), Stack: tab.Stack(stacks[i%len(stacks)]), TimeUS: int64(i), HasTime: true,
 			Extra: tab.Extra(snapshot.TraceExtra{UserMetadata: strings.Repeat("m", i%300)})})
 	}
 	s.DeviceTraces[1] = tr

@@ -23,6 +23,8 @@ var (
 const (
 	refOpt   snapshot.StackRef = 1
 	refModel snapshot.StackRef = 2
+	// refStream7 is stream 7 in the fixtures' TraceStreams.
+	refStream7 snapshot.StreamRef = 1
 )
 
 // fixtureStacks is the TraceStacks table of every fixture (computed when first used: the stacks are variables).
@@ -39,14 +41,14 @@ const (
 
 func fixtureSnapshot() *snapshot.Snapshot {
 	tr := []snapshot.TraceEntry{
-		{Action: snapshot.ActionSegmentAlloc, Addr: seg1Addr, Size: 20 * mib, Stream: 7, Stack: refOpt},
-		{Action: snapshot.ActionAlloc, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: refOpt},
-		{Action: snapshot.ActionAlloc, Addr: seg1Addr, Size: 10000000, Stream: 7, Stack: refOpt},
-		{Action: snapshot.ActionFreeRequested, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: refOpt},
-		{Action: snapshot.ActionFreeCompleted, Addr: tmpAddr, Size: 5000, Stream: 7, Stack: refOpt},
-		{Action: snapshot.ActionAlloc, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: 7, Stack: refModel},
-		{Action: snapshot.ActionOOM, Size: 1 << 30, Extra: 1, Stream: 7, Stack: refModel},
-		{Action: snapshot.ActionFreeRequested, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: 7, Stack: refModel},
+		{Action: snapshot.ActionSegmentAlloc, Addr: seg1Addr, Size: 20 * mib, Stream: refStream7, Stack: refOpt},
+		{Action: snapshot.ActionAlloc, Addr: tmpAddr, Size: 5000, Stream: refStream7, Stack: refOpt},
+		{Action: snapshot.ActionAlloc, Addr: seg1Addr, Size: 10000000, Stream: refStream7, Stack: refOpt},
+		{Action: snapshot.ActionFreeRequested, Addr: tmpAddr, Size: 5000, Stream: refStream7, Stack: refOpt},
+		{Action: snapshot.ActionFreeCompleted, Addr: tmpAddr, Size: 5000, Stream: refStream7, Stack: refOpt},
+		{Action: snapshot.ActionAlloc, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: refStream7, Stack: refModel},
+		{Action: snapshot.ActionOOM, Size: 1 << 30, Extra: 1, Stream: refStream7, Stack: refModel},
+		{Action: snapshot.ActionFreeRequested, Addr: seg1Addr + 10*mib, Size: 10 * mib, Stream: refStream7, Stack: refModel},
 		{Action: snapshot.ActionFreeRequested, Addr: preAddr, Size: 777, Stream: 0, Stack: refModel},
 		{Action: snapshot.ActionFreeCompleted, Addr: preAddr, Size: 777, Stream: 0, Stack: refModel},
 		{Action: snapshot.ActionSnapshot, Size: 10001000, Stream: 0},
@@ -74,6 +76,7 @@ func fixtureSnapshot() *snapshot.Snapshot {
 		},
 		TraceStacks:  fixtureStacks,
 		TraceExtras:  []snapshot.TraceExtra{{}, {DeviceFree: 123}},
+		TraceStreams: []uint64{0, 7},
 		DeviceTraces: [][]snapshot.TraceEntry{tr, {}},
 		AllocatorSettings: &snapshot.AllocatorSettings{MaxSplitSize: -1, GarbageCollectionThreshold: 0.5,
 			RoundupPower2Divisions: map[string]int64{"1": 1, "16": 4, "2": 2}},

@@ -28,7 +28,7 @@ func FuzzPickleRoundTrip(f *testing.F) {
 		var tr []snapshot.TraceEntry
 		tab := snapshot.NewTraceTables(s)
 		for i := 0; i < int(n); i++ {
-			e := snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr + uint64(i), Size: size - int64(i), Stream: stream,
+			e := snapshot.TraceEntry{Action: snapshot.ActionAlloc, Addr: addr + uint64(i), Size: size - int64(i), Stream: tab.Stream(stream),
 				TimeUS: int64(i) * size, HasTime: i%2 == 0, Extra: tab.Extra(snapshot.TraceExtra{UserMetadata: name})}
 			if i%3 == 0 {
 				e.Stack = tab.Stack(st)

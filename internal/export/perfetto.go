@@ -176,8 +176,8 @@ func (t *Trace) addDevice(ctx context.Context, r *replay.DeviceTrace, pid int, c
 		if ev, ok := instantEvent(r, i, ts(i), pid, dev); ok {
 			t.TraceEvents = append(t.TraceEvents, ev)
 		}
-		changed := r.Allocated[i] != prevAlloc || r.Reserved[i] != prevReserved || catsChanged
-		prevAlloc, prevReserved = r.Allocated[i], r.Reserved[i]
+		changed := r.Allocated[i] != prevAlloc || r.Reserved.At(i) != prevReserved || catsChanged
+		prevAlloc, prevReserved = r.Allocated[i], r.Reserved.At(i)
 		if !changed {
 			continue
 		}
@@ -185,11 +185,11 @@ func (t *Trace) addDevice(ctx context.Context, r *replay.DeviceTrace, pid int, c
 		if i+1 < n && ts(i+1) == ts(i) {
 			continue
 		}
-		counters(ts(i), r.Allocated[i], r.Reserved[i])
+		counters(ts(i), r.Allocated[i], r.Reserved.At(i))
 	}
 	// Close the tracks at the final state even when the last events changed nothing.
 	last := n - 1
-	counters(ts(last), r.Allocated[last], r.Reserved[last])
+	counters(ts(last), r.Allocated[last], r.Reserved.At(last))
 	return nil
 }
 

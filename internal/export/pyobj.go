@@ -347,7 +347,7 @@ func writeTraceEntry(e encoder, s *snapshot.Snapshot, t *snapshot.TraceEntry, ge
 	e.key("size")
 	e.int(t.Size)
 	e.key("stream")
-	e.uint(t.Stream)
+	e.uint(s.EntryStream(t))
 	if t.HasTime {
 		e.key("time_us")
 		e.int(t.TimeUS)

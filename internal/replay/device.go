@@ -28,7 +28,7 @@ func (t *Trace) Lifetime(i int) Lifetime {
 	l := Lifetime{Size: el.Size, Event: int(el.Origin), Start: int(el.Start), End: int(el.End)}
 	if el.Origin >= 0 {
 		e := &t.Events[el.Origin]
-		l.Addr, l.Stream, l.Stack = e.Addr, e.Stream, t.snap.EntryStack(e)
+		l.Addr, l.Stream, l.Stack = e.Addr, t.snap.EntryStream(e), t.snap.EntryStack(e)
 	} else {
 		b, seg := t.Block(el.Origin)
 		l.Addr, l.Stream, l.Stack, l.Event = b.Address, seg.Stream, b.Stack, -1
@@ -44,10 +44,12 @@ func (t *Trace) Addr(i int) uint64 { return t.addrs[i] }
 func (t *Trace) Event(i int) int { return max(int(t.Elements[i].Origin), -1) }
 
 // Series is a replayed trace at full resolution: the live requested bytes (Allocated) and segment bytes
-// (Reserved) after every event, and both before the first. It holds no pointers, 16 bytes per event.
+// (Reserved, as its changes) after every event, and both before the first. It holds no pointers, 8 bytes per
+// event and 12 per segment event.
 type Series struct {
 	InitialAllocated, InitialReserved int64
-	Allocated, Reserved               []int64
+	Allocated                         []int64
+	Reserved                          Steps
 }
 
 // Series returns the replay's allocated and reserved series (the Trace's own slices, not copies).
@@ -123,7 +125,7 @@ func (d *DeviceTrace) Lifetimes() []Lifetime {
 // no elements and empty series.
 func ReplayDevice(ctx context.Context, s *snapshot.Snapshot, dev int) (*DeviceTrace, error) {
 	if dev < 0 || dev >= len(s.DeviceTraces) || len(s.DeviceTraces[dev]) == 0 {
-		return &DeviceTrace{Device: dev, PeakIndex: -1, Series: Series{Allocated: []int64{}, Reserved: []int64{}}, Elements: []Element{},
+		return &DeviceTrace{Device: dev, PeakIndex: -1, Series: Series{Allocated: []int64{}}, Elements: []Element{},
 			replay: &Trace{Device: dev, snap: s}}, nil
 	}
 	t, err := Run(ctx, s, dev, nil)

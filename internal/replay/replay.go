@@ -48,9 +48,10 @@ type Trace struct {
 	// Elements are in the order the replay met them: trace order, then the final-state blocks live all along.
 	Elements []Element
 	// Initial and InitialReserved are the live requested bytes and segment bytes before the first event;
-	// Allocated and Reserved the same after each event.
+	// Allocated and Reserved the same after each event (Reserved as its changes: it moves only at segment events).
 	Initial, InitialReserved int64
-	Allocated, Reserved      []int64
+	Allocated                []int64
+	Reserved                 Steps
 	// OOMs are the indices of the trace's out-of-memory events, in order.
 	OOMs []int
 	// Actions counts the events by action code; OtherActions those of actions memscan does not know
@@ -103,7 +104,9 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	t.countActions()
 	bound := t.elementBound()
 	t.Elements, t.addrs = make([]Element, 0, bound), make([]uint64, 0, bound)
-	resDelta := make([]int64, n)
+	// The segment events and what each adds to reserved memory: a few among millions of events.
+	var segAt []int32
+	var segDelta []int64
 	for jj := range events {
 		// Poll the context every few thousand events: long loops stay cancellable at negligible cost.
 		if jj&4095 == 4095 {
@@ -151,9 +154,9 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 			}
 			t.addEvent(e, Element{Size: e.Size, Start: -1, End: j, Origin: j})
 		case snapshot.ActionSegmentAlloc, snapshot.ActionSegmentMap:
-			resDelta[j] += e.Size
+			segAt, segDelta = append(segAt, j), append(segDelta, e.Size)
 		case snapshot.ActionSegmentFree, snapshot.ActionSegmentUnmap:
-			resDelta[j] -= e.Size
+			segAt, segDelta = append(segAt, j), append(segDelta, -e.Size)
 		case snapshot.ActionOOM:
 			t.OOMs = append(t.OOMs, jj)
 		}
@@ -166,7 +169,7 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 		}
 	}
 	finalRes := t.addFinalBlocks(open)
-	t.series(resDelta, finalRes)
+	t.series(segAt, segDelta, finalRes)
 	t.stackIdx, t.refIdx = nil, nil
 	return t, nil
 }
@@ -284,9 +287,10 @@ func (t *Trace) addFinalBlocks(open map[uint64]openElement) int64 {
 	return finalRes
 }
 
-// series turns the elements and the segment events' deltas into the allocated and reserved series. Reserved
-// memory is rebuilt backwards from the final state (finalRes), as the viewer's allocator-state view does.
-func (t *Trace) series(resDelta []int64, finalRes int64) {
+// series turns the elements and the segment events' deltas (segDelta at events segAt) into the allocated and
+// reserved series. Reserved memory is rebuilt backwards from the final state (finalRes), as the viewer's
+// allocator-state view does.
+func (t *Trace) series(segAt []int32, segDelta []int64, finalRes int64) {
 	n := len(t.Events)
 	n32 := int32(n)
 	delta := make([]int64, n)
@@ -301,11 +305,10 @@ func (t *Trace) series(resDelta []int64, finalRes int64) {
 			delta[el.End] -= el.Size
 		}
 	}
-	// The running sums replace the deltas in place: two fewer arrays of one word per event, a tenth of the peak
-	// memory of a single-device snapshot.
-	t.Allocated, t.Reserved = delta, resDelta
+	// The running sums replace the deltas in place: one array of one word per event fewer.
+	t.Allocated = delta
 	var net int64
-	for _, d := range resDelta {
+	for _, d := range segDelta {
 		net += d
 	}
 	res := finalRes - net
@@ -314,11 +317,11 @@ func (t *Trace) series(resDelta []int64, finalRes int64) {
 		res = 0
 	}
 	t.InitialReserved = res
+	t.Reserved = stepsFrom(res, segAt, segDelta)
 	cur := t.Initial
 	for j := range n {
 		cur += delta[j]
-		res += resDelta[j]
-		t.Allocated[j], t.Reserved[j] = cur, res
+		t.Allocated[j] = cur
 	}
 }
 

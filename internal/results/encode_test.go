@@ -60,7 +60,7 @@ func TestJSONFormIdentical(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var want, got bytes.Buffer
-			if err := units.WriteJSON(&want, normalized(tc.run)); err != nil {
+			if err := units.WriteJSONRows(&want, normalized(tc.run), summaryRowLimit); err != nil {
 				t.Fatal(err)
 			}
 			if err := WriteJSON(&got, tc.run); err != nil {

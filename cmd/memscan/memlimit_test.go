@@ -36,12 +36,12 @@ func TestMemoryLimitFor(t *testing.T) {
 		want   int64
 		wantOK bool
 	}{
-		// 2 × the bytes analyzed at once less the 24 MiB reserve, by hand: 2 × 200 − 24 MiB; 2 × 300 − 24 MiB.
-		{"one file", []string{big}, 1, noEnv, 376 * mb, true},
-		{"two jobs take the two largest", []string{small, mid, big}, 2, noEnv, 576 * mb, true},
-		{"one job takes the largest", []string{small, mid, big}, 1, noEnv, 376 * mb, true},
+		// 2 × the bytes analyzed at once less the 32 MiB reserve, by hand: 2 × 200 − 32 MiB; 2 × 300 − 32 MiB.
+		{"one file", []string{big}, 1, noEnv, 368 * mb, true},
+		{"two jobs take the two largest", []string{small, mid, big}, 2, noEnv, 568 * mb, true},
+		{"one job takes the largest", []string{small, mid, big}, 1, noEnv, 368 * mb, true},
 		{"small inputs get the floor", []string{small}, 4, noEnv, minMemoryLimit, true},
-		{"missing files are skipped", []string{filepath.Join(dir, "none"), big}, 1, noEnv, 376 * mb, true},
+		{"missing files are skipped", []string{filepath.Join(dir, "none"), big}, 1, noEnv, 368 * mb, true},
 		{"the floor below the reserve", []string{sized("tiny.pickle", 70*mb)}, 1, noEnv, minMemoryLimit, true},
 		{"gzip: no limit", []string{big, gz}, 1, noEnv, 0, false},
 		{"GOMEMLIMIT wins", []string{big}, 1, func(k string) string {

@@ -157,13 +157,27 @@ func (d *envelopeDrawing) Plot(cv draw.Canvas, p *plot.Plot) {
 		}
 		tops[i] = slices.Clone(cum)
 	}
-	for i := len(c.Stacked) - 1; i >= 0; i-- {
-		top := tops[i]
-		pts := []vg.Point{{X: trX(c.X[0]), Y: y(0)}, {X: trX(c.X[nb]), Y: y(0)}}
-		for k := nb - 1; k >= 0; k-- {
-			pts = append(pts, vg.Point{X: trX(c.X[k+1]), Y: y(top[k])}, vg.Point{X: trX(c.X[k]), Y: y(top[k])})
+	if sp, ok := newStackPainter(cv); ok {
+		// Each layer's rectangle per bucket, from the layer below's top to its own, painted once.
+		for i := range c.Stacked {
+			for k := range nb {
+				var base float64
+				if i > 0 {
+					base = tops[i-1][k]
+				}
+				sp.rect(c.Stacked[i].Color, trX(c.X[k]), trX(c.X[k+1]), y(base), y(tops[i][k]))
+			}
 		}
-		cv.FillPolygon(c.Stacked[i].Color, pts)
+		sp.finish()
+	} else {
+		for i := len(c.Stacked) - 1; i >= 0; i-- {
+			top := tops[i]
+			pts := []vg.Point{{X: trX(c.X[0]), Y: y(0)}, {X: trX(c.X[nb]), Y: y(0)}}
+			for k := nb - 1; k >= 0; k-- {
+				pts = append(pts, vg.Point{X: trX(c.X[k+1]), Y: y(top[k])}, vg.Point{X: trX(c.X[k]), Y: y(top[k])})
+			}
+			cv.FillPolygon(c.Stacked[i].Color, pts)
+		}
 	}
 	steps := func(top, end []float64, style draw.LineStyle) {
 		var pts []vg.Point

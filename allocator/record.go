@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"fmt"
+	"github.com/memscan/memscan/internal/addrtab"
 	"maps"
 	"slices"
 
@@ -135,7 +136,7 @@ func Record(trace []snapshot.TraceEntry, opt RecordOptions) *Recording {
 // trace is read once there (and its segment events once more, backwards), because reading a trace of millions of
 // events is most of Record's cost. Reserved memory is counted from 0 (rel); finish adds InitialReserved.
 type forwardPass struct {
-	of *addrIndex
+	of *addrtab.Table[int32]
 	// orphans are the slots whose first event is a free, with that event's index: allocations live at the start.
 	orphans []slotEvent
 	// segEvents are the indices of the segment events, for the walk backwards to the start state.
@@ -167,7 +168,7 @@ type segRun struct {
 // and finish need (forwardPass).
 func (r *Recording) forward() *forwardPass {
 	trace := r.Trace
-	f := &forwardPass{of: newAddrIndex(), firstOOM: -1}
+	f := &forwardPass{of: addrtab.New[int32](), firstOOM: -1}
 	r.slot = make([]int32, len(trace))
 	var rel int64
 	inRun := false
@@ -175,7 +176,7 @@ func (r *Recording) forward() *forwardPass {
 	for i := range trace {
 		e := &trace[i]
 		if e.Action == snapshot.ActionAlloc || e.Action == r.freeAction {
-			k, added := f.of.getOrAdd(e.Addr, n)
+			k, added := f.of.GetOrAdd(e.Addr, n)
 			if added {
 				n++
 				if e.Action == r.freeAction {
@@ -223,7 +224,7 @@ func (r *Recording) forward() *forwardPass {
 	f.relFinal = rel
 	// The addresses by slot, read off the table once it is complete: exactly sized, where appending them as
 	// they came would allocate twice their bytes.
-	r.addrs = f.of.byNumber()
+	r.addrs = byNumber(f.of)
 	return f
 }
 
@@ -276,7 +277,7 @@ func (r *Recording) rebuildStart(opt RecordOptions, f *forwardPass) {
 		segs[s.Address] = startSeg{size: s.TotalSize, stream: s.Stream, pool: PoolID(s.Pool), small: s.Type == snapshot.SegmentSmall, freedAt: -1}
 		for _, b := range s.Blocks {
 			if b.State.Active() {
-				if k, ok := of.get(b.Address); ok {
+				if k, ok := of.Get(b.Address); ok {
 					finals[k] = true
 				} else {
 					untouched[b.Address] = seedBlock{id: b.Address, addr: b.Address, size: b.Size, requested: b.RequestedSize, freedAt: -1, slot: -1}
@@ -514,4 +515,11 @@ func segDelta(e *snapshot.TraceEntry) int64 {
 		return -e.Size
 	}
 	return 0
+}
+
+// byNumber returns the addresses of of in the order of their numbers.
+func byNumber(of *addrtab.Table[int32]) []uint64 {
+	out := make([]uint64, of.Len())
+	of.Each(func(addr uint64, k int32) { out[k] = addr })
+	return out
 }

@@ -7,6 +7,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"github.com/memscan/memscan/internal/addrtab"
 	"math"
 
 	"github.com/memscan/memscan/phases"
@@ -100,7 +101,7 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	}
 	t := &Trace{Device: dev, Events: events, snap: s, warn: warn, stackIdx: map[*snapshot.Stack]int32{}}
 	n32 := int32(n)
-	open := newOpenTable() // address → element still allocated
+	open := addrtab.New[openElement]() // address → element still allocated
 	t.countActions()
 	bound := t.elementBound()
 	t.Elements, t.addrs = make([]Element, 0, bound), make([]uint64, 0, bound)
@@ -117,7 +118,7 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 		j, e := int32(jj), &events[jj]
 		switch e.Action {
 		case snapshot.ActionAlloc:
-			if o, ok := open.get(e.Addr); ok {
+			if o, ok := open.Get(e.Addr); ok {
 				if el := &t.Elements[o.i]; o.freeReq >= 0 {
 					// Its free_completed was not recorded: the free_requested ended it.
 					el.End = o.freeReq
@@ -128,12 +129,12 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 					el.End = j
 				}
 			}
-			open.set(e.Addr, openElement{int32(len(t.Elements)), -1})
+			open.Set(e.Addr, openElement{int32(len(t.Elements)), -1})
 			t.addEvent(e, Element{Size: e.Size, Start: j, End: n32, Origin: j})
 		case snapshot.ActionFreeRequested:
-			if o, ok := open.get(e.Addr); ok {
+			if o, ok := open.Get(e.Addr); ok {
 				if o.freeReq < 0 {
-					open.set(e.Addr, openElement{o.i, j})
+					open.Set(e.Addr, openElement{o.i, j})
 				}
 				continue
 			}
@@ -141,12 +142,12 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 				continue
 			}
 			// Allocated before the trace window: live from the start, stack taken from the free.
-			open.set(e.Addr, openElement{int32(len(t.Elements)), j})
+			open.Set(e.Addr, openElement{int32(len(t.Elements)), j})
 			t.addEvent(e, Element{Size: e.Size, Start: -1, End: n32, Origin: j})
 		case snapshot.ActionFreeCompleted:
-			if o, ok := open.get(e.Addr); ok {
+			if o, ok := open.Get(e.Addr); ok {
 				t.Elements[o.i].End = j
-				open.del(e.Addr)
+				open.Delete(e.Addr)
 				continue
 			}
 			if t.phantomFree(jj, e) {
@@ -163,14 +164,14 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 	}
 	// A free_requested never completed within the trace ends the allocation where it was requested.
 	var ended []uint64
-	open.each(func(addr uint64, o openElement) {
+	open.Each(func(addr uint64, o openElement) {
 		if o.freeReq >= 0 {
 			t.Elements[o.i].End = o.freeReq
 			ended = append(ended, addr)
 		}
 	})
 	for _, addr := range ended {
-		open.del(addr)
+		open.Delete(addr)
 	}
 	finalRes := t.addFinalBlocks(open)
 	t.series(segAt, segDelta, finalRes)
@@ -265,7 +266,7 @@ func (t *Trace) elementBound() int {
 
 // addFinalBlocks adds the live blocks of the final state whose alloc is not in the trace (they were live all
 // along) and returns the device's segment bytes in the final state. open holds the elements still allocated.
-func (t *Trace) addFinalBlocks(open *openTable) int64 {
+func (t *Trace) addFinalBlocks(open *addrtab.Table[openElement]) int64 {
 	n32 := int32(len(t.Events))
 	var finalRes int64
 	for i := range t.snap.Segments {
@@ -276,7 +277,7 @@ func (t *Trace) addFinalBlocks(open *openTable) int64 {
 		finalRes += seg.TotalSize
 		for j := range seg.Blocks {
 			b := &seg.Blocks[j]
-			if _, live := open.get(b.Address); b.State != snapshot.BlockActiveAllocated || live {
+			if _, live := open.Get(b.Address); b.State != snapshot.BlockActiveAllocated || live {
 				continue
 			}
 			t.Elements = append(t.Elements, Element{Size: b.RequestedSize, Start: -1, End: n32, Origin: int32(-1 - len(t.preBlocks)), Stack: t.stackIndex(b.Stack)})

@@ -142,8 +142,13 @@ func (d *envelopeDrawing) Plot(cv draw.Canvas, p *plot.Plot) {
 		}
 		cv.FillPolygon(col, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
 	}
+	sp, painted := newStackPainter(cv)
 	for _, b := range bandsAtResolution(c.Bands, trX, cv.Min.X, cv.Max.X) {
-		rect(b.Color, b.X0, b.X1, cv.Min.Y, cv.Max.Y)
+		if painted {
+			sp.over(b.Color, b.X0, b.X1, cv.Min.Y, cv.Max.Y)
+		} else {
+			rect(b.Color, b.X0, b.X1, cv.Min.Y, cv.Max.Y)
+		}
 	}
 	nb := len(c.X) - 1
 	// The stack as one polygon per layer, filled from zero to the layer's cumulative top and drawn from the top
@@ -157,7 +162,7 @@ func (d *envelopeDrawing) Plot(cv draw.Canvas, p *plot.Plot) {
 		}
 		tops[i] = slices.Clone(cum)
 	}
-	if sp, ok := newStackPainter(cv); ok {
+	if painted {
 		// Each layer's rectangle per bucket, from the layer below's top to its own, painted once.
 		for i := range c.Stacked {
 			for k := range nb {

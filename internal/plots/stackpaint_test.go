@@ -49,3 +49,32 @@ func TestStackPainter(t *testing.T) {
 		}
 	}
 }
+
+// TestStackPainterOver: a translucent rectangle composited over white at full coverage and at a quarter (an edge
+// column), and a second one over the first, as "over" gives (hand-computed in 16-bit fixed point).
+func TestStackPainterOver(t *testing.T) {
+	img := vgimg.NewWith(vgimg.UseWH(10, 10), vgimg.UseDPI(72), vgimg.UseBackgroundColor(color.White))
+	p, ok := newStackPainter(draw.New(img))
+	if !ok {
+		t.Fatal("no painter for an image canvas")
+	}
+	blue := color.NRGBA{0, 0, 0xff, 0x80}
+	p.over(blue, 2.75, 6, 0, 10) // column 2 a quarter, columns 3–5 whole
+	p.over(blue, 5, 8, 0, 10)    // column 5 twice
+	got := img.Image().(*image.RGBA)
+	for _, c := range []struct {
+		x    int
+		want color.RGBA
+	}{
+		{1, color.RGBA{255, 255, 255, 255}},
+		{2, color.RGBA{223, 223, 255, 255}}, // 255·(1 − ½·¼)
+		{4, color.RGBA{127, 127, 255, 255}}, // 255·(1 − ½)
+		{5, color.RGBA{63, 63, 255, 255}},   // twice: 127·(1 − ½)
+		{7, color.RGBA{127, 127, 255, 255}},
+		{8, color.RGBA{255, 255, 255, 255}},
+	} {
+		if g := got.RGBAAt(c.x, 4); g != c.want {
+			t.Errorf("pixel (%d, 4) = %v, want %v", c.x, g, c.want)
+		}
+	}
+}

@@ -155,7 +155,22 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 		}
 		defer zr.Close()
 		// The decoders read the decompressed stream as it inflates; the cap stops a bomb at the limit.
-		return decode(ctx, name, input.NewCapReader(zr, src.Limit, ""), gunzipped(src), depth+1)
+		inner := input.NewCapReader(zr, src.Limit, "")
+		in, err := decode(ctx, name, inner, gunzipped(src), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		// gzip checks its checksum and length only at the end of the stream, which a decoder that stops at the
+		// pickle's STOP (or reads the layer again to fall back) never reaches: what it left is read here, so that
+		// a corrupt file is refused however it was read.
+		if _, err := io.Copy(io.Discard, inner); err != nil {
+			var se *input.SizeError
+			if errors.As(err, &se) {
+				return nil, err
+			}
+			return nil, &input.Error{File: name, Offset: inner.N(), Msg: "cannot read", Err: err}
+		}
+		return in, nil
 	case input.KindMemscanOutput:
 		return nil, &input.Error{File: name, Offset: 0, Msg: "a file memscan wrote (report, summary or comparison), not a PyTorch dump", Err: input.ErrMemscanOutput}
 	case input.KindJSON:

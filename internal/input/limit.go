@@ -67,4 +67,7 @@ func (c *CapReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// N returns the bytes read through c so far.
+func (c *CapReader) N() int64 { return c.n }
+
 func (c *CapReader) err() error { return &SizeError{Limit: c.limit, Size: -1, Declined: c.declined} }

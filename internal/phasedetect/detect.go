@@ -176,9 +176,10 @@ const nearWalk = 256
 func sortWindows(w []window) { sort.Slice(w, func(i, j int) bool { return w[i].start < w[j].start }) }
 
 // Detect finds the iterations and phases of device dev's trace; stacks are the snapshot's TraceStacks, which the
-// entries index, and anns its external annotations. Where the events' times never decrease (as the allocator records them), the annotations are placed by searches
-// that start from the last one's place, not from the whole trace each time (a run of 40,000 iterations has twice
-// as many annotated windows); the answers are the same either way.
+// entries index, and anns its external annotations. Where the events' times never decrease (as the allocator
+// records them), the annotations are placed by searches that start from the last one's place, not from the whole
+// trace each time (a run of 40,000 iterations has twice as many annotated windows); the answers are the same
+// either way.
 func Detect(trace []snapshot.TraceEntry, stacks []*snapshot.Stack, anns []snapshot.Annotation, dev int) *phases.Timeline {
 	return detectOrdered(trace, stacks, anns, dev, timesOrdered(trace))
 }

@@ -182,13 +182,17 @@ func (a *analysis) eachTrace(ahead int, wantPhases func(dev int) bool, f func(de
 	}
 	jobs := make([]*devReplay, len(devs))
 	started := 0
-	// The searches for iterations and phases still to finish: the last lets the annotations go (dropAnnotations),
-	// unless a device is replayed without one, whose phases may still be asked for later.
-	var searches atomic.Int32
+	// When every device's iterations and phases are searched for, the last search to finish lets the annotations
+	// go (dropAnnotations); a device replayed without one may still ask for its phases later.
+	every := true
 	for _, dev := range devs {
-		searches.Add(1)
-		if !wantPhases(dev) {
-			searches.Add(1)
+		every = every && wantPhases(dev)
+	}
+	var left atomic.Int32
+	left.Store(int32(len(devs)))
+	searched := func() {
+		if every && left.Add(-1) == 0 {
+			a.dropAnnotations()
 		}
 	}
 	defer func() {
@@ -200,11 +204,7 @@ func (a *analysis) eachTrace(ahead int, wantPhases func(dev int) bool, f func(de
 	}()
 	for i, dev := range devs {
 		for ; started < min(len(devs), i+max(ahead, 1)); started++ {
-			var left *atomic.Int32
-			if wantPhases(devs[started]) {
-				left = &searches
-			}
-			jobs[started] = a.startReplay(devs[started], left)
+			jobs[started] = a.startReplay(devs[started], wantPhases(devs[started]), searched)
 		}
 		j := jobs[i]
 		<-j.done
@@ -231,21 +231,19 @@ type devReplay struct {
 
 type warning struct{ kind, example string }
 
-// startReplay replays device dev on another goroutine; with searches (the count of searches not yet finished), the
-// device's iterations and phases are found beside it, on a third: that search reads only the events, and a rank
-// summary runs nothing else meanwhile.
-func (a *analysis) startReplay(dev int, searches *atomic.Int32) *devReplay {
+// startReplay replays device dev on another goroutine; with findPhases, the device's iterations and phases are found
+// beside it, on a third (which then calls searched): that search reads only the events, and a rank summary runs
+// nothing else meanwhile.
+func (a *analysis) startReplay(dev int, findPhases bool, searched func()) *devReplay {
 	j := &devReplay{done: make(chan struct{})}
 	go func() {
 		defer close(j.done)
 		var found chan *phases.Timeline
-		if searches != nil {
+		if findPhases {
 			found = make(chan *phases.Timeline, 1)
 			go func() {
 				tl := replay.Phases(a.snap, dev)
-				if searches.Add(-1) == 0 {
-					a.dropAnnotations()
-				}
+				searched()
 				found <- tl
 			}()
 		}

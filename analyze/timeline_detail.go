@@ -18,7 +18,7 @@ const maxDetailFrames = 48
 // its stacks), so the caller must not read r's Allocated, cat or site after it.
 func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	n := len(r.Events)
-	t := report.TimelineDetail{Device: r.Device, Events: n, InitialAllocated: r.Initial, InitialReserved: r.InitialReserved,
+	t := report.TimelineDetail{Device: r.Device, Events: n, InitialAllocated: r.Initial, InitialReserved: r.Reserved.At(-1),
 		Categories: append([]string(nil), r.catNames...), Sites: append([]string(nil), r.siteName...)}
 	t.SiteCategory = make([]int32, len(r.siteCat))
 	for i, c := range r.siteCat {
@@ -33,7 +33,7 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	// The times were the last thing read of the trace: an analysis that decoded its snapshot itself lets it go
 	// now, so that the detail is not built beside it.
 	r.a.releaseTrace(r.Device, r.Trace, d)
-	prev := r.InitialReserved
+	prev := r.Reserved.At(-1)
 	for k := range r.Reserved.Changes() {
 		j, res := r.Reserved.Change(k)
 		t.ReservedEvent = append(t.ReservedEvent, int32(j))

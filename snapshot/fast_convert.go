@@ -443,11 +443,8 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	if av.k != vStr {
 		return val{}, d.unsupported("%s of type %s", fieldName(fAction), kindWord(av.k))
 	}
-	// extra says whether any rare field is set, so that the common entry skips interning an empty TraceExtra.
-	extra := false
 	if e.Action = d.strAct[av.n]; e.Action == ActionOther {
 		x.OtherAction = d.sOf(av)
-		extra = x.OtherAction != ""
 	}
 	if has(present, fAddr) {
 		if e.Addr, err = d.fUint(fAddr); err != nil {
@@ -477,7 +474,6 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		if x.DeviceFree, err = d.fSize(fDeviceFree, math.MaxInt64); err != nil {
 			return val{}, err
 		}
-		extra = extra || x.DeviceFree != 0
 	}
 	if has(present, fFrames) {
 		if e.Stack, err = d.fStackRef(fFrames); err != nil {
@@ -485,15 +481,13 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 		}
 	}
 	if present&entryStringFields != 0 {
-		set, err := d.entryStrings(present, &x)
-		if err != nil {
+		if err := d.entryStrings(present, &x); err != nil {
 			return val{}, err
 		}
-		extra = extra || set
 	}
 	// From 2.8 PyTorch writes compile_context (and from 2.10 user_metadata) on every event, mostly empty: an
-	// all-empty extra is no extra, known without comparing it.
-	if extra {
+	// all-empty extra is no extra, and the common entry skips interning it.
+	if x != (TraceExtra{}) {
 		e.Extra = d.tables.Extra(x)
 	}
 	d.pEntries = append(d.pEntries, e)
@@ -501,38 +495,37 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	return val{k: vEntry, n: int64(len(d.pEntries) - 1)}, nil
 }
 
-// entryStrings reads a trace entry's rarely-set strings and pool into x, and says whether any is set.
-func (d *fastDecoder) entryStrings(present uint64, x *TraceExtra) (bool, error) {
+// entryStrings reads a trace entry's rarely-set strings and pool into x.
+func (d *fastDecoder) entryStrings(present uint64, x *TraceExtra) error {
 	var err error
 	if has(present, fCompileContext) {
 		if x.CompileContext, err = d.fStr(fCompileContext); err != nil {
-			return false, err
+			return err
 		}
 		d.fmt.compileContext = true
 	}
 	if has(present, fUserMetadata) {
 		if x.UserMetadata, err = d.fStr(fUserMetadata); err != nil {
-			return false, err
+			return err
 		}
 		d.fmt.userMetadata = true
 	}
 	if has(present, fInternalMetadata) {
 		if x.InternalMetadata, err = d.fStr(fInternalMetadata); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if has(present, fCategory) {
 		if x.Category, err = d.fStr(fCategory); err != nil {
-			return false, err
+			return err
 		}
 	}
 	if has(present, fPoolID) {
 		if x.Pool, err = d.fPair(fPoolID); err != nil {
-			return false, err
+			return err
 		}
 	}
-	return x.CompileContext != "" || x.UserMetadata != "" || x.InternalMetadata != "" || x.Category != "" ||
-		x.Pool != (PoolID{}), nil
+	return nil
 }
 
 func (d *fastDecoder) convertHist(present uint64) (val, error) {

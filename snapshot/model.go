@@ -269,38 +269,39 @@ func (s *Snapshot) ActionName(e *TraceEntry) string {
 	return e.Action.String()
 }
 
-// TraceTables adds the stacks and extras that trace entries name to a snapshot's TraceStacks and TraceExtras,
-// each once: a trace of millions of events carries far fewer distinct stacks, and a handful of distinct extras.
+// TraceTables adds the stacks, streams and extras that trace entries name to a snapshot's TraceStacks,
+// TraceStreams and TraceExtras, each once: a trace of millions of events carries far fewer distinct stacks, and a
+// handful of distinct streams and extras.
 type TraceTables struct {
 	s       *Snapshot
-	stacks  map[*Stack]StackRef
-	extras  map[TraceExtra]ExtraRef
-	streams map[uint64]StreamRef
-	// lastExtra is the previous extra's index: neighbouring events usually carry the same extras, and the same
-	// stream (lastStream).
-	lastExtra  ExtraRef
-	lastStream StreamRef
+	stacks  refTable[*Stack, StackRef]
+	extras  refTable[TraceExtra, ExtraRef]
+	streams refTable[uint64, StreamRef]
 	// overflow is set when a table was full (maxTableRefs) and an entry got 0 instead: the decoders then fail.
 	overflow bool
+}
+
+// refTable numbers the distinct values of one of a snapshot's trace tables, whose index 0 stands for the zero
+// value. last is the previous result: neighbouring events usually carry the same extras and stream.
+type refTable[K comparable, R ~int32] struct {
+	index map[K]R
+	last  R
 }
 
 // NewTraceTables returns the tables of s, knowing what they hold already. A table is created with its first
 // entry (after the 0 that stands for none), so a snapshot whose entries name none keeps nil tables.
 func NewTraceTables(s *Snapshot) *TraceTables {
-	t := &TraceTables{s: s, stacks: map[*Stack]StackRef{}, extras: map[TraceExtra]ExtraRef{}, streams: map[uint64]StreamRef{}}
-	for i, st := range s.TraceStacks {
-		if _, ok := t.stacks[st]; !ok && i > 0 && st != nil {
-			t.stacks[st] = StackRef(i)
-		}
-	}
-	for i, x := range s.TraceExtras {
-		if _, ok := t.extras[x]; !ok && i > 0 {
-			t.extras[x] = ExtraRef(i)
-		}
-	}
-	for i, h := range s.TraceStreams {
-		if _, ok := t.streams[h]; !ok && i > 0 && h != 0 {
-			t.streams[h] = StreamRef(i)
+	return &TraceTables{s: s, stacks: indexed[*Stack, StackRef](s.TraceStacks), extras: indexed[TraceExtra, ExtraRef](s.TraceExtras),
+		streams: indexed[uint64, StreamRef](s.TraceStreams)}
+}
+
+// indexed returns the numbering of the values table holds (the first index of each, the zero value left out).
+func indexed[K comparable, R ~int32](table []K) refTable[K, R] {
+	t := refTable[K, R]{index: make(map[K]R, len(table))}
+	var zero K
+	for i, k := range table {
+		if _, ok := t.index[k]; !ok && i > 0 && k != zero {
+			t.index[k] = R(i)
 		}
 	}
 	return t
@@ -309,78 +310,47 @@ func NewTraceTables(s *Snapshot) *TraceTables {
 // maxTableRefs bounds each table: its indices are int32.
 const maxTableRefs = 1<<31 - 1
 
-// Stack returns the index of st in TraceStacks, adding it when new; 0 for nil, and for a new stack once the table
-// holds maxTableRefs (no file within memory names as many; the decoders fail on it). The stack is kept as it is
-// (entries that share a *Stack share its index).
-func (t *TraceTables) Stack(st *Stack) StackRef {
-	if st == nil {
+// ref returns the index of k in *table, adding it when new; 0 for the zero value, and for a new value once the
+// table holds maxTableRefs (no file within memory names as many; the decoders fail on it, told by overflow).
+func (t *refTable[K, R]) ref(table *[]K, k K, overflow *bool) R {
+	var zero K
+	if k == zero {
 		return 0
 	}
-	if r, ok := t.stacks[st]; ok {
-		return r
+	if t.last > 0 && (*table)[t.last] == k {
+		return t.last
 	}
-	if len(t.s.TraceStacks) >= maxTableRefs {
-		t.overflow = true
-		return 0
+	r, ok := t.index[k]
+	if !ok {
+		if len(*table) >= maxTableRefs {
+			*overflow = true
+			return 0
+		}
+		if len(*table) == 0 {
+			*table = []K{zero}
+		}
+		r = R(len(*table))
+		*table = append(*table, k)
+		t.index[k] = r
 	}
-	if len(t.s.TraceStacks) == 0 {
-		t.s.TraceStacks = []*Stack{nil}
-	}
-	r := StackRef(len(t.s.TraceStacks))
-	t.s.TraceStacks = append(t.s.TraceStacks, st)
-	t.stacks[st] = r
+	t.last = r
 	return r
+}
+
+// Stack returns the index of st in TraceStacks, adding it when new; 0 for nil. The stack is kept as it is:
+// entries that share a *Stack share its index.
+func (t *TraceTables) Stack(st *Stack) StackRef {
+	return t.stacks.ref(&t.s.TraceStacks, st, &t.overflow)
 }
 
 // Extra returns the index of x in TraceExtras, adding it when new; 0 when x is all empty.
 func (t *TraceTables) Extra(x TraceExtra) ExtraRef {
-	if x == (TraceExtra{}) {
-		return 0
-	}
-	if t.lastExtra > 0 && t.s.TraceExtras[t.lastExtra] == x {
-		return t.lastExtra
-	}
-	r, ok := t.extras[x]
-	if !ok {
-		if len(t.s.TraceExtras) >= maxTableRefs {
-			t.overflow = true
-			return 0
-		}
-		if len(t.s.TraceExtras) == 0 {
-			t.s.TraceExtras = []TraceExtra{{}}
-		}
-		r = ExtraRef(len(t.s.TraceExtras))
-		t.s.TraceExtras = append(t.s.TraceExtras, x)
-		t.extras[x] = r
-	}
-	t.lastExtra = r
-	return r
+	return t.extras.ref(&t.s.TraceExtras, x, &t.overflow)
 }
 
-// Stream returns the index of stream handle h in TraceStreams, adding it when new; 0 for stream 0, and for a new
-// stream once the table holds maxTableRefs (the decoders fail on it).
+// Stream returns the index of stream handle h in TraceStreams, adding it when new; 0 for stream 0.
 func (t *TraceTables) Stream(h uint64) StreamRef {
-	if h == 0 {
-		return 0
-	}
-	if r := t.lastStream; r > 0 && t.s.TraceStreams[r] == h {
-		return r
-	}
-	r, ok := t.streams[h]
-	if !ok {
-		if len(t.s.TraceStreams) >= maxTableRefs {
-			t.overflow = true
-			return 0
-		}
-		if len(t.s.TraceStreams) == 0 {
-			t.s.TraceStreams = []uint64{0}
-		}
-		r = StreamRef(len(t.s.TraceStreams))
-		t.s.TraceStreams = append(t.s.TraceStreams, h)
-		t.streams[h] = r
-	}
-	t.lastStream = r
-	return r
+	return t.streams.ref(&t.s.TraceStreams, h, &t.overflow)
 }
 
 // AllocatorSettings is the allocator configuration recorded since torch 2.3.

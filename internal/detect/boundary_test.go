@@ -21,7 +21,7 @@ const gib = 1 << 30
 // seriesDevice is a device whose trace allocated peak bytes and reserved res bytes, with no phases.
 func seriesDevice(peak, res int64) *detect.Device {
 	tr := []snapshot.TraceEntry{{Action: snapshot.ActionSegmentAlloc, Size: res}, {Action: snapshot.ActionAlloc, Size: peak}}
-	d := &detect.Device{DeviceTrace: &replay.DeviceTrace{Trace: tr, Series: replay.Series{Allocated: []int64{0, peak}, Reserved: replay.NewSteps(0, []int32{0}, []int64{res})}}}
+	d := &detect.Device{DeviceTrace: &replay.DeviceTrace{Trace: tr, Series: replay.Series{Allocated: []int64{0, peak}, Reserved: replay.StepsOf(0, []int64{res, res})}}}
 	d.SetTimeline(&phases.Timeline{Events: len(tr), Setup: phases.NoSpan, OOM: -1})
 	return d
 }

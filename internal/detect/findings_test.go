@@ -318,7 +318,7 @@ func TestPeakIndex(t *testing.T) {
 		{"no events", 7, nil, -1, 7},
 	} {
 		d := &detect.Device{DeviceTrace: &replay.DeviceTrace{Series: replay.Series{InitialAllocated: c.initial, Allocated: c.allocated,
-			InitialReserved: c.initial, Reserved: replay.StepsOf(c.initial, c.allocated)}}}
+			Reserved: replay.StepsOf(c.initial, c.allocated)}}}
 		if j, b := d.PeakIndex(); j != c.idx || b != c.bytes {
 			t.Errorf("%s: PeakIndex = %d, %d; want %d, %d", c.name, j, b, c.idx, c.bytes)
 		}

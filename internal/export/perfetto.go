@@ -150,8 +150,8 @@ func (t *Trace) addDevice(ctx context.Context, r *replay.DeviceTrace, pid int, c
 		}
 		t.TraceEvents = append(t.TraceEvents, TraceEvent{Name: catName, Phase: "C", TS: at, PID: pid, TID: dev, Args: args})
 	}
-	counters(ts(0)-1, r.InitialAllocated, r.InitialReserved)
-	prevAlloc, prevReserved := r.InitialAllocated, r.InitialReserved
+	counters(ts(0)-1, r.InitialAllocated, r.Reserved.At(-1))
+	prevAlloc, prevReserved := r.InitialAllocated, r.Reserved.At(-1)
 	next := 0 // first entry of steps not applied yet
 	var touched []int
 	var before []int64
@@ -176,8 +176,9 @@ func (t *Trace) addDevice(ctx context.Context, r *replay.DeviceTrace, pid int, c
 		if ev, ok := instantEvent(r, i, ts(i), pid, dev); ok {
 			t.TraceEvents = append(t.TraceEvents, ev)
 		}
-		changed := r.Allocated[i] != prevAlloc || r.Reserved.At(i) != prevReserved || catsChanged
-		prevAlloc, prevReserved = r.Allocated[i], r.Reserved.At(i)
+		res := r.Reserved.At(i)
+		changed := r.Allocated[i] != prevAlloc || res != prevReserved || catsChanged
+		prevAlloc, prevReserved = r.Allocated[i], res
 		if !changed {
 			continue
 		}
@@ -185,7 +186,7 @@ func (t *Trace) addDevice(ctx context.Context, r *replay.DeviceTrace, pid int, c
 		if i+1 < n && ts(i+1) == ts(i) {
 			continue
 		}
-		counters(ts(i), r.Allocated[i], r.Reserved.At(i))
+		counters(ts(i), r.Allocated[i], res)
 	}
 	// Close the tracks at the final state even when the last events changed nothing.
 	last := n - 1

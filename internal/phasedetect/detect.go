@@ -176,9 +176,10 @@ const nearWalk = 256
 func sortWindows(w []window) { sort.Slice(w, func(i, j int) bool { return w[i].start < w[j].start }) }
 
 // Detect finds the iterations and phases of device dev's trace; stacks are the snapshot's TraceStacks, which the
-// entries index, and anns its external annotations. Where the events' times never decrease (as the allocator records them), the annotations are placed by searches
-// that start from the last one's place, not from the whole trace each time (a run of 40,000 iterations has twice
-// as many annotated windows); the answers are the same either way.
+// entries index, and anns its external annotations. Where the events' times never decrease (as the allocator
+// records them), the annotations are placed by searches that start from the last one's place, not from the whole
+// trace each time (a run of 40,000 iterations has twice as many annotated windows); the answers are the same
+// either way.
 func Detect(trace []snapshot.TraceEntry, stacks []*snapshot.Stack, anns []snapshot.Annotation, dev int) *phases.Timeline {
 	return detectOrdered(trace, stacks, anns, dev, timesOrdered(trace))
 }
@@ -231,6 +232,7 @@ func detectOrdered(trace []snapshot.TraceEntry, stacks []*snapshot.Stack, anns [
 type detector struct {
 	trace       []snapshot.TraceEntry
 	stacks      []*snapshot.Stack // the snapshot's TraceStacks, which the entries index
+	kinds       []kind            // 1 + the kind of each stack, by its index in stacks (0: not worked out yet)
 	t           *phases.Timeline
 	steps, zero []window
 	// zeroReach[i] is the latest end among zero[:i+1], so the first window ending after an event is found by
@@ -242,6 +244,24 @@ type detector struct {
 // stack returns the stack of event e, nil when it has none.
 func (d *detector) stack(e *snapshot.TraceEntry) *snapshot.Stack {
 	return snapshot.StackOf(d.stacks, e)
+}
+
+// kind returns stackKind of event e's stack, worked out once per stack: a trace names few stacks, each many
+// times, and the walks ask for every allocation's.
+func (d *detector) kind(e *snapshot.TraceEntry) kind {
+	r := int(e.Stack)
+	if r <= 0 || r >= len(d.stacks) {
+		return kindStackless
+	}
+	if d.kinds == nil {
+		d.kinds = make([]kind, len(d.stacks))
+	}
+	if k := d.kinds[r]; k != 0 {
+		return k - 1
+	}
+	k := stackKind(d.stacks[r])
+	d.kinds[r] = k + 1
+	return k
 }
 
 // state of the walk.
@@ -313,7 +333,6 @@ func (d *detector) run() {
 		closeSpan(&cur.Optimizer, j)
 	}
 	step, stepEnd := 0, -1
-	byFrames := map[snapshot.StackRef]kind{}
 	for j := 0; j < n; j++ {
 		if len(d.steps) == 0 && len(d.t.Iterations) >= minMixedIterations && len(d.t.Iterations)*minEventsPerIteration > n {
 			// Already more iterations than the trace can hold at minEventsPerIteration each: the verdict below
@@ -355,14 +374,7 @@ func (d *detector) run() {
 		if e.Action != snapshot.ActionAlloc {
 			continue
 		}
-		k := kindStackless
-		if st := d.stack(e); st != nil {
-			var ok bool
-			if k, ok = byFrames[e.Stack]; !ok {
-				k = stackKind(st)
-				byFrames[e.Stack] = k
-			}
-		}
+		k := d.kind(e)
 		if k == kindStackless {
 			k = kindOther
 			if hasStacks {

@@ -44,20 +44,23 @@ func (d *detector) inference() {
 		}
 		cur = call{start: -1, prefill: -1, decode: -1}
 	}
-	byStack := map[snapshot.StackRef][2]bool{}
+	// Whether each stack (by its index) is inside a generate call: 1 + 0 or 1, 0 when not worked out yet.
+	inGen := make([]int8, len(d.stacks))
 	for j := range trace {
 		e := &trace[j]
 		if e.Action != snapshot.ActionAlloc {
 			continue
 		}
-		k, ok := byStack[e.Stack]
-		if !ok {
-			// Most traces have no generate call: the frames' kind is only needed inside one.
-			gen := inGenerate(d.stack(e))
-			k = [2]bool{gen, gen && stackKind(d.stack(e)) == kindModule}
-			byStack[e.Stack] = k
+		gen := false
+		if r := int(e.Stack); r > 0 && r < len(inGen) {
+			if inGen[r] == 0 {
+				inGen[r] = 1
+				if inGenerate(d.stacks[r]) {
+					inGen[r] = 2
+				}
+			}
+			gen = inGen[r] == 2
 		}
-		gen, module := k[0], k[1]
 		if !gen {
 			flush()
 			continue
@@ -66,9 +69,9 @@ func (d *detector) inference() {
 			cur.start = j
 		}
 		switch {
-		case module && cur.prefill < 0:
+		case d.kind(e) == kindModule && cur.prefill < 0:
 			cur.prefill = j
-		case !module && cur.prefill >= 0 && cur.decode < 0:
+		case d.kind(e) != kindModule && cur.prefill >= 0 && cur.decode < 0:
 			cur.decode = j
 		}
 		lastGen = j
@@ -87,19 +90,13 @@ func (d *detector) inference() {
 		its = append(its, it)
 	}
 	// forward is the first model forward's allocation in [from, to) (outside any generate call), to when none.
-	kinds := map[snapshot.StackRef]kind{}
 	forward := func(from, to int) int {
 		for j := from; j < to; j++ {
 			e := &trace[j]
 			if e.Action != snapshot.ActionAlloc {
 				continue
 			}
-			k, ok := kinds[e.Stack]
-			if !ok {
-				k = stackKind(d.stack(e))
-				kinds[e.Stack] = k
-			}
-			if k == kindModule {
+			if d.kind(e) == kindModule {
 				return j
 			}
 		}

@@ -43,18 +43,18 @@ func (t *Trace) Addr(i int) uint64 { return t.addrs[i] }
 // −1 for a live block of the final state that the trace never allocated.
 func (t *Trace) Event(i int) int { return max(int(t.Elements[i].Origin), -1) }
 
-// Series is a replayed trace at full resolution: the live requested bytes (Allocated) and segment bytes
-// (Reserved, as its changes) after every event, and both before the first. It holds no pointers, 8 bytes per
-// event and 12 per segment event.
+// Series is a replayed trace at full resolution: the live requested bytes (Allocated) after every event and
+// before the first, and the segment bytes (Reserved, as its changes; Reserved.At(-1) before the first event). It
+// holds no pointers, 8 bytes per event and 12 per segment event.
 type Series struct {
-	InitialAllocated, InitialReserved int64
-	Allocated                         []int64
-	Reserved                          Steps
+	InitialAllocated int64
+	Allocated        []int64
+	Reserved         Steps
 }
 
 // Series returns the replay's allocated and reserved series (the Trace's own slices, not copies).
 func (t *Trace) Series() Series {
-	return Series{InitialAllocated: t.Initial, InitialReserved: t.InitialReserved, Allocated: t.Allocated, Reserved: t.Reserved}
+	return Series{InitialAllocated: t.Initial, Allocated: t.Allocated, Reserved: t.Reserved}
 }
 
 // DeviceTrace is one device trace replayed, as the detectors and the exports read it: every allocation (the

@@ -23,8 +23,8 @@ func TestReplayDevice(t *testing.T) {
 	// By hand, as in TestTimelineReplay: X0 (1000, live block never allocated in the trace) and Z (700, freed at 5)
 	// are live from the start; +2000 X1 at 1, +3000 Y at 2, −3000 Y at 4 (its free_completed), −700 Z at 5,
 	// +400 W at 6, −400 W at 7 (free_requested never completed). Reserved: 8192 final − 8192 segment_alloc = 0 before.
-	if d.InitialAllocated != 1700 || d.InitialReserved != 0 {
-		t.Errorf("initial allocated %d reserved %d, want 1700 and 0", d.InitialAllocated, d.InitialReserved)
+	if d.InitialAllocated != 1700 || d.Reserved.At(-1) != 0 {
+		t.Errorf("initial allocated %d reserved %d, want 1700 and 0", d.InitialAllocated, d.Reserved.At(-1))
 	}
 	if want := []int64{1700, 3700, 6700, 6700, 3700, 3000, 3400, 3000, 3000}; !slices.Equal(d.Allocated, want) {
 		t.Errorf("allocated %v, want %v", d.Allocated, want)

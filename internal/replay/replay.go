@@ -7,9 +7,9 @@ package replay
 import (
 	"context"
 	"fmt"
-	"github.com/memscan/memscan/internal/addrtab"
 	"math"
 
+	"github.com/memscan/memscan/internal/addrtab"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/snapshot"
 )
@@ -48,11 +48,11 @@ type Trace struct {
 	Events []snapshot.TraceEntry
 	// Elements are in the order the replay met them: trace order, then the final-state blocks live all along.
 	Elements []Element
-	// Initial and InitialReserved are the live requested bytes and segment bytes before the first event;
-	// Allocated and Reserved the same after each event (Reserved as its changes: it moves only at segment events).
-	Initial, InitialReserved int64
-	Allocated                []int64
-	Reserved                 Steps
+	// Initial is the live requested bytes before the first event and Allocated the same after each event;
+	// Reserved is the segment bytes before and after each event, as its changes (it moves only at segment events).
+	Initial   int64
+	Allocated []int64
+	Reserved  Steps
 	// OOMs are the indices of the trace's out-of-memory events, in order.
 	OOMs []int
 	// Actions counts the events by action code; OtherActions those of actions memscan does not know
@@ -162,17 +162,13 @@ func Run(ctx context.Context, s *snapshot.Snapshot, dev int, warn Warn) (*Trace,
 			t.OOMs = append(t.OOMs, jj)
 		}
 	}
-	// A free_requested never completed within the trace ends the allocation where it was requested.
-	var ended []uint64
-	open.Each(func(addr uint64, o openElement) {
+	// A free_requested never completed within the trace ends the allocation where it was requested: it is not
+	// live at the end (addFinalBlocks).
+	open.Each(func(_ uint64, o openElement) {
 		if o.freeReq >= 0 {
 			t.Elements[o.i].End = o.freeReq
-			ended = append(ended, addr)
 		}
 	})
-	for _, addr := range ended {
-		open.Delete(addr)
-	}
 	finalRes := t.addFinalBlocks(open)
 	t.series(segAt, segDelta, finalRes)
 	t.stackIdx, t.refIdx = nil, nil
@@ -265,7 +261,8 @@ func (t *Trace) elementBound() int {
 }
 
 // addFinalBlocks adds the live blocks of the final state whose alloc is not in the trace (they were live all
-// along) and returns the device's segment bytes in the final state. open holds the elements still allocated.
+// along) and returns the device's segment bytes in the final state. open holds the elements still allocated,
+// those with a free_requested among them ended there.
 func (t *Trace) addFinalBlocks(open *addrtab.Table[openElement]) int64 {
 	n32 := int32(len(t.Events))
 	var finalRes int64
@@ -277,7 +274,7 @@ func (t *Trace) addFinalBlocks(open *addrtab.Table[openElement]) int64 {
 		finalRes += seg.TotalSize
 		for j := range seg.Blocks {
 			b := &seg.Blocks[j]
-			if _, live := open.Get(b.Address); b.State != snapshot.BlockActiveAllocated || live {
+			if o, ok := open.Get(b.Address); b.State != snapshot.BlockActiveAllocated || ok && o.freeReq < 0 {
 				continue
 			}
 			t.Elements = append(t.Elements, Element{Size: b.RequestedSize, Start: -1, End: n32, Origin: int32(-1 - len(t.preBlocks)), Stack: t.stackIndex(b.Stack)})
@@ -317,7 +314,6 @@ func (t *Trace) series(segAt []int32, segDelta []int64, finalRes int64) {
 		t.warn("reserved-negative", fmt.Sprintf("device %d: segment events free %d bytes more than the snapshot holds plus the trace allocated; reserved timeline starts at 0", t.Device, -res))
 		res = 0
 	}
-	t.InitialReserved = res
 	t.Reserved = stepsFrom(res, segAt, segDelta)
 	cur := t.Initial
 	for j := range n {

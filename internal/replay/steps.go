@@ -13,12 +13,6 @@ type Steps struct {
 	val     []int64
 }
 
-// NewSteps returns the series that is initial before the first event and values[k] from event at[k] on; at must
-// ascend.
-func NewSteps(initial int64, at []int32, values []int64) Steps {
-	return Steps{initial: initial, at: at, val: values}
-}
-
 // StepsOf returns the series whose value is initial before the first event and dense[j] after event j.
 func StepsOf(initial int64, dense []int64) Steps {
 	s := Steps{initial: initial}
@@ -32,10 +26,7 @@ func StepsOf(initial int64, dense []int64) Steps {
 	return s
 }
 
-// Initial returns the value before the first event.
-func (s *Steps) Initial() int64 { return s.initial }
-
-// At returns the value after event j (the initial value for j < 0).
+// At returns the value after event j (the value before the first event for j < 0).
 func (s *Steps) At(j int) int64 {
 	k := s.last(j)
 	if k < 0 {
@@ -81,19 +72,6 @@ func (s *Steps) Changes() int { return len(s.at) }
 
 // Change returns the k-th change: its event and the value from it on.
 func (s *Steps) Change(k int) (event int, value int64) { return int(s.at[k]), s.val[k] }
-
-// Expand returns the value after each of events 0..n−1, for tests and callers that need the dense series.
-func (s *Steps) Expand(n int) []int64 {
-	out := make([]int64, n)
-	v, k := s.initial, 0
-	for j := range out {
-		for ; k < len(s.at) && int(s.at[k]) <= j; k++ {
-			v = s.val[k]
-		}
-		out[j] = v
-	}
-	return out
-}
 
 // stepsFrom builds the series from per-event deltas given at the events at (ascending, one per event) starting
 // from initial; deltas of 0 make no change.

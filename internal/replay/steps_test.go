@@ -47,7 +47,7 @@ func TestSteps(t *testing.T) {
 			}
 			return c.dense[j]
 		}
-		if got := s.Expand(n); !slices.Equal(got, c.dense) && n > 0 {
+		if got := expand(&s, n); !slices.Equal(got, c.dense) && n > 0 {
 			t.Fatalf("%s: Expand = %v, want %v", c.name, got, c.dense)
 		}
 		changes := 0
@@ -92,7 +92,16 @@ func TestSteps(t *testing.T) {
 func TestStepsFrom(t *testing.T) {
 	s := stepsFrom(100, []int32{2, 5, 6, 9}, []int64{50, 0, -30, 30})
 	want := []int64{100, 100, 150, 150, 150, 150, 120, 120, 120, 150, 150}
-	if got := s.Expand(len(want)); !slices.Equal(got, want) || s.Changes() != 3 || s.Initial() != 100 {
+	if got := expand(&s, len(want)); !slices.Equal(got, want) || s.Changes() != 3 || s.At(-1) != 100 {
 		t.Errorf("series %v with %d changes, want %v with 3", got, s.Changes(), want)
 	}
+}
+
+// expand is s as one value an event, read by At.
+func expand(s *Steps, n int) []int64 {
+	out := make([]int64, n)
+	for j := range out {
+		out[j] = s.At(j)
+	}
+	return out
 }

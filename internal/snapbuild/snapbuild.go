@@ -81,12 +81,13 @@ func (b *SnapBuilder) Segment(o SegOpts, blocks ...BlockSpec) uint64 {
 // BlockAddr returns the address of block j of segment i.
 func (b *SnapBuilder) BlockAddr(i, j int) uint64 { return b.S.Segments[i].Blocks[j].Address }
 
-// Entry is a trace entry as a test writes it: its stack and rarely-set fields themselves, which Event adds to the
-// snapshot's tables (the TraceEntry's own Stack and Extra are ignored).
+// Entry is a trace entry as a test writes it: its stack, rarely-set fields and stream themselves, which Event adds
+// to the snapshot's tables (the TraceEntry's own Stack, Extra and Stream are ignored).
 type Entry struct {
 	snapshot.TraceEntry
-	Stack *snapshot.Stack
-	Extra snapshot.TraceExtra
+	Stack  *snapshot.Stack
+	Extra  snapshot.TraceExtra
+	Stream uint64
 }
 
 // Event appends trace entries to a device's trace, numbering times 1000, 1001, ... when they have none.
@@ -99,7 +100,7 @@ func (b *SnapBuilder) Event(dev int, es ...Entry) {
 		if !e.HasTime {
 			e.TimeUS, e.HasTime = int64(1000+len(b.S.DeviceTraces[dev])), true
 		}
-		e.Stack, e.Extra = b.tables.Stack(x.Stack), b.tables.Extra(x.Extra)
+		e.Stack, e.Extra, e.Stream = b.tables.Stack(x.Stack), b.tables.Extra(x.Extra), b.tables.Stream(x.Stream)
 		b.S.DeviceTraces[dev] = append(b.S.DeviceTraces[dev], e)
 	}
 }

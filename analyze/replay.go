@@ -105,17 +105,6 @@ func (a *analysis) replayAll() error {
 	if err != nil {
 		return err
 	}
-	// The detectors read nothing the iteration tables write: they run beside them, and beside the end of the
-	// allocator replays the tables wait for (the fragmentation detector waits for them too).
-	type detected struct {
-		fs  []findings.Finding
-		err error
-	}
-	judged := make(chan detected, 1)
-	go func() {
-		fs, err := detect.Detect(a.ctx, &detect.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
-		judged <- detected{fs, err}
-	}()
 	// The iteration tables read the allocator model's block bytes, which it was replaying meanwhile.
 	for _, d := range devices {
 		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries(d.Device))...)
@@ -138,11 +127,10 @@ func (a *analysis) replayAll() error {
 	for _, d := range devices {
 		history = history || len(d.Trace) >= findings.MinHistoryEvents
 	}
-	j := <-judged
-	if j.err != nil {
-		return j.err
+	fs, err := detect.Detect(a.ctx, &detect.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
+	if err != nil {
+		return err
 	}
-	fs := j.fs
 	// Without history the trace's cache detectors would judge a moment the dump's cache checks judge too: the
 	// dump's stand then, so that no finding is stated twice. An OOM is a fact of the trace either way.
 	if !history {

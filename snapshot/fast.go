@@ -230,8 +230,10 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 				m.entries, m.chunks = grown, nil
 			}
 			if b >= 32 {
-				// From batch 32 the list holds its full reservation; the projection is backed ahead.
-				d.prefault.extend(m.entries, proj)
+				// From batch 32 the list holds its full reservation; the projection is backed ahead, less a
+				// sixteenth, since the projection may overshoot by a few percent and a backed page is resident
+				// whether it is written or not (the rest faults in as it is written).
+				d.prefault.extend(m.entries, proj-proj/16)
 			}
 		}
 	}

@@ -96,6 +96,8 @@ func Decode(ctx context.Context, name string, r io.Reader) (*Input, error) {
 func DecodeWith(ctx context.Context, name string, r io.Reader, opts Options) (*Input, error) {
 	limit := opts.maxInputSize()
 	src, seekable := snapshot.SeekableSource(r)
+	// A reader that can seek is a file or bytes in memory, whose reads do not block: it may be read ahead.
+	src.ReadAhead = seekable
 	if seekable {
 		if src.Size > limit {
 			return nil, sizeFailure(name, &input.SizeError{Limit: limit, Size: src.Size})
@@ -184,7 +186,7 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 // gunzipped is the source of the decompressed inside of a gzip layer: reopening decompresses the reopened layer
 // again, capped like the first pass. Its size is unknown (the gzip trailer holds it only modulo 4 GiB).
 func gunzipped(src snapshot.PickleSource) snapshot.PickleSource {
-	out := snapshot.PickleSource{Limit: src.Limit}
+	out := snapshot.PickleSource{Limit: src.Limit, ReadAhead: src.ReadAhead}
 	if src.Reopen == nil {
 		return out
 	}

@@ -175,6 +175,7 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 		// room reserved for the rest of the file, which a multi-device snapshot holds for every device at once
 		// otherwise (2.9× the file in RSS at four devices).
 		if d.openEntries != nil {
+			d.prefault.drop()
 			d.openEntries.trim()
 		}
 		d.openEntries = m
@@ -227,6 +228,12 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 					grown = append(grown, c...)
 				}
 				m.entries, m.chunks = grown, nil
+			}
+			if b >= 32 {
+				// From batch 32 the list holds its full reservation; the projection is backed ahead, less a
+				// sixteenth, since the projection may overshoot by a few percent and a backed page is resident
+				// whether it is written or not (the rest faults in as it is written).
+				d.prefault.extend(m.entries, proj-proj/16)
 			}
 		}
 	}
@@ -382,6 +389,8 @@ type fastDecoder struct {
 	noFlat   bool
 	flat     flatState
 	flatRead int // dicts the shortcut read
+
+	prefault prefaulter
 }
 
 // formatFlags collects the keys that tell format generations apart.
@@ -397,7 +406,9 @@ func decodeFastPickle(ctx context.Context, name string, r io.Reader) (*Snapshot,
 
 // decodeFastPickleSized is decodeFastPickle with the input's size in bytes (0 if unknown).
 func decodeFastPickleSized(ctx context.Context, name string, r io.Reader, size int64) (*Snapshot, error) {
-	return newFastDecoder(ctx, name, r, size).run()
+	d := newFastDecoder(ctx, name, r, size)
+	defer d.prefault.stop()
+	return d.run()
 }
 
 func newFastDecoder(ctx context.Context, name string, r io.Reader, size int64) *fastDecoder {

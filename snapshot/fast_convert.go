@@ -487,7 +487,7 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	}
 	// From 2.8 PyTorch writes compile_context (and from 2.10 user_metadata) on every event, mostly empty: an
 	// all-empty extra is no extra, and the common entry skips interning it.
-	if x != (TraceExtra{}) {
+	if !x.empty() {
 		e.Extra = d.tables.Extra(x)
 	}
 	d.pEntries = append(d.pEntries, e)

@@ -23,6 +23,9 @@ type PickleSource struct {
 	// Limit is the input size limit (0: none). The reference decoder holds the whole pickle and gopickle's value
 	// tree at once, several times the bytes, so it reads at most a quarter of it.
 	Limit int64
+	// ReadAhead says that the input's reads never block for long (a file, or what is decompressed from one), so
+	// that the fast decoder's input may be read on another goroutine (input.ReadAhead), beyond the pickle's end.
+	ReadAhead bool
 }
 
 // refDecoderShare is the part of PickleSource.Limit that the reference decoder may read.
@@ -78,7 +81,16 @@ func DecodePickleFrom(ctx context.Context, name string, r io.Reader, src PickleS
 		fastIn = bytes.NewReader(data)
 		size = int64(len(data))
 	}
+	var ra *input.ReadAhead
+	if data == nil && src.ReadAhead {
+		// The reads and what a gzip layer inflates run beside the decoding; stopped before any re-read.
+		ra = input.NewReadAhead(fastIn)
+		fastIn = ra
+	}
 	snap, err := decodeFastPickleSized(ctx, name, fastIn, size)
+	if ra != nil {
+		ra.Stop()
+	}
 	if err == nil {
 		return snap, nil
 	}

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
@@ -30,13 +32,26 @@ type Replayed struct {
 // Detect runs every detector over in, in a fixed order: OOM, leak, fragmentation, cache overhead, idle cache, loss
 // and logits. With more than one device, each finding names its device in its evidence.
 func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
+	// Each device's detectors read the snapshot and that device alone: the devices are judged at once, as many
+	// as there are cores, and their findings kept in device order.
+	per := make([][]findings.Finding, len(in.Devices))
+	errs := make([]error, len(in.Devices))
+	var wg sync.WaitGroup
+	cores := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	for i, d := range in.Devices {
+		cores <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-cores }()
+			per[i], errs[i] = detectDevice(ctx, in, d)
+		})
+	}
+	wg.Wait()
 	out := []findings.Finding{}
-	for _, d := range in.Devices {
-		fs, err := detectDevice(ctx, in, d)
-		if err != nil {
-			return nil, err
+	for i := range in.Devices {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		for _, f := range fs {
+		for _, f := range per[i] {
 			if len(in.Devices) > 1 {
 				f = findings.OnDevice(f)
 			}

@@ -1,4 +1,5 @@
-// Package sysmem reports how much memory this process may use, for defaults that scale with the machine.
+// Package sysmem reports how much memory this process may use, for defaults that scale with the machine, and backs
+// pages of a large allocation ahead of its first writes (Populate).
 package sysmem
 
 import (

@@ -229,16 +229,28 @@ func (iw *indentWriter) rowWrite(p []byte) (int, bool) {
 			continue
 		}
 		c := p[k]
+		if !layoutByte(c) {
+			// A number or literal: copied up to the next byte that lays out (most of a table's bytes are digits).
+			j := k + 1
+			for j < lim && !layoutByte(p[j]) {
+				j++
+			}
+			iw.buf = append(iw.buf, p[k:j]...)
+			k = j
+			continue
+		}
 		k++
-		iw.buf = append(iw.buf, c)
 		switch c {
 		case '"':
 			iw.rowString = true
+			iw.buf = append(iw.buf, c)
 		case ',', ':':
-			iw.buf = append(iw.buf, ' ')
+			iw.buf = append(iw.buf, c, ' ')
 		case '{', '[':
 			iw.rowDepth++
+			iw.buf = append(iw.buf, c)
 		case '}', ']':
+			iw.buf = append(iw.buf, c)
 			iw.rowDepth--
 			if iw.rowDepth == 0 {
 				return k, true
@@ -274,13 +286,10 @@ func compactRow(r []byte) []byte {
 }
 
 // layoutByte reports whether indentWriter acts on c outside strings.
-func layoutByte(c byte) bool {
-	switch c {
-	case '"', '{', '[', ',', ':', '}', ']':
-		return true
-	}
-	return false
-}
+func layoutByte(c byte) bool { return layoutBytes[c] }
+
+// layoutBytes is layoutByte as a table: the writers test every byte of a number against it.
+var layoutBytes = [256]bool{'"': true, '{': true, '[': true, ',': true, ':': true, '}': true, ']': true}
 
 func (iw *indentWriter) newline() {
 	iw.buf = append(iw.buf, '\n')

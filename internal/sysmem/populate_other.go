@@ -1,0 +1,7 @@
+//go:build !linux
+
+package sysmem
+
+// Populate is a no-op here: only Linux can back pages ahead of their first write (see the Linux version). It
+// returns false, so that callers stop asking.
+func Populate(b []byte) bool { return false }

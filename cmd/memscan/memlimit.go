@@ -95,6 +95,39 @@ func nextMemoryLimit(base, live int64) int64 {
 	return live + live/8
 }
 
+// liveHeap is the live heap the last two collections found. A collection counts as live everything allocated
+// while it marks, so one that overlaps a burst of allocation (a long mark while the allocator replays fill their
+// arrays, its workers holding a quarter of two busy cores) reports far more than is live: 297 MB on a training
+// loop whose live heap was 185–197 MB. The governor raised the limit on that reading and the heap filled it, a peak
+// RSS of 2.02× the file. What two collections in a row found is what is live.
+type liveHeap struct {
+	seen       bool
+	cycles     uint64 // the collections counted at the last reading
+	last, prev int64  // what the last collection and the one before found; prev −1 until there are two
+}
+
+// observe takes a reading: the collections counted so far and the live heap the last one found.
+func (h *liveHeap) observe(cycles uint64, live int64) {
+	switch {
+	case !h.seen:
+		h.seen, h.prev = true, -1
+	case cycles == h.cycles:
+		h.last = live // the same collection's figure
+		return
+	default:
+		h.prev = h.last
+	}
+	h.cycles, h.last = cycles, live
+}
+
+// settled is the smaller of what the last two collections found (the last one's until there are two).
+func (h *liveHeap) settled() int64 {
+	if h.prev < 0 {
+		return h.last
+	}
+	return min(h.last, h.prev)
+}
+
 // memoryGovernor sets the soft memory limit and GC percentage of one analysis and keeps the limit ahead of the live
 // heap until stopped. Setting them is the process's business, so the CLI does it, not the library.
 type memoryGovernor struct {
@@ -125,9 +158,10 @@ func (g *memoryGovernor) start(files []string, jobs int) {
 	}
 	g.done = make(chan struct{})
 	g.wg.Go(func() {
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
 		tick := time.NewTicker(governorPoll)
 		defer tick.Stop()
+		var live liveHeap
 		for {
 			select {
 			case <-g.done:
@@ -135,10 +169,11 @@ func (g *memoryGovernor) start(files []string, jobs int) {
 			case <-tick.C:
 			}
 			metrics.Read(sample)
-			if sample[0].Value.Kind() != metrics.KindUint64 {
-				return // a runtime without the metric: keep the fixed limit
+			if sample[0].Value.Kind() != metrics.KindUint64 || sample[1].Value.Kind() != metrics.KindUint64 {
+				return // a runtime without the metrics: keep the fixed limit
 			}
-			if next := nextMemoryLimit(base, int64(sample[0].Value.Uint64())); next != limit {
+			live.observe(sample[1].Value.Uint64(), int64(sample[0].Value.Uint64()))
+			if next := nextMemoryLimit(base, live.settled()); next != limit {
 				limit = next
 				debug.SetMemoryLimit(limit)
 			}

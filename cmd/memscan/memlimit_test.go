@@ -78,3 +78,29 @@ func TestNextMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveHeap: the governor's live heap is the smaller of what the last two collections found, so one collection
+// that marked a burst of allocation as live does not raise the limit; readings of the same collection count once.
+func TestLiveHeap(t *testing.T) {
+	const mb = 1 << 20
+	base := int64(209 * mb) // a 121 MB file: twice it less the reserve
+	var h liveHeap
+	steps := []struct {
+		cycles     uint64
+		live, want int64 // want: the limit after the reading
+	}{
+		{2, 124 * mb, base},
+		{2, 124 * mb, base},              // polled again before the next collection
+		{3, 152 * mb, base},              // the decode's trace
+		{4, 297 * mb, base},              // a long mark over the replays' allocations: not trusted alone
+		{5, 197 * mb, 197*mb + 197*mb/8}, // two collections over fifteen sixteenths: raised
+		{6, 200 * mb, 197*mb + 197*mb/8},
+		{7, 77 * mb, base}, // the trace let go
+	}
+	for i, s := range steps {
+		h.observe(s.cycles, s.live)
+		if got := nextMemoryLimit(base, h.settled()); got != s.want {
+			t.Errorf("reading %d (collection %d, %d MB live): limit %d MB, want %d MB", i, s.cycles, s.live/mb, got/mb, s.want/mb)
+		}
+	}
+}

@@ -277,6 +277,11 @@ func TestFlatDictCases(t *testing.T) {
 			entry(alloc(5), str("frames"), []byte{opBinGet, 3}))), 5, ""},
 		{"fresh frames list holding a list", entrySnap(entry(alloc(1), str("frames"), []byte{opEmptyList, opMark,
 			opBinGet, 50, opAppends})), 0, "list of lists"},
+		// A record that does not read frames (here a frame) with a fresh list under 'frames': the list is made
+		// only when the dict is, so the shortcut leaves the dict to the VM (it once indexed the list unmade).
+		{"fresh frames list in a record that does not read it", entrySnap(cat(entry(alloc(1)), entry(str("filename"),
+			str("a.py"), str("line"), []byte{opBinInt1, 1}, str("name"), str("f"), str("frames"), []byte{opEmptyList}))),
+			1, "a trace holding a frame"},
 		{"empty list under an unknown key", entrySnap(cat(entry(alloc(1)), entry(alloc(2), str("seen"),
 			[]byte{opBinGet, 50}))), 2, ""},
 		// 'alloc' stored at 6 and read back as an (unknown) key in the same dict, then as the next entry's action.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -98,23 +99,72 @@ func DecodeWith(ctx context.Context, name string, r io.Reader, opts Options) (*I
 	src, seekable := snapshot.SeekableSource(r)
 	// A reader that can seek is a file or bytes in memory, whose reads do not block: it may be read ahead.
 	src.ReadAhead = seekable
+	var trailer int64
 	if seekable {
 		if src.Size > limit {
 			return nil, sizeFailure(name, &input.SizeError{Limit: limit, Size: src.Size})
 		}
+		trailer = gzipTrailerSize(r.(io.ReadSeeker), src.Size)
 	} else {
 		r = input.NewCapReader(r, limit, "")
 	}
 	src.Limit = limit
-	in, err := decode(ctx, name, r, src, 0)
+	in, err := decode(ctx, name, r, src, trailer, 0)
 	if err != nil {
 		return nil, sizeFailure(name, err)
 	}
 	return in, nil
 }
 
-// decode sniffs one layer of input. src says how to read the layer again (src.Reopen nil: it cannot be).
-func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSource, depth int) (*Input, error) {
+// ContentSize returns how many bytes a decoder reads from the regular file at path: its size, or for a gzip file
+// the length its trailer claims for the content (kept modulo 4 GiB, and a multi-member file's only for its last
+// member: a claim nothing checks until the file is read). ok is false when the file cannot be read.
+func ContentSize(path string) (size int64, ok bool) {
+	f, fi, err := inputfile.OpenRegular(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var magic [2]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil || magic != [2]byte{0x1f, 0x8b} {
+		return fi.Size(), true
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, false
+	}
+	if n := gzipTrailerSize(f, fi.Size()); n > 0 {
+		return n, true
+	}
+	return 0, false
+}
+
+// gzipTrailerSize returns the length a gzip file's trailer claims for its content (its last four bytes, the
+// length modulo 4 GiB), 0 when r is too short for a gzip file or cannot be read there. Nothing checks the claim
+// until the content has been read, so it only sizes the decoder's lists (PickleSource.SizeHint). r is left
+// where it was.
+func gzipTrailerSize(r io.ReadSeeker, size int64) int64 {
+	const minGzip = 18 // a header of 10 bytes and a trailer of 8
+	if size < minGzip {
+		return 0
+	}
+	at, err := r.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0
+	}
+	var tail [4]byte
+	_, err = r.Seek(at+size-4, io.SeekStart)
+	if err == nil {
+		_, err = io.ReadFull(r, tail[:])
+	}
+	if _, serr := r.Seek(at, io.SeekStart); serr != nil || err != nil {
+		return 0
+	}
+	return int64(binary.LittleEndian.Uint32(tail[:]))
+}
+
+// decode sniffs one layer of input. src says how to read the layer again (src.Reopen nil: it cannot be);
+// trailer is what the outer layer's last four bytes would claim were it gzip (gzipTrailerSize), else 0.
+func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSource, trailer int64, depth int) (*Input, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, err := br.Peek(input.SniffLen)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -158,7 +208,7 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 		defer zr.Close()
 		// The decoders read the decompressed stream as it inflates; the cap stops a bomb at the limit.
 		inner := input.NewCapReader(zr, src.Limit, "")
-		in, err := decode(ctx, name, inner, gunzipped(src), depth+1)
+		in, err := decode(ctx, name, inner, gunzipped(src, trailer), 0, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -184,9 +234,13 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 }
 
 // gunzipped is the source of the decompressed inside of a gzip layer: reopening decompresses the reopened layer
-// again, capped like the first pass. Its size is unknown (the gzip trailer holds it only modulo 4 GiB).
-func gunzipped(src snapshot.PickleSource) snapshot.PickleSource {
-	out := snapshot.PickleSource{Limit: src.Limit, ReadAhead: src.ReadAhead}
+// again, capped like the first pass. Its size is unknown: the gzip trailer holds it only modulo 4 GiB, and a
+// multi-member file's trailer only its last member's, so trailer is only a hint.
+func gunzipped(src snapshot.PickleSource, trailer int64) snapshot.PickleSource {
+	out := snapshot.PickleSource{Limit: src.Limit, ReadAhead: src.ReadAhead, SizeHint: trailer}
+	if src.Limit > 0 && trailer > src.Limit {
+		out.SizeHint = 0 // the content cannot be decoded anyway: the limit stops it first
+	}
 	if src.Reopen == nil {
 		return out
 	}

@@ -160,6 +160,9 @@ const entryEstimateSlack = 1.25
 // their stacks out in full.
 const firstReserveSlack = 1.10
 
+// hintedRestFactor bounds the rest of a list projected from a claimed size by what the list has read so far.
+const hintedRestFactor = 16
+
 // minEntryBytes is a lower bound on the pickle bytes of one trace entry: an empty dict, a mark, three keys and
 // three values fetched from the memo or written inline, and SETITEMS take at least 15.
 const minEntryBytes = 8
@@ -204,6 +207,12 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 			lists := int64(max(1, len(d.segDevices)-d.traceLists+1))
 			read := cur - m.start
 			rest := max(0, (max(0, d.size-cur)+read)/lists-read)
+			if d.hinted {
+				// A claimed size is believed only as far as the list has shown itself: a false claim reserves at
+				// most sixteen times what was read, and a true one of a few hundred megabytes is reached by batch
+				// 512 (a longer list goes on in chunks).
+				rest = min(rest, hintedRestFactor*read)
+			}
 			proj := have + int(rest/per) + entryChunk
 			slack := entryEstimateSlack
 			if b == 32 {
@@ -229,7 +238,7 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 				}
 				m.entries, m.chunks = grown, nil
 			}
-			if b >= 32 {
+			if b >= 32 && !d.hinted {
 				// From batch 32 the list holds its full reservation; the projection is backed ahead, less a
 				// sixteenth, since the projection may overshoot by a few percent and a backed page is resident
 				// whether it is written or not (the rest faults in as it is written).
@@ -327,6 +336,7 @@ type fastDecoder struct {
 
 	opStart  int64
 	size     int64 // input size when known (0 otherwise), to size trace lists up front
+	hinted   bool  // size is only claimed (PickleSource.SizeHint): trusted within what has been read
 	proto    int
 	frameEnd int64 // file offset where the current FRAME ends; 0 outside frames
 
@@ -406,7 +416,14 @@ func decodeFastPickle(ctx context.Context, name string, r io.Reader) (*Snapshot,
 
 // decodeFastPickleSized is decodeFastPickle with the input's size in bytes (0 if unknown).
 func decodeFastPickleSized(ctx context.Context, name string, r io.Reader, size int64) (*Snapshot, error) {
+	return decodeFastPickleSource(ctx, name, r, size, false)
+}
+
+// decodeFastPickleSource is decodeFastPickleSized with a size that may be only claimed (hinted, see
+// PickleSource.SizeHint).
+func decodeFastPickleSource(ctx context.Context, name string, r io.Reader, size int64, hinted bool) (*Snapshot, error) {
 	d := newFastDecoder(ctx, name, r, size)
+	d.hinted = hinted
 	defer d.prefault.stop()
 	return d.run()
 }

@@ -23,6 +23,11 @@ type PickleSource struct {
 	// Limit is the input size limit (0: none). The reference decoder holds the whole pickle and gopickle's value
 	// tree at once, several times the bytes, so it reads at most a quarter of it.
 	Limit int64
+	// SizeHint is the pickle's length as the input claims it where nothing checks the claim (a gzip trailer's, kept
+	// modulo 4 GiB), 0 when there is none. Without Size, the fast decoder sizes trace lists from it as from Size,
+	// but never beyond sixteen times what it has read of the list, and backs no pages from it: a false claim then
+	// costs a bounded reservation, not memory in use.
+	SizeHint int64
 	// ReadAhead says that the input's reads never block for long (a file, or what is decompressed from one), so
 	// that the fast decoder's input may be read on another goroutine (input.ReadAhead), beyond the pickle's end.
 	ReadAhead bool
@@ -87,7 +92,11 @@ func DecodePickleFrom(ctx context.Context, name string, r io.Reader, src PickleS
 		ra = input.NewReadAhead(fastIn)
 		fastIn = ra
 	}
-	snap, err := decodeFastPickleSized(ctx, name, fastIn, size)
+	hinted := false
+	if size == 0 && data == nil && src.SizeHint > 0 {
+		size, hinted = src.SizeHint, true
+	}
+	snap, err := decodeFastPickleSource(ctx, name, fastIn, size, hinted)
 	if ra != nil {
 		ra.Stop()
 	}

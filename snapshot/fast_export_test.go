@@ -17,6 +17,11 @@ const FastCheckEvery = fastCheckEvery
 
 var DecodeFastPickleSized = decodeFastPickleSized
 
+// DecodeFastPickleHinted decodes with a size that is only claimed (PickleSource.SizeHint).
+func DecodeFastPickleHinted(ctx context.Context, name string, r io.Reader, hint int64) (*Snapshot, error) {
+	return decodeFastPickleSource(ctx, name, r, hint, true)
+}
+
 // DecodeFastPickleFlat decodes with the fast decoder, the flat-dict shortcut on or off, and returns how many
 // dicts the shortcut read.
 func DecodeFastPickleFlat(ctx context.Context, name string, r io.Reader, flat bool) (*Snapshot, int, error) {

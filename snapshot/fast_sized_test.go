@@ -12,8 +12,8 @@ import (
 
 // TestFastSizedTraceList checks the trace-list sizing that the input size enables: whatever size the decoder is
 // told (the true one, far too small so entries overflow into chunks, far too large so an early checkpoint
-// shrinks the list, or none), the model is the same, and with the true size the list does not reserve much
-// more than it uses.
+// shrinks the list, or none), or only claimed (PickleSource.SizeHint), the model is the same, and with the true
+// size the list does not reserve much more than it uses.
 func TestFastSizedTraceList(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes a 70,000-entry snapshot several times")
@@ -34,15 +34,23 @@ func TestFastSizedTraceList(t *testing.T) {
 		t.Fatalf("unsized decode: %d entries, generator wrote %d", n, st.Entries)
 	}
 	for _, tc := range []struct {
-		name string
-		size int64
+		name   string
+		size   int64
+		hinted bool // only claimed (a gzip trailer's): believed within sixteen times what the list has read
 	}{
-		{"true size", int64(len(data))},
-		{"size too small", int64(len(data)) / 4},
-		{"size too large", int64(len(data)) * 4},
+		{"true size", int64(len(data)), false},
+		{"size too small", int64(len(data)) / 4, false},
+		{"size too large", int64(len(data)) * 4, false},
+		{"true claim", int64(len(data)), true},
+		{"claim too small", 1000, true},
+		{"claim of 4 GiB", 1<<32 - 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := snapshot.DecodeFastPickleSized(ctx, "sized", bytes.NewReader(data), tc.size)
+			decode := snapshot.DecodeFastPickleSized
+			if tc.hinted {
+				decode = snapshot.DecodeFastPickleHinted
+			}
+			got, err := decode(ctx, "sized", bytes.NewReader(data), tc.size)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,6 +63,14 @@ func TestFastSizedTraceList(t *testing.T) {
 			// that is refined as the trace streams; allow 50% for the projection's error.
 			if tc.size == int64(len(data)) && cap(tr) > len(tr)*3/2+8192 {
 				t.Errorf("trace list: cap %d for %d entries", cap(tr), len(tr))
+			}
+			// A true claim sizes the list ahead (unsized, it is joined from chunks at its length); a false one
+			// reserves at most sixteen times the bytes read, at no fewer than 8 bytes an entry, with the slack.
+			if tc.hinted && tc.size == int64(len(data)) && cap(tr) == len(tr) {
+				t.Errorf("true claim: the list was not sized from it (cap %d)", cap(tr))
+			}
+			if tc.hinted && cap(tr) > len(tr)+5*len(data)/2+8192 {
+				t.Errorf("claim of %d bytes: cap %d for %d entries of a %d-byte pickle", tc.size, cap(tr), len(tr), len(data))
 			}
 		})
 	}

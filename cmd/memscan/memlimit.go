@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"io"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/memscan/memscan/load"
 )
 
 // memoryLimitFactor is the soft memory limit per byte of input being analyzed at once, less rssReserve: peak RSS
@@ -35,8 +35,10 @@ const rssReserve = 32 << 20
 const minMemoryLimit = 128 << 20
 
 // memoryLimitFor returns the soft memory limit for analyzing files with jobs at once: memoryLimitFactor times
-// the total size of the jobs largest inputs, less rssReserve. ok is false when no limit should be set: the user set GOMEMLIMIT,
-// or an input is gzip-compressed, whose decoded size the file size does not bound.
+// the total size of the jobs largest inputs, less rssReserve. A gzip file counts at the length its trailer claims
+// for its content (load.ContentSize): a false claim only makes the collector work harder or less, since the
+// governor raises the limit past the live heap. ok is false when no limit should be set: the user set GOMEMLIMIT,
+// or a gzip file's trailer cannot be read.
 func memoryLimitFor(files []string, jobs int, env func(string) string) (limit int64, ok bool) {
 	if env("GOMEMLIMIT") != "" || len(files) == 0 {
 		return 0, false
@@ -47,14 +49,11 @@ func memoryLimitFor(files []string, jobs int, env func(string) string) (limit in
 		if err != nil || !fi.Mode().IsRegular() {
 			continue // the decoder reports it
 		}
-		gz, err := isGzip(f)
-		if err != nil {
-			continue
-		}
-		if gz {
+		size, ok := load.ContentSize(f)
+		if !ok {
 			return 0, false
 		}
-		sizes = append(sizes, fi.Size())
+		sizes = append(sizes, size)
 	}
 	slices.Sort(sizes)
 	slices.Reverse(sizes)
@@ -63,19 +62,6 @@ func memoryLimitFor(files []string, jobs int, env func(string) string) (limit in
 		sum += s
 	}
 	return max(int64(float64(sum)*memoryLimitFactor)-rssReserve, minMemoryLimit), true
-}
-
-func isGzip(path string) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	var magic [2]byte
-	if _, err := io.ReadFull(f, magic[:]); err != nil {
-		return false, nil // shorter than a gzip header
-	}
-	return bytes.Equal(magic[:], []byte{0x1f, 0x8b}), nil
 }
 
 // nextMemoryLimit is the limit the governor sets when the collector last found live bytes of heap: base, the limit
@@ -142,7 +128,7 @@ type memoryGovernor struct {
 const governorPoll = 20 * time.Millisecond
 
 // start sets the limit for analyzing files with jobs at once (see memoryLimitFor) and starts watching the heap.
-// Without a limit (GOMEMLIMIT set, gzip input) it changes nothing; a GOGC the user set is kept, and so is the
+// Without a limit (GOMEMLIMIT set, a gzip trailer that cannot be read) it changes nothing; a GOGC the user set is kept, and so is the
 // default for inputs under the limit's floor.
 func (g *memoryGovernor) start(files []string, jobs int) {
 	base, ok := memoryLimitFor(files, jobs, os.Getenv)

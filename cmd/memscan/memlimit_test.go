@@ -26,7 +26,9 @@ func TestMemoryLimitFor(t *testing.T) {
 	big := sized("big.pickle", 200*mb)
 	mid := sized("mid.pickle", 100*mb)
 	small := write("small.pickle", []byte{0x80, 0x04})
-	gz := write("snap.pickle.gz", []byte{0x1f, 0x8b, 8, 0})
+	// gzip files: one whose trailer claims 150 MiB of content, and one too short to have a trailer.
+	gz := write("snap.pickle.gz", append([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0}, 0, 0, 0, 0x60, 0x09))
+	cut := write("cut.pickle.gz", []byte{0x1f, 0x8b, 8, 0})
 	noEnv := func(string) string { return "" }
 	tests := []struct {
 		name   string
@@ -43,7 +45,10 @@ func TestMemoryLimitFor(t *testing.T) {
 		{"small inputs get the floor", []string{small}, 4, noEnv, minMemoryLimit, true},
 		{"missing files are skipped", []string{filepath.Join(dir, "none"), big}, 1, noEnv, 368 * mb, true},
 		{"the floor below the reserve", []string{sized("tiny.pickle", 70*mb)}, 1, noEnv, minMemoryLimit, true},
-		{"gzip: no limit", []string{big, gz}, 1, noEnv, 0, false},
+		// The trailer's 0x09600000 bytes = 150 MiB: 2 × 150 − 32 MiB with one job, 2 × 350 − 32 MiB with two.
+		{"gzip counts as its trailer claims", []string{gz}, 1, noEnv, 268 * mb, true},
+		{"gzip beside a pickle", []string{gz, big}, 2, noEnv, 668 * mb, true},
+		{"gzip without a trailer: no limit", []string{big, cut}, 1, noEnv, 0, false},
 		{"GOMEMLIMIT wins", []string{big}, 1, func(k string) string {
 			if k == "GOMEMLIMIT" {
 				return "1GiB"

@@ -137,16 +137,22 @@ func ContentSize(path string) (size int64, ok bool) {
 }
 
 // gzipTrailerSize returns the length the trailer of the gzip file r claims for its content (its last four
-// bytes, the length modulo 4 GiB), 0 when it cannot be read there. Nothing checks the claim until the content has
-// been read, so it only sizes the decoder's lists (PickleSource.SizeHint). r is left where it was.
+// bytes, the length modulo 4 GiB), 0 when r is too short for gzip or cannot be read there. Nothing checks the
+// claim until the content has been read, so it only sizes the decoder's lists (PickleSource.SizeHint). r is
+// left where it was.
 func gzipTrailerSize(r io.ReadSeeker) int64 {
 	at, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return 0
 	}
+	const minGzip = 18 // a header of 10 bytes and a trailer of 8
 	var tail [4]byte
-	_, err = r.Seek(-int64(len(tail)), io.SeekEnd)
-	if err == nil {
+	end, err := r.Seek(-int64(len(tail)), io.SeekEnd)
+	switch {
+	case err != nil:
+	case end+int64(len(tail)) < minGzip:
+		err = io.ErrUnexpectedEOF
+	default:
 		_, err = io.ReadFull(r, tail[:])
 	}
 	if _, serr := r.Seek(at, io.SeekStart); serr != nil || err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestGzipTrailerSize: the claimed length is a gzip file's last four bytes, little-endian (here checked against
-// the length of what was compressed), 0 for input too short to hold them; the reader is left where it was.
+// the length of what was compressed), 0 for input too short to be gzip; the reader is left where it was.
 func TestGzipTrailerSize(t *testing.T) {
 	content := bytes.Repeat([]byte("memscan "), 5000)
 	var buf bytes.Buffer
@@ -33,6 +33,7 @@ func TestGzipTrailerSize(t *testing.T) {
 	}{
 		{"gzip", gz, int64(len(content))},
 		{"claim of 4 GiB less a byte", claim(1<<32 - 1), 1<<32 - 1},
+		{"too short for gzip", gz[:17], 0},
 		{"shorter than a trailer", gz[:3], 0},
 		{"empty", nil, 0},
 	} {

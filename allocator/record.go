@@ -3,10 +3,10 @@ package allocator
 import (
 	"cmp"
 	"fmt"
-	"github.com/memscan/memscan/internal/addrtab"
 	"maps"
 	"slices"
 
+	"github.com/memscan/memscan/internal/addrtab"
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/snapshot"
 )

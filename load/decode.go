@@ -99,12 +99,13 @@ func DecodeWith(ctx context.Context, name string, r io.Reader, opts Options) (*I
 	src, seekable := snapshot.SeekableSource(r)
 	// A reader that can seek is a file or bytes in memory, whose reads do not block: it may be read ahead.
 	src.ReadAhead = seekable
-	var trailer int64
+	var trailer func() int64
 	if seekable {
 		if src.Size > limit {
 			return nil, sizeFailure(name, &input.SizeError{Limit: limit, Size: src.Size})
 		}
-		trailer = gzipTrailerSize(r.(io.ReadSeeker), src.Size)
+		rs := r.(io.ReadSeeker)
+		trailer = func() int64 { return gzipTrailerSize(rs) }
 	} else {
 		r = input.NewCapReader(r, limit, "")
 	}
@@ -126,34 +127,32 @@ func ContentSize(path string) (size int64, ok bool) {
 	}
 	defer f.Close()
 	var magic [2]byte
-	if _, err := io.ReadFull(f, magic[:]); err != nil || magic != [2]byte{0x1f, 0x8b} {
+	if n, _ := io.ReadFull(f, magic[:]); n == 0 || input.Sniff(magic[:n]) != input.KindGzip {
 		return fi.Size(), true
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0, false
-	}
-	if n := gzipTrailerSize(f, fi.Size()); n > 0 {
+	if n := gzipTrailerSize(f); n > 0 {
 		return n, true
 	}
 	return 0, false
 }
 
-// gzipTrailerSize returns the length a gzip file's trailer claims for its content (its last four bytes, the
-// length modulo 4 GiB), 0 when r is too short for a gzip file or cannot be read there. Nothing checks the claim
-// until the content has been read, so it only sizes the decoder's lists (PickleSource.SizeHint). r is left
-// where it was.
-func gzipTrailerSize(r io.ReadSeeker, size int64) int64 {
-	const minGzip = 18 // a header of 10 bytes and a trailer of 8
-	if size < minGzip {
-		return 0
-	}
+// gzipTrailerSize returns the length the trailer of the gzip file r claims for its content (its last four
+// bytes, the length modulo 4 GiB), 0 when r is too short for gzip or cannot be read there. Nothing checks the
+// claim until the content has been read, so it only sizes the decoder's lists (PickleSource.SizeHint). r is
+// left where it was.
+func gzipTrailerSize(r io.ReadSeeker) int64 {
 	at, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return 0
 	}
+	const minGzip = 18 // a header of 10 bytes and a trailer of 8
 	var tail [4]byte
-	_, err = r.Seek(at+size-4, io.SeekStart)
-	if err == nil {
+	end, err := r.Seek(-int64(len(tail)), io.SeekEnd)
+	switch {
+	case err != nil:
+	case end+int64(len(tail)) < minGzip:
+		err = io.ErrUnexpectedEOF
+	default:
 		_, err = io.ReadFull(r, tail[:])
 	}
 	if _, serr := r.Seek(at, io.SeekStart); serr != nil || err != nil {
@@ -163,8 +162,9 @@ func gzipTrailerSize(r io.ReadSeeker, size int64) int64 {
 }
 
 // decode sniffs one layer of input. src says how to read the layer again (src.Reopen nil: it cannot be);
-// trailer is what the outer layer's last four bytes would claim were it gzip (gzipTrailerSize), else 0.
-func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSource, trailer int64, depth int) (*Input, error) {
+// trailer, nil when the layer cannot seek, reads what its gzip trailer claims (gzipTrailerSize), only when the layer
+// is gzip: the other inputs cost no seek.
+func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSource, trailer func() int64, depth int) (*Input, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	head, err := br.Peek(input.SniffLen)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
@@ -208,7 +208,11 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 		defer zr.Close()
 		// The decoders read the decompressed stream as it inflates; the cap stops a bomb at the limit.
 		inner := input.NewCapReader(zr, src.Limit, "")
-		in, err := decode(ctx, name, inner, gunzipped(src, trailer), 0, depth+1)
+		var claim int64
+		if trailer != nil {
+			claim = trailer()
+		}
+		in, err := decode(ctx, name, inner, gunzipped(src, claim), nil, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -235,10 +239,10 @@ func decode(ctx context.Context, name string, r io.Reader, src snapshot.PickleSo
 
 // gunzipped is the source of the decompressed inside of a gzip layer: reopening decompresses the reopened layer
 // again, capped like the first pass. Its size is unknown: the gzip trailer holds it only modulo 4 GiB, and a
-// multi-member file's trailer only its last member's, so trailer is only a hint.
-func gunzipped(src snapshot.PickleSource, trailer int64) snapshot.PickleSource {
-	out := snapshot.PickleSource{Limit: src.Limit, ReadAhead: src.ReadAhead, SizeHint: trailer}
-	if src.Limit > 0 && trailer > src.Limit {
+// multi-member file's trailer only its last member's, so claim (the trailer's, 0: none) is only a hint.
+func gunzipped(src snapshot.PickleSource, claim int64) snapshot.PickleSource {
+	out := snapshot.PickleSource{Limit: src.Limit, ReadAhead: src.ReadAhead, SizeHint: claim}
+	if src.Limit > 0 && claim > src.Limit {
 		out.SizeHint = 0 // the content cannot be decoded anyway: the limit stops it first
 	}
 	if src.Reopen == nil {

@@ -143,6 +143,11 @@ func (d *fastDecoder) harmless(v val) bool {
 	case vNone, vBool, vInt, vUint, vFloat, vStr, vPair, vTuple, vDict, vGenDict, vFrame:
 		return true
 	case vList:
+		if v.n >= int64(len(d.lists)) {
+			// The fresh frames list the flat reader has read but makes only with its dict (flatFrames): not
+			// looked at, so the dict goes to the VM, which makes the list first.
+			return false
+		}
 		switch d.lOf(v).kind {
 		case lEmpty, lOther, lFrames:
 			return true

@@ -244,10 +244,7 @@ items:
 		}
 	}
 	for m := lists &^ roleReads[role]; m != 0; m &= m - 1 {
-		// The fresh frames list flatFrames read is not made until the dict is (below), so it cannot be looked
-		// at here: under a key the record does not read, the dict is left to the VM, which makes the list first.
-		v := d.fields[bits.TrailingZeros64(m)]
-		if d.flat.list && v.n == int64(len(d.lists)) || !d.harmless(v) {
+		if !d.harmless(d.fields[bits.TrailingZeros64(m)]) {
 			return 0, nil
 		}
 	}

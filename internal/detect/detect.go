@@ -7,7 +7,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
@@ -35,17 +36,16 @@ func Detect(ctx context.Context, in *Input) ([]findings.Finding, error) {
 	// Each device's detectors read the snapshot and that device alone: the devices are judged at once, as many
 	// as there are cores, and their findings kept in device order.
 	per := make([][]findings.Finding, len(in.Devices))
-	errs := make([]error, len(in.Devices))
-	var wg sync.WaitGroup
-	cores := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	errs := make([]error, len(in.Devices)) // the first in device order is returned, whichever failed first
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, d := range in.Devices {
-		cores <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-cores }()
+		g.Go(func() error {
 			per[i], errs[i] = detectDevice(ctx, in, d)
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	out := []findings.Finding{}
 	for i := range in.Devices {
 		if errs[i] != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -136,54 +135,26 @@ func (d *envelopeDrawing) Plot(cv draw.Canvas, p *plot.Plot) {
 	c := d.c
 	trX, trY := p.Transforms(&cv)
 	y := func(v float64) vg.Length { return trY(v / d.scale) }
-	rect := func(col color.Color, x0, x1, y0, y1 vg.Length) {
-		if x1 <= x0 || y1 <= y0 {
-			return
-		}
-		cv.FillPolygon(col, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+	// The bands and the stack are painted into the chart's pixels (stackPainter). render draws every chart into an
+	// RGBA image, so the painter is always there; a plotter cannot report an error if it were not.
+	sp, ok := newStackPainter(cv)
+	if !ok {
+		return
 	}
-	sp, painted := newStackPainter(cv)
 	for _, b := range bandsAtResolution(c.Bands, trX, cv.Min.X, cv.Max.X) {
-		if painted {
-			sp.over(b.Color, b.X0, b.X1, cv.Min.Y, cv.Max.Y)
-		} else {
-			rect(b.Color, b.X0, b.X1, cv.Min.Y, cv.Max.Y)
-		}
+		sp.over(b.Color, b.X0, b.X1, cv.Min.Y, cv.Max.Y)
 	}
 	nb := len(c.X) - 1
-	// The stack as one polygon per layer, filled from zero to the layer's cumulative top and drawn from the top
-	// layer down, each covering the part of the one before that is its own; the top is traced right to left,
-	// which keeps freetype's per-row cell lists short (a rectangle per bucket and layer cost a second a chart).
-	tops := make([][]float64, len(c.Stacked))
-	cum := make([]float64, nb)
-	for i, s := range c.Stacked {
+	// Each layer's rectangle per bucket, from the layer below's top (cumulative) to its own, painted once.
+	below := make([]float64, nb)
+	for _, s := range c.Stacked {
 		for k, v := range s.Values {
-			cum[k] += max(v, 0)
-		}
-		tops[i] = slices.Clone(cum)
-	}
-	if painted {
-		// Each layer's rectangle per bucket, from the layer below's top to its own, painted once.
-		for i := range c.Stacked {
-			for k := range nb {
-				var base float64
-				if i > 0 {
-					base = tops[i-1][k]
-				}
-				sp.rect(c.Stacked[i].Color, trX(c.X[k]), trX(c.X[k+1]), y(base), y(tops[i][k]))
-			}
-		}
-		sp.finish()
-	} else {
-		for i := len(c.Stacked) - 1; i >= 0; i-- {
-			top := tops[i]
-			pts := []vg.Point{{X: trX(c.X[0]), Y: y(0)}, {X: trX(c.X[nb]), Y: y(0)}}
-			for k := nb - 1; k >= 0; k-- {
-				pts = append(pts, vg.Point{X: trX(c.X[k+1]), Y: y(top[k])}, vg.Point{X: trX(c.X[k]), Y: y(top[k])})
-			}
-			cv.FillPolygon(c.Stacked[i].Color, pts)
+			top := below[k] + max(v, 0)
+			sp.rect(s.Color, trX(c.X[k]), trX(c.X[k+1]), y(below[k]), y(top))
+			below[k] = top
 		}
 	}
+	sp.finish()
 	steps := func(top, end []float64, style draw.LineStyle) {
 		var pts []vg.Point
 		for k := range nb {

@@ -15,16 +15,16 @@ import (
 	"github.com/memscan/memscan/report"
 )
 
+// summaryRowLimit is the longest list element summary.json writes on one line: an iteration's row with its three
+// phases takes about 600 bytes, and 39,000 of them, each over 40 lines, made a training loop's summary 95 MB.
+const summaryRowLimit = 1024
+
 // WriteJSON renders run as summary.json: indented, integer bytes, and empty lists as [] rather than null so
 // scripts can iterate without checks. A list's elements of up to summaryRowLimit bytes take a line each (a
 // category, a device's totals, an iteration's row with its phases).
 //
 // The run is streamed (report.Run.EncodeJSON) through the indentation: a long trace's per-iteration lists run to
 // tens of megabytes and are never held whole.
-// summaryRowLimit is the longest list element summary.json writes on one line: an iteration's row with its three
-// phases takes about 600 bytes, and 39,000 of them, each over 40 lines, made a training loop's summary 95 MB.
-const summaryRowLimit = 1024
-
 func WriteJSON(w io.Writer, run *report.Run) error {
 	iw := units.NewRowIndentWriter(w, summaryRowLimit)
 	err := normalized(run).EncodeJSON(iw)

@@ -2,6 +2,7 @@ package sysmem
 
 import (
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +17,7 @@ func Populate(b []byte) bool {
 		return true
 	}
 	// madvise takes whole pages; the partial pages at either end are left to the writer.
-	lo := (pg - int(uintptrOf(b)%uintptr(pg))) % pg
+	lo := (pg - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(pg))) % pg
 	hi := len(b) - (len(b)-lo)%pg
 	if hi <= lo {
 		return true

@@ -75,14 +75,13 @@ type indentWriter struct {
 	// an element of one.
 	arrays []bool
 	// inRow is set while an element that may still be a row is written, spaced, from buf[rowStart:]; rowBytes
-	// counts its compact bytes, rowDepth the brackets open in it, rowString and rowEscaped its string state. buf
-	// is not flushed meanwhile, since an element that turns out too long is taken back out of it and written
-	// again; noRow then makes its opening bracket open normally.
-	inRow                 bool
-	rowStart, rowBytes    int
-	rowDepth              int
-	rowString, rowEscaped bool
-	noRow                 bool
+	// counts its compact bytes, rowDepth the brackets open in it (its strings use inString and escaped). buf is
+	// not flushed meanwhile, since an element that turns out too long is taken back out of it and written again;
+	// noRow then makes its opening bracket open normally.
+	inRow              bool
+	rowStart, rowBytes int
+	rowDepth           int
+	noRow              bool
 }
 
 func (iw *indentWriter) Write(p []byte) (int, error) {
@@ -103,6 +102,7 @@ func (iw *indentWriter) Write(p []byte) (int, error) {
 				r := compactRow(iw.buf[iw.rowStart:])
 				iw.buf = iw.buf[:iw.rowStart]
 				iw.inRow, iw.noRow = false, true
+				iw.inString, iw.escaped = false, false // r is written again from its opening bracket
 				if _, err := iw.Write(r); err != nil {
 					return 0, err
 				}
@@ -112,28 +112,7 @@ func (iw *indentWriter) Write(p []byte) (int, error) {
 			continue
 		}
 		if iw.inString {
-			// A string's bytes go out as they are up to its closing quote; a backslash makes the next byte plain.
-			if iw.escaped {
-				iw.escaped = false
-				iw.buf = append(iw.buf, p[0])
-				p = p[1:]
-				continue
-			}
-			k := 0
-			for k < len(p) && p[k] != '"' && p[k] != '\\' {
-				k++
-			}
-			if k == len(p) {
-				iw.buf = append(iw.buf, p...)
-				break
-			}
-			iw.buf = append(iw.buf, p[:k+1]...)
-			if p[k] == '\\' {
-				iw.escaped = true
-			} else {
-				iw.inString = false
-			}
-			p = p[k+1:]
+			p = p[iw.stringRun(p):]
 			continue
 		}
 		c := p[0]
@@ -149,7 +128,7 @@ func (iw *indentWriter) Write(p []byte) (int, error) {
 		case '{', '[':
 			if iw.rowLimit > 0 && !iw.noRow && len(iw.arrays) > 0 && iw.arrays[len(iw.arrays)-1] {
 				iw.inRow, iw.rowStart, iw.rowBytes = true, len(iw.buf), 1
-				iw.rowDepth, iw.rowString, iw.rowEscaped = 1, false, false
+				iw.rowDepth = 1
 				iw.buf = append(iw.buf, c)
 				p = p[1:]
 				continue
@@ -203,29 +182,8 @@ func (iw *indentWriter) rowWrite(p []byte) (int, bool) {
 	k := 0
 	defer func() { iw.rowBytes += k }()
 	for k < lim {
-		if iw.rowString {
-			if iw.rowEscaped {
-				iw.rowEscaped = false
-				iw.buf = append(iw.buf, p[k])
-				k++
-				continue
-			}
-			j := k
-			for j < lim && p[j] != '"' && p[j] != '\\' {
-				j++
-			}
-			if j == lim {
-				iw.buf = append(iw.buf, p[k:j]...)
-				k = j
-				break
-			}
-			iw.buf = append(iw.buf, p[k:j+1]...)
-			if p[j] == '\\' {
-				iw.rowEscaped = true
-			} else {
-				iw.rowString = false
-			}
-			k = j + 1
+		if iw.inString {
+			k += iw.stringRun(p[k:lim])
 			continue
 		}
 		c := p[k]
@@ -242,7 +200,7 @@ func (iw *indentWriter) rowWrite(p []byte) (int, bool) {
 		k++
 		switch c {
 		case '"':
-			iw.rowString = true
+			iw.inString = true
 			iw.buf = append(iw.buf, c)
 		case ',', ':':
 			iw.buf = append(iw.buf, c, ' ')
@@ -258,6 +216,37 @@ func (iw *indentWriter) rowWrite(p []byte) (int, bool) {
 		}
 	}
 	return k, false
+}
+
+// stringRun copies the bytes of the string being written from p to buf, up to and including its closing quote (a
+// backslash makes the next byte plain), and returns how many it took; inString stays set when p ends first. Rows
+// and the layout around them share it and the string state.
+func (iw *indentWriter) stringRun(p []byte) int {
+	k := 0
+	for k < len(p) {
+		if iw.escaped {
+			iw.escaped = false
+			iw.buf = append(iw.buf, p[k])
+			k++
+			continue
+		}
+		j := k
+		for j < len(p) && p[j] != '"' && p[j] != '\\' {
+			j++
+		}
+		if j == len(p) {
+			iw.buf = append(iw.buf, p[k:]...)
+			return len(p)
+		}
+		iw.buf = append(iw.buf, p[k:j+1]...)
+		k = j + 1
+		if p[j] == '"' {
+			iw.inString = false
+			return k
+		}
+		iw.escaped = true
+	}
+	return k
 }
 
 // compactRow returns a copy of the spaced row r without the spaces rowWrite put after its commas and colons (the

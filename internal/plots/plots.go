@@ -169,7 +169,7 @@ func memoryPlot(unit Unit) *plot.Plot {
 // as PNG to path.
 func render(path string, w, h vg.Length, title string, body func(c draw.Canvas) error) error {
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
-	dc := draw.New(img)
+	dc := draw.New(newTextCanvas(img))
 	const titleHeight = 34
 	if title != "" {
 		sty := textStyle(15)

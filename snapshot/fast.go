@@ -363,6 +363,7 @@ type fastDecoder struct {
 	// find it without a map.
 	traceTabs   Snapshot
 	tables      *TraceTables
+	lastExtra   lastExtra // the last trace entry's extra (convertEntry)
 	stackTabRef []StackRef
 	// keyField remembers the field of the string in a memo cell that flatDict read as a key: a record's keys are
 	// the same few strings, memoized where they first appear, so the flat reader finds their field without

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -485,19 +486,65 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 			return val{}, err
 		}
 	}
-	if present&entryStringFields != 0 {
-		if err := d.entryStrings(present, &x); err != nil {
-			return val{}, err
+	// From 2.8 PyTorch writes compile_context (and from 2.10 user_metadata) on every event, the same value
+	// nearly always ("N/A" up to 2.11): an entry whose extra fields hold the same values as the last one's shares
+	// its extra without building and comparing the strings again.
+	if d.lastExtra.same(d, present, e.Action) {
+		e.Extra = d.lastExtra.ref
+	} else {
+		if present&entryStringFields != 0 {
+			if err := d.entryStrings(present, &x); err != nil {
+				return val{}, err
+			}
 		}
-	}
-	// From 2.8 PyTorch writes compile_context (and from 2.10 user_metadata) on every event, mostly empty: an
-	// all-empty extra is no extra, and the common entry skips interning it.
-	if !x.empty() {
-		e.Extra = d.tables.Extra(x)
+		// An all-empty extra is no extra, and the common entry skips interning it.
+		if !x.empty() {
+			e.Extra = d.tables.Extra(x)
+		}
+		d.lastExtra.keep(d, present, e.Action, e.Extra)
 	}
 	d.pEntries = append(d.pEntries, e)
 	d.live++
 	return val{k: vEntry, n: int64(len(d.pEntries) - 1)}, nil
+}
+
+// extraFields are the trace entry keys whose values make its TraceExtra (with the action's name, for an action
+// the model does not know).
+const extraFields = entryStringFields | 1<<fDeviceFree
+
+// lastExtra is the extra of the last trace entry converted and the values it was read from: a field's value is an
+// interned string id, a pair or an int, so equal values read equal extras.
+type lastExtra struct {
+	present uint64 // the entry's extraFields; 0 when none is kept
+	vals    [bits.UintSize]val
+	ref     ExtraRef
+}
+
+// same reports whether the entry being converted, with action a, holds the same extra fields as the kept one.
+func (l *lastExtra) same(d *fastDecoder, present uint64, a Action) bool {
+	p := present & extraFields
+	if p == 0 || p != l.present || a == ActionOther {
+		return false
+	}
+	for m := p; m != 0; m &= m - 1 {
+		f := bits.TrailingZeros64(m)
+		if d.fields[f] != l.vals[f] {
+			return false
+		}
+	}
+	return true
+}
+
+// keep remembers the extra fields of the entry just converted, with action a, and its extra ref.
+func (l *lastExtra) keep(d *fastDecoder, present uint64, a Action, ref ExtraRef) {
+	l.present, l.ref = present&extraFields, ref
+	if a == ActionOther {
+		l.present = 0
+	}
+	for m := l.present; m != 0; m &= m - 1 {
+		f := bits.TrailingZeros64(m)
+		l.vals[f] = d.fields[f]
+	}
 }
 
 // entryStrings reads a trace entry's rarely-set strings and pool into x.

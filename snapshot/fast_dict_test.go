@@ -345,3 +345,51 @@ func FuzzFlatDict(f *testing.F) {
 		flatOutcome(t, "fuzz.pickle", data, chunkReader{bytes.NewReader(data), 1 + len(data)%13})
 	})
 }
+
+// TestEntryExtras: each trace entry gets the extra its own fields name, whether it repeats the previous entry's
+// (shared without being read again), differs from it in one field, or returns to an earlier one; the fast
+// decoder's model equals the reference decoder's.
+func TestEntryExtras(t *testing.T) {
+	na := cat(str("compile_context"), str("N/A"))
+	pool := func(a, b byte) []byte { return cat(str("pool_id"), []byte{opBinInt1, a, opBinInt1, b, opTuple2}) }
+	other := func(action string) []byte {
+		return cat(str("action"), str(action), str("size"), []byte{opBinInt1, 1}, str("stream"), []byte{opBinInt1, 0})
+	}
+	oom := func(free byte) []byte {
+		return cat(str("action"), str("oom"), str("size"), []byte{opBinInt1, 8}, str("stream"), []byte{opBinInt1, 0},
+			str("device_free"), []byte{opBinInt1, free})
+	}
+	data := entrySnap(cat(
+		entry(alloc(1), na), entry(alloc(2), na), entry(alloc(3), na, str("user_metadata"), str("u")),
+		entry(alloc(4), na), entry(alloc(5)), entry(alloc(6), na, pool(0, 1)), entry(alloc(7), na, pool(0, 2)),
+		entry(alloc(8), na, pool(0, 2)), entry(other("weird"), na), entry(other("odd"), na), entry(oom(100), na),
+		entry(oom(200), na), entry(alloc(9), str("compile_context"), str("Torch-Compiled Region: 0/0")),
+		entry(alloc(10), na, str("category"), str("activation")), entry(alloc(11), na)))
+	if diffOutcome(t, "extras.pickle", data) {
+		t.Fatal("the fast decoder declined the snapshot")
+	}
+	s, err := snapshot.DecodeFastPickle(context.Background(), "extras.pickle", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	naX := snapshot.TraceExtra{CompileContext: "N/A"}
+	want := []snapshot.TraceExtra{naX, naX, {CompileContext: "N/A", UserMetadata: "u"}, naX, {},
+		{CompileContext: "N/A", Pool: snapshot.PoolID{0, 1}}, {CompileContext: "N/A", Pool: snapshot.PoolID{0, 2}},
+		{CompileContext: "N/A", Pool: snapshot.PoolID{0, 2}}, {OtherAction: "weird", CompileContext: "N/A"},
+		{OtherAction: "odd", CompileContext: "N/A"}, {CompileContext: "N/A", DeviceFree: 100},
+		{CompileContext: "N/A", DeviceFree: 200}, {CompileContext: "Torch-Compiled Region: 0/0"},
+		{CompileContext: "N/A", Category: "activation"}, naX}
+	tr := s.DeviceTraces[0]
+	if len(tr) != len(want) {
+		t.Fatalf("%d entries, want %d", len(tr), len(want))
+	}
+	for i := range tr {
+		if got := s.EntryExtra(&tr[i]); *got != want[i] {
+			t.Errorf("entry %d: extra %+v, want %+v", i, got, want[i])
+		}
+	}
+	// Equal extras share one row of the table.
+	if tr[0].Extra != tr[3].Extra || tr[0].Extra != tr[14].Extra || tr[6].Extra != tr[7].Extra || tr[4].Extra != 0 {
+		t.Errorf("extra refs %d %d %d, %d %d, %d: equal extras not shared", tr[0].Extra, tr[3].Extra, tr[14].Extra, tr[6].Extra, tr[7].Extra, tr[4].Extra)
+	}
+}

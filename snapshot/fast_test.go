@@ -280,6 +280,7 @@ const (
 	opBinUnicode  = 'X'
 	opProto       = 0x80
 	opLong1       = 0x8a
+	opTuple2      = 0x86
 	opShortBinUni = 0x8c
 	opStackGlobal = 0x93
 	opMemoize     = 0x94

@@ -137,6 +137,9 @@ func textStyle(size vg.Length) text.Style {
 // newPlot returns a plot with sans-serif fonts and light grid-friendly defaults.
 func newPlot(title string) *plot.Plot {
 	p := plot.New()
+	// render paints the figure white once; a plot's own background would paint its area again through the
+	// path rasterizer, the costliest step of a small chart.
+	p.BackgroundColor = nil
 	p.Title.Text = title
 	p.Title.TextStyle.Font = font.From(sansFont, 13)
 	p.Title.Padding = 6
@@ -166,7 +169,7 @@ func memoryPlot(unit Unit) *plot.Plot {
 // as PNG to path.
 func render(path string, w, h vg.Length, title string, body func(c draw.Canvas) error) error {
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
-	dc := draw.New(img)
+	dc := draw.New(newTextCanvas(img))
 	const titleHeight = 34
 	if title != "" {
 		sty := textStyle(15)

@@ -2,18 +2,21 @@ package plots
 
 import (
 	"bufio"
-	"compress/zlib"
 	"encoding/binary"
 	"hash/crc32"
 	"image"
 	"image/png"
 	"io"
+
+	"github.com/klauspost/compress/zlib"
 )
 
 // encodePNG writes img as PNG. A chart is opaque RGBA on a white background: it goes out as 8-bit RGB rows with
 // no filter, compressed at zlib's fastest level. image/png tries all five row filters on every row at every
 // level, which took half the encoding time, and on charts of flat colours the unfiltered rows deflate smaller
-// (958 against 983 KB on one run's eight charts, in 45 % of the time). Anything else goes to image/png.
+// (958 against 983 KB on one run's eight charts, in 45 % of the time). klauspost/compress deflates them in 37 %
+// of the standard library's time at its fastest level, 5 % larger (21 against 59 ms, 611 against 584 KB, the
+// bundled example's eight charts). Anything else goes to image/png.
 func encodePNG(w io.Writer, img image.Image) error {
 	m, ok := img.(*image.RGBA)
 	if !ok || !opaque(m) || m.Rect.Empty() {

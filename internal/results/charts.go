@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/memscan/memscan/internal/categorize"
 	"github.com/memscan/memscan/internal/plots"
 	"github.com/memscan/memscan/internal/units"
@@ -53,7 +51,7 @@ type chartJob struct {
 	file  PlotFile
 	draw  func(path string) error
 	// long marks a chart that takes several times as long as the others (a trace's timeline): the pool starts
-	// those first, so that none is left to run alone at the end.
+	// those first (chartPlan.tasks), so that none is left to run alone at the end.
 	long bool
 }
 
@@ -61,8 +59,35 @@ type chartJob struct {
 // subdirectory named after the input (iter1_rank0/, ...). A chart that fails to draw is reported in the
 // returned error while the others are still written; the ChartSet lists only the charts that exist.
 func WritePlots(ctx context.Context, dir string, run *report.Run, jobs int) (ChartSet, error) {
-	set := ChartSet{Inputs: make([][]PlotFile, len(run.Inputs))}
-	var all []chartJob
+	p, err := planCharts(dir, run)
+	if err != nil {
+		return ChartSet{Inputs: make([][]PlotFile, len(run.Inputs))}, err
+	}
+	runTasks(jobs, p.tasks(ctx))
+	return p.result(ctx)
+}
+
+// chartPlan is the charts of a run, to be drawn as tasks (Write runs them beside its other work) and then
+// gathered (result).
+type chartPlan struct {
+	dir    string
+	inputs int
+	all    []chartJob
+	ok     []bool
+	mu     sync.Mutex
+	errs   []error
+}
+
+// Expected cost of a chart, in microseconds (runTasks): a trace's timeline and its envelopes take several times
+// as long as the others.
+const (
+	chartCost     = 20_000
+	longChartCost = 60_000
+)
+
+// planCharts lists every chart of run and makes the subdirectories of a several-input run.
+func planCharts(dir string, run *report.Run) (*chartPlan, error) {
+	p := &chartPlan{dir: dir, inputs: len(run.Inputs)}
 	subdirs := inputSubdirs(run)
 	charted := chartedInputs(run)
 	for i, r := range run.Inputs {
@@ -72,61 +97,59 @@ func WritePlots(ctx context.Context, dir string, run *report.Run, jobs int) (Cha
 		for _, j := range reportCharts(r) {
 			j.input = i
 			j.file.Path = path.Join(subdirs[i], j.file.Path)
-			all = append(all, j)
+			p.all = append(p.all, j)
 		}
 	}
 	if c := run.Cross; c != nil && len(c.Rows) > 1 {
 		if j, ok := ranksChart(c); ok {
-			all = append(all, j)
+			p.all = append(p.all, j)
 		}
-		all = append(all, tracerCrossCharts(c.Tracer)...)
-	}
-	if jobs < 1 {
-		jobs = 1
+		p.all = append(p.all, tracerCrossCharts(c.Tracer)...)
 	}
 	for i, sub := range subdirs {
 		if sub == "" || !charted[i] {
 			continue
 		}
 		if err := mkdirAll(filepath.Join(dir, filepath.FromSlash(sub))); err != nil {
-			return set, err
+			return nil, err
 		}
 	}
+	p.ok = make([]bool, len(p.all))
+	return p, nil
+}
 
-	ok := make([]bool, len(all))
-	var mu sync.Mutex
-	var errs []error
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(jobs)
-	order := make([]int, 0, len(all))
-	for _, long := range []bool{true, false} {
-		for k, j := range all {
-			if j.long == long {
-				order = append(order, k)
-			}
+// tasks returns one task per chart; a chart not drawn yet when ctx ends is skipped.
+func (p *chartPlan) tasks(ctx context.Context) []task {
+	out := make([]task, len(p.all))
+	for k, j := range p.all {
+		cost := float64(chartCost)
+		if j.long {
+			cost = longChartCost
 		}
-	}
-	for _, k := range order {
-		j := all[k]
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
+		out[k] = task{cost: cost, do: func() {
+			if ctx.Err() != nil {
+				return
 			}
-			if err := j.draw(filepath.Join(dir, filepath.FromSlash(j.file.Path))); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", j.file.Path, err))
-				mu.Unlock()
-				return nil
+			if err := j.draw(filepath.Join(p.dir, filepath.FromSlash(j.file.Path))); err != nil {
+				p.mu.Lock()
+				p.errs = append(p.errs, fmt.Errorf("%s: %w", j.file.Path, err))
+				p.mu.Unlock()
+				return
 			}
-			ok[k] = true
-			return nil
-		})
+			p.ok[k] = true
+		}}
 	}
-	if err := g.Wait(); err != nil {
+	return out
+}
+
+// result lists the charts drawn, and joins the errors of those that could not be (ctx's error when it ended).
+func (p *chartPlan) result(ctx context.Context) (ChartSet, error) {
+	set := ChartSet{Inputs: make([][]PlotFile, p.inputs)}
+	if err := ctx.Err(); err != nil {
 		return set, err
 	}
-	for k, j := range all {
-		if !ok[k] {
+	for k, j := range p.all {
+		if !p.ok[k] {
 			continue
 		}
 		if j.input < 0 {
@@ -135,8 +158,8 @@ func WritePlots(ctx context.Context, dir string, run *report.Run, jobs int) (Cha
 			set.Inputs[j.input] = append(set.Inputs[j.input], j.file)
 		}
 	}
-	sort.Slice(errs, func(a, b int) bool { return errs[a].Error() < errs[b].Error() })
-	return set, errors.Join(errs...)
+	sort.Slice(p.errs, func(a, b int) bool { return p.errs[a].Error() < p.errs[b].Error() })
+	return set, errors.Join(p.errs...)
 }
 
 // maxChartedInputs bounds the per-input charts of a large run (hundreds of ranks would mean thousands of PNGs);

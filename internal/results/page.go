@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"html/template"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -61,16 +62,18 @@ type inputTimelines struct {
 
 // newPageTimelineSet encodes the timelines of every snapshot input of run (pageTimelines).
 func newPageTimelineSet(run *report.Run, opts pageOptions) (*pageTimelineSet, error) {
+	return pageTimelineSetOf(run, nil, opts)
+}
+
+// pageTimelineSetOf is newPageTimelineSet from the timelines enc already holds (nil: encode them here).
+func pageTimelineSetOf(run *report.Run, enc *timelineEncodings, opts pageOptions) (*pageTimelineSet, error) {
 	set := &pageTimelineSet{inputs: make([]inputTimelines, len(run.Inputs)), left: maxPageTimelineBytes}
-	for i, r := range run.Inputs {
-		if r == nil {
-			continue
+	for i, p := range snapshotInputs(run) {
+		var pre *encodedTimelines
+		if enc != nil {
+			pre = &enc.inputs[i]
 		}
-		p, ok := r.Part.(*report.SnapshotReport)
-		if !ok {
-			continue
-		}
-		tls, note, err := pageTimelines(i, r, p, &set.left, opts)
+		tls, note, err := pageTimelines(i, run.Inputs[i], p, &set.left, opts, pre)
 		if err != nil {
 			return nil, err
 		}
@@ -79,14 +82,64 @@ func newPageTimelineSet(run *report.Run, opts pageOptions) (*pageTimelineSet, er
 	return set, nil
 }
 
+// snapshotInputs yields the snapshot inputs of run: their index in run.Inputs and their snapshot part.
+func snapshotInputs(run *report.Run) iter.Seq2[int, *report.SnapshotReport] {
+	return func(yield func(int, *report.SnapshotReport) bool) {
+		for i, r := range run.Inputs {
+			if r == nil {
+				continue
+			}
+			if p, ok := r.Part.(*report.SnapshotReport); ok && !yield(i, p) {
+				return
+			}
+		}
+	}
+}
+
+// timelineEncodings are the page timelines of every snapshot input of a run (indexed like run.Inputs), encoded
+// ahead as tasks of their own beside the charts (Write).
+type timelineEncodings struct {
+	inputs []encodedTimelines
+}
+
+// encodedTimelines are one input's device timelines, or their errors, indexed like its Details.
+type encodedTimelines struct {
+	tls  []pageTimeline
+	errs []error
+}
+
+// pageEventCost is the expected cost of encoding one event of a page timeline, in microseconds (runTasks): the
+// columns and their compression, 0.1 s for 1.5 M events.
+const pageEventCost = 0.065
+
+// timelineTasks returns the encodings of run's page timelines and one task per device that fills them in.
+func timelineTasks(run *report.Run) (*timelineEncodings, []task) {
+	enc := &timelineEncodings{inputs: make([]encodedTimelines, len(run.Inputs))}
+	var tasks []task
+	for i, p := range snapshotInputs(run) {
+		e := &enc.inputs[i]
+		e.tls, e.errs = make([]pageTimeline, len(p.Details)), make([]error, len(p.Details))
+		for k := range p.Details {
+			d := &p.Details[k]
+			tasks = append(tasks, task{cost: 1000 + pageEventCost*float64(d.Events), do: func() {
+				e.tls[k], e.errs[k] = newPageTimeline(i, p, d)
+			}})
+		}
+	}
+	return enc, tasks
+}
+
 // pageTimelines encodes the full-resolution timeline of every traced device of snapshot p (input i) while
 // *budget lasts; note says what was left out and how to see it. A served page only names where each timeline
-// is fetched from.
-func pageTimelines(i int, r *report.Report, p *report.SnapshotReport, budget *int, opts pageOptions) (tls []pageTimeline, note string, err error) {
+// is fetched from. pre, when set, holds them already encoded.
+func pageTimelines(i int, r *report.Report, p *report.SnapshotReport, budget *int, opts pageOptions, pre *encodedTimelines) (tls []pageTimeline, note string, err error) {
 	// The devices are encoded at once (each is a compression of its own), then kept in order while the budget lasts.
 	encoded := make([]pageTimeline, len(p.Details))
 	errs := make([]error, len(p.Details))
-	if !opts.served {
+	switch {
+	case pre != nil:
+		encoded, errs = pre.tls, pre.errs
+	case !opts.served:
 		var wg sync.WaitGroup
 		for k := range p.Details {
 			wg.Go(func() { encoded[k], errs[k] = newPageTimeline(i, p, &p.Details[k]) })

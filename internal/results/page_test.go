@@ -21,7 +21,7 @@ func TestPageTimelinesBudget(t *testing.T) {
 	p := r.Part.(*report.SnapshotReport)
 
 	budget := 1 << 20
-	tls, note, err := pageTimelines(0, r, p, &budget, pageOptions{})
+	tls, note, err := pageTimelines(0, r, p, &budget, pageOptions{}, nil)
 	if err != nil || len(tls) != 1 || note != "" {
 		t.Fatalf("with room: %d timelines, note %q, %v", len(tls), note, err)
 	}
@@ -29,11 +29,11 @@ func TestPageTimelinesBudget(t *testing.T) {
 		t.Errorf("the budget went down by %d for a timeline of %d bytes", used, len(tls[0].Blob)+len(tls[0].Meta))
 	}
 	small := 100
-	tls, note, err = pageTimelines(0, r, p, &small, pageOptions{})
+	tls, note, err = pageTimelines(0, r, p, &small, pageOptions{}, nil)
 	if err != nil || len(tls) != 0 || !strings.Contains(note, "memscan view gen.pickle") || small != 100 {
 		t.Errorf("without room: %d timelines, note %q, budget %d, %v", len(tls), note, small, err)
 	}
-	tls, _, err = pageTimelines(0, r, p, &small, pageOptions{served: true})
+	tls, _, err = pageTimelines(0, r, p, &small, pageOptions{served: true}, nil)
 	if err != nil || len(tls) != 1 || tls[0].Blob != "" || tls[0].Src != "timeline/0/0" {
 		t.Errorf("served: %+v, %v", tls, err)
 	}
@@ -120,7 +120,7 @@ func TestPageNotesTracesWithoutDetail(t *testing.T) {
 	r := genReport(t, 2, 3000, analyze.Options{MaxTimelineDetailEvents: 10})
 	r.File = "big.pickle"
 	budget := 1 << 20
-	tls, note, err := pageTimelines(0, r, r.Part.(*report.SnapshotReport), &budget, pageOptions{})
+	tls, note, err := pageTimelines(0, r, r.Part.(*report.SnapshotReport), &budget, pageOptions{}, nil)
 	if err != nil || len(tls) != 0 || !strings.Contains(note, "memscan view big.pickle") {
 		t.Errorf("%d timelines, note %q, %v", len(tls), note, err)
 	}

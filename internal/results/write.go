@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
+	"runtime"
 
 	"github.com/memscan/memscan/internal/atomicfile"
 	"github.com/memscan/memscan/report"
@@ -23,7 +23,7 @@ const (
 type WriteOptions struct {
 	Top   int  // allocations listed in the text report; 0 lists all in the report
 	Plots bool // draw the PNG charts
-	Jobs  int  // charts drawn at once
+	Jobs  int  // reports, charts and page timelines written at once; 0: one per CPU
 }
 
 // Written says what Write produced.
@@ -34,77 +34,73 @@ type Written struct {
 	ChartErr error
 }
 
-// Write renders run into dir (normally a fresh directory from NewRunDir): analysis_report.txt, summary.json and
-// report.msgpack while the charts are drawn, then README.md and index.html, which embed exactly the charts that
-// exist. Files lists the charts first, then analysis_report.txt, README.md, summary.json, report.msgpack and
-// index.html.
+// Write renders run into dir (normally a fresh directory from NewRunDir): analysis_report.txt, summary.json,
+// report.msgpack, the charts and the page's timelines as one pool of opts.Jobs tasks, then README.md and
+// index.html, which embed exactly the charts that exist. Files lists the charts first, then analysis_report.txt,
+// README.md, summary.json, report.msgpack and index.html.
 func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) (*Written, error) {
 	out := &Written{}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The page's timelines need no chart: they are encoded while the charts are drawn, and the page itself, which
-	// embeds the charts, is all that is left once they are.
-	type encoded struct {
-		set *pageTimelineSet
-		err error
+	// Every piece is independent of the others: the page's timelines need no chart, the reports nothing but the
+	// run. They share one pool of tasks, the costliest first (runTasks).
+	rows := 0
+	for _, p := range snapshotInputs(run) {
+		rows += len(p.IterationTable)
+		for _, tl := range p.Iterations {
+			rows += len(tl.Iterations)
+		}
 	}
-	timelines := make(chan encoded, 1)
-	go func() {
-		set, err := newPageTimelineSet(run, pageOptions{})
-		timelines <- encoded{set, err}
-	}()
-	defer func() {
-		if timelines != nil {
-			<-timelines // no goroutine outlives the call
-		}
-	}()
-	drawn := make(chan error, 1)
-	go func() {
-		if !opts.Plots {
-			drawn <- nil
-			return
-		}
-		set, err := WritePlots(ctx, dir, run, opts.Jobs)
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			drawn <- ctxErr
-			return
-		}
-		if isWriteFailure(err) {
-			drawn <- err // a chart that could not be written (a full disk) fails the run like any file
-			return
-		}
-		out.Charts, out.ChartErr = set, err
-		drawn <- nil
-	}()
 	text := []struct {
 		name  string
 		write func(io.Writer) error
+		cost  float64 // microseconds: a long training loop's iteration rows take most of the reports' time
 	}{
-		{FileTextReport, func(w io.Writer) error { return WriteText(w, run, TextOptions{Top: opts.Top}) }},
-		{FileSummary, func(w io.Writer) error { return WriteJSON(w, run) }},
-		{FileMsgpack, func(w io.Writer) error { return WriteMsgpack(w, run) }},
+		{FileTextReport, func(w io.Writer) error { return WriteText(w, run, TextOptions{Top: opts.Top}) }, 5_000},
+		{FileSummary, func(w io.Writer) error { return WriteJSON(w, run) }, 2_000 + 2.5*float64(rows)},
+		{FileMsgpack, func(w io.Writer) error { return WriteMsgpack(w, run) }, 1_000 + 0.5*float64(rows)},
 	}
-	// The reports are independent too: each is written on its own (a long trace's summary.json alone takes a
-	// while), and the first error in their order is returned.
 	errs := make([]error, len(text))
-	var wg sync.WaitGroup
+	var tasks []task
 	for i, s := range text {
-		wg.Go(func() {
+		tasks = append(tasks, task{cost: s.cost, do: func() {
 			if errs[i] = ctx.Err(); errs[i] == nil {
 				errs[i] = WriteFile(filepath.Join(dir, s.name), s.write)
 			}
-		})
+			if errs[i] != nil {
+				cancel() // a report that cannot be written fails the run: the charts left are not drawn
+			}
+		}})
 	}
-	wg.Wait()
+	enc, encode := timelineTasks(run)
+	tasks = append(tasks, encode...)
+	var charts *chartPlan
+	if opts.Plots {
+		var err error
+		if charts, err = planCharts(dir, run); err != nil {
+			return out, err
+		}
+		tasks = append(tasks, charts.tasks(ctx)...)
+	}
+	jobs := opts.Jobs
+	if jobs < 1 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	runTasks(jobs, tasks)
 	for _, err := range errs {
 		if err != nil {
-			cancel()
-			<-drawn
 			return out, err
 		}
 	}
-	if err := <-drawn; err != nil {
-		return out, err
+	if charts != nil {
+		set, err := charts.result(ctx)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return out, ctxErr
+		}
+		if isWriteFailure(err) {
+			return out, err // a chart that could not be written (a full disk) fails the run like any file
+		}
+		out.Charts, out.ChartErr = set, err
 	}
 	for _, fs := range out.Charts.Inputs {
 		for _, f := range fs {
@@ -122,12 +118,11 @@ func Write(ctx context.Context, dir string, run *report.Run, opts WriteOptions) 
 	}
 	out.Files = append(out.Files, FileTextReport, FileReadme, FileSummary, FileMsgpack)
 	// The page embeds the charts, so it comes last.
-	tls := <-timelines
-	timelines = nil
-	if tls.err != nil {
-		return out, tls.err
+	tls, err := pageTimelineSetOf(run, enc, pageOptions{})
+	if err != nil {
+		return out, err
 	}
-	if err := writeHTML(dir, run, tls.set); err != nil {
+	if err := writeHTML(dir, run, tls); err != nil {
 		return out, err
 	}
 	out.Files = append(out.Files, FileHTML)

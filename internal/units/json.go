@@ -178,44 +178,64 @@ func (iw *indentWriter) Write(p []byte) (int, error) {
 // rowWrite writes the bytes of p that belong to the row being written, spaced, up to its closing bracket or one
 // byte past the row limit, and returns how many it took and whether the row closed. Strings are copied in runs.
 func (iw *indentWriter) rowWrite(p []byte) (int, bool) {
+	// The loop keeps the output and depth in locals: through iw every append stored them back (a long training
+	// loop's summary.json is 54 MB of rows).
 	lim := min(len(p), iw.rowLimit+1-iw.rowBytes)
+	buf, depth := iw.buf, iw.rowDepth
 	k := 0
-	defer func() { iw.rowBytes += k }()
+	closed := false
+loop:
 	for k < lim {
 		if iw.inString {
+			iw.buf = buf
 			k += iw.stringRun(p[k:lim])
+			buf = iw.buf
 			continue
 		}
 		c := p[k]
-		if !layoutByte(c) {
+		if !layoutBytes[c] {
 			// A number or literal: copied up to the next byte that lays out (most of a table's bytes are digits).
 			j := k + 1
-			for j < lim && !layoutByte(p[j]) {
+			for j < lim && !layoutBytes[p[j]] {
 				j++
 			}
-			iw.buf = append(iw.buf, p[k:j]...)
+			buf = append(buf, p[k:j]...)
 			k = j
 			continue
 		}
 		k++
 		switch c {
 		case '"':
+			// A string that closes before lim with no backslash (every key) is copied whole; any other is
+			// stringRun's.
+			j := k
+			for j < lim && p[j] != '"' && p[j] != '\\' {
+				j++
+			}
+			if j < lim && p[j] == '"' {
+				buf = append(buf, p[k-1:j+1]...)
+				k = j + 1
+				continue
+			}
 			iw.inString = true
-			iw.buf = append(iw.buf, c)
+			buf = append(buf, c)
 		case ',', ':':
-			iw.buf = append(iw.buf, c, ' ')
+			buf = append(buf, c, ' ')
 		case '{', '[':
-			iw.rowDepth++
-			iw.buf = append(iw.buf, c)
+			depth++
+			buf = append(buf, c)
 		case '}', ']':
-			iw.buf = append(iw.buf, c)
-			iw.rowDepth--
-			if iw.rowDepth == 0 {
-				return k, true
+			buf = append(buf, c)
+			depth--
+			if depth == 0 {
+				closed = true
+				break loop
 			}
 		}
 	}
-	return k, false
+	iw.buf, iw.rowDepth = buf, depth
+	iw.rowBytes += k
+	return k, closed
 }
 
 // stringRun copies the bytes of the string being written from p to buf, up to and including its closing quote (a

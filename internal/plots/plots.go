@@ -11,8 +11,10 @@ import (
 	"image"
 	"image/color"
 	"io"
+	"math"
 	"strings"
 
+	"git.sr.ht/~sbinet/gg"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/text"
@@ -168,7 +170,7 @@ func memoryPlot(unit Unit) *plot.Plot {
 // render draws a figure of w×h points: a bold title line across the top, then body on the rest, and writes it
 // as PNG to path.
 func render(path string, w, h vg.Length, title string, body func(c draw.Canvas) error) error {
-	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
+	img := newCanvas(w, h)
 	dc := draw.New(newTextCanvas(img))
 	const titleHeight = 34
 	if title != "" {
@@ -186,6 +188,33 @@ func render(path string, w, h vg.Length, title string, body func(c draw.Canvas) 
 		return fmt.Errorf("chart: %w", err) // an *atomicfile.Error, which names the path
 	}
 	return nil
+}
+
+// newCanvas returns a white canvas of w×h points at dpi. vgimg makes its image, then copies it into the one it draws
+// on; a size that is a whole number of pixels can be handed the image it draws on, the same canvas without the
+// copy (a fifth of an empty chart's cost). Any other size goes through vgimg's rounding.
+func newCanvas(w, h vg.Length) *vgimg.Canvas {
+	pw, ph, ok := wholePixels(w, h)
+	if !ok {
+		return vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
+	}
+	rgba := image.NewRGBA(image.Rect(0, 0, pw, ph))
+	ctx := gg.NewContextForRGBA(rgba)
+	// What vgimg does to a context it makes itself.
+	ctx.SetLineCapButt()
+	ctx.InvertY()
+	return vgimg.NewWith(vgimg.UseImageWithContext(rgba, ctx), vgimg.UseDPI(dpi)) // white is its background
+}
+
+// wholePixels returns the pixels of a w×h-point canvas at dpi when both are whole numbers from which vgimg gets
+// back exactly w and h (it sizes a canvas given its image from the pixels).
+func wholePixels(w, h vg.Length) (pw, ph int, ok bool) {
+	x, y := w.Dots(dpi), h.Dots(dpi)
+	if x != math.Trunc(x) || y != math.Trunc(y) || x < 1 || y < 1 || x > math.MaxInt32 || y > math.MaxInt32 ||
+		vg.Length(x/dpi)*vg.Inch != w || vg.Length(y/dpi)*vg.Inch != h {
+		return 0, 0, false
+	}
+	return int(x), int(y), true
 }
 
 // writePNG writes img to path as PNG (see encodePNG), the one way every chart is written, atomically (package

@@ -1,14 +1,20 @@
 package plots
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
+	"image"
 	"image/color"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/memscan/memscan/internal/units"
 )
@@ -199,6 +205,42 @@ func TestUnitFor(t *testing.T) {
 	for _, tt := range tests {
 		if got := UnitFor(tt.bytes); got != tt.want {
 			t.Errorf("UnitFor(%v) = %v, want %v", tt.bytes, got, tt.want)
+		}
+	}
+}
+
+// TestNewCanvas: a canvas of a whole number of pixels, drawn on without vgimg's copy, is vgimg's canvas of the same
+// size pixel for pixel after the same drawing (a fill, a stroke, text), with the same size in points; other sizes
+// are vgimg's own.
+func TestNewCanvas(t *testing.T) {
+	for _, tc := range []struct {
+		w, h  vg.Length
+		whole bool
+	}{
+		{900, 300, true}, {1050, 420, true}, {0.75, 0.75, true}, {1050, 520, false}, {1120, 420, false},
+		{0.5, 300, false}, {0, 0, false},
+	} {
+		if _, _, ok := wholePixels(tc.w, tc.h); ok != tc.whole {
+			t.Errorf("%v×%v points: whole pixels = %v, want %v", tc.w, tc.h, ok, tc.whole)
+		}
+		if tc.w == 0 {
+			continue // vgimg refuses an empty canvas
+		}
+		got := newCanvas(tc.w, tc.h)
+		want := vgimg.NewWith(vgimg.UseWH(tc.w, tc.h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
+		for _, c := range []*vgimg.Canvas{got, want} {
+			dc := draw.New(c)
+			dc.SetColor(color.RGBA{0x20, 0x60, 0xa0, 0xff})
+			dc.Fill(vg.Rectangle{Min: vg.Point{X: tc.w / 7, Y: tc.h / 5}, Max: vg.Point{X: tc.w / 2, Y: tc.h * 0.9}}.Path())
+			dc.StrokeLine2(draw.LineStyle{Color: color.Black, Width: 1.5, Dashes: []vg.Length{4, 3}}, 0, 0, tc.w, tc.h)
+			dc.FillText(textStyle(11), vg.Point{X: tc.w / 3, Y: tc.h / 2}, "peak 61.2 GiB")
+		}
+		gw, gh := got.Size()
+		ww, wh := want.Size()
+		gi, wi := got.Image().(*image.RGBA), want.Image().(*image.RGBA)
+		if gw != ww || gh != wh || gi.Rect != wi.Rect || !bytes.Equal(gi.Pix, wi.Pix) {
+			t.Errorf("%v×%v points: canvas %v×%v points, %v; vgimg's %v×%v, %v (pixels equal: %v)", tc.w, tc.h, gw, gh, gi.Rect,
+				ww, wh, wi.Rect, bytes.Equal(gi.Pix, wi.Pix))
 		}
 	}
 }

@@ -30,6 +30,13 @@ func TestEncodePNG(t *testing.T) {
 	}
 	translucent := opaqueImg(40, 30, false)
 	translucent.SetRGBA(5, 5, color.RGBA{10, 20, 30, 40})
+	// opaque reads two pixels' alphas at a time: a translucent pixel first or second of a pair, or last of an odd
+	// row, is found.
+	translucentAt := func(w, x, y int) *image.RGBA {
+		m := opaqueImg(w, 4, false)
+		m.SetRGBA(x, y, color.RGBA{0, 0, 0, 0xfe})
+		return m
+	}
 	gray := image.NewGray(image.Rect(0, 0, 20, 10))
 	for i := range gray.Pix {
 		gray.Pix[i] = uint8(i)
@@ -45,6 +52,10 @@ func TestEncodePNG(t *testing.T) {
 		{"sub-image", opaqueImg(300, 200, false).SubImage(image.Rect(17, 9, 211, 150)), false},
 		{"noise over many IDAT chunks", opaqueImg(600, 400, true), false},
 		{"translucent", translucent, true},
+		{"translucent, first of a pair", translucentAt(9, 4, 2), true},
+		{"translucent, second of a pair", translucentAt(9, 3, 1), true},
+		{"translucent, last of an odd row", translucentAt(9, 8, 3), true},
+		{"translucent, last of a sub-image row", translucentAt(9, 6, 0).SubImage(image.Rect(1, 0, 7, 4)), true},
 		{"gray", gray, true},
 		{"empty", image.NewRGBA(image.Rect(0, 0, 0, 0)), true},
 	}

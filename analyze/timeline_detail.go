@@ -45,7 +45,7 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	t.Site, t.Stack, t.Reason = r.site[:m:m], r.cat[:m:m], make([]int32, m)
 	// Each stack of the replay is interned once: stackOf[k] is stack k's index in t + 2, 0 before it is met.
 	stackOf := make([]int32, len(r.Stacks))
-	frames := map[string]int32{}
+	frames := frameSites{byName: map[string]int32{}, byFrame: map[snapshot.Frame]int32{}}
 	reasons := map[string]int32{}
 	t.StackStart = []int32{0}
 	// Elements share attributions: each attribution's reason is worded and interned once.
@@ -75,8 +75,16 @@ func (r *devTrace) detail(d *detect.Device) report.TimelineDetail {
 	return t
 }
 
+// frameSites numbers the detail's frames by site (t.Frames), and remembers each frame's number: the stacks of a
+// trace repeat the same frames, and wording a frame's site builds a string (the two-device benchmark file's details
+// spent most of their time there).
+type frameSites struct {
+	byName  map[string]int32
+	byFrame map[snapshot.Frame]int32
+}
+
 // internStack adds s, which t does not hold yet, and returns its index, −1 for no stack.
-func internStack(t *report.TimelineDetail, s *snapshot.Stack, frames map[string]int32) int32 {
+func internStack(t *report.TimelineDetail, s *snapshot.Stack, frames frameSites) int32 {
 	if s == nil || len(s.Frames) == 0 {
 		return -1
 	}
@@ -90,12 +98,16 @@ func internStack(t *report.TimelineDetail, s *snapshot.Stack, frames map[string]
 		if (python && !strings.HasSuffix(f.Filename, ".py")) || kept == maxDetailFrames {
 			continue
 		}
-		name := categorize.Site(f)
-		k, ok := frames[name]
+		k, ok := frames.byFrame[*f]
 		if !ok {
-			k = int32(len(t.Frames))
-			frames[name] = k
-			t.Frames = append(t.Frames, name)
+			// Frames of different files can share a site (the same module under two site-packages).
+			name := categorize.Site(f)
+			if k, ok = frames.byName[name]; !ok {
+				k = int32(len(t.Frames))
+				frames.byName[name] = k
+				t.Frames = append(t.Frames, name)
+			}
+			frames.byFrame[*f] = k
 		}
 		t.StackFrames = append(t.StackFrames, k)
 		kept++

@@ -228,3 +228,49 @@ func TestMaxTimelineDetailEvents(t *testing.T) {
 		t.Error("DetailEventsPerInput does not share the budget")
 	}
 }
+
+// TestInternStack: a detail numbers its frames by site. A frame met again keeps its number, frames of different
+// files that share a site (one module under two site-packages) share one, a Python stack drops its native frames,
+// and a stack keeps at most maxDetailFrames.
+func TestInternStack(t *testing.T) {
+	var d report.TimelineDetail
+	d.StackStart = []int32{0}
+	frames := frameSites{byName: map[string]int32{}, byFrame: map[snapshot.Frame]int32{}}
+	fr := func(file string, line int, name string) snapshot.Frame {
+		return snapshot.Frame{Filename: file, Line: line, Name: name}
+	}
+	linear := fr("/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", 125, "forward")
+	linear2 := fr("/opt/conda/lib/python3.11/dist-packages/torch/nn/modules/linear.py", 125, "forward")
+	model := fr("/home/user/model.py", 40, "forward")
+	native := fr("??", 0, "at::native::empty_cuda")
+	stacks := []*snapshot.Stack{
+		{Frames: []snapshot.Frame{linear, native, model}},
+		{Frames: []snapshot.Frame{linear2, model}},
+		{Frames: []snapshot.Frame{native}},
+		nil,
+	}
+	var long snapshot.Stack
+	for i := range maxDetailFrames + 5 {
+		long.Frames = append(long.Frames, fr("/home/user/deep.py", i, "f"))
+	}
+	stacks = append(stacks, &long)
+	var got []int32
+	for _, s := range stacks {
+		got = append(got, internStack(&d, s, frames))
+	}
+	if want := []int32{0, 1, 2, -1, 3}; !slices.Equal(got, want) {
+		t.Fatalf("stack indices %v, want %v", got, want)
+	}
+	wantFrames := []string{"torch/nn/modules/linear.py:125:forward", "/home/user/model.py:40:forward", "??:0:at::native::empty_cuda"}
+	if !slices.Equal(d.Frames[:3], wantFrames) {
+		t.Errorf("frames %q, want %q first", d.Frames[:3], wantFrames)
+	}
+	frameLists := [][]int32{}
+	for k := 0; k+1 < len(d.StackStart); k++ {
+		frameLists = append(frameLists, d.StackFrames[d.StackStart[k]:d.StackStart[k+1]])
+	}
+	if !slices.Equal(frameLists[0], []int32{0, 1}) || !slices.Equal(frameLists[1], []int32{0, 1}) || !slices.Equal(frameLists[2], []int32{2}) ||
+		len(frameLists[3]) != maxDetailFrames {
+		t.Errorf("stack frames %v", frameLists)
+	}
+}

@@ -979,6 +979,9 @@ func (d *fastDecoder) getMemo(idx uint64) uint64 {
 	if idx < d.memo.len() {
 		return d.memo.at(idx)
 	}
+	if d.sparse == nil {
+		return cellEmpty // every record's own memo store asks for the next cell: no map call for it
+	}
 	return d.sparse[idx]
 }
 

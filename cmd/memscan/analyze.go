@@ -112,7 +112,7 @@ func (f *analyzeFlags) register(c *cmdLine) {
 	// -o was analyze's spelling of --out; it keeps working, with a note, while export's -o is an output file.
 	c.outFlagP(&f.out, "o")
 	c.nameFlag(&f.name, "derived from the inputs, e.g. iter1_rank0 or iter1_8ranks")
-	c.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "inputs decoded and analyzed (and charts drawn) at once")
+	c.IntVarP(&f.jobs, "jobs", "j", runtime.NumCPU(), "inputs decoded and analyzed (and charts, reports and page timelines written) at once")
 	c.describeDefault("jobs", "one per CPU")
 	c.rulesFlag(&f.rules)
 	c.IntVar(&f.top, "top", report.DefaultTopN, "largest allocations and sites to report per input")

@@ -101,17 +101,21 @@ func (c *textCanvas) FillString(f font.Face, pt vg.Point, str string) {
 		c.Canvas.FillString(f, pt, str)
 		return
 	}
-	key := faceKey{f.Face, f.Font.Size}
-	face, ok := c.faces[key]
-	if !ok {
-		ff := f // FontFace has a pointer receiver
-		face = ff.FontFace(c.DPI())
-		c.faces[key] = face
-	}
 	dpi := c.DPI()
 	x := pt.X.Dots(dpi) + c.m[2]
 	_, h := c.Size() // vgimg flips y by the canvas's height in dots, not the image's rounded one
 	y := h.Dots(dpi) - (pt.Y.Dots(dpi) + c.m[5])
+	if !(math.Abs(x) < 1<<24 && math.Abs(y) < 1<<24) {
+		c.Canvas.FillString(f, pt, str) // beyond 26.6 fixed point (or not a number): vgimg's, whatever it draws
+		return
+	}
+	key := faceKey{f.Face, f.Font.Size}
+	face, ok := c.faces[key]
+	if !ok {
+		ff := f // FontFace has a pointer receiver
+		face = ff.FontFace(dpi)
+		c.faces[key] = face
+	}
 	dot := fixed.Point26_6{X: fixed.Int26_6(math.Round(x * 64)), Y: fixed.Int26_6(math.Round(y * 64))}
 	col := c.col[len(c.col)-1]
 	prev := rune(-1)

@@ -45,6 +45,8 @@ func TestTextCanvas(t *testing.T) {
 		{"scaled", []op{func(c vg.Canvas) { c.Push(); c.Scale(2, 2) }, text(sans, 5, 5, "twice"), func(c vg.Canvas) { c.Pop() }}, false},
 		{"colour restored at pop", []op{func(c vg.Canvas) { c.Push(); c.SetColor(red) }, text(sans, 5, 30, "red"), func(c vg.Canvas) { c.Pop() }, text(sans, 5, 50, "black")}, true},
 		{"zero size", []op{text(font.DefaultCache.Lookup(sansFont, 0), 5, 5, "nothing")}, false},
+		{"far away or not a number", []op{text(sans, vg.Length(math.Inf(1)), 5, "inf"), text(sans, 5, vg.Length(math.NaN()), "nan"),
+			text(sans, 1e12, 5, "far")}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			newImg := func() *vgimg.Canvas {
@@ -73,7 +75,7 @@ func TestTextCanvas(t *testing.T) {
 			for _, b := range got.Pix {
 				white = white && b == 0xff
 			}
-			if white != (tc.name == "zero size") {
+			if white != (tc.name == "zero size" || tc.name == "far away or not a number") {
 				t.Errorf("image all white = %v", white)
 			}
 		})

@@ -59,3 +59,39 @@ func TestPopulate(t *testing.T) {
 		}
 	}
 }
+
+// TestRelease: the whole pages inside a slice leave the resident set and read as zero afterwards; the partial pages
+// at its ends keep what they held.
+func TestRelease(t *testing.T) {
+	const size = 64 << 20
+	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Skipf("cannot map %d bytes: %v", size, err)
+	}
+	defer unix.Munmap(b)
+	for i := range b {
+		b[i] = 0xa5 // every page resident, none zero
+	}
+	pg := os.Getpagesize()
+	// From the middle of the first page to the middle of the last: all pages but those two are released.
+	r := b[pg/2 : size-pg/2]
+	before := residentBytes(t)
+	if !Release(r) {
+		t.Fatal("Release = false on Linux")
+	}
+	after := residentBytes(t)
+	if shrunk := before - after; shrunk < size*3/4 {
+		t.Errorf("resident memory shrank by %d bytes after releasing %d", shrunk, size)
+	}
+	if bytes.Count(b[:pg], []byte{0xa5}) != pg || bytes.Count(b[size-pg:], []byte{0xa5}) != pg {
+		t.Error("the partial pages at the ends lost what they held")
+	}
+	if bytes.Count(b[pg:size-pg], []byte{0}) != size-2*pg {
+		t.Error("released pages do not read as zero")
+	}
+	for _, s := range [][]byte{nil, b[1:100], b[4095 : 4096+4095]} {
+		if !Release(s) {
+			t.Errorf("Release of %d bytes = false", len(s))
+		}
+	}
+}

@@ -25,15 +25,21 @@ func residentBytes(t *testing.T) int64 {
 	return pages * int64(os.Getpagesize())
 }
 
-func TestPopulate(t *testing.T) {
-	const size = 64 << 20
-	// A mapping of its own, not the Go heap's: the heap may hand back memory it has zeroed (and so made resident)
-	// when the test runs again in one process.
+// mapAnonymous maps size bytes of the test's own, unmapped when it ends: not the Go heap's, which may hand back
+// memory it has zeroed (and so made resident) when a test runs again in one process.
+func mapAnonymous(t *testing.T, size int) []byte {
+	t.Helper()
 	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Skipf("cannot map %d bytes: %v", size, err)
 	}
-	defer unix.Munmap(b)
+	t.Cleanup(func() { unix.Munmap(b) })
+	return b
+}
+
+func TestPopulate(t *testing.T) {
+	const size = 64 << 20
+	b := mapAnonymous(t, size)
 	// What is written already stays as it was, at both ends and inside.
 	copy(b, "head")
 	copy(b[size/2:], "middle")
@@ -64,11 +70,7 @@ func TestPopulate(t *testing.T) {
 // at its ends keep what they held.
 func TestRelease(t *testing.T) {
 	const size = 64 << 20
-	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Skipf("cannot map %d bytes: %v", size, err)
-	}
-	defer unix.Munmap(b)
+	b := mapAnonymous(t, size)
 	for i := range b {
 		b[i] = 0xa5 // every page resident, none zero
 	}

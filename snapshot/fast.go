@@ -9,8 +9,10 @@ import (
 	"math"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/memscan/memscan/internal/input"
+	"github.com/memscan/memscan/internal/sysmem"
 )
 
 // The fast decoder is a pickle VM specialised for allocator snapshots. It streams the file through a small
@@ -265,10 +267,17 @@ func (m *listMore) addEntry(e *TraceEntry) {
 	m.chunks[n-1] = append(m.chunks[n-1], *e)
 }
 
-// trim reallocates the entries at their length when much of the reserved room is unused. Entries that arrive
-// later still land in chunks.
+// trim gives back the reserved room of the entries when much of it is unused: its pages go back to the kernel
+// (sysmem.Release) and the list is cut at its length, or, where that cannot be done, the entries are copied into
+// an allocation of their length. The copy left the list twice in memory until a collection, which ran in the
+// middle of a two-device file's decode. Entries that arrive later still land in chunks.
 func (m *listMore) trim() {
 	if n := len(m.entries); m.chunks == nil && cap(m.entries)-n > n/16+entryChunk {
+		room := m.entries[n:cap(m.entries)]
+		if sysmem.Release(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(room))), len(room)*int(unsafe.Sizeof(TraceEntry{})))) {
+			m.entries = m.entries[:n:n]
+			return
+		}
 		m.entries = append(make([]TraceEntry, 0, n), m.entries...)
 	}
 }

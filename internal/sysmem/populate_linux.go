@@ -12,15 +12,30 @@ import (
 // another goroutine, so that the page faults are taken there instead of on the goroutine that writes. It returns
 // false where the kernel cannot; the pages are then faulted in as they are written, as always.
 func Populate(b []byte) bool {
+	w := wholePages(b)
+	return len(w) == 0 || unix.Madvise(w, unix.MADV_POPULATE_WRITE) == nil
+}
+
+// Release gives the whole pages inside b back to the kernel (madvise MADV_DONTNEED): they leave the resident set
+// and read as zero when next touched. A caller that will not read b's bytes again (the unused room at the end of a
+// large allocation) calls it instead of copying the rest into an allocation of the right size. It returns false
+// where the kernel cannot; nothing has changed then.
+func Release(b []byte) bool {
+	w := wholePages(b)
+	return len(w) == 0 || unix.Madvise(w, unix.MADV_DONTNEED) == nil
+}
+
+// wholePages returns the whole pages inside b (madvise takes whole pages; the partial pages at either end are left
+// as they are).
+func wholePages(b []byte) []byte {
 	pg := os.Getpagesize()
 	if len(b) < pg {
-		return true
+		return nil
 	}
-	// madvise takes whole pages; the partial pages at either end are left to the writer.
 	lo := (pg - int(uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(pg))) % pg
 	hi := len(b) - (len(b)-lo)%pg
 	if hi <= lo {
-		return true
+		return nil
 	}
-	return unix.Madvise(b[lo:hi], unix.MADV_POPULATE_WRITE) == nil
+	return b[lo:hi]
 }

@@ -25,15 +25,21 @@ func residentBytes(t *testing.T) int64 {
 	return pages * int64(os.Getpagesize())
 }
 
-func TestPopulate(t *testing.T) {
-	const size = 64 << 20
-	// A mapping of its own, not the Go heap's: the heap may hand back memory it has zeroed (and so made resident)
-	// when the test runs again in one process.
+// mapAnonymous maps size bytes of the test's own, unmapped when it ends: not the Go heap's, which may hand back
+// memory it has zeroed (and so made resident) when a test runs again in one process.
+func mapAnonymous(t *testing.T, size int) []byte {
+	t.Helper()
 	b, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Skipf("cannot map %d bytes: %v", size, err)
 	}
-	defer unix.Munmap(b)
+	t.Cleanup(func() { unix.Munmap(b) })
+	return b
+}
+
+func TestPopulate(t *testing.T) {
+	const size = 64 << 20
+	b := mapAnonymous(t, size)
 	// What is written already stays as it was, at both ends and inside.
 	copy(b, "head")
 	copy(b[size/2:], "middle")
@@ -56,6 +62,38 @@ func TestPopulate(t *testing.T) {
 	for _, s := range [][]byte{nil, b[1:100], b[4095 : 4096+4095]} {
 		if !Populate(s) {
 			t.Errorf("Populate of %d bytes = false", len(s))
+		}
+	}
+}
+
+// TestRelease: the whole pages inside a slice leave the resident set and read as zero afterwards; the partial pages
+// at its ends keep what they held.
+func TestRelease(t *testing.T) {
+	const size = 64 << 20
+	b := mapAnonymous(t, size)
+	for i := range b {
+		b[i] = 0xa5 // every page resident, none zero
+	}
+	pg := os.Getpagesize()
+	// From the middle of the first page to the middle of the last: all pages but those two are released.
+	r := b[pg/2 : size-pg/2]
+	before := residentBytes(t)
+	if !Release(r) {
+		t.Fatal("Release = false on Linux")
+	}
+	after := residentBytes(t)
+	if shrunk := before - after; shrunk < size*3/4 {
+		t.Errorf("resident memory shrank by %d bytes after releasing %d", shrunk, size)
+	}
+	if bytes.Count(b[:pg], []byte{0xa5}) != pg || bytes.Count(b[size-pg:], []byte{0xa5}) != pg {
+		t.Error("the partial pages at the ends lost what they held")
+	}
+	if bytes.Count(b[pg:size-pg], []byte{0}) != size-2*pg {
+		t.Error("released pages do not read as zero")
+	}
+	for _, s := range [][]byte{nil, b[1:100], b[4095 : 4096+4095]} {
+		if !Release(s) {
+			t.Errorf("Release of %d bytes = false", len(s))
 		}
 	}
 }

@@ -248,6 +248,19 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 			}
 		}
 	}
+	// A batch is nearly always a run of consecutive pending entries that fits the reserved room: it is copied in
+	// one piece.
+	if n := len(items); n > 0 && m.entries != nil && m.chunks == nil && len(m.entries)+n <= cap(m.entries) {
+		first := items[0].n
+		run := true
+		for k := range items {
+			run = run && items[k].n == first+int64(k)
+		}
+		if run {
+			m.entries = append(m.entries, d.pEntries[first:first+int64(n)]...)
+			return
+		}
+	}
 	for _, it := range items {
 		e := &d.pEntries[it.n]
 		if m.entries != nil && len(m.entries) < cap(m.entries) && m.chunks == nil {

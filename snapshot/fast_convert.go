@@ -468,7 +468,9 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	if err != nil {
 		return val{}, err
 	}
-	e.Stream = d.tables.Stream(stream)
+	if stream != 0 { // stream 0 is ref 0: most events skip the table
+		e.Stream = d.tables.Stream(stream)
+	}
 	if has(present, fTimeUS) {
 		if e.TimeUS, err = d.fInt(fTimeUS); err != nil {
 			return val{}, err

@@ -512,8 +512,8 @@ const extraFields = entryStringFields | 1<<fDeviceFree
 // lastExtra is the extra of the last trace entry converted and the values it was read from: a field's value is an
 // interned string id, a pair or an int, so equal values read equal extras.
 type lastExtra struct {
-	present uint64 // the entry's extraFields; 0 when none is kept
-	vals    [bits.UintSize]val
+	present uint64          // the entry's extraFields; 0 when none is kept
+	vals    [fieldCount]val // indexed like fastDecoder.fields
 	ref     ExtraRef
 }
 

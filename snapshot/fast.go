@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/sysmem"
@@ -180,7 +179,7 @@ func (d *fastDecoder) addEntries(m *listMore, items []val) {
 		// room reserved for the rest of the file, which a multi-device snapshot holds for every device at once
 		// otherwise (2.9× the file in RSS at four devices).
 		if d.openEntries != nil {
-			d.prefault.drop()
+			d.prefault.stop() // no backing still under way in the room trim gives back
 			d.openEntries.trim()
 		}
 		d.openEntries = m
@@ -286,8 +285,7 @@ func (m *listMore) addEntry(e *TraceEntry) {
 // middle of a two-device file's decode. Entries that arrive later still land in chunks.
 func (m *listMore) trim() {
 	if n := len(m.entries); m.chunks == nil && cap(m.entries)-n > n/16+entryChunk {
-		room := m.entries[n:cap(m.entries)]
-		if sysmem.Release(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(room))), len(room)*int(unsafe.Sizeof(TraceEntry{})))) {
+		if sysmem.Release(entryBytes(m.entries[n:cap(m.entries)])) {
 			m.entries = m.entries[:n:n]
 			return
 		}

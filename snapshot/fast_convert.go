@@ -468,9 +468,7 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 	if err != nil {
 		return val{}, err
 	}
-	if stream != 0 { // stream 0 is ref 0: most events skip the table
-		e.Stream = d.tables.Stream(stream)
-	}
+	e.Stream = d.tables.Stream(stream)
 	if has(present, fTimeUS) {
 		if e.TimeUS, err = d.fInt(fTimeUS); err != nil {
 			return val{}, err
@@ -499,10 +497,7 @@ func (d *fastDecoder) convertEntry(present uint64) (val, error) {
 				return val{}, err
 			}
 		}
-		// An all-empty extra is no extra, and the common entry skips interning it.
-		if !x.empty() {
-			e.Extra = d.tables.Extra(x)
-		}
+		e.Extra = d.tables.Extra(x) // 0 for an all-empty extra
 		d.lastExtra.keep(d, present, e.Action, e.Extra)
 	}
 	d.pEntries = append(d.pEntries, e)
@@ -517,8 +512,8 @@ const extraFields = entryStringFields | 1<<fDeviceFree
 // lastExtra is the extra of the last trace entry converted and the values it was read from: a field's value is an
 // interned string id, a pair or an int, so equal values read equal extras.
 type lastExtra struct {
-	present uint64 // the entry's extraFields; 0 when none is kept
-	vals    [bits.UintSize]val
+	present uint64          // the entry's extraFields; 0 when none is kept
+	vals    [fieldCount]val // indexed like fastDecoder.fields
 	ref     ExtraRef
 }
 

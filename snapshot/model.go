@@ -221,9 +221,9 @@ type TraceExtra struct {
 	DeviceFree       int64 // oom only: bytes cudaMemGetInfo reported free
 }
 
-// empty reports whether every field of x is empty. The decoder asks it of every trace entry: field by field it
-// is inlined, where a comparison with the zero struct calls the generated equality (7 % of the training loop's
-// decode profile).
+// empty reports whether every field of x is empty. Extra asks it of every trace entry: field by field it is
+// inlined, where a comparison with the zero struct calls the generated equality (7 % of the training loop's decode
+// profile).
 func (x *TraceExtra) empty() bool {
 	return x.OtherAction == "" && x.CompileContext == "" && x.UserMetadata == "" && x.InternalMetadata == "" &&
 		x.Category == "" && x.Pool == PoolID{} && x.DeviceFree == 0
@@ -353,11 +353,17 @@ func (t *TraceTables) Stack(st *Stack) StackRef {
 
 // Extra returns the index of x in TraceExtras, adding it when new; 0 when x is all empty.
 func (t *TraceTables) Extra(x TraceExtra) ExtraRef {
+	if x.empty() {
+		return 0 // most events: no table lookup, and no generated struct comparison (refTable's zero test)
+	}
 	return t.extras.ref(&t.s.TraceExtras, x, &t.overflow)
 }
 
 // Stream returns the index of stream handle h in TraceStreams, adding it when new; 0 for stream 0.
 func (t *TraceTables) Stream(h uint64) StreamRef {
+	if h == 0 {
+		return 0 // most events: no call into the generic table
+	}
 	return t.streams.ref(&t.s.TraceStreams, h, &t.overflow)
 }
 

@@ -14,7 +14,7 @@ import (
 // which was a fifth of a long trace's decode. Only the projected length is backed, never the slack beyond it, so
 // resident memory is what the writes would make it.
 type prefaulter struct {
-	// gen is bumped when the list being backed is replaced (regrown, trimmed or complete) or the decode ends: a
+	// gen is bumped when the list being backed is replaced (regrown or complete) or the decode ends: a
 	// populate of an older generation stops at its next step.
 	gen  atomic.Uint64
 	wg   sync.WaitGroup
@@ -45,12 +45,11 @@ func (p *prefaulter) extend(entries []TraceEntry, upto int) {
 		p.base, p.upto = &room[0], 0
 	}
 	from := max(p.upto, len(entries))
-	size := int(unsafe.Sizeof(TraceEntry{}))
-	if upto*size < prefaultMinBytes || from >= upto {
+	if upto*int(unsafe.Sizeof(TraceEntry{})) < prefaultMinBytes || from >= upto {
 		return
 	}
 	// The bytes of entries not written yet: the decoder writes them later, the kernel only backs their pages.
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&room[from])), (upto-from)*size)
+	b := entryBytes(room[from:upto])
 	p.upto = upto
 	gen := p.gen.Load()
 	p.wg.Go(func() {
@@ -66,14 +65,15 @@ func (p *prefaulter) extend(entries []TraceEntry, upto int) {
 	})
 }
 
-// drop stops backing the current list (it is being replaced or is complete).
-func (p *prefaulter) drop() {
+// stop ends every populate and waits for them: when a list is complete (none then backs the room trim gives back)
+// and when the decode ends (none outlives it). A later extend starts over.
+func (p *prefaulter) stop() {
 	p.gen.Add(1)
 	p.base, p.upto = nil, 0
+	p.wg.Wait()
 }
 
-// stop ends every populate and waits for them, so that none outlives the decode.
-func (p *prefaulter) stop() {
-	p.drop()
-	p.wg.Wait()
+// entryBytes is the memory of es as bytes, for the kernel calls that back or release a trace list's pages.
+func entryBytes(es []TraceEntry) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(es))), len(es)*int(unsafe.Sizeof(TraceEntry{})))
 }

@@ -48,9 +48,9 @@ func TestPrefaulter(t *testing.T) {
 	if got := p.populated.Load(); got != total {
 		t.Errorf("small list: %d bytes backed in all, want %d", got, total)
 	}
-	// A new list starts over from its own length, and a dropped one is not backed further.
+	// A new list starts over from its own length, and a stopped one is not backed further.
 	next := make([]TraceEntry, 5, 200_000)
-	p.drop()
+	p.stop()
 	p.extend(next, 150_000)
 	p.wg.Wait()
 	total += (150_000 - 5) * size

@@ -16,8 +16,9 @@ import (
 // textCanvas is a vgimg canvas that draws upright text itself. vgimg hands every string to gg, which makes a new
 // font face for it and places each glyph through an affine resampler that reads and writes one pixel at a time:
 // the largest cost of a small chart. Upright text needs no resampling: each glyph mask is blended straight into
-// the image at its pixel position, with one face per font and size kept for the whole figure: the same pixels, a
-// fifth of the time. Rotated, scaled or sub-pixel-shifted text (a vertical axis label) still goes through vgimg.
+// the image at its pixel position, with one face per font and size kept for the whole figure: the same pixels in
+// under a third of the time (19 against 63 ms of CPU for the bundled example's charts). Rotated, scaled or
+// sub-pixel-shifted text (a vertical axis label) still goes through vgimg.
 type textCanvas struct {
 	*vgimg.Canvas
 	img *image.RGBA

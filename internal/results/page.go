@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"html/template"
 	"iter"
+	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/report"
@@ -117,34 +117,33 @@ func timelineTasks(run *report.Run) (*timelineEncodings, []task) {
 	enc := &timelineEncodings{inputs: make([]encodedTimelines, len(run.Inputs))}
 	var tasks []task
 	for i, p := range snapshotInputs(run) {
-		e := &enc.inputs[i]
-		e.tls, e.errs = make([]pageTimeline, len(p.Details)), make([]error, len(p.Details))
-		for k := range p.Details {
-			d := &p.Details[k]
-			tasks = append(tasks, task{cost: 1000 + pageEventCost*float64(d.Events), do: func() {
-				e.tls[k], e.errs[k] = newPageTimeline(i, p, d)
-			}})
-		}
+		tasks = append(tasks, enc.inputs[i].tasks(i, p)...)
 	}
 	return enc, tasks
 }
 
+// tasks sizes e for snapshot p (input i) and returns one task per device that encodes its timeline into e.
+func (e *encodedTimelines) tasks(i int, p *report.SnapshotReport) []task {
+	e.tls, e.errs = make([]pageTimeline, len(p.Details)), make([]error, len(p.Details))
+	out := make([]task, len(p.Details))
+	for k := range p.Details {
+		d := &p.Details[k]
+		out[k] = task{cost: 1000 + pageEventCost*float64(d.Events), do: func() {
+			e.tls[k], e.errs[k] = newPageTimeline(i, p, d)
+		}}
+	}
+	return out
+}
+
 // pageTimelines encodes the full-resolution timeline of every traced device of snapshot p (input i) while
 // *budget lasts; note says what was left out and how to see it. A served page only names where each timeline
-// is fetched from. pre, when set, holds them already encoded.
+// is fetched from. pre, when set, holds them already encoded (Write encodes them beside the charts).
 func pageTimelines(i int, r *report.Report, p *report.SnapshotReport, budget *int, opts pageOptions, pre *encodedTimelines) (tls []pageTimeline, note string, err error) {
-	// The devices are encoded at once (each is a compression of its own), then kept in order while the budget lasts.
-	encoded := make([]pageTimeline, len(p.Details))
-	errs := make([]error, len(p.Details))
-	switch {
-	case pre != nil:
-		encoded, errs = pre.tls, pre.errs
-	case !opts.served:
-		var wg sync.WaitGroup
-		for k := range p.Details {
-			wg.Go(func() { encoded[k], errs[k] = newPageTimeline(i, p, &p.Details[k]) })
-		}
-		wg.Wait()
+	// The devices are encoded side by side (each is a compression of its own), then kept in order while the
+	// budget lasts.
+	if pre == nil && !opts.served {
+		pre = &encodedTimelines{}
+		runTasks(runtime.GOMAXPROCS(0), pre.tasks(i, p))
 	}
 	for k := range p.Details {
 		d := &p.Details[k]
@@ -158,7 +157,7 @@ func pageTimelines(i int, r *report.Report, p *report.SnapshotReport, budget *in
 			tls = append(tls, tl)
 			continue
 		}
-		tl, err := encoded[k], errs[k]
+		tl, err := pre.tls[k], pre.errs[k]
 		if err != nil {
 			return nil, "", err
 		}

@@ -58,12 +58,6 @@ func TestPopulate(t *testing.T) {
 	if bytes.Count(b[8:size/2], []byte{0}) != size/2-8 {
 		t.Error("populated pages are not zero")
 	}
-	// Slices of less than a page, or of no whole page, ask nothing of the kernel.
-	for _, s := range [][]byte{nil, b[1:100], b[4095 : 4096+4095]} {
-		if !Populate(s) {
-			t.Errorf("Populate of %d bytes = false", len(s))
-		}
-	}
 }
 
 // TestRelease: the whole pages inside a slice leave the resident set and read as zero afterwards; the partial pages
@@ -91,9 +85,24 @@ func TestRelease(t *testing.T) {
 	if bytes.Count(b[pg:size-pg], []byte{0}) != size-2*pg {
 		t.Error("released pages do not read as zero")
 	}
-	for _, s := range [][]byte{nil, b[1:100], b[4095 : 4096+4095]} {
-		if !Release(s) {
-			t.Errorf("Release of %d bytes = false", len(s))
+}
+
+// TestNoWholePage: slices of less than a page, or holding no whole page, ask nothing of the kernel and succeed, and
+// leave their bytes as they were.
+func TestNoWholePage(t *testing.T) {
+	pg := os.Getpagesize()
+	b := mapAnonymous(t, 4*pg)
+	for i := range b {
+		b[i] = 0xa5
+	}
+	for name, f := range map[string]func([]byte) bool{"Populate": Populate, "Release": Release} {
+		for _, s := range [][]byte{nil, b[1:100], b[pg-1 : 2*pg-1], b[pg/2 : 2*pg-1]} {
+			if !f(s) {
+				t.Errorf("%s of %d bytes = false", name, len(s))
+			}
 		}
+	}
+	if bytes.Count(b, []byte{0xa5}) != len(b) {
+		t.Error("a slice holding no whole page changed")
 	}
 }

@@ -1,5 +1,6 @@
-// Package sysmem reports how much memory this process may use, for defaults that scale with the machine, and backs
-// pages of a large allocation ahead of its first writes (Populate).
+// Package sysmem reports how much memory this process may use, for defaults that scale with the machine, backs
+// pages of a large allocation ahead of its first writes (Populate), and gives back the pages of its unused room
+// (Release).
 package sysmem
 
 import (

@@ -208,11 +208,7 @@ loop:
 		case '"':
 			// A string that closes before lim with no backslash (every key) is copied whole; any other is
 			// stringRun's.
-			j := k
-			for j < lim && p[j] != '"' && p[j] != '\\' {
-				j++
-			}
-			if j < lim && p[j] == '"' {
+			if j := k + plainRun(p[k:lim]); j < lim && p[j] == '"' {
 				buf = append(buf, p[k-1:j+1]...)
 				k = j + 1
 				continue
@@ -250,10 +246,7 @@ func (iw *indentWriter) stringRun(p []byte) int {
 			k++
 			continue
 		}
-		j := k
-		for j < len(p) && p[j] != '"' && p[j] != '\\' {
-			j++
-		}
+		j := k + plainRun(p[k:])
 		if j == len(p) {
 			iw.buf = append(iw.buf, p[k:]...)
 			return len(p)
@@ -267,6 +260,16 @@ func (iw *indentWriter) stringRun(p []byte) int {
 		iw.escaped = true
 	}
 	return k
+}
+
+// plainRun returns how many bytes of p, inside a string, come before its closing quote or a backslash (len(p)
+// when neither does): the bytes copied as they are.
+func plainRun(p []byte) int {
+	j := 0
+	for j < len(p) && p[j] != '"' && p[j] != '\\' {
+		j++
+	}
+	return j
 }
 
 // compactRow returns a copy of the spaced row r without the spaces rowWrite put after its commas and colons (the

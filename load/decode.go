@@ -12,9 +12,11 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/inputfile"
+	"github.com/memscan/memscan/internal/sysmem"
 	"github.com/memscan/memscan/memtimeline"
 	"github.com/memscan/memscan/snapshot"
 	"github.com/memscan/memscan/tracer"
@@ -71,6 +73,15 @@ func (c *countingFile) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// advance counts the bytes before off as read, when a decoder reads the file in place (mapped) instead of through
+// Read.
+func (c *countingFile) advance(off int64) {
+	if off > c.counted {
+		c.read.Add(off - c.counted)
+		c.counted = off
+	}
+}
+
 func (c *countingFile) Seek(offset int64, whence int) (int64, error) {
 	pos, err := c.f.Seek(offset, whence)
 	if err == nil && pos < c.counted {
@@ -78,6 +89,62 @@ func (c *countingFile) Seek(offset int64, whence int) (int64, error) {
 		c.counted = pos
 	}
 	return pos, err
+}
+
+// mapper returns how a pickle decoder maps the rest of the file r (size bytes from where r is now) into memory
+// (snapshot.PickleSource.Map), nil when r is not a file.
+func mapper(r io.Reader, size int64) func() (snapshot.MappedPickle, error) {
+	var f *os.File
+	count := func(int64) {}
+	switch r := r.(type) {
+	case *os.File:
+		f = r
+	case *countingFile:
+		f, count = r.f, r.advance
+	default:
+		return nil
+	}
+	start, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || size <= 0 {
+		return nil
+	}
+	return func() (snapshot.MappedPickle, error) {
+		m, err := sysmem.MapFile(f, start, size)
+		if err != nil {
+			return nil, err
+		}
+		return &mappedFile{m: m, count: count}, nil
+	}
+}
+
+// mappedFile is a file's bytes mapped for the pickle decoder: the pages it has read leave the resident set as it
+// goes, and count as read (Options.Read).
+type mappedFile struct {
+	m        *sysmem.Mapping
+	released int // the bytes before this were given back
+	count    func(off int64)
+}
+
+func (f *mappedFile) Bytes() []byte { return f.m.Bytes() }
+
+func (f *mappedFile) Consumed(off int64) {
+	b := f.m.Bytes()
+	if off <= int64(f.released) || off > int64(len(b)) {
+		return
+	}
+	if sysmem.Release(b[f.released:off]) {
+		// Release gives back whole pages: the page holding off is given back next time.
+		pg := uintptr(os.Getpagesize())
+		end := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(off)
+		f.released = int(off) - int(end%pg)
+	}
+	f.count(off)
+}
+
+// Close unmaps the file, which then counts as read whole, as a reader reading it through would have.
+func (f *mappedFile) Close() error {
+	f.count(int64(len(f.m.Bytes())))
+	return f.m.Close()
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -99,6 +166,9 @@ func DecodeWith(ctx context.Context, name string, r io.Reader, opts Options) (*I
 	src, seekable := snapshot.SeekableSource(r)
 	// A reader that can seek is a file or bytes in memory, whose reads do not block: it may be read ahead.
 	src.ReadAhead = seekable
+	if seekable {
+		src.Map = mapper(r, src.Size)
+	}
 	var trailer func() int64
 	if seekable {
 		if src.Size > limit {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime/debug"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/memscan/memscan/internal/input"
 	"github.com/memscan/memscan/internal/sysmem"
@@ -422,6 +424,11 @@ type fastDecoder struct {
 	flatRead int // dicts the shortcut read
 
 	prefault prefaulter
+
+	// consumed, for a pickle mapped in memory, is told what the decoder has read (MappedPickle.Consumed) when it
+	// reaches consumedAt.
+	consumed   func(off int64)
+	consumedAt int64
 }
 
 // formatFlags collects the keys that tell format generations apart.
@@ -448,6 +455,40 @@ func decodeFastPickleSource(ctx context.Context, name string, r io.Reader, size 
 	defer d.prefault.stop()
 	return d.run()
 }
+
+// decodeFastMapped decodes the pickle m holds in memory, reading its bytes in place and telling m every
+// mappedStep bytes what it has read.
+func decodeFastMapped(ctx context.Context, name string, m MappedPickle) (snap *Snapshot, err error) {
+	b := m.Bytes()
+	d := newFastDecoder(ctx, name, nil, int64(len(b)))
+	d.buf, d.end, d.eof = b, len(b), true
+	d.consumed, d.consumedAt = m.Consumed, mappedStep
+	defer d.prefault.stop()
+	// A mapped page that the file no longer holds (it was truncated while being read) faults: that is an error of
+	// this input, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if f, ok := r.(interface{ Addr() uintptr }); ok && inBytes(b, f.Addr()) {
+				snap, err = nil, &input.Error{File: name, Offset: int64(f.Addr() - uintptr(unsafe.Pointer(unsafe.SliceData(b)))),
+					Msg: "cannot read the file's bytes: it changed while being read"}
+				return
+			}
+			panic(r)
+		}
+	}()
+	return d.run()
+}
+
+// inBytes says whether the address a lies within b.
+func inBytes(b []byte, a uintptr) bool {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return a >= p && a-p < uintptr(len(b))
+}
+
+// mappedStep is how often the decoder of a mapped pickle tells what it has read (MappedPickle.Consumed): the
+// pages behind it then leave the resident set, so that the file's bytes never add more than this to it.
+const mappedStep = 4 << 20
 
 func newFastDecoder(ctx context.Context, name string, r io.Reader, size int64) *fastDecoder {
 	d := &fastDecoder{
@@ -497,6 +538,17 @@ func (d *fastDecoder) setLim() {
 			d.lim = int(fe)
 		}
 	}
+	if d.consumed != nil {
+		// A mapped pickle: the fast paths stop at the next step too, which lands here.
+		at := d.base + int64(d.pos)
+		if at >= d.consumedAt {
+			d.consumed(at)
+			d.consumedAt = at + mappedStep
+		}
+		if c := d.consumedAt - d.base; c < int64(d.lim) {
+			d.lim = int(c)
+		}
+	}
 }
 
 // needSlow handles frame ends and refills the buffer. Reads may not cross the end of a FRAME, as in Python's
@@ -520,7 +572,12 @@ func (d *fastDecoder) needSlow(n int) ([]byte, error) {
 		d.setLim()
 		return b, nil
 	}
+	if d.eof {
+		return nil, &input.Error{File: d.name, Offset: d.opStart,
+			Msg: fmt.Sprintf("truncated: an opcode needs %d more bytes but only %d are left", n, d.end-d.pos)}
+	}
 	if d.pos > 0 {
+		// (Never a mapped pickle's bytes, which are read-only: its decoder has eof set from the start.)
 		copy(d.buf, d.buf[d.pos:d.end])
 		d.base += int64(d.pos)
 		d.end -= d.pos

@@ -31,6 +31,45 @@ type PickleSource struct {
 	// ReadAhead says that the input's reads never block for long (a file, or what is decompressed from one), so
 	// that the fast decoder's input may be read on another goroutine (input.ReadAhead), beyond the pickle's end.
 	ReadAhead bool
+	// Map, when not nil, maps the pickle's bytes into memory (a regular file): the fast decoder then reads them in
+	// place, with neither read calls nor copies, instead of through the reader. When it fails, the reader is read.
+	Map func() (MappedPickle, error)
+}
+
+// MappedPickle is a pickle's bytes mapped into memory from its file (PickleSource.Map).
+type MappedPickle interface {
+	// Bytes returns the pickle, from its first byte to the end of the file, valid until Close.
+	Bytes() []byte
+	// Consumed says that the decoder has read the bytes before off and will not read them again, so that their
+	// pages may leave the resident set. The decoder calls it every few megabytes.
+	Consumed(off int64)
+	Close() error
+}
+
+// decodeFastFrom runs the fast decoder on the pickle's bytes mapped in memory when src can map them, and
+// otherwise on r (read ahead when src allows and streamed is true, that is when r is not bytes kept in memory).
+func decodeFastFrom(ctx context.Context, name string, r io.Reader, streamed bool, size int64, src PickleSource) (*Snapshot, error) {
+	if streamed && src.Map != nil {
+		// A file that cannot be mapped (another system, a file system without mmap) is read instead.
+		if m, err := src.Map(); err == nil {
+			snap, err := decodeFastMapped(ctx, name, m)
+			if cerr := m.Close(); err == nil && cerr != nil {
+				return nil, &input.Error{File: name, Offset: 0, Msg: "cannot unmap the file", Err: cerr}
+			}
+			return snap, err
+		}
+	}
+	if streamed && src.ReadAhead {
+		// The reads and what a gzip layer inflates run beside the decoding; stopped before any re-read.
+		ra := input.NewReadAhead(r)
+		defer ra.Stop()
+		r = ra
+	}
+	hinted := false
+	if size == 0 && streamed && src.SizeHint > 0 {
+		size, hinted = src.SizeHint, true
+	}
+	return decodeFastPickleSource(ctx, name, r, size, hinted)
 }
 
 // refDecoderShare is the part of PickleSource.Limit that the reference decoder may read.
@@ -86,20 +125,7 @@ func DecodePickleFrom(ctx context.Context, name string, r io.Reader, src PickleS
 		fastIn = bytes.NewReader(data)
 		size = int64(len(data))
 	}
-	var ra *input.ReadAhead
-	if data == nil && src.ReadAhead {
-		// The reads and what a gzip layer inflates run beside the decoding; stopped before any re-read.
-		ra = input.NewReadAhead(fastIn)
-		fastIn = ra
-	}
-	hinted := false
-	if size == 0 && data == nil && src.SizeHint > 0 {
-		size, hinted = src.SizeHint, true
-	}
-	snap, err := decodeFastPickleSource(ctx, name, fastIn, size, hinted)
-	if ra != nil {
-		ra.Stop()
-	}
+	snap, err := decodeFastFrom(ctx, name, fastIn, data == nil, size, src)
 	if err == nil {
 		return snap, nil
 	}

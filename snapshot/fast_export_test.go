@@ -30,3 +30,9 @@ func DecodeFastPickleFlat(ctx context.Context, name string, r io.Reader, flat bo
 	s, err := d.run()
 	return s, d.flatRead, err
 }
+
+// DecodeFastMapped decodes the pickle m holds, read in place.
+var DecodeFastMapped = decodeFastMapped
+
+// MappedStep is how often the mapped decoder tells what it has read.
+const MappedStep = mappedStep

@@ -17,7 +17,7 @@ func Populate(b []byte) bool {
 }
 
 // Release gives the whole pages inside b back to the kernel (madvise MADV_DONTNEED): they leave the resident set
-// and read as zero when next touched. A caller that will not read b's bytes again (the unused room at the end of a
+// and read as zero when next touched, or read the file again in a file's mapping (MapFile). A caller that will not read b's bytes again (the unused room at the end of a
 // large allocation) calls it instead of copying the rest into an allocation of the right size. It returns false
 // where the kernel cannot; nothing has changed then.
 func Release(b []byte) bool {

@@ -1,6 +1,6 @@
 // Package sysmem reports how much memory this process may use, for defaults that scale with the machine, backs
-// pages of a large allocation ahead of its first writes (Populate), and gives back the pages of its unused room
-// (Release).
+// pages of a large allocation ahead of its first writes (Populate), gives back the pages of its unused room
+// (Release), and maps a file's bytes into memory for a decoder to read in place (MapFile).
 package sysmem
 
 import (

@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestMapFile: a file's bytes mapped from any offset, page-aligned or not, read as the file holds them; pages given
-// back (Release) leave the resident set and read the file again when touched; Close unmaps once.
+// TestMapFile: a file's bytes mapped from any offset, page-aligned or not, read as the file holds them; pages
+// mapped ahead (PopulateRead) join the resident set before they are read; pages given back (Release) leave it and
+// read the file again when touched; Close unmaps once.
 func TestMapFile(t *testing.T) {
 	const size = 16 << 20
 	data := make([]byte, size)
@@ -33,6 +34,16 @@ func TestMapFile(t *testing.T) {
 			t.Fatalf("MapFile at %d: %v", off, err)
 		}
 		b := m.Bytes()
+		if off == 0 {
+			before := residentBytes(t)
+			if PopulateRead(b) {
+				if grown := residentBytes(t) - before; grown < size*3/4 {
+					t.Errorf("resident memory grew by %d bytes after mapping %d ahead", grown, size)
+				}
+			} else {
+				t.Log("this kernel cannot map pages ahead of reads (MADV_POPULATE_READ needs Linux 5.14)")
+			}
+		}
 		if !bytes.Equal(b, data[off:]) {
 			t.Errorf("at offset %d: the mapping differs from the file", off)
 		}

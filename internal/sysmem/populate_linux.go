@@ -16,6 +16,15 @@ func Populate(b []byte) bool {
 	return len(w) == 0 || unix.Madvise(w, unix.MADV_POPULATE_WRITE) == nil
 }
 
+// PopulateRead maps the whole pages inside b, a file's mapping (MapFile), into memory now, as reading them would
+// (madvise MADV_POPULATE_READ, Linux 5.14), so that the reader takes no page faults there. It returns false where
+// the kernel cannot, or where the file no longer holds those pages; nothing has changed then, and reading them
+// faults them in as always.
+func PopulateRead(b []byte) bool {
+	w := wholePages(b)
+	return len(w) == 0 || unix.Madvise(w, unix.MADV_POPULATE_READ) == nil
+}
+
 // Release gives the whole pages inside b back to the kernel (madvise MADV_DONTNEED): they leave the resident set
 // and read as zero when next touched, or read the file again in a file's mapping (MapFile). A caller that will not read b's bytes again (the unused room at the end of a
 // large allocation) calls it instead of copying the rest into an allocation of the right size. It returns false

@@ -6,5 +6,8 @@ package sysmem
 // returns false, so that callers stop asking.
 func Populate(b []byte) bool { return false }
 
+// PopulateRead is a no-op here (see the Linux version): it returns false.
+func PopulateRead(b []byte) bool { return false }
+
 // Release is a no-op here (see the Linux version): it returns false, and the caller copies instead.
 func Release(b []byte) bool { return false }

@@ -97,12 +97,16 @@ func placeAt(segs []segment, addr uint64, home int32, j int) int {
 // segmentOf returns the index of the segment holding addr while event j is live, −1 when none does (a trace that
 // misses segment events).
 func segmentOf(segs []segment, addr uint64, j int) int {
-	hi, _ := slices.BinarySearchFunc(segs, addr, func(s segment, a uint64) int {
-		if s.addr <= a {
-			return -1
+	// The first segment above addr, by a search written out: slices.BinarySearchFunc called its comparison,
+	// with a copy of the segment, at every step, which was most of blockPlaces' time (a call per element).
+	lo, hi := 0, len(segs)
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); segs[m].addr <= addr {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		return 1
-	})
+	}
 	// Segments at lower addresses may still contain addr; a reused range has several, told apart by time.
 	for i, steps := hi-1, 0; i >= 0 && steps < 256; i, steps = i-1, steps+1 {
 		if segs[i].contains(addr) && segs[i].start <= j && j < segs[i].end {

@@ -1,6 +1,11 @@
 package detect
 
-import "testing"
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
 
 // TestRoundBlock: the caching allocator's round_size, from c10/cuda/CUDACachingAllocator.cpp: a request under
 // kMinBlockSize (512 B) takes 512 B, any other rounds up to a multiple of 512 B.
@@ -44,5 +49,41 @@ func TestCacheOfRounding(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("cacheOf = %+v\nwant      %+v", got, want)
+	}
+}
+
+// TestSegmentOf: the segment holding an address at an event is the one a scan of every segment finds, going down
+// from the highest address: over random sets of segments sorted as buildSegments sorts them, reused address
+// ranges (the same base at different times, ranges inside others) and addresses below, between, at the ends of
+// and above them.
+func TestSegmentOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for round := range 300 {
+		n := rng.IntN(40)
+		segs := make([]segment, n)
+		for i := range segs {
+			start := rng.IntN(100) - 1
+			segs[i] = segment{addr: uint64(rng.IntN(64)) << 20, size: int64(1+rng.IntN(8)) << 20, start: start, end: start + 1 + rng.IntN(100)}
+		}
+		slices.SortFunc(segs, func(a, b segment) int { return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(a.start, b.start)) })
+		want := func(addr uint64, j int) int {
+			for i := len(segs) - 1; i >= 0; i-- {
+				if s := &segs[i]; s.contains(addr) && s.start <= j && j < s.end {
+					return i
+				}
+			}
+			return -1
+		}
+		for range 200 {
+			addr := uint64(rng.IntN(80<<20)) &^ 511
+			if n > 0 && rng.IntN(4) == 0 { // a segment's first or last byte, or the byte past it
+				s := segs[rng.IntN(n)]
+				addr = s.addr + []uint64{0, uint64(s.size) - 1, uint64(s.size)}[rng.IntN(3)]
+			}
+			j := rng.IntN(110) - 1
+			if got, w := segmentOf(segs, addr, j), want(addr, j); got != w {
+				t.Fatalf("round %d: segmentOf(%#x, event %d) = %d, want %d in %+v", round, addr, j, got, w, segs)
+			}
+		}
 	}
 }

@@ -131,9 +131,9 @@ type mappedFile struct {
 	wake, stop, done chan struct{}
 }
 
-// mapAhead is how far ahead of what the decoder has read its pages are mapped: two of its steps, so that it
-// does not catch up between two.
-const mapAhead = 8 << 20
+// mapAhead is how far ahead of what the decoder has read its pages are mapped: one of its steps (4 MiB), which
+// takes the kernel about half a millisecond to map and the decoder some 15 ms to read.
+const mapAhead = 4 << 20
 
 // page maps the pages ahead of the decoder and gives back those behind it, until stop.
 func (f *mappedFile) page() {

@@ -265,12 +265,23 @@ const (
 
 // fragmentingMallocs are the last large-pool cudaMallocs up to event last (at most fragmentMaxExamined, oldest
 // first, among the last fragmentMaxRebuilt that found the cache holding the request) made while the cache already
-// held at least the request free, but in no range large enough: the segments fragmentation cost.
+// held at least the request free, but in no range large enough: the segments fragmentation cost. segs are the
+// device's segments (Device.segments), whose starts are its cudaMallocs: only those events are read, latest first,
+// not every event before last.
 func (d *Device) fragmentingMallocs(segs []segment, last int) []cudaMalloc {
+	last = min(last, len(d.Trace)-1)
+	var made []int
+	for i := range segs {
+		if j := segs[i].start; j >= 0 && j <= last {
+			made = append(made, j)
+		}
+	}
+	slices.Sort(made)
 	var out []cudaMalloc
 	var sweep *cacheSweep
 	rebuilt := 0
-	for j := min(last, len(d.Trace)-1); j >= 0 && len(out) < fragmentMaxExamined && rebuilt < fragmentMaxRebuilt; j-- {
+	for k := len(made) - 1; k >= 0 && len(out) < fragmentMaxExamined && rebuilt < fragmentMaxRebuilt; k-- {
+		j := made[k]
 		c, ok := d.cudaMallocAt(j)
 		if !ok || c.Pool != "large" || c.Request <= 0 || c.FreeBefore < c.Request {
 			continue

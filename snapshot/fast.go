@@ -486,8 +486,8 @@ func inBytes(b []byte, a uintptr) bool {
 	return a >= p && a-p < uintptr(len(b))
 }
 
-// mappedStep is how often the decoder of a mapped pickle tells what it has read (MappedPickle.Consumed): the
-// pages behind it then leave the resident set, so that the file's bytes never add more than this to it.
+// mappedStep is how often the decoder of a mapped pickle tells what it has read (MappedPickle.Consumed), so that
+// the pages behind it can leave the resident set: the file's bytes add a few such steps to it at most.
 const mappedStep = 4 << 20
 
 func newFastDecoder(ctx context.Context, name string, r io.Reader, size int64) *fastDecoder {

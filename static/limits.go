@@ -90,7 +90,7 @@ func (c *Config) checkLimits() error {
 			return fmt.Errorf("%s: %d exceeds the limit of %d", f.key, f.v, f.max)
 		}
 	}
-	if t.TrainSteps > maxTrainSteps {
+	if int64(t.TrainSteps) > maxTrainSteps {
 		return fmt.Errorf("training.train_steps: %d exceeds the limit of %d", t.TrainSteps, int64(maxTrainSteps))
 	}
 	if t.TrainTokens > maxTrainTokens || math.IsNaN(t.TrainTokens) {

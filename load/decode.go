@@ -108,11 +108,9 @@ func DecodeWith(ctx context.Context, name string, r io.Reader, opts Options) (*I
 	src, seekable := snapshot.SeekableSource(r)
 	// A reader that can seek is a file or bytes in memory, whose reads do not block: it may be read ahead.
 	src.ReadAhead = seekable
-	if seekable {
-		src.Map = mapper(r, src.Size)
-	}
 	var trailer func() int64
 	if seekable {
+		src.Map = mapper(r, src.Size)
 		if src.Size > limit {
 			return nil, sizeFailure(name, &input.SizeError{Limit: limit, Size: src.Size})
 		}

@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/memscan/memscan/internal/sysmem"
 	"github.com/memscan/memscan/snapshot"
@@ -57,22 +56,8 @@ const mapAhead = 4 << 20
 // page maps the pages ahead of the decoder and gives back those behind it, until stop.
 func (f *mappedFile) page() {
 	defer close(f.done)
-	b := f.m.Bytes()
-	pg := uintptr(os.Getpagesize())
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	released, backed := 0, 0
-	populate := true
 	for {
-		at := int(f.at.Load())
-		// Ahead first: the decoder is about to read it.
-		if end := min(len(b), at+mapAhead); populate && end > backed {
-			populate = sysmem.PopulateRead(b[backed:end])
-			backed = end
-		}
-		if at > released && sysmem.Release(b[released:at]) {
-			// Release gives back whole pages: the one holding at goes next time.
-			released = at - int((base+uintptr(at))%pg)
-		}
+		f.m.Reading(int(f.at.Load()), mapAhead)
 		select {
 		case <-f.wake:
 		case <-f.stop:

@@ -217,22 +217,3 @@ func FuzzFastDecode(f *testing.F) {
 		mappedOutcome(t, "fuzz.pickle", data)
 	})
 }
-
-// mappedOutcome checks that the fast decoder reading data in place (a file's mapping) ends as it ends reading
-// data through a reader: the same model, or the same error.
-func mappedOutcome(t *testing.T, name string, data []byte) {
-	t.Helper()
-	ctx := context.Background()
-	streamed, serr := snapshot.DecodeFastPickle(ctx, name, bytes.NewReader(data))
-	mapped, merr := snapshot.DecodeFastMapped(ctx, name, &memPickle{b: data})
-	switch {
-	case serr != nil || merr != nil:
-		if serr == nil || merr == nil || serr.Error() != merr.Error() {
-			t.Fatalf("%s: streamed %v, mapped %v", name, serr, merr)
-		}
-	default:
-		if path, a, b := firstDiff(reflect.ValueOf(mapped), reflect.ValueOf(streamed), "Snapshot"); path != "" {
-			t.Fatalf("%s: models differ at %s: mapped %s, streamed %s", name, path, a, b)
-		}
-	}
-}

@@ -469,10 +469,11 @@ func decodeFastMapped(ctx context.Context, name string, m MappedPickle) (snap *S
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if f, ok := r.(interface{ Addr() uintptr }); ok && inBytes(b, f.Addr()) {
-				snap, err = nil, &input.Error{File: name, Offset: int64(f.Addr() - uintptr(unsafe.Pointer(unsafe.SliceData(b)))),
-					Msg: "cannot read the file's bytes: it changed while being read"}
-				return
+			if f, ok := r.(interface{ Addr() uintptr }); ok {
+				if at, in := offsetIn(b, f.Addr()); in {
+					snap, err = nil, &input.Error{File: name, Offset: at, Msg: "cannot read the file's bytes: it changed while being read"}
+					return
+				}
 			}
 			panic(r)
 		}
@@ -480,10 +481,10 @@ func decodeFastMapped(ctx context.Context, name string, m MappedPickle) (snap *S
 	return d.run()
 }
 
-// inBytes says whether the address a lies within b.
-func inBytes(b []byte, a uintptr) bool {
+// offsetIn returns the offset in b of the byte at address a; false when a lies outside b.
+func offsetIn(b []byte, a uintptr) (int64, bool) {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return a >= p && a-p < uintptr(len(b))
+	return int64(a - p), a >= p && a-p < uintptr(len(b))
 }
 
 // mappedStep is how often the decoder of a mapped pickle tells what it has read (MappedPickle.Consumed), so that

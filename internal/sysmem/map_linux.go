@@ -12,6 +12,10 @@ import (
 type Mapping struct {
 	all  []byte // the mapping, from the page holding the first byte
 	skip int    // bytes of all before the first byte
+	// released and backed are the page-aligned ends, in all, of what Reading gave back and mapped ahead; noAhead
+	// says the kernel cannot map ahead.
+	released, backed int
+	noAhead          bool
 }
 
 // MapFile maps n bytes of f, from offset off, read-only into memory, so that a decoder reads the file's bytes in
@@ -41,6 +45,25 @@ func (m *Mapping) Bytes() []byte {
 		return nil
 	}
 	return m.all[m.skip:]
+}
+
+// Reading says that the reader has read the bytes before at and will read the next ahead. The whole pages before
+// at are given back (Release) and those up to at+ahead mapped in now (PopulateRead), on the caller's goroutine,
+// which is meant to be another than the reader's; pages handled by an earlier call are not asked for again. The
+// pages are counted from the mapping's own start, so no page between two calls is left out.
+func (m *Mapping) Reading(at, ahead int) {
+	if m.all == nil {
+		return
+	}
+	pg := os.Getpagesize()
+	// Ahead first: the reader is about to read it.
+	if end := min(len(m.all), (m.skip+at+ahead+pg-1)/pg*pg); !m.noAhead && end > m.backed {
+		m.noAhead = !PopulateRead(m.all[m.backed:end])
+		m.backed = end
+	}
+	if end := min(len(m.all), m.skip+at) / pg * pg; end > m.released && Release(m.all[m.released:end]) {
+		m.released = end
+	}
 }
 
 // Close unmaps the bytes; nothing may read them afterwards. A second Close does nothing.

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -71,4 +73,74 @@ func TestMapFile(t *testing.T) {
 			t.Errorf("MapFile(%d, %d) succeeded", c.off, c.n)
 		}
 	}
+}
+
+// TestMappingReading: a reader's window over a mapping that starts inside a page. Before the reader reads, the
+// pages ahead join the resident set (where the kernel can map ahead); once it has read, those behind it leave and
+// only about the window ahead stays; the bytes still read as the file holds them.
+func TestMappingReading(t *testing.T) {
+	const size, ahead = 16 << 20, 4 << 20
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i / 4093)
+	}
+	path := filepath.Join(t.TempDir(), "read")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const off = 5000 // not on a page
+	m, err := MapFile(f, off, size-off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	b := m.Bytes()
+	// The kernel may map a file's page cache in folios of up to 2 MiB (huge pages), around what is asked.
+	slack := int64(2<<20 + 2*os.Getpagesize())
+	before := fileResident(t)
+	m.Reading(0, ahead)
+	if !m.noAhead {
+		if grown := fileResident(t) - before; grown < ahead || grown > ahead+slack {
+			t.Errorf("resident memory grew by %d bytes with %d mapped ahead", grown, ahead)
+		}
+	} else {
+		t.Log("this kernel cannot map pages ahead of reads (MADV_POPULATE_READ needs Linux 5.14)")
+	}
+	const read = 12 << 20
+	if !bytes.Equal(b[:read], data[off:off+read]) {
+		t.Fatal("the mapping differs from the file")
+	}
+	m.Reading(read, ahead)
+	if got := fileResident(t) - before; got > ahead+slack {
+		t.Errorf("%d bytes resident after the reader read %d of %d with %d ahead", got, read, size, ahead)
+	}
+	if !bytes.Equal(b, data[off:]) {
+		t.Error("the pages given back do not read the file again")
+	}
+}
+
+// fileResident is this process's resident memory that files back (RssFile in /proc/self/status): a mapping's pages,
+// without the heap's.
+func fileResident(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("cannot read /proc/self/status: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "RssFile:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Skip("no RssFile in /proc/self/status")
+	return 0
 }

@@ -16,5 +16,8 @@ func MapFile(f *os.File, off, n int64) (*Mapping, error) { return nil, errors.Er
 // Bytes returns nothing: no Mapping is made here.
 func (m *Mapping) Bytes() []byte { return nil }
 
+// Reading does nothing.
+func (m *Mapping) Reading(at, ahead int) {}
+
 // Close does nothing.
 func (m *Mapping) Close() error { return nil }

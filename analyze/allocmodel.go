@@ -45,6 +45,19 @@ func (a *analysis) allocatorReplays() ([]report.AllocatorReplay, error) {
 	return a.allocRun.reps, a.allocRun.err
 }
 
+// replaysPending reports whether the allocator replays are still running.
+func (a *analysis) replaysPending() bool {
+	if a.allocRun == nil {
+		return false
+	}
+	select {
+	case <-a.allocRun.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // blockSeries waits for the allocator replays and returns device dev's baseline block bytes after every event (nil
 // without a replay).
 func (a *analysis) blockSeries(dev int) *allocator.BlockSeries {
@@ -57,13 +70,17 @@ func (a *analysis) blockSeries(dev int) *allocator.BlockSeries {
 // allocModel is the detectors' allocator model: the replays already made, falling back to a fresh replay for a
 // device or settings they do not cover (rank summaries skip the replay section).
 func (a *analysis) allocModel() detect.AllocatorModel {
-	return replayedModel{reps: a.allocatorReplays, fallback: detect.Replayer{Snapshot: a.snap}}
+	return replayedModel{reps: a.allocatorReplays, pending: a.replaysPending, fallback: detect.Replayer{Snapshot: a.snap}}
 }
 
 type replayedModel struct {
 	reps     func() ([]report.AllocatorReplay, error)
+	pending  func() bool
 	fallback detect.Replayer
 }
+
+// Pending reports whether the replays are still running.
+func (m replayedModel) Pending() bool { return m.pending() }
 
 // PeakReserved serves expandable segments from the replay section's expandable-segments run, partial or not, so
 // that the fragmentation finding and the section state one saving.

@@ -105,18 +105,22 @@ func (a *analysis) replayAll() error {
 	if err != nil {
 		return err
 	}
-	// The iteration tables read the allocator model's block bytes, which it was replaying meanwhile.
-	for _, d := range devices {
-		a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries(d.Device))...)
-	}
-	// The block series had no other reader: dropped before the detectors' working sets (8 bytes an event). Only
-	// once the replays are done: without a device trace nothing above waited for them, and they still write it.
-	if a.allocRun != nil {
-		select {
-		case <-a.allocRun.done:
-			a.allocRun.blocks = nil
-		default:
+	// The iteration tables read the allocator model's block bytes, which it was replaying meanwhile. When it is
+	// done, they come first and the block series goes before the detectors' working sets (8 bytes an event);
+	// while it still replays, the detectors come first, on the core it leaves idle, and ask it last.
+	iterations := func() {
+		for _, d := range devices {
+			a.part.IterationTable = append(a.part.IterationTable, iterationTable(d, a.blockSeries(d.Device))...)
 		}
+		// The block series had no other reader. Only dropped once the replays are done: without a device trace
+		// nothing above waited for them, and they still write it.
+		if a.allocRun != nil && !a.replaysPending() {
+			a.allocRun.blocks = nil
+		}
+	}
+	detectFirst := a.replaysPending()
+	if !detectFirst {
+		iterations()
 	}
 	if best != nil {
 		p := *best
@@ -130,6 +134,9 @@ func (a *analysis) replayAll() error {
 	fs, err := detect.Detect(a.ctx, &detect.Input{Snapshot: a.snap, Devices: devices, Model: a.allocModel()})
 	if err != nil {
 		return err
+	}
+	if detectFirst {
+		iterations()
 	}
 	// Without history the trace's cache detectors would judge a moment the dump's cache checks judge too: the
 	// dump's stand then, so that no finding is stated twice. An OOM is a fact of the trace either way.

@@ -23,6 +23,19 @@ type AllocatorModel interface {
 	PeakReserved(ctx context.Context, device int, settings string) (Replayed, error)
 }
 
+// PendingModel is an AllocatorModel that replays in the background: Pending reports whether an answer would wait
+// for it. The detectors then do what does not need the answer first, on a core the replay leaves idle.
+type PendingModel interface {
+	AllocatorModel
+	Pending() bool
+}
+
+// pending reports whether asking model would wait.
+func pending(model AllocatorModel) bool {
+	p, ok := model.(PendingModel)
+	return ok && p.Pending()
+}
+
 // Replayed is one what-if of an AllocatorModel: the peak reserved bytes under the recorded settings (Baseline)
 // and under the asked ones (Peak); Partial says why the replay could not follow the whole trace, "" when it did.
 type Replayed struct {
@@ -71,6 +84,10 @@ func detectDevice(ctx context.Context, in *Input, d *Device) ([]findings.Finding
 	if f, ok := Leak(d); ok {
 		out = append(out, f)
 	}
+	// Fragmentation asks the allocator model, which may still be replaying: the detectors that do not depend on
+	// it are judged first, their findings kept in the fixed order.
+	idle, idleOK := IdleCache(in.Snapshot, d)
+	loss, lossOK := LossLogits(d)
 	frag, ok, err := Fragmentation(ctx, in.Snapshot, d, in.Model)
 	if err != nil {
 		return nil, err
@@ -81,11 +98,11 @@ func detectDevice(ctx context.Context, in *Input, d *Device) ([]findings.Finding
 	if f, ok := CacheOverhead(d, ok); ok {
 		out = append(out, f)
 	}
-	if f, ok := IdleCache(in.Snapshot, d); ok {
-		out = append(out, f)
+	if idleOK {
+		out = append(out, idle)
 	}
-	if f, ok := LossLogits(d); ok {
-		out = append(out, f)
+	if lossOK {
+		out = append(out, loss)
 	}
 	// The detectors above are the block places' only readers: 12 bytes an element, not kept resident beside
 	// the next device's detectors and the caller's later work.
@@ -153,13 +170,22 @@ func Fragmentation(ctx context.Context, s *snapshot.Snapshot, d *Device, model A
 	}
 	segs := d.segments(s)
 	f := findings.FragmentationFacts{MaxReserved: at(d, resIdx), Reserved: res, Peak: at(d, peakIdx), Allocated: peak}
+	// The fragmenting cudaMallocs do not depend on the model's answer: found while it is still replaying, they
+	// take a core it leaves idle; found after it, only when the saving makes a finding.
+	var frag []cudaMalloc
+	early := model != nil && pending(model)
+	if early {
+		frag = d.fragmentingMallocs(segs, resIdx)
+	}
 	if err := expandablePeak(ctx, d, segs, peakIdx, model, &f); err != nil {
 		return findings.Finding{}, false, err
 	}
 	if f.Saving() < findings.FragmentationMinSavingBytes {
 		return findings.Finding{}, false, nil
 	}
-	frag := d.fragmentingMallocs(segs, resIdx)
+	if !early {
+		frag = d.fragmentingMallocs(segs, resIdx)
+	}
 	if c, ok := d.cudaMallocAt(resIdx); ok {
 		if n := len(frag); n > 0 && frag[n-1].Event == resIdx {
 			c = frag[n-1]

@@ -3,6 +3,8 @@ package detect_test
 import (
 	"context"
 	"errors"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,6 +196,67 @@ func TestFragmentationUsesModel(t *testing.T) {
 	f, ok, _ = detect.Fragmentation(context.Background(), in.Snapshot, d, model{base: res, peak: res - 1<<30, partial: "the trace starts late"})
 	if !ok || f.Value != 1<<30 || f.Basis != "allocator replay" || !strings.HasSuffix(f.Evidence, "The replay is partial, so the saving covers the recorded part of the run: the trace starts late") {
 		t.Errorf("partial replay: %+v", f)
+	}
+}
+
+// pendingModel is model while its replay still runs: Pending says so until the first answer (and counts the
+// times it said so).
+type pendingModel struct {
+	model
+	asked   *bool
+	pending *int
+}
+
+func (m pendingModel) Pending() bool {
+	if *m.asked {
+		return false
+	}
+	*m.pending++
+	return true
+}
+
+func (m pendingModel) PeakReserved(ctx context.Context, dev int, settings string) (detect.Replayed, error) {
+	*m.asked = true
+	return m.model.PeakReserved(ctx, dev, settings)
+}
+
+// TestDetectPendingModel: with a model still replaying, the detectors that do not ask it are judged first and the
+// fragmenting cudaMallocs are found before the answer; the findings and their order are those of a model that
+// had answered already, whether the replay's saving makes a finding or not.
+func TestDetectPendingModel(t *testing.T) {
+	c := healthy
+	c.Scale = []float64{1, 3, 2, 4}
+	for _, saving := range []int64{1 << 30, findings.FragmentationMinSavingBytes - 1} {
+		ready := prepare(t, c.Build())
+		r := res(ready.Devices[0])
+		ready.Model = model{base: r, peak: r - saving}
+		want, err := detect.Detect(context.Background(), ready)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waiting := prepare(t, c.Build())
+		asked, pending := false, 0
+		waiting.Model = pendingModel{model: model{base: r, peak: r - saving}, asked: &asked, pending: &pending}
+		got, err := detect.Detect(context.Background(), waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !asked || pending == 0 {
+			t.Fatalf("the model was asked %v, found pending %d times; want both", asked, pending)
+		}
+		ids := func(fs []findings.Finding) (out []findings.ID) {
+			for _, f := range fs {
+				out = append(out, f.ID)
+			}
+			return out
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("saving %d: findings %v with a pending model, %v with a ready one", saving, ids(got), ids(want))
+		}
+		wantFrag := saving >= findings.FragmentationMinSavingBytes
+		if slices.Contains(ids(want), findings.Fragmentation) != wantFrag || !slices.Contains(ids(want), findings.CacheOverhead) {
+			t.Errorf("saving %d: findings %v, want cache overhead and fragmentation %v", saving, ids(want), wantFrag)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package units
 import (
 	"encoding/json"
 	"io"
+	"slices"
 )
 
 // WriteJSON writes v as two-space indented JSON followed by a newline, the layout of every JSON file and
@@ -176,52 +177,70 @@ func (iw *indentWriter) Write(p []byte) (int, error) {
 }
 
 // rowWrite writes the bytes of p that belong to the row being written, spaced, up to its closing bracket or one
-// byte past the row limit, and returns how many it took and whether the row closed. Strings are copied in runs.
+// byte past the row limit, and returns how many it took and whether the row closed.
 func (iw *indentWriter) rowWrite(p []byte) (int, bool) {
-	// The loop keeps the output and depth in locals: through iw every append stored them back (a long training
-	// loop's summary.json is 54 MB of rows).
 	lim := min(len(p), iw.rowLimit+1-iw.rowBytes)
-	buf, depth := iw.buf, iw.rowDepth
+	// A byte becomes at most two (a comma or colon and its space): with room for all of them made first, the loop
+	// stores bytes by index in a local slice. Appending runs of a few bytes (a table's numbers and keys) was a
+	// copy call each, and through iw every append stored the slice back: a long training loop's summary.json is
+	// 54 MB of rows.
+	iw.buf = slices.Grow(iw.buf, 2*lim)
+	buf, o := iw.buf[:cap(iw.buf)], len(iw.buf)
+	depth := iw.rowDepth
 	k := 0
+	if iw.inString {
+		// A string that a backslash or the end of the last write interrupted: stringRun takes it on.
+		iw.buf = buf[:o]
+		k += iw.stringRun(p[:lim])
+		buf, o = iw.buf[:cap(iw.buf)], len(iw.buf)
+	}
 	closed := false
 loop:
 	for k < lim {
-		if iw.inString {
-			iw.buf = buf
-			k += iw.stringRun(p[k:lim])
-			buf = iw.buf
-			continue
-		}
 		c := p[k]
+		k++
 		if !layoutBytes[c] {
 			// A number or literal: copied up to the next byte that lays out (most of a table's bytes are digits).
-			j := k + 1
-			for j < lim && !layoutBytes[p[j]] {
-				j++
+			buf[o] = c
+			o++
+			for k < lim && !layoutBytes[p[k]] {
+				buf[o] = p[k]
+				o++
+				k++
 			}
-			buf = append(buf, p[k:j]...)
-			k = j
 			continue
 		}
-		k++
 		switch c {
 		case '"':
-			// A string that closes before lim with no backslash (every key) is copied whole; any other is
-			// stringRun's.
-			if j := k + plainRun(p[k:lim]); j < lim && p[j] == '"' {
-				buf = append(buf, p[k-1:j+1]...)
-				k = j + 1
+			// A string's bytes up to its closing quote (every key) or a backslash.
+			buf[o] = c
+			o++
+			for k < lim && !stringStops[p[k]] {
+				buf[o] = p[k]
+				o++
+				k++
+			}
+			if k < lim && p[k] == '"' {
+				buf[o] = '"'
+				o++
+				k++
 				continue
 			}
+			// A backslash, or the end of p: stringRun takes the string on, up to its closing quote or lim.
 			iw.inString = true
-			buf = append(buf, c)
+			iw.buf = buf[:o]
+			k += iw.stringRun(p[k:lim])
+			buf, o = iw.buf[:cap(iw.buf)], len(iw.buf)
 		case ',', ':':
-			buf = append(buf, c, ' ')
+			buf[o], buf[o+1] = c, ' '
+			o += 2
 		case '{', '[':
 			depth++
-			buf = append(buf, c)
+			buf[o] = c
+			o++
 		case '}', ']':
-			buf = append(buf, c)
+			buf[o] = c
+			o++
 			depth--
 			if depth == 0 {
 				closed = true
@@ -229,7 +248,7 @@ loop:
 			}
 		}
 	}
-	iw.buf, iw.rowDepth = buf, depth
+	iw.buf, iw.rowDepth = buf[:o], depth
 	iw.rowBytes += k
 	return k, closed
 }
@@ -302,6 +321,9 @@ func layoutByte(c byte) bool { return layoutBytes[c] }
 
 // layoutBytes is layoutByte as a table: the writers test every byte of a number against it.
 var layoutBytes = [256]bool{'"': true, '{': true, '[': true, ',': true, ':': true, '}': true, ']': true}
+
+// stringStops are the bytes that end a string's plain run: its closing quote and a backslash.
+var stringStops = [256]bool{'"': true, '\\': true}
 
 func (iw *indentWriter) newline() {
 	iw.buf = append(iw.buf, '\n')

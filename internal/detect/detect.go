@@ -532,10 +532,8 @@ func Leak(d *Device) (findings.Finding, bool) {
 // category, and how far beyond the device the step would have gone, extrapolated from the layers completed.
 func OOMs(s *snapshot.Snapshot, d *Device) []findings.Finding {
 	var out []findings.Finding
-	for j := range d.Trace {
-		if e := &d.Trace[j]; e.Action == snapshot.ActionOOM {
-			out = append(out, findings.NewOOM(at(d, j), e.Size, d.EventExtra(j).DeviceFree, ExplainOOM(d, j), ExpandableOn(s)))
-		}
+	for _, j := range d.OOMEvents() {
+		out = append(out, findings.NewOOM(at(d, j), d.Trace[j].Size, d.EventExtra(j).DeviceFree, ExplainOOM(d, j), ExpandableOn(s)))
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
@@ -41,6 +42,10 @@ type Device struct {
 	segs  []segment
 	addrs []uint64
 	seg   []int32
+	// peakOnce memoizes PeakIndex.
+	peakOnce  sync.Once
+	peakIdx   int
+	peakBytes int64
 }
 
 // Input is everything the detectors read about one snapshot.
@@ -135,8 +140,12 @@ func argmax(initial int64, series []int64) (int, int64) {
 	return idx, best
 }
 
-// PeakIndex is the first event after which allocated memory is highest, and that memory.
-func (d *Device) PeakIndex() (int, int64) { return argmax(d.InitialAllocated, d.Allocated) }
+// PeakIndex is the first event after which allocated memory is highest, and that memory. Found once: the
+// detectors ask for it several times, and each search reads the whole series.
+func (d *Device) PeakIndex() (int, int64) {
+	d.peakOnce.Do(func() { d.peakIdx, d.peakBytes = argmax(d.InitialAllocated, d.Allocated) })
+	return d.peakIdx, d.peakBytes
+}
 
 // MaxReservedIndex is the first event after which reserved memory is highest, and that memory.
 func (d *Device) MaxReservedIndex() (int, int64) { return d.Reserved.ArgMax(len(d.Allocated)) }

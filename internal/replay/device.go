@@ -85,6 +85,20 @@ func (t *Trace) DeviceTrace() *DeviceTrace {
 	return d
 }
 
+// OOMEvents returns the indices of the trace's oom events, in order: the replay's, else found in the trace.
+func (d *DeviceTrace) OOMEvents() []int {
+	if d.replay != nil {
+		return d.replay.OOMs
+	}
+	var out []int
+	for j := range d.Trace {
+		if d.Trace[j].Action == snapshot.ActionOOM {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 // Lifetime returns element i as a Lifetime.
 func (d *DeviceTrace) Lifetime(i int) Lifetime { return d.replay.Lifetime(i) }
 

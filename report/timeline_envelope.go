@@ -5,22 +5,18 @@ package report
 // chart's) is cheaper without the index: one pass over the events and one over the blocks, where the index
 // replays up to indexCheckpoint events for every bucket's categories.
 func (t *TimelineDetail) Envelope(from, to, buckets int) TimelineEnvelope {
-	e := t.extremes(t.Allocated(), t.reserved(), from, to, buckets)
+	// Reserved memory is read from its changes as the events go by (nil): it moves at a handful of events, and
+	// an array of it per event was 8 bytes an event to allocate, clear and fill.
+	e := t.extremes(t.Allocated(), nil, from, to, buckets)
 	nb := len(e.Peak)
 	if nb == 0 {
 		return e
 	}
 	// Block i is live after event j when Start[i] ≤ j < End[i], so it counts in the buckets whose peak events
 	// lie in [Start[i], End[i]): those from the first peak at or after its start to the first at or after its
-	// end. first[j−From] is the first bucket whose peak is at or after event j (the peaks grow with the buckets).
-	first := make([]int32, e.To-e.From+1)
-	k := 0
-	for j := range first {
-		for k < nb && e.Peak[k] < e.From+j {
-			k++
-		}
-		first[j] = int32(k)
-	}
+	// end. at(j) is the first bucket whose peak is at or after event j (the peaks grow with the buckets): the
+	// bucket holding j, or the next one when j lies past its peak.
+	n := e.To - e.From
 	at := func(j int32) int32 {
 		switch {
 		case int(j) <= e.From:
@@ -28,7 +24,20 @@ func (t *TimelineDetail) Envelope(from, to, buckets int) TimelineEnvelope {
 		case int(j) >= e.To:
 			return int32(nb)
 		}
-		return first[int(j)-e.From]
+		// Bucket k starts at From + k·n/nb (rounded down): j's is the last k whose start is at or before j,
+		// found from the quotient and put right by the starts themselves.
+		off := int(j) - e.From
+		k := min(off*nb/n, nb-1)
+		for k+1 < nb && e.Start[k+1] <= int(j) {
+			k++
+		}
+		for k > 0 && e.Start[k] > int(j) {
+			k--
+		}
+		if e.Peak[k] < int(j) {
+			k++
+		}
+		return int32(k)
 	}
 	// Each block adds its bytes from its first bucket on and takes them back from the one its end reaches: the
 	// running sums are the live bytes per category at every bucket's peak.

@@ -171,7 +171,8 @@ func (x *TimelineIndex) Envelope(from, to, buckets int) TimelineEnvelope {
 	return e
 }
 
-// extremes is an envelope without its categories, from the allocated and reserved bytes after every event.
+// extremes is an envelope without its categories, from the allocated and reserved bytes after every event (res nil:
+// reserved read from its changes).
 func (t *TimelineDetail) extremes(alloc, res []int64, from, to, buckets int) TimelineEnvelope {
 	from, to = max(0, from), min(t.Events, to)
 	e := TimelineEnvelope{From: from, To: to}
@@ -189,19 +190,29 @@ func (t *TimelineDetail) extremes(alloc, res []int64, from, to, buckets int) Tim
 	if len(t.WhatIfEvent) > 0 {
 		e.WhatIfEnd = make([]int64, nb)
 	}
+	// Without res, reserved after event j is the initial bytes plus the changes at events up to j.
+	r, rk := t.InitialReserved, 0
 	k := -1
 	for j := from; j < to; j++ {
+		if res != nil {
+			r = res[j]
+		} else {
+			for rk < len(t.ReservedEvent) && int(t.ReservedEvent[rk]) <= j {
+				r += t.ReservedDelta[rk]
+				rk++
+			}
+		}
 		if k+1 < nb && j == e.Start[k+1] {
 			k++
-			e.AllocMin[k], e.AllocMax[k], e.Peak[k], e.ReservedMax[k] = alloc[j], alloc[j], j, res[j]
+			e.AllocMin[k], e.AllocMax[k], e.Peak[k], e.ReservedMax[k] = alloc[j], alloc[j], j, r
 		}
 		a := alloc[j]
 		e.AllocMin[k] = min(e.AllocMin[k], a)
 		if a > e.AllocMax[k] {
 			e.AllocMax[k], e.Peak[k] = a, j
 		}
-		e.ReservedMax[k] = max(e.ReservedMax[k], res[j])
-		e.ReservedEnd[k] = res[j]
+		e.ReservedMax[k] = max(e.ReservedMax[k], r)
+		e.ReservedEnd[k] = r
 	}
 	for k := range e.WhatIfEnd {
 		end := to

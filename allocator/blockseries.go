@@ -3,6 +3,8 @@ package allocator
 import (
 	"encoding/json"
 	"math"
+
+	"github.com/memscan/memscan/internal/units"
 )
 
 // blockUnit is the allocator's smallest block: every block size, and so every sum of them, is a whole multiple.
@@ -37,6 +39,20 @@ func (s *BlockSeries) At(j int) int64 {
 		return s.dense[j]
 	}
 	return int64(s.units[j]) * blockUnit
+}
+
+// MaxIn returns the first event in [from, to) after which the block bytes are highest, and those bytes; −1 and 0
+// when the range is empty.
+func (s *BlockSeries) MaxIn(from, to int) (int, int64) {
+	if from >= to {
+		return -1, 0
+	}
+	if s.dense != nil {
+		k := from + units.FirstMax(s.dense[from:to])
+		return k, s.dense[k]
+	}
+	k := from + units.FirstMax(s.units[from:to])
+	return k, int64(s.units[k]) * blockUnit
 }
 
 // set records v after event j.

@@ -19,6 +19,8 @@ func TestBlockSeries(t *testing.T) {
 		{"off the grid", []int64{512, 1024, 1000, 2048}, false},
 		{"two TiB", []int64{512, 1 << 41}, false},
 		{"negative", []int64{512, -512, 0}, false},
+		{"repeated highs", []int64{1024, 512, 1024, 2048, 2048, 0}, true},
+		{"repeated highs, dense", []int64{1000, 500, 1000, 2000, 2000, -1}, false},
 		{"empty", nil, true},
 	} {
 		s := newBlockSeries(len(tc.values))
@@ -30,6 +32,20 @@ func TestBlockSeries(t *testing.T) {
 		}
 		if s.Len() != len(tc.values) || (s.dense == nil) != tc.compact {
 			t.Errorf("%s: length %d, compact %v; want %d, %v", tc.name, s.Len(), s.dense == nil, len(tc.values), tc.compact)
+		}
+		// MaxIn over every range: the first event of the highest value, as a scan finds it.
+		for from := range len(tc.values) + 1 {
+			for to := from; to <= len(tc.values); to++ {
+				wantJ, wantV := -1, int64(0)
+				for j := from; j < to; j++ {
+					if wantJ < 0 || tc.values[j] > wantV {
+						wantJ, wantV = j, tc.values[j]
+					}
+				}
+				if j, v := s.MaxIn(from, to); j != wantJ || v != wantV {
+					t.Errorf("%s: MaxIn(%d, %d) = %d, %d; want %d, %d", tc.name, from, to, j, v, wantJ, wantV)
+				}
+			}
 		}
 		got, err := json.Marshal(s)
 		want, _ := json.Marshal(append([]int64{}, tc.values...))

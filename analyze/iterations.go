@@ -3,6 +3,7 @@ package analyze
 import (
 	"github.com/memscan/memscan/allocator"
 	"github.com/memscan/memscan/internal/detect"
+	"github.com/memscan/memscan/internal/units"
 	"github.com/memscan/memscan/phases"
 	"github.com/memscan/memscan/report"
 )
@@ -51,8 +52,17 @@ func iterationTable(d *detect.Device, blocks *allocator.BlockSeries) []report.It
 				best, row.PeakEvent = v, sp.Start-1
 			}
 		}
-		for j := sp.Start; j < sp.End && j < len(d.Trace); j++ {
-			if v := measure(j); v > best {
+		// The iteration's own events: the first of its highest, where it beats the event before it.
+		if hi := min(sp.End, len(d.Trace)); sp.Start < hi {
+			var j int
+			var v int64
+			if blocks != nil {
+				j, v = blocks.MaxIn(sp.Start, hi)
+			} else {
+				j = sp.Start + units.FirstMax(d.Allocated[sp.Start:hi])
+				v = d.Allocated[j]
+			}
+			if v > best {
 				best, row.PeakEvent = v, j
 			}
 		}

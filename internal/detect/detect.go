@@ -376,6 +376,18 @@ func IdleCache(s *snapshot.Snapshot, d *Device) (findings.Finding, bool) {
 	return findings.NewIdleCache(at(d, from), count, idle), true
 }
 
+// firstSampleAt returns the first of the ascending samples at or after event j (len(samples) when none), trying
+// near and the one after it before searching.
+func firstSampleAt(samples []int, j, near int) int {
+	for k := near; k <= near+1 && k <= len(samples); k++ {
+		if (k == len(samples) || j <= samples[k]) && (k == 0 || samples[k-1] < j) {
+			return k
+		}
+	}
+	k, _ := slices.BinarySearch(samples, j)
+	return k
+}
+
 // iterationEnds are the last events of the complete iterations.
 func iterationEnds(tl *phases.Timeline) []int {
 	var ends []int
@@ -433,19 +445,18 @@ func leaks(d *Device) []findings.LeakSite {
 		}
 		siteOf[a] = j
 	}
-	// firstEnd is the first sample at or after event j (len(ends) when none): ends ascend.
-	firstEnd := func(j int32) int {
-		k, _ := slices.BinarySearch(ends, int(j))
-		return k
-	}
 	diff := make([][]int64, len(names))
+	from := 0
 	for i := range d.Elements {
 		el := &d.Elements[i]
 		j := siteOf[d.attrOf[i]]
 		// The site's category is its latest block's: a leaking site's first block may predate the first
 		// iteration, where its lifetime alone would call it a weight.
 		cats[j] = attrs[d.attrOf[i]].Category
-		from, to := firstEnd(el.Start), firstEnd(el.End)
+		// The elements come in trace order, so a start mostly lies by the previous one's sample, and most ends
+		// by their start's: the searches begin there.
+		from = firstSampleAt(ends, int(el.Start), from)
+		to := firstSampleAt(ends, int(el.End), from)
 		if from >= to {
 			continue
 		}

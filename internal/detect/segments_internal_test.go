@@ -87,3 +87,30 @@ func TestSegmentOf(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstSampleAt holds the guided search to a scan of the samples for every event around them and every guess,
+// right or wrong: empty and one-sample lists, repeated events, events before, between, at and past the samples.
+func TestFirstSampleAt(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 200 {
+		samples := make([]int, rng.IntN(12))
+		for i := range samples {
+			samples[i] = rng.IntN(40)
+		}
+		slices.Sort(samples)
+		for j := -2; j < 45; j++ {
+			want := len(samples)
+			for k, s := range samples {
+				if s >= j {
+					want = k
+					break
+				}
+			}
+			for near := 0; near <= len(samples); near++ {
+				if got := firstSampleAt(samples, j, near); got != want {
+					t.Fatalf("round %d: firstSampleAt(%v, %d, near %d) = %d, want %d", round, samples, j, near, got, want)
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,24 @@
 package units
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
+
+// FirstMax returns the index of the first highest value of v, −1 for none: where a series of memory readings
+// peaks, the earliest event of its peak, as the timeline and the tables report it.
+func FirstMax[T cmp.Ordered](v []T) int {
+	if len(v) == 0 {
+		return -1
+	}
+	k := 0
+	for j, x := range v {
+		if x > v[k] {
+			k = j
+		}
+	}
+	return k
+}
 
 // Median is the middle value of v, or for an even count the mean of the two middle values (for integers rounded
 // toward the lower one, computed without overflow); 0 for none. v is not modified. It is the sample median of

@@ -250,3 +250,21 @@ func TestPercentile(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstMax(t *testing.T) {
+	for _, tc := range []struct {
+		v    []int64
+		want int
+	}{
+		{nil, -1},
+		{[]int64{5}, 0},
+		{[]int64{1, 3, 3, 2}, 1},
+		{[]int64{-4, -2, -2}, 1},
+		{[]int64{7, 1, 7}, 0},
+		{[]int64{0, 0, 1}, 2},
+	} {
+		if got := FirstMax(tc.v); got != tc.want {
+			t.Errorf("FirstMax(%v) = %d, want %d", tc.v, got, tc.want)
+		}
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -124,23 +122,13 @@ func TestMappingReading(t *testing.T) {
 	}
 }
 
-// fileResident is this process's resident memory that files back (RssFile in /proc/self/status): a mapping's pages,
-// without the heap's.
+// fileResident is this process's resident memory that files back (ResidentFile): a mapping's pages, without the
+// heap's.
 func fileResident(t *testing.T) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skipf("cannot read /proc/self/status: %v", err)
+	n, ok := ResidentFile()
+	if !ok {
+		t.Skip("cannot read RssFile from /proc/self/status")
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "RssFile:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Skip("no RssFile in /proc/self/status")
-	return 0
+	return n
 }

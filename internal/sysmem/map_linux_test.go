@@ -18,15 +18,7 @@ func TestMapFile(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	path := filepath.Join(t.TempDir(), "mapped")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openWritten(t, data)
 	pg := int64(os.Getpagesize())
 	for _, off := range []int64{0, pg, 5000, size - 1} {
 		m, err := MapFile(f, off, size-off)
@@ -82,15 +74,7 @@ func TestMappingReading(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i / 4093)
 	}
-	path := filepath.Join(t.TempDir(), "read")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openWritten(t, data)
 	const off = 5000 // not on a page
 	m, err := MapFile(f, off, size-off)
 	if err != nil {
@@ -120,6 +104,21 @@ func TestMappingReading(t *testing.T) {
 	if !bytes.Equal(b, data[off:]) {
 		t.Error("the pages given back do not read the file again")
 	}
+}
+
+// openWritten writes data to a file of the test's and opens it for reading, closed when the test ends.
+func openWritten(t *testing.T, data []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mapped")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // fileResident is this process's resident memory that files back (ResidentFile): a mapping's pages, without the

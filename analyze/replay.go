@@ -362,7 +362,7 @@ func (r *devTrace) ooms() {
 // there, which order the timeline's categories.
 func (r *devTrace) peak(d *detect.Device) (report.Peak, []int64) {
 	p := report.Peak{Device: r.Device}
-	p.EventIndex, p.Bytes = r.PeakIndex()
+	p.EventIndex, p.Bytes = d.PeakIndex()
 	if t := p.EventIndex; t >= 0 && r.Events[t].HasTime {
 		p.TimeUS = r.Events[t].TimeUS
 	} else if t < 0 && r.Events[0].HasTime {

@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,25 +12,15 @@ import (
 	"github.com/memscan/memscan/internal/sysmem"
 )
 
-// mappedResident is this process's resident file-backed memory (RssFile in /proc/self/status), where a file's
-// mapping counts.
+// mappedResident is this process's resident file-backed memory (sysmem.ResidentFile), where a file's mapping
+// counts.
 func mappedResident(t *testing.T) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skipf("cannot read /proc/self/status: %v", err)
+	n, ok := sysmem.ResidentFile()
+	if !ok {
+		t.Skip("cannot read RssFile from /proc/self/status")
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "RssFile:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Skip("no RssFile in /proc/self/status")
-	return 0
+	return n
 }
 
 // waitFor polls cond until it holds, failing after a generous while: the pages are mapped and given back on

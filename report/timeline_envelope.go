@@ -5,9 +5,7 @@ package report
 // chart's) is cheaper without the index: one pass over the events and one over the blocks, where the index
 // replays up to indexCheckpoint events for every bucket's categories.
 func (t *TimelineDetail) Envelope(from, to, buckets int) TimelineEnvelope {
-	// Reserved memory is read from its changes as the events go by (nil): it moves at a handful of events, and
-	// an array of it per event was 8 bytes an event to allocate, clear and fill.
-	e := t.extremes(t.Allocated(), nil, from, to, buckets)
+	e := t.extremes(t.Allocated(), from, to, buckets)
 	nb := len(e.Peak)
 	if nb == 0 {
 		return e
@@ -64,18 +62,4 @@ func (t *TimelineDetail) Envelope(from, to, buckets int) TimelineEnvelope {
 		e.ByCategory[c] = d[:nb:nb]
 	}
 	return e
-}
-
-// reserved returns the segment bytes after every event.
-func (t *TimelineDetail) reserved() []int64 {
-	out := make([]int64, t.Events)
-	res, rk := t.InitialReserved, 0
-	for j := range out {
-		for rk < len(t.ReservedEvent) && int(t.ReservedEvent[rk]) <= j {
-			res += t.ReservedDelta[rk]
-			rk++
-		}
-		out[j] = res
-	}
-	return out
 }

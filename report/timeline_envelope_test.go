@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -34,17 +35,45 @@ func randomDetail(r *rand.Rand, n, m int) *TimelineDetail {
 }
 
 // TestEnvelopeWithoutIndex: the one-shot envelope equals the index's for whole traces, zooms, more buckets
-// than events, and empty ranges; and its stack adds up to allocated memory at every bucket's peak (the blocks
-// live there, counted directly).
+// than events, and empty ranges; its stack adds up to allocated memory at every bucket's peak (the blocks live
+// there, counted directly); and its reserved memory, and the index's after every event, are the changes summed.
 func TestEnvelopeWithoutIndex(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, tc := range []struct{ n, m int }{{1, 1}, {10, 30}, {3000, 2000}, {2999, 1500}, {5000, 100}} {
 		d := randomDetail(r, tc.n, tc.m)
 		x := d.Index()
+		// Reserved memory, summed from its changes event by event: the index's and every bucket's.
+		reservedAt := func(j int) int64 {
+			r := d.InitialReserved
+			for k, e := range d.ReservedEvent {
+				if int(e) <= j {
+					r += d.ReservedDelta[k]
+				}
+			}
+			return r
+		}
+		for j := range tc.n {
+			if got := x.Reserved(j); got != reservedAt(j) {
+				t.Fatalf("%d events: the index's reserved after event %d is %d, summed %d", tc.n, j, got, reservedAt(j))
+			}
+		}
 		for _, rg := range [][3]int{{0, tc.n, 900}, {0, tc.n, 901}, {1, tc.n - 1, 899}, {0, tc.n, 7}, {tc.n / 3, tc.n / 2, 50}, {tc.n / 2, tc.n, 5000}, {-5, tc.n + 5, 13}, {tc.n, tc.n, 10}, {0, tc.n, 0}} {
 			got, want := d.Envelope(rg[0], rg[1], rg[2]), x.Envelope(rg[0], rg[1], rg[2])
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%d events, %d blocks, range %v: one-shot envelope\n%+v\nthe index's\n%+v", tc.n, tc.m, rg, got, want)
+			}
+			for k := range got.Start {
+				end := got.To
+				if k+1 < len(got.Start) {
+					end = got.Start[k+1]
+				}
+				var most int64 = math.MinInt64
+				for j := got.Start[k]; j < end; j++ {
+					most = max(most, reservedAt(j))
+				}
+				if got.ReservedMax[k] != most || got.ReservedEnd[k] != reservedAt(end-1) {
+					t.Fatalf("range %v bucket %d: reserved max %d end %d, summed %d and %d", rg, k, got.ReservedMax[k], got.ReservedEnd[k], most, reservedAt(end-1))
+				}
 			}
 			for k, j := range got.Peak {
 				var live, stack int64

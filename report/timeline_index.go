@@ -28,11 +28,14 @@ const indexCheckpoint = 1024
 
 // TimelineIndex answers questions about any moment of one replayed trace without replaying it again: memory
 // after each event, the live bytes per category, the largest live blocks, and bucketed extremes of any range
-// (what memscan view sends as the page zooms). It holds two words per event, two per block and one category
-// vector per indexCheckpoint events, all in flat slices; building it is O(events + blocks).
+// (what memscan view sends as the page zooms). It holds one word per event, two per block, one per change of
+// reserved memory and one category vector per indexCheckpoint events, all in flat slices; building it is
+// O(events + blocks).
 type TimelineIndex struct {
-	d          *TimelineDetail
-	alloc, res []int64 // after each event
+	d     *TimelineDetail
+	alloc []int64 // after each event
+	// res[k] is the segment bytes from the k-th change of reserved memory on (TimelineDetail.ReservedEvent).
+	res []int64
 	// Blocks by the event that starts them and by the event that ends them: block sIdx[k] for k in
 	// sOff[j]..sOff[j+1]−1 starts at event j (likewise eIdx/eOff for ends).
 	sOff, eOff, sIdx, eIdx []int32
@@ -44,7 +47,12 @@ type TimelineIndex struct {
 // Index builds the TimelineIndex of t.
 func (t *TimelineDetail) Index() *TimelineIndex {
 	n, m, nc := t.Events, len(t.Start), len(t.Categories)
-	x := &TimelineIndex{d: t, alloc: t.Allocated(), res: t.reserved(), cat: make([]int32, m)}
+	x := &TimelineIndex{d: t, alloc: t.Allocated(), res: make([]int64, len(t.ReservedDelta)), cat: make([]int32, m)}
+	r := t.InitialReserved
+	for k, dr := range t.ReservedDelta {
+		r += dr
+		x.res[k] = r
+	}
 	x.sOff, x.eOff = make([]int32, n+1), make([]int32, n+1)
 	cur := make([]int64, nc)
 	for i := range t.Start {
@@ -104,7 +112,13 @@ func (x *TimelineIndex) Events() int { return x.d.Events }
 func (x *TimelineIndex) Allocated(j int) int64 { return x.alloc[j] }
 
 // Reserved is the segment bytes after event j.
-func (x *TimelineIndex) Reserved(j int) int64 { return x.res[j] }
+func (x *TimelineIndex) Reserved(j int) int64 {
+	ev := x.d.ReservedEvent
+	if k := sort.Search(len(ev), func(i int) bool { return int(ev[i]) > j }); k > 0 {
+		return x.res[k-1]
+	}
+	return x.d.InitialReserved
+}
 
 // WhatIf is the what-if's reserved bytes after event j, false without a what-if.
 func (x *TimelineIndex) WhatIf(j int) (int64, bool) { return x.d.whatIf(j) }
@@ -155,7 +169,7 @@ func (x *TimelineIndex) LiveAt(j, count int) []int {
 // from) plus, per bucket, one category vector replayed from its checkpoint.
 func (x *TimelineIndex) Envelope(from, to, buckets int) TimelineEnvelope {
 	t := x.d
-	e := t.extremes(x.alloc, x.res, from, to, buckets)
+	e := t.extremes(x.alloc, from, to, buckets)
 	if len(e.Peak) == 0 {
 		return e
 	}
@@ -171,9 +185,9 @@ func (x *TimelineIndex) Envelope(from, to, buckets int) TimelineEnvelope {
 	return e
 }
 
-// extremes is an envelope without its categories, from the allocated and reserved bytes after every event (res nil:
-// reserved read from its changes).
-func (t *TimelineDetail) extremes(alloc, res []int64, from, to, buckets int) TimelineEnvelope {
+// extremes is an envelope without its categories, from the allocated bytes after every event and the changes of
+// reserved memory.
+func (t *TimelineDetail) extremes(alloc []int64, from, to, buckets int) TimelineEnvelope {
 	from, to = max(0, from), min(t.Events, to)
 	e := TimelineEnvelope{From: from, To: to}
 	n := to - from
@@ -190,17 +204,14 @@ func (t *TimelineDetail) extremes(alloc, res []int64, from, to, buckets int) Tim
 	if len(t.WhatIfEvent) > 0 {
 		e.WhatIfEnd = make([]int64, nb)
 	}
-	// Without res, reserved after event j is the initial bytes plus the changes at events up to j.
+	// Reserved after event j is the initial bytes plus the changes at events up to j: it moves at a handful of
+	// events, so it is followed as the events go by rather than held per event.
 	r, rk := t.InitialReserved, 0
 	k := -1
 	for j := from; j < to; j++ {
-		if res != nil {
-			r = res[j]
-		} else {
-			for rk < len(t.ReservedEvent) && int(t.ReservedEvent[rk]) <= j {
-				r += t.ReservedDelta[rk]
-				rk++
-			}
+		for rk < len(t.ReservedEvent) && int(t.ReservedEvent[rk]) <= j {
+			r += t.ReservedDelta[rk]
+			rk++
 		}
 		if k+1 < nb && j == e.Start[k+1] {
 			k++

@@ -9,10 +9,8 @@ package detect
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/memscan/memscan/findings"
 	"github.com/memscan/memscan/internal/categorize"
@@ -42,10 +40,6 @@ type Device struct {
 	segs  []segment
 	addrs []uint64
 	seg   []int32
-	// peakOnce memoizes PeakIndex.
-	peakOnce  sync.Once
-	peakIdx   int
-	peakBytes int64
 }
 
 // Input is everything the detectors read about one snapshot.
@@ -125,27 +119,9 @@ func (d *Device) allocatedAt(j int) int64 {
 // reservedAt is the segment bytes after event j.
 func (d *Device) reservedAt(j int) int64 { return d.Reserved.At(j) }
 
-// argmax returns the first index of the largest value of series, −1 only when initial is larger than all of it
-// (as analyze's replay places its peak, so both name the same event when the trace returns to the initial level).
-func argmax(initial int64, series []int64) (int, int64) {
-	idx, best := -1, int64(math.MinInt64)
-	for j, v := range series {
-		if v > best {
-			idx, best = j, v
-		}
-	}
-	if initial > best {
-		return -1, initial
-	}
-	return idx, best
-}
-
-// PeakIndex is the first event after which allocated memory is highest, and that memory. Found once: the
-// detectors ask for it several times, and each search reads the whole series.
-func (d *Device) PeakIndex() (int, int64) {
-	d.peakOnce.Do(func() { d.peakIdx, d.peakBytes = argmax(d.InitialAllocated, d.Allocated) })
-	return d.peakIdx, d.peakBytes
-}
+// PeakIndex is the first event after which allocated memory is highest, and that memory: the replay's
+// (replay.DeviceTrace.Peak), found once for the detectors and the report alike.
+func (d *Device) PeakIndex() (int, int64) { return d.DeviceTrace.Peak() }
 
 // MaxReservedIndex is the first event after which reserved memory is highest, and that memory.
 func (d *Device) MaxReservedIndex() (int, int64) { return d.Reserved.ArgMax(len(d.Allocated)) }

@@ -85,6 +85,15 @@ func (t *Trace) DeviceTrace() *DeviceTrace {
 	return d
 }
 
+// Peak returns PeakIndex and PeakBytes, found once by the replay; a DeviceTrace built without one finds them in its
+// series.
+func (d *DeviceTrace) Peak() (int, int64) {
+	if d.replay != nil {
+		return d.PeakIndex, d.PeakBytes
+	}
+	return peakOf(d.InitialAllocated, d.Allocated)
+}
+
 // OOMEvents returns the indices of the trace's oom events, in order: the replay's, else found in the trace.
 func (d *DeviceTrace) OOMEvents() []int {
 	if d.replay != nil {

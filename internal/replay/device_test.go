@@ -32,6 +32,13 @@ func TestReplayDevice(t *testing.T) {
 	if d.PeakIndex != 2 || d.PeakBytes != 6700 {
 		t.Errorf("peak %d bytes at %d, want 6700 at 2", d.PeakBytes, d.PeakIndex)
 	}
+	// The same peak found in the series alone, as for a device built without a replay.
+	bare := &DeviceTrace{Series: d.Series}
+	for _, got := range [][2]int64{pair(d.Peak()), pair(bare.Peak())} {
+		if got != [2]int64{2, 6700} {
+			t.Errorf("Peak = %v, want event 2 at 6700 bytes", got)
+		}
+	}
 	x0 := b.BlockAddr(0, 0)
 	want := []Lifetime{
 		{Addr: b.BlockAddr(0, 1), Size: 2000, Stack: stX1, Event: 1, Start: 1, End: 9},      // X1, live at the end
@@ -168,3 +175,5 @@ func TestWarnFirstWorded(t *testing.T) {
 		}
 	}
 }
+
+func pair(i int, b int64) [2]int64 { return [2]int64{int64(i), b} }

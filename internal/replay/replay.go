@@ -343,15 +343,19 @@ func (t *Trace) TraceCategory(i int) string {
 
 // PeakIndex returns the first event at the highest live allocated memory and that memory; the index is −1 only
 // when memory before the first event was higher than ever after.
-func (t *Trace) PeakIndex() (int, int64) {
-	idx, bytes := -1, int64(-1)
-	for j, v := range t.Allocated {
-		if v > bytes {
-			idx, bytes = j, v
+func (t *Trace) PeakIndex() (int, int64) { return peakOf(t.Initial, t.Allocated) }
+
+// peakOf returns the first index of the highest value of series, −1 only when initial, the value before it, is
+// higher than all of it (so that a trace that returns to its initial level names its first event at that level).
+func peakOf(initial int64, series []int64) (int, int64) {
+	idx, best := -1, int64(math.MinInt64)
+	for j, v := range series {
+		if v > best {
+			idx, best = j, v
 		}
 	}
-	if t.Initial > bytes {
-		return -1, t.Initial
+	if initial > best {
+		return -1, initial
 	}
-	return idx, bytes
+	return idx, best
 }

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -20,15 +18,7 @@ func TestMapFile(t *testing.T) {
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	path := filepath.Join(t.TempDir(), "mapped")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openWritten(t, data)
 	pg := int64(os.Getpagesize())
 	for _, off := range []int64{0, pg, 5000, size - 1} {
 		m, err := MapFile(f, off, size-off)
@@ -84,15 +74,7 @@ func TestMappingReading(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i / 4093)
 	}
-	path := filepath.Join(t.TempDir(), "read")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openWritten(t, data)
 	const off = 5000 // not on a page
 	m, err := MapFile(f, off, size-off)
 	if err != nil {
@@ -124,23 +106,28 @@ func TestMappingReading(t *testing.T) {
 	}
 }
 
-// fileResident is this process's resident memory that files back (RssFile in /proc/self/status): a mapping's pages,
-// without the heap's.
+// openWritten writes data to a file of the test's and opens it for reading, closed when the test ends.
+func openWritten(t *testing.T, data []byte) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mapped")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// fileResident is this process's resident memory that files back (ResidentFile): a mapping's pages, without the
+// heap's.
 func fileResident(t *testing.T) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skipf("cannot read /proc/self/status: %v", err)
+	n, ok := ResidentFile()
+	if !ok {
+		t.Skip("cannot read RssFile from /proc/self/status")
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "RssFile:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Skip("no RssFile in /proc/self/status")
-	return 0
+	return n
 }

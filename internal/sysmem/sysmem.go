@@ -44,18 +44,30 @@ func total(read func(string) ([]byte, error)) (int64, bool) {
 
 // memTotal reads MemTotal from /proc/meminfo.
 func memTotal(read func(string) ([]byte, error)) (int64, bool) {
-	b, err := read("/proc/meminfo")
+	n, ok := kbField(read, "/proc/meminfo", "MemTotal:")
+	return n, ok && n > 0
+}
+
+// ResidentFile returns how much of this process's resident memory files back (RssFile in /proc/self/status): the
+// pages of its file mappings (MapFile) that are in memory. ok is false where that cannot be read.
+func ResidentFile() (n int64, ok bool) {
+	return kbField(os.ReadFile, "/proc/self/status", "RssFile:")
+}
+
+// kbField reads the field key of path, a /proc file of "key: value kB" lines, in bytes.
+func kbField(read func(string) ([]byte, error), path, key string) (int64, bool) {
+	b, err := read(path)
 	if err != nil {
 		return 0, false
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 2 || f[0] != "MemTotal:" {
+		if len(f) < 2 || f[0] != key {
 			continue
 		}
 		kb, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil || kb <= 0 || kb > 1<<50 {
+		if err != nil || kb < 0 || kb > 1<<50 {
 			return 0, false
 		}
 		return kb << 10, true

@@ -40,3 +40,28 @@ func TestTotal(t *testing.T) {
 		t.Log("this system reports no memory size; callers use their fallback")
 	}
 }
+
+// TestKBField: a /proc field in kB, read as bytes: its own line only (not a longer key sharing its start), zero
+// allowed, a missing or garbled field refused.
+func TestKBField(t *testing.T) {
+	status := "Name:\tmemscan\nRssAnon:\t  120 kB\nRssFile:\t 8192 kB\nRssShmem:\t 0 kB\n"
+	for _, tc := range []struct {
+		content, key string
+		want         int64
+		ok           bool
+	}{
+		{status, "RssFile:", 8192 << 10, true},
+		{status, "RssShmem:", 0, true},
+		{status, "Rss:", 0, false},
+		{"RssFile: many kB\n", "RssFile:", 0, false},
+		{"RssFile: -4 kB\n", "RssFile:", 0, false},
+	} {
+		read := func(string) ([]byte, error) { return []byte(tc.content), nil }
+		if got, ok := kbField(read, "/proc/self/status", tc.key); got != tc.want || ok != tc.ok {
+			t.Errorf("%s in %q = %d, %v; want %d, %v", tc.key, tc.content, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := kbField(func(string) ([]byte, error) { return nil, fs.ErrNotExist }, "/proc/self/status", "RssFile:"); ok {
+		t.Error("a missing file read as a field")
+	}
+}

@@ -202,24 +202,14 @@ loop:
 		if !layoutBytes[c] {
 			// A number or literal: copied up to the next byte that lays out (most of a table's bytes are digits).
 			buf[o] = c
-			o++
-			for k < lim && !layoutBytes[p[k]] {
-				buf[o] = p[k]
-				o++
-				k++
-			}
+			o, k = copyRun(buf, o+1, p, k, lim, &layoutBytes)
 			continue
 		}
 		switch c {
 		case '"':
 			// A string's bytes up to its closing quote (every key) or a backslash.
 			buf[o] = c
-			o++
-			for k < lim && !stringStops[p[k]] {
-				buf[o] = p[k]
-				o++
-				k++
-			}
+			o, k = copyRun(buf, o+1, p, k, lim, &stringStops)
 			if k < lim && p[k] == '"' {
 				buf[o] = '"'
 				o++
@@ -285,10 +275,22 @@ func (iw *indentWriter) stringRun(p []byte) int {
 // when neither does): the bytes copied as they are.
 func plainRun(p []byte) int {
 	j := 0
-	for j < len(p) && p[j] != '"' && p[j] != '\\' {
+	for j < len(p) && !stringStops[p[j]] {
 		j++
 	}
 	return j
+}
+
+// copyRun copies the bytes of p from k, up to lim or the first byte that stops marks, to buf from o (which has
+// room for them), and returns where both stand after them. It stores byte by byte: the runs of a JSON row (a
+// number, a key) are a few bytes each, shorter than a copy call pays for.
+func copyRun(buf []byte, o int, p []byte, k, lim int, stops *[256]bool) (int, int) {
+	for k < lim && !stops[p[k]] {
+		buf[o] = p[k]
+		o++
+		k++
+	}
+	return o, k
 }
 
 // compactRow returns a copy of the spaced row r without the spaces rowWrite put after its commas and colons (the

@@ -1,6 +1,7 @@
 // Package sysmem reports how much memory this process may use, for defaults that scale with the machine, backs
 // pages of a large allocation ahead of its first writes (Populate), gives back the pages of its unused room
-// (Release), and maps a file's bytes into memory for a decoder to read in place (MapFile).
+// (Release), maps a file's bytes into memory for a decoder to read in place (MapFile), and reports how much of
+// such a mapping is resident (ResidentFile).
 package sysmem
 
 import (
